@@ -1,0 +1,111 @@
+"""Units used throughout the book.
+
+Rates are decimal (1 GB/s = 1e9 B/s, 1 TFLOP/s = 1e12 FLOP/s), as datasheets quote them.
+Capacities are binary where the hardware is (1 KiB = 1024 B, 1 GiB = 2**30 B): shared memory,
+caches and HBM stacks come in powers of two.
+
+Every formatter picks its prefix automatically and always prints the unit, so a number on
+the page can never lose its unit.
+"""
+
+from __future__ import annotations
+
+import math
+
+# Decimal multipliers (rates, FLOP counts, HBM marketing sizes).
+KILO = 1e3
+MEGA = 1e6
+GIGA = 1e9
+TERA = 1e12
+PETA = 1e15
+
+# Binary capacities.
+KiB = 1024
+MiB = 1024**2
+GiB = 1024**3
+TiB = 1024**4
+
+# Rates.
+GB_PER_S = 1e9  # bytes per second
+TB_PER_S = 1e12
+GFLOP_PER_S = 1e9
+TFLOP_PER_S = 1e12
+PFLOP_PER_S = 1e15
+
+# Time.
+NS = 1e-9
+US = 1e-6
+MS = 1e-3
+
+_DECIMAL = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")]
+_BINARY = [(TiB, "Ti"), (GiB, "Gi"), (MiB, "Mi"), (KiB, "Ki"), (1, "")]
+_TIME = [(1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")]
+
+
+def _check_finite(name: str, value: float) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number, got {value!r}") from None
+    if not math.isfinite(v):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return v
+
+
+def _scaled(value: float, table, digits: int) -> tuple[str, str]:
+    mag = abs(value)
+    for factor, prefix in table:
+        if mag >= factor:
+            return f"{value / factor:.{digits}g}", prefix
+    factor, prefix = table[-1]
+    return f"{value / factor:.{digits}g}", prefix
+
+
+def fmt_rate(value: float, unit: str = "B/s", digits: int = 3) -> str:
+    """Format a decimal rate: ``fmt_rate(4.8e12)`` -> ``'4.8 TB/s'``.
+
+    ``unit`` is the base unit (``"B/s"``, ``"FLOP/s"``); the prefix is decimal.
+    """
+    v = _check_finite("value", value)
+    num, prefix = _scaled(v, _DECIMAL, digits)
+    return f"{num} {prefix}{unit}"
+
+
+def fmt_bytes_per_s(value: float, digits: int = 3) -> str:
+    """``fmt_bytes_per_s(3.35e12)`` -> ``'3.35 TB/s'`` (decimal)."""
+    return fmt_rate(value, "B/s", digits)
+
+
+def fmt_flop_per_s(value: float, digits: int = 3) -> str:
+    """``fmt_flop_per_s(989e12)`` -> ``'989 TFLOP/s'`` (decimal)."""
+    return fmt_rate(value, "FLOP/s", digits)
+
+
+def fmt_flop(value: float, digits: int = 3) -> str:
+    """``fmt_flop(2 * 8192**3)`` -> ``'1.1 TFLOP'`` (decimal count)."""
+    return fmt_rate(value, "FLOP", digits)
+
+
+def fmt_bytes(value: float, digits: int = 3) -> str:
+    """Format a capacity with binary prefixes: ``fmt_bytes(50 * MiB)`` -> ``'50 MiB'``."""
+    v = _check_finite("value", value)
+    num, prefix = _scaled(v, _BINARY, digits)
+    return f"{num} {prefix}B"
+
+
+def fmt_time(seconds: float, digits: int = 3) -> str:
+    """``fmt_time(3.2e-6)`` -> ``'3.2 µs'``."""
+    v = _check_finite("seconds", seconds)
+    if v == 0:
+        return "0 s"
+    mag = abs(v)
+    for factor, unit in _TIME:
+        if mag >= factor:
+            return f"{v / factor:.{digits}g} {unit}"
+    return f"{v / 1e-9:.{digits}g} ns"
+
+
+def fmt_intensity(flop_per_byte: float, digits: int = 3) -> str:
+    """``fmt_intensity(206.2)`` -> ``'206 FLOP/B'``."""
+    v = _check_finite("flop_per_byte", flop_per_byte)
+    return f"{v:.{digits}g} FLOP/B"
