@@ -24,6 +24,7 @@ import torch
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 REFERENCE_GPU = "h200"
+CPU_MAX_REPEAT = 3
 
 
 def on_gpu() -> bool:
@@ -70,9 +71,14 @@ def time_fn(
     On a GPU each call is bracketed by CUDA events (device time, no host-side launch jitter
     between the events); on the CPU by ``time.perf_counter``. ``setup()``, if given, runs before
     each call outside the timed region (e.g. to flush the L2 or rotate buffers).
+
+    On the CPU (interpreted kernels, a demonstration of the method) warm-up is capped at 1 call
+    and repeats at ``CPU_MAX_REPEAT``, so chapters stay quick without a GPU.
     """
     if repeat < 1 or warmup < 0:
         raise ValueError(f"repeat must be >= 1 and warmup >= 0, got repeat={repeat!r}, warmup={warmup!r}")
+    if not on_gpu():
+        warmup, repeat = min(warmup, 1), min(repeat, CPU_MAX_REPEAT)
     for _ in range(warmup):
         if setup:
             setup()

@@ -1,0 +1,230 @@
+"""Memory-hierarchy experiments: HBM bandwidth, the L2-to-HBM cliff, strided access.
+
+Every ``measure_*`` function times real kernels (Triton, see ``memory_hierarchy_kernels``) on the
+current device and returns a dataclass. On a machine without a GPU the kernels run through
+Triton's interpreter at small sizes: the numbers then show the method, not a GPU.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Optional, Sequence
+
+import torch
+
+from ..models import memory_hierarchy as model
+from ..units import GiB, KiB, MiB
+from . import harness
+from .memory_hierarchy_kernels import copy_kernel, read_kernel, reread_kernel, strided_read_kernel
+
+FLOAT_BYTES = 4
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _random(n: int) -> torch.Tensor:
+    g = torch.Generator(device="cpu").manual_seed(0)
+    x = torch.rand(min(n, 1 << 20), generator=g)
+    # Tile a random block: random data everywhere, without generating gigabytes on the host.
+    return x.repeat(_cdiv(n, x.numel()))[:n].to(harness.device())
+
+
+# --------------------------------------------------------------------------------------------
+# 1. HBM bandwidth: copy and read
+# --------------------------------------------------------------------------------------------
+@dataclass
+class BandwidthResult:
+    """Bandwidths [B/s] of a copy (bytes read + written) and a read-only pass over ``nbytes``."""
+
+    nbytes: int
+    triton_copy_bytes_per_s: float
+    torch_copy_bytes_per_s: float
+    triton_read_bytes_per_s: float
+    torch_sum_bytes_per_s: float
+    copy_block: int
+    device: str
+
+    @property
+    def copy_vs_torch(self) -> float:
+        return self.triton_copy_bytes_per_s / self.torch_copy_bytes_per_s
+
+
+def measure_hbm_bandwidth(nbytes: Optional[int] = None, *, repeat: int = 20) -> BandwidthResult:
+    """Copy ``nbytes`` from one buffer to another with Triton and with ``torch``'s own copy, and
+    read it once with a Triton reduction and ``torch.sum``. Buffers are far larger than L2 on a
+    GPU (default: 4 GiB each, at most a quarter of free memory)."""
+    if nbytes is None:
+        nbytes = harness.choose_bytes(4 * GiB, 1 * MiB, max_fraction_of_free=0.2)
+    n = int(nbytes) // FLOAT_BYTES
+    if n < 1024:
+        raise ValueError(f"nbytes must be at least 4096, got {nbytes!r}")
+    src = _random(n)
+    dst = torch.empty_like(src)
+    moved = 2 * n * FLOAT_BYTES
+
+    # A few block sizes; the best is reported (and which it was).
+    best_copy, best_block = 0.0, 0
+    blocks = (1024, 4096, 8192) if harness.on_gpu() else (4096,)
+    for block in blocks:
+        grid = (_cdiv(n, block),)
+        t = harness.time_fn(lambda: copy_kernel[grid](src, dst, n, BLOCK=block), repeat=repeat)
+        if moved / t.median_s > best_copy:
+            best_copy, best_block = moved / t.median_s, block
+    if not torch.equal(dst, src):
+        raise RuntimeError("Triton copy produced a wrong result")
+    t_torch = harness.time_fn(lambda: dst.copy_(src), repeat=repeat)
+
+    block = 4096
+    partial = torch.empty(_cdiv(n, block), device=src.device, dtype=torch.float32)
+    t_read = harness.time_fn(lambda: read_kernel[(partial.numel(),)](src, partial, n, BLOCK=block), repeat=repeat)
+    expected = src.double().sum().item()
+    if abs(partial.double().sum().item() - expected) > 1e-3 * abs(expected):
+        raise RuntimeError("Triton read kernel produced a wrong sum")
+    t_sum = harness.time_fn(lambda: src.sum(), repeat=repeat)
+    read = n * FLOAT_BYTES
+    return BandwidthResult(
+        nbytes=n * FLOAT_BYTES,
+        triton_copy_bytes_per_s=best_copy,
+        torch_copy_bytes_per_s=moved / t_torch.median_s,
+        triton_read_bytes_per_s=read / t_read.median_s,
+        torch_sum_bytes_per_s=read / t_sum.median_s,
+        copy_block=best_block,
+        device=harness.device_name(),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# 2. Working-set sweep: the L2-to-HBM cliff
+# --------------------------------------------------------------------------------------------
+@dataclass
+class WorkingSetPoint:
+    ws_bytes: int
+    bytes_read: int
+    time_s: float
+
+    @property
+    def bytes_per_s(self) -> float:
+        return self.bytes_read / self.time_s
+
+
+@dataclass
+class WorkingSetSweep:
+    points: list = field(default_factory=list)
+    l2_bytes: int = 0
+    device: str = ""
+
+    def as_arrays(self):
+        return [p.ws_bytes for p in self.points], [p.bytes_per_s for p in self.points]
+
+
+def default_working_sets() -> list[int]:
+    if harness.on_gpu():
+        return [s * MiB for s in (2, 4, 8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 128, 192, 256, 512, 1024)]
+    return [s * KiB for s in (64, 256, 1024)]
+
+
+def measure_working_set_sweep(ws_bytes: Optional[Sequence[int]] = None, *, read_per_launch_bytes: Optional[int] = None, repeat: int = 10) -> WorkingSetSweep:
+    """Bandwidth of re-reading working sets of each size inside one launch.
+
+    Each launch reads ``read_per_launch_bytes`` in total (default 4 GiB on a GPU), sweeping its
+    working set many times, so launch overhead is negligible and a working set that fits in L2
+    is served from L2.
+    """
+    sizes = list(ws_bytes) if ws_bytes is not None else default_working_sets()
+    total = read_per_launch_bytes or (4 * GiB if harness.on_gpu() else 1 * MiB)
+    block = 4096 if harness.on_gpu() else 1024
+    programs = (torch.cuda.get_device_properties(0).multi_processor_count * 8) if harness.on_gpu() else 16
+    largest = max(sizes)
+    buf = _random(_cdiv(largest, FLOAT_BYTES * block) * block)
+    partial = torch.empty(programs, device=buf.device, dtype=torch.float32)
+    sweep = WorkingSetSweep(l2_bytes=harness.l2_bytes(), device=harness.device_name())
+    for ws in sizes:
+        n_chunks = max(1, int(ws) // (FLOAT_BYTES * block))
+        iters = max(1, _cdiv(int(total), programs * block * FLOAT_BYTES))
+        t = harness.time_fn(
+            lambda: reread_kernel[(programs,)](buf, partial, n_chunks, iters, programs, BLOCK=block),
+            repeat=repeat,
+        )
+        sweep.points.append(WorkingSetPoint(n_chunks * block * FLOAT_BYTES, programs * iters * block * FLOAT_BYTES, t.median_s))
+    return sweep
+
+
+# --------------------------------------------------------------------------------------------
+# 3. Strided access against the sector model
+# --------------------------------------------------------------------------------------------
+@dataclass
+class StridedPoint:
+    stride_elems: int
+    n_elems: int
+    time_s: float
+    sector_model_time_s: float  # 32-byte sectors at the measured contiguous read bandwidth
+    granule64_model_time_s: float  # if DRAM moves pairs of sectors (64 B)
+
+    @property
+    def useful_bytes_per_s(self) -> float:
+        return self.n_elems * FLOAT_BYTES / self.time_s
+
+    @property
+    def ratio(self) -> float:
+        """Measured time over the sector model's time."""
+        return self.time_s / self.sector_model_time_s
+
+
+def measure_strided_access(strides: Sequence[int] = (1, 2, 4, 8, 16, 32), n_elems: Optional[int] = None, *, repeat: int = 20) -> list:
+    """Read ``n_elems`` floats with each lane stride and compare with the sector model.
+
+    The model's bandwidth is the measured stride-1 bandwidth of the same kernel, so the ratio
+    isolates what the stride costs.
+    """
+    strides = [int(s) for s in strides]
+    if not strides or min(strides) < 1:
+        raise ValueError(f"strides must be integers >= 1, got {strides!r}")
+    if n_elems is None:
+        budget = harness.choose_bytes(8 * GiB, 2 * MiB, max_fraction_of_free=0.25)
+        n_elems = budget // (FLOAT_BYTES * max(strides))
+    block = 1024
+    n = int(n_elems)
+    src = _random(n * max(strides))
+    partial = torch.empty(_cdiv(n, block), device=src.device, dtype=torch.float32)
+
+    def run(stride):
+        return harness.time_fn(lambda: strided_read_kernel[(partial.numel(),)](src, partial, n, stride, BLOCK=block), repeat=repeat)
+
+    base = run(1).median_s
+    bw = model.strided_read_bytes(n, 1) / base
+    points = []
+    for s in strides:
+        t = base if s == 1 else run(s).median_s
+        points.append(
+            StridedPoint(
+                stride_elems=s,
+                n_elems=n,
+                time_s=t,
+                sector_model_time_s=model.strided_read_time_s(n, s, bw),
+                granule64_model_time_s=model.strided_read_time_s(n, s, bw, granule_bytes=64),
+            )
+        )
+    return points
+
+
+# --------------------------------------------------------------------------------------------
+def _point_dict(p) -> dict:
+    d = asdict(p)
+    for name in ("bytes_per_s", "useful_bytes_per_s", "ratio"):
+        if hasattr(p, name):
+            d[name] = getattr(p, name)
+    return d
+
+
+def run_all() -> dict:
+    """Every memory-hierarchy experiment, as a JSON-able dict (see ``python -m widgets.measure``)."""
+    bw = measure_hbm_bandwidth()
+    sweep = measure_working_set_sweep()
+    strided = measure_strided_access()
+    return {
+        "hbm_bandwidth": {**asdict(bw), "copy_vs_torch": bw.copy_vs_torch},
+        "working_set_sweep": {"l2_bytes": sweep.l2_bytes, "device": sweep.device, "points": [_point_dict(p) for p in sweep.points]},
+        "strided_access": [_point_dict(p) for p in strided],
+    }
