@@ -218,6 +218,19 @@ def _point_dict(p) -> dict:
     return d
 
 
+def l2_fetch_granularity_bytes() -> Optional[int]:
+    """The runtime's L2 fetch granularity hint (``cudaLimitMaxL2FetchGranularity``) [B], read
+    through CuPy where available; ``None`` otherwise."""
+    if not harness.on_gpu():
+        return None
+    try:
+        import cupy
+
+        return int(cupy.cuda.runtime.deviceGetLimit(0x05))  # cudaLimitMaxL2FetchGranularity
+    except Exception:
+        return None
+
+
 def run_all() -> dict:
     """Every memory-hierarchy experiment, as a JSON-able dict (see ``python -m widgets.measure``)."""
     bw = measure_hbm_bandwidth()
@@ -227,4 +240,5 @@ def run_all() -> dict:
         "hbm_bandwidth": {**asdict(bw), "copy_vs_torch": bw.copy_vs_torch},
         "working_set_sweep": {"l2_bytes": sweep.l2_bytes, "device": sweep.device, "points": [_point_dict(p) for p in sweep.points]},
         "strided_access": [_point_dict(p) for p in strided],
+        "l2_fetch_granularity_bytes": l2_fetch_granularity_bytes(),
     }

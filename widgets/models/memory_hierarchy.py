@@ -355,3 +355,65 @@ def working_set_bytes_per_s(ws_bytes, cache_bytes: float, cache_bytes_per_s: flo
     mb = _check.positive("mem_bytes_per_s", mem_bytes_per_s)
     hit = np.minimum(1.0, c / ws)
     return _out(1.0 / (hit / cb + (1 - hit) / mb), scalar)
+
+
+def bank_loads(stride_elems: int, elem_bytes: int = 4) -> np.ndarray:
+    """Distinct 4-byte words each of the 32 banks must deliver for one warp-wide access where
+    lane ``i`` reads element ``i * stride_elems`` (summed over the warp's half- or quarter-warp
+    groups for 8- and 16-byte accesses)."""
+    s = _check.integer("stride_elems", stride_elems, minimum=0)
+    e = _elem_bytes(elem_bytes)
+    words = set()
+    for a in (np.arange(WARP_SIZE, dtype=np.int64) * s * e).tolist():
+        first = a // SMEM_BANK_BYTES
+        words.update(range(first, first + max(1, e // SMEM_BANK_BYTES)))
+    loads = np.zeros(SMEM_BANKS, dtype=int)
+    for w in words:
+        loads[w % SMEM_BANKS] += 1
+    return loads
+
+
+def sector_usage(stride_elems: int, elem_bytes: int = 4, offset_elems: int = 0) -> dict:
+    """Useful bytes in each 32-byte sector one warp-wide load touches: ``{sector: bytes}``."""
+    addr = warp_addresses(stride_elems, elem_bytes, offset_elems)
+    e = int(elem_bytes)
+    used: dict[int, set] = {}
+    for a in addr.tolist():
+        for byte in range(a, a + e):
+            used.setdefault(byte // SECTOR_BYTES, set()).add(byte)
+    return {sector: len(b) for sector, b in sorted(used.items())}
+
+
+@dataclass(frozen=True)
+class RooflinePoint:
+    """Where a kernel of a given intensity sits on one GPU's roofline for one dtype."""
+
+    gpu: str
+    dtype: str
+    intensity: float
+    peak_flop_per_s: float
+    bytes_per_s: float
+    ridge_intensity: float
+    attainable_flop_per_s: float
+    bound: str  # "memory" or "compute"
+
+    @property
+    def fraction_of_peak(self) -> float:
+        return self.attainable_flop_per_s / self.peak_flop_per_s
+
+
+def roofline_point(gpu: str, dtype: str, intensity: float) -> RooflinePoint:
+    """The HBM roofline of catalog GPU ``gpu`` for ``dtype`` (dense peak) at ``intensity``.
+
+    >>> p = roofline_point("H200-SXM", "bf16", 10)
+    >>> p.bound, round(p.ridge_intensity)
+    ('memory', 206)
+    """
+    from ..hardware import get_gpu
+
+    g = get_gpu(gpu)
+    peak = g.peak(dtype)
+    bw = g.hbm_bytes_per_s
+    attain = attainable_flop_per_s(intensity, peak, bw)
+    ridge = ridge_intensity(peak, bw)
+    return RooflinePoint(g.name, dtype.lower(), float(intensity), peak, bw, ridge, attain, "memory" if intensity < ridge else "compute")
