@@ -441,7 +441,9 @@ class DotError:
     min_subnormal: float
 
 
-def dot_error(k: int, dtype: str, accumulate: str = "fp32", *, lam: float = 1.0, input_rounding: bool = True) -> DotError:
+def dot_error(
+    k: int, dtype: str, accumulate: str = "fp32", *, output: str | None = None, lam: float = 1.0, input_rounding: bool = True
+) -> DotError:
     """How accurate is a dot product of length ``k`` in ``dtype`` with ``accumulate`` sums?
 
     Three numbers, all first order in the unit roundoffs ``u_in`` (inputs) and ``u_acc`` (sums):
@@ -457,6 +459,8 @@ def dot_error(k: int, dtype: str, accumulate: str = "fp32", *, lam: float = 1.0,
       ``sqrt(j)``, so its errors add ``k u_acc^2 / 2`` relative to ``c^2 ~ k``:
       ``sqrt((2 u_in^2 + k u_acc^2 / 2) / (8 ln 2))``.
 
+    ``output`` names a format the result is rounded to at the end (one more rounding: ``u_out`` in
+    the bounds, ``u_out^2`` in the typical variance); ``None`` keeps it in ``accumulate``.
     ``input_rounding=False`` leaves the inputs exact (the error of the accumulation alone).
     Products of two fp16/bf16/tf32/fp8 numbers are exact in fp32, so tensor cores add no product
     rounding.
@@ -471,21 +475,22 @@ def dot_error(k: int, dtype: str, accumulate: str = "fp32", *, lam: float = 1.0,
     fin = number_format(dtype)
     facc = number_format(accumulate)
     lam_ = _check.positive("lam", lam)
+    u_out = 0.0 if output is None else number_format(output).unit_roundoff
     u_in = fin.unit_roundoff if input_rounding else 0.0
     u_acc = facc.unit_roundoff
-    det = 2 * u_in + kk * u_acc
-    prob = 2 * u_in + lam_ * math.sqrt(kk) * u_acc
-    typical = math.sqrt((2 * u_in**2 + kk * u_acc**2 / 2) * ROUNDING_VARIANCE)
+    det = 2 * u_in + kk * u_acc + u_out
+    prob = 2 * u_in + lam_ * math.sqrt(kk) * u_acc + u_out
+    typical = math.sqrt((2 * u_in**2 + kk * u_acc**2 / 2 + u_out**2) * ROUNDING_VARIANCE)
     return DotError(fin.name, kk, facc.name, u_in, u_acc, det, prob, typical, fin.max_normal, fin.min_normal, fin.min_subnormal)
 
 
-def typical_dot_error(k, dtype: str, accumulate: str = "fp32", *, input_rounding: bool = True):
+def typical_dot_error(k, dtype: str, accumulate: str = "fp32", *, output: str | None = None, input_rounding: bool = True):
     """:func:`dot_error`'s typical error over an array of ``k`` (scalar in, scalar out).
 
     >>> typical_dot_error([256, 65536], "fp32", "fp32").round(9)
     array([2.890e-07, 4.582e-06])
     """
     ks = np.atleast_1d(np.asarray(k))
-    out = np.array([dot_error(int(x), dtype, accumulate, input_rounding=input_rounding).typical_error for x in ks.ravel()])
+    out = np.array([dot_error(int(x), dtype, accumulate, output=output, input_rounding=input_rounding).typical_error for x in ks.ravel()])
     out = out.reshape(ks.shape)
     return float(out[0]) if np.ndim(k) == 0 else out
