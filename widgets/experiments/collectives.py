@@ -1,0 +1,285 @@
+"""Collective-communication experiments, run through ``torch.distributed`` under torchrun.
+
+Each ``measure_*`` function starts ``python -m torch.distributed.run --standalone
+--nproc-per-node N -m widgets.experiments.collectives_worker ...`` as a subprocess, reads the JSON
+its rank 0 writes, and turns the times into bandwidths with ``widgets.models.collectives`` (the
+nccl-tests definitions). The same worker runs unchanged on many nodes.
+
+- Two or more GPUs: NCCL, one process per GPU, sizes up to 1 GiB.
+- Otherwise (a CPU, or a single GPU): the gloo backend on the CPU with ``CPU_RANKS`` local
+  processes and small sizes, so it runs in CI in seconds. Those numbers show the method, not a
+  GPU interconnect; the chapter shows the recorded two-H200 result beside them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import signal
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Optional, Sequence
+
+import torch
+
+from ..models import collectives as model
+from ..units import GiB, KiB, MiB
+
+CPU_RANKS = 4
+GPU_SWEEP_SIZES = tuple(4**k * KiB for k in range(11))  # 1 KiB ... 1 GiB, x4
+CPU_SWEEP_SIZES = tuple(8**k * 4 * KiB for k in range(5))  # 4 KiB ... 16 MiB, x8
+GPU_RING_SIZES = (1 * MiB, 16 * MiB, 64 * MiB, 256 * MiB, 1 * GiB)
+CPU_RING_SIZES = (2 * MiB, 16 * MiB)
+# Settings the worker always runs with: no NVLink SHARP (multicast) in NCCL or in torch's
+# symmetric memory, so the numbers are those of plain ring/tree NCCL on any machine.
+WORKER_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1"}
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+# --------------------------------------------------------------------------------------------
+# Where and how to run
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Plan:
+    """Backend, process count and sizes for this machine."""
+
+    backend: str
+    nproc: int
+    sweep_sizes: tuple
+    ring_sizes: tuple
+    iters: int
+    warmup: int
+    small_iters: int
+    reason: str
+
+
+def plan(nproc: Optional[int] = None) -> Plan:
+    """NCCL across all GPUs when there are at least two; else gloo on the CPU, scaled down."""
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if gpus >= 2:
+        k = gpus if nproc is None else int(nproc)
+        if not 2 <= k <= gpus:
+            raise ValueError(f"nproc must be in [2, {gpus}] on this machine, got {nproc!r}")
+        return Plan("nccl", k, GPU_SWEEP_SIZES, GPU_RING_SIZES, 20, 5, 50, f"NCCL across {k} GPUs")
+    k = CPU_RANKS if nproc is None else int(nproc)
+    if not 2 <= k <= 16:
+        raise ValueError(f"nproc must be in [2, 16] for the CPU run, got {nproc!r}")
+    why = "one GPU" if gpus == 1 else "no GPU"
+    return Plan("gloo", k, CPU_SWEEP_SIZES, CPU_RING_SIZES, 3, 1, 5, f"{why} here: gloo across {k} CPU processes, scaled down")
+
+
+def worker_command(p: Plan, out: str, ops: Sequence[str], sizes: Sequence[int], ring_sizes: Sequence[int]) -> list:
+    """The torchrun command line that runs the worker."""
+    return [
+        sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(p.nproc),
+        "-m", "widgets.experiments.collectives_worker",
+        "--out", out, "--backend", p.backend,
+        "--ops", ",".join(ops), "--sizes", ",".join(str(int(s)) for s in sizes),
+        "--ring-sizes", ",".join(str(int(s)) for s in ring_sizes),
+        "--iters", str(p.iters), "--warmup", str(p.warmup), "--small-iters", str(p.small_iters),
+    ]  # fmt: skip
+
+
+def worker_env(p: Plan) -> dict:
+    env = dict(os.environ)
+    env.update(WORKER_ENV)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT)] + [x for x in [env.get("PYTHONPATH")] if x])
+    if p.backend == "gloo":
+        env.setdefault("OMP_NUM_THREADS", "1")
+        if platform.system() == "Linux":
+            env.setdefault("GLOO_SOCKET_IFNAME", "lo")  # all ranks are local
+    return env
+
+
+def launch(p: Plan, ops: Sequence[str], sizes: Sequence[int], ring_sizes: Sequence[int], *, timeout_s: float = 900) -> dict:
+    """Run the worker under torchrun; return what its rank 0 wrote."""
+    with tempfile.TemporaryDirectory(prefix="collectives_") as tmp:
+        out = os.path.join(tmp, "result.json")
+        cmd = worker_command(p, out, ops, sizes, ring_sizes)
+        proc = subprocess.Popen(cmd, env=worker_env(p), cwd=str(REPO_ROOT), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        try:
+            log, _ = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # torchrun and the ranks it started
+            log, _ = proc.communicate()
+            raise RuntimeError(f"the collectives worker ran past {timeout_s} s:\n{log[-3000:]}") from None
+        if proc.returncode != 0 or not os.path.exists(out):
+            raise RuntimeError(f"the collectives worker failed (exit {proc.returncode}):\n{log[-3000:]}")
+        with open(out) as f:
+            result = json.load(f)
+    result["command"] = " ".join(cmd[:1] + [c if c != out else "OUT.json" for c in cmd[1:]])
+    result["plan"] = p.reason
+    return result
+
+
+# --------------------------------------------------------------------------------------------
+# Results
+# --------------------------------------------------------------------------------------------
+@dataclass
+class SweepPoint:
+    """One row of the nccl-tests-style table."""
+
+    op: str
+    n: int
+    size_bytes: int
+    time_s: float
+    correct: bool
+    algbw_bytes_per_s: float
+    busbw_bytes_per_s: float
+
+
+@dataclass
+class Sweep:
+    backend: str
+    n: int
+    device: str
+    points: list = field(default_factory=list)
+    info: dict = field(default_factory=dict)
+
+    def rows(self, op: str) -> list:
+        return [p for p in self.points if p.op == op]
+
+    def busbw_at(self, op: str, size_bytes: int) -> float:
+        """busbw [B/s] at the sweep size closest to ``size_bytes``."""
+        rows = self.rows(op)
+        if not rows:
+            raise ValueError(f"op {op!r} is not in this sweep")
+        return min(rows, key=lambda p: abs(p.size_bytes - size_bytes)).busbw_bytes_per_s
+
+    @property
+    def all_correct(self) -> bool:
+        return all(p.correct for p in self.points)
+
+
+def sweep_from_worker(result: dict) -> Sweep:
+    """Bandwidths by the nccl-tests definitions, from the worker's times."""
+    n = int(result["world_size"])
+    s = Sweep(result["backend"], n, result["device"], info={k: v for k, v in result.items() if k not in ("sweep", "ring")})
+    for op, rows in result.get("sweep", {}).items():
+        for r in rows:
+            s.points.append(
+                SweepPoint(
+                    op, n, int(r["size_bytes"]), float(r["time_s"]), bool(r["correct"]),
+                    model.algbw_bytes_per_s(r["size_bytes"], r["time_s"]),
+                    model.busbw_bytes_per_s(op, n, r["size_bytes"], r["time_s"]),
+                )
+            )  # fmt: skip
+    return s
+
+
+@dataclass
+class RingPoint:
+    """The hand-written ring all-reduce against the library's all_reduce, one size."""
+
+    n: int
+    size_bytes: int
+    ring_time_s: float
+    library_time_s: float
+    correct: bool
+
+    @property
+    def ring_busbw_bytes_per_s(self) -> float:
+        return model.busbw_bytes_per_s("all_reduce", self.n, self.size_bytes, self.ring_time_s)
+
+    @property
+    def library_busbw_bytes_per_s(self) -> float:
+        return model.busbw_bytes_per_s("all_reduce", self.n, self.size_bytes, self.library_time_s)
+
+    @property
+    def slowdown(self) -> float:
+        """Ring time over library time (1 = as fast as NCCL/gloo)."""
+        return self.ring_time_s / self.library_time_s
+
+
+def ring_from_worker(result: dict) -> list:
+    n = int(result["world_size"])
+    return [RingPoint(n, int(r["size_bytes"]), float(r["ring_time_s"]), float(r["library_time_s"]), bool(r["correct"])) for r in result.get("ring", [])]
+
+
+# --------------------------------------------------------------------------------------------
+# Experiments
+# --------------------------------------------------------------------------------------------
+def measure_sweep(ops: Sequence[str] = model.OPS, sizes: Optional[Sequence[int]] = None, nproc: Optional[int] = None) -> Sweep:
+    """Every collective in ``ops`` over message sizes ``S`` (nccl-tests convention): time per
+    call, algbw, busbw and a correctness check, like nccl-tests' ``*_perf`` tables."""
+    p = plan(nproc)
+    ops = [model._op(o) for o in ops]
+    result = launch(p, ops, sizes or p.sweep_sizes, ())
+    return sweep_from_worker(result)
+
+
+def measure_ring_allreduce(sizes: Optional[Sequence[int]] = None, nproc: Optional[int] = None) -> list:
+    """The hand-written ring all-reduce (isend/irecv, ``2(n-1)`` steps), checked against
+    ``dist.all_reduce`` on the same random data and timed against it."""
+    p = plan(nproc)
+    return ring_from_worker(launch(p, (), (), sizes or p.ring_sizes))
+
+
+def measure_collectives(nproc: Optional[int] = None) -> tuple:
+    """Both experiments in one launch (one process start-up): ``(Sweep, [RingPoint])``."""
+    p = plan(nproc)
+    result = launch(p, model.OPS, p.sweep_sizes, p.ring_sizes)
+    return sweep_from_worker(result), ring_from_worker(result)
+
+
+@dataclass
+class AlphaBetaFit:
+    """``t = latency_s + S / algbw_bytes_per_s`` fitted to one op's sweep."""
+
+    op: str
+    n: int
+    latency_s: float  # the whole call's fixed cost
+    algbw_bytes_per_s: float  # asymptotic algorithm bandwidth
+    busbw_bytes_per_s: float  # the same, as bus bandwidth
+    step_latency_s: float  # latency_s / ring steps: one step's alpha
+
+    def predict_s(self, size_bytes) -> float:
+        return self.latency_s + size_bytes / self.algbw_bytes_per_s
+
+
+def fit_sweep(sweep: Sweep, ops: Optional[Sequence[str]] = None) -> dict:
+    """Alpha and beta fitted to each op of a sweep (``widgets.models.collectives.fit_alpha_beta``)."""
+    fits = {}
+    for op in ops or sorted({p.op for p in sweep.points}, key=model.OPS.index):
+        rows = sweep.rows(op)
+        lat, bw = model.fit_alpha_beta([p.size_bytes for p in rows], [p.time_s for p in rows])
+        steps = max(1, model.ring_steps(op, sweep.n))
+        fits[op] = AlphaBetaFit(op, sweep.n, lat, bw, bw * model.busbw_factor(op, sweep.n), lat / steps)
+    return fits
+
+
+def format_table(sweep: Sweep) -> str:
+    """The sweep as nccl-tests prints it: size, time, algbw, busbw (GB/s, decimal), check."""
+    lines = [f"# {sweep.backend}, {sweep.n} ranks, {sweep.device}; size S = whole buffer (nccl-tests)",
+             f"# {'op':>14} {'size (B)':>12} {'time (us)':>11} {'algbw (GB/s)':>13} {'busbw (GB/s)':>13}  check"]  # fmt: skip
+    for p in sweep.points:
+        lines.append(
+            f"{p.op:>16} {p.size_bytes:>12d} {p.time_s * 1e6:>11.1f} {p.algbw_bytes_per_s / 1e9:>13.2f} "
+            f"{p.busbw_bytes_per_s / 1e9:>13.2f}  {'ok' if p.correct else 'WRONG'}"
+        )
+    return "\n".join(lines)
+
+
+def run_all() -> dict:
+    """Both experiments and the fits, as a JSON-able dict (``python -m widgets.measure``)."""
+    sweep, ring = measure_collectives()
+    fits = fit_sweep(sweep)
+    big = [r for r in ring if r.size_bytes >= 256 * MiB]
+    return {
+        "backend": sweep.backend,
+        "world_size": sweep.n,
+        "device": sweep.device,
+        "info": sweep.info,
+        "size_convention": "S = whole buffer, as nccl-tests prints it: all_gather output, reduce_scatter input, all_to_all send buffer",
+        "sweep": [asdict(p) for p in sweep.points],
+        "all_correct": sweep.all_correct,
+        "ring": [{**asdict(r), "ring_busbw_bytes_per_s": r.ring_busbw_bytes_per_s, "library_busbw_bytes_per_s": r.library_busbw_bytes_per_s, "slowdown": r.slowdown} for r in ring],
+        "ring_correct": all(r.correct for r in ring),
+        "ring_max_slowdown_at_256MiB_and_above": max((r.slowdown for r in big), default=None),
+        "fits": {op: asdict(f) for op, f in fits.items()},
+        "all_reduce_busbw_at_largest_bytes_per_s": max(sweep.rows("all_reduce"), key=lambda p: p.size_bytes).busbw_bytes_per_s,
+    }

@@ -1,0 +1,287 @@
+"""The process that torchrun starts once per rank: times collectives like nccl-tests and a
+hand-written ring all-reduce, checks every result, and rank 0 writes the JSON.
+
+Launch it yourself on one machine or many (``widgets.experiments.collectives`` does this for you):
+
+    python -m torch.distributed.run --standalone --nproc-per-node 2 \\
+        -m widgets.experiments.collectives_worker --out /tmp/collectives.json
+
+Backend: NCCL with one GPU per process, or gloo on the CPU (``--backend gloo``). Sizes follow
+nccl-tests: ``S`` is the whole buffer (the output of all_gather, the input of reduce_scatter).
+Times are averages over ``--iters`` back-to-back calls (after ``--warmup``; the median of three
+such batches), averaged over ranks, as nccl-tests reports them. Bandwidths are computed by the caller from these times with
+``widgets.models.collectives``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import statistics
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+from ..models.collectives import OPS, ring_allreduce_schedule
+
+DTYPE = torch.float32
+ELEM_BYTES = 4
+ENV_KEYS = ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NCCL_ALGO", "NCCL_PROTO", "OMP_NUM_THREADS")
+
+_all_gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+_reduce_scatter = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
+
+
+def _parse(argv=None):
+    p = argparse.ArgumentParser(prog="collectives_worker", description=__doc__.splitlines()[0])
+    p.add_argument("--out", required=True, help="JSON file rank 0 writes")
+    p.add_argument("--backend", choices=("nccl", "gloo"), default=None, help="default: nccl with CUDA, else gloo")
+    p.add_argument("--ops", default=",".join(OPS), help="comma-separated collectives for the sweep ('' for none)")
+    p.add_argument("--sizes", default="", help="comma-separated sizes S [B] for the sweep")
+    p.add_argument("--ring-sizes", default="", help="comma-separated sizes [B] for the hand-written ring ('' for none)")
+    p.add_argument("--iters", type=int, default=20)
+    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--small-iters", type=int, default=50, help="iterations for sizes <= 16 MiB")
+    return p.parse_args(argv)
+
+
+def _ints(text: str) -> list:
+    return [int(float(x)) for x in text.split(",") if x.strip()]
+
+
+class Ctx:
+    """What every measurement needs: rank, world size, device, timer."""
+
+    def __init__(self, backend: str):
+        self.rank = int(os.environ.get("RANK", "0"))
+        self.n = int(os.environ.get("WORLD_SIZE", "1"))
+        local = int(os.environ.get("LOCAL_RANK", "0"))
+        self.cuda = backend == "nccl"
+        if self.cuda:
+            self.device = torch.device("cuda", local)
+            torch.cuda.set_device(self.device)
+            dist.init_process_group("nccl", device_id=self.device, timeout=_dt.timedelta(seconds=300))
+        else:
+            self.device = torch.device("cpu")
+            dist.init_process_group("gloo", timeout=_dt.timedelta(seconds=120))
+        self.backend = backend
+
+    def sync(self):
+        if self.cuda:
+            torch.cuda.synchronize(self.device)
+        dist.barrier()
+
+    def time_per_call_s(self, fn, iters: int, warmup: int, batches: int = 3) -> float:
+        """Seconds per call: ``batches`` runs of ``iters`` back-to-back calls, each averaged;
+        the median batch on each rank, then the mean over ranks (nccl-tests reports the mean)."""
+        for _ in range(warmup):
+            fn()
+        per_batch = []
+        for _ in range(batches):
+            self.sync()
+            if self.cuda:
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                for _ in range(iters):
+                    fn()
+                end.record()
+                end.synchronize()
+                elapsed = start.elapsed_time(end) * 1e-3
+            else:
+                t0 = time.perf_counter()
+                for _ in range(iters):
+                    fn()
+                elapsed = time.perf_counter() - t0
+            per_batch.append(elapsed / iters)
+        t = torch.tensor([statistics.median(per_batch)], dtype=torch.float64, device=self.device)
+        dist.all_reduce(t)
+        return float(t.item()) / self.n
+
+    def all_true(self, ok: bool) -> bool:
+        """True when ``ok`` holds on every rank."""
+        t = torch.tensor([1 if ok else 0], dtype=torch.int32, device=self.device)
+        dist.all_reduce(t, op=dist.ReduceOp.MIN)
+        return bool(t.item())
+
+
+def _elems(size_bytes: int, n: int) -> int:
+    """Element count of the whole buffer, a multiple of n (so it splits into n shards)."""
+    return max(n, (size_bytes // ELEM_BYTES) // n * n)
+
+
+def _blocks(values, shard: int, device) -> torch.Tensor:
+    """A buffer of ``len(values)`` shards, shard ``j`` filled with ``values[j]``."""
+    v = torch.as_tensor(values, dtype=DTYPE, device=device)
+    return v.repeat_interleave(shard)
+
+
+# --------------------------------------------------------------------------------------------
+# One collective: build buffers, check the result once, time it
+# --------------------------------------------------------------------------------------------
+def _collective(op: str, ctx: Ctx, elems: int):
+    """Return ``(run, check)``: ``run()`` does one call on zero-filled buffers (timing);
+    ``check()`` runs it once on patterned data and says whether the result is right."""
+    n, r, dev = ctx.n, ctx.rank, ctx.device
+    shard = elems // n
+    tri = n * (n + 1) / 2  # 1 + 2 + ... + n: the sum of every rank's (rank + 1)
+
+    if op == "all_reduce":
+        buf = torch.zeros(elems, dtype=DTYPE, device=dev)
+
+        def check():
+            x = torch.full((elems,), float(r + 1), dtype=DTYPE, device=dev)
+            dist.all_reduce(x)
+            return bool(torch.all(x == tri))
+
+        return (lambda: dist.all_reduce(buf)), check
+    if op == "all_gather":
+        out = torch.empty(elems, dtype=DTYPE, device=dev)
+        inp = torch.zeros(shard, dtype=DTYPE, device=dev)
+
+        def check():
+            o = torch.empty(elems, dtype=DTYPE, device=dev)
+            _all_gather(o, torch.full((shard,), float(r + 1), dtype=DTYPE, device=dev))
+            return bool(torch.equal(o, _blocks([j + 1 for j in range(n)], shard, dev)))
+
+        return (lambda: _all_gather(out, inp)), check
+    if op == "reduce_scatter":
+        out = torch.empty(shard, dtype=DTYPE, device=dev)
+        inp = torch.zeros(elems, dtype=DTYPE, device=dev)
+
+        def check():
+            o = torch.empty(shard, dtype=DTYPE, device=dev)
+            _reduce_scatter(o, _blocks([(r + 1) * (j + 1) for j in range(n)], shard, dev))
+            return bool(torch.all(o == tri * (r + 1)))
+
+        return (lambda: _reduce_scatter(out, inp)), check
+    if op == "all_to_all":
+        out = torch.empty(elems, dtype=DTYPE, device=dev)
+        inp = torch.zeros(elems, dtype=DTYPE, device=dev)
+
+        def check():
+            o = torch.empty(elems, dtype=DTYPE, device=dev)
+            dist.all_to_all_single(o, _blocks([r * n + j for j in range(n)], shard, dev))
+            return bool(torch.equal(o, _blocks([j * n + r for j in range(n)], shard, dev)))
+
+        return (lambda: dist.all_to_all_single(out, inp)), check
+    if op == "broadcast":
+        buf = torch.zeros(elems, dtype=DTYPE, device=dev)
+
+        def check():
+            x = torch.full((elems,), 7.0 if r == 0 else 0.0, dtype=DTYPE, device=dev)
+            dist.broadcast(x, src=0)
+            return bool(torch.all(x == 7.0))
+
+        return (lambda: dist.broadcast(buf, src=0)), check
+    if op == "reduce":
+        buf = torch.zeros(elems, dtype=DTYPE, device=dev)
+
+        def check():
+            x = torch.full((elems,), float(r + 1), dtype=DTYPE, device=dev)
+            dist.reduce(x, dst=0)
+            return bool(torch.all(x == tri)) if r == 0 else True
+
+        return (lambda: dist.reduce(buf, dst=0)), check
+    raise ValueError(f"op must be one of {OPS}, got {op!r}")
+
+
+def sweep(ctx: Ctx, ops, sizes, iters: int, warmup: int, small_iters: int) -> dict:
+    out = {}
+    for op in ops:
+        rows = []
+        for size in sizes:
+            elems = _elems(size, ctx.n)
+            run, check = _collective(op, ctx, elems)
+            correct = ctx.all_true(check())
+            it = small_iters if elems * ELEM_BYTES <= 16 * 2**20 else iters
+            t = ctx.time_per_call_s(run, it, warmup)
+            rows.append({"size_bytes": elems * ELEM_BYTES, "time_s": t, "correct": correct, "iters": it})
+            if ctx.rank == 0:
+                print(f"{op:>15} {elems * ELEM_BYTES:>12d} B  {t * 1e6:10.1f} us  {'ok' if correct else 'WRONG'}", flush=True)
+            del run, check
+        out[op] = rows
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# The hand-written ring all-reduce
+# --------------------------------------------------------------------------------------------
+def ring_allreduce_(x: torch.Tensor, ctx: Ctx, schedule, recv: torch.Tensor) -> torch.Tensor:
+    """Sum ``x`` over all ranks in place with 2(n-1) point-to-point steps (the model's schedule):
+    n-1 reduce-scatter steps (receive a chunk, add it to ours), then n-1 all-gather steps
+    (receive a finished chunk straight into place). No host synchronisation: each step's sends
+    and receives are queued on the device in order."""
+    n, r = ctx.n, ctx.rank
+    chunks = x.view(n, -1)
+    nxt, prv = (r + 1) % n, (r - 1) % n
+    for transfers in schedule:
+        send = transfers[r]  # what I send this step
+        incoming = transfers[prv]  # what my left neighbour sends me
+        into = recv if send.phase == "reduce_scatter" else chunks[incoming.chunk]
+        ops = [dist.P2POp(dist.isend, chunks[send.chunk], nxt), dist.P2POp(dist.irecv, into, prv)]
+        for work in dist.batch_isend_irecv(ops):
+            work.wait()
+        if send.phase == "reduce_scatter":
+            chunks[incoming.chunk].add_(recv)
+    return x
+
+
+def ring(ctx: Ctx, sizes, iters: int, warmup: int, small_iters: int) -> list:
+    schedule = ring_allreduce_schedule(ctx.n)
+    rows = []
+    for size in sizes:
+        elems = _elems(size, ctx.n)
+        gen = torch.Generator(device=ctx.device).manual_seed(1234 + ctx.rank)
+        data = torch.randint(0, 8, (elems,), generator=gen, device=ctx.device).to(DTYPE)
+        recv = torch.empty(elems // ctx.n, dtype=DTYPE, device=ctx.device)
+        mine, ref = data.clone(), data.clone()
+        ring_allreduce_(mine, ctx, schedule, recv)
+        dist.all_reduce(ref)
+        correct = ctx.all_true(bool(torch.equal(mine, ref)))
+        it = small_iters if elems * ELEM_BYTES <= 16 * 2**20 else iters
+        work = torch.zeros_like(data)
+        t_ring = ctx.time_per_call_s(lambda: ring_allreduce_(work, ctx, schedule, recv), it, warmup)
+        t_lib = ctx.time_per_call_s(lambda: dist.all_reduce(work), it, warmup)
+        rows.append({"size_bytes": elems * ELEM_BYTES, "ring_time_s": t_ring, "library_time_s": t_lib, "correct": correct, "iters": it})
+        if ctx.rank == 0:
+            print(f"{'ring':>15} {elems * ELEM_BYTES:>12d} B  {t_ring * 1e6:10.1f} us  (library {t_lib * 1e6:.1f} us)  {'ok' if correct else 'WRONG'}", flush=True)
+        del data, recv, mine, ref, work
+    return rows
+
+
+def main(argv=None) -> int:
+    args = _parse(argv)
+    backend = args.backend or ("nccl" if torch.cuda.is_available() else "gloo")
+    ctx = Ctx(backend)
+    ops = [o for o in args.ops.split(",") if o.strip()]
+    for o in ops:
+        if o not in OPS:
+            raise SystemExit(f"--ops: {o!r} is not one of {', '.join(OPS)}")
+    t0 = time.time()
+    result = {
+        "backend": backend,
+        "world_size": ctx.n,
+        "device": torch.cuda.get_device_name(ctx.device) if ctx.cuda else "CPU",
+        "nccl_version": ".".join(map(str, torch.cuda.nccl.version())) if ctx.cuda else None,
+        "torch": torch.__version__,
+        "dtype": "float32",
+        "env": {k: os.environ.get(k) for k in ENV_KEYS},
+        "timing": f"median of 3 batches of back-to-back calls ({args.iters} per batch, {args.small_iters} at <= 16 MiB, after {args.warmup} warm-up), each batch averaged; mean over ranks",
+        "sweep": sweep(ctx, ops, _ints(args.sizes), args.iters, args.warmup, args.small_iters),
+        "ring": ring(ctx, _ints(args.ring_sizes), args.iters, args.warmup, args.small_iters),
+    }
+    result["worker_wall_s"] = time.time() - t0
+    if ctx.rank == 0:
+        with open(args.out, "w") as f:
+            json.dump(result, f, indent=1)
+    dist.barrier()
+    dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
