@@ -1,0 +1,452 @@
+"""Tests of the tensor-cores models (against published figures), calculators and experiments."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from widgets.hardware import get_gpu
+from widgets.models import tensor_cores as tc
+
+
+# --------------------------------------------------------------------------------------------
+# Peak from first principles, against datasheets and whitepapers
+# --------------------------------------------------------------------------------------------
+def test_matmul_flop_is_2mnk():
+    assert tc.matmul_flop(1, 1, 1) == 2
+    assert tc.matmul_flop(2, 3, 4) == 48
+    assert tc.matmul_flop(8192, 8192, 8192) == 2 * 8192**3
+
+
+def test_a100_bf16_peak_from_whitepaper():
+    """A100 whitepaper: 1024 dense FP16 FMA/clock/SM (2048 FLOP), 108 SMs, 1410 MHz boost;
+    datasheet: 312 TFLOPS dense BF16/FP16."""
+    assert tc.peak_flop_per_s(108, 1.41e9, 2048) == pytest.approx(312e12, rel=1e-3)
+    assert tc.FLOP_PER_CLOCK_PER_SM["A100-SXM-80GB"]["bf16"] == 2 * 1024
+
+
+def test_a100_fp32_peak():
+    """A100 datasheet: 19.5 TFLOPS FP32 = 108 SMs x 64 FP32 lanes x 2 x 1410 MHz."""
+    assert tc.peak_flop_per_s(108, 1.41e9, 64 * 2) == pytest.approx(19.5e12, rel=1e-3)
+
+
+def test_h100_tensor_peaks_imply_1830_mhz():
+    """H100 SXM datasheet: 989.4 TFLOPS dense BF16 (1979 sparse), 494.7 TF32, 1978.9 FP8; H100
+    whitepaper Table 3: 1830 MHz boost for tensor-core work; 4096 dense BF16 FLOP/clock/SM."""
+    for dtype, rate, peak in (("bf16", 4096, 989.4e12), ("tf32", 2048, 494.7e12), ("fp8", 8192, 1978.9e12)):
+        assert tc.FLOP_PER_CLOCK_PER_SM["H100-SXM"][dtype] == rate
+        assert tc.implied_clock_hz(peak, 132, rate) == pytest.approx(1.83e9, rel=1e-3)
+
+
+def test_h100_fp32_peak_implies_max_boost():
+    """H100 SXM datasheet: 67 TFLOPS FP32 = 132 SMs x 128 lanes x 2 FLOP x 1980 MHz (max boost)."""
+    assert tc.peak_flop_per_s(132, 1.98e9, 256) == pytest.approx(67e12, rel=2e-3)
+    assert tc.implied_clock_hz(67e12, 132, 256) == pytest.approx(1.98e9, rel=2e-3)
+
+
+def test_h100_pcie_tensor_clock():
+    """H100 PCIe: 756 TFLOPS dense FP16 on 114 SMs implies the 1620 MHz tensor clock of the H100
+    whitepaper's Table 3 (NVIDIA developer forum thread 244727 works it through)."""
+    assert tc.implied_clock_hz(756e12, 114, 4096) == pytest.approx(1.62e9, rel=2e-3)
+
+
+@pytest.mark.parametrize("gpu", list(tc.FLOP_PER_CLOCK_PER_SM))
+def test_every_first_principles_peak_matches_the_catalog(gpu):
+    """Each rebuilt peak agrees with the catalog's datasheet figure within 1.5%."""
+    for dtype in tc.FLOP_PER_CLOCK_PER_SM[gpu]:
+        c = tc.peak_check(gpu, dtype)
+        assert c.ratio == pytest.approx(1.0, abs=0.015), (gpu, dtype, c)
+        assert c.catalog_flop_per_s == get_gpu(gpu).peak(dtype)
+
+
+def test_mi300x_bf16_peak():
+    """AMD MI300X data sheet: 1307.4 TFLOPS dense BF16 = 304 CUs x 2100 MHz x 2048 FLOP/clock/CU."""
+    assert tc.peak_flop_per_s(304, 2.1e9, 2048) == pytest.approx(1307.4e12, rel=1e-3)
+
+
+def test_sparse_is_twice_dense():
+    """H100 datasheet prints 1979 TFLOPS 'with sparsity' for BF16: twice the dense 989.4."""
+    assert tc.sparse_flop_per_s(989.4e12) == pytest.approx(1978.8e12)
+
+
+def test_peak_check_rejects_unknown():
+    with pytest.raises(ValueError, match="gpu"):
+        tc.peak_check("B200", "bf16")
+    with pytest.raises(ValueError, match="dtype"):
+        tc.peak_check("A100-SXM-80GB", "fp8")
+
+
+# --------------------------------------------------------------------------------------------
+# Tiles, waves, the GEMM estimate (hand-derived cases)
+# --------------------------------------------------------------------------------------------
+def test_gemm_waves_hand_cases():
+    # 8192^2 output, 128x256 tiles: 64 x 32 = 2048 tiles; 2048/132 = 15.5 -> 16 waves
+    assert tc.gemm_waves(8192, 8192, 128, 256, 132) == (2048, 16, 2048 / (16 * 132))
+    # exactly one full wave
+    assert tc.gemm_waves(132 * 128, 256, 128, 256, 132) == (132, 1, 1.0)
+    # one tile more: a second wave with one tile in it
+    t, w, e = tc.gemm_waves(133 * 128, 256, 128, 256, 132)
+    assert (t, w) == (133, 2) and e == pytest.approx(133 / 264)
+    # a matrix smaller than one tile is one tile
+    assert tc.gemm_waves(1, 1, 128, 256, 132) == (1, 1, 1 / 132)
+
+
+def test_tile_efficiency_hand_cases():
+    assert tc.tile_efficiency(256, 512, 128, 256) == 1.0
+    assert tc.tile_efficiency(129, 256, 128, 256) == pytest.approx(129 / 256)
+    assert tc.tile_efficiency(8191, 8191, 128, 256) == pytest.approx(8191**2 / 8192**2)
+
+
+def test_gemm_estimate_h200_8192():
+    """H200 bf16 8192^3, 128x256 tiles: 16 waves at 96.97% -> 989.4 x 0.9697 = 959.4 TFLOP/s;
+    3 x 128 MiB / 4.8 TB/s = 84 us of memory time against 1.15 ms of compute."""
+    e = tc.gemm_estimate(8192, 8192, 8192, 989.4e12, 4.8e12, 132)
+    assert e.flop_per_s == pytest.approx(989.4e12 * 2048 / 2112, rel=1e-9)
+    assert e.memory_time_s == pytest.approx(3 * 2 * 8192**2 / 4.8e12)
+    assert e.bound == "compute" and e.aligned
+
+
+def test_small_gemm_is_memory_bound():
+    """A matrix-vector-like GEMM (M = 1): intensity about 1 FLOP/B, far below the H200 ridge; with
+    a tile that fits it (16 x 64) the model says memory-bound, with a 128 x 256 tile the padded
+    rows cost more than the bytes."""
+    assert tc.gemm_estimate(1, 8192, 8192, 989.4e12, 4.8e12, 132, tile_m=16, tile_n=64).bound == "memory"
+    assert tc.gemm_estimate(1, 8192, 8192, 989.4e12, 4.8e12, 132).bound == "compute"
+    assert tc.gemm_intensity(1, 8192, 8192) == pytest.approx(2 * 8192**2 / (2 * (8192 + 8192**2 + 8192)))
+
+
+def test_misaligned_shapes_are_flagged():
+    assert not tc.gemm_estimate(8191, 8191, 8191, 989.4e12, 4.8e12, 132).aligned
+    assert tc.gemm_estimate(8200, 8200, 8200, 989.4e12, 4.8e12, 132).aligned
+    assert tc.is_aligned(4, 4) and not tc.is_aligned(3, 4)
+
+
+def test_wave_sawtooth():
+    """Predicted throughput drops when N crosses a wave boundary: M = 2048 (16 tile rows),
+    N = 4096 -> 256 tiles (2 waves of 132), N = 4224 -> 272 tiles (3 waves)."""
+    y = tc.predicted_flop_per_s(2048, [4096, 4224], 8192, 989.4e12, 4.8e12, 132)
+    assert y[0] > 1.4 * y[1]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    m=st.integers(1, 50_000), n=st.integers(1, 50_000),
+    tm=st.sampled_from([16, 64, 128, 256]), tn=st.sampled_from([16, 64, 128, 256]), sms=st.integers(1, 400),
+)
+def test_wave_invariants(m, n, tm, tn, sms):
+    tiles, waves, eff = tc.gemm_waves(m, n, tm, tn, sms)
+    assert (waves - 1) * sms < tiles <= waves * sms
+    assert 0 < eff <= 1
+    assert 0 < tc.tile_efficiency(m, n, tm, tn) <= 1
+
+
+@settings(max_examples=100, deadline=None)
+@given(m=st.integers(1, 20_000), n=st.integers(1, 20_000), k=st.integers(1, 20_000))
+def test_estimate_never_beats_peak_or_bandwidth(m, n, k):
+    e = tc.gemm_estimate(m, n, k, 989.4e12, 4.8e12, 132)
+    assert e.flop_per_s <= 989.4e12 * (1 + 1e-12)
+    assert e.time_s >= e.bytes_moved / 4.8e12 * (1 - 1e-12)
+    if e.bound == "compute":
+        assert e.flop_per_s == pytest.approx(989.4e12 * e.wave_efficiency * e.tile_efficiency, rel=1e-9)
+
+
+# --------------------------------------------------------------------------------------------
+# Number formats, against IEEE 754-2019 and the OCP 8-bit floating point spec
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "dtype, u, max_normal, min_normal, min_subnormal",
+    [
+        # IEEE 754-2019 binary32 / binary16
+        ("fp32", 2**-24, 3.4028234663852886e38, 2**-126, 2**-149),
+        ("fp16", 2**-11, 65504.0, 2**-14, 2**-24),
+        # bfloat16: binary32's exponent with 7 fraction bits
+        ("bf16", 2**-8, 3.3895313892515355e38, 2**-126, 2**-133),
+        # TF32 (A100 whitepaper): 8-bit exponent, 10-bit fraction
+        ("tf32", 2**-11, (2 - 2**-10) * 2**127, 2**-126, 2**-136),
+        # OCP OFP8 spec rev 1.0, Table 1: E4M3 max 448, min normal 2^-6, min subnormal 2^-9;
+        # E5M2 max 57344, min normal 2^-14, min subnormal 2^-16
+        ("fp8_e4m3", 2**-4, 448.0, 2**-6, 2**-9),
+        ("fp8_e5m2", 2**-3, 57344.0, 2**-14, 2**-16),
+    ],
+)
+def test_format_ranges_are_the_published_ones(dtype, u, max_normal, min_normal, min_subnormal):
+    f = tc.number_format(dtype)
+    assert tc.unit_roundoff(dtype) == u
+    assert f.max_normal == max_normal
+    assert f.min_normal == min_normal
+    assert f.min_subnormal == min_subnormal
+
+
+def test_formats_agree_with_torch_finfo():
+    torch = pytest.importorskip("torch")
+    for name, t in (("fp32", torch.float32), ("bf16", torch.bfloat16), ("fp16", torch.float16),
+                    ("fp8_e4m3", torch.float8_e4m3fn), ("fp8_e5m2", torch.float8_e5m2)):
+        fi = torch.finfo(t)
+        f = tc.number_format(name)
+        assert f.max_normal == fi.max and f.min_normal == fi.smallest_normal and 2 * f.unit_roundoff == fi.eps
+
+
+def test_fp8_alias_is_e4m3():
+    assert tc.number_format("fp8") == tc.number_format("fp8_e4m3")
+
+
+def test_rounding_variance_constant():
+    """Mean of (2^e/x)^2 over x log-uniform in [2^e, 2^(e+1)) is 3/(8 ln 2); times 1/3."""
+    x = np.exp(np.linspace(0, math.log(2), 200_001))
+    assert np.mean(1 / x**2) / 3 == pytest.approx(tc.ROUNDING_VARIANCE, rel=1e-4)
+
+
+def test_dot_error_hand_values():
+    e = tc.dot_error(1024, "bf16", "fp32")
+    assert e.deterministic_bound == pytest.approx(2 * 2**-8 + 1024 * 2**-24)
+    assert e.probabilistic_bound == pytest.approx(2 * 2**-8 + 32 * 2**-24)
+    assert e.typical_error == pytest.approx(math.sqrt((2 * 2**-16 + 512 * 2**-48) / (8 * math.log(2))))
+    acc_only = tc.dot_error(1024, "bf16", "fp32", input_rounding=False)
+    assert acc_only.u_in == 0 and acc_only.deterministic_bound == pytest.approx(1024 * 2**-24)
+    out = tc.dot_error(1024, "bf16", "fp32", output="bf16")
+    assert out.deterministic_bound == pytest.approx(e.deterministic_bound + 2**-8)
+
+
+def test_higham_mary_bound_is_below_deterministic_for_large_k():
+    """Higham & Mary (2019): the probabilistic constant lambda sqrt(n) u beats n u once n > lambda^2."""
+    for k in (16, 1024, 10**6):
+        e = tc.dot_error(k, "fp16", "fp16")
+        assert e.probabilistic_bound < e.deterministic_bound
+
+
+def test_dot_error_matches_a_simulation():
+    """A numpy simulation of recursive summation in fp16 with fp16 inputs agrees with the model's
+    typical error within 25%."""
+    rng = np.random.default_rng(0)
+    k, trials = 256, 400
+    x = rng.standard_normal((trials, k))
+    y = rng.standard_normal((trials, k))
+    exact = np.sum(x * y, axis=1)
+    xs, ys = x.astype(np.float16), y.astype(np.float16)
+    s = np.zeros(trials, dtype=np.float16)
+    for j in range(k):
+        s = (s.astype(np.float32) + xs[:, j].astype(np.float32) * ys[:, j].astype(np.float32)).astype(np.float16)
+    measured = np.linalg.norm(s.astype(np.float64) - exact) / np.linalg.norm(exact)
+    assert measured == pytest.approx(tc.dot_error(k, "fp16", "fp16").typical_error, rel=0.25)
+
+
+@settings(max_examples=100, deadline=None)
+@given(k=st.integers(1, 10**7), dtype=st.sampled_from(list(tc.FORMATS)))
+def test_dot_error_invariants(k, dtype):
+    e = tc.dot_error(k, dtype)
+    assert e.typical_error <= e.deterministic_bound
+    assert e.probabilistic_bound <= e.deterministic_bound + 1e-300
+    assert e.min_subnormal < e.min_normal < e.max_normal
+
+
+# --------------------------------------------------------------------------------------------
+# Bad input: every public model function names the parameter
+# --------------------------------------------------------------------------------------------
+BAD = [0, -1, 1.5, float("nan"), float("inf"), "8", None]
+
+
+@pytest.mark.parametrize("bad", BAD)
+def test_bad_input_names_parameter(bad):
+    cases = [
+        ("m", lambda v: tc.matmul_flop(v, 1, 1)),
+        ("k", lambda v: tc.matmul_flop(1, 1, v)),
+        ("sms", lambda v: tc.peak_flop_per_s(v, 1e9, 1)),
+        ("sms", lambda v: tc.gemm_waves(1, 1, 1, 1, v)),
+        ("tile_m", lambda v: tc.gemm_waves(1, 1, v, 1, 1)),
+        ("tile_n", lambda v: tc.tile_efficiency(1, 1, 1, v)),
+        ("n", lambda v: tc.gemm_bytes(1, v, 1)),
+        ("in_bytes", lambda v: tc.gemm_bytes(1, 1, 1, v)),
+        ("k", lambda v: tc.dot_error(v, "bf16")),
+        ("dim", lambda v: tc.is_aligned(v, 2)),
+    ]
+    for name, fn in cases:
+        with pytest.raises(ValueError, match=name):
+            fn(bad)
+
+
+@given(v=st.one_of(st.floats(max_value=0), st.just(float("nan")), st.just(float("inf"))))
+def test_bad_rates_rejected(v):
+    for name, fn in (
+        ("clock_hz", lambda: tc.peak_flop_per_s(132, v, 4096)),
+        ("flop_per_clock_per_sm", lambda: tc.peak_flop_per_s(132, 1e9, v)),
+        ("peak_flop_per_s", lambda: tc.gemm_estimate(8, 8, 8, v, 1e12, 132)),
+        ("bytes_per_s", lambda: tc.gemm_estimate(8, 8, 8, 1e15, v, 132)),
+        ("dense_flop_per_s", lambda: tc.sparse_flop_per_s(v)),
+        ("peak_flop_per_s", lambda: tc.implied_clock_hz(v, 132, 4096)),
+        ("lam", lambda: tc.dot_error(8, "bf16", lam=v)),
+    ):
+        with pytest.raises(ValueError, match=name):
+            fn()
+
+
+def test_bad_dtype_lists_the_valid_ones():
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        tc.number_format("fp4")
+    with pytest.raises(ValueError, match="dtype"):
+        tc.dot_error(8, "int8")
+
+
+# --------------------------------------------------------------------------------------------
+# Calculators
+# --------------------------------------------------------------------------------------------
+def test_peak_figure_frames_match_the_model():
+    from widgets.ui import tensor_cores as ui
+
+    fig = ui.peak_figure()
+    assert len(fig.frames) == len(ui.PEAK_GPUS) == len(fig.layout.sliders[0].steps)
+    i = ui.PEAK_GPUS.index("H200-SXM")
+    bars = fig.frames[i].data[0].y
+    assert bars[ui.PEAK_DTYPES.index("bf16")] == pytest.approx(tc.peak_check("H200-SXM", "bf16").peak_flop_per_s / 1e12)
+    assert "1830 MHz" in fig.frames[i].layout.title.text
+
+
+def test_gemm_figure_shows_the_sawtooth():
+    from widgets.ui import tensor_cores as ui
+
+    ms = (1024, 2048)
+    fig = ui.gemm_figure(ms=ms)
+    assert len(fig.frames) == len(ms) == len(fig.layout.sliders[0].steps)
+    x = np.asarray(fig.frames[1].data[0].x)
+    y = np.asarray(fig.frames[1].data[0].y)
+    assert y[list(x).index(4096)] * 1e12 == pytest.approx(tc.predicted_flop_per_s(2048, 4096, 8192, 989.4e12, 4.8e12, 132)[()])
+    assert np.sum(np.diff(y) < -50) >= 3  # several teeth
+
+
+def test_precision_figure_frames():
+    from widgets.ui import tensor_cores as ui
+
+    fig = ui.precision_figure()
+    assert len(fig.frames) == len(ui.PRECISION_FRAMES) == len(fig.layout.sliders[0].steps)
+    i = ui.PRECISION_FRAMES.index(("bf16", "fp32"))
+    typical = fig.frames[i].data[2]
+    j = list(typical.x).index(1000)
+    assert typical.y[j] == pytest.approx(tc.dot_error(1000, "bf16", "fp32").typical_error)
+
+
+@pytest.fixture
+def shown(monkeypatch):
+    """Collect what live forms display (outside a kernel an Output widget captures nothing)."""
+    import IPython.display
+
+    items = []
+    monkeypatch.setattr(IPython.display, "display", lambda *objs, **kw: items.extend(objs))
+
+    def html() -> str:
+        text = "".join(getattr(o, "data", "") or "" for o in items if isinstance(getattr(o, "data", None), str))
+        items.clear()
+        return text
+
+    return html
+
+
+def test_live_forms_recompute_and_show_errors(shown):
+    from widgets.ui import tensor_cores as ui
+
+    box = ui.gemm_calculator()
+    assert "<td>waves (last one counted whole)</td><td><b>3</b>" in shown()  # N = 4224: 3 waves
+    box.controls["n"].value = 4096
+    assert "<td>waves (last one counted whole)</td><td><b>2</b>" in shown()
+    box.controls["k"].value = 0
+    text = shown()
+    assert "Invalid input" in text and "k must be" in text
+
+    box = ui.peak_calculator()
+    assert "989.4 TFLOP/s" in shown()
+    box.controls["gpu"].value = "A100-SXM-80GB"
+    box.controls["dtype"].value = "fp8"
+    text = shown()
+    assert "Invalid input" in text and "dtype" in text
+
+    box = ui.precision_calculator()
+    shown()
+    box.controls["k"].value = -5
+    text = shown()
+    assert "Invalid input" in text and "k must be" in text
+    box.controls["dtype"].value = "fp8_e4m3"
+    box.controls["k"].value = 100
+    assert "<td>largest finite</td><td><b>448</b>" in shown()
+
+
+def test_checks_pass_and_fail(capsys):
+    from widgets.ui import tensor_cores as ui
+
+    assert ui.check_peak(tc.peak_check("H100-SXM", "fp8").peak_flop_per_s)
+    assert not ui.check_peak(2 * tc.peak_check("H100-SXM", "fp8").peak_flop_per_s)
+    assert "sparse" in capsys.readouterr().out
+    assert not ui.check_peak(1978.9)
+    assert "unit" in capsys.readouterr().out
+    assert ui.check_waves(800, 7, 800 / 924)
+    assert not ui.check_waves(800, 6, 800 / 792)
+    assert "partial last wave" in capsys.readouterr().out
+    assert ui.check_wave_model(tc.gemm_waves)
+    assert not ui.check_wave_model(lambda m, n, a, b, s: (m * n // (a * b), 1, 1.0))
+    assert not ui.check_wave_model(lambda *a: 1 / 0)
+    assert ui.check_format_max("fp8_e5m2", 57344)
+    assert not ui.check_format_max("fp8_e4m3", 480)
+
+
+# --------------------------------------------------------------------------------------------
+# Experiments: CPU smoke tests (small, quick)
+# --------------------------------------------------------------------------------------------
+def test_throughput_smoke():
+    from widgets.experiments import tensor_cores as ex
+
+    rows = ex.measure_dtype_throughput(n=64, repeat=1)
+    by = {r["dtype"]: r for r in rows}
+    assert set(by) == set(ex.DTYPES)
+    assert by["bf16"]["flop_per_s"] > 0
+
+
+def test_shape_sweep_smoke():
+    from widgets.experiments import tensor_cores as ex
+
+    r = ex.measure_shape_sweep(repeat=1)
+    assert len(r["alignment"]) == len(ex.alignment_sizes(False))
+    m, k, ns = ex.n_sweep_shape(False)
+    assert [p["n"] for p in r["n_sweep"]["triton"]] == ns
+    assert all(p["flop_per_s"] > 0 for p in r["n_sweep"]["torch"])
+
+
+def test_precision_experiment_agrees_with_model():
+    """The measured error with rounded inputs matches the model's typical error within 30%."""
+    from widgets.experiments import tensor_cores as ex
+
+    rows = ex.measure_precision(ks=[256, 1024], size=48)
+    for r in rows:
+        want = tc.dot_error(r["k"], r["dtype"]).typical_error
+        if r["dtype"] != "fp32":
+            assert r["total"] == pytest.approx(want, rel=0.3), r
+        assert r["max_componentwise"] <= tc.dot_error(r["k"], r["dtype"], input_rounding=False).deterministic_bound
+
+
+def test_tf32_rounding_emulation():
+    torch = pytest.importorskip("torch")
+    from widgets.experiments import tensor_cores as ex
+
+    x = torch.tensor([1 + 2**-11, 1 + 3 * 2**-11, 1 + 2**-10 + 2**-12])
+    got = ex._round_tf32(x).tolist()
+    assert got == [1.0, 1 + 2**-9, 1 + 2**-10]  # ties to even, ties to even, below half
+
+
+def test_triton_matmul_correct_in_interpreter():
+    torch = pytest.importorskip("torch")
+    from widgets.experiments import tensor_cores_triton as tt
+
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(40, 72, generator=g)
+    b = torch.randn(72, 56, generator=g)
+    c = tt.matmul(a, b)
+    assert torch.allclose(c, a @ b, atol=1e-4, rtol=1e-4)
+    with pytest.raises(ValueError, match="a and b"):
+        tt.matmul(a, a)
+
+
+def test_triton_vs_torch_smoke():
+    from widgets.experiments import tensor_cores as ex
+
+    r = ex.measure_triton_vs_torch(n=32, repeat=1)
+    assert r["relative_error_vs_torch"] < 5e-3 and r["triton_flop_per_s"] > 0

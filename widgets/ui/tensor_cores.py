@@ -1,0 +1,429 @@
+"""Calculators for the tensor-cores chapter: peak from first principles, a GEMM estimator (tiles,
+waves, memory), and a precision explorer (number formats, error of a dot product).
+
+Each has a live form (``*_calculator``, ipywidgets) and a static form (``*_figure``, plotly frames
+precomputed by the same model) that works in the published page without a kernel. The chapter's
+plots of recorded measurements and the exercise checks live here too.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ..hardware import get_gpu
+from ..models import tensor_cores as tc
+from ..units import fmt_bytes, fmt_flop, fmt_flop_per_s, fmt_time
+from ._core import frames_figure, live_form, table_html
+
+PEAK_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")
+PEAK_GPUS = tuple(tc.FLOP_PER_CLOCK_PER_SM)
+ELEM_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
+PRECISION_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2")
+COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2")
+TILES = (64, 128, 256)
+
+
+# --------------------------------------------------------------------------------------------
+# Peak from first principles
+# --------------------------------------------------------------------------------------------
+def peak_summary(c: tc.PeakCheck) -> str:
+    return (
+        f"{c.gpu} {c.dtype}: {c.sms} SMs x {c.clock_hz / 1e6:.0f} MHz x {c.flop_per_clock_per_sm} FLOP/clock/SM "
+        f"= {fmt_flop_per_s(c.peak_flop_per_s, 4)} (catalog {fmt_flop_per_s(c.catalog_flop_per_s, 4)})"
+    )
+
+
+def peak_rows(c: tc.PeakCheck) -> list[tuple[str, str]]:
+    return [
+        ("SMs", str(c.sms)),
+        ("clock the figure assumes", f"{c.clock_hz / 1e6:.0f} MHz"),
+        ("dense FLOP per clock per SM", f"{c.flop_per_clock_per_sm} FLOP ({c.flop_per_clock_per_sm // 2} FMA)"),
+        ("peak from first principles", fmt_flop_per_s(c.peak_flop_per_s, 4)),
+        ("catalog (datasheet, dense)", fmt_flop_per_s(c.catalog_flop_per_s, 4)),
+        ("first principles / catalog", f"{c.ratio:.4f}"),
+        ("clock the catalog figure implies", f"{c.implied_clock_hz / 1e6:.0f} MHz"),
+        ("2:4 sparse figure (never a peak)", fmt_flop_per_s(tc.sparse_flop_per_s(c.catalog_flop_per_s), 4)),
+    ]
+
+
+def _peak_traces(gpu: str) -> tuple[list, str]:
+    rates = tc.FLOP_PER_CLOCK_PER_SM[gpu]
+    first, catalog = [], []
+    for d in PEAK_DTYPES:
+        if d in rates:
+            c = tc.peak_check(gpu, d)
+            first.append(c.peak_flop_per_s / 1e12)
+            catalog.append(c.catalog_flop_per_s / 1e12)
+        else:
+            first.append(None)
+            catalog.append(None)
+    traces = [
+        go.Bar(x=list(PEAK_DTYPES), y=first, name="SMs x clock x FLOP/clock/SM", marker_color=COLORS[0],
+               hovertemplate="%{x}: %{y:.4g} TFLOP/s<extra>first principles</extra>"),
+        go.Bar(x=list(PEAK_DTYPES), y=catalog, name="catalog (datasheet, dense)", marker_color=COLORS[1],
+               hovertemplate="%{x}: %{y:.4g} TFLOP/s<extra>catalog</extra>"),
+    ]
+    d = "bf16" if "bf16" in rates else next(iter(rates))
+    return traces, peak_summary(tc.peak_check(gpu, d))
+
+
+def _peak_layout() -> dict:
+    return dict(
+        barmode="group",
+        xaxis=dict(title="data type"),
+        yaxis=dict(title="dense peak [TFLOP/s]", type="log", range=[1, 3.6]),
+        height=420,
+        legend=dict(orientation="h", y=-0.25),
+    )
+
+
+def peak_figure(gpus=PEAK_GPUS) -> go.Figure:
+    """Static peak calculator: the slider picks the GPU; bars compare first principles with the
+    catalog for every data type it has."""
+    gpus = list(gpus)
+    active = gpus.index("H200-SXM") if "H200-SXM" in gpus else 0
+    return frames_figure(gpus, _peak_traces, slider_prefix="GPU: ", layout=_peak_layout(), active=active)
+
+
+def peak_calculator():
+    """Live peak calculator: GPU and data type -> SMs, clock, FLOP/clock/SM, peak, catalog."""
+    import ipywidgets as w
+
+    controls = {
+        "gpu": w.Dropdown(options=list(PEAK_GPUS), value="H200-SXM", description="GPU"),
+        "dtype": w.Dropdown(options=list(PEAK_DTYPES), value="bf16", description="dtype"),
+    }
+
+    def show(c: tc.PeakCheck):
+        return table_html(peak_rows(c))
+
+    return live_form(tc.peak_check, controls, show, title="Peak from first principles")
+
+
+# --------------------------------------------------------------------------------------------
+# GEMM estimator
+# --------------------------------------------------------------------------------------------
+def estimate_for(m: int, n: int, k: int, dtype: str = "bf16", gpu: str = "H200-SXM", tile_m: int = 128, tile_n: int = 256) -> tc.GemmEstimate:
+    """:func:`widgets.models.tensor_cores.gemm_estimate` with the peak, bandwidth and SM count of a
+    catalog GPU."""
+    g = get_gpu(gpu)
+    e = ELEM_BYTES.get(dtype)
+    if e is None:
+        raise ValueError(f"dtype must be one of {', '.join(map(repr, ELEM_BYTES))}; got {dtype!r}")
+    # fp8 GEMMs write a 16-bit result.
+    return tc.gemm_estimate(m, n, k, g.peak(dtype), g.hbm_bytes_per_s, g.sms, tile_m=tile_m, tile_n=tile_n,
+                            in_bytes=e, out_bytes=2 if dtype == "fp8" else e)
+
+
+def gemm_rows(e: tc.GemmEstimate) -> list[tuple[str, str]]:
+    return [
+        ("work", fmt_flop(e.flop)),
+        ("fewest bytes moved", fmt_bytes(e.bytes_moved)),
+        ("tiles", str(e.tiles)),
+        ("waves (last one counted whole)", str(e.waves)),
+        ("wave efficiency", f"{e.wave_efficiency:.1%}"),
+        ("tile efficiency", f"{e.tile_efficiency:.1%}"),
+        ("compute time", fmt_time(e.compute_time_s)),
+        ("memory time", fmt_time(e.memory_time_s)),
+        ("predicted", f"{fmt_flop_per_s(e.flop_per_s)} ({e.bound}-bound)"),
+        ("every row a multiple of 16 B", "yes" if e.aligned else "NO: expect a slower kernel than predicted"),
+    ]
+
+
+def gemm_summary(e: tc.GemmEstimate) -> str:
+    return (
+        f"{e.tiles} tiles in {e.waves} waves: wave efficiency {e.wave_efficiency:.0%}, tile efficiency "
+        f"{e.tile_efficiency:.0%}, {fmt_flop_per_s(e.flop_per_s)} ({e.bound}-bound)"
+    )
+
+
+def _gemm_curve(m: int, k: int, ns, dtype: str, gpu: str, tile_m: int, tile_n: int):
+    return np.array([estimate_for(m, int(n), k, dtype, gpu, tile_m, tile_n).flop_per_s for n in ns]) / 1e12
+
+
+def _gemm_layout(ymax: float) -> dict:
+    return dict(
+        xaxis=dict(title="N (columns of C)"),
+        yaxis=dict(title="predicted [TFLOP/s]", range=[0, ymax * 1.08]),
+        height=420,
+        legend=dict(orientation="h", y=-0.25),
+    )
+
+
+def gemm_figure(ms=(256, 512, 1024, 2048, 4096, 8192), k: int = 8192, dtype: str = "bf16", gpu: str = "H200-SXM",
+                tile_m: int = 128, tile_n: int = 256, ns=None) -> go.Figure:
+    """Static GEMM estimator: predicted throughput against N (the wave-quantization saw-tooth);
+    the slider picks M."""
+    ns = np.arange(128, 16384 + 1, 64) if ns is None else np.asarray(ns)
+    peak = get_gpu(gpu).peak(dtype) / 1e12
+
+    def frame(m):
+        y = _gemm_curve(m, k, ns, dtype, gpu, tile_m, tile_n)
+        e = estimate_for(m, int(ns[-1]), k, dtype, gpu, tile_m, tile_n)
+        traces = [
+            go.Scatter(x=ns, y=y, mode="lines", name=f"predicted, {tile_m} x {tile_n} tiles", line=dict(color=COLORS[0]),
+                       hovertemplate="N = %{x}: %{y:.4g} TFLOP/s<extra></extra>"),
+            go.Scatter(x=[ns[0], ns[-1]], y=[peak, peak], mode="lines", name=f"dense {dtype} peak", line=dict(color="gray", dash="dash")),
+        ]
+        title = f"M = {m}, K = {k}: one wave = {get_gpu(gpu).sms} tiles; at N = {int(ns[-1])}: {gemm_summary(e)}"
+        return traces, title
+
+    return frames_figure(list(ms), frame, slider_prefix="M: ", layout=_gemm_layout(peak), active=list(ms).index(2048) if 2048 in ms else 0)
+
+
+def gemm_calculator():
+    """Live GEMM estimator: M, N, K, dtype, GPU, tile shape -> tiles, waves, times, TFLOP/s, and
+    the saw-tooth of throughput against N with this N marked."""
+    import ipywidgets as w
+
+    controls = {
+        "m": w.IntText(value=2048, description="M"),
+        "n": w.IntText(value=4224, description="N"),
+        "k": w.IntText(value=8192, description="K"),
+        "dtype": w.Dropdown(options=list(ELEM_BYTES), value="bf16", description="dtype"),
+        "gpu": w.Dropdown(options=["H200-SXM", "H100-SXM", "A100-SXM-80GB", "B200", "MI300X", "L4", "RTX-4090"], value="H200-SXM", description="GPU"),
+        "tile_m": w.Dropdown(options=TILES, value=128, description="tile M"),
+        "tile_n": w.Dropdown(options=TILES, value=256, description="tile N"),
+    }
+
+    def compute(m, n, k, dtype, gpu, tile_m, tile_n):
+        return (m, n, k, dtype, gpu, tile_m, tile_n), estimate_for(m, n, k, dtype, gpu, tile_m, tile_n)
+
+    def show(result):
+        (m, n, k, dtype, gpu, tm, tn), e = result
+        ns = np.unique(np.linspace(max(16, n // 4), 2 * n, 200).astype(int))
+        y = _gemm_curve(m, k, ns, dtype, gpu, tm, tn)
+        peak = get_gpu(gpu).peak(dtype) / 1e12
+        fig = go.Figure([
+            go.Scatter(x=ns, y=y, mode="lines", name="predicted", line=dict(color=COLORS[0])),
+            go.Scatter(x=[n], y=[e.flop_per_s / 1e12], mode="markers", name="this N", marker=dict(size=11, color=COLORS[3])),
+            go.Scatter(x=[ns[0], ns[-1]], y=[peak, peak], mode="lines", name="dense peak", line=dict(color="gray", dash="dash")),
+        ])
+        fig.update_layout(template="plotly_white", title_text=gemm_summary(e), **_gemm_layout(peak))
+        return table_html(gemm_rows(e)), fig
+
+    return live_form(compute, controls, show, title="GEMM estimator: tiles, waves, memory")
+
+
+# --------------------------------------------------------------------------------------------
+# Precision explorer
+# --------------------------------------------------------------------------------------------
+KS = np.unique(np.logspace(0, 6, 61).round().astype(int))
+
+
+def precision_rows(e: tc.DotError) -> list[tuple[str, str]]:
+    return [
+        ("unit roundoff u (inputs)", f"{e.u_in:.3g} = 2^{np.log2(e.u_in):.0f}" if e.u_in else "0 (exact inputs)"),
+        ("largest finite", f"{e.max_normal:.6g}"),
+        ("smallest normal", f"{e.min_normal:.4g}"),
+        ("smallest subnormal", f"{e.min_subnormal:.4g}"),
+        (f"accumulation in {e.accumulate}: u", f"{e.u_acc:.3g}"),
+        ("deterministic bound (of sum |x y|)", f"{e.deterministic_bound:.3g}"),
+        ("probabilistic bound (of sum |x y|)", f"{e.probabilistic_bound:.3g}"),
+        ("typical error, random data (of |x.y|)", f"{e.typical_error:.3g}"),
+    ]
+
+
+def precision_summary(dtype: str, accumulate: str = "fp32") -> str:
+    f = tc.number_format(dtype)
+    return (
+        f"{f.name}: {f.exp_bits} exponent + {f.man_bits} fraction bits, u = 2^-{f.man_bits + 1}, "
+        f"max {f.max_normal:.4g}, min normal {f.min_normal:.3g}, min subnormal {f.min_subnormal:.3g}; sums in {accumulate}"
+    )
+
+
+def _precision_traces(dtype: str, accumulate: str = "fp32", ks=KS) -> list:
+    errs = [tc.dot_error(int(k), dtype, accumulate) for k in ks]
+    names = (("deterministic bound", "deterministic_bound", "dash"), ("probabilistic bound", "probabilistic_bound", "dot"),
+             ("typical, random data", "typical_error", "solid"))
+    return [
+        go.Scatter(x=ks, y=[getattr(e, attr) for e in errs], mode="lines", name=label, line=dict(color=c, dash=dash),
+                   hovertemplate="K = %{x}: %{y:.3g}<extra>" + label + "</extra>")
+        for (label, attr, dash), c in zip(names, COLORS)
+    ]
+
+
+def _precision_layout() -> dict:
+    return dict(
+        xaxis=dict(type="log", title="reduction length K"),
+        yaxis=dict(type="log", title="relative error", range=[-9, 1]),
+        height=420,
+        legend=dict(orientation="h", y=-0.25),
+    )
+
+
+PRECISION_FRAMES = tuple((d, "fp32") for d in PRECISION_DTYPES) + (("bf16", "bf16"), ("fp16", "fp16"))
+
+
+def precision_figure(frames=PRECISION_FRAMES) -> go.Figure:
+    """Static precision explorer: the slider picks (input format, accumulation format); curves give
+    the error of a length-K dot product. Tensor cores accumulate in fp32; the last positions show
+    what summing in the input format would cost."""
+    frames = [tuple(f) for f in frames]
+    return frames_figure(
+        frames,
+        lambda f: (_precision_traces(f[0], f[1]), precision_summary(f[0], f[1])),
+        slider_prefix="inputs, sums: ",
+        value_label=lambda f: f"{f[0]}, {f[1]}",
+        layout=_precision_layout(),
+        active=frames.index(("bf16", "fp32")) if ("bf16", "fp32") in frames else 0,
+    )
+
+
+def precision_calculator():
+    """Live precision explorer: input format, K, accumulation format -> range and expected error."""
+    import ipywidgets as w
+
+    controls = {
+        "dtype": w.Dropdown(options=list(PRECISION_DTYPES), value="bf16", description="inputs"),
+        "k": w.IntText(value=4096, description="K"),
+        "accumulate": w.Dropdown(options=["fp32", "tf32", "bf16", "fp16"], value="fp32", description="sums in"),
+    }
+
+    def compute(dtype, k, accumulate):
+        return tc.dot_error(k, dtype, accumulate)
+
+    def show(e: tc.DotError):
+        fig = go.Figure(_precision_traces(e.dtype, e.accumulate))
+        fig.add_trace(go.Scatter(x=[e.k], y=[e.typical_error], mode="markers", name="this K", marker=dict(size=11, color=COLORS[3])))
+        fig.update_layout(template="plotly_white", title_text=precision_summary(e.dtype, e.accumulate), **_precision_layout())
+        return table_html(precision_rows(e)), fig
+
+    return live_form(compute, controls, show, title="Precision explorer: a dot product of length K")
+
+
+def format_table(dtypes=("fp64", "fp32", "tf32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2")) -> str:
+    """Bits, unit roundoff and range of each format (HTML)."""
+    head = ["format", "exponent bits", "fraction bits", "u", "largest finite", "smallest normal", "smallest subnormal"]
+    rows = []
+    for d in dtypes:
+        f = tc.number_format(d)
+        rows.append([f.name, f.exp_bits, f.man_bits, f"2^-{f.man_bits + 1}", f"{f.max_normal:.5g}", f"{f.min_normal:.3g}", f"{f.min_subnormal:.3g}"])
+    th = "".join(f"<th>{h}</th>" for h in head)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
+    return f'<table class="calc-result"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
+
+
+# --------------------------------------------------------------------------------------------
+# Plots of measurements (data in, figures out)
+# --------------------------------------------------------------------------------------------
+def throughput_plot(rows: list[dict], title: str = "") -> go.Figure:
+    """Measured GEMM throughput per data type beside the catalog's dense peak. ``rows`` are
+    ``measure_dtype_throughput`` records (NaN rows are skipped)."""
+    rows = [r for r in rows if r["flop_per_s"] == r["flop_per_s"]]
+    labels = [r["dtype"] + (" (fast accum)" if "use_fast_accum=True" in r.get("note", "") else " (precise accum)" if "use_fast_accum=False" in r.get("note", "") else "") for r in rows]
+    fig = go.Figure([go.Bar(x=labels, y=[r["flop_per_s"] / 1e12 for r in rows], name="measured", marker_color=COLORS[0])])
+    if any(r.get("peak_flop_per_s") for r in rows):
+        fig.add_trace(go.Bar(x=labels, y=[(r.get("peak_flop_per_s") or 0) / 1e12 for r in rows], name="catalog dense peak", marker_color=COLORS[1]))
+    fig.update_layout(template="plotly_white", barmode="group", title_text=title, yaxis=dict(title="TFLOP/s"), height=380,
+                      legend=dict(orientation="h", y=-0.2))
+    return fig
+
+
+def sweep_plot(ns, series: dict, title: str = "") -> go.Figure:
+    """Throughput against N; ``series`` maps a label to TFLOP/s values (measured or predicted)."""
+    fig = go.Figure()
+    for (label, y), color in zip(series.items(), COLORS):
+        dash = "dash" if label.startswith("predicted") else "solid"
+        fig.add_trace(go.Scatter(x=list(ns), y=list(y), mode="lines+markers" if dash == "solid" else "lines", name=label,
+                                 line=dict(color=color, dash=dash), marker=dict(size=5)))
+    fig.update_layout(template="plotly_white", title_text=title, xaxis=dict(title="N (columns of C)"), yaxis=dict(title="TFLOP/s", rangemode="tozero"),
+                      height=420, legend=dict(orientation="h", y=-0.25))
+    return fig
+
+
+def precision_plot(records: list[dict], kind: str = "total", title: str = "") -> go.Figure:
+    """Measured relative error against K per data type (markers) with the model's typical error
+    (lines). ``records`` are ``measure_precision`` rows; ``kind`` is ``"total"`` or ``"accumulation"``."""
+    fig = go.Figure()
+    labels = []
+    for r in records:
+        lab = r["dtype"] + (" fast accum" if r.get("fast_accum") else "")
+        if lab not in labels:
+            labels.append(lab)
+    for lab, color in zip(labels, COLORS):
+        rs = [r for r in records if r["dtype"] + (" fast accum" if r.get("fast_accum") else "") == lab]
+        ks = [r["k"] for r in rs]
+        fig.add_trace(go.Scatter(x=ks, y=[r[kind] for r in rs], mode="markers", name=f"{lab} measured", marker=dict(color=color, size=8)))
+        out = rs[0].get("out_dtype", "fp32")
+        model = tc.typical_dot_error(ks, rs[0]["dtype"], "fp32", output=None if out == "fp32" else out, input_rounding=(kind == "total"))
+        fig.add_trace(go.Scatter(x=ks, y=model, mode="lines", name=f"{lab} model", line=dict(color=color, dash="dash"), showlegend=False))
+    fig.update_layout(template="plotly_white", title_text=title, xaxis=dict(type="log", title="K"), yaxis=dict(type="log", title="relative error (Frobenius)"),
+                      height=440, legend=dict(orientation="h", y=-0.25))
+    return fig
+
+
+# --------------------------------------------------------------------------------------------
+# Exercise checks
+# --------------------------------------------------------------------------------------------
+def _verdict(ok: bool, message: str) -> bool:
+    print(("PASS: " if ok else "FAIL: ") + message)
+    return ok
+
+
+def check_peak(answer_flop_per_s, gpu: str = "H100-SXM", dtype: str = "fp8") -> bool:
+    """Is ``answer_flop_per_s`` the dense ``dtype`` peak of ``gpu`` from first principles (within 0.5%)?"""
+    c = tc.peak_check(gpu, dtype)
+    try:
+        a = float(answer_flop_per_s)
+    except (TypeError, ValueError):
+        return _verdict(False, f"the answer must be a number of FLOP/s, got {answer_flop_per_s!r}")
+    if abs(a - c.peak_flop_per_s) <= 0.005 * c.peak_flop_per_s:
+        return _verdict(True, peak_summary(c))
+    if abs(a - 2 * c.peak_flop_per_s) <= 0.005 * c.peak_flop_per_s:
+        return _verdict(False, "that is the 2:4 sparse figure, twice the dense peak")
+    if abs(a * 1e12 - c.peak_flop_per_s) <= 0.005 * c.peak_flop_per_s:
+        return _verdict(False, "right number, wrong unit: give FLOP/s, not TFLOP/s")
+    return _verdict(False, f"{fmt_flop_per_s(a)} is not {gpu}'s dense {dtype} peak: multiply SMs, clock and FLOP per clock per SM")
+
+
+def check_waves(tiles, waves, wave_efficiency, m: int = 5120, n: int = 5120, tile_m: int = 128, tile_n: int = 256, sms: int = 132) -> bool:
+    """Are (tiles, waves, wave efficiency) right for this GEMM (efficiency within 0.01)?"""
+    t, w, eff = tc.gemm_waves(m, n, tile_m, tile_n, sms)
+    if tiles != t:
+        return _verdict(False, f"tiles: ceil({m}/{tile_m}) x ceil({n}/{tile_n}) = {t}, not {tiles}")
+    if waves != w:
+        hint = " (the partial last wave counts as a whole one)" if waves == w - 1 else ""
+        return _verdict(False, f"waves: {waves} is wrong{hint}")
+    try:
+        close = abs(float(wave_efficiency) - eff) <= 0.01
+    except (TypeError, ValueError):
+        close = False
+    if not close:
+        return _verdict(False, f"wave efficiency is tiles / (waves x SMs), not {wave_efficiency!r}")
+    return _verdict(True, f"{t} tiles in {w} waves on {sms} SMs: {eff:.1%} of the SM-slots do work")
+
+
+def check_wave_model(fn, trials: int = 300, seed: int = 0) -> bool:
+    """Check a reader's ``fn(m, n, tile_m, tile_n, sms) -> (tiles, waves, wave_efficiency)``
+    against the model on random shapes."""
+    rng = np.random.default_rng(seed)
+    for _ in range(trials):
+        m, n = (int(x) for x in rng.integers(1, 20000, size=2))
+        tm, tn = int(rng.choice(TILES)), int(rng.choice(TILES))
+        sms = int(rng.choice([58, 108, 132, 148, 304]))
+        want = tc.gemm_waves(m, n, tm, tn, sms)
+        try:
+            got = fn(m, n, tm, tn, sms)
+        except Exception as exc:  # a reader's bug: report it, don't crash the notebook
+            return _verdict(False, f"your function raised {exc!r} for m={m}, n={n}, tiles {tm}x{tn}, {sms} SMs")
+        try:
+            ok = int(got[0]) == want[0] and int(got[1]) == want[1] and abs(float(got[2]) - want[2]) < 1e-9
+        except (TypeError, ValueError, IndexError):
+            ok = False
+        if not ok:
+            return _verdict(False, f"m={m}, n={n}, tiles {tm}x{tn}, {sms} SMs: expected {want}, got {got!r}")
+    return _verdict(True, f"{trials} random GEMMs: tiles, waves and wave efficiency all right")
+
+
+def check_format_max(dtype: str, answer) -> bool:
+    """Is ``answer`` the largest finite value of ``dtype``?"""
+    f = tc.number_format(dtype)
+    try:
+        a = float(answer)
+    except (TypeError, ValueError):
+        return _verdict(False, f"the answer must be a number, got {answer!r}")
+    if a == f.max_normal:
+        return _verdict(True, f"{f.name}: largest finite {f.max_normal:g}")
+    return _verdict(False, f"{a:g} is not the largest finite {f.name}: (2 - 2^-fraction bits) x 2^emax, minding which codes are NaN/inf")
