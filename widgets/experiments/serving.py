@@ -1,0 +1,478 @@
+"""Serving experiments: decode as a weight stream, a real decoder's step time and TTFT, and the
+KV cache measured by the allocator.
+
+- ``measure_copy_bandwidth`` / ``measure_gemm_peak``: the two ceilings of this device, measured in
+  the same run, so the models can be given achievable rates as well as datasheet ones.
+- ``measure_batched_gemv``: the weight matmuls of one decoder layer at batch 1..4096: time stays
+  flat while the weights dominate the bytes, then grows with the FLOP past the ridge.
+- ``measure_decode_steps``: a decoder with a KV cache (``serving_decoder``; on a GPU a Llama-3-70B-
+  shaped stack of 4 layers, 5.5B parameters, in bf16, each step one CUDA graph): step time
+  against batch and against context.
+- ``measure_ttft``: prefill time against prompt length (time to first token, without queueing).
+- ``measure_kv_memory``: KV caches of several attention variants allocated for real; the
+  allocator's count (``torch.cuda.memory_allocated``; tensor bytes on a CPU) against the formula.
+
+Without a GPU everything runs scaled down on the CPU (a tiny decoder in fp32, no CUDA graphs, no
+Triton): the numbers show the method, not a GPU.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Optional, Sequence
+
+import torch
+import torch.nn.functional as F
+
+from ..hardware import describe_local_gpu
+from ..models import serving as model
+from ..units import GiB, MiB
+from . import harness
+from .serving_decoder import (Decoder, DecoderConfig, KVCache, Linear, capture, cpu_config, decode_step, enable_fused, gpu_config,
+                              prefill, tune_linears)
+
+GPU_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+CPU_BATCHES = (1, 2, 4, 8, 16)
+GPU_CONTEXTS = (256, 1024, 4096, 16384, 32768)
+CPU_CONTEXTS = (64, 256, 1024)
+GPU_PROMPTS = (16, 64, 256, 1024, 4096, 16384)
+CPU_PROMPTS = (8, 32, 128)
+GPU_GEMV_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
+CPU_GEMV_BATCHES = (1, 4, 16, 64, 256)
+
+
+def _dtype() -> torch.dtype:
+    # bf16 on a GPU (what serving uses); fp32 on a CPU, where bf16 matmuls are emulated and slow.
+    return torch.bfloat16 if harness.on_gpu() else torch.float32
+
+
+def _elem_bytes() -> int:
+    return torch.empty((), dtype=_dtype()).element_size()
+
+
+def _free():
+    gc.collect()
+    if harness.on_gpu():
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+
+
+# --------------------------------------------------------------------------------------------
+# Ceilings of this device, measured in the same run
+# --------------------------------------------------------------------------------------------
+@dataclass
+class Ceilings:
+    """Achievable rates of this device: a device-to-device copy [B/s] (bytes read + written) and
+    a large matmul [FLOP/s] in the serving dtype."""
+
+    copy_bytes_per_s: float
+    copy_nbytes: int
+    gemm_flop_per_s: float
+    gemm_n: int
+    dtype: str
+    device: str
+    datasheet_bytes_per_s: Optional[float]
+    datasheet_flop_per_s: Optional[float]
+
+
+def measure_ceilings(copy_nbytes: Optional[int] = None, gemm_n: Optional[int] = None, repeat: int = 20) -> Ceilings:
+    """Copy ``copy_nbytes`` (default 2 GiB on a GPU, 64 MiB on a CPU) and multiply two
+    ``gemm_n``-square matrices (8192 on a GPU, 512 on a CPU)."""
+    if copy_nbytes is None:
+        copy_nbytes = harness.choose_bytes(2 * GiB, 64 * MiB, max_fraction_of_free=0.2)
+    n = int(copy_nbytes) // 4
+    src = torch.rand(n, device=harness.device())
+    dst = torch.empty_like(src)
+    t = harness.time_fn(lambda: dst.copy_(src), repeat=repeat)
+    copy_bw = 2 * n * 4 / t.median_s
+    del src, dst
+    gemm_n = gemm_n or (8192 if harness.on_gpu() else 512)
+    dt = _dtype()
+    a = torch.randn(gemm_n, gemm_n, device=harness.device(), dtype=dt)
+    b = torch.randn(gemm_n, gemm_n, device=harness.device(), dtype=dt)
+    tg = harness.time_fn(lambda: a @ b, repeat=repeat)
+    gpu = describe_local_gpu()
+    ds_bw = gpu.hbm_bytes_per_s if gpu and gpu.hbm_bytes_per_s else None
+    ds_peak = gpu.peak_flop_per_s.get("bf16") if gpu else None
+    del a, b
+    _free()
+    return Ceilings(copy_bw, 2 * n * 4, 2.0 * gemm_n**3 / tg.median_s, gemm_n, str(dt).replace("torch.", ""), harness.device_name(), ds_bw, ds_peak)
+
+
+# --------------------------------------------------------------------------------------------
+# 1. Decode as a weight stream: one layer's matmuls against the batch
+# --------------------------------------------------------------------------------------------
+@dataclass
+class GemvSweep:
+    """The four weight matmuls of one decoder layer (fused QKV, output, fused gate-up, down) on
+    ``batch`` rows: time of cuBLAS alone and of the faster of cuBLAS and the Triton skinny kernel."""
+
+    shapes: list  # [N, K] of each weight
+    weight_bytes: int
+    batches: list
+    cublas_s: list
+    best_s: list
+    flop: list
+    bytes_moved: list
+    device: str
+
+
+def _layer_linears(cfg: DecoderConfig, dtype, seed: int = 0) -> list:
+    gen = torch.Generator(device=harness.device()).manual_seed(seed)
+    kw = dict(device=harness.device(), dtype=dtype, generator=gen)
+    h, q, kv, d, f = cfg.hidden, cfg.heads, cfg.kv_heads, cfg.head_dim, cfg.intermediate
+    return [Linear(h, (q + 2 * kv) * d, **kw), Linear(q * d, h, **kw), Linear(h, 2 * f, **kw), Linear(f, h, **kw)]
+
+
+def measure_batched_gemv(batches: Optional[Sequence[int]] = None, cfg: Optional[DecoderConfig] = None, repeat: int = 10) -> GemvSweep:
+    """Time ``y = x @ W^T`` for the four weights of one layer of ``cfg`` (default: the decoder's
+    layer shapes, Llama-3-70B's on a GPU) at each batch."""
+    on_gpu = harness.on_gpu()
+    batches = list(batches or (GPU_GEMV_BATCHES if on_gpu else CPU_GEMV_BATCHES))
+    cfg = cfg or (gpu_config() if on_gpu else cpu_config())
+    dt = _dtype()
+    lins = _layer_linears(cfg, dt)
+
+    class _Holder(torch.nn.Module):  # tune_linears walks a decoder's linears
+        def linears(self):
+            return iter(lins)
+
+    tune_linears(_Holder(), batches=[b for b in batches if b <= 64], repeat=repeat)
+    eb = _elem_bytes()
+    wbytes = sum(l.weight.numel() * eb for l in lins)
+    cub, best, flop, moved = [], [], [], []
+    for b in batches:
+        xs = [torch.randn(b, l.weight.shape[1], device=harness.device(), dtype=dt) for l in lins]
+
+        def run_cublas():
+            for l, x in zip(lins, xs):
+                F.linear(x, l.weight)
+
+        def run_best():
+            for l, x in zip(lins, xs):
+                l(x)
+
+        cub.append(harness.time_fn(run_cublas, repeat=repeat).median_s)
+        best.append(harness.time_fn(run_best, repeat=repeat).median_s)
+        flop.append(sum(2.0 * b * l.weight.numel() for l in lins))
+        moved.append(wbytes + sum(b * (l.weight.shape[0] + l.weight.shape[1]) * eb for l in lins))
+        del xs
+    shapes = [list(l.weight.shape) for l in lins]
+    del lins
+    _free()
+    return GemvSweep(shapes, wbytes, batches, cub, best, flop, moved, harness.device_name())
+
+
+def gemv_model_s(sweep: GemvSweep, hbm_bytes_per_s: float, peak_flop_per_s: float) -> list:
+    """The roofline of each sweep point [s]: ``max(bytes / bandwidth, FLOP / peak)``."""
+    return [max(b / hbm_bytes_per_s, f / peak_flop_per_s) for b, f in zip(sweep.bytes_moved, sweep.flop)]
+
+
+# --------------------------------------------------------------------------------------------
+# 2. A real decoder: step time against batch and context; TTFT against prompt length
+# --------------------------------------------------------------------------------------------
+@dataclass
+class DecodeSweep:
+    """Decode-step times of ``config`` (medians [s]), one CUDA graph per point on a GPU."""
+
+    config: dict
+    params: int
+    step_weight_bytes: float  # bytes of the weights one step reads (all but the embedding table)
+    kv_bytes_per_token: float
+    batch_context_tokens: int
+    batches: list
+    batch_step_s: list
+    context_batch: int
+    contexts: list
+    context_step_s: list
+    eager_batches: list
+    eager_step_s: list
+    graphs: bool
+    linear_tuning: dict
+    device: str
+
+
+def build_decoder(cfg: Optional[DecoderConfig] = None, seed: int = 0, tune: bool = True):
+    """The decoder of this device (``gpu_config`` or ``cpu_config``) with random weights; on a
+    GPU its weight matmuls tuned and its small ops fused (when the Triton kernels compile and
+    agree with torch). Returns ``(decoder, summary of the tuning)``."""
+    cfg = cfg or (gpu_config() if harness.on_gpu() else cpu_config())
+    m = Decoder(cfg, device=harness.device(), dtype=_dtype(), seed=seed)
+    summary = tune_linears(m) if tune else {"used_triton": False, "errors": [], "choices": []}
+    summary["fused"] = enable_fused(m) if (tune and harness.on_gpu()) else {"fused": False}
+    return m, summary
+
+
+def time_decode_step(m: Decoder, batch: int, context_tokens: int, graph: bool = True, repeat: int = 20) -> float:
+    """Median time of one decode step [s]: ``batch`` sequences whose caches hold
+    ``context_tokens`` tokens (the step writes the last slot and attends to all of them)."""
+    if context_tokens < 1:
+        raise ValueError(f"context_tokens must be >= 1, got {context_tokens!r}")
+    cache = KVCache(m.cfg, batch, context_tokens, device=m.device, dtype=m.dtype)
+    tokens = torch.randint(0, m.cfg.vocab, (batch,), device=m.device, generator=torch.Generator(device=m.device).manual_seed(batch))
+    pos = context_tokens - 1
+    cos, sin = m.rope(torch.tensor([pos], device=m.device))
+    cos, sin = cos[0].contiguous(), sin[0].contiguous()
+
+    def step():
+        return decode_step(m, tokens, cache, pos, cos, sin)
+
+    fn = capture(step) if graph else step
+    t = harness.time_fn(fn, warmup=3, repeat=repeat).median_s
+    del fn, cache
+    _free()
+    return t
+
+
+def measure_decode_steps(
+    decoder=None,
+    batches: Optional[Sequence[int]] = None,
+    contexts: Optional[Sequence[int]] = None,
+    batch_context_tokens: Optional[int] = None,
+    context_batch: Optional[int] = None,
+    eager_batches: Optional[Sequence[int]] = None,
+    repeat: int = 20,
+) -> DecodeSweep:
+    """Decode-step time against batch (at ``batch_context_tokens``) and against context (at
+    ``context_batch`` sequences). On a GPU each point is one captured CUDA graph; the
+    ``eager_batches`` are timed again without a graph, to show the launch overhead."""
+    on_gpu = harness.on_gpu()
+    m, tuning = decoder if decoder is not None else build_decoder()
+    batches = list(batches or (GPU_BATCHES if on_gpu else CPU_BATCHES))
+    contexts = list(contexts or (GPU_CONTEXTS if on_gpu else CPU_CONTEXTS))
+    bctx = batch_context_tokens or (1024 if on_gpu else 256)
+    cb = context_batch or (16 if on_gpu else 4)
+    eager_batches = list(eager_batches if eager_batches is not None else ((1, 64) if on_gpu else ()))
+    b_s = [time_decode_step(m, b, bctx, on_gpu, repeat) for b in batches]
+    c_s = [time_decode_step(m, cb, c, on_gpu, repeat) for c in contexts]
+    e_s = [time_decode_step(m, b, bctx, False, repeat) for b in eager_batches]
+    mc = m.cfg.model_config()
+    eb = _elem_bytes()
+    return DecodeSweep(
+        config=asdict(m.cfg), params=m.n_params(), step_weight_bytes=model.weight_bytes(mc.step_params(1), eb),
+        kv_bytes_per_token=mc.kv_bytes_per_token(eb), batch_context_tokens=bctx, batches=batches, batch_step_s=b_s,
+        context_batch=cb, contexts=contexts, context_step_s=c_s, eager_batches=eager_batches, eager_step_s=e_s,
+        graphs=on_gpu, linear_tuning=tuning, device=harness.device_name(),
+    )
+
+
+@dataclass
+class TTFTSweep:
+    """Prefill time of one prompt [s] against its length (TTFT without queueing)."""
+
+    config: dict
+    prompts: list
+    prefill_s: list
+    graphs: bool
+    device: str
+
+
+def measure_ttft(decoder=None, prompts: Optional[Sequence[int]] = None, repeat: int = 10) -> TTFTSweep:
+    """Time the prefill of one prompt of each length (on a GPU, each captured in a CUDA graph)."""
+    on_gpu = harness.on_gpu()
+    m, _ = decoder if decoder is not None else build_decoder()
+    prompts = list(prompts or (GPU_PROMPTS if on_gpu else CPU_PROMPTS))
+    out = []
+    for p in prompts:
+        cache = KVCache(m.cfg, 1, p + 1, device=m.device, dtype=m.dtype)
+        tokens = torch.randint(0, m.cfg.vocab, (1, p), device=m.device, generator=torch.Generator(device=m.device).manual_seed(p))
+        fn = capture(lambda: prefill(m, tokens, cache)) if on_gpu else (lambda: prefill(m, tokens, cache))
+        out.append(harness.time_fn(fn, warmup=2, repeat=repeat).median_s)
+        del fn, cache
+        _free()
+    return TTFTSweep(asdict(m.cfg), prompts, out, on_gpu, harness.device_name())
+
+
+def decode_model_s(sweep: DecodeSweep, gpu: str = "H200-SXM", hbm_bytes_per_s: Optional[float] = None, peak_flop_per_s: Optional[float] = None) -> dict:
+    """The model's step times for a sweep [s]: ``{"batch": [...], "context": [...]}``."""
+    mc = DecoderConfig(**sweep.config).model_config()
+    eb = sweep.step_weight_bytes / mc.step_params(1)
+    dt = "bf16" if eb == 2 else "fp32"
+
+    def t(b, c):
+        return model.decode_step(mc, gpu, b, c, dt, dt, hbm_bytes_per_s=hbm_bytes_per_s, peak_flop_per_s=peak_flop_per_s).time_s
+
+    return {
+        "batch": [t(b, sweep.batch_context_tokens) for b in sweep.batches],
+        "context": [t(sweep.context_batch, c) for c in sweep.contexts],
+    }
+
+
+def ttft_model_s(sweep: TTFTSweep, gpu: str = "H200-SXM", hbm_bytes_per_s: Optional[float] = None, peak_flop_per_s: Optional[float] = None, dtype: str = "bf16") -> list:
+    """The model's prefill lower bound for each prompt of a sweep [s]."""
+    mc = DecoderConfig(**sweep.config).model_config()
+    return [model.prefill_time_s(mc, gpu, p, dtype, hbm_bytes_per_s=hbm_bytes_per_s, peak_flop_per_s=peak_flop_per_s) for p in sweep.prompts]
+
+
+# --------------------------------------------------------------------------------------------
+# 3. The KV cache, measured by the allocator
+# --------------------------------------------------------------------------------------------
+@dataclass
+class KVMemory:
+    """KV caches allocated for real: bytes the allocator reports against the formula's."""
+
+    config: dict
+    batch: int
+    context_tokens: int
+    variants: list  # dicts: name, formula_bytes, measured_bytes
+    decode_peak_extra_bytes: Optional[float]  # transient bytes of one decode step beyond weights and cache
+    prefill_tokens: int
+    prefill_peak_extra_bytes: Optional[float]  # transient bytes of a prefill beyond weights and cache
+    prefill_estimate_bytes: float  # model.activation_bytes for the same prefill
+    method: str
+    device: str
+
+
+def _allocated() -> int:
+    return torch.cuda.memory_allocated() if harness.on_gpu() else 0
+
+
+def _measure_alloc(make) -> int:
+    """Bytes that ``make()`` adds: the allocator's count on a GPU, tensor bytes on a CPU."""
+    _free()
+    before = _allocated()
+    tensors = make()
+    if harness.on_gpu():
+        torch.cuda.synchronize()
+        n = _allocated() - before
+    else:
+        n = sum(t.numel() * t.element_size() for t in tensors)
+    del tensors
+    _free()
+    return int(n)
+
+
+def measure_kv_memory(decoder=None, batch: Optional[int] = None, context_tokens: Optional[int] = None, window: Optional[int] = None, prefill_tokens: Optional[int] = None) -> KVMemory:
+    """Allocate KV caches of ``batch`` sequences of ``context_tokens`` for the decoder's layers in
+    five layouts (its own GQA, MHA with a KV head per query head, MQA, a sliding window, an MLA
+    latent of rank 512 + a 64-wide RoPE key) and compare the allocator's count with the formula.
+    Then measure the transient memory of one decode step and of one prefill."""
+    on_gpu = harness.on_gpu()
+    m, _ = decoder if decoder is not None else build_decoder(tune=False)
+    cfg = m.cfg
+    batch = batch or (16 if on_gpu else 4)
+    ctx = context_tokens or (8192 if on_gpu else 256)
+    window = window or ctx // 2
+    eb = _elem_bytes()
+    dev, dt = m.device, m.dtype
+    rank, rope = 512, 64
+    if not on_gpu:
+        rank, rope = 64, 16
+
+    def kv(heads, tokens):
+        return lambda: [torch.empty(batch, heads, tokens, cfg.head_dim, device=dev, dtype=dt) for _ in range(2 * cfg.layers)]
+
+    variants = [
+        (f"GQA ({cfg.kv_heads} KV heads)", kv(cfg.kv_heads, ctx), model.kv_cache_bytes(model.kv_cache_bytes_per_token(cfg.layers, cfg.kv_heads, cfg.head_dim, eb), ctx, batch)),
+        (f"MHA ({cfg.heads} KV heads)", kv(cfg.heads, ctx), model.kv_cache_bytes(model.kv_cache_bytes_per_token(cfg.layers, cfg.heads, cfg.head_dim, eb), ctx, batch)),
+        ("MQA (1 KV head)", kv(1, ctx), model.kv_cache_bytes(model.kv_cache_bytes_per_token(cfg.layers, 1, cfg.head_dim, eb), ctx, batch)),
+        (f"GQA, sliding window {window}", kv(cfg.kv_heads, min(ctx, window)), model.kv_cache_bytes(model.kv_cache_bytes_per_token(cfg.layers, cfg.kv_heads, cfg.head_dim, eb), ctx, batch, window)),
+        (f"MLA (rank {rank} + RoPE {rope})", lambda: [torch.empty(batch, ctx, rank + rope, device=dev, dtype=dt) for _ in range(cfg.layers)],
+         model.kv_cache_bytes(model.mla_kv_cache_bytes_per_token(cfg.layers, rank, rope, eb), ctx, batch)),
+        ("the decoder's KVCache", lambda: (lambda c: c.k + c.v)(KVCache(cfg, batch, ctx, device=dev, dtype=dt)),
+         model.kv_cache_bytes(model.kv_cache_bytes_per_token(cfg.layers, cfg.kv_heads, cfg.head_dim, eb), ctx, batch)),
+    ]
+    rows = [dict(name=n, formula_bytes=f, measured_bytes=_measure_alloc(make)) for n, make, f in variants]
+
+    # Transients: peak minus what was resident before the pass (weights + cache).
+    decode_extra = prefill_extra = None
+    p = prefill_tokens or (2048 if on_gpu else 64)
+    if on_gpu:
+        cache = KVCache(cfg, batch, ctx, device=dev, dtype=dt)
+        tokens = torch.zeros(batch, dtype=torch.long, device=dev)
+        cos, sin = m.rope(torch.tensor([ctx - 1], device=dev))
+        decode_step(m, tokens, cache, ctx - 1, cos[0], sin[0])
+        _free()
+        base = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        decode_step(m, tokens, cache, ctx - 1, cos[0], sin[0])
+        torch.cuda.synchronize()
+        decode_extra = torch.cuda.max_memory_allocated() - base
+        del cache
+        _free()
+        cache = KVCache(cfg, 1, p, device=dev, dtype=dt)
+        ptoks = torch.zeros(1, p, dtype=torch.long, device=dev)
+        _free()
+        base = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        prefill(m, ptoks, cache)
+        torch.cuda.synchronize()
+        prefill_extra = torch.cuda.max_memory_allocated() - base
+        del cache
+        _free()
+    estimate = model.activation_bytes(p, cfg.hidden, cfg.intermediate, cfg.vocab, 1, eb)
+    return KVMemory(
+        config=asdict(cfg), batch=batch, context_tokens=ctx, variants=rows, decode_peak_extra_bytes=decode_extra,
+        prefill_tokens=p, prefill_peak_extra_bytes=prefill_extra, prefill_estimate_bytes=estimate,
+        method="torch.cuda.memory_allocated before/after" if on_gpu else "sum of tensor nbytes (CPU)", device=harness.device_name(),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Comparisons with the model, and the whole run
+# --------------------------------------------------------------------------------------------
+def bandwidth_options(ceilings: Ceilings, gemv: Optional[GemvSweep] = None) -> dict:
+    """The bandwidths a prediction can use [B/s]: the datasheet's, the copy measured in this run,
+    and the best weight stream of the batch-1 layer matmuls measured in this run."""
+    opts = {}
+    if ceilings.datasheet_bytes_per_s:
+        opts["datasheet"] = ceilings.datasheet_bytes_per_s
+    opts["copy"] = ceilings.copy_bytes_per_s
+    if gemv is not None and gemv.batches and gemv.batches[0] == 1:
+        opts["gemv"] = gemv.bytes_moved[0] / gemv.best_s[0]
+    return opts
+
+
+def compare_decode(sweep: DecodeSweep, ceilings: Ceilings, gemv: Optional[GemvSweep] = None, gpu: str = "H200-SXM") -> dict:
+    """Measured / predicted step time for every point and every bandwidth option, and the worst
+    error over batches 1 to 64."""
+    peak = ceilings.gemm_flop_per_s
+    out = {}
+    for name, bw in bandwidth_options(ceilings, gemv).items():
+        pred = decode_model_s(sweep, gpu, bw, peak)
+        rb = [mt / pt for mt, pt in zip(sweep.batch_step_s, pred["batch"])]
+        rc = [mt / pt for mt, pt in zip(sweep.context_step_s, pred["context"])]
+        in_range = [r for b, r in zip(sweep.batches, rb) if 1 <= b <= 64]
+        out[name] = dict(
+            hbm_bytes_per_s=bw, peak_flop_per_s=peak, batch_model_s=pred["batch"], context_model_s=pred["context"],
+            batch_ratio=rb, context_ratio=rc, max_error_batch_1_64=max(abs(r - 1) for r in in_range) if in_range else math.nan,
+        )
+    return out
+
+
+def run_all() -> dict:
+    """Every serving experiment on this device; a JSON-able record."""
+    print(harness.describe_run("serving"), flush=True)
+    ceilings = measure_ceilings()
+    print(f"  copy {ceilings.copy_bytes_per_s / 1e12:.3f} TB/s, GEMM {ceilings.gemm_flop_per_s / 1e12:.1f} TFLOP/s", flush=True)
+    gemv = measure_batched_gemv()
+    print(f"  layer matmuls at batch 1: {gemv.best_s[0] * 1e6:.1f} us ({gemv.bytes_moved[0] / gemv.best_s[0] / 1e12:.3f} TB/s)", flush=True)
+    dec = build_decoder()
+    print(f"  decoder: {dec[0].n_params() / 1e9:.2f}B parameters; Triton used: {dec[1]['used_triton']}", flush=True)
+    steps = measure_decode_steps(dec)
+    ttft = measure_ttft(dec)
+    kvm = measure_kv_memory(dec)
+    gpu = "H200-SXM"
+    cmp = compare_decode(steps, ceilings, gemv, gpu)
+    for name, c in cmp.items():
+        print(f"  decode vs model ({name} bandwidth): ratios {['%.2f' % r for r in c['batch_ratio']]}; "
+              f"worst error for batch 1-64: {c['max_error_batch_1_64']:.1%}", flush=True)
+    opts = bandwidth_options(ceilings, gemv)
+    ttft_cmp = {name: ttft_model_s(ttft, gpu, bw, ceilings.gemm_flop_per_s, "bf16" if harness.on_gpu() else "fp32") for name, bw in opts.items()}
+    return {
+        "ceilings": asdict(ceilings),
+        "gemv": asdict(gemv),
+        "gemv_model_s": {name: gemv_model_s(gemv, bw, ceilings.gemm_flop_per_s) for name, bw in opts.items()},
+        "decode": asdict(steps),
+        "decode_vs_model": cmp,
+        "ttft": asdict(ttft),
+        "ttft_model_s": ttft_cmp,
+        "kv_memory": asdict(kvm),
+        "target": {
+            "what": "measured decode step / memory-bound model (copy bandwidth measured in this run), batch 1 to 64",
+            "max_error": cmp["copy"]["max_error_batch_1_64"],
+            "within_25_percent": bool(cmp["copy"]["max_error_batch_1_64"] <= 0.25),
+        },
+    }

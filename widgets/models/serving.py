@@ -1,0 +1,979 @@
+"""Serving models: the KV cache, the memory budget, prefill and decode, latency, capacity, cost.
+
+Pure functions of physical quantities (standard library and numpy only). Every public function
+rejects non-physical input with a ``ValueError`` naming the parameter, the value and what is valid.
+
+Units are in the names: ``*_bytes`` [B], ``*_bytes_per_s`` [B/s], ``*_flop`` [FLOP],
+``*_flop_per_s`` [FLOP/s], ``*_s`` [s], ``*_per_s`` [1/s], ``*_tokens`` [tokens].
+
+Conventions
+-----------
+- A decode step produces one token for each of ``batch`` sequences. Its memory lower bound reads
+  every weight the step uses once and every cached key and value of every sequence once.
+- The embedding table is not read by a decode step (only ``batch`` rows of it are gathered); the
+  output head (``lm_head``) is. With tied embeddings the one matrix is read as the head.
+- A mixture-of-experts layer reads only the experts its tokens were routed to: at batch 1 that is
+  the "activated" parameters; at a large batch nearly every expert (``experts_touched_fraction``).
+- ``prefill_flop`` counts 2 FLOP per parameter per token (one multiply and one add), before
+  attention; attention is counted separately (``causal_attention_flop``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Mapping, Optional
+
+from ..hardware import GPU, get_gpu
+
+from . import _check
+
+# Bytes per element of each storage format (int4 / fp4 pack two elements per byte).
+DTYPE_BYTES = MappingProxyType({"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5})
+ATTENTION_KINDS = ("mha", "gqa", "mqa", "mla")
+
+# vLLM's default ``gpu_memory_utilization`` is 0.9: it plans weights, activations and KV cache in
+# 90% of device memory and leaves the rest to the CUDA context, libraries and fragmentation.
+DEFAULT_RESERVE_FRACTION = 0.10
+# Tokens a serving engine pushes through one forward pass when it profiles peak activation memory
+# (a chunked-prefill budget); a choice, not a constant of nature.
+DEFAULT_PREFILL_CHUNK_TOKENS = 2048
+# Latency of one small all-reduce between GPUs of one node [s]: an assumption for the tensor-parallel
+# model (the collectives chapter measures it). Used only when ``tp > 1``.
+DEFAULT_ALLREDUCE_LATENCY_S = 10e-6
+
+
+def bytes_per_elem(dtype: str) -> float:
+    """Bytes per stored element of ``dtype`` (``"bf16"`` -> 2.0, ``"fp8"`` -> 1.0, ``"int4"`` -> 0.5).
+
+    >>> bytes_per_elem("fp8")
+    1.0
+    """
+    key = _check.choice("dtype", dtype, DTYPE_BYTES)
+    return DTYPE_BYTES[key]
+
+
+def _bpe(name: str, value) -> float:
+    """A bytes-per-element argument: a positive number or a dtype name."""
+    if isinstance(value, str):
+        return bytes_per_elem(value)
+    return _check.positive(name, value)
+
+
+# --------------------------------------------------------------------------------------------
+# The KV cache
+# --------------------------------------------------------------------------------------------
+def kv_cache_bytes_per_token(layers: int, kv_heads: int, head_dim: int, bytes_per_elem: float = 2) -> float:
+    """KV cache of one token [B]: a key and a value vector per KV head per layer,
+    ``2 * layers * kv_heads * head_dim * bytes_per_elem``.
+
+    Multi-head attention has ``kv_heads == heads``; grouped-query attention fewer (8 in Llama 3);
+    multi-query attention one.
+
+    Parameters
+    ----------
+    layers : int
+        Transformer layers, >= 1.
+    kv_heads : int
+        Key/value heads per layer, >= 1.
+    head_dim : int
+        Elements per head, >= 1.
+    bytes_per_elem : float or str
+        Bytes per cached element (2 for bf16, 1 for fp8), or a dtype name.
+
+    Examples
+    --------
+    OPT-13B (40 layers, 40 heads of 128): the vLLM paper's "800 KB" per token.
+
+    >>> kv_cache_bytes_per_token(40, 40, 128, 2)
+    819200.0
+
+    Llama-3-8B (32 layers, 8 KV heads of 128) in bf16: 128 KiB per token.
+
+    >>> kv_cache_bytes_per_token(32, 8, 128) / 1024
+    128.0
+    """
+    n = _check.integer("layers", layers, minimum=1)
+    h = _check.integer("kv_heads", kv_heads, minimum=1)
+    d = _check.integer("head_dim", head_dim, minimum=1)
+    b = _bpe("bytes_per_elem", bytes_per_elem)
+    return 2.0 * n * h * d * b
+
+
+def mla_kv_cache_bytes_per_token(layers: int, kv_lora_rank: int, rope_head_dim: int, bytes_per_elem: float = 2) -> float:
+    """KV cache of one token under multi-head latent attention (MLA) [B]:
+    ``layers * (kv_lora_rank + rope_head_dim) * bytes_per_elem``.
+
+    MLA caches one compressed latent vector of ``kv_lora_rank`` elements per layer, shared by all
+    heads, plus one decoupled RoPE key of ``rope_head_dim`` elements (DeepSeek-V2, section 2.1.3).
+
+    >>> mla_kv_cache_bytes_per_token(61, 512, 64, 2)  # DeepSeek-V3 in bf16
+    70272.0
+    """
+    n = _check.integer("layers", layers, minimum=1)
+    r = _check.integer("kv_lora_rank", kv_lora_rank, minimum=1)
+    d = _check.integer("rope_head_dim", rope_head_dim, minimum=0)
+    b = _bpe("bytes_per_elem", bytes_per_elem)
+    return float(n * (r + d) * b)
+
+
+def cached_tokens(context_tokens: int, sliding_window: Optional[int] = None) -> int:
+    """Tokens a sequence keeps in its KV cache: all of them, or the last ``sliding_window``.
+
+    >>> cached_tokens(32768, 4096), cached_tokens(1000, 4096), cached_tokens(1000)
+    (4096, 1000, 1000)
+    """
+    c = _check.integer("context_tokens", context_tokens, minimum=0)
+    if sliding_window is None:
+        return c
+    w = _check.integer("sliding_window", sliding_window, minimum=1)
+    return min(c, w)
+
+
+def kv_cache_bytes(bytes_per_token: float, context_tokens: int, batch: int = 1, sliding_window: Optional[int] = None) -> float:
+    """KV cache of ``batch`` sequences of ``context_tokens`` each [B].
+
+    >>> kv_cache_bytes(131072, 8192, 16) / 2**30  # Llama-3-8B, bf16, 16 x 8k tokens: 16 GiB
+    16.0
+    """
+    b = _check.positive("bytes_per_token", bytes_per_token)
+    n = _check.integer("batch", batch, minimum=0)
+    return b * cached_tokens(context_tokens, sliding_window) * n
+
+
+# --------------------------------------------------------------------------------------------
+# Weights
+# --------------------------------------------------------------------------------------------
+def weight_bytes(params: float, bytes_per_elem: float = 2) -> float:
+    """Bytes of ``params`` weights stored at ``bytes_per_elem`` each [B].
+
+    >>> weight_bytes(8.03e9, 2) / 1e9
+    16.06
+    """
+    p = _check.non_negative("params", params)
+    return p * _bpe("bytes_per_elem", bytes_per_elem)
+
+
+def dense_transformer_params(
+    layers: int,
+    hidden_size: int,
+    heads: int,
+    kv_heads: int,
+    head_dim: int,
+    intermediate_size: int,
+    vocab_size: int,
+    tied_embeddings: bool = False,
+) -> int:
+    """Parameters of a Llama-style decoder: per layer the Q, K, V and output projections, a gated
+    MLP (gate, up, down) and two RMSNorm weights; then a final norm, the embedding table and the
+    output head (shared with the embedding when ``tied_embeddings``).
+
+    >>> dense_transformer_params(32, 4096, 32, 8, 128, 14336, 128256)  # Llama-3-8B
+    8030261248
+    """
+    n = _check.integer("layers", layers, minimum=1)
+    h = _check.integer("hidden_size", hidden_size, minimum=1)
+    q = _check.integer("heads", heads, minimum=1)
+    kv = _check.integer("kv_heads", kv_heads, minimum=1)
+    d = _check.integer("head_dim", head_dim, minimum=1)
+    f = _check.integer("intermediate_size", intermediate_size, minimum=1)
+    v = _check.integer("vocab_size", vocab_size, minimum=1)
+    attn = h * q * d + 2 * h * kv * d + q * d * h
+    mlp = 3 * h * f
+    per_layer = attn + mlp + 2 * h
+    emb = v * h
+    return n * per_layer + h + emb + (0 if tied_embeddings else emb)
+
+
+def experts_touched_fraction(batch: float, experts_per_token: int, n_experts: int) -> float:
+    """Expected fraction of a layer's routed experts that ``batch`` tokens touch when each token
+    picks ``experts_per_token`` of ``n_experts`` at random: ``1 - (1 - k/E) ** batch``.
+
+    A decode step reads only touched experts, so a mixture-of-experts model reads its "activated"
+    parameters at batch 1 and nearly all of them at a large batch.
+
+    >>> round(experts_touched_fraction(1, 8, 256), 5), round(experts_touched_fraction(64, 8, 256), 3)
+    (0.03125, 0.869)
+    """
+    b = _check.non_negative("batch", batch)
+    k = _check.integer("experts_per_token", experts_per_token, minimum=1)
+    e = _check.integer("n_experts", n_experts, minimum=1)
+    if k > e:
+        raise ValueError(f"experts_per_token must be <= n_experts={e}, got {experts_per_token!r}")
+    return 1.0 - (1.0 - k / e) ** b
+
+
+# --------------------------------------------------------------------------------------------
+# Model presets (model cards' config.json and papers)
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ModelConfig:
+    """One model's architecture, every figure with its source.
+
+    ``params`` is the total parameter count; ``active_params`` the parameters one token uses (equal
+    for a dense model; for a mixture of experts, the "activated" count). ``head_dim`` is the
+    per-head dimension of keys and values (for MLA: ``d_h``, the value head and the non-RoPE part of
+    the key); ``rope_head_dim`` the decoupled RoPE key of MLA.
+    """
+
+    name: str
+    layers: int
+    hidden_size: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    intermediate_size: int
+    vocab_size: int
+    params: float
+    active_params: float
+    attention: str = "gqa"
+    sliding_window: Optional[int] = None
+    kv_lora_rank: Optional[int] = None
+    rope_head_dim: Optional[int] = None
+    tied_embeddings: bool = False
+    n_routed_experts: int = 0
+    experts_per_token: int = 0
+    moe_layers: int = 0
+    moe_intermediate_size: int = 0
+    sources: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self):
+        for name in ("layers", "hidden_size", "heads", "kv_heads", "head_dim", "intermediate_size", "vocab_size"):
+            _check.integer(name, getattr(self, name), minimum=1)
+        _check.positive("params", self.params)
+        _check.positive("active_params", self.active_params)
+        if self.active_params > self.params:
+            raise ValueError(f"active_params must be <= params={self.params!r}, got {self.active_params!r}")
+        _check.choice("attention", self.attention, ATTENTION_KINDS)
+        if self.kv_heads > self.heads:
+            raise ValueError(f"kv_heads must be <= heads={self.heads}, got {self.kv_heads!r}")
+        if self.attention == "mla" and (self.kv_lora_rank is None or self.rope_head_dim is None):
+            raise ValueError("an MLA model needs kv_lora_rank and rope_head_dim")
+        if self.sliding_window is not None:
+            _check.integer("sliding_window", self.sliding_window, minimum=1)
+        object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
+
+    # -- bytes ---------------------------------------------------------------------------------
+    def kv_bytes_per_token(self, bytes_per_elem: float = 2) -> float:
+        """KV cache of one token [B] (MLA: latent plus RoPE key; otherwise keys and values)."""
+        if self.attention == "mla":
+            return mla_kv_cache_bytes_per_token(self.layers, self.kv_lora_rank, self.rope_head_dim, bytes_per_elem)
+        return kv_cache_bytes_per_token(self.layers, self.kv_heads, self.head_dim, bytes_per_elem)
+
+    def kv_bytes_per_sequence(self, context_tokens: int, bytes_per_elem: float = 2) -> float:
+        """KV cache of one sequence of ``context_tokens`` [B], sliding window applied."""
+        return kv_cache_bytes(self.kv_bytes_per_token(bytes_per_elem), context_tokens, 1, self.sliding_window)
+
+    @property
+    def embedding_params(self) -> int:
+        """The embedding table (vocab x hidden); a decode step gathers rows of it, never all."""
+        return self.vocab_size * self.hidden_size
+
+    @property
+    def head_params(self) -> int:
+        """The output head (hidden x vocab): every forward pass multiplies by it, for the tokens
+        whose next token is wanted (one per sequence)."""
+        return self.vocab_size * self.hidden_size
+
+    @property
+    def routed_expert_params(self) -> float:
+        """Parameters in routed experts (0 for a dense model): layers x experts x 3 x hidden x ffn."""
+        return float(self.moe_layers * self.n_routed_experts * 3 * self.hidden_size * self.moe_intermediate_size)
+
+    def step_params(self, tokens: float = 1) -> float:
+        """Parameters a forward pass over ``tokens`` tokens reads: everything but the embedding
+        table (the head stays, tied or not), with the routed experts scaled by the fraction
+        ``tokens`` random tokens touch."""
+        t = _check.non_negative("tokens", tokens)
+        emb = 0 if self.tied_embeddings else self.embedding_params
+        if not self.n_routed_experts:
+            return float(self.params - emb)
+        touched = experts_touched_fraction(t, self.experts_per_token, self.n_routed_experts)
+        return float(self.params - emb - self.routed_expert_params + self.routed_expert_params * touched)
+
+    @property
+    def flop_params(self) -> float:
+        """Parameters that do arithmetic for one token: those a one-token step reads (the
+        embedding lookup is a gather, no FLOP; a mixture of experts uses its routed share).
+        For DeepSeek-V3 this is the 36.6B "activation parameters" of its weights documentation."""
+        return self.step_params(1)
+
+    # -- attention FLOP ------------------------------------------------------------------------
+    @property
+    def decode_attention_flop_per_token(self) -> float:
+        """FLOP that attention spends per cached token per decoded token, all layers:
+        ``4 * heads * head_dim`` per layer (QK^T and PV); absorbed MLA scores against the latent
+        and RoPE key and sums latents: ``2 * heads * (2 * rank + rope_dim)`` per layer."""
+        if self.attention == "mla":
+            return 2.0 * self.layers * self.heads * (2 * self.kv_lora_rank + self.rope_head_dim)
+        return 4.0 * self.layers * self.heads * self.head_dim
+
+    def prefill_attention_flop(self, tokens: int) -> float:
+        """Causal attention FLOP of a prefill of ``tokens`` tokens, all layers."""
+        qk = self.head_dim + (self.rope_head_dim or 0) if self.attention == "mla" else self.head_dim
+        return causal_attention_flop(self.layers, self.heads, qk, self.head_dim, tokens)
+
+    def with_layers(self, layers: int) -> "ModelConfig":
+        """The same architecture with ``layers`` layers (parameters recounted for a dense model)."""
+        n = _check.integer("layers", layers, minimum=1)
+        if self.n_routed_experts:
+            raise ValueError("with_layers supports dense models only")
+        p = dense_transformer_params(n, self.hidden_size, self.heads, self.kv_heads, self.head_dim, self.intermediate_size, self.vocab_size, self.tied_embeddings)
+        return replace(self, name=f"{self.name} ({n} layers)", layers=n, params=float(p), active_params=float(p))
+
+
+_HF = "Hugging Face model card, config.json"
+_HF_SIZE = "Hugging Face model page, Safetensors 'Model size'"
+
+LLAMA_3_8B = ModelConfig(
+    name="Llama-3-8B",
+    layers=32, hidden_size=4096, heads=32, kv_heads=8, head_dim=128, intermediate_size=14336, vocab_size=128256,
+    params=8.03e9, active_params=8.03e9, attention="gqa",
+    sources={
+        "architecture": f"meta-llama/Meta-Llama-3-8B {_HF}: num_hidden_layers 32, hidden_size 4096, num_attention_heads 32, "
+        "num_key_value_heads 8, intermediate_size 14336, vocab_size 128256; head_dim = 4096/32 = 128; "
+        "also Llama 3 paper (Grattafiori et al. 2024), Table 3",
+        "params": f"meta-llama/Meta-Llama-3-8B {_HF_SIZE}: 8.03B params",
+    },
+)
+LLAMA_3_70B = ModelConfig(
+    name="Llama-3-70B",
+    layers=80, hidden_size=8192, heads=64, kv_heads=8, head_dim=128, intermediate_size=28672, vocab_size=128256,
+    params=70.6e9, active_params=70.6e9, attention="gqa",
+    sources={
+        "architecture": f"meta-llama/Meta-Llama-3-70B {_HF}: num_hidden_layers 80, hidden_size 8192, num_attention_heads 64, "
+        "num_key_value_heads 8, intermediate_size 28672, vocab_size 128256; head_dim = 8192/64 = 128; "
+        "also Llama 3 paper (Grattafiori et al. 2024), Table 3",
+        "params": f"meta-llama/Meta-Llama-3-70B {_HF_SIZE}: 70.6B params",
+    },
+)
+MISTRAL_7B = ModelConfig(
+    name="Mistral-7B",
+    layers=32, hidden_size=4096, heads=32, kv_heads=8, head_dim=128, intermediate_size=14336, vocab_size=32000,
+    params=7.24e9, active_params=7.24e9, attention="gqa", sliding_window=4096,
+    sources={
+        "architecture": f"mistralai/Mistral-7B-v0.1 {_HF}: num_hidden_layers 32, hidden_size 4096, num_attention_heads 32, "
+        "num_key_value_heads 8, intermediate_size 14336, vocab_size 32000, sliding_window 4096; "
+        "Mistral 7B paper (Jiang et al. 2023), Table 1: head_dim 128, window_size 4096",
+        "params": f"mistralai/Mistral-7B-v0.1 {_HF_SIZE}: 7.24B params",
+    },
+)
+DEEPSEEK_V3 = ModelConfig(
+    name="DeepSeek-V3",
+    layers=61, hidden_size=7168, heads=128, kv_heads=128, head_dim=128, intermediate_size=18432, vocab_size=129280,
+    params=671e9, active_params=37e9, attention="mla", kv_lora_rank=512, rope_head_dim=64,
+    n_routed_experts=256, experts_per_token=8, moe_layers=58, moe_intermediate_size=2048,
+    sources={
+        "architecture": f"deepseek-ai/DeepSeek-V3 {_HF}: num_hidden_layers 61, hidden_size 7168, num_attention_heads 128, "
+        "kv_lora_rank 512, qk_rope_head_dim 64, qk_nope_head_dim 128, v_head_dim 128, vocab_size 129280, "
+        "n_routed_experts 256, num_experts_per_tok 8, first_k_dense_replace 3, moe_intermediate_size 2048; "
+        "DeepSeek-V3 technical report (2024), section 4.2: 61 layers, d_c = 512, d_h^R = 64, n_h = d_h = 128",
+        "params": "DeepSeek-V3 technical report (2024), abstract: 671B total parameters with 37B activated for each token",
+        "kv_cache": "DeepSeek-V2 paper (2024), section 2.1.3 and Table 1: MLA caches (d_c + d_h^R) elements per token per layer",
+    },
+)
+
+PRESETS: Mapping[str, ModelConfig] = MappingProxyType({m.name: m for m in (LLAMA_3_8B, LLAMA_3_70B, MISTRAL_7B, DEEPSEEK_V3)})
+
+
+def get_model(name) -> ModelConfig:
+    """A preset by name (case-insensitive), or a ``ModelConfig`` passed through.
+
+    >>> get_model("llama-3-8b").kv_heads
+    8
+    """
+    if isinstance(name, ModelConfig):
+        return name
+    if isinstance(name, str):
+        for key, m in PRESETS.items():
+            if key.lower() == name.lower():
+                return m
+    raise ValueError(f"model must be one of {', '.join(PRESETS)} or a ModelConfig; got {name!r}")
+
+
+def custom_model(
+    layers: int,
+    hidden_size: int,
+    heads: int,
+    kv_heads: int,
+    head_dim: int,
+    intermediate_size: int,
+    vocab_size: int = 32000,
+    sliding_window: Optional[int] = None,
+    name: str = "custom",
+) -> ModelConfig:
+    """A dense Llama-style model from its configuration; parameters counted by
+    ``dense_transformer_params``."""
+    p = dense_transformer_params(layers, hidden_size, heads, kv_heads, head_dim, intermediate_size, vocab_size)
+    kind = "mha" if kv_heads == heads else ("mqa" if kv_heads == 1 else "gqa")
+    return ModelConfig(
+        name=name, layers=layers, hidden_size=hidden_size, heads=heads, kv_heads=kv_heads, head_dim=head_dim,
+        intermediate_size=intermediate_size, vocab_size=vocab_size, params=float(p), active_params=float(p),
+        attention=kind, sliding_window=sliding_window, sources={"params": "counted by dense_transformer_params"},
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# FLOP
+# --------------------------------------------------------------------------------------------
+def prefill_flop(params: float, tokens: int) -> float:
+    """FLOP of a forward pass over ``tokens`` tokens, before attention: 2 per parameter per
+    token (each weight is one multiply and one add per token).
+
+    >>> prefill_flop(8e9, 1000) / 1e12  # an 8B model, 1000-token prompt: 16 TFLOP
+    16.0
+    """
+    p = _check.non_negative("params", params)
+    t = _check.integer("tokens", tokens, minimum=0)
+    return 2.0 * p * t
+
+
+def causal_attention_flop(layers: int, heads: int, qk_dim: int, v_dim: int, tokens: int) -> float:
+    """FLOP of causal self-attention over ``tokens`` tokens: per layer and head, ``QK^T`` costs
+    ``2 * T^2 * qk_dim`` and ``PV`` ``2 * T^2 * v_dim``; the causal mask halves both.
+
+    >>> causal_attention_flop(32, 32, 128, 128, 8192) / 1e12  # Llama-3-8B, 8k prompt
+    17.592186044416
+    """
+    n = _check.integer("layers", layers, minimum=1)
+    h = _check.integer("heads", heads, minimum=1)
+    dq = _check.integer("qk_dim", qk_dim, minimum=1)
+    dv = _check.integer("v_dim", v_dim, minimum=1)
+    t = _check.integer("tokens", tokens, minimum=0)
+    return float(n * h * t * t * (dq + dv))
+
+
+def decode_step_flop(params: float, batch: int, attention_flop_per_seq: float = 0.0) -> float:
+    """FLOP of one decode step: ``2 * params`` per sequence plus its attention FLOP.
+
+    >>> decode_step_flop(8e9, 64) / 1e12
+    1.024
+    """
+    p = _check.non_negative("params", params)
+    b = _check.integer("batch", batch, minimum=0)
+    a = _check.non_negative("attention_flop_per_seq", attention_flop_per_seq)
+    return b * (2.0 * p + a)
+
+
+# --------------------------------------------------------------------------------------------
+# Decode: the memory lower bound and the ridge
+# --------------------------------------------------------------------------------------------
+def decode_step_time_s(param_bytes: float, kv_bytes: float, hbm_bytes_per_s: float) -> float:
+    """Memory lower bound of one decode step [s]: every weight and every cached key and value
+    read once, ``(param_bytes + kv_bytes) / hbm_bytes_per_s``.
+
+    Parameters
+    ----------
+    param_bytes : float
+        Weight bytes the step reads [B], >= 0.
+    kv_bytes : float
+        KV-cache bytes the step reads (all sequences of the batch) [B], >= 0.
+    hbm_bytes_per_s : float
+        Memory bandwidth [B/s], > 0: the datasheet's, or one measured.
+
+    Examples
+    --------
+    Llama-3-8B in bf16 on an H200 (4.8 TB/s), one sequence with a short context: about 3.1 ms,
+    so at most ~320 tokens/s for that user, whatever the GPU's FLOP/s.
+
+    >>> round(decode_step_time_s(15e9, 0.13e9, 4.8e12) * 1e3, 2)
+    3.15
+    """
+    w = _check.non_negative("param_bytes", param_bytes)
+    kv = _check.non_negative("kv_bytes", kv_bytes)
+    bw = _check.positive("hbm_bytes_per_s", hbm_bytes_per_s)
+    return (w + kv) / bw
+
+
+def decode_ridge_batch(
+    param_bytes: float,
+    flop_per_seq: float,
+    kv_bytes_per_seq: float,
+    peak_flop_per_s: float,
+    hbm_bytes_per_s: float,
+) -> float:
+    """The batch at which a decode step turns compute-bound [sequences]: where
+    ``(param_bytes + B * kv_bytes_per_seq) / bandwidth == B * flop_per_seq / peak``.
+
+    Without a KV cache it is ``param_bytes / (2 * params) * peak / bandwidth``: the GPU's ridge
+    intensity times the bytes per weight over 2. Each sequence's KV cache adds bytes that grow
+    with the batch as fast as its FLOP do; when ``kv_bytes_per_seq / bandwidth`` reaches
+    ``flop_per_seq / peak`` the step never turns compute-bound (``math.inf``).
+
+    >>> round(decode_ridge_batch(2 * 8e9, 2 * 8e9, 0, 989.4e12, 4.8e12), 1)  # bf16 on an H200
+    206.1
+    """
+    w = _check.non_negative("param_bytes", param_bytes)
+    f = _check.positive("flop_per_seq", flop_per_seq)
+    kv = _check.non_negative("kv_bytes_per_seq", kv_bytes_per_seq)
+    p = _check.positive("peak_flop_per_s", peak_flop_per_s)
+    bw = _check.positive("hbm_bytes_per_s", hbm_bytes_per_s)
+    denom = f / p - kv / bw
+    if denom <= 0:
+        return math.inf
+    return (w / bw) / denom
+
+
+# --------------------------------------------------------------------------------------------
+# Latency metrics, Little's law, throughput and cost
+# --------------------------------------------------------------------------------------------
+def e2e_latency_s(ttft_s: float, tpot_s: float, output_tokens: int) -> float:
+    """End-to-end latency of a request [s]: the first token after ``ttft_s``, each later one
+    ``tpot_s`` after the previous: ``ttft_s + (output_tokens - 1) * tpot_s``.
+
+    >>> round(e2e_latency_s(0.2, 0.02, 101), 6)
+    2.2
+    """
+    a = _check.non_negative("ttft_s", ttft_s)
+    b = _check.non_negative("tpot_s", tpot_s)
+    n = _check.integer("output_tokens", output_tokens, minimum=1)
+    return a + (n - 1) * b
+
+
+def tpot_s(e2e_s: float, ttft_s: float, output_tokens: int) -> float:
+    """Time per output token after the first [s]: ``(e2e_s - ttft_s) / (output_tokens - 1)``,
+    the mean of the inter-token latencies (ITL) of one request.
+
+    >>> round(tpot_s(2.2, 0.2, 101), 6)
+    0.02
+    """
+    e = _check.non_negative("e2e_s", e2e_s)
+    a = _check.non_negative("ttft_s", ttft_s)
+    n = _check.integer("output_tokens", output_tokens, minimum=2)
+    if a > e:
+        raise ValueError(f"ttft_s must be <= e2e_s={e2e_s!r}, got {ttft_s!r}")
+    return (e - a) / (n - 1)
+
+
+def littles_law_concurrency(arrival_rate_per_s: float, latency_s: float) -> float:
+    """Little's law: requests in the system = arrival rate x time each spends in it, ``L = lambda W``.
+
+    For a server, the batch it actually runs is the arrival rate times the time a request spends
+    decoding, whatever batch the configuration allows.
+
+    >>> littles_law_concurrency(10, 6.4)  # 10 requests/s, 6.4 s each: 64 in flight
+    64.0
+    """
+    lam = _check.non_negative("arrival_rate_per_s", arrival_rate_per_s)
+    w = _check.non_negative("latency_s", latency_s)
+    return lam * w
+
+
+def decode_tokens_per_s(batch: float, tpot_s: float) -> float:
+    """Output tokens per second of a server decoding ``batch`` sequences at ``tpot_s`` per step.
+
+    >>> decode_tokens_per_s(64, 0.02)
+    3200.0
+    """
+    b = _check.non_negative("batch", batch)
+    t = _check.positive("tpot_s", tpot_s)
+    return b / t
+
+
+def cost_per_million_tokens(gpu_hour_price: float, gpus: float, tokens_per_s: float) -> float:
+    """Cost of a million tokens [currency] from a GPU-hour price: ``gpus * price / 3600`` per
+    second, divided by tokens per second, times 1e6.
+
+    >>> round(cost_per_million_tokens(3.0, 1, 3200), 4)  # $3/GPU-hour at 3200 tokens/s
+    0.2604
+    """
+    price = _check.non_negative("gpu_hour_price", gpu_hour_price)
+    g = _check.positive("gpus", gpus)
+    tps = _check.positive("tokens_per_s", tokens_per_s)
+    return price * g / 3600.0 / tps * 1e6
+
+
+def allreduce_time_s(message_bytes: float, gpus: int, link_bytes_per_s: float, latency_s: float = DEFAULT_ALLREDUCE_LATENCY_S) -> float:
+    """Ring all-reduce of ``message_bytes`` over ``gpus`` GPUs [s]: ``2 (n-1)/n`` of the message
+    crosses each link, plus a fixed latency per call (0 for one GPU).
+
+    >>> round(allreduce_time_s(64 * 8192 * 2, 8, 450e9, 10e-6) * 1e6, 2)  # 64 x 8192 bf16, 8 H200s
+    14.08
+    """
+    m = _check.non_negative("message_bytes", message_bytes)
+    n = _check.integer("gpus", gpus, minimum=1)
+    bw = _check.positive("link_bytes_per_s", link_bytes_per_s)
+    lat = _check.non_negative("latency_s", latency_s)
+    if n == 1:
+        return 0.0
+    return lat + 2.0 * (n - 1) / n * m / bw
+
+
+# --------------------------------------------------------------------------------------------
+# The memory budget of one GPU
+# --------------------------------------------------------------------------------------------
+def activation_bytes(tokens: int, hidden_size: int, intermediate_size: int, vocab_size: int, sequences: int = 1, bytes_per_elem: float = 2) -> float:
+    """Peak transient activations of a forward pass over ``tokens`` tokens [B]: layers run one
+    after another, so the peak is one layer's widest point, the MLP: the residual and its norm
+    (``2 * hidden``), the fused gate-up output (``2 * intermediate``) and its product
+    (``intermediate``) per token; plus fp32 logits for the last token of each of ``sequences``.
+
+    >>> activation_bytes(2048, 4096, 14336, 128256, 1) / 2**20  # Llama-3-8B, a 2048-token chunk
+    200.4892578125
+    """
+    t = _check.integer("tokens", tokens, minimum=0)
+    h = _check.integer("hidden_size", hidden_size, minimum=1)
+    f = _check.integer("intermediate_size", intermediate_size, minimum=1)
+    v = _check.integer("vocab_size", vocab_size, minimum=1)
+    s = _check.integer("sequences", sequences, minimum=0)
+    b = _bpe("bytes_per_elem", bytes_per_elem)
+    return t * (2 * h + 3 * f) * b + s * v * 4.0
+
+
+def _kv_share(model: ModelConfig, tp: int) -> float:
+    """Fraction of the KV cache each of ``tp`` GPUs holds: heads are split, but a GPU holds at
+    least one KV head, and MLA's latent is shared by all heads, so it is replicated."""
+    if model.attention == "mla":
+        return 1.0
+    return math.ceil(model.kv_heads / tp) / model.kv_heads
+
+
+@dataclass(frozen=True)
+class MemoryBudget:
+    """Where one GPU's memory goes [B], and how many sequences its KV cache can hold."""
+
+    model: str
+    gpu: str
+    tp: int
+    hbm_bytes: float
+    weight_bytes: float
+    activation_bytes: float
+    overhead_bytes: float
+    kv_bytes_per_seq: float
+    batch: int
+    kv_bytes: float
+    free_bytes: float
+    fits: bool
+    max_concurrent_seqs: int
+
+    @property
+    def used_bytes(self) -> float:
+        return self.weight_bytes + self.activation_bytes + self.overhead_bytes + self.kv_bytes
+
+
+def memory_budget(
+    model,
+    gpu="H200-SXM",
+    context_tokens: int = 8192,
+    batch: int = 1,
+    weight_dtype: str = "bf16",
+    kv_dtype: str = "bf16",
+    tp: int = 1,
+    reserve_fraction: float = DEFAULT_RESERVE_FRACTION,
+    prefill_chunk_tokens: int = DEFAULT_PREFILL_CHUNK_TOKENS,
+) -> MemoryBudget:
+    """One GPU's memory: weights (split ``tp`` ways), the KV cache of ``batch`` sequences of
+    ``context_tokens``, peak activations of a ``prefill_chunk_tokens`` forward pass, and a runtime
+    reserve (CUDA context, libraries, fragmentation: ``reserve_fraction`` of memory). Reports
+    whether it fits and how many sequences of that length the rest could hold.
+
+    >>> b = memory_budget("Llama-3-8B", "H200-SXM", 8192, 64)
+    >>> b.fits, b.max_concurrent_seqs
+    (True, 111)
+    """
+    m = get_model(model)
+    g = get_gpu(gpu)
+    n_tp = _check.integer("tp", tp, minimum=1)
+    bsz = _check.integer("batch", batch, minimum=0)
+    reserve = _check.fraction("reserve_fraction", reserve_fraction)
+    hbm = float(g.hbm_bytes)
+    w = weight_bytes(m.params, bytes_per_elem(weight_dtype)) / n_tp
+    act = activation_bytes(prefill_chunk_tokens, m.hidden_size, m.intermediate_size, m.vocab_size, max(bsz, 1), 2) / n_tp
+    overhead = reserve * hbm
+    per_seq = m.kv_bytes_per_sequence(context_tokens, bytes_per_elem(kv_dtype)) * _kv_share(m, n_tp)
+    kv = per_seq * bsz
+    room = hbm - w - act - overhead
+    free = room - kv
+    max_seqs = int(room // per_seq) if room > 0 and per_seq > 0 else 0
+    return MemoryBudget(
+        model=m.name, gpu=g.name, tp=n_tp, hbm_bytes=hbm, weight_bytes=w, activation_bytes=act, overhead_bytes=overhead,
+        kv_bytes_per_seq=per_seq, batch=bsz, kv_bytes=kv, free_bytes=free, fits=free >= 0, max_concurrent_seqs=max(max_seqs, 0),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# A decode step and a request's latency
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class DecodeStep:
+    """One decode step of ``batch`` sequences at ``context_tokens`` each, on one GPU of ``tp``."""
+
+    batch: float
+    context_tokens: int
+    weight_bytes: float
+    kv_bytes: float
+    flop: float
+    memory_s: float
+    compute_s: float
+    comm_s: float
+    time_s: float
+    bound: str
+    intensity: float  # FLOP per byte of the step
+    ridge_batch: float
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.batch / self.time_s if self.time_s > 0 else 0.0
+
+
+def _rates(gpu: GPU, compute_dtype: str, hbm_bytes_per_s, peak_flop_per_s):
+    bw = gpu.hbm_bytes_per_s if hbm_bytes_per_s is None else _check.positive("hbm_bytes_per_s", hbm_bytes_per_s)
+    peak = gpu.peak(compute_dtype) if peak_flop_per_s is None else _check.positive("peak_flop_per_s", peak_flop_per_s)
+    if bw <= 0:
+        raise ValueError(f"hbm_bytes_per_s must be given for {gpu.name} (the catalog has none)")
+    return bw, peak
+
+
+def decode_step(
+    model,
+    gpu="H200-SXM",
+    batch: float = 1,
+    context_tokens: int = 1024,
+    weight_dtype: str = "bf16",
+    kv_dtype: str = "bf16",
+    tp: int = 1,
+    compute_dtype: str = "bf16",
+    hbm_bytes_per_s: Optional[float] = None,
+    peak_flop_per_s: Optional[float] = None,
+    allreduce_latency_s: float = DEFAULT_ALLREDUCE_LATENCY_S,
+) -> DecodeStep:
+    """Roofline of one decode step: the larger of its memory time (weights it reads plus every
+    sequence's KV cache, per GPU) and its compute time, plus, with ``tp > 1``, two all-reduces of
+    the batch's hidden states per layer (Megatron-style tensor parallelism).
+
+    ``hbm_bytes_per_s`` and ``peak_flop_per_s`` default to the catalog's datasheet figures; pass
+    measured ones to predict a real run.
+
+    >>> s = decode_step("Llama-3-8B", "H200-SXM", batch=1, context_tokens=1024)
+    >>> s.bound, round(s.time_s * 1e3, 2)
+    ('memory', 3.15)
+    """
+    m = get_model(model)
+    g = get_gpu(gpu)
+    b = _check.positive("batch", batch)
+    c = _check.integer("context_tokens", context_tokens, minimum=0)
+    n_tp = _check.integer("tp", tp, minimum=1)
+    bw, peak = _rates(g, compute_dtype, hbm_bytes_per_s, peak_flop_per_s)
+    w = weight_bytes(m.step_params(b), bytes_per_elem(weight_dtype)) / n_tp
+    kv_seq = m.kv_bytes_per_sequence(c, bytes_per_elem(kv_dtype)) * _kv_share(m, n_tp)
+    kv = kv_seq * b
+    attn_seq = m.decode_attention_flop_per_token * cached_tokens(c, m.sliding_window)
+    flop = b * (2.0 * m.flop_params + attn_seq) / n_tp
+    mem_s, comp_s = (w + kv) / bw, flop / peak
+    comm = 0.0
+    if n_tp > 1:
+        link = g.interconnect_bytes_per_s
+        if not link:
+            raise ValueError(f"tp must be 1 on {g.name}: it has no GPU-to-GPU link in the catalog")
+        comm = 2 * m.layers * allreduce_time_s(b * m.hidden_size * 2.0, n_tp, link, allreduce_latency_s)
+    t = max(mem_s, comp_s) + comm
+    ridge = decode_ridge_batch(weight_bytes(m.step_params(1), bytes_per_elem(weight_dtype)) / n_tp, (2.0 * m.flop_params + attn_seq) / n_tp, kv_seq, peak, bw)
+    return DecodeStep(
+        batch=b, context_tokens=c, weight_bytes=w, kv_bytes=kv, flop=flop, memory_s=mem_s, compute_s=comp_s, comm_s=comm,
+        time_s=t, bound="memory" if mem_s >= comp_s else "compute", intensity=flop / (w + kv), ridge_batch=ridge,
+    )
+
+
+def prefill_time_s(
+    model,
+    gpu="H200-SXM",
+    prompt_tokens: int = 1024,
+    weight_dtype: str = "bf16",
+    tp: int = 1,
+    compute_dtype: str = "bf16",
+    hbm_bytes_per_s: Optional[float] = None,
+    peak_flop_per_s: Optional[float] = None,
+) -> float:
+    """Lower bound on the prefill of one prompt [s]: the larger of its FLOP (2 per active
+    parameter per token, the output head for the last token only, plus causal attention) over the peak and the weights it reads over the
+    bandwidth. Short prompts are memory-bound like a decode step; long ones compute-bound.
+
+    >>> round(prefill_time_s("Llama-3-8B", "H200-SXM", 4096) * 1e3, 1)
+    62.2
+    """
+    m = get_model(model)
+    g = get_gpu(gpu)
+    p = _check.integer("prompt_tokens", prompt_tokens, minimum=1)
+    n_tp = _check.integer("tp", tp, minimum=1)
+    bw, peak = _rates(g, compute_dtype, hbm_bytes_per_s, peak_flop_per_s)
+    body = m.flop_params - m.head_params
+    flop = (prefill_flop(body, p) + prefill_flop(m.head_params, 1) + m.prefill_attention_flop(p)) / n_tp
+    w = weight_bytes(m.step_params(p), bytes_per_elem(weight_dtype)) / n_tp
+    return max(flop / peak, w / bw)
+
+
+@dataclass(frozen=True)
+class Latency:
+    """A request's latency on a server decoding ``batch`` sequences."""
+
+    model: str
+    gpu: str
+    batch: float
+    prompt_tokens: int
+    output_tokens: int
+    ttft_s: float
+    tpot_s: float
+    e2e_s: float
+    tokens_per_s: float  # output tokens per second of the whole batch
+    step: DecodeStep
+
+
+def latency(
+    model,
+    gpu="H200-SXM",
+    batch: float = 1,
+    prompt_tokens: int = 1024,
+    output_tokens: int = 256,
+    weight_dtype: str = "bf16",
+    kv_dtype: str = "bf16",
+    tp: int = 1,
+    hbm_bytes_per_s: Optional[float] = None,
+    peak_flop_per_s: Optional[float] = None,
+) -> Latency:
+    """TTFT (the prefill of this prompt, no queueing), TPOT (a decode step at the mean context
+    of the generation, ``prompt + output/2``), end-to-end latency and the batch's output tokens/s.
+
+    >>> r = latency("Llama-3-8B", "H200-SXM", batch=32, prompt_tokens=1024, output_tokens=256)
+    >>> round(r.ttft_s * 1e3, 1), round(r.tpot_s * 1e3, 2), round(r.tokens_per_s)
+    (14.7, 4.13, 7741)
+    """
+    m = get_model(model)
+    o = _check.integer("output_tokens", output_tokens, minimum=1)
+    ttft = prefill_time_s(m, gpu, prompt_tokens, weight_dtype, tp, hbm_bytes_per_s=hbm_bytes_per_s, peak_flop_per_s=peak_flop_per_s)
+    step = decode_step(m, gpu, batch, prompt_tokens + o // 2, weight_dtype, kv_dtype, tp, hbm_bytes_per_s=hbm_bytes_per_s, peak_flop_per_s=peak_flop_per_s)
+    return Latency(
+        model=m.name, gpu=get_gpu(gpu).name, batch=step.batch, prompt_tokens=prompt_tokens, output_tokens=o, ttft_s=ttft,
+        tpot_s=step.time_s, e2e_s=e2e_latency_s(ttft, step.time_s, o), tokens_per_s=step.tokens_per_s, step=step,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Capacity planning
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CapacityPlan:
+    """How many GPUs a request rate needs at a TPOT target, and what it costs."""
+
+    feasible: bool
+    reason: str
+    replicas: int
+    gpus: int
+    max_batch_memory: int
+    max_batch_latency: float
+    batch: float  # achieved mean decode batch per replica (Little's law)
+    tpot_s: float
+    ttft_s: float
+    e2e_s: float
+    utilization: float  # offered load over the capacity of the replicas
+    output_tokens_per_s: float
+    cost_per_million_output_tokens: float
+    cost_per_million_tokens: float  # prompt and output tokens together
+
+
+def plan_capacity(
+    model,
+    gpu="H200-SXM",
+    arrival_rate_per_s: float = 10.0,
+    prompt_tokens: int = 1024,
+    output_tokens: int = 256,
+    tpot_target_s: float = 0.05,
+    gpu_hour_price: float = 3.0,
+    tp: int = 1,
+    weight_dtype: str = "bf16",
+    kv_dtype: str = "bf16",
+    hbm_bytes_per_s: Optional[float] = None,
+    peak_flop_per_s: Optional[float] = None,
+) -> CapacityPlan:
+    """Replicas of ``tp`` GPUs needed to serve ``arrival_rate_per_s`` requests within a TPOT target.
+
+    A replica decoding ``B`` sequences takes ``t(B)`` per step and must also prefill the requests
+    that replace finished ones: ``B / output_tokens`` prefills of ``t_p`` each per step, so a
+    request sees ``TPOT(B) = t(B) + B t_p / output_tokens``. The largest ``B`` that fits in
+    memory and meets the target sets a replica's capacity, ``B / (output_tokens * TPOT(B))``
+    requests/s; the replica count covers the rate; the batch each replica then runs follows from
+    Little's law, ``B = rate_per_replica * output_tokens * TPOT(B)``.
+
+    >>> p = plan_capacity("Llama-3-8B", "H200-SXM", 20, 1024, 256, 0.03, 3.0)
+    >>> p.gpus, round(p.batch, 1), round(p.cost_per_million_output_tokens, 3)
+    (1, 29.4, 0.163)
+    """
+    m = get_model(model)
+    g = get_gpu(gpu)
+    lam = _check.positive("arrival_rate_per_s", arrival_rate_per_s)
+    p_tok = _check.integer("prompt_tokens", prompt_tokens, minimum=1)
+    o = _check.integer("output_tokens", output_tokens, minimum=1)
+    target = _check.positive("tpot_target_s", tpot_target_s)
+    price = _check.non_negative("gpu_hour_price", gpu_hour_price)
+    n_tp = _check.integer("tp", tp, minimum=1)
+    kw = dict(hbm_bytes_per_s=hbm_bytes_per_s, peak_flop_per_s=peak_flop_per_s)
+    budget = memory_budget(m, g, p_tok + o, 1, weight_dtype, kv_dtype, n_tp)
+    b_mem = budget.max_concurrent_seqs
+    t_p = prefill_time_s(m, g, p_tok, weight_dtype, n_tp, **kw)
+    ctx = p_tok + o // 2
+
+    def tpot(b: float) -> float:
+        return decode_step(m, g, b, ctx, weight_dtype, kv_dtype, n_tp, **kw).time_s + b * t_p / o
+
+    def infeasible(reason: str, b_lat: float = 0.0) -> CapacityPlan:
+        nan = math.nan
+        return CapacityPlan(False, reason, 0, 0, b_mem, b_lat, nan, nan, t_p, nan, nan, nan, nan, nan)
+
+    if b_mem < 1:
+        return infeasible(f"{m.name} in {weight_dtype} does not leave room for one {p_tok + o}-token sequence on {n_tp} x {g.name}: raise tp or use a smaller dtype")
+    if tpot(1.0) > target:
+        return infeasible(f"even one sequence takes {tpot(1.0) * 1e3:.3g} ms per token, above the {target * 1e3:.3g} ms target: raise tp or use a smaller dtype")
+    # Largest batch (continuous: a mean occupancy) within memory and the target: TPOT grows with B.
+    lo, hi = 1.0, float(b_mem)
+    if tpot(hi) <= target:
+        b_lat = hi
+    else:
+        for _ in range(60):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if tpot(mid) <= target else (lo, mid)
+        b_lat = lo
+    mu = b_lat / (o * tpot(b_lat))  # requests/s one replica can serve
+    replicas = max(1, math.ceil(lam / mu - 1e-12))
+    lam_r = lam / replicas
+    # Achieved batch: B = lam_r * o * TPOT(B), solved by bisection on [0, b_lat].
+    lo, hi = 0.0, b_lat
+    for _ in range(80):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if mid < lam_r * o * tpot(mid) else (lo, mid)
+    b_ach = hi
+    t_ach = tpot(b_ach) if b_ach > 0 else tpot(1e-9)
+    gpus = replicas * n_tp
+    out_tps = lam * o
+    return CapacityPlan(
+        feasible=True, reason="", replicas=replicas, gpus=gpus, max_batch_memory=b_mem, max_batch_latency=b_lat, batch=b_ach,
+        tpot_s=t_ach, ttft_s=t_p, e2e_s=e2e_latency_s(t_p, t_ach, o), utilization=lam / (replicas * mu),
+        output_tokens_per_s=out_tps,
+        cost_per_million_output_tokens=cost_per_million_tokens(price, gpus, out_tps),
+        cost_per_million_tokens=cost_per_million_tokens(price, gpus, lam * (p_tok + o)),
+    )
+
+
+def kv_bytes_by_attention(layers: int, heads: int, head_dim: int, kv_heads: int, kv_lora_rank: int = 512, rope_head_dim: int = 64, bytes_per_elem: float = 2) -> dict:
+    """KV cache per token [B] of one layer stack under MHA, GQA (``kv_heads``), MQA and MLA.
+
+    >>> {k: v / 1024 for k, v in kv_bytes_by_attention(61, 128, 128, 8).items()}
+    {'MHA': 3904.0, 'GQA': 244.0, 'MQA': 30.5, 'MLA': 68.625}
+    """
+    return {
+        "MHA": kv_cache_bytes_per_token(layers, heads, head_dim, bytes_per_elem),
+        "GQA": kv_cache_bytes_per_token(layers, kv_heads, head_dim, bytes_per_elem),
+        "MQA": kv_cache_bytes_per_token(layers, 1, head_dim, bytes_per_elem),
+        "MLA": mla_kv_cache_bytes_per_token(layers, kv_lora_rank, rope_head_dim, bytes_per_elem),
+    }
+
+
+__all__ = [
+    "ATTENTION_KINDS", "DTYPE_BYTES", "PRESETS", "LLAMA_3_8B", "LLAMA_3_70B", "MISTRAL_7B", "DEEPSEEK_V3",
+    "CapacityPlan", "DecodeStep", "Latency", "MemoryBudget", "ModelConfig",
+    "activation_bytes", "allreduce_time_s", "bytes_per_elem", "cached_tokens", "causal_attention_flop",
+    "cost_per_million_tokens", "custom_model", "decode_ridge_batch", "decode_step", "decode_step_flop",
+    "decode_step_time_s", "decode_tokens_per_s", "dense_transformer_params", "e2e_latency_s",
+    "experts_touched_fraction", "get_model", "kv_bytes_by_attention", "kv_cache_bytes", "kv_cache_bytes_per_token",
+    "latency", "littles_law_concurrency", "memory_budget", "mla_kv_cache_bytes_per_token", "plan_capacity",
+    "prefill_flop", "prefill_time_s", "tpot_s", "weight_bytes",
+]
