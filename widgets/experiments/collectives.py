@@ -154,6 +154,10 @@ class Sweep:
     def all_correct(self) -> bool:
         return all(p.correct for p in self.points)
 
+    def series(self) -> dict:
+        """``{op: (sizes_bytes, times_s, n)}``, as ``widgets.ui.collectives.sweep_figure`` takes it."""
+        return {op: ([p.size_bytes for p in self.rows(op)], [p.time_s for p in self.rows(op)], self.n) for op in dict.fromkeys(p.op for p in self.points)}
+
 
 def sweep_from_worker(result: dict) -> Sweep:
     """Bandwidths by the nccl-tests definitions, from the worker's times."""
@@ -200,6 +204,14 @@ def ring_from_worker(result: dict) -> list:
     return [RingPoint(n, int(r["size_bytes"]), float(r["ring_time_s"]), float(r["library_time_s"]), bool(r["correct"])) for r in result.get("ring", [])]
 
 
+def from_record(results: dict) -> tuple:
+    """``(Sweep, [RingPoint])`` from a recorded ``run_all()`` result (``harness.load_reference``)."""
+    sweep = Sweep(results["backend"], int(results["world_size"]), results["device"], info=results.get("info", {}))
+    sweep.points = [SweepPoint(**p) for p in results["sweep"]]
+    ring = [RingPoint(r["n"], r["size_bytes"], r["ring_time_s"], r["library_time_s"], r["correct"]) for r in results["ring"]]
+    return sweep, ring
+
+
 # --------------------------------------------------------------------------------------------
 # Experiments
 # --------------------------------------------------------------------------------------------
@@ -242,11 +254,16 @@ class AlphaBetaFit:
 
 
 def fit_sweep(sweep: Sweep, ops: Optional[Sequence[str]] = None) -> dict:
-    """Alpha and beta fitted to each op of a sweep (``widgets.models.collectives.fit_alpha_beta``)."""
+    """Alpha and beta fitted to each op of a sweep (``widgets.models.collectives.fit_alpha_beta``);
+    ``None`` for an op whose times do not grow with size (a noisy CPU run can do that)."""
     fits = {}
     for op in ops or sorted({p.op for p in sweep.points}, key=model.OPS.index):
         rows = sweep.rows(op)
-        lat, bw = model.fit_alpha_beta([p.size_bytes for p in rows], [p.time_s for p in rows])
+        try:
+            lat, bw = model.fit_alpha_beta([p.size_bytes for p in rows], [p.time_s for p in rows])
+        except ValueError:
+            fits[op] = None
+            continue
         steps = max(1, model.ring_steps(op, sweep.n))
         fits[op] = AlphaBetaFit(op, sweep.n, lat, bw, bw * model.busbw_factor(op, sweep.n), lat / steps)
     return fits
@@ -264,11 +281,11 @@ def format_table(sweep: Sweep) -> str:
     return "\n".join(lines)
 
 
-def run_all() -> dict:
-    """Both experiments and the fits, as a JSON-able dict (``python -m widgets.measure``)."""
-    sweep, ring = measure_collectives()
+def results_dict(sweep: Sweep, ring: list) -> dict:
+    """A sweep, the ring comparison and their fits as a JSON-able dict (what ``run_all`` records)."""
     fits = fit_sweep(sweep)
     big = [r for r in ring if r.size_bytes >= 256 * MiB]
+    largest = max(sweep.rows("all_reduce"), key=lambda p: p.size_bytes) if sweep.rows("all_reduce") else None
     return {
         "backend": sweep.backend,
         "world_size": sweep.n,
@@ -280,6 +297,12 @@ def run_all() -> dict:
         "ring": [{**asdict(r), "ring_busbw_bytes_per_s": r.ring_busbw_bytes_per_s, "library_busbw_bytes_per_s": r.library_busbw_bytes_per_s, "slowdown": r.slowdown} for r in ring],
         "ring_correct": all(r.correct for r in ring),
         "ring_max_slowdown_at_256MiB_and_above": max((r.slowdown for r in big), default=None),
-        "fits": {op: asdict(f) for op, f in fits.items()},
-        "all_reduce_busbw_at_largest_bytes_per_s": max(sweep.rows("all_reduce"), key=lambda p: p.size_bytes).busbw_bytes_per_s,
+        "fits": {op: (asdict(f) if f else None) for op, f in fits.items()},
+        "all_reduce_largest_size_bytes": largest.size_bytes if largest else None,
+        "all_reduce_busbw_at_largest_bytes_per_s": largest.busbw_bytes_per_s if largest else None,
     }
+
+
+def run_all() -> dict:
+    """Both experiments and the fits, as a JSON-able dict (``python -m widgets.measure``)."""
+    return results_dict(*measure_collectives())

@@ -40,12 +40,45 @@ def _op(op) -> str:
     return _check.choice("op", op, OPS)
 
 
-def _ranks(n) -> int:
-    return _check.integer("n", n, minimum=1)
+def _ranks(n, minimum: int = 1) -> int:
+    if isinstance(n, bool):
+        raise ValueError(f"n must be an integer >= {minimum}, got {n!r}")
+    return _check.integer("n", n, minimum=minimum)
 
 
 def _log2_ceil(n: int) -> int:
     return (n - 1).bit_length()  # ceil(log2 n) for n >= 1
+
+
+# --------------------------------------------------------------------------------------------
+# What each collective does
+# --------------------------------------------------------------------------------------------
+def collective_semantics(op: str, n: int) -> tuple[list, list]:
+    """Who holds what before and after ``op`` on ``n`` ranks (root 0 for broadcast and reduce).
+
+    Returns ``(before, after)``: for each rank, a list of the pieces it holds, written
+    ``x3`` (rank 3's whole input), ``x3[1]`` (piece 1 of it), ``sum`` (the element-wise sum of all
+    inputs), ``sum[1]`` (piece 1 of the sum); ``-`` means nothing defined.
+
+    >>> collective_semantics("reduce_scatter", 2)
+    ([['x0'], ['x1']], [['sum[0]'], ['sum[1]']])
+    >>> collective_semantics("all_to_all", 2)[1]
+    [['x0[0]', 'x1[0]'], ['x0[1]', 'x1[1]']]
+    """
+    o, k = _op(op), _ranks(n)
+    ranks = range(k)
+    if o == "all_to_all":
+        return [[f"x{r}[{c}]" for c in ranks] for r in ranks], [[f"x{s}[{r}]" for s in ranks] for r in ranks]
+    before = [[f"x{r}"] for r in ranks]
+    if o == "all_reduce":
+        return before, [["sum"] for _ in ranks]
+    if o == "reduce_scatter":
+        return before, [[f"sum[{r}]"] for r in ranks]
+    if o == "all_gather":
+        return before, [[f"x{s}" for s in ranks] for _ in ranks]
+    if o == "broadcast":
+        return [["x0"]] + [["-"] for _ in range(k - 1)], [["x0"] for _ in ranks]
+    return before, [["sum"]] + [["-"] for _ in range(k - 1)]  # reduce
 
 
 # --------------------------------------------------------------------------------------------
@@ -340,21 +373,21 @@ class RingTransfer:
 def ring_allreduce_schedule(n: int) -> list:
     """The ``2(n-1)`` steps of a ring all-reduce on ``n`` ranks, each a list of ``n`` transfers.
 
-    Rank ``r`` always sends to ``r+1`` and receives from ``r-1`` (mod n). In reduce-scatter step
-    ``s`` it sends chunk ``(r - s) mod n``; after ``n-1`` steps rank ``r`` holds the full sum of
-    chunk ``(r + 1) mod n``, and all-gather step ``s`` sends chunk ``(r + 1 - s) mod n`` on.
+    Rank ``r`` always sends to ``r+1`` and receives from ``r-1`` (mod n). At step ``s`` it sends
+    chunk ``(r - s) mod n``: the chunk it has just received and updated. After the ``n-1``
+    reduce-scatter steps rank ``r`` holds the full sum of chunk ``(r + 1) mod n``; the ``n-1``
+    all-gather steps pass the finished chunks on around the ring.
 
     >>> [(t.src, t.dst, t.chunk) for t in ring_allreduce_schedule(3)[0]]
     [(0, 1, 0), (1, 2, 1), (2, 0, 2)]
     >>> len(ring_allreduce_schedule(4))
     6
     """
-    k = _check.integer("n", n, minimum=2)
+    k = _ranks(n, minimum=2)
     steps = []
     for s in range(2 * (k - 1)):
         phase = "reduce_scatter" if s < k - 1 else "all_gather"
-        shift = s if phase == "reduce_scatter" else s - (k - 1) - 1
-        steps.append([RingTransfer(s, phase, r, (r + 1) % k, (r - shift) % k) for r in range(k)])
+        steps.append([RingTransfer(s, phase, r, (r + 1) % k, (r - s) % k) for r in range(k)])
     return steps
 
 
@@ -368,7 +401,7 @@ def ring_allreduce_contributions(n: int, step: int) -> np.ndarray:
     >>> int(ring_allreduce_contributions(4, 6).sum(axis=2).min())  # every chunk complete at the end
     4
     """
-    k = _check.integer("n", n, minimum=2)
+    k = _ranks(n, minimum=2)
     st = _check.integer("step", step, minimum=0, maximum=2 * (k - 1))
     have = np.zeros((k, k, k), dtype=bool)
     for r in range(k):
@@ -421,7 +454,9 @@ class DataParallelStep:
     @property
     def hidden_fraction(self) -> float:
         """Share of the communication time overlapped with the backward pass."""
-        return 1.0 - self.exposed_comm_s / self.total_comm_s if self.total_comm_s > 0 else 1.0
+        if self.total_comm_s <= 0:
+            return 1.0
+        return min(1.0, max(0.0, 1.0 - self.exposed_comm_s / self.total_comm_s))
 
 
 def dp_step(

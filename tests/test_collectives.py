@@ -1,0 +1,575 @@
+"""Tests of the collectives models (against nccl-tests' definitions and published output, MPICH's
+cost formulas, and hand-derived cases), the calculators, and the torchrun experiments (CPU, gloo).
+
+Sources
+-------
+[NT]  NVIDIA nccl-tests, doc/PERFORMANCE.md: algbw = S/t; busbw = algbw x 2(n-1)/n for AllReduce,
+      (n-1)/n for ReduceScatter, AllGather and AlltoAll, 1 for Broadcast and Reduce. "S is the size in
+      bytes of the total array": recvcount*sizeof(datatype)*n for ReduceScatter, sendcount*...*n for
+      AllGather. src/all_gather.cu (AllGatherGetBw: count*typesize*nranks / 1e9 / sec) and
+      src/alltoall.cu (count*nranks*typesize): GB/s are decimal.
+[OUT] A published all_reduce_perf run (nccl-tests, 16 ranks = 2 nodes x 8 H100, out-of-place columns),
+      github.com/lessizzmore/create-a3mega-ztan-fork, file ztan-NCCL-test-result.
+[MPICH] Cost comments in MPICH's collective sources (Thakur, Rabenseifner & Gropp 2005): binomial
+      broadcast "lgp.alpha + n.lgp.beta"; recursive-doubling allgather "lgp.alpha + n.((p-1)/p).beta";
+      Bruck alltoall "lgp.alpha + (n/2).lgp.beta"; ring allreduce "2.(p-1).alpha + 2.n.((p-1)/p).beta".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from widgets.models import collectives as cm
+
+GiB = 2**30
+MiB = 2**20
+
+
+# --------------------------------------------------------------------------------------------
+# algbw and busbw: nccl-tests
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "op, n, factor",
+    [
+        ("all_reduce", 2, 1.0), ("all_reduce", 4, 1.5), ("all_reduce", 8, 1.75), ("all_reduce", 16, 1.875),
+        ("all_gather", 2, 0.5), ("all_gather", 8, 0.875), ("reduce_scatter", 8, 0.875), ("all_to_all", 8, 0.875),
+        ("broadcast", 8, 1.0), ("reduce", 8, 1.0), ("all_reduce", 1, 0.0), ("all_gather", 1, 0.0),
+    ],
+)  # fmt: skip
+def test_busbw_factors_are_nccl_tests(op, n, factor):
+    """[NT] Summary: AllReduce 2(n-1)/n; ReduceScatter, AllGather, AlltoAll (n-1)/n; Broadcast, Reduce 1."""
+    assert cm.busbw_factor(op, n) == pytest.approx(factor)
+
+
+@pytest.mark.parametrize(
+    "size, time_us, algbw_gbps, busbw_gbps",
+    [(268435456, 2360.9, 113.70, 213.19), (1073741824, 6759.0, 158.86, 297.86), (8589934592, 47535, 180.71, 338.82)],
+)
+def test_published_all_reduce_perf_rows(size, time_us, algbw_gbps, busbw_gbps):
+    """[OUT] nccl-tests all_reduce_perf on 16 ranks prints these size / time / algbw / busbw rows;
+    the printed figures are rounded to 0.01 GB/s and 0.1 us (or 1 us), hence the tolerance."""
+    assert cm.algbw_bytes_per_s(size, time_us * 1e-6) / 1e9 == pytest.approx(algbw_gbps, abs=0.01)
+    assert cm.busbw_bytes_per_s("all_reduce", 16, size, time_us * 1e-6) / 1e9 == pytest.approx(busbw_gbps, abs=0.02)
+
+
+def test_size_convention_is_whole_buffer():
+    """[NT] S = count per rank x typesize x nranks for AllGather (output) and ReduceScatter (input);
+    AlltoAll's count*nranks*typesize is each rank's whole send buffer; AllReduce's is its tensor."""
+    shard = 3 * MiB
+    assert cm.nccl_tests_size_bytes("all_gather", 8, shard) == 8 * shard
+    assert cm.nccl_tests_size_bytes("reduce_scatter", 8, shard) == 8 * shard
+    assert cm.nccl_tests_size_bytes("all_to_all", 8, 24 * MiB) == 24 * MiB
+    assert cm.nccl_tests_size_bytes("all_reduce", 8, 24 * MiB) == 24 * MiB
+    assert cm.nccl_tests_size_bytes("broadcast", 8, 24 * MiB) == 24 * MiB
+
+
+def test_all_gather_algbw_from_nccl_tests_source():
+    """[NT] src/all_gather.cu: algBw = count*typesize*nranks / 1e9 / sec with count the per-rank
+    element count: 2^20 floats per rank on 8 ranks in 1 ms -> 33.554432 GB/s, busbw x 7/8."""
+    s = cm.nccl_tests_size_bytes("all_gather", 8, 2**20 * 4)
+    assert cm.algbw_bytes_per_s(s, 1e-3) / 1e9 == pytest.approx(33.554432)
+    assert cm.busbw_bytes_per_s("all_gather", 8, s, 1e-3) / 1e9 == pytest.approx(33.554432 * 7 / 8)
+
+
+def test_time_from_busbw_by_hand():
+    # 1 GiB all-reduce on 8 ranks at 450 GB/s bus bandwidth: 1.75 x 2^30 / 450e9 s.
+    assert cm.time_from_busbw_s("all_reduce", 8, GiB, 450e9) == pytest.approx(1.75 * GiB / 450e9)
+    assert math.isinf(cm.time_from_busbw_s("all_reduce", 1, GiB, 450e9))
+    assert cm.time_from_busbw_s("broadcast", 8, 1e9, 1e9) == pytest.approx(1.0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(op=st.sampled_from(cm.OPS), n=st.integers(1, 4096), size=st.one_of(st.just(0.0), st.floats(1, 1e12)), t=st.floats(1e-7, 1e3))
+def test_busbw_is_factor_times_algbw_and_inverts(op, n, size, t):
+    bus = cm.busbw_bytes_per_s(op, n, size, t)
+    assert bus == pytest.approx(cm.busbw_factor(op, n) * size / t, rel=1e-12)
+    assert 0 <= cm.busbw_factor(op, n) < 2
+    if bus > 0:
+        assert cm.time_from_busbw_s(op, n, size, bus) == pytest.approx(t, rel=1e-9)
+
+
+@given(n=st.integers(1, 1000))
+def test_factors_grow_with_ranks_towards_their_limits(n):
+    assert cm.busbw_factor("all_reduce", n) <= cm.busbw_factor("all_reduce", n + 1) < 2
+    assert cm.busbw_factor("all_gather", n) <= cm.busbw_factor("all_gather", n + 1) < 1
+
+
+# --------------------------------------------------------------------------------------------
+# Alpha-beta cost of ring and tree
+# --------------------------------------------------------------------------------------------
+def test_ring_allreduce_time_formula_by_hand():
+    # The issue's formula 2(n-1)/n S/B + 2(n-1) alpha. Two ranks, 1 GB, 1 GB/s: one second.
+    assert cm.ring_allreduce_time_s(1e9, 2, 1e9) == pytest.approx(1.0)
+    # Four ranks, 4 GB, 2 GB/s, 1 ms: 1.5 x 2 s + 6 ms.
+    assert cm.ring_allreduce_time_s(4e9, 4, 2e9, 1e-3) == pytest.approx(3.006)
+    assert cm.ring_allreduce_time_s(1e9, 1, 1e9, 1.0) == 0.0  # one rank: nothing to do
+
+
+@pytest.mark.parametrize("n", [2, 4, 8, 16, 64])
+def test_ring_costs_match_mpich(n):
+    """[MPICH] ring allreduce 2(p-1) alpha + 2 n (p-1)/p beta; ring allgather (p-1) alpha + n (p-1)/p beta."""
+    s, b, a = 3e8, 1e10, 2e-6
+    assert cm.collective_time_s("all_reduce", s, n, b, a) == pytest.approx(2 * (n - 1) * a + 2 * s * (n - 1) / n / b)
+    assert cm.collective_time_s("all_gather", s, n, b, a) == pytest.approx((n - 1) * a + s * (n - 1) / n / b)
+    assert cm.collective_time_s("reduce_scatter", s, n, b, a) == pytest.approx((n - 1) * a + s * (n - 1) / n / b)
+    assert cm.collective_time_s("broadcast", s, n, b, 0.0) == pytest.approx(s / b)  # busbw factor 1
+
+
+@pytest.mark.parametrize("n", [2, 4, 8, 16, 64])
+def test_tree_costs_match_mpich(n):
+    """[MPICH] binomial broadcast lgp(alpha + n beta); recursive doubling allgather
+    lgp alpha + n (p-1)/p beta; Bruck alltoall lgp alpha + n/2 lgp beta (power-of-two p)."""
+    s, b, a = 3e8, 1e10, 2e-6
+    lg = math.log2(n)
+    assert cm.collective_time_s("broadcast", s, n, b, a, "tree") == pytest.approx(lg * (a + s / b))
+    assert cm.collective_time_s("reduce", s, n, b, a, "tree") == pytest.approx(lg * (a + s / b))
+    assert cm.collective_time_s("all_reduce", s, n, b, a, "tree") == pytest.approx(2 * lg * (a + s / b))
+    assert cm.collective_time_s("all_gather", s, n, b, a, "tree") == pytest.approx(lg * a + s * (n - 1) / n / b)
+    assert cm.collective_time_s("all_to_all", s, n, b, a, "tree") == pytest.approx(lg * a + s / 2 * lg / b)
+
+
+def test_steps_by_hand():
+    assert [cm.ring_steps("all_reduce", n) for n in (1, 2, 3, 8)] == [0, 2, 4, 14]
+    assert [cm.tree_steps("broadcast", n) for n in (1, 2, 3, 4, 5, 8, 9)] == [0, 1, 2, 2, 3, 3, 4]
+    assert cm.tree_steps("all_reduce", 8) == 6
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    op=st.sampled_from(cm.OPS), alg=st.sampled_from(cm.ALGORITHMS), n=st.integers(2, 512),
+    s=st.floats(1, 1e11), b=st.floats(1e6, 1e13), a=st.floats(0, 1e-3),
+)  # fmt: skip
+def test_time_grows_with_size_and_shrinks_with_bandwidth(op, alg, n, s, b, a):
+    t = cm.collective_time_s(op, s, n, b, a, alg)
+    assert cm.collective_time_s(op, 2 * s, n, b, a, alg) > t
+    assert cm.collective_time_s(op, s, n, 2 * b, a, alg) < t
+    assert t >= cm.busbw_factor(op, n) * s / b * (1 - 1e-12)  # nothing beats the ring's bytes
+
+
+@settings(max_examples=200, deadline=None)
+@given(n=st.integers(1, 512), s=st.one_of(st.just(0.0), st.floats(1, 1e11)), b=st.floats(1e6, 1e13), a=st.floats(0, 1e-3))
+def test_ring_allreduce_is_the_ring_collective(n, s, b, a):
+    assert cm.ring_allreduce_time_s(s, n, b, a) == pytest.approx(cm.collective_time_s("all_reduce", s, n, b, a, "ring"), rel=1e-12, abs=1e-300)
+
+
+def test_crossover_by_hand():
+    # all_reduce, n = 8: ring 14 a + 1.75 S/B, tree 6 a + 6 S/B -> S* = 8 a B / 4.25.
+    assert cm.ring_tree_crossover_bytes("all_reduce", 8, 1e11, 1e-6) == pytest.approx(8e-6 * 1e11 / 4.25)
+    assert cm.ring_tree_crossover_bytes("all_reduce", 2, 1e11, 1e-6) == 0.0  # same steps, ring moves fewer bytes
+    assert math.isinf(cm.ring_tree_crossover_bytes("all_gather", 8, 1e11, 1e-6))  # same bytes, fewer steps
+    assert cm.ring_tree_crossover_bytes("all_reduce", 8, 1e11, 0.0) == 0.0  # no latency: the ring always wins
+
+
+@settings(max_examples=100, deadline=None)
+@given(op=st.sampled_from(("all_reduce", "broadcast", "reduce", "all_to_all")), n=st.integers(4, 512),
+       b=st.floats(1e8, 1e12), a=st.floats(1e-7, 1e-4))  # fmt: skip
+def test_crossover_separates_tree_and_ring(op, n, b, a):
+    x = cm.ring_tree_crossover_bytes(op, n, b, a)
+    assume(0 < x < math.inf)
+    below, above = x * 0.5, x * 2
+    assert cm.collective_time_s(op, below, n, b, a, "tree") < cm.collective_time_s(op, below, n, b, a, "ring")
+    assert cm.collective_time_s(op, above, n, b, a, "tree") > cm.collective_time_s(op, above, n, b, a, "ring")
+
+
+# --------------------------------------------------------------------------------------------
+# Fitting alpha and beta
+# --------------------------------------------------------------------------------------------
+def test_fit_recovers_exact_line():
+    sizes = [4**k * 1024 for k in range(11)]
+    lat, bw = cm.fit_alpha_beta(sizes, [40e-6 + s / 330e9 for s in sizes])
+    assert lat == pytest.approx(40e-6, rel=1e-9) and bw == pytest.approx(330e9, rel=1e-9)
+
+
+@settings(max_examples=100, deadline=None)
+@given(a=st.floats(1e-6, 1e-3), b=st.floats(1e8, 1e12), seed=st.integers(0, 2**32 - 1))
+def test_fit_with_noise(a, b, seed):
+    assume(a >= 1e3 / b)  # the latency must show at the smallest size to be measurable at all
+    rng = np.random.default_rng(seed)
+    sizes = np.logspace(3, 10, 15)
+    times = (a + sizes / b) * (1 + 0.01 * rng.standard_normal(sizes.size))
+    lat, bw = cm.fit_alpha_beta(sizes, times)
+    assert lat == pytest.approx(a, rel=0.1) and bw == pytest.approx(b, rel=0.1)
+
+
+def test_fit_keeps_latency_non_negative():
+    sizes = [1e3, 1e6, 1e9]
+    lat, bw = cm.fit_alpha_beta(sizes, [s / 1e10 * 0.5 for s in sizes[:1]] + [s / 1e10 for s in sizes[1:]])
+    assert lat == 0.0 and bw > 0
+
+
+@pytest.mark.parametrize(
+    "sizes, times, name",
+    [([1e3], [1e-5], "sizes_bytes"), ([1e3, 1e3], [1e-5, 2e-5], "sizes_bytes"), ([1e3, -1.0], [1e-5, 2e-5], "sizes_bytes"),
+     ([1e3, 1e6], [1e-5], "times_s"), ([1e3, 1e6], [1e-5, 0.0], "times_s"), ([1e3, 1e6], [1e-5, float("nan")], "times_s"),
+     ([1e3, 1e6], [2e-5, 1e-5], "times_s")],
+)  # fmt: skip
+def test_fit_rejects_bad_input(sizes, times, name):
+    with pytest.raises(ValueError, match=name):
+        cm.fit_alpha_beta(sizes, times)
+
+
+# --------------------------------------------------------------------------------------------
+# The ring schedule
+# --------------------------------------------------------------------------------------------
+def test_ring_schedule_by_hand():
+    s = cm.ring_allreduce_schedule(4)
+    assert len(s) == 6 and all(len(step) == 4 for step in s)
+    assert [t.phase for t in (step[0] for step in s)] == ["reduce_scatter"] * 3 + ["all_gather"] * 3
+    # Reduce-scatter step s: rank r sends chunk (r - s) mod n; all-gather step s': (r + 1 - s') mod n.
+    assert [t.chunk for t in s[1]] == [3, 0, 1, 2]
+    assert [t.chunk for t in s[3]] == [1, 2, 3, 0]
+    assert all(t.dst == (t.src + 1) % 4 for step in s for t in step)
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(2, 12), seed=st.integers(0, 2**32 - 1))
+def test_ring_schedule_sums_correctly(n, seed):
+    data = np.random.default_rng(seed).integers(-50, 50, (n, n, 3)).astype(float)
+    out = cm.simulate_ring_allreduce(data)
+    assert np.array_equal(out, np.broadcast_to(data.sum(axis=0), data.shape))
+
+
+@given(n=st.integers(2, 10))
+def test_contributions_after_each_phase(n):
+    start = cm.ring_allreduce_contributions(n, 0).sum(axis=2)
+    assert (start == 1).all()
+    mid = cm.ring_allreduce_contributions(n, n - 1)
+    for r in range(n):  # after the reduce-scatter, rank r owns the full chunk r + 1
+        assert [c for c in range(n) if mid[r, c].all()] == [(r + 1) % n]
+    assert cm.ring_allreduce_contributions(n, 2 * (n - 1)).all()
+    counts = [cm.ring_allreduce_contributions(n, s).sum() for s in range(2 * n - 1)]
+    assert counts == sorted(counts)  # data only accumulates
+
+
+def test_each_rank_sends_2n_minus_2_chunks():
+    """Bytes per rank of the ring = 2(n-1) chunks of S/n: the all-reduce busbw factor [NT]."""
+    for n in range(2, 9):
+        sends = sum(1 for step in cm.ring_allreduce_schedule(n) for t in step if t.src == 0)
+        assert sends / n == pytest.approx(cm.busbw_factor("all_reduce", n))
+
+
+# --------------------------------------------------------------------------------------------
+# Data parallelism and hierarchy
+# --------------------------------------------------------------------------------------------
+def test_dp_step_by_hand():
+    # 1 GB of gradients, 8 ranks, 100 GB/s, no latency: a full all-reduce takes 1.75 x 10 ms.
+    one = cm.dp_step(1e9, 2e9, 0.1, 8, 100e9)
+    assert one.n_buckets == 1 and one.exposed_comm_s == pytest.approx(0.0175) and one.hidden_fraction == pytest.approx(0.0)
+    ten = cm.dp_step(1e9, 1e8, 0.1, 8, 100e9)  # each 100 MB bucket: 1.75 ms, one every 10 ms
+    assert ten.n_buckets == 10 and ten.exposed_comm_s == pytest.approx(0.00175)
+    assert ten.total_comm_s == pytest.approx(0.0175)
+    # Communication slower than compute: buckets queue up, exposed = total - what ran during backward.
+    slow = cm.dp_step(1e9, 1e8, 0.001, 8, 100e9)
+    assert slow.finish_s == pytest.approx(0.0001 + 0.0175)
+    timeline = cm.dp_timeline(1e9, 1e8, 0.1, 8, 100e9)
+    assert len(timeline) == 10 and timeline[-1][2] == pytest.approx(ten.finish_s)
+
+
+@settings(max_examples=100, deadline=None)
+@given(g=st.floats(1e6, 1e11), frac=st.floats(0.001, 2.0), bwd=st.floats(0, 1.0), n=st.integers(2, 256),
+       b=st.floats(1e9, 1e12), a=st.floats(0, 1e-4))  # fmt: skip
+def test_dp_exposed_is_bounded(g, frac, bwd, n, b, a):
+    p = cm.dp_step(g, g * frac, bwd, n, b, a)
+    last = cm.dp_timeline(g, g * frac, bwd, n, b, a)[-1]
+    last_comm = last[2] - last[1]
+    assert last_comm * (1 - 1e-9) <= p.exposed_comm_s + 1e-15 <= p.total_comm_s * (1 + 1e-9) + 1e-15
+    assert 0 <= p.hidden_fraction <= 1 + 1e-12
+    assert cm.dp_step(g, g * frac, 0.0, n, b, a).exposed_comm_s == pytest.approx(p.total_comm_s)
+
+
+def test_best_bucket_beats_the_others():
+    cands = [2.0**k for k in range(20, 31)]
+    best = cm.best_bucket_bytes(2.6e9, 0.2, 16, 50e9, 5e-6, cands)
+    exposed = {c: cm.dp_step(2.6e9, c, 0.2, 16, 50e9, 5e-6).exposed_comm_s for c in cands}
+    assert exposed[best] == min(exposed.values())
+
+
+def test_hierarchical_by_hand():
+    # 8 GPUs x 4 nodes, 1 GiB, NVLink 450 GB/s, network 50 GB/s per GPU, no latency:
+    # RS and AG in the node 7/8 S / 450e9 each; across nodes 2 x 3/4 x (S/8) / 50e9; flat 2 x 31/32 S / 50e9.
+    h = cm.hierarchical_allreduce(GiB, 8, 4, 450e9, 50e9)
+    assert h.intra_reduce_scatter_s == pytest.approx(7 / 8 * GiB / 450e9)
+    assert h.inter_all_reduce_s == pytest.approx(1.5 * GiB / 8 / 50e9)
+    assert h.flat_ring_s == pytest.approx(2 * 31 / 32 * GiB / 50e9)
+    assert h.speedup > 4
+    one = cm.hierarchical_allreduce(GiB, 8, 1, 450e9, 50e9)  # one node: just a ring in the node
+    assert one.total_s == pytest.approx(cm.ring_allreduce_time_s(GiB, 8, 450e9)) == pytest.approx(one.flat_ring_s)
+
+
+# --------------------------------------------------------------------------------------------
+# Bad input: every public function names the parameter
+# --------------------------------------------------------------------------------------------
+BAD = [
+    (lambda: cm.busbw_factor("allreduce", 8), "op"),
+    (lambda: cm.busbw_factor("all_reduce", 0), "n"),
+    (lambda: cm.busbw_factor("all_reduce", 2.5), "n"),
+    (lambda: cm.algbw_bytes_per_s(-1, 1.0), "size_bytes"),
+    (lambda: cm.algbw_bytes_per_s(1, 0.0), "time_s"),
+    (lambda: cm.busbw_bytes_per_s("all_reduce", 8, 1, float("inf")), "time_s"),
+    (lambda: cm.time_from_busbw_s("all_reduce", 8, 1, 0), "busbw"),
+    (lambda: cm.nccl_tests_size_bytes("all_gather", 8, -1), "rank_buffer_bytes"),
+    (lambda: cm.ring_steps("gather", 8), "op"),
+    (lambda: cm.tree_steps("all_reduce", -1), "n"),
+    (lambda: cm.collective_time_s("all_reduce", 1e9, 8, 0.0), "link_bytes_per_s"),
+    (lambda: cm.collective_time_s("all_reduce", 1e9, 8, 1e9, -1e-6), "latency_s"),
+    (lambda: cm.collective_time_s("all_reduce", 1e9, 8, 1e9, 0.0, "butterfly"), "algorithm"),
+    (lambda: cm.collective_time_s("all_reduce", float("nan"), 8, 1e9), "size_bytes"),
+    (lambda: cm.ring_allreduce_time_s(1e9, 0, 1e9), "n"),
+    (lambda: cm.ring_allreduce_time_s(1e9, 2, -1e9), "link_bytes_per_s"),
+    (lambda: cm.ring_tree_crossover_bytes("all_reduce", 8, 1e9, -1.0), "latency_s"),
+    (lambda: cm.ring_allreduce_schedule(1), "n"),
+    (lambda: cm.ring_allreduce_contributions(4, 7), "step"),
+    (lambda: cm.simulate_ring_allreduce([[1, 2, 3], [4, 5, 6]]), "chunks_per_rank"),
+    (lambda: cm.dp_step(0, 1e6, 0.1, 8, 1e9), "grad_bytes"),
+    (lambda: cm.dp_step(1e9, 0, 0.1, 8, 1e9), "bucket_bytes"),
+    (lambda: cm.dp_step(1e9, 1e6, -0.1, 8, 1e9), "backward_s"),
+    (lambda: cm.dp_timeline(1e9, 1e6, 0.1, 0, 1e9), "n"),
+    (lambda: cm.best_bucket_bytes(1e9, 0.1, 8, 1e9, 0.0, []), "candidates"),
+    (lambda: cm.best_bucket_bytes(1e9, 0.1, 8, 1e9, 0.0, [-1]), "candidates"),
+    (lambda: cm.hierarchical_allreduce(GiB, 0, 4, 1e9, 1e9), "gpus_per_node"),
+    (lambda: cm.hierarchical_allreduce(GiB, 8, 4, 1e9, 0), "inter_bytes_per_s"),
+    (lambda: cm.hierarchical_allreduce(GiB, 8, 4, 1e9, 1e9, inter_latency_s=-1), "inter_latency_s"),
+]
+
+
+@pytest.mark.parametrize("call, name", BAD)
+def test_bad_input_names_the_parameter(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
+
+
+@settings(max_examples=150, deadline=None)
+@given(bad=st.one_of(st.floats(max_value=-1e-9), st.just(float("nan")), st.just(float("inf")), st.just(-float("inf"))),
+       which=st.sampled_from(["size_bytes", "link_bytes_per_s", "latency_s"]))  # fmt: skip
+def test_collective_time_rejects_non_physical(bad, which):
+    args = dict(op="all_gather", size_bytes=1e6, n=8, link_bytes_per_s=1e9, latency_s=1e-6)
+    args[which] = bad
+    with pytest.raises(ValueError, match=which):
+        cm.collective_time_s(**args)
+
+
+@given(n=st.one_of(st.integers(max_value=0), st.floats(0.1, 100).filter(lambda x: not float(x).is_integer()), st.just(True)))
+def test_ranks_must_be_positive_integers(n):
+    with pytest.raises(ValueError, match="n must"):
+        cm.busbw_factor("all_reduce", n)
+
+
+# --------------------------------------------------------------------------------------------
+# Calculators
+# --------------------------------------------------------------------------------------------
+def test_collective_time_figure_frames_follow_the_model():
+    from widgets.ui import collectives as ui
+
+    fig = ui.collective_time_figure()
+    assert len(fig.frames) == len(ui.RANKS) == len(fig.layout.sliders[0].steps)
+    i = ui.RANKS.index(8)
+    # Hand check: 1 GiB ring all-reduce on 8 ranks at 450 GB/s with 5 us steps: 1.75 x 2^30 / 450e9 + 14 x 5 us.
+    assert "4.25 ms (ring)" in fig.frames[i].layout.title.text
+    ring = fig.frames[i].data[0]
+    j = 100
+    assert ring.y[j] == pytest.approx(1.75 * ring.x[j] / 450e9 + 14 * 5e-6)
+    cross = fig.frames[i].data[2]
+    assert cross.x[0] == pytest.approx(8 * 5e-6 * 450e9 / 4.25)
+    two = fig.frames[ui.RANKS.index(2)]
+    assert "ring is never slower" in two.layout.title.text and two.data[2].x[0] is None
+
+
+def test_ring_figure_steps():
+    from widgets.ui import collectives as ui
+
+    fig = ui.ring_allreduce_figure(4)
+    assert len(fig.frames) == 7 == len(fig.layout.sliders[0].steps)
+    assert (np.asarray(fig.frames[0].data[0].z) == 1).all()
+    assert (np.asarray(fig.frames[6].data[0].z) == 4).all()
+    assert fig.frames[3].data[0].text[0][1] == "0+1+2+3"  # after reduce-scatter rank 0 owns chunk 1
+    assert list(fig.frames[1].data[1].y) == ["rank 1", "rank 2", "rank 3", "rank 0"]
+
+
+def test_busbw_and_dp_and_ladder_figures():
+    from widgets.ui import collectives as ui
+
+    fig = ui.busbw_figure(busbw=450e9, size_bytes=GiB)
+    assert fig.layout.sliders[0].steps[2].label == "8"
+    algbw = dict(zip(fig.frames[2].data[1].x, fig.frames[2].data[1].y))  # n = 8
+    assert algbw["all_reduce"] == pytest.approx(450 / 1.75) and algbw["broadcast"] == pytest.approx(450)
+
+    fig = ui.dp_step_figure(1e9, 0.1, 8, 100e9, latency_s=0.0, buckets_mib=(95.367431640625, 4096))
+    assert len(fig.frames) == 2
+    assert "exposed 1.75 ms" in fig.frames[0].layout.title.text  # ten 100 MB buckets (by hand above)
+    assert "exposed 17.5 ms" in fig.frames[1].layout.title.text  # one bucket
+
+    fig = ui.bandwidth_ladder_figure()
+    assert len(fig.frames) == len(ui.LADDER_GPUS)
+    bars = dict(zip(fig.frames[0].data[0].x, fig.frames[0].data[0].y))
+    assert bars["NVLink / NVSwitch"] == pytest.approx(450) and bars["PCIe (to the host)"] == pytest.approx(64)
+    assert bars["InfiniBand NDR / 400 GbE RoCE"] == pytest.approx(50)
+    assert "450 GB/s" in ui.bandwidth_ladder_table("H200-SXM")
+
+
+def test_sweep_figure_fits_each_series():
+    from widgets.ui import collectives as ui
+
+    sizes = [4**k * 1024 for k in range(8)]
+    times = [30e-6 + s / 300e9 for s in sizes]  # busbw for all_reduce on 2 ranks = algbw
+    fig = ui.sweep_figure({"synthetic": {"all_reduce": (sizes, times, 2)}}, ops=("all_reduce", "all_gather"))
+    assert len(fig.frames) == 2
+    assert "300 GB/s" in fig.frames[0].layout.title.text and "30 µs" in fig.frames[0].layout.title.text
+    assert len(fig.frames[1].data[0].x) == 0  # no data for all_gather: empty traces, same count
+    flat = ui.sweep_figure({"noisy": {"all_reduce": (sizes, times[::-1], 2)}}, ops=("all_reduce",))
+    assert "no fit" in flat.frames[0].layout.title.text and len(flat.frames[0].data[0].x) == len(sizes)
+
+
+@pytest.fixture
+def shown(monkeypatch):
+    """Collect what live forms display (outside a kernel an Output widget captures nothing)."""
+    import IPython.display
+
+    items = []
+    monkeypatch.setattr(IPython.display, "display", lambda *objs, **kw: items.extend(objs))
+
+    def html() -> str:
+        text = "".join(getattr(o, "data", "") or "" for o in items if isinstance(getattr(o, "data", None), str))
+        items.clear()
+        return text
+
+    return html
+
+
+def test_live_forms_recompute_and_show_errors(shown):
+    from widgets.ui import collectives as ui
+
+    box = ui.busbw_calculator()
+    box.controls["size_mib"].value = 1024
+    box.controls["time_us"].value = 6759.0
+    box.controls["n"].value = 16
+    text = shown()
+    assert "297.9 GB/s" in text or "298 GB/s" in text  # [OUT]: busbw 297.86
+    box.controls["time_us"].value = 0
+    text = shown()
+    assert "Invalid input" in text and "time_s must be" in text
+
+    box = ui.collective_time_calculator()
+    shown()
+    box.controls["n"].value = 0
+    text = shown()
+    assert "Invalid input" in text and "n must be" in text
+    box.controls["n"].value = 2
+    assert "never" in shown()  # two ranks: the ring is never slower
+
+    box = ui.ring_allreduce_calculator()
+    shown()
+    box.controls["n"].value = 3
+    box.controls["step"].value = 5
+    text = shown()
+    assert "Invalid input" in text and "step must be" in text
+    box.controls["step"].value = 4
+    assert "rank 2 -&gt; rank 0" in shown()
+
+    box = ui.dp_step_calculator()
+    assert "exposed after backward" in shown()
+    box.controls["backward_ms"].value = -1
+    text = shown()
+    assert "Invalid input" in text and "backward_s" in text
+    box.controls["backward_ms"].value = 200
+    box.controls["params_billion"].value = 0
+    assert "params_billion must be" in shown()
+
+
+def test_checks_pass_and_fail(capsys):
+    from widgets.ui import collectives as ui
+
+    def right(rank, step, n):  # reduce-scatter step s: (r - s); all-gather step s': (r + 1 - s')
+        return (rank - step) % n if step < n - 1 else (rank + 1 - (step - (n - 1))) % n
+
+    assert ui.check_ring_send_chunk(right)
+    assert not ui.check_ring_send_chunk(lambda r, s, n: (r + s) % n)  # the wrong way round
+    assert "reduce_scatter" in capsys.readouterr().out
+    assert not ui.check_ring_send_chunk(lambda r, s, n: (r - s) % n if s < n - 1 else r)  # all-gather wrong
+    assert "all_gather" in capsys.readouterr().out
+    assert not ui.check_ring_send_chunk(lambda r, s, n: 1 / 0)
+    assert "raised" in capsys.readouterr().out
+
+    args = (2.6e9, 0.2, 16, 50e9, 5e-6, [2.0**k for k in range(20, 31)])
+    best = cm.best_bucket_bytes(*args)
+    assert ui.check_best_bucket(best, *args)
+    assert not ui.check_best_bucket(2.0**30, *args)
+    assert not ui.check_best_bucket(-5, *args)
+    assert "bucket_bytes" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------------------------
+# Experiments: torchrun + gloo on the CPU (small, quick)
+# --------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def cpu_run():
+    from widgets.experiments import collectives as ex
+
+    p = dataclasses.replace(ex.plan(2), iters=2, small_iters=2, warmup=1)
+    return ex.launch(p, ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce"), (4096, 65536, 1 << 20), (65536, 1 << 20), timeout_s=180)
+
+
+def test_worker_sweep_is_correct_and_consistent(cpu_run):
+    from widgets.experiments import collectives as ex
+
+    assert cpu_run["backend"] == "gloo" and cpu_run["world_size"] == 2
+    assert cpu_run["env"]["NCCL_NVLS_ENABLE"] == "0" and cpu_run["env"]["TORCH_SYMM_MEM_DISABLE_MULTICAST"] == "1"
+    sweep = ex.sweep_from_worker(cpu_run)
+    assert sweep.all_correct and len(sweep.points) == 6 * 3
+    for p in sweep.points:
+        assert p.time_s > 0 and p.busbw_bytes_per_s == pytest.approx(cm.busbw_factor(p.op, 2) * p.size_bytes / p.time_s)
+    assert {p.size_bytes for p in sweep.rows("all_gather")} == {4096, 65536, 1 << 20}
+    table = ex.format_table(sweep)
+    assert "busbw (GB/s)" in table and "WRONG" not in table
+    fits = ex.fit_sweep(sweep, ops=("broadcast",))
+    assert fits["broadcast"].algbw_bytes_per_s > 0 and fits["broadcast"].latency_s >= 0
+
+
+def test_hand_written_ring_matches_all_reduce(cpu_run):
+    from widgets.experiments import collectives as ex
+
+    ring = ex.ring_from_worker(cpu_run)
+    assert [r.size_bytes for r in ring] == [65536, 1 << 20]
+    assert all(r.correct and r.ring_time_s > 0 and r.library_time_s > 0 for r in ring)
+    assert ring[0].slowdown == pytest.approx(ring[0].ring_time_s / ring[0].library_time_s)
+
+
+def test_record_round_trip(cpu_run):
+    import json
+
+    from widgets.experiments import collectives as ex
+
+    sweep, ring = ex.sweep_from_worker(cpu_run), ex.ring_from_worker(cpu_run)
+    results = json.loads(json.dumps(ex.results_dict(sweep, ring)))  # what widgets.measure writes
+    assert results["all_correct"] and results["ring_correct"] and results["world_size"] == 2
+    assert results["all_reduce_largest_size_bytes"] == 1 << 20
+    assert set(results["fits"]) == set(cm.OPS)
+    back_sweep, back_ring = ex.from_record(results)
+    assert back_sweep.points == sweep.points and [r.slowdown for r in back_ring] == [r.slowdown for r in ring]
+    assert set(back_sweep.series()) == set(cm.OPS)
+
+
+def test_plan_and_command():
+    from widgets.experiments import collectives as ex
+
+    p = ex.plan()
+    assert p.backend == "gloo" and p.nproc == ex.CPU_RANKS  # the test machine has no pair of GPUs
+    cmd = ex.worker_command(p, "/tmp/x.json", ("all_reduce",), (1024,), ())
+    assert cmd[1:4] == ["-m", "torch.distributed.run", "--standalone"] and "widgets.experiments.collectives_worker" in cmd
+    env = ex.worker_env(p)
+    assert env["NCCL_NVLS_ENABLE"] == "0" and env["TORCH_SYMM_MEM_DISABLE_MULTICAST"] == "1"
+    with pytest.raises(ValueError, match="nproc"):
+        ex.plan(1)
+
+
+def test_measure_sweep_public_api():
+    from widgets.experiments import collectives as ex
+
+    sweep = ex.measure_sweep(ops=("all_reduce",), sizes=(4096, 1 << 18), nproc=2)
+    assert sweep.n == 2 and sweep.all_correct and len(sweep.points) == 2
+    assert sweep.busbw_at("all_reduce", 1 << 18) == sweep.rows("all_reduce")[1].busbw_bytes_per_s

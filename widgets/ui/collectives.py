@@ -1,0 +1,541 @@
+"""Calculators for the collectives chapter: collective time (ring and tree), algbw/busbw
+converter, the ring all-reduce step by step, the data-parallel overlap estimator, the bandwidth
+ladder; plots of measured sweeps against the alpha-beta model; exercise checks.
+
+Each calculator has a live form (``*_calculator``, ipywidgets) and a static form (``*_figure``,
+plotly frames precomputed by the same model) that works in the published page without a kernel.
+"""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ..hardware import get_gpu
+from ..models import collectives as cm
+from ..units import GiB, MiB, fmt_bytes, fmt_bytes_per_s, fmt_time
+from ._core import frames_figure, live_form, table_html
+
+COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2")
+SIZES = np.logspace(3, 11, 161)  # 1 kB ... 100 GB, the x axis of time-vs-size plots
+H200_NVLINK = get_gpu("H200-SXM").interconnect_bytes_per_s
+# An ASSUMED per-step latency for the static figures: a few microseconds is the order of one NVLink
+# or InfiniBand hop inside NCCL. Every calculator takes it as an input; the chapter shows the value
+# fitted to measurements beside it.
+ASSUMED_STEP_LATENCY_S = 5e-6
+RANKS = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+
+
+def _gbps(x: float) -> str:
+    return fmt_bytes_per_s(x)
+
+
+def _size(x: float) -> str:
+    return fmt_bytes(x)
+
+
+# --------------------------------------------------------------------------------------------
+# 0. Who holds what
+# --------------------------------------------------------------------------------------------
+def _piece_html(label: str) -> str:
+    """``x3[1]`` -> x<sub>3</sub>[1]; ``sum[2]`` -> &Sigma;[2]."""
+    if label == "-":
+        return "&middot;"
+    if label.startswith("sum"):
+        return "&Sigma;x" + html.escape(label[3:])
+    head, _, rest = label[1:].partition("[")
+    return f"x<sub>{html.escape(head)}</sub>" + (f"[{html.escape(rest)}" if rest else "")
+
+
+def collectives_table_html(n: int = 4) -> str:
+    """HTML: for each collective, what every rank holds before and after (the model's
+    ``collective_semantics``); x<sub>r</sub> is rank r's input, &Sigma;x the sum of all inputs."""
+    def cell(pieces_per_rank):
+        return "<br>".join(f"rank {r}: " + " ".join(_piece_html(p) for p in pieces) for r, pieces in enumerate(pieces_per_rank))
+
+    rows = "".join(
+        f"<tr><td><code>{op}</code></td><td>{cell(cm.collective_semantics(op, n)[0])}</td><td>{cell(cm.collective_semantics(op, n)[1])}</td></tr>"
+        for op in cm.OPS
+    )
+    return f'<table class="calc-result"><tr><th>collective</th><th>before</th><th>after</th></tr>{rows}</table>'
+
+
+# --------------------------------------------------------------------------------------------
+# 1. Collective time: ring against tree
+# --------------------------------------------------------------------------------------------
+def collective_time_summary(op: str, n: int, link_bytes_per_s: float, latency_s: float, size_bytes: float = GiB) -> str:
+    ring = cm.collective_time_s(op, size_bytes, n, link_bytes_per_s, latency_s, "ring")
+    tree = cm.collective_time_s(op, size_bytes, n, link_bytes_per_s, latency_s, "tree")
+    x = cm.ring_tree_crossover_bytes(op, n, link_bytes_per_s, latency_s)
+    if x == 0:
+        cross = "the ring is never slower"
+    elif np.isinf(x):
+        cross = "the tree is never slower"
+    else:
+        cross = f"tree faster below {_size(x)}"
+    return f"{op}, n = {n}: {_size(size_bytes)} takes {fmt_time(ring)} (ring) / {fmt_time(tree)} (tree); {cross}"
+
+
+def _time_traces(op: str, n: int, link_bytes_per_s: float, latency_s: float, mark_bytes=None) -> list:
+    ring = np.array([cm.collective_time_s(op, s, n, link_bytes_per_s, latency_s, "ring") for s in SIZES])
+    tree = np.array([cm.collective_time_s(op, s, n, link_bytes_per_s, latency_s, "tree") for s in SIZES])
+    x = cm.ring_tree_crossover_bytes(op, n, link_bytes_per_s, latency_s)
+    if 0 < x < np.inf:
+        tx = cm.collective_time_s(op, x, n, link_bytes_per_s, latency_s, "ring")
+        cross = go.Scatter(x=[x], y=[tx], mode="markers", marker=dict(size=12, color="black", symbol="x"), name="crossover",
+                           hovertemplate="crossover: %{x:.3s}B, %{y:.3s}s<extra></extra>")  # fmt: skip
+    else:
+        cross = go.Scatter(x=[None], y=[None], mode="markers", name="crossover (none)", marker=dict(color="black", symbol="x"))
+    traces = [
+        go.Scatter(x=SIZES, y=ring, mode="lines", name="ring", line=dict(color=COLORS[0])),
+        go.Scatter(x=SIZES, y=tree, mode="lines", name="tree", line=dict(color=COLORS[1], dash="dash")),
+        cross,
+    ]
+    if mark_bytes is not None:
+        ys = [cm.collective_time_s(op, mark_bytes, n, link_bytes_per_s, latency_s, a) for a in cm.ALGORITHMS]
+        traces.append(go.Scatter(x=[mark_bytes] * 2, y=ys, mode="markers", name="your message", marker=dict(size=10, color=COLORS[3])))
+    return traces
+
+
+def _time_layout() -> dict:
+    return dict(
+        xaxis=dict(type="log", title="message size S [B] (nccl-tests convention)", exponentformat="SI"),
+        yaxis=dict(type="log", title="time [s]", exponentformat="SI"),
+        height=460,
+        legend=dict(orientation="h", y=-0.22),
+    )
+
+
+def collective_time_figure(
+    op: str = "all_reduce",
+    link_bytes_per_s: float = H200_NVLINK,
+    latency_s: float = ASSUMED_STEP_LATENCY_S,
+    ranks=RANKS,
+) -> go.Figure:
+    """Static: time against message size for the ring and the tree; the slider sets the
+    number of ranks; the title gives a 1 GiB collective and the crossover."""
+    return frames_figure(
+        list(ranks),
+        lambda n: (_time_traces(op, n, link_bytes_per_s, latency_s), collective_time_summary(op, n, link_bytes_per_s, latency_s)),
+        slider_prefix="ranks n: ",
+        layout=_time_layout(),
+        active=min(2, len(ranks) - 1),
+    )
+
+
+def collective_time_calculator():
+    """Live: operation, ranks, size, link bandwidth, latency, algorithm -> time, algbw, busbw,
+    and the ring/tree crossover."""
+    import ipywidgets as w
+
+    controls = {
+        "op": w.Dropdown(options=cm.OPS, value="all_reduce", description="operation"),
+        "n": w.IntText(value=8, description="ranks n"),
+        "size_mib": w.FloatLogSlider(value=64, base=2, min=-10, max=14, step=0.5, description="S [MiB]"),
+        "link_gb_per_s": w.FloatText(value=H200_NVLINK / 1e9, description="link [GB/s]"),
+        "latency_us": w.FloatText(value=ASSUMED_STEP_LATENCY_S * 1e6, description="alpha [µs]"),
+        "algorithm": w.Dropdown(options=cm.ALGORITHMS, value="ring", description="algorithm"),
+    }
+
+    def compute(op, n, size_mib, link_gb_per_s, latency_us, algorithm):
+        size = size_mib * MiB
+        link, lat = link_gb_per_s * 1e9, latency_us * 1e-6
+        t = cm.collective_time_s(op, size, n, link, lat, algorithm)
+        other = "tree" if algorithm == "ring" else "ring"
+        return dict(op=op, n=n, size=size, link=link, lat=lat, algorithm=algorithm, t=t,
+                    t_other=cm.collective_time_s(op, size, n, link, lat, other), other=other,
+                    cross=cm.ring_tree_crossover_bytes(op, n, link, lat))  # fmt: skip
+
+    def show(r):
+        rows = [
+            ("message size S", _size(r["size"])),
+            (f"time ({r['algorithm']})", fmt_time(r["t"])),
+            (f"time ({r['other']})", fmt_time(r["t_other"])),
+            ("algbw = S / t", _gbps(cm.algbw_bytes_per_s(r["size"], r["t"]))),
+            ("busbw (nccl-tests)", _gbps(cm.busbw_bytes_per_s(r["op"], r["n"], r["size"], r["t"]))),
+            ("tree faster below", "never" if r["cross"] == 0 else ("always" if np.isinf(r["cross"]) else _size(r["cross"]))),
+        ]
+        fig = go.Figure(_time_traces(r["op"], r["n"], r["link"], r["lat"], mark_bytes=r["size"]))
+        fig.update_layout(template="plotly_white", title_text=collective_time_summary(r["op"], r["n"], r["link"], r["lat"], r["size"]), **_time_layout())
+        return table_html(rows), fig
+
+    return live_form(compute, controls, show, title="Collective time: ring or tree")
+
+
+# --------------------------------------------------------------------------------------------
+# 2. algbw <-> busbw
+# --------------------------------------------------------------------------------------------
+def busbw_summary(n: int, busbw: float, size_bytes: float) -> str:
+    t = cm.time_from_busbw_s("all_reduce", n, size_bytes, busbw)
+    return (
+        f"n = {n}: at busbw {_gbps(busbw)} an all_reduce of {_size(size_bytes)} takes {fmt_time(t)}, "
+        f"algbw {_gbps(cm.algbw_bytes_per_s(size_bytes, t))} (factor {cm.busbw_factor('all_reduce', n):.3g})"
+    )
+
+
+def _busbw_traces(n: int, busbw: float, size_bytes: float) -> list:
+    algbw = [cm.algbw_bytes_per_s(size_bytes, cm.time_from_busbw_s(op, n, size_bytes, busbw)) / 1e9 for op in cm.OPS]
+    times = [cm.time_from_busbw_s(op, n, size_bytes, busbw) for op in cm.OPS]
+    return [
+        go.Bar(x=list(cm.OPS), y=[busbw / 1e9] * len(cm.OPS), name="busbw", marker_color=COLORS[0]),
+        go.Bar(x=list(cm.OPS), y=algbw, name="algbw = S / t", marker_color=COLORS[1],
+               text=[fmt_time(t) for t in times], textposition="outside",
+               hovertemplate="%{x}: algbw %{y:.4g} GB/s, t = %{text}<extra></extra>"),
+    ]  # fmt: skip
+
+
+def busbw_figure(busbw: float = H200_NVLINK, size_bytes: float = GiB, ranks=RANKS[:7]) -> go.Figure:
+    """Static: the same bus bandwidth seen as algorithm bandwidth by each collective; the
+    slider sets the number of ranks; bar labels give the time of an ``size_bytes`` collective."""
+    top = max(busbw / cm.busbw_factor(op, 2) for op in cm.OPS) / 1e9 * 1.25
+    return frames_figure(
+        list(ranks),
+        lambda n: (_busbw_traces(n, busbw, size_bytes), busbw_summary(n, busbw, size_bytes)),
+        slider_prefix="ranks n: ",
+        layout=dict(barmode="group", yaxis=dict(title="GB/s", range=[0, top]), height=440, legend=dict(orientation="h", y=-0.2)),
+        active=2,
+    )
+
+
+def busbw_calculator():
+    """Live: a measured time -> algbw and busbw; and a bus bandwidth -> the time."""
+    import ipywidgets as w
+
+    controls = {
+        "op": w.Dropdown(options=cm.OPS, value="all_reduce", description="operation"),
+        "n": w.IntText(value=8, description="ranks n"),
+        "size_mib": w.FloatText(value=1024, description="S [MiB]"),
+        "time_us": w.FloatText(value=6000, description="time [µs]"),
+        "busbw_gb_per_s": w.FloatText(value=H200_NVLINK / 1e9, description="busbw [GB/s]"),
+    }
+
+    def compute(op, n, size_mib, time_us, busbw_gb_per_s):
+        size = size_mib * MiB
+        return dict(
+            op=op, n=n, size=size, t=time_us * 1e-6,
+            algbw=cm.algbw_bytes_per_s(size, time_us * 1e-6),
+            busbw=cm.busbw_bytes_per_s(op, n, size, time_us * 1e-6),
+            factor=cm.busbw_factor(op, n),
+            t_back=cm.time_from_busbw_s(op, n, size, busbw_gb_per_s * 1e9), target=busbw_gb_per_s * 1e9,
+        )  # fmt: skip
+
+    def show(r):
+        return table_html([
+            ("S (nccl-tests: whole buffer)", _size(r["size"])),
+            ("measured time", fmt_time(r["t"])),
+            ("algbw = S / t", _gbps(r["algbw"])),
+            (f"busbw = algbw x {r['factor']:.4g}", _gbps(r["busbw"])),
+            (f"time at busbw {_gbps(r['target'])}", fmt_time(r["t_back"]) if np.isfinite(r["t_back"]) else "undefined for n = 1"),
+        ])  # fmt: skip
+
+    return live_form(compute, controls, show, title="algbw and busbw (nccl-tests)")
+
+
+# --------------------------------------------------------------------------------------------
+# 3. The ring all-reduce, step by step
+# --------------------------------------------------------------------------------------------
+def ring_step_summary(n: int, step: int) -> str:
+    if step == 0:
+        return f"n = {n}, start: every rank holds its own {n} chunks ({2 * (n - 1)} steps to go)"
+    t = cm.ring_allreduce_schedule(n)[step - 1]
+    phase = t[0].phase.replace("_", "-")
+    verb = "adds it to its copy" if t[0].phase == "reduce_scatter" else "overwrites its copy"
+    return f"n = {n}, step {step} of {2 * (n - 1)} ({phase}): rank r sends chunk (r - {step - 1}) mod {n} to rank r + 1, which {verb}"
+
+
+def _ring_traces(n: int, step: int) -> list:
+    have = cm.ring_allreduce_contributions(n, step)
+    count = have.sum(axis=2)
+    if n <= 5:
+        text = [["+".join(str(s) for s in range(n) if have[r, c, s]) for c in range(n)] for r in range(n)]
+    else:
+        text = [[f"{count[r, c]}/{n}" for c in range(n)] for r in range(n)]
+    heat = go.Heatmap(
+        z=count, x=[f"chunk {c}" for c in range(n)], y=[f"rank {r}" for r in range(n)], text=text, texttemplate="%{text}",
+        zmin=1, zmax=n, colorscale="Blues", colorbar=dict(title="ranks summed"),
+        hovertemplate="%{y}, %{x}: holds the data of ranks %{text}<extra></extra>",
+    )  # fmt: skip
+    if step == 0:
+        moved = go.Scatter(x=[None], y=[None], mode="markers", name="received this step")
+    else:
+        tr = cm.ring_allreduce_schedule(n)[step - 1]
+        moved = go.Scatter(
+            x=[f"chunk {t.chunk}" for t in tr], y=[f"rank {t.dst}" for t in tr], mode="markers", name="received this step",
+            marker=dict(symbol="circle-open", size=34, color=COLORS[3], line=dict(width=3)),
+            hovertext=[f"from rank {t.src}" for t in tr], hovertemplate="%{y} received %{x} %{hovertext}<extra></extra>",
+        )  # fmt: skip
+    return [heat, moved]
+
+
+def _ring_layout(n: int) -> dict:
+    return dict(yaxis=dict(autorange="reversed"), height=140 + 60 * n, showlegend=False, xaxis=dict(side="top"))
+
+
+def ring_allreduce_figure(n: int = 4) -> go.Figure:
+    """Static: the ring all-reduce on ``n`` ranks; the slider steps through its ``2(n-1)``
+    steps. Each cell lists the ranks whose data that rank's copy of that chunk holds; circles
+    mark what was received in the step."""
+    k = int(n)
+    return frames_figure(
+        list(range(2 * (k - 1) + 1)),
+        lambda s: (_ring_traces(k, s), ring_step_summary(k, s)),
+        slider_prefix="step: ",
+        layout=_ring_layout(k),
+    )
+
+
+def ring_allreduce_calculator():
+    """Live: ranks and step -> who holds what, and the transfers of that step."""
+    import ipywidgets as w
+
+    controls = {"n": w.IntSlider(value=4, min=2, max=12, description="ranks n"), "step": w.IntSlider(value=1, min=0, max=22, description="step")}
+
+    def compute(n, step):
+        cm.ring_allreduce_contributions(n, step)  # validates step against 2(n-1)
+        return n, step
+
+    def show(r):
+        n, step = r
+        fig = go.Figure(_ring_traces(n, step))
+        fig.update_layout(template="plotly_white", title_text=ring_step_summary(n, step), **_ring_layout(n))
+        rows = [] if step == 0 else [(f"rank {t.src} -> rank {t.dst}", f"chunk {t.chunk} ({t.phase})") for t in cm.ring_allreduce_schedule(n)[step - 1]]
+        return (table_html(rows) if rows else "<p>start: nothing sent yet</p>"), fig
+
+    return live_form(compute, controls, show, title="Ring all-reduce, step by step")
+
+
+# --------------------------------------------------------------------------------------------
+# 4. Data parallelism: bucketed all-reduce behind the backward pass
+# --------------------------------------------------------------------------------------------
+BUCKETS_MIB = (1, 4, 16, 25, 64, 256, 1024, 4096)
+
+
+def dp_summary(p: cm.DataParallelStep) -> str:
+    return (
+        f"bucket {_size(p.bucket_bytes)}: {p.n_buckets} all-reduce{'s' if p.n_buckets > 1 else ''}, {fmt_time(p.total_comm_s)} of communication, "
+        f"exposed {fmt_time(p.exposed_comm_s)} ({p.hidden_fraction:.0%} hidden)"
+    )
+
+
+def _dp_traces(grad_bytes, bucket_bytes, backward_s, n, link, latency) -> list:
+    tl = cm.dp_timeline(grad_bytes, bucket_bytes, backward_s, n, link, latency)
+    xs = [0.0] + [e * 1e3 for _, _, e, _ in tl]
+    ys = [0.0] + list(np.cumsum([b for *_, b in tl]) / 1e9)
+    return [
+        go.Scatter(x=[0, backward_s * 1e3], y=[0, grad_bytes / 1e9], mode="lines", name="gradients ready (backward)", line=dict(color=COLORS[0])),
+        go.Scatter(x=xs, y=ys, mode="lines", line_shape="hv", name="gradients all-reduced", line=dict(color=COLORS[1])),
+        go.Scatter(x=[backward_s * 1e3, tl[-1][2] * 1e3], y=[grad_bytes / 1e9] * 2, mode="lines+markers", name="exposed",
+                   line=dict(color=COLORS[3], width=5)),
+    ]  # fmt: skip
+
+
+def _dp_layout(grad_bytes, x_max_s) -> dict:
+    return dict(
+        xaxis=dict(title="time from the start of backward [ms]", range=[0, x_max_s * 1e3 * 1.05]),
+        yaxis=dict(title="gradient [GB]", range=[0, grad_bytes / 1e9 * 1.08]),
+        height=420,
+        legend=dict(orientation="h", y=-0.25),
+    )
+
+
+def dp_step_figure(
+    grad_bytes: float,
+    backward_s: float,
+    n: int,
+    link_bytes_per_s: float,
+    latency_s: float = ASSUMED_STEP_LATENCY_S,
+    buckets_mib=BUCKETS_MIB,
+) -> go.Figure:
+    """Static: gradients produced during backward and all-reduced bucket by bucket; the
+    slider sets the bucket size; the red bar is the exposed communication."""
+    sizes = [b * MiB for b in buckets_mib]
+    x_max = max(cm.dp_step(grad_bytes, s, backward_s, n, link_bytes_per_s, latency_s).finish_s for s in sizes)
+
+    def frame(b):
+        p = cm.dp_step(grad_bytes, b, backward_s, n, link_bytes_per_s, latency_s)
+        return _dp_traces(grad_bytes, b, backward_s, n, link_bytes_per_s, latency_s), dp_summary(p)
+
+    return frames_figure(
+        sizes, frame, slider_prefix="bucket: ", value_label=lambda b: _size(b), layout=_dp_layout(grad_bytes, x_max),
+        active=list(buckets_mib).index(25) if 25 in buckets_mib else 0,
+    )  # fmt: skip
+
+
+def dp_step_calculator():
+    """Live: parameters, gradient dtype, bucket, backward time, ranks, link -> exposed
+    communication of one data-parallel step."""
+    import ipywidgets as w
+
+    controls = {
+        "params_billion": w.FloatText(value=1.3, description="params [1e9]"),
+        "grad_elem_bytes": w.Dropdown(options=[("bf16 (2 B)", 2), ("fp32 (4 B)", 4)], value=2, description="gradients"),
+        "bucket_mib": w.FloatLogSlider(value=25, base=2, min=0, max=13, step=0.25, description="bucket [MiB]"),
+        "backward_ms": w.FloatText(value=200, description="backward [ms]"),
+        "n": w.IntText(value=16, description="ranks n"),
+        "link_gb_per_s": w.FloatText(value=cm.NETWORK_LINKS["InfiniBand NDR / 400 GbE RoCE"][0] / 1e9, description="link [GB/s]"),
+        "latency_us": w.FloatText(value=ASSUMED_STEP_LATENCY_S * 1e6, description="alpha [µs]"),
+    }
+
+    def compute(params_billion, grad_elem_bytes, bucket_mib, backward_ms, n, link_gb_per_s, latency_us):
+        g = _positive_product("params_billion", params_billion, 1e9 * grad_elem_bytes)
+        args = (g, bucket_mib * MiB, backward_ms * 1e-3, n, link_gb_per_s * 1e9, latency_us * 1e-6)
+        return args, cm.dp_step(*args)
+
+    def show(r):
+        args, p = r
+        fig = go.Figure(_dp_traces(*args))
+        fig.update_layout(template="plotly_white", title_text=dp_summary(p), **_dp_layout(args[0], max(p.finish_s, args[2])))
+        return table_html([
+            ("gradient bytes", _size(args[0])),
+            ("buckets", str(p.n_buckets)),
+            ("all-reduce per bucket", fmt_time(p.comm_per_bucket_s)),
+            ("communication in all", fmt_time(p.total_comm_s)),
+            ("exposed after backward", fmt_time(p.exposed_comm_s)),
+            ("hidden behind backward", f"{p.hidden_fraction:.1%}"),
+        ]), fig  # fmt: skip
+
+    return live_form(compute, controls, show, title="Data-parallel step: exposed communication")
+
+
+def _positive_product(name: str, value, scale: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be > 0, got {value!r}")
+    return float(value) * scale
+
+
+# --------------------------------------------------------------------------------------------
+# 5. The bandwidth ladder
+# --------------------------------------------------------------------------------------------
+LADDER_GPUS = ("H200-SXM", "H100-SXM", "A100-SXM-80GB", "B200", "MI300X", "L4")
+
+
+def bandwidth_ladder(gpu: str) -> list:
+    """``[(link, bytes_per_s per direction, source)]`` for one GPU: its GPU-to-GPU link and PCIe
+    from the catalog, then the network links (one NIC per GPU)."""
+    g = get_gpu(gpu)
+    rows = []
+    if g.interconnect_bytes_per_s:
+        rows.append(("NVLink / NVSwitch" if g.vendor == "NVIDIA" else "Infinity Fabric", g.interconnect_bytes_per_s, g.sources.get("interconnect_bytes_per_s", "")))
+    rows.append(("PCIe (to the host)", g.host_bytes_per_s, g.sources.get("host_bytes_per_s", "")))
+    for name, (bw, src) in cm.NETWORK_LINKS.items():
+        rows.append((name, bw, src))
+    return rows
+
+
+def bandwidth_ladder_table(gpu: str = "H200-SXM", n: int = 8, size_bytes: float = GiB) -> str:
+    """HTML: each rung's per-direction bandwidth and the ring all-reduce time over it."""
+    head = f"<tr><th>link ({html.escape(get_gpu(gpu).name)})</th><th>per GPU, per direction</th><th>{_size(size_bytes)} all-reduce, n = {n}</th><th>source</th></tr>"
+    body = "".join(
+        f"<tr><td>{html.escape(name)}</td><td><b>{_gbps(bw)}</b></td><td>{fmt_time(cm.ring_allreduce_time_s(size_bytes, n, bw))}</td>"
+        f"<td><small>{html.escape(src)}</small></td></tr>"
+        for name, bw, src in bandwidth_ladder(gpu)
+    )
+    return f'<table class="calc-result">{head}{body}</table>'
+
+
+def bandwidth_ladder_figure(n: int = 8, size_bytes: float = GiB, gpus=LADDER_GPUS) -> go.Figure:
+    """Static: the bandwidth ladder of each catalog GPU (slider); bar labels give the ring
+    all-reduce time of ``size_bytes`` on ``n`` GPUs over that link alone."""
+    names = ["NVLink / NVSwitch", "PCIe (to the host)"] + list(cm.NETWORK_LINKS)
+
+    def frame(gpu):
+        rows = {("NVLink / NVSwitch" if name == "Infinity Fabric" else name): bw for name, bw, _ in bandwidth_ladder(gpu)}
+        y = [rows.get(k, 0.0) / 1e9 for k in names]
+        text = [fmt_time(cm.ring_allreduce_time_s(size_bytes, n, rows[k])) if k in rows else "none" for k in names]
+        bar = go.Bar(x=names, y=y, text=text, textposition="outside", marker_color=COLORS[: len(names)],
+                     hovertemplate="%{x}: %{y:.4g} GB/s per direction<extra></extra>")  # fmt: skip
+        g = get_gpu(gpu)
+        gpu_link = g.interconnect_bytes_per_s or 0.0
+        title = f"{g.name}: GPU link {_gbps(gpu_link) if gpu_link else 'none'}, PCIe {_gbps(g.host_bytes_per_s)}; labels: ring all-reduce of {_size(size_bytes)}, n = {n}"
+        return [bar], title
+
+    top = max(get_gpu(g).interconnect_bytes_per_s or 0 for g in gpus) / 1e9 * 1.2
+    return frames_figure(list(gpus), frame, slider_prefix="GPU: ", layout=dict(yaxis=dict(type="linear", title="GB/s per direction", range=[0, top]), height=420, showlegend=False))
+
+
+# --------------------------------------------------------------------------------------------
+# Measurements against the model
+# --------------------------------------------------------------------------------------------
+def sweep_figure(series: dict, ops=cm.OPS) -> go.Figure:
+    """Measured busbw against size per op (slider), with the alpha-beta fit of each series.
+
+    ``series`` maps a label to ``{op: (sizes_bytes, times_s, n)}``; each label gets its points and
+    the model's curve ``latency + S / bandwidth`` fitted to them (``fit_alpha_beta``)."""
+    labels = list(series)
+
+    def frame(op):
+        traces, notes = [], []
+        for label, color in zip(labels, COLORS):
+            sizes, times, n = series[label].get(op, ([], [], 2))
+            sizes, times = np.asarray(sizes, dtype=float), np.asarray(times, dtype=float)
+            grid, fit_y, meas_y = [], [], []
+            if sizes.size:
+                meas_y = [cm.busbw_bytes_per_s(op, n, s, t) / 1e9 for s, t in zip(sizes, times)]
+                try:
+                    lat, bw = cm.fit_alpha_beta(sizes, times)
+                except ValueError as exc:
+                    notes.append(f"{label}: no fit ({exc})")
+                else:
+                    grid = np.logspace(np.log10(sizes.min()), np.log10(sizes.max()), 60)
+                    fit_y = [cm.busbw_bytes_per_s(op, n, s, lat + s / bw) / 1e9 for s in grid]
+                    notes.append(f"{label}: alpha {fmt_time(lat)}, busbw {_gbps(bw * cm.busbw_factor(op, n))}")
+            traces.append(go.Scatter(x=sizes, y=meas_y, mode="markers", name=f"{label}: measured", marker=dict(color=color, size=8)))
+            traces.append(go.Scatter(x=grid, y=fit_y, mode="lines", name=f"{label}: alpha-beta fit", line=dict(color=color, dash="dot")))
+        return traces, f"{op}: " + "; ".join(notes)
+
+    return frames_figure(
+        list(ops), frame, slider_prefix="collective: ",
+        layout=dict(xaxis=dict(type="log", title="S [B] (nccl-tests convention)", exponentformat="SI"),
+                    yaxis=dict(type="log", title="busbw [GB/s]"), height=460, legend=dict(orientation="h", y=-0.25)),
+    )  # fmt: skip
+
+
+def ring_vs_library_figure(series: dict) -> go.Figure:
+    """busbw of the hand-written ring and of the library's all_reduce against size.
+    ``series`` maps a label to ``(sizes_bytes, ring_busbw, library_busbw)`` [B, B/s, B/s]."""
+    fig = go.Figure()
+    for (label, (sizes, ring, lib)), color in zip(series.items(), COLORS):
+        fig.add_trace(go.Scatter(x=sizes, y=np.asarray(lib) / 1e9, mode="lines+markers", name=f"{label}: all_reduce", line=dict(color=color)))
+        fig.add_trace(go.Scatter(x=sizes, y=np.asarray(ring) / 1e9, mode="lines+markers", name=f"{label}: hand-written ring", line=dict(color=color, dash="dash")))
+    fig.update_layout(template="plotly_white", height=420, legend=dict(orientation="h", y=-0.25),
+                      xaxis=dict(type="log", title="S [B]", exponentformat="SI"), yaxis=dict(type="log", title="busbw [GB/s]"))  # fmt: skip
+    return fig
+
+
+# --------------------------------------------------------------------------------------------
+# Exercise checks
+# --------------------------------------------------------------------------------------------
+def _verdict(ok: bool, message: str) -> bool:
+    print(("PASS: " if ok else "FAIL: ") + message)
+    return ok
+
+
+def check_ring_send_chunk(fn, max_ranks: int = 9) -> bool:
+    """Check a reader's ``fn(rank, step, n) -> chunk``: the chunk ``rank`` sends at ``step``
+    (0-based, ``0 <= step < 2(n-1)``) of a ring all-reduce, against the model's schedule."""
+    for n in range(2, max_ranks + 1):
+        for step, transfers in enumerate(cm.ring_allreduce_schedule(n)):
+            for t in transfers:
+                try:
+                    got = fn(t.src, step, n)
+                except Exception as exc:  # a reader's bug: report it, don't crash the notebook
+                    return _verdict(False, f"your function raised {exc!r} for rank={t.src}, step={step}, n={n}")
+                if got != t.chunk:
+                    return _verdict(False, f"n={n}, step={step} ({t.phase}), rank {t.src}: expected chunk {t.chunk}, got {got!r}")
+    return _verdict(True, f"every rank sends the right chunk at every step, for n = 2 to {max_ranks}")
+
+
+def check_best_bucket(answer_bytes, grad_bytes: float, backward_s: float, n: int, link_bytes_per_s: float, latency_s: float, candidates) -> bool:
+    """Is ``answer_bytes`` the bucket size among ``candidates`` with the least exposed
+    communication (ties to the larger bucket), for these inputs?"""
+    best = cm.best_bucket_bytes(grad_bytes, backward_s, n, link_bytes_per_s, latency_s, candidates)
+    try:
+        mine = cm.dp_step(grad_bytes, answer_bytes, backward_s, n, link_bytes_per_s, latency_s)
+    except ValueError as exc:
+        return _verdict(False, str(exc))
+    top = cm.dp_step(grad_bytes, best, backward_s, n, link_bytes_per_s, latency_s)
+    if answer_bytes == best:
+        return _verdict(True, f"{_size(best)} exposes {fmt_time(top.exposed_comm_s)}, the least of the candidates")
+    return _verdict(False, f"{_size(answer_bytes)} exposes {fmt_time(mine.exposed_comm_s)}; a candidate exposes only {fmt_time(top.exposed_comm_s)}")
