@@ -1,0 +1,487 @@
+"""Calculators for the serving chapter: KV cache and memory budget, latency, capacity planning.
+
+Each has a live form (``*_calculator``, ipywidgets) and a static form (``*_figure``, plotly frames
+precomputed by the same model) that works in the published page without a kernel. Plots of the
+chapter's measurements and the exercise checks live here too.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ..hardware import get_gpu, gpu_names
+from ..models import serving as sv
+from ..units import GiB, fmt_bytes, fmt_bytes_per_s, fmt_flop, fmt_time
+from ._core import frames_figure, live_form, table_html
+
+COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
+MEMORY_PARTS = (("weights", "#1f77b4"), ("activations", "#9467bd"), ("runtime reserve", "#7f7f7f"), ("KV cache", "#ff7f0e"), ("free", "#d9f0d3"))
+SERVING_GPUS = ("H200-SXM", "H100-SXM", "A100-SXM-80GB", "B200", "MI300X", "L4", "RTX-4090")
+DTYPES = tuple(sv.DTYPE_BYTES)
+CUSTOM = "custom"
+
+
+def _fmt_int(n: float) -> str:
+    return f"{n:,.0f}"
+
+
+def _fmt_money(x: float) -> str:
+    return "n/a" if x is None or not math.isfinite(x) else f"${x:,.3g}"
+
+
+def resolve_model(model: str, layers=32, hidden_size=4096, heads=32, kv_heads=8, head_dim=128, intermediate_size=14336, vocab_size=32000):
+    """A preset by name, or (``model == "custom"``) a dense model built from the other fields."""
+    if model == CUSTOM:
+        return sv.custom_model(layers, hidden_size, heads, kv_heads, head_dim, intermediate_size, vocab_size)
+    return sv.get_model(model)
+
+
+def _custom_controls(w):
+    return {
+        "layers": w.BoundedIntText(value=32, min=1, max=512, description="layers"),
+        "hidden_size": w.BoundedIntText(value=4096, min=64, max=65536, step=64, description="hidden"),
+        "heads": w.BoundedIntText(value=32, min=1, max=512, description="heads"),
+        "kv_heads": w.BoundedIntText(value=8, min=1, max=512, description="KV heads"),
+        "head_dim": w.BoundedIntText(value=128, min=8, max=1024, description="head dim"),
+        "intermediate_size": w.BoundedIntText(value=14336, min=64, max=262144, description="FFN"),
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# 1. KV cache and memory budget
+# --------------------------------------------------------------------------------------------
+def memory_summary(b: sv.MemoryBudget, context_tokens: int) -> str:
+    verdict = "fits" if b.fits else f"does NOT fit ({fmt_bytes(-b.free_bytes)} short)"
+    return (
+        f"{b.model} on {b.tp} x {b.gpu}, batch {b.batch} x {context_tokens} tokens: KV cache {fmt_bytes(b.kv_bytes)}, "
+        f"{verdict}; at most {b.max_concurrent_seqs} sequences of that length"
+    )
+
+
+def _memory_traces(b: sv.MemoryBudget) -> list:
+    values = (b.weight_bytes, b.activation_bytes, b.overhead_bytes, b.kv_bytes, max(b.free_bytes, 0.0))
+    return [
+        go.Bar(
+            x=[v / GiB], y=["per GPU"], orientation="h", name=name, marker_color=color,
+            hovertemplate=f"{name}: %{{x:.3g}} GiB<extra></extra>",
+        )
+        for (name, color), v in zip(MEMORY_PARTS, values)
+    ]
+
+
+def _memory_layout(b: sv.MemoryBudget, max_gib: float) -> dict:
+    cap = b.hbm_bytes / GiB
+    return dict(
+        barmode="stack", height=300, xaxis=dict(title="memory [GiB]", range=[0, max(max_gib, cap) * 1.05]),
+        yaxis=dict(showticklabels=False), legend=dict(orientation="h", y=-0.45),
+        shapes=[dict(type="line", x0=cap, x1=cap, y0=-0.5, y1=0.5, line=dict(color="black", width=3, dash="dash"))],
+        annotations=[dict(x=cap, y=0.55, text=f"HBM {cap:.0f} GiB", showarrow=False)],
+    )
+
+
+def memory_figure(model: str = "Llama-3-8B", gpu: str = "H200-SXM", context_tokens: int = 8192, batches=None,
+                  weight_dtype: str = "bf16", kv_dtype: str = "bf16", tp: int = 1) -> go.Figure:
+    """Static memory budget: the slider sets how many sequences of ``context_tokens`` are served."""
+    batches = list(batches if batches is not None else (1, 8, 16, 32, 48, 64, 80, 96, 112, 128, 160, 192, 256))
+    budgets = [sv.memory_budget(model, gpu, context_tokens, b, weight_dtype, kv_dtype, tp) for b in budgets_guard(batches)]
+    max_gib = max(x.used_bytes for x in budgets) / GiB
+    by_batch = dict(zip(batches, budgets))
+    default = 64 if 64 in batches else batches[0]
+    return frames_figure(
+        batches,
+        lambda b: (_memory_traces(by_batch[b]), memory_summary(by_batch[b], context_tokens)),
+        slider_prefix="sequences in the batch: ",
+        layout=_memory_layout(budgets[0], max_gib),
+        active=batches.index(default),
+    )
+
+
+def budgets_guard(batches):
+    """Validate slider values (non-negative integers), so a bad list fails with a sentence."""
+    out = []
+    for b in batches:
+        if isinstance(b, bool) or not float(b).is_integer() or b < 0:
+            raise ValueError(f"batches must hold integers >= 0, got {b!r}")
+        out.append(int(b))
+    return out
+
+
+def kv_per_sequence_figure(models=("Llama-3-8B", "Mistral-7B", "Llama-3-70B", "DeepSeek-V3"), kv_dtype: str = "bf16", contexts=None) -> go.Figure:
+    """Static KV cache of ONE sequence per model: the slider sets the context length. Mistral's
+    sliding window caps its cache; DeepSeek-V3's latent cache is small for its size."""
+    contexts = list(contexts if contexts is not None else (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072))
+    ms = [sv.get_model(m) for m in models]
+    bpe = sv.bytes_per_elem(kv_dtype)
+    top = max(m.kv_bytes_per_sequence(max(contexts), bpe) for m in ms) / GiB
+
+    def frame(c):
+        sizes = [m.kv_bytes_per_sequence(c, bpe) for m in ms]
+        bar = go.Bar(
+            x=[m.name for m in ms], y=[s / GiB for s in sizes], marker_color=list(COLORS[: len(ms)]),
+            text=[fmt_bytes(s) for s in sizes], textposition="outside", hovertemplate="%{x}: %{text}<extra></extra>",
+        )
+        title = f"{c:,} tokens in {kv_dtype}: " + ", ".join(f"{m.name} {fmt_bytes(s)}" for m, s in zip(ms, sizes))
+        return [bar], title
+
+    return frames_figure(
+        contexts, frame, slider_prefix="context [tokens]: ", value_label=lambda c: f"{c // 1024}k",
+        layout=dict(height=420, yaxis=dict(title="KV cache of one sequence [GiB]", range=[0, top * 1.2]), showlegend=False),
+        active=contexts.index(32768) if 32768 in contexts else 0,
+    )
+
+
+def memory_calculator():
+    """Live memory budget: a preset or custom model, dtypes, context, batch, GPU and tensor
+    parallelism -> bytes, fits or not, the most sequences that fit."""
+    import ipywidgets as w
+
+    controls = {
+        "model": w.Dropdown(options=list(sv.PRESETS) + [CUSTOM], value="Llama-3-8B", description="model"),
+        "gpu": w.Dropdown(options=[g for g in gpu_names()], value="H200-SXM", description="GPU"),
+        "tp": w.Dropdown(options=[1, 2, 4, 8], value=1, description="GPUs (TP)"),
+        "weight_dtype": w.Dropdown(options=DTYPES, value="bf16", description="weights"),
+        "kv_dtype": w.Dropdown(options=DTYPES, value="bf16", description="KV cache"),
+        "context_tokens": w.BoundedIntText(value=8192, min=1, max=2_000_000, description="context"),
+        "batch": w.BoundedIntText(value=64, min=0, max=100_000, description="batch"),
+        **_custom_controls(w),
+    }
+
+    def compute(model, gpu, tp, weight_dtype, kv_dtype, context_tokens, batch, **custom):
+        m = resolve_model(model, **custom)
+        return m, context_tokens, kv_dtype, sv.memory_budget(m, gpu, context_tokens, batch, weight_dtype, kv_dtype, tp)
+
+    def show(result):
+        m, ctx, kv_dtype, b = result
+        rows = [
+            ("KV cache per token", fmt_bytes(m.kv_bytes_per_token(sv.bytes_per_elem(kv_dtype)))),
+            ("KV cache per sequence (per GPU)", fmt_bytes(b.kv_bytes_per_seq)),
+            ("weights (per GPU)", fmt_bytes(b.weight_bytes)),
+            ("activations, runtime reserve", f"{fmt_bytes(b.activation_bytes)}, {fmt_bytes(b.overhead_bytes)}"),
+            ("KV cache of the batch", fmt_bytes(b.kv_bytes)),
+            ("GPU memory", fmt_bytes(b.hbm_bytes)),
+            ("fits?", "yes" if b.fits else f"no: {fmt_bytes(-b.free_bytes)} short"),
+            ("max concurrent sequences", _fmt_int(b.max_concurrent_seqs)),
+        ]
+        fig = go.Figure(_memory_traces(b))
+        fig.update_layout(template="plotly_white", title_text=memory_summary(b, ctx), **_memory_layout(b, b.used_bytes / GiB))
+        return table_html(rows), fig
+
+    return live_form(compute, controls, show, title="KV cache and memory budget")
+
+
+# --------------------------------------------------------------------------------------------
+# 2. Latency: TTFT, TPOT, tokens/s, and decode on the roofline
+# --------------------------------------------------------------------------------------------
+LATENCY_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+
+
+def latency_summary(r: sv.Latency) -> str:
+    s = r.step
+    ridge = "never turns compute-bound" if math.isinf(s.ridge_batch) else f"compute-bound from batch {s.ridge_batch:.0f}"
+    return (
+        f"batch {r.batch:g}: TTFT {fmt_time(r.ttft_s)}, TPOT {fmt_time(r.tpot_s)}, {_fmt_int(r.tokens_per_s)} tokens/s; "
+        f"{s.bound}-bound ({ridge})"
+    )
+
+
+def _latency_curves(model, gpu, prompt_tokens, output_tokens, weight_dtype, kv_dtype, tp, grid) -> list:
+    ctx = prompt_tokens + output_tokens // 2
+    steps = [sv.decode_step(model, gpu, b, ctx, weight_dtype, kv_dtype, tp) for b in grid]
+    ms = lambda xs: [x * 1e3 for x in xs]  # noqa: E731
+    return [
+        go.Scatter(x=list(grid), y=ms([s.memory_s for s in steps]), mode="lines", name="memory time (weights + KV)", line=dict(color=COLORS[0], dash="dot")),
+        go.Scatter(x=list(grid), y=ms([s.compute_s for s in steps]), mode="lines", name="compute time", line=dict(color=COLORS[3], dash="dot")),
+        go.Scatter(x=list(grid), y=ms([s.time_s for s in steps]), mode="lines", name="decode step (TPOT)", line=dict(color="black")),
+    ]
+
+
+def _latency_marker(r: sv.Latency) -> go.Scatter:
+    return go.Scatter(x=[r.batch], y=[r.tpot_s * 1e3], mode="markers", marker=dict(size=13, color=COLORS[1], line=dict(color="black", width=1)),
+                      name="this batch", hovertemplate="batch %{x}: %{y:.3g} ms per step<extra></extra>")
+
+
+def _latency_layout() -> dict:
+    return dict(height=440, xaxis=dict(type="log", title="batch [sequences]"), yaxis=dict(type="log", title="time per decode step [ms]"),
+                legend=dict(orientation="h", y=-0.25))
+
+
+def latency_figure(model: str = "Llama-3-8B", gpu: str = "H200-SXM", prompt_tokens: int = 1024, output_tokens: int = 256,
+                   batches=LATENCY_BATCHES, weight_dtype: str = "bf16", kv_dtype: str = "bf16", tp: int = 1) -> go.Figure:
+    """Static latency model: decode step time against batch (memory and compute bounds); the
+    slider moves along the batch and the title gives TTFT, TPOT and tokens/s."""
+    batches = budgets_guard(batches)
+    grid = np.unique(np.round(np.logspace(0, math.log10(max(batches)), 60))).astype(int).tolist()
+    curves = _latency_curves(model, gpu, prompt_tokens, output_tokens, weight_dtype, kv_dtype, tp, grid)
+    res = {b: sv.latency(model, gpu, b, prompt_tokens, output_tokens, weight_dtype, kv_dtype, tp) for b in batches}
+    return frames_figure(
+        batches, lambda b: (curves + [_latency_marker(res[b])], latency_summary(res[b])),
+        slider_prefix="batch: ", layout=_latency_layout(), active=batches.index(32) if 32 in batches else 0,
+    )
+
+
+def latency_calculator():
+    """Live latency model: model, GPU, batch, prompt and output lengths -> TTFT, TPOT, tokens/s
+    and where decode sits on the roofline."""
+    import ipywidgets as w
+
+    controls = {
+        "model": w.Dropdown(options=list(sv.PRESETS) + [CUSTOM], value="Llama-3-8B", description="model"),
+        "gpu": w.Dropdown(options=list(SERVING_GPUS), value="H200-SXM", description="GPU"),
+        "tp": w.Dropdown(options=[1, 2, 4, 8], value=1, description="GPUs (TP)"),
+        "batch": w.BoundedIntText(value=32, min=1, max=100_000, description="batch"),
+        "prompt_tokens": w.BoundedIntText(value=1024, min=1, max=1_000_000, description="prompt"),
+        "output_tokens": w.BoundedIntText(value=256, min=1, max=1_000_000, description="output"),
+        "weight_dtype": w.Dropdown(options=DTYPES, value="bf16", description="weights"),
+        "kv_dtype": w.Dropdown(options=DTYPES, value="bf16", description="KV cache"),
+        **_custom_controls(w),
+    }
+
+    def compute(model, gpu, tp, batch, prompt_tokens, output_tokens, weight_dtype, kv_dtype, **custom):
+        m = resolve_model(model, **custom)
+        r = sv.latency(m, gpu, batch, prompt_tokens, output_tokens, weight_dtype, kv_dtype, tp)
+        return m, gpu, tp, weight_dtype, kv_dtype, r
+
+    def show(result):
+        m, gpu, tp, wd, kd, r = result
+        s = r.step
+        rows = [
+            ("TTFT (prefill, no queue)", fmt_time(r.ttft_s)),
+            ("TPOT (one decode step)", fmt_time(r.tpot_s)),
+            ("end-to-end latency", fmt_time(r.e2e_s)),
+            ("output tokens/s (batch)", _fmt_int(r.tokens_per_s)),
+            ("tokens/s per sequence", f"{1 / r.tpot_s:,.1f}"),
+            ("step reads", f"{fmt_bytes(s.weight_bytes)} weights + {fmt_bytes(s.kv_bytes)} KV"),
+            ("step computes", fmt_flop(s.flop)),
+            ("bound", f"{s.bound} ({s.intensity:.3g} FLOP/B)"),
+            ("turns compute-bound at batch", "never (KV cache grows as fast)" if math.isinf(s.ridge_batch) else f"{s.ridge_batch:.0f}"),
+        ]
+        grid = np.unique(np.round(np.logspace(0, 3, 40))).astype(int).tolist()
+        fig = go.Figure(_latency_curves(m, gpu, r.prompt_tokens, r.output_tokens, wd, kd, tp, grid) + [_latency_marker(r)])
+        fig.update_layout(template="plotly_white", title_text=latency_summary(r), **_latency_layout())
+        return table_html(rows), fig
+
+    return live_form(compute, controls, show, title="Latency model")
+
+
+# --------------------------------------------------------------------------------------------
+# 3. Capacity planner
+# --------------------------------------------------------------------------------------------
+TPOT_TARGETS_MS = (10, 12, 15, 20, 25, 30, 40, 50, 60, 80, 100, 150, 200)
+
+
+def capacity_summary(p: sv.CapacityPlan, rate: float, target_s: float) -> str:
+    if not p.feasible:
+        return f"{rate:g} requests/s at TPOT <= {target_s * 1e3:g} ms: infeasible ({p.reason})"
+    return (
+        f"{rate:g} requests/s at TPOT <= {target_s * 1e3:g} ms: {p.gpus} GPU(s), batch {p.batch:.1f} per replica, "
+        f"{_fmt_money(p.cost_per_million_output_tokens)} per million output tokens"
+    )
+
+
+def _capacity_frame(model, gpu, rate, prompt_tokens, output_tokens, price, tp, target_s, targets_ms):
+    plans = [sv.plan_capacity(model, gpu, rate, prompt_tokens, output_tokens, t / 1e3, price, tp) for t in targets_ms]
+    cost = [p.cost_per_million_output_tokens if p.feasible else None for p in plans]
+    gpus = [p.gpus if p.feasible else None for p in plans]
+    here = sv.plan_capacity(model, gpu, rate, prompt_tokens, output_tokens, target_s, price, tp)
+    traces = [
+        go.Scatter(x=list(targets_ms), y=cost, mode="lines+markers", name="cost per million output tokens", customdata=gpus,
+                   hovertemplate="TPOT <= %{x} ms: $%{y:.3g} per M tokens, %{customdata} GPUs<extra></extra>", line=dict(color=COLORS[0])),
+        go.Scatter(x=[target_s * 1e3], y=[here.cost_per_million_output_tokens if here.feasible else None], mode="markers",
+                   marker=dict(size=13, color=COLORS[1], line=dict(color="black", width=1)), name="this target"),
+    ]
+    return traces, capacity_summary(here, rate, target_s)
+
+
+def capacity_figure(model: str = "Llama-3-8B", gpu: str = "H200-SXM", prompt_tokens: int = 1024, output_tokens: int = 256,
+                    gpu_hour_price: float = 3.0, tpot_target_s: float = 0.05, tp: int = 1, rates=(1, 2, 5, 10, 20, 50, 100, 200, 500)) -> go.Figure:
+    """Static capacity planner: the slider sets the request rate; the curve is the cost per
+    million output tokens against the TPOT target; the title gives GPUs and the achieved batch."""
+    rates = [float(r) for r in rates]
+    for r in rates:
+        if not r > 0:
+            raise ValueError(f"rates must be > 0, got {r!r}")
+    return frames_figure(
+        rates, lambda r: _capacity_frame(model, gpu, r, prompt_tokens, output_tokens, gpu_hour_price, tp, tpot_target_s, TPOT_TARGETS_MS),
+        slider_prefix="requests/s: ", value_label=lambda r: f"{r:g}",
+        layout=dict(height=440, xaxis=dict(type="log", title="TPOT target [ms]"), yaxis=dict(type="log", title="$ per million output tokens"),
+                    legend=dict(orientation="h", y=-0.25)),
+        active=rates.index(20.0) if 20.0 in rates else 0,
+    )
+
+
+def capacity_calculator():
+    """Live capacity planner: request rate, prompt and output lengths, TPOT target, GPU and its
+    hourly price -> GPUs needed, achieved batch, cost per million tokens."""
+    import ipywidgets as w
+
+    controls = {
+        "model": w.Dropdown(options=list(sv.PRESETS), value="Llama-3-8B", description="model"),
+        "gpu": w.Dropdown(options=list(SERVING_GPUS), value="H200-SXM", description="GPU"),
+        "tp": w.Dropdown(options=[1, 2, 4, 8], value=1, description="TP per replica"),
+        "arrival_rate_per_s": w.BoundedFloatText(value=20.0, min=0.001, max=1e6, description="requests/s"),
+        "prompt_tokens": w.BoundedIntText(value=1024, min=1, max=1_000_000, description="prompt"),
+        "output_tokens": w.BoundedIntText(value=256, min=1, max=1_000_000, description="output"),
+        "tpot_target_ms": w.BoundedFloatText(value=50.0, min=0.1, max=10_000, description="TPOT <= [ms]"),
+        "gpu_hour_price": w.BoundedFloatText(value=3.0, min=0.0, max=1000, description="$/GPU-hour"),
+        "weight_dtype": w.Dropdown(options=DTYPES, value="bf16", description="weights"),
+        "kv_dtype": w.Dropdown(options=DTYPES, value="bf16", description="KV cache"),
+    }
+
+    def compute(model, gpu, tp, arrival_rate_per_s, prompt_tokens, output_tokens, tpot_target_ms, gpu_hour_price, weight_dtype, kv_dtype):
+        target = float(tpot_target_ms) / 1e3
+        plan = sv.plan_capacity(model, gpu, arrival_rate_per_s, prompt_tokens, output_tokens, target, gpu_hour_price, tp, weight_dtype, kv_dtype)
+        return plan, arrival_rate_per_s, target
+
+    def show(result):
+        p, rate, target = result
+        if not p.feasible:
+            return f"<p><b>Infeasible:</b> {p.reason}</p>"
+        rows = [
+            ("GPUs", f"{p.gpus} ({p.replicas} replica(s) of {p.gpus // p.replicas})"),
+            ("batch per replica (Little's law)", f"{p.batch:.1f}"),
+            ("largest batch: memory / latency target", f"{p.max_batch_memory} / {p.max_batch_latency:.1f}"),
+            ("TPOT achieved", fmt_time(p.tpot_s)),
+            ("TTFT (prefill)", fmt_time(p.ttft_s)),
+            ("end-to-end latency", fmt_time(p.e2e_s)),
+            ("utilization of the replicas", f"{p.utilization:.0%}"),
+            ("output tokens/s", _fmt_int(p.output_tokens_per_s)),
+            ("$ per million output tokens", _fmt_money(p.cost_per_million_output_tokens)),
+            ("$ per million tokens (in + out)", _fmt_money(p.cost_per_million_tokens)),
+        ]
+        return table_html(rows), f"<p>{capacity_summary(p, rate, target)}</p>"
+
+    return live_form(compute, controls, show, title="Capacity planner")
+
+
+# --------------------------------------------------------------------------------------------
+# Tables and plots of the chapter (data in, figures out)
+# --------------------------------------------------------------------------------------------
+def presets_table() -> str:
+    """The presets with their KV cache per token in bf16 (HTML)."""
+    head = ["model", "layers", "hidden", "heads / KV heads", "head dim", "attention", "parameters (active)", "KV per token (bf16)", "weights read per token at batch 1 (bf16)"]
+    rows = []
+    for m in sv.PRESETS.values():
+        att = m.attention.upper() + (f", window {m.sliding_window}" if m.sliding_window else "")
+        if m.attention == "mla":
+            att += f" (rank {m.kv_lora_rank} + RoPE {m.rope_head_dim})"
+        params = f"{m.params / 1e9:.3g}B" + (f" ({m.active_params / 1e9:.3g}B)" if m.active_params != m.params else "")
+        rows.append([m.name, m.layers, m.hidden_size, f"{m.heads} / {m.kv_heads}", m.head_dim, att, params,
+                     fmt_bytes(m.kv_bytes_per_token(2)), f"{sv.weight_bytes(m.step_params(1), 2) / 1e9:.3g} GB"])
+    th = "".join(f"<th>{h}</th>" for h in head)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
+    return f'<table class="calc-result"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def sweep_plot(x, series: dict, *, x_title: str, y_title: str = "time [ms]", log_x: bool = True, log_y: bool = True, scale: float = 1e3) -> go.Figure:
+    """Lines of ``series`` (label -> y values, or (x, y) pairs) against ``x``; measured series are
+    drawn with markers, model series (labels starting with "model") dashed."""
+    fig = go.Figure()
+    for (label, ys), color in zip(series.items(), COLORS):
+        xs, ys = (ys if isinstance(ys, tuple) else (x, ys))
+        model_line = label.lower().startswith("model")
+        fig.add_trace(go.Scatter(
+            x=list(xs), y=[None if v is None else v * scale for v in ys], name=label, line=dict(color=color, dash="dash" if model_line else "solid"),
+            mode="lines" if model_line else "lines+markers",
+        ))
+    fig.update_layout(template="plotly_white", height=420, legend=dict(orientation="h", y=-0.25),
+                      xaxis=dict(type="log" if log_x else "linear", title=x_title), yaxis=dict(type="log" if log_y else "linear", title=y_title))
+    return fig
+
+
+def ratio_plot(x, series: dict, *, x_title: str) -> go.Figure:
+    """Measured/predicted ratios against ``x``, with the +-25% band shaded."""
+    fig = go.Figure()
+    for (label, ys), color in zip(series.items(), COLORS):
+        fig.add_trace(go.Scatter(x=list(x), y=list(ys), name=label, mode="lines+markers", line=dict(color=color)))
+    fig.add_hrect(y0=0.75, y1=1.25, fillcolor="green", opacity=0.08, line_width=0)
+    fig.add_hline(y=1.0, line_dash="dot")
+    fig.update_layout(template="plotly_white", height=360, legend=dict(orientation="h", y=-0.3),
+                      xaxis=dict(type="log", title=x_title), yaxis=dict(title="measured / model", rangemode="tozero"))
+    return fig
+
+
+def kv_memory_table(kv: dict) -> str:
+    """Allocator against formula for each KV layout of a ``measure_kv_memory`` record (HTML)."""
+    head = ["layout", "formula", "allocator", "measured / formula"]
+    rows = [[v["name"], fmt_bytes(v["formula_bytes"]), fmt_bytes(v["measured_bytes"]), f"{v['measured_bytes'] / v['formula_bytes']:.4f}"] for v in kv["variants"]]
+    th = "".join(f"<th>{h}</th>" for h in head)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
+    return f'<table class="calc-result"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def ceilings_line(c: dict) -> str:
+    """One line for a ``measure_ceilings`` record."""
+    return f"{c['device']}: copy {fmt_bytes_per_s(c['copy_bytes_per_s'])}, {c['dtype']} GEMM {c['gemm_flop_per_s'] / 1e12:.3g} TFLOP/s"
+
+
+# --------------------------------------------------------------------------------------------
+# Exercise checks
+# --------------------------------------------------------------------------------------------
+def _verdict(ok: bool, message: str) -> bool:
+    print(("PASS: " if ok else "FAIL: ") + message)
+    return ok
+
+
+def _close(got, want: float, rel: float) -> bool:
+    try:
+        g = float(got)
+    except (TypeError, ValueError):
+        return False
+    return math.isfinite(g) and abs(g - want) <= rel * abs(want)
+
+
+def check_kv_cache_gib(answer) -> bool:
+    """Exercise: the KV cache of ONE Llama-3-70B sequence of 32768 tokens with an fp8 cache, in GiB."""
+    want = sv.LLAMA_3_70B.kv_bytes_per_sequence(32768, sv.bytes_per_elem("fp8")) / GiB
+    if _close(answer, want, 0.01):
+        return _verdict(True, f"{want:g} GiB: 2 x 80 layers x 8 KV heads x 128 x 1 B = 160 KiB per token, x 32768 tokens")
+    if _close(answer, 2 * want, 0.01):
+        return _verdict(False, "that is the bf16 cache: fp8 stores 1 byte per element")
+    if _close(answer, want / 2, 0.01):
+        return _verdict(False, "count both keys and values")
+    if _close(answer, want * 8, 0.01):
+        return _verdict(False, "Llama-3-70B has 8 KV heads, not 64: grouped-query attention")
+    return _verdict(False, f"{answer!r} GiB is off; count 2 (K and V) x layers x KV heads x head_dim x bytes per token")
+
+
+def check_ridge_batch(answer) -> bool:
+    """Exercise: the batch at which Llama-3-8B decode in bf16 on an H100 turns compute-bound,
+    ignoring the KV cache (a context of 0 tokens)."""
+    s = sv.decode_step("Llama-3-8B", "H100-SXM", 1, 0)
+    want = s.ridge_batch
+    if _close(answer, want, 0.03):
+        return _verdict(True, f"about {want:.0f}: peak / bandwidth = {get_gpu('H100-SXM').peak('bf16') / get_gpu('H100-SXM').hbm_bytes_per_s:.0f} FLOP/B, and bf16 weights bring 2 FLOP per 2 bytes")
+    if _close(answer, want * 2, 0.05):
+        return _verdict(False, "each weight is 2 bytes and does 2 FLOP per sequence: the ratio is 1 FLOP per byte per sequence")
+    return _verdict(False, f"{answer!r} is off; solve weight_bytes / bandwidth = batch x 2 x params / peak")
+
+
+def check_kv_formula(fn, trials: int = 200, seed: int = 0) -> bool:
+    """Check a reader's ``fn(layers, kv_heads, head_dim, context_tokens, batch, bytes_per_elem) ->
+    bytes`` against the model on random configurations."""
+    rng = np.random.default_rng(seed)
+    for _ in range(trials):
+        args = (int(rng.integers(1, 128)), int(rng.integers(1, 64)), int(rng.choice([64, 96, 128, 256])),
+                int(rng.integers(1, 200_000)), int(rng.integers(1, 256)), float(rng.choice([0.5, 1, 2, 4])))
+        want = sv.kv_cache_bytes(sv.kv_cache_bytes_per_token(*args[:3], args[5]), args[3], args[4])
+        try:
+            got = fn(*args)
+        except Exception as exc:  # a reader's bug: report it, don't crash the notebook
+            return _verdict(False, f"your function raised {exc!r} for {args}")
+        if not _close(got, want, 1e-9):
+            return _verdict(False, f"for (layers, kv_heads, head_dim, context, batch, bytes) = {args}: expected {want:.6g} B, got {got!r}")
+    return _verdict(True, f"{trials} random configurations match 2 x layers x kv_heads x head_dim x context x batch x bytes")
+
+
+def check_gpus_needed(answer, rate: float = 50.0, tpot_target_s: float = 0.03) -> bool:
+    """Exercise: GPUs to serve ``rate`` requests/s of 1024 prompt + 256 output tokens of Llama-3-8B
+    on H200s at a TPOT target, with the capacity planner's model."""
+    p = sv.plan_capacity("Llama-3-8B", "H200-SXM", rate, 1024, 256, tpot_target_s, 3.0)
+    if not isinstance(answer, (int, np.integer)) or isinstance(answer, bool):
+        return _verdict(False, f"give a whole number of GPUs, got {answer!r}")
+    if answer == p.gpus:
+        return _verdict(True, f"{p.gpus} GPU(s), each running about {p.batch:.0f} sequences")
+    return _verdict(False, f"{answer} GPU(s) is {'too many' if answer > p.gpus else 'too few'}; use plan_capacity or the planner")
