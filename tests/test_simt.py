@@ -1,0 +1,554 @@
+"""Tests of the SIMT chapter: occupancy against NVIDIA's calculator and the H200 runtime,
+divergence, Little's law, Amdahl, the calculators and the experiments (scaled down on a CPU)."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from widgets.models import simt as m
+
+ARCHS = list(m.ARCHS)
+
+
+# --------------------------------------------------------------------------------------------
+# Architecture constants against published figures
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "arch, warps, blocks, smem_kib, optin_kib",
+    [
+        # CUDA C++ Programming Guide, "Technical Specifications per Compute Capability" (max resident
+        # warps and blocks per SM, shared memory per SM and per block); blocks per SM also in
+        # cuda_occupancy.h, cudaOccMaxBlocksPerMultiprocessor.
+        ("sm_80", 64, 32, 164, 163),
+        ("sm_86", 48, 16, 100, 99),
+        ("sm_89", 48, 24, 100, 99),
+        ("sm_90", 64, 32, 228, 227),
+    ],
+)
+def test_arch_limits_published(arch, warps, blocks, smem_kib, optin_kib):
+    lim = m.arch_limits(arch)
+    assert (lim.max_warps_per_sm, lim.max_blocks_per_sm) == (warps, blocks)
+    assert lim.smem_per_sm_bytes == smem_kib * 1024 and lim.smem_per_block_optin_bytes == optin_kib * 1024
+    # Programming Guide: 64K registers per SM and per block, 255 per thread, 1024 threads per block.
+    assert (lim.regs_per_sm, lim.regs_per_block, lim.max_regs_per_thread, lim.max_threads_per_block) == (65536, 65536, 255, 1024)
+    # cuda_occupancy.h: 256-register allocation unit, 4 sub-partitions, 128-B shared-memory unit;
+    # cudaDevAttrReservedSharedMemoryPerBlock: 1 KiB on compute capability 8.0+.
+    assert (lim.reg_alloc_unit, lim.sub_partitions, lim.smem_alloc_unit_bytes, lim.smem_reserved_per_block_bytes) == (256, 4, 128, 1024)
+    assert lim.smem_carveouts_bytes[-1] == lim.smem_per_sm_bytes
+    assert all(lim.sources[k] for k in ("max_warps_per_sm", "smem_per_sm_bytes", "reg_alloc_unit"))
+
+
+# --------------------------------------------------------------------------------------------
+# Occupancy: published examples and hand-derived cases
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_best_practices_guide_37_registers(arch):
+    """CUDA C++ Best Practices Guide, "Calculating Occupancy": with 37 registers per thread,
+    128-thread blocks give 12 resident blocks and 75 % occupancy, 320-thread blocks only 4 blocks
+    and 63 %. (The guide's device is compute capability 7.0; 8.0 and 9.0 have the same 64K
+    registers, 64 warp slots, 256-register unit and four sub-partitions, so the same answer.)"""
+    small, large = m.occupancy(128, 37, 0, arch), m.occupancy(320, 37, 0, arch)
+    assert (small.blocks_per_sm, small.occupancy) == (12, 0.75)
+    assert (large.blocks_per_sm, large.occupancy) == (4, 0.625)  # the guide rounds 62.5 % to 63 %
+    assert small.limiter == large.limiter == "registers"
+    # The guide: "register allocations are rounded up to the nearest 256 registers per warp".
+    assert small.regs_per_warp_allocated == 1280  # 37 x 32 = 1184 -> 1280
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_programming_guide_64_vs_65_registers(arch):
+    """CUDA C++ Programming Guide, "Hardware Multithreading": 512-thread blocks with 64 registers
+    per thread fit twice (32 warps); with 65 registers only once (16 warps)."""
+    assert (m.occupancy(512, 64, 0, arch).blocks_per_sm, m.occupancy(512, 64, 0, arch).warps_per_sm) == (2, 32)
+    assert m.occupancy(512, 65, 0, arch).blocks_per_sm == 1
+    assert m.occupancy(512, 65, 0, arch).warps_per_sm == 16
+
+
+def test_best_practices_32_registers_for_full_occupancy():
+    """Best Practices Guide: with 65,536 registers and 2048 resident threads, 100 % occupancy
+    allows at most 32 registers per thread."""
+    assert m.max_regs_per_thread_for(256, 8, "sm_90") == 32
+    assert m.max_regs_per_thread_for(1024, 2, "sm_80") == 32
+    assert m.occupancy(256, 32).occupancy == 1.0 and m.occupancy(256, 33).occupancy < 1.0
+
+
+def test_hand_derived_cases():
+    # 32-thread blocks: 32 block slots x 1 warp = 32 of 64 warps (blocks limit).
+    o = m.occupancy(32, 16, 0, "sm_90")
+    assert (o.blocks_per_sm, o.occupancy, o.limiter) == (32, 0.5, "blocks")
+    # sm_86: 48 warp slots, 16 blocks: 64-thread blocks reach 32 warps.
+    assert m.occupancy(64, 16, 0, "sm_86").warps_per_sm == 32
+    # Shared memory: 48 KiB + 1 KiB reserved = 49 KiB per block; 228 KiB / 49 KiB = 4 blocks.
+    o = m.occupancy(128, 32, 48 * 1024, "sm_90")
+    assert (o.blocks_per_sm, o.limiter, o.smem_per_block_allocated_bytes) == (4, "shared_memory", 49 * 1024)
+    # 1 byte rounds up to 128 B on top of the reservation: 1152 B per block.
+    assert m.occupancy(128, 32, 1).smem_per_block_allocated_bytes == 1152
+    # The whole opt-in 227 KiB fits exactly once; one more byte cannot launch.
+    assert m.occupancy(128, 32, 227 * 1024).blocks_per_sm == 1
+    o = m.occupancy(128, 32, 227 * 1024 + 1)
+    assert (o.blocks_per_sm, o.limiter) == (0, "shared_memory")
+    # 255 registers: 8192 per warp, 2 warps per sub-partition, 8 warps per SM.
+    assert m.occupancy(256, 255).blocks_per_sm == 1 and m.occupancy(288, 255).blocks_per_sm == 0
+    # Too many threads or registers per thread: cannot launch (0 blocks), not an error.
+    assert (m.occupancy(1025, 32).blocks_per_sm, m.occupancy(1025, 32).limiter) == (0, "warps")
+    assert (m.occupancy(32, 256).blocks_per_sm, m.occupancy(32, 256).limiter) == (0, "registers")
+    # Ties: full occupancy with 32 registers is limited by warps AND registers.
+    assert m.occupancy(256, 32).limiters == ("warps", "registers")
+
+
+def test_carveout():
+    # Half the carve-out of an H100 SM: 114 KiB -> configured as 132 KiB; 33 KiB blocks (32 + 1).
+    assert m.occupancy(128, 32, 32 * 1024, smem_carveout_percent=50).blocks_per_sm == 4
+    assert m.occupancy(128, 32, 32 * 1024, smem_carveout_percent=100).blocks_per_sm == 6
+    # No shared memory preferred: the SM still configures enough for one block's need.
+    assert m.occupancy(128, 32, 0, smem_carveout_percent=0).blocks_per_sm == 8
+
+
+def test_smem_per_block_for_inverts_the_limit():
+    for arch in ARCHS:
+        lim = m.arch_limits(arch)
+        for b in range(1, lim.max_blocks_per_sm + 1):
+            s = m.smem_per_block_for(b, arch)
+            assert m.occupancy(32, 16, s, arch).blocks_limit_shared_memory >= b
+            assert m.occupancy(32, 16, s + 128, arch).blocks_limit_shared_memory < b or s == lim.smem_per_block_optin_bytes
+
+
+# --------------------------------------------------------------------------------------------
+# Occupancy against NVIDIA's own calculator (cuda_occupancy.h, compiled here)
+# --------------------------------------------------------------------------------------------
+def _header():
+    from widgets.experiments import simt_cuda
+
+    if not simt_cuda.header_available():
+        pytest.skip("cuda_occupancy.h (CUDA or Triton's NVIDIA backend) or a C compiler is not on this machine")
+    return simt_cuda
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("carveout", [100, 50, 0])
+def test_model_equals_cuda_occupancy_header(arch, carveout):
+    """cudaOccMaxActiveBlocksPerMultiprocessor (cuda_occupancy.h, CUDA 13.0) and the model agree on
+    blocks per SM, every per-resource limit and the set of limiting factors."""
+    sc = _header()
+    rng = random.Random(f"{arch}{carveout}")
+    configs = [(t, r, s) for t in (32, 64, 96, 128, 192, 256, 320, 384, 512, 640, 768, 1024, 1056) for r in (1, 16, 24, 32, 33, 37, 40, 48, 64, 65, 96, 128, 168, 255)
+               for s in (0, 1, 12345, 48 * 1024, 99 * 1024, 100 * 1024, 163 * 1024, 227 * 1024, 227 * 1024 + 1)]
+    configs += [(rng.randint(1, 1100), rng.randint(1, 255), rng.choice([0, rng.randint(0, 240_000)])) for _ in range(3000)]
+    for (t, r, s), h in zip(configs, sc.header_occupancy(configs, arch, carveout_percent=carveout)):
+        o = m.occupancy(t, r, s, arch, smem_carveout_percent=carveout)
+        assert h["error"] == 0
+        got = (o.blocks_per_sm, list(o.limiters), o.blocks_limit_warps, o.blocks_limit_registers, o.blocks_limit_shared_memory, o.blocks_limit_blocks)
+        want = (h["blocks_per_sm"], h["limiters"], h["blocks_limit_warps"], h["blocks_limit_registers"], h["blocks_limit_shared_memory"], h["blocks_limit_blocks"])
+        assert got == want, (arch, carveout, t, r, s)
+
+
+# --------------------------------------------------------------------------------------------
+# Occupancy against the CUDA runtime on the H200 (recorded by python -m widgets.measure)
+# --------------------------------------------------------------------------------------------
+def _h200_record():
+    from widgets.experiments import harness
+
+    try:
+        return harness.load_reference("simt")
+    except FileNotFoundError:
+        pytest.skip("widgets/data/h200/simt.json is not recorded yet: run `python -m widgets.measure --topic simt "
+                    "--out widgets/data/h200` on an H200")
+
+
+def test_model_equals_h200_occupancy_api():
+    """Every configuration the H200's cuOccupancyMaxActiveBlocksPerMultiprocessor answered (real
+    kernels, their actual register counts): the model gives the same blocks per SM, and 0 where
+    the runtime refused the launch."""
+    rec = _h200_record()["results"]["occupancy_api"]
+    assert "error" not in rec, rec.get("error")
+    assert rec["source"].startswith("cuOccupancyMaxActiveBlocksPerMultiprocessor")
+    rows = rec["configs"]
+    answered = [r for r in rows if r["error"] is None]
+    assert len(answered) >= 30
+    assert len({r["threads_per_block"] for r in answered}) >= 8
+    assert len({r["regs_per_thread"] for r in answered}) >= 8
+    assert len({r["smem_per_block_bytes"] for r in answered}) >= 5
+    for r in rows:
+        want = r["blocks_per_sm"] if r["error"] is None else 0
+        assert m.occupancy(r["threads_per_block"], r["regs_per_thread"], r["smem_per_block_bytes"], rec["arch"]).blocks_per_sm == want, r
+    # The device's own limits are the model's sm_90 figures.
+    lim, dev = m.arch_limits(rec["arch"]), rec["device_limits"]
+    assert dev["max_threads_per_multiprocessor"] == lim.max_threads_per_sm
+    assert dev["max_blocks_per_multiprocessor"] == lim.max_blocks_per_sm
+    assert dev["max_registers_per_multiprocessor"] == lim.regs_per_sm
+    assert dev["max_shared_memory_per_multiprocessor"] == lim.smem_per_sm_bytes
+    assert dev["max_shared_memory_per_block_optin"] == lim.smem_per_block_optin_bytes
+    assert dev["reserved_shared_memory_per_block"] == lim.smem_reserved_per_block_bytes
+
+
+# --------------------------------------------------------------------------------------------
+# Occupancy: properties and bad input
+# --------------------------------------------------------------------------------------------
+threads_st = st.integers(1, 1024)
+regs_st = st.integers(1, 255)
+smem_st = st.integers(0, 240_000)
+
+
+@settings(max_examples=300, deadline=None)
+@given(t=threads_st, r=regs_st, s=smem_st, arch=st.sampled_from(ARCHS))
+def test_occupancy_invariants(t, r, s, arch):
+    o = m.occupancy(t, r, s, arch)
+    assert 0 <= o.occupancy <= 1 and o.warps_per_sm <= o.max_warps_per_sm
+    assert o.blocks_per_sm == min(o.blocks_limit_warps, o.blocks_limit_registers, o.blocks_limit_shared_memory, o.blocks_limit_blocks)
+    assert getattr(o, f"blocks_limit_{o.limiter}") == o.blocks_per_sm and o.limiter == o.limiters[0]
+    assert o.warps_per_sm == o.blocks_per_sm * math.ceil(t / 32)
+    # Registers actually allocated never exceed the file.
+    assert o.blocks_per_sm * o.regs_per_block_allocated <= 65536
+
+
+@settings(max_examples=200, deadline=None)
+@given(t=threads_st, r=st.integers(1, 254), s=st.integers(0, 239_000), arch=st.sampled_from(ARCHS))
+def test_more_resources_never_raise_occupancy(t, r, s, arch):
+    o = m.occupancy(t, r, s, arch).blocks_per_sm
+    assert m.occupancy(t, r + 1, s, arch).blocks_per_sm <= o
+    assert m.occupancy(t, r, s + 1000, arch).blocks_per_sm <= o
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(threads_per_block=0, regs_per_thread=32), "threads_per_block"),
+        (dict(threads_per_block=-32, regs_per_thread=32), "threads_per_block"),
+        (dict(threads_per_block=128.5, regs_per_thread=32), "threads_per_block"),
+        (dict(threads_per_block=128, regs_per_thread=0), "regs_per_thread"),
+        (dict(threads_per_block=128, regs_per_thread=-1), "regs_per_thread"),
+        (dict(threads_per_block=128, regs_per_thread=True), "regs_per_thread"),
+        (dict(threads_per_block=128, regs_per_thread=32, smem_per_block_bytes=-1), "smem_per_block_bytes"),
+        (dict(threads_per_block=128, regs_per_thread=32, arch="sm_70"), "arch"),
+        (dict(threads_per_block=128, regs_per_thread=32, arch="h100"), "arch"),
+        (dict(threads_per_block=128, regs_per_thread=32, smem_carveout_percent=101), "smem_carveout_percent"),
+    ],
+)
+def test_occupancy_rejects_nonphysical_input(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        m.occupancy(**kwargs)
+
+
+@given(bad=st.one_of(st.integers(max_value=0), st.floats(allow_nan=True).filter(lambda v: not float(v).is_integer() if math.isfinite(v) else True)))
+def test_occupancy_rejects_bad_threads_property(bad):
+    with pytest.raises(ValueError, match="threads_per_block"):
+        m.occupancy(bad, 32)
+
+
+def test_sweep_and_helpers_reject_bad_input():
+    with pytest.raises(ValueError, match="parameter"):
+        m.occupancy_sweep("warps", [1])
+    with pytest.raises(ValueError, match="values"):
+        m.occupancy_sweep("regs_per_thread", [])
+    with pytest.raises(ValueError, match="blocks_per_sm"):
+        m.smem_per_block_for(0)
+    with pytest.raises(ValueError, match="blocks_per_sm"):
+        m.smem_per_block_for(33)
+    with pytest.raises(ValueError, match="blocks_per_sm"):
+        m.max_regs_per_thread_for(128, 0)
+
+
+# --------------------------------------------------------------------------------------------
+# Divergence
+# --------------------------------------------------------------------------------------------
+def test_divergence_hand_cases():
+    assert m.warp_divergence([32], [7]).slowdown == 1 and m.warp_divergence([32], [7]).simt_efficiency == 1
+    d = m.warp_divergence(m.lanes_round_robin(32), [1.0] * 32)
+    assert (d.paths_taken, d.slowdown, d.simt_efficiency) == (32, 32, 1 / 32)
+    # Unequal paths: 8 lanes on a 300-cycle path, 24 on a 100-cycle one.
+    d = m.warp_divergence([8, 24], [300, 100])
+    assert (d.warp_time, d.ideal_time, d.simt_efficiency) == (400, 300, (8 * 300 + 24 * 100) / (32 * 400))
+    # A path no lane takes costs nothing.
+    assert m.warp_divergence([32, 0], [5, 1000]).warp_time == 5
+    assert m.lanes_round_robin(5) == (7, 7, 6, 6, 6)
+    # A branch true for every lane with p = 1 never runs the else side.
+    assert m.random_branch_time(1.0, 3, 5) == 3
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 8), st.floats(0.1, 1e4)), min_size=1, max_size=4).filter(lambda x: sum(n for n, _ in x) >= 1))
+def test_divergence_invariants(paths):
+    d = m.warp_divergence([n for n, _ in paths], [c for _, c in paths])
+    assert 1 <= d.slowdown <= d.paths_taken + 1e-12
+    assert 0 < d.simt_efficiency <= 1 + 1e-12
+
+
+@pytest.mark.parametrize(
+    "lanes, costs, name",
+    [([33], [1], "lanes_per_path"), ([20, 20], [1, 1], "lanes_per_path"), ([-1], [1], "lanes_per_path"), ([0, 0], [1, 1], "lanes_per_path"),
+     ([16, 16], [1, 0], "cost_per_path"), ([16, 16], [1], "same length"), ([], [], "lanes_per_path"), ("16", [1], "lanes_per_path")],
+)
+def test_divergence_rejects_bad_input(lanes, costs, name):
+    with pytest.raises(ValueError, match=name):
+        m.warp_divergence(lanes, costs)
+
+
+def test_divergence_helpers_reject_bad_input():
+    with pytest.raises(ValueError, match="n_paths"):
+        m.lanes_round_robin(0)
+    with pytest.raises(ValueError, match="p_taken"):
+        m.random_branch_time(1.5, 1, 1)
+
+
+# --------------------------------------------------------------------------------------------
+# Little's law and latency hiding
+# --------------------------------------------------------------------------------------------
+def test_littles_law_published():
+    """Volkov, "Better Performance at Lower Occupancy" (GTC 2010): arithmetic latency about 24
+    cycles at 8 operations per cycle per SM (GT200) needs 24 x 8 = 192 operations in flight."""
+    clock_hz = 1.296e9
+    assert math.isclose(m.littles_law_in_flight(24 / clock_hz, 8 * clock_hz), 192)
+
+
+def test_latency_hiding_hand_case():
+    # 500 ns x 4.8 TB/s = 2.4 MB in flight; over 132 SMs 18,182 B each; a warp of float loads
+    # moves 128 B -> 143 warps; with 64 warps, 3 loads per thread; 4 loads -> 36 warps.
+    h = m.latency_hiding(500e-9, 4.8e12, 132)
+    assert (h.warps_needed_per_sm, h.loads_per_thread_needed) == (143, 3)
+    assert math.isclose(h.achievable_fraction, 64 * 128 / (2.4e6 / 132))
+    assert m.latency_hiding(500e-9, 4.8e12, 132, loads_in_flight_per_thread=4).warps_needed_per_sm == 36
+    assert m.latency_hiding(500e-9, 4.8e12, 132, bytes_per_load=16, loads_in_flight_per_thread=4).achievable_fraction == 1.0
+    bw = m.littles_law_bytes_per_s(np.array([0, 8, 64]), 132, 128, 500e-9, 4.8e12)
+    assert bw[0] == 0 and math.isclose(bw[1], 8 * 132 * 128 / 500e-9) and bw[2] <= 4.8e12
+
+
+@settings(max_examples=200, deadline=None)
+@given(lat=st.floats(1e-8, 1e-5), bw=st.floats(1e9, 1e13), sms=st.integers(1, 300), u=st.integers(1, 16), e=st.sampled_from([4, 8, 16]))
+def test_latency_hiding_invariants(lat, bw, sms, u, e):
+    h = m.latency_hiding(lat, bw, sms, bytes_per_load=e, loads_in_flight_per_thread=u)
+    assert h.warps_needed_per_sm * h.bytes_per_warp_in_flight >= h.bytes_in_flight_per_sm * (1 - 1e-12)
+    assert (h.warps_needed_per_sm - 1) * h.bytes_per_warp_in_flight < h.bytes_in_flight_per_sm
+    assert 0 < h.achievable_fraction <= 1
+
+
+@pytest.mark.parametrize(
+    "fn, args, name",
+    [
+        (m.littles_law_in_flight, (0, 1e12), "latency_s"),
+        (m.littles_law_in_flight, (1e-6, -1), "throughput_per_s"),
+        (m.littles_law_in_flight, (float("nan"), 1), "latency_s"),
+        (m.latency_hiding, (1e-6, 1e12, 0), "sms"),
+        (m.littles_law_bytes_per_s, (-1, 132, 128, 1e-6, 1e12), "warps_per_sm"),
+        (m.littles_law_bytes_per_s, ([1, -1], 132, 128, 1e-6, 1e12), "warps_per_sm"),
+        (m.launch_bound_time_s, (0, 1e-6, 1e-6), "n_kernels"),
+        (m.launch_bound_time_s, (10, -1e-6, 1e-6), "kernel_s"),
+    ],
+)
+def test_latency_and_launch_reject_bad_input(fn, args, name):
+    with pytest.raises(ValueError, match=name):
+        fn(*args)
+
+
+def test_launch_bound():
+    assert m.launch_bound_time_s(1000, 2e-6, 8e-6) == pytest.approx(8e-3)
+    assert m.launch_bound_time_s(10, 1e-3, 8e-6) == pytest.approx(1e-2)
+
+
+# --------------------------------------------------------------------------------------------
+# Amdahl
+# --------------------------------------------------------------------------------------------
+def test_amdahl_published():
+    """Amdahl's law as in Hennessy and Patterson, Computer Architecture: A Quantitative Approach
+    (example "speedup of 80 with 100 processors"): the sequential fraction may be only 0.25 %."""
+    p = m.parallel_fraction_needed(80, 100)
+    assert round(100 * (1 - p), 2) == 0.25
+    assert math.isclose(m.amdahl_speedup(p, 100), 80)
+    assert math.isclose(m.amdahl_ceiling(0.95), 20)  # the classic p = 95 % -> at most 20x
+    assert m.amdahl_speedup(1.0, 64) == 64 and m.amdahl_speedup(0.0, 64) == 1
+    assert m.parallel_fraction_from_times(5, 95) == 0.95
+
+
+@settings(max_examples=200, deadline=None)
+@given(p=st.floats(0, 1), n=st.floats(1, 1e6))
+def test_amdahl_invariants(p, n):
+    s = m.amdahl_speedup(p, n)
+    assert 1 - 1e-12 <= s <= min(n, m.amdahl_ceiling(p)) * (1 + 1e-12)
+    assert m.amdahl_speedup(p, n * 2) >= s * (1 - 1e-12)
+
+
+@pytest.mark.parametrize(
+    "fn, args, name",
+    [(m.amdahl_speedup, (1.2, 4), "parallel_fraction"), (m.amdahl_speedup, (-0.1, 4), "parallel_fraction"), (m.amdahl_speedup, (0.5, 0), "workers"),
+     (m.amdahl_ceiling, (2, ), "parallel_fraction"), (m.parallel_fraction_from_times, (0, 0), "serial_s"),
+     (m.parallel_fraction_from_times, (-1, 1), "serial_s"), (m.parallel_fraction_needed, (10, 4), "speedup")],
+)
+def test_amdahl_rejects_bad_input(fn, args, name):
+    with pytest.raises(ValueError, match=name):
+        fn(*args)
+
+
+# --------------------------------------------------------------------------------------------
+# Calculators
+# --------------------------------------------------------------------------------------------
+@pytest.fixture
+def ui():
+    from widgets.ui import simt
+
+    return simt
+
+
+@pytest.mark.parametrize("slider", ["regs_per_thread", "threads_per_block", "smem_per_block_bytes"])
+def test_occupancy_figure_frames_match_model(ui, slider):
+    fig = ui.occupancy_figure(slider)
+    values = ui.OCC_SLIDERS[slider][0]
+    assert len(fig.frames) == len(fig.layout.sliders[0].steps) == len(values)
+    base = dict(threads_per_block=256, regs_per_thread=32, smem_per_block_bytes=0, arch="sm_90")
+    for frame, v in zip(fig.frames, values):
+        o = m.occupancy(**{**base, slider: v})
+        assert frame.layout.title.text == ui.occupancy_summary(o)
+        marker = frame.data[1]  # the current point on the block-size panel
+        assert marker.y[0] == pytest.approx(100 * o.occupancy)
+    # The registers panel of the 64-register frame is the model's curve.
+    if slider == "regs_per_thread":
+        f = fig.frames[values.index(64)]
+        assert list(f.data[2].y) == [100 * m.occupancy(256, r).occupancy for r in ui.REGS]
+
+
+def test_divergence_figure_frames_match_model(ui):
+    fig = ui.divergence_figure()
+    assert len(fig.frames) == len(fig.layout.sliders[0].steps) == 32
+    for n, frame in zip(range(1, 33), fig.frames):
+        d = m.warp_divergence(m.lanes_round_robin(n), [1.0] * n)
+        assert frame.layout.title.text == ui.divergence_summary(d)
+        z = np.asarray(frame.data[0].z)
+        assert z.shape == (32, n) and z.sum() == 32  # each lane busy in exactly one path
+
+
+def test_latency_and_amdahl_figures_match_model(ui):
+    fig = ui.latency_hiding_figure(600e-9, 4.8e12, 132, loads=(1, 2, 4))
+    assert len(fig.frames) == len(fig.layout.sliders[0].steps) == 3
+    for u, frame in zip((1, 2, 4), fig.frames):
+        assert frame.layout.title.text == ui.latency_hiding_summary(m.latency_hiding(600e-9, 4.8e12, 132, loads_in_flight_per_thread=u))
+    fig = ui.amdahl_figure((0.5, 0.9, 0.99))
+    assert len(fig.frames) == len(fig.layout.sliders[0].steps) == 3
+    for p, frame in zip((0.5, 0.9, 0.99), fig.frames):
+        assert frame.layout.title.text == ui.amdahl_summary(p)
+        assert frame.data[1].y[-1] == pytest.approx(m.amdahl_speedup(p, 4096))
+
+
+@pytest.fixture
+def shown(monkeypatch):
+    """Collect what a live form displays (outside a kernel its Output widget captures nothing)."""
+    import IPython.display
+
+    items = []
+    monkeypatch.setattr(IPython.display, "display", lambda *objs, **kw: items.extend(objs))
+    return items
+
+
+def _html(items):
+    from IPython.display import HTML
+
+    return " ".join(i.data for i in items if isinstance(i, HTML))
+
+
+def test_occupancy_calculator_live(ui, shown):
+    box = ui.occupancy_calculator()
+    assert "<b>8</b>" in _html(shown)  # 256 threads x 32 regs: 8 blocks
+    shown.clear()
+    box.controls["regs_per_thread"].value = 65
+    assert f"<b>{m.occupancy(256, 65).blocks_per_sm}</b>" in _html(shown)
+    shown.clear()
+    box.controls["arch"].value = "sm_86"
+    assert "of 48" in _html(shown)
+
+
+def test_calculators_show_the_error_sentence(ui, shown):
+    box = ui.divergence_calculator()
+    shown.clear()
+    box.controls["lanes"].value = "20, 20"
+    text = _html(shown)
+    assert "Invalid input" in text and "lanes_per_path must sum to at most 32" in text and "Traceback" not in text
+    shown.clear()
+    box.controls["lanes"].value = "16, x"
+    assert "lanes per path must be numbers" in _html(shown)
+    box = ui.amdahl_calculator()
+    shown.clear()
+    box.controls["workers"].value = 8
+    assert "Invalid input" not in _html(shown)
+    box = ui.latency_hiding_calculator()
+    shown.clear()
+    box.controls["loads"].value = 4
+    want = m.latency_hiding(600e-9, 4.8e12, 132, loads_in_flight_per_thread=4).warps_needed_per_sm
+    assert "Invalid input" not in _html(shown) and f"<b>{want} (occupancy" in _html(shown)
+
+
+def test_check_max_regs(ui, capsys):
+    assert ui.check_max_regs(40) is True  # sm_86, 128 threads: 40 x 32 = 1280 -> 12 warps per sub-partition
+    assert ui.check_max_regs(41) is False
+    assert ui.check_max_regs(32) is False
+    assert ui.check_max_regs("40") is False
+    out = capsys.readouterr().out
+    assert out.count("PASS") == 1 and out.count("FAIL") == 3
+
+
+def test_check_warps_needed(ui, capsys):
+    assert ui.check_warps_needed(lambda lat, bw, sms, w: math.ceil(lat * bw / sms / w)) is True
+    assert ui.check_warps_needed(lambda lat, bw, sms, w: round(lat * bw / sms / w)) is False
+    assert ui.check_warps_needed(lambda lat, bw, sms, w: 1 / 0) is False
+    assert capsys.readouterr().out.count("FAIL") == 2
+
+
+# --------------------------------------------------------------------------------------------
+# Experiments, scaled down (CPU: numba simulator, NVIDIA's calculator, torch on the host)
+# --------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def exp():
+    from widgets.experiments import simt
+
+    return simt
+
+
+def test_occupancy_api_experiment(exp):
+    res = exp.measure_occupancy_api(configs=[(32, 128, 0), (64, 256, 0), (37, 320, 12345), (32, 256, 232449)])
+    if not res["configs"]:
+        pytest.skip(res.get("note", "no occupancy source here"))
+    assert res["model_disagrees"] == 0 and res["model_agrees"] == 4
+    assert res["configs"][0]["blocks_per_sm"] == m.occupancy(128, res["configs"][0]["regs_per_thread"], 0, res["arch"]).blocks_per_sm
+    assert len(exp.occupancy_configs()) >= 300
+
+
+def test_divergence_experiment(exp):
+    res = exp.measure_divergence(n_paths=(1, 2, 32), iters=2, repeat=1)
+    assert [p["lanes_per_path"] for p in res["points"]] == [[32], [16, 16], [1] * 32]
+    assert [p["model_slowdown"] for p in res["points"]] == [1, 2, 32]
+    assert all(p["time_s"] > 0 for p in res["points"])
+
+
+def test_memory_latency_and_bandwidth_experiments(exp):
+    from widgets.experiments import harness
+
+    if harness.on_gpu():
+        pytest.skip("full-size on a GPU: run by python -m widgets.measure")
+    lat = exp.measure_memory_latency(hops=50, repeat=1)
+    assert lat["dram_latency_s"] > 0
+    bw = exp.measure_occupancy_bandwidth(repeat=1)
+    pts = bw["variants"]["float x1"]["points"]
+    assert bw["simulated"] and all(p["bytes_per_s"] > 0 for p in pts)
+
+
+def test_launch_overhead_experiment(exp):
+    res = exp.measure_launch_overhead(n_kernels=20, repeat=2)
+    assert res["eager_per_kernel_s"] > 0 and res["host_per_launch_s"] > 0
+
+
+def test_amdahl_experiment(exp):
+    res = exp.measure_amdahl(workers=[1, 2], serial_iters=2000, repeat=2)
+    assert 0 <= res["parallel_fraction"] <= 1
+    assert res["points"][0]["speedup"] == 1 and res["points"][1]["predicted_speedup"] == pytest.approx(m.amdahl_speedup(res["parallel_fraction"], 2))
+
+
+def test_models_import_without_torch_or_widgets():
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['torch'] = None; sys.modules['ipywidgets'] = None; "
+            "import widgets.models.simt as s; print(s.occupancy(128, 37).blocks_per_sm)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "12"

@@ -1,0 +1,425 @@
+"""SIMT experiments: the occupancy API against the model, memory latency, bandwidth against
+occupancy, warp divergence, launch overhead and CUDA graphs, Amdahl's law.
+
+Every ``measure_*`` function runs on the current device and returns a JSON-able dict. Without a
+GPU each runs scaled down on the CPU: numba-cuda kernels in numba's simulator, the occupancy
+queries through NVIDIA's occupancy calculator compiled from ``cuda_occupancy.h``, the launch and
+Amdahl experiments with torch and threads on the host. The numbers then show the method, not a
+GPU; the recorded H200 results (``harness.load_reference("simt")``) sit beside them in the chapter.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+import time
+import traceback
+from typing import Optional, Sequence
+
+import numpy as np
+import torch
+
+from ..hardware import describe_local_gpu, get_gpu
+from ..models import simt as model
+from ..units import GiB, KiB, MiB
+from . import harness
+from . import simt_cuda as sc
+from . import simt_kernels as k
+
+REG_BUDGETS = (24, 32, 37, 40, 48, 56, 64, 65, 72, 80, 96, 128, 136, 168, 200, 232, 255)
+BLOCK_SIZES = (32, 64, 96, 128, 160, 192, 256, 320, 384, 512, 640, 768, 1024)
+SMEM_BYTES = (1000, 12345, 24576, 49152, 65536, 100000, 116736, 150000, 232448)
+SMEM_SWEEP_REGS = (32, 64, 128)
+
+
+def _host_time(fn, repeat: int = 5) -> float:
+    """Median host wall time of ``fn()`` [s] (for steps that include their own synchronization)."""
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def _local_arch() -> str:
+    if harness.on_gpu():
+        major, minor = torch.cuda.get_device_capability(0)
+        return f"sm_{major}{minor}"
+    return "sm_90"
+
+
+# --------------------------------------------------------------------------------------------
+# 1. The occupancy API against the model
+# --------------------------------------------------------------------------------------------
+def occupancy_configs(arch: str = "sm_90") -> list[tuple]:
+    """(register budget, threads per block, dynamic shared memory [B]) to ask about: every
+    register budget with every block size, a shared-memory sweep for three budgets, and a few
+    launches that must fail (too much shared memory, too many threads)."""
+    optin = model.arch_limits(arch).smem_per_block_optin_bytes if arch in model.ARCHS else 232448
+    configs = [(r, t, 0) for r in REG_BUDGETS for t in BLOCK_SIZES]
+    configs += [(r, t, s) for r in SMEM_SWEEP_REGS for t in BLOCK_SIZES for s in SMEM_BYTES if s <= optin]
+    configs += [(32, 256, optin + 1), (32, 128, optin + 1024), (32, 1056, 0), (24, 2048, 0)]
+    return configs
+
+
+def measure_occupancy_api(configs: Optional[Sequence[tuple]] = None) -> dict:
+    """Blocks per SM as the CUDA runtime's occupancy API reports them, for real kernels.
+
+    On a GPU: one kernel is compiled per register budget (``--maxrregcount``) from a body that
+    needs far more registers than any budget, its ACTUAL register count is read back
+    (``CU_FUNC_ATTRIBUTE_NUM_REGS``), it opts in to the largest dynamic shared memory and the
+    largest carve-out, and ``cuOccupancyMaxActiveBlocksPerMultiprocessor`` is asked about each
+    (threads per block, dynamic shared memory). Without a GPU the same questions go to NVIDIA's
+    occupancy calculator compiled from ``cuda_occupancy.h`` (register counts as requested).
+    """
+    if harness.on_gpu():
+        return _occupancy_api_gpu(configs)
+    arch = "sm_90"
+    configs = list(configs or occupancy_configs(arch))
+    if not sc.header_available():
+        return {"source": None, "arch": arch, "configs": [], "note": "no GPU, and no cuda_occupancy.h or C compiler here"}
+    answers = sc.header_occupancy([(t, r, s) for r, t, s in configs], arch)
+    rows = [
+        dict(threads_per_block=t, regs_per_thread=r, regs_requested=r, smem_per_block_bytes=s, dynamic_smem_bytes=s,
+             blocks_per_sm=a["blocks_per_sm"] if a["error"] == 0 else None, error=a["error"] or None)
+        for (r, t, s), a in zip(configs, answers)
+    ]
+    return {"source": f"cudaOccMaxActiveBlocksPerMultiprocessor from {sc.occupancy_header_path()} (no GPU here)", "arch": arch,
+            "device_limits": None, "configs": rows, **_agreement(rows, arch)}
+
+
+def _occupancy_api_gpu(configs) -> dict:
+    drv = sc.Driver()
+    arch = drv.arch()
+    limits = drv.device_limits()
+    configs = list(configs or occupancy_configs(arch))
+    kernels = {}
+    for budget in sorted({r for r, _, _ in configs}):
+        func = drv.load(sc.compile_cubin(sc.REGS_KERNEL, arch, maxrregcount=budget, defines={"NVALS": 256}), "regs_kernel")
+        kernels[budget] = dict(
+            func=func,
+            num_regs=drv.func_attribute(func, "num_regs"),
+            static_smem_bytes=drv.func_attribute(func, "shared_size_bytes"),
+            max_threads_per_block=drv.func_attribute(func, "max_threads_per_block"),
+            local_bytes=drv.func_attribute(func, "local_size_bytes"),
+            max_dynamic_smem_bytes=drv.opt_in_max_shared_memory(func),
+        )
+    rows = []
+    for budget, threads, dyn in configs:
+        kern = kernels[budget]
+        try:
+            blocks, err = drv.max_active_blocks(kern["func"], threads, dyn), None
+        except sc.CudaError as exc:
+            blocks, err = None, exc.code
+        rows.append(dict(threads_per_block=threads, regs_per_thread=kern["num_regs"], regs_requested=budget,
+                         smem_per_block_bytes=kern["static_smem_bytes"] + dyn, dynamic_smem_bytes=dyn,
+                         blocks_per_sm=blocks, error=err))
+    kernel_info = {str(b): {kk: v for kk, v in kern.items() if kk != "func"} for b, kern in kernels.items()}
+    return {"source": "cuOccupancyMaxActiveBlocksPerMultiprocessor (CUDA driver API)", "arch": arch, "device_limits": limits,
+            "kernels": kernel_info, "configs": rows, **_agreement(rows, arch)}
+
+
+def _agreement(rows: list, arch: str) -> dict:
+    """How many answers the model reproduces (a launch refused counts as 0 blocks)."""
+    if arch not in model.ARCHS:
+        return {"model_agrees": None, "model_disagrees": None}
+    bad = [r for r in rows if model.occupancy(r["threads_per_block"], r["regs_per_thread"], r["smem_per_block_bytes"], arch).blocks_per_sm != (r["blocks_per_sm"] or 0)]
+    return {"model_agrees": len(rows) - len(bad), "model_disagrees": len(bad)}
+
+
+# --------------------------------------------------------------------------------------------
+# 2. Memory latency: a pointer chase
+# --------------------------------------------------------------------------------------------
+def _random_cycle(n: int, seed: int = 0) -> torch.Tensor:
+    """``nxt`` with one cycle through all ``n`` entries in random order (int64)."""
+    dev = harness.device()
+    g = torch.Generator(device=dev.type).manual_seed(seed)
+    perm = torch.randperm(n, generator=g, device=dev)
+    nxt = torch.empty(n, dtype=torch.int64, device=dev)
+    nxt[perm] = perm.roll(-1)
+    return nxt
+
+
+def measure_memory_latency(ws_bytes: Optional[Sequence[int]] = None, *, hops: Optional[int] = None, repeat: int = 5) -> dict:
+    """Time per dependent load [s] for working sets inside and far beyond the L2.
+
+    One thread follows a random cycle; every launch continues where the last stopped, so
+    repeats do not find the previous launch's addresses in the cache.
+    """
+    if ws_bytes is None:
+        ws_bytes = [4 * MiB, 1 * GiB] if harness.on_gpu() else [32 * KiB]
+    hops = hops or (20000 if harness.on_gpu() else 200)
+    points = []
+    for ws in ws_bytes:
+        n = int(ws) // 8
+        nxt = _random_cycle(n)
+        pos = torch.zeros(1, dtype=torch.int64, device=nxt.device)
+        nxt.sum()  # touch the whole buffer once (a small one is then L2-resident)
+        nd, pd = k.device_array(nxt), k.device_array(pos)
+        t = harness.time_fn(lambda: k.pointer_chase_kernel[1, 1](nd, hops, pd), warmup=2, repeat=repeat)
+        points.append(dict(ws_bytes=n * 8, hops=hops, time_s=t.median_s, latency_s=t.median_s / hops))
+        del nxt, pos, nd, pd
+    big = max(points, key=lambda p: p["ws_bytes"])
+    small = min(points, key=lambda p: p["ws_bytes"])
+    return {"points": points, "dram_latency_s": big["latency_s"], "l2_latency_s": small["latency_s"] if len(points) > 1 else None,
+            "device": harness.device_name()}
+
+
+# --------------------------------------------------------------------------------------------
+# 3. Bandwidth against occupancy
+# --------------------------------------------------------------------------------------------
+STREAM_VARIANTS = {"float x1": dict(VEC=1, UNROLL=1), "float4 x4": dict(VEC=4, UNROLL=4)}
+TARGET_BLOCKS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16)
+
+
+def measure_occupancy_bandwidth(latency_s: Optional[float] = None, *, threads_per_block: int = 128, repeat: int = 10) -> dict:
+    """Read a buffer far larger than the L2 with a memory-bound kernel whose occupancy is set by
+    the dynamic shared memory each block asks for (and never uses); one full wave of blocks, so
+    every block stays resident. Two variants: one 4-byte load in flight per thread, and four
+    independent 16-byte loads. The prediction is Little's law with the measured latency.
+    """
+    if not harness.on_gpu():
+        return _occupancy_bandwidth_cpu(repeat=min(repeat, 3))
+    drv = sc.Driver()
+    arch = drv.arch()
+    sms = drv.device_attribute("multiprocessor_count")
+    gpu = describe_local_gpu()
+    peak = (gpu.hbm_bytes_per_s if gpu and gpu.hbm_bytes_per_s else get_gpu("H200-SXM").hbm_bytes_per_s)
+    latency_s = latency_s or measure_memory_latency()["dram_latency_s"]
+    nbytes = harness.choose_bytes(2 * GiB, 0, max_fraction_of_free=0.2) // 64 * 64
+    x = torch.rand(nbytes // 4, device="cuda")
+    out = torch.zeros(1, device="cuda")
+    stream = torch.cuda.current_stream().cuda_stream
+    results = {}
+    for name, defines in STREAM_VARIANTS.items():
+        func = drv.load(sc.compile_cubin(sc.STREAM_READ_KERNEL, arch, defines=defines), "stream_read")
+        drv.opt_in_max_shared_memory(func)
+        regs = drv.func_attribute(func, "num_regs")
+        n = nbytes // (4 * defines["VEC"])
+        per_warp = model.WARP_SIZE * 4 * defines["VEC"] * defines["UNROLL"]
+        points = []
+        for b in TARGET_BLOCKS:
+            smem = model.smem_per_block_for(b, arch) if arch in model.ARCHS else 0
+            blocks = drv.max_active_blocks(func, threads_per_block, smem)
+            grid = blocks * sms
+            t = harness.time_fn(
+                lambda: drv.launch(func, grid, threads_per_block, smem, [x.data_ptr(), out.data_ptr(), ctypes.c_longlong(n)], stream),
+                repeat=repeat,
+            )
+            occ = model.occupancy(threads_per_block, regs, smem, arch) if arch in model.ARCHS else None
+            warps = blocks * (threads_per_block // model.WARP_SIZE)
+            points.append(dict(
+                dynamic_smem_bytes=smem, blocks_per_sm=blocks, model_blocks_per_sm=occ.blocks_per_sm if occ else None,
+                warps_per_sm=warps, occupancy=warps / (drv.device_attribute("max_threads_per_multiprocessor") // 32),
+                time_s=t.median_s, bytes_per_s=nbytes / t.median_s,
+                predicted_bytes_per_s=float(model.littles_law_bytes_per_s(warps, sms, per_warp, latency_s, peak)),
+            ))
+        results[name] = dict(regs_per_thread=regs, bytes_per_warp_in_flight=per_warp, points=points)
+    return {"nbytes": nbytes, "threads_per_block": threads_per_block, "sms": sms, "latency_s": latency_s, "peak_bytes_per_s": peak,
+            "variants": results, "device": harness.device_name(), "simulated": False}
+
+
+def _occupancy_bandwidth_cpu(repeat: int = 3) -> dict:
+    """The numba twin of ``stream_read`` in the simulator: one 'SM', 32-thread blocks."""
+    n = 4096
+    x = torch.rand(n)
+    out = torch.zeros(1)
+    xd, od = k.device_array(x), k.device_array(out)
+    points = []
+    for b in (1, 2, 4):
+        t = harness.time_fn(lambda: k.stream_read_kernel[b, 32](xd, od), warmup=1, repeat=repeat)
+        points.append(dict(dynamic_smem_bytes=0, blocks_per_sm=b, model_blocks_per_sm=None, warps_per_sm=b, occupancy=b / 64,
+                           time_s=t.median_s, bytes_per_s=n * 4 / t.median_s, predicted_bytes_per_s=None))
+    return {"nbytes": n * 4, "threads_per_block": 32, "sms": 1, "latency_s": None, "peak_bytes_per_s": None,
+            "variants": {"float x1": dict(regs_per_thread=None, bytes_per_warp_in_flight=128, points=points)},
+            "device": harness.device_name(), "simulated": True}
+
+
+# --------------------------------------------------------------------------------------------
+# 4. Divergence
+# --------------------------------------------------------------------------------------------
+def measure_divergence(n_paths: Sequence[int] = (1, 2, 4, 8, 16, 32), *, iters: Optional[int] = None, repeat: int = 10) -> dict:
+    """Time the same work with the lanes of every warp spread over ``n`` paths (lane % n), and
+    predict it with the divergence model from the lanes-per-path the kernel recorded."""
+    if harness.on_gpu():
+        sms = torch.cuda.get_device_properties(0).multi_processor_count
+        block, grid = 256, sms * 16  # two full waves at 2048 threads per SM
+        iters = iters or 1024
+    else:
+        block, grid, iters, repeat = 32, 1, iters or 8, min(repeat, 3)
+    out = torch.zeros(block * grid, device=harness.device())
+    lane_paths = torch.zeros(model.WARP_SIZE, dtype=torch.int32, device=harness.device())
+    od, ld = k.device_array(out), k.device_array(lane_paths)
+    points = []
+    for n in n_paths:
+        t = harness.time_fn(lambda: k.divergent_kernel[grid, block](od, n, iters, ld), warmup=2, repeat=repeat)
+        harness.synchronize()
+        lanes = np.bincount(lane_paths.cpu().numpy(), minlength=n)[:n]
+        d = model.warp_divergence(lanes.tolist(), [1.0] * n)
+        points.append(dict(n_paths=int(n), lanes_per_path=lanes.tolist(), paths_taken=d.paths_taken, model_slowdown=d.slowdown,
+                           simt_efficiency=d.simt_efficiency, time_s=t.median_s))
+    base = points[0]["time_s"] / points[0]["model_slowdown"]
+    for p in points:
+        p["predicted_time_s"] = base * p["model_slowdown"]
+        p["measured_over_predicted"] = p["time_s"] / p["predicted_time_s"]
+    flop = 2 * 4 * iters * block * grid
+    return {"threads": block * grid, "threads_per_block": block, "iters": iters, "flop_per_path": flop,
+            "points": points, "device": harness.device_name(), "simulated": k.SIMULATED}
+
+
+# --------------------------------------------------------------------------------------------
+# 5. Launch overhead and CUDA graphs
+# --------------------------------------------------------------------------------------------
+def measure_launch_overhead(n_kernels: Optional[int] = None, *, repeat: int = 10) -> dict:
+    """``n_kernels`` tiny kernels (``x.add_(1)`` on one element): launched one by one from Python,
+    and replayed from a CUDA graph that captured the same launches."""
+    n = n_kernels or (1000 if harness.on_gpu() else 200)
+    dev = harness.device()
+    x = torch.zeros(1, device=dev)
+
+    def eager():
+        for _ in range(n):
+            x.add_(1.0)
+
+    eager_t = harness.time_fn(eager, warmup=2, repeat=repeat)
+    harness.synchronize()
+    host = _host_time(eager, repeat=5) if not harness.on_gpu() else _enqueue_time(eager)
+    result = {"n_kernels": n, "eager_s": eager_t.median_s, "eager_per_kernel_s": eager_t.median_s / n,
+              "host_per_launch_s": host / n, "graph_s": None, "graph_per_kernel_s": None, "speedup": None,
+              "predicted_eager_s": None, "device": harness.device_name()}
+    if harness.on_gpu():
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            eager()  # warm up on a side stream, as torch.cuda.graphs recommends
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            eager()
+        x.zero_()
+        graph.replay()
+        torch.cuda.synchronize()
+        if x.item() != n:
+            raise RuntimeError(f"graph replay ran {x.item()} of {n} kernels")
+        graph_t = harness.time_fn(graph.replay, warmup=2, repeat=repeat)
+        per_kernel = graph_t.median_s / n
+        result.update(graph_s=graph_t.median_s, graph_per_kernel_s=per_kernel, speedup=eager_t.median_s / graph_t.median_s,
+                      predicted_eager_s=model.launch_bound_time_s(n, per_kernel, host / n))
+    return result
+
+
+def _enqueue_time(fn, repeat: int = 5) -> float:
+    """Host time to enqueue ``fn``'s launches, the GPU idle at the start of each [s]."""
+    times = []
+    for _ in range(repeat):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    torch.cuda.synchronize()
+    return float(np.median(times))
+
+
+# --------------------------------------------------------------------------------------------
+# 6. Amdahl: a pipeline with a serial host part
+# --------------------------------------------------------------------------------------------
+def serial_host_work(n: int) -> int:
+    """The serial part: plain Python on one CPU core (it holds the interpreter lock)."""
+    s = 0
+    for i in range(n):
+        s += i * i % 7
+    return s
+
+
+def measure_amdahl(workers: Optional[Sequence[int]] = None, *, serial_iters: Optional[int] = None, repeat: int = 5) -> dict:
+    """A step = serial host work, then a parallel part split over ``workers``; speed-up of the
+    whole step against one worker, measured and predicted by Amdahl's law (with the parallel
+    fraction measured at one worker).
+
+    On a GPU a worker is an SM: the parallel part is a fixed amount of arithmetic split over
+    ``workers`` blocks of 1024 threads (one block per SM). On the CPU a worker is a thread
+    running NumPy on its share of an array.
+    """
+    if harness.on_gpu():
+        sms = torch.cuda.get_device_properties(0).multi_processor_count
+        workers = list(workers or [w for w in (1, 2, 4, 8, 16, 32, 64, 128) if w <= sms])
+        units = int(np.lcm.reduce(workers))
+        serial_iters = serial_iters or 100_000
+        out = torch.zeros(max(workers) * 1024, device="cuda")
+        od = k.device_array(out)
+        iters = 2048
+
+        def parallel(w):
+            k.spin_kernel[w, 1024](od, units // w, iters)
+
+        parallel(1)  # compile
+    else:
+        cores = os.cpu_count() or 1
+        workers = list(workers or sorted({1, 2, min(4, cores)}))
+        units = int(np.lcm.reduce(workers))
+        serial_iters = serial_iters or 20_000
+        data = np.random.default_rng(0).random(units * 50_000)
+        buf = np.empty_like(data)
+        from concurrent.futures import ThreadPoolExecutor
+
+        pools = {w: ThreadPoolExecutor(max_workers=w) for w in workers}
+
+        def parallel(w):
+            chunks = np.array_split(np.arange(data.size), w)
+            list(pools[w].map(lambda c: np.sin(data[c[0]:c[-1] + 1], out=buf[c[0]:c[-1] + 1]), chunks))
+
+    def step(w):
+        serial_host_work(serial_iters)
+        parallel(w)
+        harness.synchronize()
+
+    t_serial = _host_time(lambda: serial_host_work(serial_iters), repeat=repeat)
+    t_parallel_1 = _host_time(lambda: (parallel(1), harness.synchronize()), repeat=repeat)
+    p = model.parallel_fraction_from_times(t_serial, t_parallel_1)
+    points = []
+    for w in workers:
+        step(w)  # warm-up
+        t = harness.time_fn(lambda: step(w), warmup=1, repeat=repeat)
+        points.append(dict(workers=int(w), time_s=t.median_s))
+    t1 = points[0]["time_s"]
+    for pt in points:
+        pt["speedup"] = t1 / pt["time_s"]
+        pt["predicted_speedup"] = model.amdahl_speedup(p, pt["workers"])
+        pt["measured_over_predicted"] = pt["speedup"] / pt["predicted_speedup"]
+    if not harness.on_gpu():
+        for pool in pools.values():
+            pool.shutdown()
+    return {"worker": "SM (one 1024-thread block each)" if harness.on_gpu() else "CPU thread", "units": units,
+            "serial_s": t_serial, "parallel_one_worker_s": t_parallel_1, "parallel_fraction": p,
+            "ceiling": model.amdahl_ceiling(p), "points": points, "device": harness.device_name()}
+
+
+# --------------------------------------------------------------------------------------------
+def run_all() -> dict:
+    """Every SIMT experiment, as a JSON-able dict (see ``python -m widgets.measure``). An
+    experiment that fails records its traceback under ``"error"`` so the others still count."""
+    results = {}
+
+    def run(name, fn):
+        print(f"  simt: {name} ...", flush=True)
+        t0 = time.time()
+        try:
+            results[name] = fn()
+        except Exception:
+            traceback.print_exc()
+            results[name] = {"error": traceback.format_exc()}
+        print(f"  simt: {name} done in {time.time() - t0:.1f} s", flush=True)
+
+    run("occupancy_api", measure_occupancy_api)
+    run("memory_latency", measure_memory_latency)
+    lat = results["memory_latency"].get("dram_latency_s")
+    run("occupancy_bandwidth", lambda: measure_occupancy_bandwidth(lat))
+    run("divergence", measure_divergence)
+    run("launch_overhead", measure_launch_overhead)
+    run("amdahl", measure_amdahl)
+    failed = [name for name, r in results.items() if "error" in r]
+    if failed:
+        print(f"  simt: FAILED {failed}", file=sys.stderr, flush=True)
+    return results

@@ -1,0 +1,619 @@
+"""SIMT execution models: occupancy, warp divergence, latency hiding (Little's law), launch
+overhead and Amdahl's law.
+
+Pure functions of physical quantities (standard library and numpy only). Every public function
+rejects non-physical input with a ``ValueError`` naming the parameter, the value and what is valid.
+
+The occupancy model reproduces CUDA's own occupancy calculator, ``cudaOccMaxActiveBlocksPerMultiprocessor``
+in the CUDA header ``cuda_occupancy.h`` (CUDA 12.x and 13.0), rule for rule, for a kernel that opted in
+to the largest dynamic shared memory and asked for the largest shared-memory carve-out: registers are
+allocated per warp in units of 256 and per SM sub-partition; shared memory in units of 128 B, plus
+1 KiB the driver reserves for every block (compute capability 8.0 and later).
+
+Units are in the names: ``smem_per_block_bytes`` [B], ``latency_s`` [s], ``bytes_per_s`` [B/s].
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from . import _check
+
+WARP_SIZE = 32
+KiB = 1024
+MAX_THREADS_PER_BLOCK = 1024  # every architecture since compute capability 2.0
+LIMITERS = ("warps", "registers", "shared_memory", "blocks")  # cuda_occupancy.h bit order
+
+
+# --------------------------------------------------------------------------------------------
+# Architectures
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ArchLimits:
+    """What one SM of a compute capability offers to resident blocks.
+
+    Every figure is the one ``cuda_occupancy.h`` uses (its ``cudaOcc*`` helper named in
+    ``sources``) or that the device reports through ``cudaDeviceProp``.
+    """
+
+    arch: str
+    compute_capability: tuple
+    max_warps_per_sm: int
+    max_blocks_per_sm: int
+    regs_per_sm: int
+    regs_per_block: int
+    reg_alloc_unit: int  # registers, per warp
+    max_regs_per_thread: int
+    sub_partitions: int
+    smem_per_sm_bytes: int  # largest carve-out
+    smem_per_block_optin_bytes: int
+    smem_per_block_default_bytes: int
+    smem_reserved_per_block_bytes: int
+    smem_alloc_unit_bytes: int
+    smem_carveouts_bytes: tuple  # the shared-memory sizes an SM can be configured to
+    max_threads_per_block: int = MAX_THREADS_PER_BLOCK
+    sources: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self):
+        object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
+
+    @property
+    def max_threads_per_sm(self) -> int:
+        return self.max_warps_per_sm * WARP_SIZE
+
+
+_HDR = "cuda_occupancy.h (CUDA 13.0)"
+_PG = "CUDA C++ Programming Guide, Technical Specifications per Compute Capability"
+_COMMON_SOURCES = {
+    "reg_alloc_unit": _HDR + ", cudaOccRegAllocationGranularity: 256 registers per warp",
+    "sub_partitions": _HDR + ", cudaOccSubPartitionsPerMultiprocessor: 4",
+    "regs_per_sm": _PG + ": 64K 32-bit registers per SM and per block",
+    "max_regs_per_thread": _PG + ": 255 registers per thread (the header tests numRegs > 256; ptxas never emits more than 255)",
+    "smem_alloc_unit_bytes": _HDR + ", cudaOccSMemAllocationGranularity: 128 B on compute capability 8.x and 9.x",
+    "smem_reserved_per_block_bytes": "cudaDevAttrReservedSharedMemoryPerBlock: 1 KiB on compute capability 8.0+ (" + _HDR + ", cudaOccSMemPerBlock)",
+    "smem_per_block_default_bytes": _PG + ": 48 KiB per block without opting in",
+    "smem_carveouts_bytes": _HDR + ", cudaOccAlignUpShmemSizeVoltaPlus",
+    "max_blocks_per_sm": _HDR + ", cudaOccMaxBlocksPerMultiprocessor",
+}
+_CARVEOUTS_GA100 = tuple(k * KiB for k in (0, 8, 16, 32, 64, 100, 132, 164))
+_CARVEOUTS_GA10X = tuple(k * KiB for k in (0, 8, 16, 32, 64, 100))
+_CARVEOUTS_GH100 = tuple(k * KiB for k in (0, 8, 16, 32, 64, 100, 132, 164, 196, 228))
+
+
+def _arch(arch, cc, warps, blocks, smem_kib, optin_kib, carveouts, notes):
+    return ArchLimits(
+        arch=arch,
+        compute_capability=cc,
+        max_warps_per_sm=warps,
+        max_blocks_per_sm=blocks,
+        regs_per_sm=65536,
+        regs_per_block=65536,
+        reg_alloc_unit=256,
+        max_regs_per_thread=255,
+        sub_partitions=4,
+        smem_per_sm_bytes=smem_kib * KiB,
+        smem_per_block_optin_bytes=optin_kib * KiB,
+        smem_per_block_default_bytes=48 * KiB,
+        smem_reserved_per_block_bytes=1 * KiB,
+        smem_alloc_unit_bytes=128,
+        smem_carveouts_bytes=carveouts,
+        sources={**_COMMON_SOURCES, **notes},
+    )
+
+
+ARCHS: Mapping[str, ArchLimits] = MappingProxyType(
+    {
+        "sm_80": _arch("sm_80", (8, 0), 64, 32, 164, 163, _CARVEOUTS_GA100, {
+            "max_warps_per_sm": _PG + ", 8.0 (A100): 2048 threads = 64 warps per SM",
+            "smem_per_sm_bytes": _PG + ", 8.0: 164 KB shared memory per SM, 163 KB per block (opt-in)",
+        }),
+        "sm_86": _arch("sm_86", (8, 6), 48, 16, 100, 99, _CARVEOUTS_GA10X, {
+            "max_warps_per_sm": _PG + ", 8.6: 1536 threads = 48 warps per SM",
+            "smem_per_sm_bytes": _PG + ", 8.6: 100 KB shared memory per SM, 99 KB per block (opt-in)",
+        }),
+        "sm_89": _arch("sm_89", (8, 9), 48, 24, 100, 99, _CARVEOUTS_GA10X, {
+            "max_warps_per_sm": _PG + ", 8.9: 1536 threads = 48 warps per SM",
+            "smem_per_sm_bytes": _PG + ", 8.9: 100 KB shared memory per SM, 99 KB per block (opt-in)",
+        }),
+        "sm_90": _arch("sm_90", (9, 0), 64, 32, 228, 227, _CARVEOUTS_GH100, {
+            "max_warps_per_sm": _PG + ", 9.0 (H100/H200): 2048 threads = 64 warps per SM",
+            "smem_per_sm_bytes": _PG + ", 9.0: 228 KB shared memory per SM, 227 KB per block (opt-in)",
+        }),
+    }
+)
+
+
+def _int(name: str, value, minimum: int | None = None, maximum: int | None = None) -> int:
+    """An integer count (``True``/``False`` are not counts)."""
+    if isinstance(value, bool):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    return _check.integer(name, value, minimum=minimum, maximum=maximum)
+
+
+def arch_limits(arch: str = "sm_90") -> ArchLimits:
+    """The per-SM limits of ``arch`` (one of ``"sm_80"``, ``"sm_86"``, ``"sm_89"``, ``"sm_90"``).
+
+    >>> arch_limits("sm_90").max_warps_per_sm
+    64
+    """
+    return ARCHS[_check.choice("arch", arch, ARCHS)]
+
+
+def _round_up(x: int, unit: int) -> int:
+    return -(-x // unit) * unit
+
+
+def _carveout_bytes(limits: ArchLimits, wanted_bytes: int) -> int | None:
+    """The smallest configurable shared-memory size >= ``wanted_bytes`` (None if none is)."""
+    for size in limits.smem_carveouts_bytes:
+        if size >= wanted_bytes:
+            return size
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# Occupancy
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Occupancy:
+    """How many blocks of a kernel one SM holds at once, and why no more.
+
+    ``limiter`` is the resource whose limit equals ``blocks_per_sm`` (ties broken in the order
+    warps, registers, shared_memory, blocks: the bit order of ``cudaOccLimitingFactor``);
+    ``limiters`` lists every resource that binds. A block that cannot launch at all gives
+    ``blocks_per_sm == 0`` and the resource that refused it as ``limiter``.
+    """
+
+    arch: str
+    threads_per_block: int
+    regs_per_thread: int
+    smem_per_block_bytes: int
+    blocks_per_sm: int
+    warps_per_sm: int
+    max_warps_per_sm: int
+    occupancy: float  # active warps / max warps, in [0, 1]
+    limiter: str
+    limiters: tuple
+    blocks_limit_warps: int
+    blocks_limit_registers: int
+    blocks_limit_shared_memory: int
+    blocks_limit_blocks: int
+    warps_per_block: int
+    regs_per_warp_allocated: int
+    regs_per_block_allocated: int
+    smem_per_block_allocated_bytes: int
+    smem_per_sm_bytes: int  # the carve-out the calculation used
+
+    @property
+    def threads_per_sm(self) -> int:
+        return self.blocks_per_sm * self.threads_per_block
+
+
+def _regs_limit(lim: ArchLimits, warps_per_block: int, regs_per_thread: int) -> tuple[int, int, int]:
+    """Blocks per SM allowed by the register file (cudaOccMaxBlocksPerSMRegsLimit), and the
+    registers allocated per warp and per block."""
+    per_warp = _round_up(regs_per_thread * WARP_SIZE, lim.reg_alloc_unit)
+    per_block = per_warp * warps_per_block
+    # The hardware checks the per-block limit as if warps were spread over all sub-partitions.
+    assumed = per_warp * _round_up(warps_per_block, lim.sub_partitions)
+    if assumed > lim.regs_per_block or per_block > lim.regs_per_block or regs_per_thread > lim.max_regs_per_thread:
+        return 0, per_warp, per_block
+    # Each sub-partition has its own quarter of the register file and holds whole warps.
+    warps_per_sub_partition = (lim.regs_per_sm // lim.sub_partitions) // per_warp
+    return (warps_per_sub_partition * lim.sub_partitions) // warps_per_block, per_warp, per_block
+
+
+def _smem_limit(lim: ArchLimits, smem_per_block_bytes: int, carveout_percent: int) -> tuple[int, int, int]:
+    """Blocks per SM allowed by shared memory (cudaOccMaxBlocksPerSMSmemLimit) for a kernel that
+    opted in to the largest dynamic shared memory; also the bytes allocated per block and the
+    SM's shared-memory size used."""
+    allocated = _round_up(smem_per_block_bytes + lim.smem_reserved_per_block_bytes, lim.smem_alloc_unit_bytes)
+    # Opt-in limit plus the reservation (cudaOccSMemPerBlock); equivalently smem <= opt-in.
+    if smem_per_block_bytes > lim.smem_per_block_optin_bytes:
+        return 0, allocated, lim.smem_per_sm_bytes
+    preferred = _carveout_bytes(lim, carveout_percent * lim.smem_per_sm_bytes // 100)
+    sm_bytes = preferred if preferred >= allocated else _carveout_bytes(lim, allocated)
+    return sm_bytes // allocated, allocated, sm_bytes
+
+
+def occupancy(
+    threads_per_block: int,
+    regs_per_thread: int,
+    smem_per_block_bytes: int = 0,
+    arch: str = "sm_90",
+    *,
+    smem_carveout_percent: int = 100,
+) -> Occupancy:
+    """Resident blocks and warps per SM for a kernel launch, as CUDA's occupancy calculator
+    (``cudaOccMaxActiveBlocksPerMultiprocessor`` in ``cuda_occupancy.h``) computes them.
+
+    Parameters
+    ----------
+    threads_per_block : int
+        Threads in one block, >= 1. More than 1024 cannot launch (0 blocks, limiter ``"warps"``).
+    regs_per_thread : int
+        Registers per thread as compiled (``ptxas -v``, ``cudaFuncAttributes.numRegs``), >= 1.
+        More than 255 cannot launch (0 blocks, limiter ``"registers"``).
+    smem_per_block_bytes : int
+        Shared memory per block, static plus dynamic [B], >= 0, not counting the 1 KiB the driver
+        reserves per block (added here). More than the opt-in limit cannot launch (0 blocks,
+        limiter ``"shared_memory"``).
+    arch : str
+        ``"sm_80"`` (A100), ``"sm_86"``, ``"sm_89"`` (L4, RTX 4090) or ``"sm_90"`` (H100, H200).
+    smem_carveout_percent : int
+        Preferred shared-memory carve-out of the unified L1/shared memory [%], 0..100; 100
+        (the default) asks for the most shared memory, like ``cudaSharedmemCarveoutMaxShared``.
+
+    Returns
+    -------
+    Occupancy
+        ``blocks_per_sm``, ``warps_per_sm``, ``occupancy`` (fraction of the SM's warp slots),
+        ``limiter`` and the limit of every resource.
+
+    Examples
+    --------
+    The CUDA Best Practices Guide's example: 37 registers per thread give 75 % occupancy with
+    128-thread blocks but 62.5 % ("63 %") with 320-thread blocks.
+
+    >>> occupancy(128, 37).occupancy, occupancy(320, 37).occupancy
+    (0.75, 0.625)
+    >>> o = occupancy(256, 32, 48 * 1024)
+    >>> o.blocks_per_sm, o.limiter
+    (4, 'shared_memory')
+    """
+    lim = arch_limits(arch)
+    t = _int("threads_per_block", threads_per_block, minimum=1)
+    r = _int("regs_per_thread", regs_per_thread, minimum=1)
+    s = _int("smem_per_block_bytes", smem_per_block_bytes, minimum=0)
+    c = _int("smem_carveout_percent", smem_carveout_percent, minimum=0, maximum=100)
+
+    warps_per_block = -(-t // WARP_SIZE)
+    by_warps = 0 if t > lim.max_threads_per_block else lim.max_warps_per_sm // warps_per_block
+    by_regs, regs_warp, regs_block = _regs_limit(lim, warps_per_block, r)
+    by_smem, smem_alloc, smem_sm = _smem_limit(lim, s, c)
+    by_blocks = lim.max_blocks_per_sm
+
+    limits = dict(zip(LIMITERS, (by_warps, by_regs, by_smem, by_blocks)))
+    blocks = min(limits.values())
+    binding = tuple(name for name in LIMITERS if limits[name] == blocks)
+    warps = blocks * warps_per_block
+    return Occupancy(
+        arch=lim.arch,
+        threads_per_block=t,
+        regs_per_thread=r,
+        smem_per_block_bytes=s,
+        blocks_per_sm=blocks,
+        warps_per_sm=warps,
+        max_warps_per_sm=lim.max_warps_per_sm,
+        occupancy=warps / lim.max_warps_per_sm,
+        limiter=binding[0],
+        limiters=binding,
+        blocks_limit_warps=by_warps,
+        blocks_limit_registers=by_regs,
+        blocks_limit_shared_memory=by_smem,
+        blocks_limit_blocks=by_blocks,
+        warps_per_block=warps_per_block,
+        regs_per_warp_allocated=regs_warp,
+        regs_per_block_allocated=regs_block,
+        smem_per_block_allocated_bytes=smem_alloc,
+        smem_per_sm_bytes=smem_sm,
+    )
+
+
+SWEEPABLE = ("threads_per_block", "regs_per_thread", "smem_per_block_bytes")
+
+
+def occupancy_sweep(parameter: str, values: Sequence[int], *, threads_per_block: int = 256, regs_per_thread: int = 32,
+                    smem_per_block_bytes: int = 0, arch: str = "sm_90") -> list:
+    """``occupancy(...)`` for each value of one input, the others held fixed: the curves of
+    NVIDIA's occupancy calculator.
+
+    >>> [o.blocks_per_sm for o in occupancy_sweep("regs_per_thread", [32, 64, 128])]
+    [8, 4, 2]
+    """
+    p = _check.choice("parameter", parameter, SWEEPABLE)
+    vals = list(values)
+    if not vals:
+        raise ValueError(f"values must hold at least one {p}, got {values!r}")
+    base = dict(threads_per_block=threads_per_block, regs_per_thread=regs_per_thread, smem_per_block_bytes=smem_per_block_bytes, arch=arch)
+    return [occupancy(**{**base, p: v}) for v in vals]
+
+
+def max_regs_per_thread_for(threads_per_block: int, blocks_per_sm: int, arch: str = "sm_90") -> int:
+    """The most registers per thread that still lets ``blocks_per_sm`` blocks of
+    ``threads_per_block`` threads reside on one SM (0 if no register count does).
+
+    >>> max_regs_per_thread_for(256, 8)  # full occupancy on an H100/H200 with 256-thread blocks
+    32
+    """
+    lim = arch_limits(arch)
+    _int("threads_per_block", threads_per_block, minimum=1)
+    b = _int("blocks_per_sm", blocks_per_sm, minimum=1)
+    best = 0
+    for r in range(1, lim.max_regs_per_thread + 1):
+        if occupancy(threads_per_block, r, 0, arch).blocks_limit_registers >= b:
+            best = r
+    return best
+
+
+def smem_per_block_for(blocks_per_sm: int, arch: str = "sm_90") -> int:
+    """The most shared memory per block [B] that still lets ``blocks_per_sm`` blocks share one
+    SM (at the largest carve-out): the way to *lower* occupancy on purpose.
+
+    >>> s = smem_per_block_for(4)
+    >>> s, occupancy(128, 32, s).blocks_per_sm, occupancy(128, 32, s + 1).blocks_per_sm
+    (57344, 4, 3)
+    """
+    lim = arch_limits(arch)
+    b = _int("blocks_per_sm", blocks_per_sm, minimum=1, maximum=lim.max_blocks_per_sm)
+    allocated = (lim.smem_per_sm_bytes // b) // lim.smem_alloc_unit_bytes * lim.smem_alloc_unit_bytes
+    return min(allocated - lim.smem_reserved_per_block_bytes, lim.smem_per_block_optin_bytes)
+
+
+# --------------------------------------------------------------------------------------------
+# Divergence
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Divergence:
+    """One warp running a branch whose paths its lanes split across.
+
+    Times are in the unit of ``cost_per_path`` (cycles, instructions or seconds).
+    """
+
+    lanes_per_path: tuple
+    cost_per_path: tuple
+    paths_taken: int  # paths with at least one lane
+    warp_time: float  # serialized: every taken path runs, one after another
+    ideal_time: float  # if the lanes could run their paths independently: the slowest path
+    slowdown: float  # warp_time / ideal_time
+    simt_efficiency: float  # useful lane-time / (32 x warp_time): average active lanes / 32
+
+
+def _sequence(name: str, value, check) -> tuple:
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise ValueError(f"{name} must be a sequence of numbers, got {value!r}")
+    items = tuple(value)
+    if not items:
+        raise ValueError(f"{name} must hold at least one path, got {value!r}")
+    return tuple(check(f"{name}[{i}]", v) for i, v in enumerate(items))
+
+
+def warp_divergence(lanes_per_path: Sequence[int], cost_per_path: Sequence[float]) -> Divergence:
+    """Cost of a divergent branch in one warp (SIMT: a warp issues one path at a time).
+
+    Parameters
+    ----------
+    lanes_per_path : sequence of int
+        Lanes of the warp on each path, each >= 0, summing to at most 32 (fewer = inactive lanes).
+    cost_per_path : sequence of float
+        Time each path takes when a warp runs it, each > 0, in any unit.
+
+    Examples
+    --------
+    Half the lanes on each of two equally long paths: the warp runs both, so it takes twice as
+    long and every lane idles half the time.
+
+    >>> d = warp_divergence([16, 16], [100, 100])
+    >>> d.warp_time, d.slowdown, d.simt_efficiency
+    (200.0, 2.0, 0.5)
+    """
+    lanes = _sequence("lanes_per_path", lanes_per_path, lambda n, v: _int(n, v, minimum=0, maximum=WARP_SIZE))
+    costs = _sequence("cost_per_path", cost_per_path, _check.positive)
+    if len(lanes) != len(costs):
+        raise ValueError(f"lanes_per_path and cost_per_path must have the same length, got {len(lanes)} and {len(costs)}")
+    if sum(lanes) > WARP_SIZE:
+        raise ValueError(f"lanes_per_path must sum to at most {WARP_SIZE} lanes, got {sum(lanes)}")
+    if sum(lanes) == 0:
+        raise ValueError(f"lanes_per_path must put at least one lane on a path, got {lanes_per_path!r}")
+    taken = [(n, c) for n, c in zip(lanes, costs) if n > 0]
+    warp_time = float(sum(c for _, c in taken))
+    ideal = float(max(c for _, c in taken))
+    useful = float(sum(n * c for n, c in taken))
+    return Divergence(lanes, costs, len(taken), warp_time, ideal, warp_time / ideal, useful / (WARP_SIZE * warp_time))
+
+
+def lanes_round_robin(n_paths: int) -> tuple:
+    """Lanes per path when lane ``i`` takes path ``i % n_paths`` (``n_paths`` in 1..32).
+
+    >>> lanes_round_robin(3)
+    (11, 11, 10)
+    """
+    n = _int("n_paths", n_paths, minimum=1, maximum=WARP_SIZE)
+    return tuple(len(range(p, WARP_SIZE, n)) for p in range(n))
+
+
+def random_branch_time(p_taken: float, cost_taken: float, cost_not_taken: float, lanes: int = WARP_SIZE) -> float:
+    """Expected time of an ``if/else`` whose condition is true in each lane independently with
+    probability ``p_taken``: each side runs unless no lane needs it.
+
+    >>> round(random_branch_time(0.5, 10, 10), 6)  # both sides almost always run
+    20.0
+    >>> random_branch_time(0.0, 10, 10)
+    10.0
+    """
+    p = _check.fraction("p_taken", p_taken)
+    a = _check.positive("cost_taken", cost_taken)
+    b = _check.positive("cost_not_taken", cost_not_taken)
+    n = _int("lanes", lanes, minimum=1, maximum=WARP_SIZE)
+    return a * (1 - (1 - p) ** n) + b * (1 - p**n)
+
+
+# --------------------------------------------------------------------------------------------
+# Latency hiding: Little's law
+# --------------------------------------------------------------------------------------------
+def littles_law_in_flight(latency_s: float, throughput_per_s: float) -> float:
+    """Little's law: the work that must be in flight to sustain a throughput across a latency,
+    ``latency x throughput`` (items, bytes or instructions, in the unit of the throughput).
+
+    >>> littles_law_in_flight(500e-9, 4.8e12)  # bytes in flight to stream HBM at 4.8 TB/s
+    2400000.0
+    """
+    lat = _check.positive("latency_s", latency_s)
+    thr = _check.positive("throughput_per_s", throughput_per_s)
+    return lat * thr
+
+
+@dataclass(frozen=True)
+class LatencyHiding:
+    """What it takes to keep memory busy across its latency."""
+
+    bytes_in_flight: float  # whole device [B]
+    bytes_in_flight_per_sm: float  # [B]
+    bytes_per_warp_in_flight: int  # one warp's outstanding loads [B]
+    warps_needed_per_sm: int  # at loads_in_flight_per_thread
+    occupancy_needed: float  # warps_needed / max warps (may exceed 1: impossible)
+    loads_per_thread_needed: int  # in flight per thread, at the SM's max warps
+    achievable_fraction: float  # of the bandwidth, at the SM's max warps and the given loads
+
+
+def latency_hiding(
+    latency_s: float,
+    bytes_per_s: float,
+    sms: int,
+    *,
+    bytes_per_load: int = 4,
+    loads_in_flight_per_thread: int = 1,
+    max_warps_per_sm: int = 64,
+) -> LatencyHiding:
+    """Warps (or independent loads per thread) an SM needs in flight to sustain ``bytes_per_s``
+    when every load takes ``latency_s``.
+
+    Parameters
+    ----------
+    latency_s : float
+        Memory latency [s], > 0.
+    bytes_per_s : float
+        Bandwidth to sustain, whole device [B/s], > 0.
+    sms : int
+        SMs sharing that bandwidth, >= 1.
+    bytes_per_load : int
+        Bytes one thread's load instruction moves [B]: 4 (float), 8, or 16 (float4).
+    loads_in_flight_per_thread : int
+        Independent loads each thread has outstanding at once, >= 1.
+    max_warps_per_sm : int
+        Warp slots per SM (64 on sm_80/sm_90, 48 on sm_86/sm_89).
+
+    Examples
+    --------
+    >>> h = latency_hiding(500e-9, 4.8e12, 132)
+    >>> h.warps_needed_per_sm, h.loads_per_thread_needed
+    (143, 3)
+    """
+    in_flight = littles_law_in_flight(latency_s, bytes_per_s)
+    n = _int("sms", sms, minimum=1)
+    e = _int("bytes_per_load", bytes_per_load, minimum=1)
+    u = _int("loads_in_flight_per_thread", loads_in_flight_per_thread, minimum=1)
+    w = _int("max_warps_per_sm", max_warps_per_sm, minimum=1)
+    per_sm = in_flight / n
+    per_warp_load = WARP_SIZE * e
+    per_warp = per_warp_load * u
+    warps = int(np.ceil(per_sm / per_warp))
+    loads = int(np.ceil(per_sm / (w * per_warp_load)))
+    return LatencyHiding(
+        bytes_in_flight=in_flight,
+        bytes_in_flight_per_sm=per_sm,
+        bytes_per_warp_in_flight=per_warp,
+        warps_needed_per_sm=warps,
+        occupancy_needed=warps / w,
+        loads_per_thread_needed=loads,
+        achievable_fraction=min(1.0, w * per_warp / per_sm),
+    )
+
+
+def littles_law_bytes_per_s(warps_per_sm, sms: int, bytes_per_warp_in_flight: float, latency_s: float, peak_bytes_per_s: float):
+    """Bandwidth a memory-bound kernel reaches with ``warps_per_sm`` resident warps, each keeping
+    ``bytes_per_warp_in_flight`` outstanding: ``min(peak, warps x SMs x bytes / latency)`` [B/s].
+    ``warps_per_sm`` may be a scalar or an array (each value >= 0).
+
+    >>> littles_law_bytes_per_s(8, 132, 128, 500e-9, 4.8e12) / 1e12  # 8 warps of float loads
+    0.270336
+    """
+    n = _int("sms", sms, minimum=1)
+    b = _check.positive("bytes_per_warp_in_flight", bytes_per_warp_in_flight)
+    lat = _check.positive("latency_s", latency_s)
+    peak = _check.positive("peak_bytes_per_s", peak_bytes_per_s)
+    if np.isscalar(warps_per_sm):
+        return min(peak, _check.non_negative("warps_per_sm", warps_per_sm) * n * b / lat)
+    w = np.asarray(warps_per_sm, dtype=float)
+    if w.size == 0 or not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise ValueError(f"warps_per_sm must contain finite numbers >= 0, got {warps_per_sm!r}")
+    return np.minimum(peak, w * n * b / lat)
+
+
+# --------------------------------------------------------------------------------------------
+# Launch overhead
+# --------------------------------------------------------------------------------------------
+def launch_bound_time_s(n_kernels: int, kernel_s: float, launch_overhead_s: float) -> float:
+    """Time for ``n_kernels`` back-to-back kernels when the host needs ``launch_overhead_s`` to
+    issue each and the GPU ``kernel_s`` to run it: the slower of the two sets the pace [s].
+
+    >>> launch_bound_time_s(1000, 2e-6, 8e-6)  # host-bound: the GPU idles 3/4 of the time
+    0.008
+    """
+    n = _int("n_kernels", n_kernels, minimum=1)
+    k = _check.non_negative("kernel_s", kernel_s)
+    h = _check.non_negative("launch_overhead_s", launch_overhead_s)
+    return n * max(k, h)
+
+
+# --------------------------------------------------------------------------------------------
+# Amdahl's law
+# --------------------------------------------------------------------------------------------
+def amdahl_speedup(parallel_fraction: float, workers: float) -> float:
+    """Amdahl's law: speed-up of a job whose ``parallel_fraction`` of the run time (on one
+    worker) is spread over ``workers`` while the rest stays serial:
+    ``1 / ((1 - p) + p / n)``.
+
+    ``workers`` may be any speed-up factor of the parallel part (>= 1 for "more workers"; a
+    fraction models a slower device).
+
+    >>> round(amdahl_speedup(0.95, 132), 2)
+    17.48
+    """
+    p = _check.fraction("parallel_fraction", parallel_fraction)
+    n = _check.positive("workers", workers)
+    return 1.0 / ((1.0 - p) + p / n)
+
+
+def amdahl_ceiling(parallel_fraction: float) -> float:
+    """The speed-up with infinitely many workers, ``1 / (1 - p)`` (``inf`` when p = 1).
+
+    >>> round(amdahl_ceiling(0.95), 6)
+    20.0
+    """
+    p = _check.fraction("parallel_fraction", parallel_fraction)
+    return float("inf") if p == 1.0 else 1.0 / (1.0 - p)
+
+
+def parallel_fraction_from_times(serial_s: float, parallel_s: float) -> float:
+    """The parallel fraction of a run made of ``serial_s`` seconds that cannot be spread and
+    ``parallel_s`` seconds that can (both on one worker).
+
+    >>> parallel_fraction_from_times(5e-3, 95e-3)
+    0.95
+    """
+    s = _check.non_negative("serial_s", serial_s)
+    q = _check.non_negative("parallel_s", parallel_s)
+    if s + q == 0:
+        raise ValueError("serial_s and parallel_s must not both be 0")
+    return q / (s + q)
+
+
+def parallel_fraction_needed(speedup: float, workers: float) -> float:
+    """The parallel fraction a job needs for ``speedup`` on ``workers`` (Amdahl inverted);
+    ``ValueError`` if ``speedup`` exceeds ``workers``.
+
+    >>> round(parallel_fraction_needed(10, 132), 4)
+    0.9069
+    """
+    s = _check.positive("speedup", speedup)
+    n = _check.positive("workers", workers)
+    if s > n:
+        raise ValueError(f"speedup must be <= workers ({n!r}), got {speedup!r}")
+    if n == 1:
+        return 1.0 if s == 1 else 0.0
+    return (1 - 1 / s) / (1 - 1 / n)

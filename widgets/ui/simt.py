@@ -1,0 +1,460 @@
+"""Calculators for the SIMT chapter: occupancy, warp divergence, latency hiding, Amdahl.
+
+Each has a live form (``*_calculator``, ipywidgets) and a static form (``*_figure``, plotly
+frames precomputed by the same model) that works in the published page without a kernel. The
+plots of the experiments and the exercise checks are here too.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ..models import _check
+from ..models import simt as m
+from ..units import KiB, fmt_bytes, fmt_bytes_per_s, fmt_time
+from ._core import frames_figure, live_form, table_html
+
+COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
+LIMITER_COLORS = {"warps": "#1f77b4", "registers": "#d62728", "shared_memory": "#2ca02c", "blocks": "#9467bd"}
+THREADS = list(range(32, 1025, 32))
+REGS = list(range(16, 256))
+
+
+def _smem_kib(arch: str) -> list:
+    return list(range(0, m.arch_limits(arch).smem_per_block_optin_bytes // KiB + 1))
+
+
+# --------------------------------------------------------------------------------------------
+# Occupancy
+# --------------------------------------------------------------------------------------------
+def occupancy_rows(o: m.Occupancy) -> list:
+    """(quantity, value) rows describing one occupancy result."""
+    def lim(n):
+        return f"{n} blocks" + ("  <- limits" if n == o.blocks_per_sm else "")
+
+    return [
+        ("blocks per SM", str(o.blocks_per_sm)),
+        ("warps per SM", f"{o.warps_per_sm} of {o.max_warps_per_sm}"),
+        ("occupancy", f"{o.occupancy:.1%}"),
+        ("limited by", ", ".join(o.limiters).replace("_", " ")),
+        ("warp slots allow", lim(o.blocks_limit_warps)),
+        ("registers allow", lim(o.blocks_limit_registers)),
+        ("shared memory allows", lim(o.blocks_limit_shared_memory)),
+        ("block slots allow", lim(o.blocks_limit_blocks)),
+        ("registers per warp (allocated)", f"{o.regs_per_warp_allocated}"),
+        ("shared memory per block (allocated)", fmt_bytes(o.smem_per_block_allocated_bytes)),
+    ]
+
+
+def occupancy_summary(o: m.Occupancy) -> str:
+    return (
+        f"{o.arch}, {o.threads_per_block} threads x {o.regs_per_thread} regs, {fmt_bytes(o.smem_per_block_bytes)} smem: "
+        f"{o.blocks_per_sm} blocks, {o.warps_per_sm}/{o.max_warps_per_sm} warps = {o.occupancy:.0%} ({o.limiter.replace('_', ' ')})"
+    )
+
+
+def _occupancy_traces(threads_per_block: int, regs_per_thread: int, smem_per_block_bytes: int, arch: str) -> list:
+    """Three curves (occupancy against block size, registers, shared memory) and the current
+    point on each, like NVIDIA's occupancy calculator."""
+    base = dict(threads_per_block=threads_per_block, regs_per_thread=regs_per_thread, smem_per_block_bytes=smem_per_block_bytes, arch=arch)
+    here = m.occupancy(**base)
+    smem_kib = _smem_kib(arch)
+    panels = [
+        ("threads_per_block", THREADS, THREADS, threads_per_block),
+        ("regs_per_thread", REGS, REGS, regs_per_thread),
+        ("smem_per_block_bytes", [s * KiB for s in smem_kib], smem_kib, smem_per_block_bytes / KiB),
+    ]
+    traces = []
+    for i, (param, values, xs, x_here) in enumerate(panels, start=1):
+        sweep = m.occupancy_sweep(param, values, **{k: v for k, v in base.items() if k != param})
+        axes = dict(xaxis=f"x{i if i > 1 else ''}", yaxis=f"y{i if i > 1 else ''}")
+        traces.append(go.Scatter(x=xs, y=[100 * o.occupancy for o in sweep], mode="lines", line=dict(color=COLORS[0], shape="hv"),
+                                 showlegend=False, hovertemplate="%{x}: %{y:.1f} %<extra></extra>", **axes))
+        traces.append(go.Scatter(x=[x_here], y=[100 * here.occupancy], mode="markers", showlegend=False,
+                                 marker=dict(size=12, color=LIMITER_COLORS[here.limiter], line=dict(color="black", width=1)),
+                                 hovertemplate=f"this kernel: %{{y:.1f}} % ({here.limiter})<extra></extra>", **axes))
+    return traces
+
+
+def _occupancy_layout(arch: str) -> dict:
+    y = dict(range=[0, 105], title="occupancy [%]")
+    return dict(
+        xaxis=dict(domain=[0.0, 0.29], title="threads per block", range=[0, 1056]),
+        xaxis2=dict(domain=[0.355, 0.645], title="registers per thread", range=[0, 260]),
+        xaxis3=dict(domain=[0.71, 1.0], title="shared memory per block [KiB]", range=[0, m.arch_limits(arch).smem_per_block_optin_bytes / KiB + 5]),
+        yaxis=y,
+        yaxis2=dict(y, anchor="x2", title=None),
+        yaxis3=dict(y, anchor="x3", title=None),
+        height=380,
+        showlegend=False,
+    )
+
+
+OCC_SLIDERS = {
+    "regs_per_thread": ([16, 24, 32, 40, 48, 56, 64, 72, 80, 96, 128, 168, 200, 255], "registers per thread: ", str),
+    "threads_per_block": (THREADS, "threads per block: ", str),
+    "smem_per_block_bytes": ([s * KiB for s in (0, 4, 8, 16, 24, 32, 48, 64, 80, 100, 128, 164, 200, 227)], "shared memory per block: ",
+                             lambda v: fmt_bytes(v)),
+}
+
+
+def occupancy_figure(slider: str = "regs_per_thread", *, threads_per_block: int = 256, regs_per_thread: int = 32,
+                     smem_per_block_bytes: int = 0, arch: str = "sm_90") -> go.Figure:
+    """Static occupancy calculator: the slider moves one input (``slider``), the three panels
+    show occupancy against each input with the current kernel marked."""
+    param = _check.choice("slider", slider, OCC_SLIDERS)
+    values, prefix, label = OCC_SLIDERS[param]
+    base = dict(threads_per_block=threads_per_block, regs_per_thread=regs_per_thread, smem_per_block_bytes=smem_per_block_bytes, arch=arch)
+    if param == "smem_per_block_bytes":
+        values = [v for v in values if v <= m.arch_limits(arch).smem_per_block_optin_bytes]
+    start = values.index(base[param]) if base[param] in values else 0
+
+    def frame(v):
+        args = {**base, param: v}
+        return _occupancy_traces(**args), occupancy_summary(m.occupancy(**args))
+
+    return frames_figure(values, frame, slider_prefix=prefix, value_label=label, layout=_occupancy_layout(arch), active=start)
+
+
+def occupancy_calculator():
+    """Live occupancy calculator: architecture, block size, registers, shared memory."""
+    import ipywidgets as w
+
+    controls = {
+        "arch": w.Dropdown(options=list(m.ARCHS), value="sm_90", description="arch"),
+        "threads_per_block": w.IntSlider(value=256, min=32, max=1024, step=32, description="threads/block"),
+        "regs_per_thread": w.IntSlider(value=32, min=1, max=255, description="regs/thread"),
+        "smem_kib": w.IntSlider(value=0, min=0, max=227, description="smem [KiB]"),
+    }
+
+    def compute(arch, threads_per_block, regs_per_thread, smem_kib):
+        return m.occupancy(threads_per_block, regs_per_thread, smem_kib * KiB, arch)
+
+    def show(o: m.Occupancy):
+        fig = go.Figure(_occupancy_traces(o.threads_per_block, o.regs_per_thread, o.smem_per_block_bytes, o.arch))
+        fig.update_layout(template="plotly_white", title_text=occupancy_summary(o), **_occupancy_layout(o.arch))
+        return table_html(occupancy_rows(o)), fig
+
+    return live_form(compute, controls, show, title="Occupancy (as cudaOccMaxActiveBlocksPerMultiprocessor computes it)")
+
+
+# --------------------------------------------------------------------------------------------
+# Divergence
+# --------------------------------------------------------------------------------------------
+def _lane_grid(lanes_per_path, cost_per_path, round_robin: bool):
+    """Which lane is busy in which path: a 32 x paths matrix (for display), and the path edges
+    on the time axis."""
+    n = len(lanes_per_path)
+    owner = [i % n for i in range(m.WARP_SIZE)] if round_robin else [p for p, c in enumerate(lanes_per_path) for _ in range(c)]
+    owner += [-1] * (m.WARP_SIZE - len(owner))
+    z = np.array([[1.0 if owner[lane] == p else 0.0 for p in range(n) if lanes_per_path[p] > 0] for lane in range(m.WARP_SIZE)])
+    costs = [c for c, n_ in zip(cost_per_path, lanes_per_path) if n_ > 0]
+    edges = np.concatenate([[0.0], np.cumsum(costs)])
+    return z, edges
+
+
+def _divergence_trace(d: m.Divergence, round_robin: bool) -> go.Heatmap:
+    z, edges = _lane_grid(d.lanes_per_path, d.cost_per_path, round_robin)
+    return go.Heatmap(z=z, x=edges, y=list(range(m.WARP_SIZE)), zmin=0, zmax=1, showscale=False,
+                      colorscale=[[0, "#eeeeee"], [1, "#1f77b4"]], xgap=1, ygap=1,
+                      hovertemplate="lane %{y}: %{z}<extra>1 = busy, 0 = masked off</extra>")
+
+
+def divergence_summary(d: m.Divergence) -> str:
+    return (f"{d.paths_taken} path(s) taken: the warp takes {d.warp_time:g} (vs {d.ideal_time:g} if lanes ran independently), "
+            f"{d.slowdown:.3g}x; SIMT efficiency {d.simt_efficiency:.0%}")
+
+
+def _divergence_layout(max_time: float) -> dict:
+    return dict(xaxis=dict(title="time (path lengths)", range=[0, max_time]), yaxis=dict(title="lane", autorange="reversed"),
+                height=420)
+
+
+def divergence_figure(n_paths=range(1, 33)) -> go.Figure:
+    """Static divergence calculator: lane ``i`` takes path ``i % n``; every path costs the same.
+    The slider moves ``n``; the picture shows which lanes work (blue) while the warp issues each path."""
+    values = list(n_paths)
+
+    def frame(n):
+        d = m.warp_divergence(m.lanes_round_robin(n), [1.0] * n)
+        return [_divergence_trace(d, True)], divergence_summary(d)
+
+    return frames_figure(values, frame, slider_prefix="paths in the warp: ", layout=_divergence_layout(max(values)), active=1 if len(values) > 1 else 0)
+
+
+def parse_numbers(text: str, name: str, kind=float) -> list:
+    """``"16, 16"`` -> ``[16, 16]``; a ValueError naming ``name`` otherwise."""
+    try:
+        return [kind(v) for v in str(text).replace(";", ",").split(",") if v.strip()]
+    except ValueError:
+        raise ValueError(f"{name} must be numbers separated by commas, got {text!r}") from None
+
+
+def divergence_calculator():
+    """Live divergence calculator: lanes on each path and each path's cost [cycles]."""
+    import ipywidgets as w
+
+    controls = {
+        "lanes": w.Text(value="16, 16", description="lanes/path"),
+        "cycles": w.Text(value="100, 100", description="cycles/path"),
+    }
+
+    def compute(lanes, cycles):
+        return m.warp_divergence(parse_numbers(lanes, "lanes per path", int), parse_numbers(cycles, "cycles per path"))
+
+    def show(d: m.Divergence):
+        rows = [
+            ("paths taken", str(d.paths_taken)),
+            ("warp time", f"{d.warp_time:g} cycles"),
+            ("if lanes were independent", f"{d.ideal_time:g} cycles"),
+            ("slowdown", f"{d.slowdown:.3g}x"),
+            ("SIMT efficiency (active lanes / 32)", f"{d.simt_efficiency:.1%}"),
+        ]
+        fig = go.Figure([_divergence_trace(d, False)])
+        fig.update_layout(template="plotly_white", title_text=divergence_summary(d), **_divergence_layout(d.warp_time))
+        fig.update_xaxes(title="time [cycles]")
+        return table_html(rows), fig
+
+    return live_form(compute, controls, show, title="Warp divergence")
+
+
+# --------------------------------------------------------------------------------------------
+# Latency hiding
+# --------------------------------------------------------------------------------------------
+def latency_hiding_rows(h: m.LatencyHiding, max_warps_per_sm: int = 64) -> list:
+    return [
+        ("bytes in flight (device)", fmt_bytes(h.bytes_in_flight)),
+        ("bytes in flight per SM", fmt_bytes(h.bytes_in_flight_per_sm)),
+        ("bytes in flight per warp", fmt_bytes(h.bytes_per_warp_in_flight)),
+        ("warps needed per SM", f"{h.warps_needed_per_sm} (occupancy {h.occupancy_needed:.0%})"),
+        ("independent loads per thread needed at full occupancy", str(h.loads_per_thread_needed)),
+        (f"bandwidth reachable with {max_warps_per_sm} warps", f"{h.achievable_fraction:.0%}"),
+    ]
+
+
+def _latency_traces(latency_s, bytes_per_s, sms, bytes_per_warp, max_warps, h: m.LatencyHiding) -> list:
+    warps = np.arange(0, max_warps + 1)
+    bw = m.littles_law_bytes_per_s(warps, sms, bytes_per_warp, latency_s, bytes_per_s)
+    return [
+        go.Scatter(x=warps, y=bw / 1e12, mode="lines", name="Little's law", line=dict(color=COLORS[0]),
+                   hovertemplate="%{x} warps/SM: %{y:.2f} TB/s<extra></extra>"),
+        go.Scatter(x=[min(h.warps_needed_per_sm, max_warps)], y=[bw[min(h.warps_needed_per_sm, max_warps)] / 1e12], mode="markers",
+                   marker=dict(size=12, color=COLORS[3] if h.warps_needed_per_sm > max_warps else COLORS[2], line=dict(color="black", width=1)),
+                   name="warps needed (capped at the SM's slots)", hovertemplate="%{x} warps<extra></extra>"),
+    ]
+
+
+def _latency_layout(bytes_per_s: float, max_warps: int) -> dict:
+    return dict(xaxis=dict(title="resident warps per SM", range=[0, max_warps]), yaxis=dict(title="bandwidth [TB/s]", range=[0, bytes_per_s / 1e12 * 1.1]),
+                height=380, legend=dict(orientation="h", y=-0.25))
+
+
+def latency_hiding_summary(h: m.LatencyHiding) -> str:
+    return (f"{fmt_bytes(h.bytes_in_flight_per_sm)} in flight per SM: {h.warps_needed_per_sm} warps of "
+            f"{fmt_bytes(h.bytes_per_warp_in_flight)} each; with 64 warps: {h.achievable_fraction:.0%} of the bandwidth")
+
+
+def latency_hiding_figure(latency_s: float, bytes_per_s: float, sms: int, *, bytes_per_load: int = 4,
+                          loads=(1, 2, 3, 4, 6, 8), max_warps_per_sm: int = 64) -> go.Figure:
+    """Static latency-hiding calculator: bandwidth against resident warps per SM (Little's law);
+    the slider moves the independent loads each thread keeps in flight."""
+    def frame(u):
+        h = m.latency_hiding(latency_s, bytes_per_s, sms, bytes_per_load=bytes_per_load, loads_in_flight_per_thread=u, max_warps_per_sm=max_warps_per_sm)
+        return _latency_traces(latency_s, bytes_per_s, sms, h.bytes_per_warp_in_flight, max_warps_per_sm, h), latency_hiding_summary(h)
+
+    return frames_figure(list(loads), frame, slider_prefix=f"{bytes_per_load}-byte loads in flight per thread: ",
+                         layout=_latency_layout(bytes_per_s, max_warps_per_sm))
+
+
+def latency_hiding_calculator(latency_s: float = 600e-9, bytes_per_s: float = 4.8e12, sms: int = 132):
+    """Live latency-hiding calculator: latency, bandwidth, SMs, load width and loads in flight."""
+    import ipywidgets as w
+
+    controls = {
+        "latency_ns": w.IntSlider(value=int(round(latency_s * 1e9)), min=50, max=3000, step=10, description="latency [ns]"),
+        "tb_per_s": w.FloatSlider(value=bytes_per_s / 1e12, min=0.1, max=10, step=0.05, description="TB/s"),
+        "sms": w.IntSlider(value=sms, min=1, max=200, description="SMs"),
+        "bytes_per_load": w.Dropdown(options=[4, 8, 16], value=4, description="load [B]"),
+        "loads": w.IntSlider(value=1, min=1, max=16, description="loads/thread"),
+        "max_warps": w.Dropdown(options=[64, 48, 32], value=64, description="warps/SM"),
+    }
+
+    def compute(latency_ns, tb_per_s, sms, bytes_per_load, loads, max_warps):
+        h = m.latency_hiding(latency_ns * 1e-9, tb_per_s * 1e12, sms, bytes_per_load=bytes_per_load,
+                             loads_in_flight_per_thread=loads, max_warps_per_sm=max_warps)
+        return h, latency_ns * 1e-9, tb_per_s * 1e12, sms, max_warps
+
+    def show(result):
+        h, lat, bw, n, w_max = result
+        fig = go.Figure(_latency_traces(lat, bw, n, h.bytes_per_warp_in_flight, w_max, h))
+        fig.update_layout(template="plotly_white", title_text=latency_hiding_summary(h), **_latency_layout(bw, w_max))
+        return table_html(latency_hiding_rows(h, w_max)), fig
+
+    return live_form(compute, controls, show, title="Latency hiding: Little's law")
+
+
+# --------------------------------------------------------------------------------------------
+# Amdahl
+# --------------------------------------------------------------------------------------------
+WORKERS = np.unique(np.round(np.logspace(0, 12, 97, base=2)).astype(int))
+
+
+def _amdahl_traces(p: float) -> list:
+    s = np.array([m.amdahl_speedup(p, n) for n in WORKERS])
+    ceiling = m.amdahl_ceiling(p)
+    traces = [
+        go.Scatter(x=WORKERS, y=WORKERS, mode="lines", name="ideal (p = 1)", line=dict(color="#999999", dash="dot")),
+        go.Scatter(x=WORKERS, y=s, mode="lines", name=f"p = {p:g}", line=dict(color=COLORS[0])),
+        go.Scatter(x=[WORKERS[0], WORKERS[-1]], y=[ceiling, ceiling] if np.isfinite(ceiling) else [None, None], mode="lines",
+                   name="ceiling 1/(1-p)", line=dict(color=COLORS[3], dash="dash")),
+    ]
+    return traces
+
+
+def amdahl_summary(p: float, workers: int = 132) -> str:
+    c = m.amdahl_ceiling(p)
+    return f"p = {p:g}: {m.amdahl_speedup(p, workers):.3g}x on {workers} workers, never more than {c:.4g}x"
+
+
+def _amdahl_layout() -> dict:
+    return dict(xaxis=dict(type="log", title="workers", range=[0, np.log10(4096)]), yaxis=dict(type="log", title="speed-up", range=[0, np.log10(4096)]),
+                height=400, legend=dict(orientation="h", y=-0.25))
+
+
+def amdahl_figure(fractions=(0.5, 0.75, 0.9, 0.95, 0.99, 0.999), workers: int = 132) -> go.Figure:
+    """Static Amdahl calculator: speed-up against workers; the slider moves the parallel fraction."""
+    values = list(fractions)
+    return frames_figure(values, lambda p: (_amdahl_traces(p), amdahl_summary(p, workers)), slider_prefix="parallel fraction p: ",
+                         value_label=lambda v: f"{v:g}", layout=_amdahl_layout(), active=values.index(0.95) if 0.95 in values else 0)
+
+
+def amdahl_calculator():
+    """Live Amdahl calculator: parallel fraction and workers -> speed-up and its ceiling."""
+    import ipywidgets as w
+
+    controls = {
+        "parallel_fraction": w.FloatSlider(value=0.95, min=0, max=1, step=0.001, readout_format=".3f", description="p"),
+        "workers": w.IntSlider(value=132, min=1, max=4096, description="workers"),
+    }
+
+    def compute(parallel_fraction, workers):
+        return parallel_fraction, workers, m.amdahl_speedup(parallel_fraction, workers), m.amdahl_ceiling(parallel_fraction)
+
+    def show(result):
+        p, n, s, c = result
+        rows = [("speed-up", f"{s:.4g}x"), ("efficiency (speed-up / workers)", f"{s / n:.1%}"), ("ceiling (infinite workers)", f"{c:.4g}x"),
+                ("serial fraction", f"{1 - p:.3g}")]
+        fig = go.Figure(_amdahl_traces(p))
+        fig.add_trace(go.Scatter(x=[n], y=[s], mode="markers", marker=dict(size=12, color=COLORS[2], line=dict(color="black", width=1)), name="you"))
+        fig.update_layout(template="plotly_white", title_text=amdahl_summary(p, n), **_amdahl_layout())
+        return table_html(rows), fig
+
+    return live_form(compute, controls, show, title="Amdahl's law")
+
+
+# --------------------------------------------------------------------------------------------
+# Plots of the experiments (data in, figures out)
+# --------------------------------------------------------------------------------------------
+def occupancy_api_plot(rows: list, arch: str, regs=(32, 64, 128, 255)) -> go.Figure:
+    """Blocks per SM against block size: the runtime's answers (markers) and the model (lines),
+    one colour per register count, no shared memory."""
+    fig = go.Figure()
+    threads = list(range(32, 1025, 32))
+    for r, color in zip(regs, COLORS):
+        pts = [row for row in rows if row["regs_per_thread"] == r and row["dynamic_smem_bytes"] == 0 and row["threads_per_block"] <= 1024]
+        if not pts:
+            continue
+        fig.add_trace(go.Scatter(x=threads, y=[m.occupancy(t, r, 0, arch).blocks_per_sm for t in threads], mode="lines",
+                                 line=dict(color=color, shape="hv"), name=f"model, {r} regs"))
+        fig.add_trace(go.Scatter(x=[p["threads_per_block"] for p in pts], y=[p["blocks_per_sm"] or 0 for p in pts], mode="markers",
+                                 marker=dict(color=color, size=9, symbol="circle-open", line=dict(width=2)), name=f"runtime, {r} regs"))
+    fig.update_layout(template="plotly_white", xaxis=dict(title="threads per block"), yaxis=dict(title="blocks per SM", type="log"),
+                      height=420, legend=dict(orientation="h", y=-0.25))
+    return fig
+
+
+def bandwidth_occupancy_plot(series: dict, peak_bytes_per_s: float | None = None) -> go.Figure:
+    """Bandwidth against resident warps per SM; ``series`` maps a label to
+    ``(warps, measured_bytes_per_s, predicted_bytes_per_s or None)``."""
+    fig = go.Figure()
+    for (label, (warps, measured, predicted)), color in zip(series.items(), COLORS):
+        fig.add_trace(go.Scatter(x=warps, y=np.asarray(measured) / 1e12, mode="markers+lines", name=f"{label}: measured", line=dict(color=color)))
+        if predicted is not None and all(v is not None for v in predicted):
+            fig.add_trace(go.Scatter(x=warps, y=np.asarray(predicted) / 1e12, mode="lines", name=f"{label}: Little's law", line=dict(color=color, dash="dash")))
+    if peak_bytes_per_s:
+        fig.add_hline(y=peak_bytes_per_s / 1e12, line_dash="dot", annotation_text="HBM datasheet")
+    fig.update_layout(template="plotly_white", xaxis=dict(title="resident warps per SM"), yaxis=dict(title="bandwidth [TB/s]", rangemode="tozero"),
+                      height=420, legend=dict(orientation="h", y=-0.25))
+    return fig
+
+
+def ratio_plot(series: dict, x_title: str, y_title: str, *, log_x: bool = True, ideal: bool = True) -> go.Figure:
+    """Measured against predicted quantities; ``series`` maps a label to ``(x, y)``."""
+    fig = go.Figure()
+    for (label, (x, y)), color in zip(series.items(), COLORS):
+        dash = "dash" if "model" in label or "predicted" in label else None
+        fig.add_trace(go.Scatter(x=x, y=y, mode="lines" if dash else "lines+markers", name=label, line=dict(color=color, dash=dash)))
+    fig.update_layout(template="plotly_white", xaxis=dict(title=x_title, type="log" if log_x else "linear"), yaxis=dict(title=y_title),
+                      height=400, legend=dict(orientation="h", y=-0.25))
+    return fig
+
+
+def launch_table(rows: dict) -> str:
+    """Launch-overhead results; ``rows`` maps a device label to a ``measure_launch_overhead`` dict."""
+    def t(v):
+        return fmt_time(v) if v else "n/a"
+
+    head = ["", "eager, per kernel", "host time per launch", "CUDA graph, per kernel", "graph speed-up"]
+    body = ""
+    for label, r in rows.items():
+        cells = [label, t(r["eager_per_kernel_s"]), t(r["host_per_launch_s"]), t(r.get("graph_per_kernel_s")),
+                 f"{r['speedup']:.1f}x" if r.get("speedup") else "n/a"]
+        body += "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
+    th = "".join(f"<th>{h}</th>" for h in head)
+    return f'<table class="calc-result"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
+
+
+# --------------------------------------------------------------------------------------------
+# Exercise checks
+# --------------------------------------------------------------------------------------------
+def _verdict(ok: bool, message: str) -> bool:
+    print(("PASS: " if ok else "FAIL: ") + message)
+    return ok
+
+
+def check_max_regs(answer, threads_per_block: int = 128, arch: str = "sm_86") -> bool:
+    """Is ``answer`` the most registers per thread that keeps FULL occupancy for
+    ``threads_per_block``-thread blocks on ``arch``?"""
+    lim = m.arch_limits(arch)
+    want_blocks = min(lim.max_warps_per_sm // -(-threads_per_block // m.WARP_SIZE), lim.max_blocks_per_sm)
+    best = m.max_regs_per_thread_for(threads_per_block, want_blocks, arch)
+    if isinstance(answer, bool) or not isinstance(answer, (int, np.integer)) or answer < 1:
+        return _verdict(False, f"the answer must be a positive integer number of registers, got {answer!r}")
+    o = m.occupancy(threads_per_block, int(answer), 0, arch)
+    if o.occupancy < m.occupancy(threads_per_block, 1, 0, arch).occupancy:
+        return _verdict(False, f"{answer} registers per thread give {o.occupancy:.1%} occupancy ({o.limiter}): too many")
+    if answer < best:
+        return _verdict(False, f"{answer} registers keep full occupancy, but more do too: the allocation unit is 256 registers per warp")
+    return _verdict(True, f"{answer} registers per thread: {o.warps_per_sm}/{o.max_warps_per_sm} warps; {answer + 1} would drop to "
+                          f"{m.occupancy(threads_per_block, int(answer) + 1, 0, arch).occupancy:.1%}")
+
+
+def check_warps_needed(fn, trials: int = 200, seed: int = 0) -> bool:
+    """Check a reader's ``fn(latency_s, bytes_per_s, sms, bytes_per_warp) -> warps per SM`` against
+    the model (Little's law, rounded up to whole warps) on random inputs."""
+    rng = np.random.default_rng(seed)
+    for _ in range(trials):
+        lat = float(rng.uniform(100e-9, 2e-6))
+        bw = float(rng.uniform(0.3e12, 8e12))
+        sms = int(rng.integers(8, 200))
+        per_warp = int(rng.choice([128, 256, 512, 1024, 2048]))
+        h = m.latency_hiding(lat, bw, sms, bytes_per_load=per_warp // m.WARP_SIZE)
+        try:
+            got = fn(lat, bw, sms, per_warp)
+        except Exception as exc:  # a reader's bug: report it, don't crash the notebook
+            return _verdict(False, f"your function raised {exc!r} for latency={lat:.3g} s, bandwidth={bw:.3g} B/s, sms={sms}, bytes_per_warp={per_warp}")
+        if got != h.warps_needed_per_sm:
+            return _verdict(False, f"latency={lat:.3g} s, bandwidth={bw:.3g} B/s, sms={sms}, bytes_per_warp={per_warp}: expected "
+                                   f"{h.warps_needed_per_sm} warps, got {got!r}")
+    return _verdict(True, f"{trials} random cases agree with Little's law")
