@@ -493,13 +493,14 @@ def decode_ridge_batch(
     peak_flop_per_s: float,
     hbm_bytes_per_s: float,
 ) -> float:
-    """The batch at which a decode step turns compute-bound [sequences]: where
+    """The batch at which decode turns compute-bound [sequences]: where
     ``(param_bytes + B * kv_bytes_per_seq) / bandwidth == B * flop_per_seq / peak``.
 
-    Without a KV cache it is ``param_bytes / (2 * params) * peak / bandwidth``: the GPU's ridge
-    intensity times the bytes per weight over 2. Each sequence's KV cache adds bytes that grow
-    with the batch as fast as its FLOP do; when ``kv_bytes_per_seq / bandwidth`` reaches
-    ``flop_per_seq / peak`` the step never turns compute-bound (``math.inf``).
+    For the weight matmuls (``kv_bytes_per_seq = 0``) it is ``param_bytes / (2 * params) * peak /
+    bandwidth``: the GPU's ridge intensity times the bytes per weight over 2 (206 for bf16 on an
+    H200; 240 on a TPU v5e). Counting the KV cache in the same roofline (``kv_bytes_per_seq > 0``)
+    adds bytes that grow with the batch as fast as the FLOP do; when ``kv_bytes_per_seq /
+    bandwidth`` reaches ``flop_per_seq / peak`` the step never turns compute-bound (``math.inf``).
 
     >>> round(decode_ridge_batch(2 * 8e9, 2 * 8e9, 0, 989.4e12, 4.8e12), 1)  # bf16 on an H200
     206.1
@@ -666,7 +667,8 @@ def memory_budget(
     """One GPU's memory: weights (split ``tp`` ways), the KV cache of ``batch`` sequences of
     ``context_tokens``, peak activations of a ``prefill_chunk_tokens`` forward pass, and a runtime
     reserve (CUDA context, libraries, fragmentation: ``reserve_fraction`` of memory). Reports
-    whether it fits and how many sequences of that length the rest could hold.
+    whether it fits and how many sequences of that length the rest could hold (each also needs
+    its fp32 logits).
 
     >>> b = memory_budget("Llama-3-8B", "H200-SXM", 8192, 64)
     >>> b.fits, b.max_concurrent_seqs
@@ -679,13 +681,15 @@ def memory_budget(
     reserve = _check.fraction("reserve_fraction", reserve_fraction)
     hbm = float(g.hbm_bytes)
     w = weight_bytes(m.params, bytes_per_elem(weight_dtype)) / n_tp
-    act = activation_bytes(prefill_chunk_tokens, m.hidden_size, m.intermediate_size, m.vocab_size, max(bsz, 1), 2) / n_tp
+    act0 = activation_bytes(prefill_chunk_tokens, m.hidden_size, m.intermediate_size, m.vocab_size, 0, 2) / n_tp
+    logits_per_seq = activation_bytes(0, m.hidden_size, m.intermediate_size, m.vocab_size, 1, 2) / n_tp
+    act = act0 + bsz * logits_per_seq
     overhead = reserve * hbm
     per_seq = m.kv_bytes_per_sequence(context_tokens, bytes_per_elem(kv_dtype)) * _kv_share(m, n_tp)
     kv = per_seq * bsz
-    room = hbm - w - act - overhead
-    free = room - kv
-    max_seqs = int(room // per_seq) if room > 0 and per_seq > 0 else 0
+    free = hbm - w - act - overhead - kv
+    room = hbm - w - act0 - overhead  # what sequences can share: their KV cache and their logits
+    max_seqs = int(room // (per_seq + logits_per_seq)) if room > 0 else 0
     return MemoryBudget(
         model=m.name, gpu=g.name, tp=n_tp, hbm_bytes=hbm, weight_bytes=w, activation_bytes=act, overhead_bytes=overhead,
         kv_bytes_per_seq=per_seq, batch=bsz, kv_bytes=kv, free_bytes=free, fits=free >= 0, max_concurrent_seqs=max(max_seqs, 0),
@@ -697,20 +701,27 @@ def memory_budget(
 # --------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class DecodeStep:
-    """One decode step of ``batch`` sequences at ``context_tokens`` each, on one GPU of ``tp``."""
+    """One decode step of ``batch`` sequences at ``context_tokens`` each, on one GPU of ``tp``.
+
+    The weight matmuls and attention run as separate kernels, one after the other, so each gets
+    its own roofline: ``linear_s = max(weight bytes / bandwidth, 2 x batch x params / peak)`` and
+    ``attention_s = max(KV bytes / bandwidth, attention FLOP / peak)``; the step takes their sum
+    (plus the all-reduces of tensor parallelism)."""
 
     batch: float
     context_tokens: int
     weight_bytes: float
     kv_bytes: float
     flop: float
-    memory_s: float
-    compute_s: float
+    memory_s: float  # (weights + KV cache) / bandwidth: decode_step_time_s, the memory lower bound
+    compute_s: float  # all FLOP / peak
+    linear_s: float
+    attention_s: float
     comm_s: float
     time_s: float
-    bound: str
-    intensity: float  # FLOP per byte of the step
-    ridge_batch: float
+    bound: str  # of the weight matmuls: "memory" below the ridge batch, "compute" above
+    intensity: float  # FLOP per byte of the whole step
+    ridge_batch: float  # where the weight matmuls turn compute-bound
 
     @property
     def tokens_per_s(self) -> float:
@@ -738,16 +749,18 @@ def decode_step(
     peak_flop_per_s: Optional[float] = None,
     allreduce_latency_s: float = DEFAULT_ALLREDUCE_LATENCY_S,
 ) -> DecodeStep:
-    """Roofline of one decode step: the larger of its memory time (weights it reads plus every
-    sequence's KV cache, per GPU) and its compute time, plus, with ``tp > 1``, two all-reduces of
-    the batch's hidden states per layer (Megatron-style tensor parallelism).
+    """Lower bound on one decode step, kernel by kernel: the weight matmuls
+    ``max(W / bandwidth, 2 B P / peak)`` plus attention ``max(KV / bandwidth, FLOP / peak)``, per
+    GPU, plus with ``tp > 1`` two all-reduces of the batch's hidden states per layer
+    (Megatron-style tensor parallelism). Below the ridge batch both parts are memory-bound and
+    the step takes ``decode_step_time_s(W, KV, bandwidth)``.
 
     ``hbm_bytes_per_s`` and ``peak_flop_per_s`` default to the catalog's datasheet figures; pass
     measured ones to predict a real run.
 
     >>> s = decode_step("Llama-3-8B", "H200-SXM", batch=1, context_tokens=1024)
-    >>> s.bound, round(s.time_s * 1e3, 2)
-    ('memory', 3.15)
+    >>> s.bound, round(s.time_s * 1e3, 2), round(s.ridge_batch)
+    ('memory', 3.15, 206)
     """
     m = get_model(model)
     g = get_gpu(gpu)
@@ -758,20 +771,23 @@ def decode_step(
     w = weight_bytes(m.step_params(b), bytes_per_elem(weight_dtype)) / n_tp
     kv_seq = m.kv_bytes_per_sequence(c, bytes_per_elem(kv_dtype)) * _kv_share(m, n_tp)
     kv = kv_seq * b
-    attn_seq = m.decode_attention_flop_per_token * cached_tokens(c, m.sliding_window)
-    flop = b * (2.0 * m.flop_params + attn_seq) / n_tp
-    mem_s, comp_s = (w + kv) / bw, flop / peak
+    lin_flop = b * 2.0 * m.flop_params / n_tp
+    attn_flop = b * m.decode_attention_flop_per_token * cached_tokens(c, m.sliding_window) / n_tp
+    linear_s = max(w / bw, lin_flop / peak)
+    attention_s = max(kv / bw, attn_flop / peak)
     comm = 0.0
     if n_tp > 1:
         link = g.interconnect_bytes_per_s
         if not link:
             raise ValueError(f"tp must be 1 on {g.name}: it has no GPU-to-GPU link in the catalog")
         comm = 2 * m.layers * allreduce_time_s(b * m.hidden_size * 2.0, n_tp, link, allreduce_latency_s)
-    t = max(mem_s, comp_s) + comm
-    ridge = decode_ridge_batch(weight_bytes(m.step_params(1), bytes_per_elem(weight_dtype)) / n_tp, (2.0 * m.flop_params + attn_seq) / n_tp, kv_seq, peak, bw)
+    w1 = weight_bytes(m.step_params(1), bytes_per_elem(weight_dtype)) / n_tp
+    ridge = decode_ridge_batch(w1, 2.0 * m.flop_params / n_tp, 0.0, peak, bw)
+    flop = lin_flop + attn_flop
     return DecodeStep(
-        batch=b, context_tokens=c, weight_bytes=w, kv_bytes=kv, flop=flop, memory_s=mem_s, compute_s=comp_s, comm_s=comm,
-        time_s=t, bound="memory" if mem_s >= comp_s else "compute", intensity=flop / (w + kv), ridge_batch=ridge,
+        batch=b, context_tokens=c, weight_bytes=w, kv_bytes=kv, flop=flop, memory_s=decode_step_time_s(w, kv, bw), compute_s=flop / peak,
+        linear_s=linear_s, attention_s=attention_s, comm_s=comm, time_s=linear_s + attention_s + comm,
+        bound="memory" if w / bw >= lin_flop / peak else "compute", intensity=flop / (w + kv), ridge_batch=ridge,
     )
 
 

@@ -1,0 +1,722 @@
+"""Tests of the serving models (against published figures), calculators and experiments.
+
+Sources of the expected values (each test names the one it uses):
+- [vLLM] Kwon et al., "Efficient Memory Management for Large Language Model Serving with
+  PagedAttention", SOSP 2023, section 3: OPT-13B's KV cache is "800 KB" per token,
+  2 x 5120 x 40 x 2 bytes, and up to 1.6 GB for a 2048-token request.
+- [DSV2] DeepSeek-V2 paper (2024), section 2.1.4 and Table 1: MLA caches (d_c + d_h^R) l elements per
+  token, "equal to GQA with only 2.25 groups" for d_c = 4 d_h, d_h^R = d_h / 2.
+- [DSV3] DeepSeek-V3 technical report (2024): abstract (671B total, 37B activated), section 4.2
+  (61 layers, hidden 7168, n_h = d_h = 128, d_c = 512, d_h^R = 64, 1 shared + 256 routed experts of
+  2048, 8 activated, all FFNs but the first three are MoE); its weights documentation
+  (README_WEIGHTS.md): "Activation parameters: 36.6B (including 0.9B for the output Head)".
+- [HF] Hugging Face model cards, config.json: meta-llama/Meta-Llama-3-8B, meta-llama/Meta-Llama-3-70B,
+  mistralai/Mistral-7B-v0.1, deepseek-ai/DeepSeek-V3; and each page's Safetensors "Model size"
+  (8.03B, 70.6B, 7.24B params).
+- [Llama3] Grattafiori et al., "The Llama 3 Herd of Models" (2024), Table 3.
+- [Mistral] Jiang et al., "Mistral 7B" (2023), Table 1: head_dim 128, window_size 4096.
+- [Scaling] Austin et al., "How to Scale Your Model" (2025), Part 7 "All About Transformer
+  Inference": B_crit = 1.97e14 / 8.2e11 = 240 on a TPU v5e in bf16 (120 with int8 weights); the pop
+  quiz (30B int8 params, 4 x 819 MB of KV cache, 16 chips of 8.1e11 B/s and 1.97e14 FLOP/s: 2.5 ms;
+  batch 256: 21 ms); LLaMA 2-13B's KV cache of 6.7 GB per 8192 tokens and its step times on 8 TPU
+  v5es (4.98 ms at batch 1, 249.09 ms at 240).
+- [Kaplan] Kaplan et al., "Scaling Laws for Neural Language Models" (2020), Table 1: a forward pass
+  costs about 2N FLOP per token.
+- [Little] J. D. C. Little, "A Proof for the Queuing Formula L = lambda W", Operations Research 9(3), 1961.
+- [NIM] NVIDIA NIM LLM benchmarking guide, "Metrics": e2e latency = TTFT + generation time; ITL and
+  TPOT as (e2e - TTFT) / (output tokens - 1).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from widgets.hardware import get_gpu
+from widgets.models import serving as sv
+
+
+# --------------------------------------------------------------------------------------------
+# The KV cache against published figures
+# --------------------------------------------------------------------------------------------
+def test_opt13b_kv_cache_is_800_kb_per_token():
+    """[vLLM] section 3: 2 (K and V) x 5120 x 40 layers x 2 bytes = "800 KB"; 2048 tokens = "1.6 GB"."""
+    per_token = sv.kv_cache_bytes_per_token(layers=40, kv_heads=40, head_dim=128, bytes_per_elem=2)
+    assert per_token == 2 * 5120 * 40 * 2 == 800 * 1024
+    assert sv.kv_cache_bytes(per_token, 2048) / 2**30 == pytest.approx(1.6, rel=0.03)
+
+
+def test_llama2_13b_kv_cache_scaling_book():
+    """[Scaling] LLaMA 2-13B (L=40, K=40, H=128): 6.7 GB for one 8192-token sequence in bf16."""
+    assert sv.kv_cache_bytes(sv.kv_cache_bytes_per_token(40, 40, 128, 2), 8192) / 1e9 == pytest.approx(6.7, rel=0.005)
+
+
+def test_presets_kv_per_token_from_config_json():
+    """[HF]/[Llama3]/[Mistral] configurations -> 2 x layers x KV heads x head_dim x 2 bytes."""
+    assert sv.LLAMA_3_8B.kv_bytes_per_token(2) == 2 * 32 * 8 * 128 * 2 == 128 * 1024
+    assert sv.LLAMA_3_70B.kv_bytes_per_token(2) == 2 * 80 * 8 * 128 * 2 == 320 * 1024
+    assert sv.MISTRAL_7B.kv_bytes_per_token(2) == 128 * 1024
+    assert sv.LLAMA_3_70B.kv_bytes_per_token("fp8") == 160 * 1024
+
+
+def test_mla_is_gqa_with_2_25_groups():
+    """[DSV2] Table 1: (d_c + d_h^R) l = (9/2) d_h l, "equal to GQA with only 2.25 groups"."""
+    d_h, layers = 128, 60
+    mla = sv.mla_kv_cache_bytes_per_token(layers, 4 * d_h, d_h // 2, 2)
+    one_group = sv.kv_cache_bytes_per_token(layers, 1, d_h, 2)
+    assert mla / one_group == 2.25
+    assert mla == 4.5 * d_h * layers * 2
+
+
+def test_deepseek_v3_kv_cache_vs_mha():
+    """[DSV3] 61 layers, d_c 512 + d_h^R 64 = 576 elements per layer per token, against 2 x 128 x 128
+    for MHA with its 128 heads: 1.76% of the MHA cache."""
+    assert sv.DEEPSEEK_V3.kv_bytes_per_token(2) == 61 * 576 * 2
+    ratio = sv.DEEPSEEK_V3.kv_bytes_per_token(2) / sv.kv_cache_bytes_per_token(61, 128, 128, 2)
+    assert ratio == pytest.approx(576 / 32768)
+    by = sv.kv_bytes_by_attention(61, 128, 128, 8)
+    assert by["MHA"] > by["GQA"] > by["MLA"] > by["MQA"]
+
+
+def test_presets_match_their_sources():
+    """[HF] config.json, [Llama3] Table 3, [Mistral] Table 1, [DSV3] section 4.2 and abstract."""
+    m = sv.LLAMA_3_8B
+    assert (m.layers, m.hidden_size, m.heads, m.kv_heads, m.head_dim, m.intermediate_size, m.vocab_size) == (32, 4096, 32, 8, 128, 14336, 128256)
+    m = sv.LLAMA_3_70B
+    assert (m.layers, m.hidden_size, m.heads, m.kv_heads, m.head_dim, m.intermediate_size, m.vocab_size) == (80, 8192, 64, 8, 128, 28672, 128256)
+    m = sv.MISTRAL_7B
+    assert (m.layers, m.heads, m.kv_heads, m.head_dim, m.sliding_window, m.vocab_size) == (32, 32, 8, 128, 4096, 32000)
+    m = sv.DEEPSEEK_V3
+    assert (m.layers, m.hidden_size, m.heads, m.kv_lora_rank, m.rope_head_dim, m.vocab_size) == (61, 7168, 128, 512, 64, 129280)
+    assert (m.params, m.active_params) == (671e9, 37e9)
+    assert (m.n_routed_experts, m.experts_per_token, m.moe_layers, m.moe_intermediate_size) == (256, 8, 61 - 3, 2048)
+    for p in sv.PRESETS.values():
+        assert p.sources and all(isinstance(v, str) and v for v in p.sources.values())
+
+
+@pytest.mark.parametrize("preset, published", [(sv.LLAMA_3_8B, 8.03e9), (sv.LLAMA_3_70B, 70.6e9), (sv.MISTRAL_7B, 7.24e9)])
+def test_parameter_count_matches_model_pages(preset, published):
+    """[HF] Safetensors "Model size": counting the configuration's matrices gives the published total."""
+    m = preset
+    n = sv.dense_transformer_params(m.layers, m.hidden_size, m.heads, m.kv_heads, m.head_dim, m.intermediate_size, m.vocab_size)
+    assert n == pytest.approx(published, rel=0.002)
+    assert m.params == published
+
+
+def test_deepseek_v3_activated_parameters():
+    """[DSV3] README_WEIGHTS: 36.6B activation parameters (output head included, embedding not);
+    abstract: 37B activated of 671B."""
+    m = sv.DEEPSEEK_V3
+    assert m.step_params(1) == pytest.approx(36.6e9, rel=0.003)
+    assert m.flop_params == pytest.approx(36.6e9, rel=0.003)
+    assert m.routed_expert_params == 58 * 256 * 3 * 7168 * 2048
+    # A large batch touches nearly every expert: decode reads far more than the activated weights.
+    assert m.step_params(1024) > 0.99 * (m.params - m.embedding_params)
+
+
+def test_experts_touched():
+    assert sv.experts_touched_fraction(1, 8, 256) == pytest.approx(8 / 256)
+    assert sv.experts_touched_fraction(0, 8, 256) == 0
+    assert sv.experts_touched_fraction(10_000, 8, 256) == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="experts_per_token"):
+        sv.experts_touched_fraction(1, 9, 8)
+
+
+def test_sliding_window_caps_the_cache():
+    """[Mistral] window 4096: a 32k-token sequence caches 4096 tokens, a short one all of them."""
+    assert sv.MISTRAL_7B.kv_bytes_per_sequence(32768, 2) == 4096 * 128 * 1024
+    assert sv.MISTRAL_7B.kv_bytes_per_sequence(1000, 2) == 1000 * 128 * 1024
+    assert sv.cached_tokens(5000, 4096) == 4096
+
+
+# --------------------------------------------------------------------------------------------
+# FLOP, decode lower bound, ridge
+# --------------------------------------------------------------------------------------------
+def test_prefill_flop_two_per_parameter():
+    """[Kaplan] Table 1: C_forward ~ 2N per token."""
+    assert sv.prefill_flop(7e9, 1) == 14e9
+    assert sv.prefill_flop(8e9, 1000) == 16e12
+    assert sv.decode_step_flop(8e9, 64) == 64 * 16e9
+
+
+def test_causal_attention_flop_hand():
+    """Per layer and head, QK^T 2 T^2 d and PV 2 T^2 d, halved by the causal mask."""
+    assert sv.causal_attention_flop(1, 1, 64, 64, 10) == 10 * 10 * 128
+    assert sv.causal_attention_flop(32, 32, 128, 128, 8192) == 32 * 32 * 8192**2 * 256
+
+
+def test_scaling_book_pop_quiz():
+    """[Scaling] 30B int8 params, batch 4 with 819 MB of KV cache each, 16 x 8.1e11 B/s: >= 2.5 ms;
+    batch 256: about 21 ms (KV read plus the compute-bound MLP)."""
+    bw, flops = 16 * 8.1e11, 16 * 1.97e14
+    kv = 100e3 * 8192
+    t4 = sv.decode_step_time_s(30e9, 4 * kv, bw)
+    assert t4 == pytest.approx(2.5e-3, rel=0.03)
+    t256 = 256 * kv / bw + max(2 * 256 * 30e9 / flops, 30e9 / bw)
+    assert t256 == pytest.approx(21e-3, rel=0.01)
+
+
+def test_scaling_book_llama2_13b_step_times():
+    """[Scaling] LLaMA 2-13B on 8 TPU v5e (8 x 8.2e11 B/s), 26 GB of bf16 params and 6.7 GB of KV
+    per sequence: 4.98 ms at batch 1, 249.09 ms at batch 240."""
+    kv = sv.kv_cache_bytes(sv.kv_cache_bytes_per_token(40, 40, 128, 2), 8192)
+    assert sv.decode_step_time_s(26e9, kv, 8 * 8.2e11) == pytest.approx(4.98e-3, rel=0.005)
+    assert sv.decode_step_time_s(26e9, 240 * kv, 8 * 8.2e11) == pytest.approx(249.09e-3, rel=0.005)
+
+
+def test_critical_batch_tpu_v5e():
+    """[Scaling] B_crit = 1.97e14 / 8.2e11 = 240 for bf16 weights; 120 with int8 weights and bf16 FLOPs."""
+    p = 1e9
+    assert sv.decode_ridge_batch(2 * p, 2 * p, 0, 1.97e14, 8.2e11) == pytest.approx(240.2, rel=1e-3)
+    assert sv.decode_ridge_batch(1 * p, 2 * p, 0, 1.97e14, 8.2e11) == pytest.approx(120.1, rel=1e-3)
+
+
+def test_ridge_batch_on_h200_is_the_ridge_intensity():
+    """For bf16 weights the critical batch equals the GPU's ridge intensity, peak / bandwidth
+    (989.4 TFLOP/s / 4.8 TB/s = 206 on an H200, from the catalog's datasheet figures)."""
+    from widgets.models import memory_hierarchy as mh
+
+    h200 = get_gpu("H200-SXM")
+    s = sv.decode_step("Llama-3-8B", "H200-SXM", 1, 0)
+    assert s.ridge_batch == pytest.approx(mh.ridge_intensity(h200.peak("bf16"), h200.hbm_bytes_per_s), rel=1e-9)
+    assert sv.decode_step("Llama-3-8B", "H200-SXM", 150, 0).bound == "memory"
+    assert sv.decode_step("Llama-3-8B", "H200-SXM", 300, 0).bound == "compute"
+
+
+def test_ridge_with_kv_in_the_same_roofline_can_vanish():
+    """With the KV cache in the same roofline the bytes grow with the batch as fast as the FLOP:
+    Llama-3-8B at 2048 tokens reads more KV per sequence (256 MiB) than its FLOP take on an H200."""
+    m, g = sv.LLAMA_3_8B, get_gpu("H200-SXM")
+    kv = m.kv_bytes_per_sequence(2048, 2)
+    assert sv.decode_ridge_batch(2 * m.flop_params, 2 * m.flop_params, kv, g.peak("bf16"), g.hbm_bytes_per_s) == math.inf
+    assert math.isfinite(sv.decode_ridge_batch(2 * m.flop_params, 2 * m.flop_params, m.kv_bytes_per_sequence(128, 2), g.peak("bf16"), g.hbm_bytes_per_s))
+
+
+def test_decode_step_hand_value():
+    """Llama-3-8B bf16, batch 1, 1024 tokens on an H200: (7.505e9 x 2 + 128 KiB x 1024) / 4.8e12."""
+    s = sv.decode_step("Llama-3-8B", "H200-SXM", 1, 1024)
+    w = (8.03e9 - 128256 * 4096) * 2
+    assert s.weight_bytes == pytest.approx(w)
+    assert s.kv_bytes == 131072 * 1024
+    assert s.time_s == pytest.approx((w + 131072 * 1024) / 4.8e12)
+    assert s.time_s == pytest.approx(s.memory_s)
+
+
+def test_decode_step_sum_of_kernels():
+    """Above the ridge the matmuls are compute-bound while attention stays memory-bound: the step
+    is their sum."""
+    s = sv.decode_step("Llama-3-8B", "H200-SXM", 1024, 4096)
+    assert s.bound == "compute"
+    assert s.time_s == pytest.approx(s.linear_s + s.attention_s)
+    assert s.attention_s == pytest.approx(s.kv_bytes / 4.8e12)
+    assert s.time_s >= max(s.memory_s, s.compute_s)
+
+
+def test_tensor_parallelism_splits_bytes_but_replicates_few_kv_heads_and_latents():
+    s1 = sv.decode_step("Llama-3-70B", "H200-SXM", 8, 4096, allreduce_latency_s=0)
+    s4 = sv.decode_step("Llama-3-70B", "H200-SXM", 8, 4096, tp=4, allreduce_latency_s=0)
+    s16 = sv.decode_step("Llama-3-70B", "H200-SXM", 8, 4096, tp=16, allreduce_latency_s=0)
+    assert s4.weight_bytes == pytest.approx(s1.weight_bytes / 4)
+    assert s4.kv_bytes == pytest.approx(s1.kv_bytes / 4)
+    assert s16.kv_bytes == pytest.approx(s1.kv_bytes / 8)  # 8 KV heads: each GPU keeps at least one
+    assert s4.comm_s > 0 and s4.time_s < s1.time_s
+    d1 = sv.decode_step("DeepSeek-V3", "H200-SXM", 8, 4096, "fp8")
+    d8 = sv.decode_step("DeepSeek-V3", "H200-SXM", 8, 4096, "fp8", tp=8)
+    assert d8.kv_bytes == pytest.approx(d1.kv_bytes)  # the MLA latent is shared by all heads
+    with pytest.raises(ValueError, match="tp"):
+        sv.decode_step("Llama-3-8B", "L4", 1, 10, tp=2)
+
+
+def test_allreduce_hand():
+    """Ring all-reduce: 2 (n-1)/n of the message per link, plus one latency."""
+    assert sv.allreduce_time_s(1e6, 1, 1e9) == 0
+    assert sv.allreduce_time_s(1e6, 2, 1e9, 0) == pytest.approx(1e-3)
+    assert sv.allreduce_time_s(8e6, 8, 1e9, 5e-6) == pytest.approx(5e-6 + 2 * 7 / 8 * 8e-3)
+
+
+def test_prefill_short_prompts_are_memory_bound_long_compute_bound():
+    h200 = get_gpu("H200-SXM")
+    t1 = sv.prefill_time_s("Llama-3-8B", "H200-SXM", 1)
+    assert t1 == pytest.approx(sv.decode_step("Llama-3-8B", "H200-SXM", 1, 0).weight_bytes / h200.hbm_bytes_per_s)
+    t8k = sv.prefill_time_s("Llama-3-8B", "H200-SXM", 8192)
+    m = sv.LLAMA_3_8B
+    flop = sv.prefill_flop(m.flop_params - m.head_params, 8192) + sv.prefill_flop(m.head_params, 1) + m.prefill_attention_flop(8192)
+    assert t8k == pytest.approx(flop / h200.peak("bf16"))
+
+
+# --------------------------------------------------------------------------------------------
+# Latency metrics, Little's law, cost
+# --------------------------------------------------------------------------------------------
+def test_latency_metrics_nim_definitions():
+    """[NIM] e2e = TTFT + (N - 1) x TPOT, and TPOT = (e2e - TTFT) / (N - 1)."""
+    assert sv.e2e_latency_s(0.2, 0.02, 101) == pytest.approx(2.2)
+    assert sv.tpot_s(2.2, 0.2, 101) == pytest.approx(0.02)
+    assert sv.e2e_latency_s(0.3, 0.05, 1) == 0.3
+
+
+@given(ttft=st.floats(0, 10), tpot=st.floats(0, 1), n=st.integers(2, 10_000))
+def test_tpot_inverts_e2e(ttft, tpot, n):
+    assert sv.tpot_s(sv.e2e_latency_s(ttft, tpot, n), ttft, n) == pytest.approx(tpot, abs=1e-9)
+
+
+def test_littles_law():
+    """[Little] L = lambda W."""
+    assert sv.littles_law_concurrency(10, 6.4) == 64
+    assert sv.littles_law_concurrency(0, 5) == 0
+
+
+def test_cost_per_million_tokens_hand():
+    """$3 per GPU-hour at 3200 tokens/s: 3 / 3600 / 3200 x 1e6 = $0.2604 per million."""
+    assert sv.cost_per_million_tokens(3.0, 1, 3200) == pytest.approx(3 / 3600 / 3200 * 1e6)
+    assert sv.cost_per_million_tokens(3.0, 8, 3200) == pytest.approx(8 * sv.cost_per_million_tokens(3.0, 1, 3200))
+    assert sv.decode_tokens_per_s(64, 0.02) == 3200
+
+
+# --------------------------------------------------------------------------------------------
+# Memory budget
+# --------------------------------------------------------------------------------------------
+def test_llama_70b_bf16_does_not_fit_one_h200_but_fits_two():
+    """70.6e9 x 2 B = 131.5 GiB of weights against 141 GiB (126.9 GiB after the 10% reserve)."""
+    b1 = sv.memory_budget("Llama-3-70B", "H200-SXM", 8192, 1)
+    assert not b1.fits and b1.max_concurrent_seqs == 0
+    b2 = sv.memory_budget("Llama-3-70B", "H200-SXM", 8192, 1, tp=2)
+    assert b2.fits and b2.max_concurrent_seqs > 20
+    assert sv.memory_budget("Llama-3-70B", "H200-SXM", 8192, 1, "fp8").fits
+
+
+def test_memory_budget_hand_value():
+    """Llama-3-8B bf16 on an H200, 8192-token sequences: (141 GiB x 0.9 - 16.06 GB - activations)
+    / (1 GiB of KV + 0.5 MB of fp32 logits) per sequence = 111 sequences."""
+    b = sv.memory_budget("Llama-3-8B", "H200-SXM", 8192, 64)
+    room = 141 * 2**30 * 0.9 - 8.03e9 * 2 - sv.activation_bytes(2048, 4096, 14336, 128256, 0, 2)
+    assert b.kv_bytes_per_seq == 2**30
+    assert b.max_concurrent_seqs == int(room // (2**30 + 128256 * 4)) == 111
+    assert b.kv_bytes == 64 * 2**30
+    assert b.used_bytes + b.free_bytes == pytest.approx(b.hbm_bytes)
+
+
+def test_deepseek_v3_on_eight_h200s_in_fp8():
+    """671 GB of fp8 weights split 8 ways fit; the MLA cache is replicated on every GPU."""
+    b = sv.memory_budget("DeepSeek-V3", "H200-SXM", 32768, 16, "fp8", "bf16", tp=8)
+    assert b.fits
+    assert b.weight_bytes == pytest.approx(671e9 / 8)
+    assert b.kv_bytes_per_seq == sv.DEEPSEEK_V3.kv_bytes_per_sequence(32768, 2)
+    assert not sv.memory_budget("DeepSeek-V3", "H200-SXM", 1024, 1, "fp8").fits
+
+
+@settings(max_examples=60, deadline=None)
+@given(ctx=st.integers(1, 200_000), batch=st.integers(0, 512), tp=st.sampled_from([1, 2, 4, 8]), name=st.sampled_from(list(sv.PRESETS)))
+def test_memory_budget_invariants(ctx, batch, tp, name):
+    b = sv.memory_budget(name, "H200-SXM", ctx, batch, "fp8", "fp8", tp)
+    assert b.kv_bytes == pytest.approx(batch * b.kv_bytes_per_seq)
+    assert b.used_bytes + b.free_bytes == pytest.approx(b.hbm_bytes)
+    assert b.fits == (b.free_bytes >= 0)
+    if b.max_concurrent_seqs:
+        assert sv.memory_budget(name, "H200-SXM", ctx, b.max_concurrent_seqs, "fp8", "fp8", tp).fits
+        assert not sv.memory_budget(name, "H200-SXM", ctx, b.max_concurrent_seqs + 1, "fp8", "fp8", tp).fits
+
+
+@settings(max_examples=60, deadline=None)
+@given(b=st.integers(1, 4096), ctx=st.integers(0, 100_000), name=st.sampled_from(list(sv.PRESETS)))
+def test_decode_step_invariants(b, ctx, name):
+    s = sv.decode_step(name, "H200-SXM", b, ctx, "fp8")
+    assert s.time_s >= s.memory_s * (1 - 1e-12)
+    assert s.time_s >= s.compute_s * (1 - 1e-12)
+    s2 = sv.decode_step(name, "H200-SXM", b + 1, ctx, "fp8")
+    assert s2.time_s >= s.time_s and s2.tokens_per_s >= s.tokens_per_s * (1 - 1e-9)
+
+
+# --------------------------------------------------------------------------------------------
+# Latency and capacity
+# --------------------------------------------------------------------------------------------
+def test_latency_combines_prefill_and_decode():
+    r = sv.latency("Llama-3-8B", "H200-SXM", 32, 1024, 256)
+    assert r.ttft_s == pytest.approx(sv.prefill_time_s("Llama-3-8B", "H200-SXM", 1024))
+    assert r.tpot_s == pytest.approx(sv.decode_step("Llama-3-8B", "H200-SXM", 32, 1024 + 128).time_s)
+    assert r.e2e_s == pytest.approx(r.ttft_s + 255 * r.tpot_s)
+    assert r.tokens_per_s == pytest.approx(32 / r.tpot_s)
+
+
+def test_capacity_plan_obeys_littles_law_and_its_target():
+    p = sv.plan_capacity("Llama-3-8B", "H200-SXM", 50, 1024, 256, 0.03, 3.0)
+    assert p.feasible
+    lam_r = 50 / p.replicas
+    assert p.batch == pytest.approx(sv.littles_law_concurrency(lam_r, 256 * p.tpot_s), rel=1e-6)
+    assert p.tpot_s <= 0.03 + 1e-12
+    assert p.batch <= p.max_batch_latency <= p.max_batch_memory
+    assert 0 < p.utilization <= 1
+    assert p.cost_per_million_output_tokens == pytest.approx(sv.cost_per_million_tokens(3.0, p.gpus, 50 * 256))
+    # TPOT seen by a request: the step plus its share of the prefills of newcomers.
+    step = sv.decode_step("Llama-3-8B", "H200-SXM", p.batch, 1024 + 128).time_s
+    assert p.tpot_s == pytest.approx(step + p.batch * p.ttft_s / 256, rel=1e-6)
+
+
+def test_capacity_plan_monotone():
+    few = sv.plan_capacity("Llama-3-8B", "H200-SXM", 10, 1024, 256, 0.02)
+    many = sv.plan_capacity("Llama-3-8B", "H200-SXM", 500, 1024, 256, 0.02)
+    assert many.gpus >= few.gpus and many.gpus > 1
+    tight = sv.plan_capacity("Llama-3-8B", "H200-SXM", 500, 1024, 256, 0.005)
+    loose = sv.plan_capacity("Llama-3-8B", "H200-SXM", 500, 1024, 256, 0.1)
+    assert tight.gpus >= loose.gpus
+    assert tight.cost_per_million_output_tokens >= loose.cost_per_million_output_tokens
+
+
+def test_capacity_plan_infeasible_cases():
+    p = sv.plan_capacity("Llama-3-70B", "H200-SXM", 1, 1024, 256, 0.05)
+    assert not p.feasible and "tp" in p.reason
+    assert sv.plan_capacity("Llama-3-70B", "H200-SXM", 1, 1024, 256, 0.05, tp=2).feasible
+    p = sv.plan_capacity("Llama-3-8B", "H200-SXM", 1, 1024, 256, 0.001)
+    assert not p.feasible and "target" in p.reason
+
+
+# --------------------------------------------------------------------------------------------
+# Bad input: every public model function names the parameter
+# --------------------------------------------------------------------------------------------
+BAD = [0, -1, 1.5, float("nan"), float("inf"), "8", None]
+
+
+@pytest.mark.parametrize("bad", BAD)
+def test_bad_integers_name_the_parameter(bad):
+    cases = [
+        ("layers", lambda v: sv.kv_cache_bytes_per_token(v, 8, 128)),
+        ("kv_heads", lambda v: sv.kv_cache_bytes_per_token(32, v, 128)),
+        ("head_dim", lambda v: sv.kv_cache_bytes_per_token(32, 8, v)),
+        ("kv_lora_rank", lambda v: sv.mla_kv_cache_bytes_per_token(61, v, 64)),
+        ("layers", lambda v: sv.mla_kv_cache_bytes_per_token(v, 512, 64)),
+        ("layers", lambda v: sv.dense_transformer_params(v, 1, 1, 1, 1, 1, 1)),
+        ("n_experts", lambda v: sv.experts_touched_fraction(1, 1, v)),
+        ("tp", lambda v: sv.memory_budget("Llama-3-8B", "H200-SXM", 10, 1, tp=v)),
+        ("gpus", lambda v: sv.allreduce_time_s(1, v, 1e9)),
+        ("prompt_tokens", lambda v: sv.prefill_time_s("Llama-3-8B", "H200-SXM", v)),
+    ]
+    for name, fn in cases:
+        with pytest.raises(ValueError, match=name):
+            fn(bad)
+
+
+@given(v=st.one_of(st.floats(max_value=-1e-9), st.just(float("nan")), st.just(float("inf")), st.just(-1)))
+def test_negative_and_non_finite_quantities_rejected(v):
+    for name, fn in (
+        ("param_bytes", lambda: sv.decode_step_time_s(v, 0, 1e12)),
+        ("kv_bytes", lambda: sv.decode_step_time_s(1, v, 1e12)),
+        ("hbm_bytes_per_s", lambda: sv.decode_step_time_s(1, 1, v)),
+        ("params", lambda: sv.prefill_flop(v, 10)),
+        ("tokens", lambda: sv.prefill_flop(1e9, v)),
+        ("arrival_rate_per_s", lambda: sv.littles_law_concurrency(v, 1)),
+        ("latency_s", lambda: sv.littles_law_concurrency(1, v)),
+        ("bytes_per_elem", lambda: sv.kv_cache_bytes_per_token(1, 1, 1, v)),
+        ("bytes_per_token", lambda: sv.kv_cache_bytes(v, 10)),
+        ("params", lambda: sv.weight_bytes(v)),
+        ("peak_flop_per_s", lambda: sv.decode_ridge_batch(1, 1, 0, v, 1)),
+        ("gpu_hour_price", lambda: sv.cost_per_million_tokens(v, 1, 1)),
+        ("tokens_per_s", lambda: sv.cost_per_million_tokens(1, 1, v)),
+        ("ttft_s", lambda: sv.e2e_latency_s(v, 0.1, 2)),
+        ("tpot_s", lambda: sv.decode_tokens_per_s(1, v)),
+        ("batch", lambda: sv.decode_step("Llama-3-8B", "H200-SXM", v, 10)),
+        ("arrival_rate_per_s", lambda: sv.plan_capacity("Llama-3-8B", "H200-SXM", v)),
+        ("tpot_target_s", lambda: sv.plan_capacity("Llama-3-8B", "H200-SXM", 1, tpot_target_s=v)),
+        ("reserve_fraction", lambda: sv.memory_budget("Llama-3-8B", "H200-SXM", 10, 1, reserve_fraction=v)),
+    ):
+        with pytest.raises(ValueError, match=name):
+            fn()
+
+
+def test_bad_names_list_the_valid_ones():
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        sv.bytes_per_elem("fp6")
+    with pytest.raises(ValueError, match="model must be one of"):
+        sv.get_model("GPT-5")
+    with pytest.raises(ValueError, match="name must be one of"):
+        sv.decode_step("Llama-3-8B", "TPU-v5e")
+    with pytest.raises(ValueError, match="kv_heads"):
+        sv.custom_model(32, 4096, 8, 16, 128, 14336)
+
+
+def test_models_import_without_torch_or_ipywidgets():
+    """The models layer needs only the standard library and numpy."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['torch'] = None; sys.modules['ipywidgets'] = None; sys.modules['plotly'] = None\n"
+        "from widgets.models import serving as sv; print(sv.LLAMA_3_8B.kv_bytes_per_token())"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "131072.0"
+
+
+# --------------------------------------------------------------------------------------------
+# Calculators
+# --------------------------------------------------------------------------------------------
+def test_memory_figure_frames_match_the_model():
+    from widgets.ui import serving as ui
+    from widgets.units import GiB
+
+    batches = (1, 64, 128)
+    fig = ui.memory_figure("Llama-3-8B", "H200-SXM", 8192, batches)
+    assert len(fig.frames) == len(batches) == len(fig.layout.sliders[0].steps)
+    b = sv.memory_budget("Llama-3-8B", "H200-SXM", 8192, 128)
+    f = fig.frames[2]
+    names = [t.name for t in f.data]
+    assert f.data[names.index("KV cache")].x[0] == pytest.approx(b.kv_bytes / GiB)
+    assert f.data[names.index("weights")].x[0] == pytest.approx(b.weight_bytes / GiB)
+    assert "does NOT fit" in f.layout.title.text and "at most 111 sequences" in f.layout.title.text
+    assert "fits" in fig.frames[1].layout.title.text
+
+
+def test_kv_per_sequence_figure_shows_the_window():
+    from widgets.ui import serving as ui
+    from widgets.units import GiB
+
+    fig = ui.kv_per_sequence_figure(contexts=(4096, 32768))
+    assert len(fig.frames) == 2 == len(fig.layout.sliders[0].steps)
+    bars = fig.frames[1].data[0]
+    i = list(bars.x).index("Mistral-7B")
+    assert bars.y[i] == pytest.approx(sv.MISTRAL_7B.kv_bytes_per_sequence(32768, 2) / GiB) == pytest.approx(0.5)
+    assert fig.frames[0].data[0].y[i] == pytest.approx(0.5)
+
+
+def test_latency_figure_marker_is_the_model_tpot():
+    from widgets.ui import serving as ui
+
+    fig = ui.latency_figure("Llama-3-8B", "H200-SXM", 1024, 256, batches=(1, 32, 512))
+    assert len(fig.frames) == 3 == len(fig.layout.sliders[0].steps)
+    marker = fig.frames[1].data[-1]
+    assert marker.y[0] == pytest.approx(sv.latency("Llama-3-8B", "H200-SXM", 32, 1024, 256).tpot_s * 1e3)
+    assert "memory-bound" in fig.frames[0].layout.title.text
+    assert "compute-bound" in fig.frames[2].layout.title.text
+
+
+def test_capacity_figure_titles_come_from_the_planner():
+    from widgets.ui import serving as ui
+
+    fig = ui.capacity_figure(rates=(5, 50))
+    assert len(fig.frames) == 2 == len(fig.layout.sliders[0].steps)
+    p = sv.plan_capacity("Llama-3-8B", "H200-SXM", 50, 1024, 256, 0.05, 3.0)
+    assert f"{p.gpus} GPU(s)" in fig.frames[1].layout.title.text
+    assert fig.frames[1].data[1].y[0] == pytest.approx(p.cost_per_million_output_tokens)
+    with pytest.raises(ValueError, match="rates"):
+        ui.capacity_figure(rates=(0,))
+
+
+def test_figures_reject_bad_slider_values():
+    from widgets.ui import serving as ui
+
+    with pytest.raises(ValueError, match="batches"):
+        ui.memory_figure(batches=(1, -2))
+    with pytest.raises(ValueError, match="context_tokens"):
+        ui.memory_figure(context_tokens=-5)
+
+
+@pytest.fixture
+def shown(monkeypatch):
+    """Collect what live forms display (outside a kernel an Output widget captures nothing)."""
+    import IPython.display
+
+    items = []
+    monkeypatch.setattr(IPython.display, "display", lambda *objs, **kw: items.extend(objs))
+
+    def html() -> str:
+        text = "".join(getattr(o, "data", "") or "" for o in items if isinstance(getattr(o, "data", None), str))
+        items.clear()
+        return text
+
+    return html
+
+
+def test_live_forms_recompute_and_show_errors(shown):
+    from widgets.ui import serving as ui
+
+    box = ui.memory_calculator()
+    assert "<td>max concurrent sequences</td><td><b>111</b>" in shown()
+    box.controls["kv_dtype"].value = "fp8"
+    # (0.9 x 141 GiB - 16.06 GB - 0.21 GB) / (512 MiB of KV + 0.5 MB of logits) = 223.3
+    assert "<td>max concurrent sequences</td><td><b>223</b>" in shown()
+    box.controls["model"].value = "custom"
+    shown()
+    box.controls["kv_heads"].value = 64  # more KV heads than query heads
+    text = shown()
+    assert "Invalid input" in text and "kv_heads" in text
+
+    box = ui.latency_calculator()
+    r = sv.latency("Llama-3-8B", "H200-SXM", 32, 1024, 256)
+    assert "TPOT" in shown()
+    box.controls["batch"].value = 0
+    text = shown()
+    assert "Invalid input" in text and "batch" in text
+    box.controls["batch"].value = 32
+    box.controls["tp"].value = 2
+    box.controls["gpu"].value = "L4"
+    text = shown()
+    assert "Invalid input" in text and "tp" in text
+    assert r.tpot_s > 0
+
+    box = ui.capacity_calculator()
+    assert "GPUs" in shown()
+    box.controls["model"].value = "Llama-3-70B"
+    assert "Infeasible" in shown()
+    box.controls["tp"].value = 2
+    assert "<td>GPUs</td>" in shown()
+
+
+def test_checks_pass_and_fail(capsys):
+    from widgets.ui import serving as ui
+    from widgets.units import GiB
+
+    assert ui.check_kv_cache_gib(5)
+    assert not ui.check_kv_cache_gib(10)
+    assert "bf16" in capsys.readouterr().out
+    assert not ui.check_kv_cache_gib(40)
+    assert "8 KV heads" in capsys.readouterr().out
+    ridge = sv.decode_step("Llama-3-8B", "H100-SXM", 1, 0).ridge_batch
+    assert ui.check_ridge_batch(ridge)
+    assert not ui.check_ridge_batch(2 * ridge)
+    assert ui.check_kv_formula(lambda L, h, d, c, b, e: 2 * L * h * d * c * b * e)
+    assert not ui.check_kv_formula(lambda L, h, d, c, b, e: L * h * d * c * b * e)
+    assert not ui.check_kv_formula(lambda *a: 1 / 0)
+    p = sv.plan_capacity("Llama-3-8B", "H200-SXM", 50, 1024, 256, 0.03, 3.0)
+    assert ui.check_gpus_needed(p.gpus)
+    assert not ui.check_gpus_needed(p.gpus + 1)
+    assert not ui.check_gpus_needed(2.5)
+    assert 5 == pytest.approx(sv.LLAMA_3_70B.kv_bytes_per_sequence(32768, 1) / GiB)
+
+
+def test_presets_table_lists_every_preset():
+    from widgets.ui import serving as ui
+
+    html = ui.presets_table()
+    for name in sv.PRESETS:
+        assert name in html
+    assert "128 KiB" in html and "MLA" in html
+
+
+# --------------------------------------------------------------------------------------------
+# Experiments: CPU smoke tests (small, quick) and correctness of the decoder and kernels
+# --------------------------------------------------------------------------------------------
+def _tiny():
+    from widgets.experiments.serving_decoder import DecoderConfig
+
+    return DecoderConfig(layers=2, hidden=64, heads=4, kv_heads=2, head_dim=16, intermediate=96, vocab=128, name="test")
+
+
+@pytest.mark.parametrize("fused", [False, True])
+def test_decode_with_cache_matches_a_full_forward(fused):
+    """The cached decode step gives the same logits as a prefill over the whole sequence, and writes
+    the same keys and values (fp32; ``fused`` runs the Triton kernels through the interpreter)."""
+    import torch
+
+    from widgets.experiments.serving_decoder import Decoder, KVCache, decode_step, prefill
+
+    cfg = _tiny()
+    m = Decoder(cfg, device="cpu", dtype=torch.float32, seed=1)
+    p = 9
+    tok = torch.randint(0, cfg.vocab, (3, p + 1), generator=torch.Generator().manual_seed(2))
+    full_cache = KVCache(cfg, 3, p + 1, device="cpu", dtype=torch.float32)
+    full = prefill(m, tok, full_cache)
+    for slots in (p + 1, 32):
+        cache = KVCache(cfg, 3, slots, device="cpu", dtype=torch.float32)
+        prefill(m, tok[:, :p], cache)
+        cos, sin = m.rope(torch.tensor([p]))
+        out = decode_step(m, tok[:, p], cache, p, cos[0], sin[0], fused=fused)
+        assert torch.allclose(out, full, atol=1e-4, rtol=1e-4)
+        for a, b in zip(full_cache.k + full_cache.v, cache.k + cache.v):
+            assert torch.allclose(a, b[:, :, : p + 1], atol=1e-5)
+
+
+def test_decoder_parameter_count_matches_the_model():
+    import torch
+
+    from widgets.experiments.serving_decoder import Decoder, gpu_config
+
+    cfg = _tiny()
+    assert Decoder(cfg, device="cpu", dtype=torch.float32).n_params() == cfg.model_config().params
+    g = gpu_config()
+    assert g.model_config().params == pytest.approx(5.52e9, rel=0.01)  # >= 1B parameters on the GPU
+    assert (g.hidden, g.heads, g.kv_heads, g.intermediate, g.vocab) == (8192, 64, 8, 28672, 128256)
+
+
+@pytest.mark.parametrize("m", [1, 5, 16, 33])
+def test_skinny_matmul_in_the_interpreter(m):
+    import torch
+
+    from widgets.experiments.serving_kernels import CONFIGS, skinny_matmul
+
+    g = torch.Generator().manual_seed(m)
+    x = torch.randn(m, 512, generator=g)
+    w = torch.randn(80, 512, generator=g)
+    for cfg in (CONFIGS[0], CONFIGS[3]):
+        assert torch.allclose(skinny_matmul(x, w, cfg), x @ w.T, atol=1e-3, rtol=1e-4)
+    with pytest.raises(ValueError, match="K"):
+        skinny_matmul(x[:, :100], w[:, :100], CONFIGS[0])
+
+
+def test_fused_kernels_in_the_interpreter():
+    import torch
+    import torch.nn.functional as F
+
+    from widgets.experiments import serving_kernels as k
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(3, 200, generator=g)
+    r = torch.randn(3, 200, generator=g)
+    w = torch.randn(200, generator=g)
+    x1 = x.clone()
+    out = k.add_rmsnorm(x1, r, w, 1e-5)
+    assert torch.allclose(x1, x + r)
+    assert torch.allclose(out, F.rms_norm(x + r, (200,), w, 1e-5), atol=1e-5)
+    gu = torch.randn(2, 2 * 300, generator=g)
+    assert torch.allclose(k.silu_mul(gu), F.silu(gu[:, :300]) * gu[:, 300:], atol=1e-6)
+
+
+def test_ceilings_and_gemv_smoke():
+    from widgets.experiments import serving as ex
+
+    c = ex.measure_ceilings(copy_nbytes=1 << 20, gemm_n=64, repeat=2)
+    assert c.copy_bytes_per_s > 0 and c.gemm_flop_per_s > 0
+    sweep = ex.measure_batched_gemv(batches=(1, 8), cfg=_tiny(), repeat=2)
+    assert sweep.batches == [1, 8] and len(sweep.best_s) == 2 and all(t > 0 for t in sweep.cublas_s)
+    assert sweep.weight_bytes == 4 * sum(n * k for n, k in sweep.shapes)
+    model = ex.gemv_model_s(sweep, 1e10, 1e11)
+    assert model[0] == pytest.approx(max(sweep.bytes_moved[0] / 1e10, sweep.flop[0] / 1e11))
+
+
+def test_decode_and_ttft_smoke():
+    from widgets.experiments import serving as ex
+
+    dec = ex.build_decoder(_tiny())
+    steps = ex.measure_decode_steps(dec, batches=(1, 2), contexts=(8, 16), batch_context_tokens=8, context_batch=2, repeat=2)
+    assert len(steps.batch_step_s) == 2 and len(steps.context_step_s) == 2 and not steps.graphs
+    assert steps.kv_bytes_per_token == 2 * 2 * 2 * 16 * 4
+    pred = ex.decode_model_s(steps, "H200-SXM", 1e10, 1e11)
+    assert pred["batch"][0] == pytest.approx(sv.decode_step_time_s(steps.step_weight_bytes, 8 * steps.kv_bytes_per_token, 1e10))
+    ttft = ex.measure_ttft(dec, prompts=(4, 8), repeat=2)
+    assert len(ttft.prefill_s) == 2
+    assert len(ex.ttft_model_s(ttft, "H200-SXM", 1e10, 1e11, "fp32")) == 2
+
+
+def test_kv_memory_matches_the_formula():
+    from widgets.experiments import serving as ex
+
+    kv = ex.measure_kv_memory(ex.build_decoder(_tiny(), tune=False), batch=3, context_tokens=40)
+    assert len(kv.variants) == 6
+    for v in kv.variants:
+        assert v["measured_bytes"] == v["formula_bytes"], v["name"]
+
+
+def test_compare_and_record_are_json():
+    from widgets.experiments import serving as ex
+
+    c = ex.measure_ceilings(copy_nbytes=1 << 20, gemm_n=64, repeat=2)
+    dec = ex.build_decoder(_tiny())
+    steps = ex.measure_decode_steps(dec, batches=(1, 64), contexts=(8,), batch_context_tokens=8, context_batch=2, repeat=2)
+    gemv = ex.measure_batched_gemv(batches=(1,), cfg=_tiny(), repeat=2)
+    cmp = ex.compare_decode(steps, c, gemv)
+    assert set(cmp) == {"copy", "gemv"}  # no datasheet for a CPU
+    assert cmp["copy"]["batch_ratio"][0] == pytest.approx(steps.batch_step_s[0] / cmp["copy"]["batch_model_s"][0])
+    assert math.isfinite(cmp["copy"]["max_error_batch_1_64"])
+    json.dumps(cmp)
