@@ -406,7 +406,7 @@ def test_busbw_and_dp_and_ladder_figures():
 
     fig = ui.bandwidth_ladder_figure()
     assert len(fig.frames) == len(ui.LADDER_GPUS)
-    bars = dict(zip(fig.frames[0].data[0].x, fig.frames[0].data[0].y))
+    bars = dict(zip(fig.frames[0].data[0].customdata, fig.frames[0].data[0].y))
     assert bars["NVLink / NVSwitch"] == pytest.approx(450) and bars["PCIe (to the host)"] == pytest.approx(64)
     assert bars["InfiniBand NDR / 400 GbE RoCE"] == pytest.approx(50)
     assert "450 GB/s" in ui.bandwidth_ladder_table("H200-SXM")

@@ -26,6 +26,8 @@ H200_NVLINK = get_gpu("H200-SXM").interconnect_bytes_per_s
 # fitted to measurements beside it.
 ASSUMED_STEP_LATENCY_S = 5e-6
 RANKS = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+INSIDE_LEGEND = dict(x=0.01, y=0.99, xanchor="left", yanchor="top", bgcolor="rgba(255,255,255,0.8)")
+TITLE_FONT = dict(size=14)
 
 
 def _gbps(x: float) -> str:
@@ -75,7 +77,7 @@ def collective_time_summary(op: str, n: int, link_bytes_per_s: float, latency_s:
         cross = "the tree is never slower"
     else:
         cross = f"tree faster below {_size(x)}"
-    return f"{op}, n = {n}: {_size(size_bytes)} takes {fmt_time(ring)} (ring) / {fmt_time(tree)} (tree); {cross}"
+    return f"{op}, n = {n}: {_size(size_bytes)} takes {fmt_time(ring)} (ring) / {fmt_time(tree)} (tree)<br>{cross}"
 
 
 def _time_traces(op: str, n: int, link_bytes_per_s: float, latency_s: float, mark_bytes=None) -> list:
@@ -104,7 +106,8 @@ def _time_layout() -> dict:
         xaxis=dict(type="log", title="message size S [B] (nccl-tests convention)", exponentformat="SI"),
         yaxis=dict(type="log", title="time [s]", exponentformat="SI"),
         height=460,
-        legend=dict(orientation="h", y=-0.22),
+        legend=INSIDE_LEGEND,
+        title_font=TITLE_FONT,
     )
 
 
@@ -170,8 +173,8 @@ def collective_time_calculator():
 def busbw_summary(n: int, busbw: float, size_bytes: float) -> str:
     t = cm.time_from_busbw_s("all_reduce", n, size_bytes, busbw)
     return (
-        f"n = {n}: at busbw {_gbps(busbw)} an all_reduce of {_size(size_bytes)} takes {fmt_time(t)}, "
-        f"algbw {_gbps(cm.algbw_bytes_per_s(size_bytes, t))} (factor {cm.busbw_factor('all_reduce', n):.3g})"
+        f"n = {n}: at busbw {_gbps(busbw)}, an all_reduce of {_size(size_bytes)} takes {fmt_time(t)}<br>"
+        f"algbw {_gbps(cm.algbw_bytes_per_s(size_bytes, t))} (factor {cm.busbw_factor('all_reduce', n):.3g}); bar labels: time"
     )
 
 
@@ -194,7 +197,7 @@ def busbw_figure(busbw: float = H200_NVLINK, size_bytes: float = GiB, ranks=RANK
         list(ranks),
         lambda n: (_busbw_traces(n, busbw, size_bytes), busbw_summary(n, busbw, size_bytes)),
         slider_prefix="ranks n: ",
-        layout=dict(barmode="group", yaxis=dict(title="GB/s", range=[0, top]), height=440, legend=dict(orientation="h", y=-0.2)),
+        layout=dict(barmode="group", yaxis=dict(title="GB/s", range=[0, top]), height=440, legend=INSIDE_LEGEND, title_font=TITLE_FONT),
         active=2,
     )
 
@@ -238,11 +241,11 @@ def busbw_calculator():
 # --------------------------------------------------------------------------------------------
 def ring_step_summary(n: int, step: int) -> str:
     if step == 0:
-        return f"n = {n}, start: every rank holds its own {n} chunks ({2 * (n - 1)} steps to go)"
+        return f"n = {n}, start: every rank holds its own {n} chunks<br>({2 * (n - 1)} steps to go)"
     t = cm.ring_allreduce_schedule(n)[step - 1]
     phase = t[0].phase.replace("_", "-")
     verb = "adds it to its copy" if t[0].phase == "reduce_scatter" else "overwrites its copy"
-    return f"n = {n}, step {step} of {2 * (n - 1)} ({phase}): rank r sends chunk (r - {step - 1}) mod {n} to rank r + 1, which {verb}"
+    return f"n = {n}, step {step} of {2 * (n - 1)} ({phase}):<br>rank r sends chunk (r - {step - 1}) mod {n} to rank r + 1, which {verb}"
 
 
 def _ring_traces(n: int, step: int) -> list:
@@ -270,7 +273,7 @@ def _ring_traces(n: int, step: int) -> list:
 
 
 def _ring_layout(n: int) -> dict:
-    return dict(yaxis=dict(autorange="reversed"), height=140 + 60 * n, showlegend=False, xaxis=dict(side="top"))
+    return dict(yaxis=dict(autorange="reversed"), height=160 + 60 * n, showlegend=False, xaxis=dict(side="top"), title_font=TITLE_FONT)
 
 
 def ring_allreduce_figure(n: int = 4) -> go.Figure:
@@ -314,7 +317,7 @@ BUCKETS_MIB = (1, 4, 16, 25, 64, 256, 1024, 4096)
 
 def dp_summary(p: cm.DataParallelStep) -> str:
     return (
-        f"bucket {_size(p.bucket_bytes)}: {p.n_buckets} all-reduce{'s' if p.n_buckets > 1 else ''}, {fmt_time(p.total_comm_s)} of communication, "
+        f"bucket {_size(p.bucket_bytes)}: {p.n_buckets} all-reduce{'s' if p.n_buckets > 1 else ''}, {fmt_time(p.total_comm_s)} of communication<br>"
         f"exposed {fmt_time(p.exposed_comm_s)} ({p.hidden_fraction:.0%} hidden)"
     )
 
@@ -336,7 +339,8 @@ def _dp_layout(grad_bytes, x_max_s) -> dict:
         xaxis=dict(title="time from the start of backward [ms]", range=[0, x_max_s * 1e3 * 1.05]),
         yaxis=dict(title="gradient [GB]", range=[0, grad_bytes / 1e9 * 1.08]),
         height=420,
-        legend=dict(orientation="h", y=-0.25),
+        legend=dict(x=0.99, y=0.02, xanchor="right", yanchor="bottom", bgcolor="rgba(255,255,255,0.8)"),
+        title_font=TITLE_FONT,
     )
 
 
@@ -435,24 +439,31 @@ def bandwidth_ladder_table(gpu: str = "H200-SXM", n: int = 8, size_bytes: float 
     return f'<table class="calc-result">{head}{body}</table>'
 
 
+LADDER_SHORT = {"NVLink / NVSwitch": "NVLink", "PCIe (to the host)": "PCIe", "InfiniBand NDR / 400 GbE RoCE": "IB NDR / 400GbE",
+                "InfiniBand HDR / 200 GbE RoCE": "IB HDR / 200GbE"}  # fmt: skip
+
+
 def bandwidth_ladder_figure(n: int = 8, size_bytes: float = GiB, gpus=LADDER_GPUS) -> go.Figure:
     """Static: the bandwidth ladder of each catalog GPU (slider); bar labels give the ring
     all-reduce time of ``size_bytes`` on ``n`` GPUs over that link alone."""
-    names = ["NVLink / NVSwitch", "PCIe (to the host)"] + list(cm.NETWORK_LINKS)
+    names = list(LADDER_SHORT)
 
     def frame(gpu):
         rows = {("NVLink / NVSwitch" if name == "Infinity Fabric" else name): bw for name, bw, _ in bandwidth_ladder(gpu)}
         y = [rows.get(k, 0.0) / 1e9 for k in names]
         text = [fmt_time(cm.ring_allreduce_time_s(size_bytes, n, rows[k])) if k in rows else "none" for k in names]
-        bar = go.Bar(x=names, y=y, text=text, textposition="outside", marker_color=COLORS[: len(names)],
-                     hovertemplate="%{x}: %{y:.4g} GB/s per direction<extra></extra>")  # fmt: skip
+        bar = go.Bar(x=[LADDER_SHORT[k] for k in names], y=y, text=text, textposition="outside", marker_color=COLORS[: len(names)],
+                     customdata=names, hovertemplate="%{customdata}: %{y:.4g} GB/s per direction<extra></extra>")  # fmt: skip
         g = get_gpu(gpu)
         gpu_link = g.interconnect_bytes_per_s or 0.0
-        title = f"{g.name}: GPU link {_gbps(gpu_link) if gpu_link else 'none'}, PCIe {_gbps(g.host_bytes_per_s)}; labels: ring all-reduce of {_size(size_bytes)}, n = {n}"
+        title = f"{g.name}: GPU link {_gbps(gpu_link) if gpu_link else 'none'}, PCIe {_gbps(g.host_bytes_per_s)}<br>bar labels: ring all-reduce of {_size(size_bytes)}, n = {n}"
         return [bar], title
 
-    top = max(get_gpu(g).interconnect_bytes_per_s or 0 for g in gpus) / 1e9 * 1.2
-    return frames_figure(list(gpus), frame, slider_prefix="GPU: ", layout=dict(yaxis=dict(type="linear", title="GB/s per direction", range=[0, top]), height=420, showlegend=False))
+    top = max(get_gpu(g).interconnect_bytes_per_s or 0 for g in gpus) / 1e9 * 3
+    return frames_figure(
+        list(gpus), frame, slider_prefix="GPU: ",
+        layout=dict(yaxis=dict(type="log", title="GB/s per direction (log)", range=[1, np.log10(top)]), height=440, showlegend=False, title_font=TITLE_FONT),
+    )  # fmt: skip
 
 
 # --------------------------------------------------------------------------------------------
@@ -483,12 +494,12 @@ def sweep_figure(series: dict, ops=cm.OPS) -> go.Figure:
                     notes.append(f"{label}: alpha {fmt_time(lat)}, busbw {_gbps(bw * cm.busbw_factor(op, n))}")
             traces.append(go.Scatter(x=sizes, y=meas_y, mode="markers", name=f"{label}: measured", marker=dict(color=color, size=8)))
             traces.append(go.Scatter(x=grid, y=fit_y, mode="lines", name=f"{label}: alpha-beta fit", line=dict(color=color, dash="dot")))
-        return traces, f"{op}: " + "; ".join(notes)
+        return traces, f"{op}<br>" + "<br>".join(notes)
 
     return frames_figure(
         list(ops), frame, slider_prefix="collective: ",
         layout=dict(xaxis=dict(type="log", title="S [B] (nccl-tests convention)", exponentformat="SI"),
-                    yaxis=dict(type="log", title="busbw [GB/s]"), height=460, legend=dict(orientation="h", y=-0.25)),
+                    yaxis=dict(type="log", title="busbw [GB/s]"), height=480, legend=INSIDE_LEGEND, title_font=TITLE_FONT),
     )  # fmt: skip
 
 
@@ -499,7 +510,7 @@ def ring_vs_library_figure(series: dict) -> go.Figure:
     for (label, (sizes, ring, lib)), color in zip(series.items(), COLORS):
         fig.add_trace(go.Scatter(x=sizes, y=np.asarray(lib) / 1e9, mode="lines+markers", name=f"{label}: all_reduce", line=dict(color=color)))
         fig.add_trace(go.Scatter(x=sizes, y=np.asarray(ring) / 1e9, mode="lines+markers", name=f"{label}: hand-written ring", line=dict(color=color, dash="dash")))
-    fig.update_layout(template="plotly_white", height=420, legend=dict(orientation="h", y=-0.25),
+    fig.update_layout(template="plotly_white", height=420, legend=INSIDE_LEGEND, title_font=TITLE_FONT, title_text="hand-written ring against the library's all_reduce",
                       xaxis=dict(type="log", title="S [B]", exponentformat="SI"), yaxis=dict(type="log", title="busbw [GB/s]"))  # fmt: skip
     return fig
 
