@@ -253,6 +253,14 @@ def ring(ctx: Ctx, sizes, iters: int, warmup: int, small_iters: int) -> list:
     return rows
 
 
+def _nccl_version():
+    try:
+        v = torch.cuda.nccl.version()
+        return ".".join(map(str, v)) if isinstance(v, (tuple, list)) else str(v)
+    except Exception:  # informational only
+        return None
+
+
 def main(argv=None) -> int:
     args = _parse(argv)
     backend = args.backend or ("nccl" if torch.cuda.is_available() else "gloo")
@@ -266,7 +274,7 @@ def main(argv=None) -> int:
         "backend": backend,
         "world_size": ctx.n,
         "device": torch.cuda.get_device_name(ctx.device) if ctx.cuda else "CPU",
-        "nccl_version": ".".join(map(str, torch.cuda.nccl.version())) if ctx.cuda else None,
+        "nccl_version": _nccl_version() if ctx.cuda else None,
         "torch": torch.__version__,
         "dtype": "float32",
         "env": {k: os.environ.get(k) for k in ENV_KEYS},
