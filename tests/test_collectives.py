@@ -32,6 +32,26 @@ MiB = 2**20
 
 
 # --------------------------------------------------------------------------------------------
+# What each collective does (NCCL User Guide, "Collective Operations")
+# --------------------------------------------------------------------------------------------
+def test_collective_semantics():
+    """NCCL User Guide: AllGather gives every rank the concatenation of all inputs (rank order);
+    ReduceScatter gives rank i the i-th block of the reduction; AllReduce gives every rank the full
+    reduction; Broadcast copies the root's buffer; Reduce leaves the sum on the root; all-to-all
+    sends block j of rank i to rank j (so rank j holds block j of every rank)."""
+    before, after = cm.collective_semantics("all_gather", 3)
+    assert before == [["x0"], ["x1"], ["x2"]] and after == [["x0", "x1", "x2"]] * 3
+    assert cm.collective_semantics("reduce_scatter", 3)[1] == [["sum[0]"], ["sum[1]"], ["sum[2]"]]
+    assert cm.collective_semantics("all_reduce", 2)[1] == [["sum"], ["sum"]]
+    b, a = cm.collective_semantics("all_to_all", 3)
+    assert all(a[j][i] == b[i][j] for i in range(3) for j in range(3))  # a transpose
+    assert cm.collective_semantics("broadcast", 3) == ([["x0"], ["-"], ["-"]], [["x0"]] * 3)
+    assert cm.collective_semantics("reduce", 2)[1] == [["sum"], ["-"]]
+    with pytest.raises(ValueError, match="op"):
+        cm.collective_semantics("scatter", 3)
+
+
+# --------------------------------------------------------------------------------------------
 # algbw and busbw: nccl-tests
 # --------------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
@@ -363,6 +383,15 @@ def test_ranks_must_be_positive_integers(n):
 # --------------------------------------------------------------------------------------------
 # Calculators
 # --------------------------------------------------------------------------------------------
+def test_who_holds_what_table():
+    from widgets.ui import collectives as ui
+
+    table = ui.collectives_table_html(4)
+    assert table.count("<tr") == 1 + len(cm.OPS)
+    assert "rank 2: &Sigma;x[2]" in table  # reduce-scatter: rank 2 owns block 2 of the sum
+    assert "rank 1: x<sub>0</sub>[1] x<sub>1</sub>[1] x<sub>2</sub>[1] x<sub>3</sub>[1]" in table  # all-to-all
+
+
 def test_collective_time_figure_frames_follow_the_model():
     from widgets.ui import collectives as ui
 

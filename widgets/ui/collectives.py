@@ -41,6 +41,10 @@ def _size(x: float) -> str:
 # --------------------------------------------------------------------------------------------
 # 0. Who holds what
 # --------------------------------------------------------------------------------------------
+_TD = ' style="padding:4px 14px 4px 4px;vertical-align:middle"'
+_TR = ' style="border-bottom:1px solid #ddd"'
+
+
 def _piece_html(label: str) -> str:
     """``x3[1]`` -> x<sub>3</sub>[1]; ``sum[2]`` -> &Sigma;[2]."""
     if label == "-":
@@ -58,10 +62,10 @@ def collectives_table_html(n: int = 4) -> str:
         return "<br>".join(f"rank {r}: " + " ".join(_piece_html(p) for p in pieces) for r, pieces in enumerate(pieces_per_rank))
 
     rows = "".join(
-        f"<tr><td><code>{op}</code></td><td>{cell(cm.collective_semantics(op, n)[0])}</td><td>{cell(cm.collective_semantics(op, n)[1])}</td></tr>"
+        f"<tr{_TR}><td{_TD}><code>{op}</code></td><td{_TD}>{cell(cm.collective_semantics(op, n)[0])}</td><td{_TD}>{cell(cm.collective_semantics(op, n)[1])}</td></tr>"
         for op in cm.OPS
     )
-    return f'<table class="calc-result"><tr><th>collective</th><th>before</th><th>after</th></tr>{rows}</table>'
+    return f'<table class="calc-result" style="border-collapse:collapse"><tr{_TR}><th{_TD}>collective</th><th{_TD}>before</th><th{_TD}>after</th></tr>{rows}</table>'
 
 
 # --------------------------------------------------------------------------------------------
@@ -430,13 +434,14 @@ def bandwidth_ladder(gpu: str) -> list:
 
 def bandwidth_ladder_table(gpu: str = "H200-SXM", n: int = 8, size_bytes: float = GiB) -> str:
     """HTML: each rung's per-direction bandwidth and the ring all-reduce time over it."""
-    head = f"<tr><th>link ({html.escape(get_gpu(gpu).name)})</th><th>per GPU, per direction</th><th>{_size(size_bytes)} all-reduce, n = {n}</th><th>source</th></tr>"
+    head = (f"<tr{_TR}><th{_TD}>link ({html.escape(get_gpu(gpu).name)})</th><th{_TD}>per GPU, per direction</th>"
+            f"<th{_TD}>{_size(size_bytes)} ring all-reduce, n = {n}</th><th{_TD}>source</th></tr>")  # fmt: skip
     body = "".join(
-        f"<tr><td>{html.escape(name)}</td><td><b>{_gbps(bw)}</b></td><td>{fmt_time(cm.ring_allreduce_time_s(size_bytes, n, bw))}</td>"
-        f"<td><small>{html.escape(src)}</small></td></tr>"
+        f"<tr{_TR}><td{_TD}>{html.escape(name)}</td><td{_TD}><b>{_gbps(bw)}</b></td><td{_TD}>{fmt_time(cm.ring_allreduce_time_s(size_bytes, n, bw))}</td>"
+        f"<td{_TD}><small>{html.escape(src)}</small></td></tr>"
         for name, bw, src in bandwidth_ladder(gpu)
     )
-    return f'<table class="calc-result">{head}{body}</table>'
+    return f'<table class="calc-result" style="border-collapse:collapse">{head}{body}</table>'
 
 
 LADDER_SHORT = {"NVLink / NVSwitch": "NVLink", "PCIe (to the host)": "PCIe", "InfiniBand NDR / 400 GbE RoCE": "IB NDR / 400GbE",
