@@ -33,6 +33,18 @@ SMEM_BYTES = (1000, 12345, 24576, 49152, 65536, 100000, 116736, 150000, 232448)
 SMEM_SWEEP_REGS = (32, 64, 128)
 
 
+def _quietly(fn):
+    """Run ``fn`` with numba's low-occupancy warnings silenced."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with k.quiet():
+            return fn(*args, **kwargs)
+
+    return wrapper
+
+
 def _host_time(fn, repeat: int = 5) -> float:
     """Median host wall time of ``fn()`` [s] (for steps that include their own synchronization)."""
     times = []
@@ -86,7 +98,8 @@ def measure_occupancy_api(configs: Optional[Sequence[tuple]] = None) -> dict:
              blocks_per_sm=a["blocks_per_sm"] if a["error"] == 0 else None, error=a["error"] or None)
         for (r, t, s), a in zip(configs, answers)
     ]
-    return {"source": f"cudaOccMaxActiveBlocksPerMultiprocessor from {sc.occupancy_header_path()} (no GPU here)", "arch": arch,
+    where = "Triton's NVIDIA backend" if "triton" in str(sc.occupancy_header_path()) else "the CUDA toolkit"
+    return {"source": f"cudaOccMaxActiveBlocksPerMultiprocessor, cuda_occupancy.h from {where} (no GPU here)", "arch": arch,
             "device_limits": None, "configs": rows, **_agreement(rows, arch)}
 
 
@@ -142,6 +155,7 @@ def _random_cycle(n: int, seed: int = 0) -> torch.Tensor:
     return nxt
 
 
+@_quietly
 def measure_memory_latency(ws_bytes: Optional[Sequence[int]] = None, *, hops: Optional[int] = None, repeat: int = 5) -> dict:
     """Time per dependent load [s] for working sets inside and far beyond the L2.
 
@@ -221,6 +235,7 @@ def measure_occupancy_bandwidth(latency_s: Optional[float] = None, *, threads_pe
             "variants": results, "device": harness.device_name(), "simulated": False}
 
 
+@_quietly
 def _occupancy_bandwidth_cpu(repeat: int = 3) -> dict:
     """The numba twin of ``stream_read`` in the simulator: one 'SM', 32-thread blocks."""
     n = 4096
@@ -240,6 +255,7 @@ def _occupancy_bandwidth_cpu(repeat: int = 3) -> dict:
 # --------------------------------------------------------------------------------------------
 # 4. Divergence
 # --------------------------------------------------------------------------------------------
+@_quietly
 def measure_divergence(n_paths: Sequence[int] = (1, 2, 4, 8, 16, 32), *, iters: Optional[int] = None, repeat: int = 10) -> dict:
     """Time the same work with the lanes of every warp spread over ``n`` paths (lane % n), and
     predict it with the divergence model from the lanes-per-path the kernel recorded."""
@@ -333,6 +349,7 @@ def serial_host_work(n: int) -> int:
     return s
 
 
+@_quietly
 def measure_amdahl(workers: Optional[Sequence[int]] = None, *, serial_iters: Optional[int] = None, repeat: int = 5) -> dict:
     """A step = serial host work, then a parallel part split over ``workers``; speed-up of the
     whole step against one worker, measured and predicted by Amdahl's law (with the parallel
@@ -349,7 +366,7 @@ def measure_amdahl(workers: Optional[Sequence[int]] = None, *, serial_iters: Opt
         serial_iters = serial_iters or 100_000
         out = torch.zeros(max(workers) * 1024, device="cuda")
         od = k.device_array(out)
-        iters = 2048
+        iters = 32768  # about 70 ms of FMAs for one SM
 
         def parallel(w):
             k.spin_kernel[w, 1024](od, units // w, iters)
@@ -359,16 +376,20 @@ def measure_amdahl(workers: Optional[Sequence[int]] = None, *, serial_iters: Opt
         cores = os.cpu_count() or 1
         workers = list(workers or sorted({1, 2, min(4, cores)}))
         units = int(np.lcm.reduce(workers))
-        serial_iters = serial_iters or 20_000
-        data = np.random.default_rng(0).random(units * 50_000)
+        serial_iters = serial_iters or 100_000
+        data = np.random.default_rng(0).random(units * 1_000_000)
         buf = np.empty_like(data)
         from concurrent.futures import ThreadPoolExecutor
 
         pools = {w: ThreadPoolExecutor(max_workers=w) for w in workers}
+        bounds = {w: np.linspace(0, data.size, w + 1).astype(int) for w in workers}
+
+        def chunk(w, i):
+            a, b = bounds[w][i], bounds[w][i + 1]
+            np.sin(data[a:b], out=buf[a:b])  # NumPy releases the interpreter lock here
 
         def parallel(w):
-            chunks = np.array_split(np.arange(data.size), w)
-            list(pools[w].map(lambda c: np.sin(data[c[0]:c[-1] + 1], out=buf[c[0]:c[-1] + 1]), chunks))
+            list(pools[w].map(lambda i: chunk(w, i), range(w)))
 
     def step(w):
         serial_host_work(serial_iters)

@@ -8,7 +8,9 @@ The chapter shows these kernels with ``literalinclude``.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import warnings
 
 import torch
 
@@ -17,6 +19,7 @@ if SIMULATED:
     os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
 
 from numba import cuda, float32, int64  # noqa: E402
+from numba.core.errors import NumbaPerformanceWarning  # noqa: E402
 
 WARP = 32
 
@@ -50,9 +53,10 @@ def divergent_kernel(out, n_paths, iters, lane_paths):
 
 @cuda.jit
 def pointer_chase_kernel(nxt, hops, out):
-    """One thread follows a random cycle through ``nxt``: each load's address depends on the
-    previous load, so the time per hop is the memory latency."""
-    j = int64(0)
+    """One thread follows a random cycle through ``nxt`` from ``out[0]``, where the previous launch
+    stopped: each load's address depends on the previous load, so the time per hop is the memory
+    latency, and no launch revisits the addresses of the one before."""
+    j = int64(out[0])
     for _ in range(hops):
         j = nxt[j]
     out[0] = j
@@ -89,6 +93,14 @@ def spin_kernel(out, units_per_block, iters):
             x2 = x2 * a + float32(1e-3)
             x3 = x3 * a + float32(1e-3)
     out[cuda.blockIdx.x * cuda.blockDim.x + t] = x0 + x1 + x2 + x3
+
+
+@contextlib.contextmanager
+def quiet():
+    """Silence numba's low-occupancy warnings: the pointer chase runs one thread on purpose."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NumbaPerformanceWarning)
+        yield
 
 
 def device_array(t: torch.Tensor):

@@ -21,6 +21,17 @@ THREADS = list(range(32, 1025, 32))
 REGS = list(range(16, 256))
 
 
+def _finish(fig: go.Figure, height: int) -> go.Figure:
+    """Room for a two-line title and for the slider below the x-axis title."""
+    fig.update_layout(height=height, title_font=dict(size=14), margin=dict(t=80, b=40))
+    for slider in fig.layout.sliders:
+        slider.pad = dict(t=60)
+    return fig
+
+
+INSIDE_LEGEND = dict(x=0.01, y=0.99, xanchor="left", yanchor="top", bgcolor="rgba(255,255,255,0.8)")
+
+
 def _smem_kib(arch: str) -> list:
     return list(range(0, m.arch_limits(arch).smem_per_block_optin_bytes // KiB + 1))
 
@@ -49,8 +60,8 @@ def occupancy_rows(o: m.Occupancy) -> list:
 
 def occupancy_summary(o: m.Occupancy) -> str:
     return (
-        f"{o.arch}, {o.threads_per_block} threads x {o.regs_per_thread} regs, {fmt_bytes(o.smem_per_block_bytes)} smem: "
-        f"{o.blocks_per_sm} blocks, {o.warps_per_sm}/{o.max_warps_per_sm} warps = {o.occupancy:.0%} ({o.limiter.replace('_', ' ')})"
+        f"{o.arch}: {o.threads_per_block} threads x {o.regs_per_thread} regs, {fmt_bytes(o.smem_per_block_bytes)} shared memory<br>"
+        f"{o.blocks_per_sm} blocks, {o.warps_per_sm}/{o.max_warps_per_sm} warps = {o.occupancy:.0%} (limited by {o.limiter.replace('_', ' ')})"
     )
 
 
@@ -114,7 +125,8 @@ def occupancy_figure(slider: str = "regs_per_thread", *, threads_per_block: int 
         args = {**base, param: v}
         return _occupancy_traces(**args), occupancy_summary(m.occupancy(**args))
 
-    return frames_figure(values, frame, slider_prefix=prefix, value_label=label, layout=_occupancy_layout(arch), active=start)
+    fig = frames_figure(values, frame, slider_prefix=prefix, value_label=label, layout=_occupancy_layout(arch), active=start)
+    return _finish(fig, 470)
 
 
 def occupancy_calculator():
@@ -148,10 +160,17 @@ def _lane_grid(lanes_per_path, cost_per_path, round_robin: bool):
     n = len(lanes_per_path)
     owner = [i % n for i in range(m.WARP_SIZE)] if round_robin else [p for p, c in enumerate(lanes_per_path) for _ in range(c)]
     owner += [-1] * (m.WARP_SIZE - len(owner))
-    z = np.array([[1.0 if owner[lane] == p else 0.0 for p in range(n) if lanes_per_path[p] > 0] for lane in range(m.WARP_SIZE)])
+    z = np.array([[1 if owner[lane] == p else 0 for p in range(n) if lanes_per_path[p] > 0] for lane in range(m.WARP_SIZE)], dtype=np.uint8)
     costs = [c for c, n_ in zip(cost_per_path, lanes_per_path) if n_ > 0]
     edges = np.concatenate([[0.0], np.cumsum(costs)])
     return z, edges
+
+
+def _divergence_traces(d: m.Divergence, round_robin: bool) -> list:
+    """The lanes' activity, and where independent lanes would have finished."""
+    ideal = go.Scatter(x=[d.ideal_time, d.ideal_time], y=[-0.5, m.WARP_SIZE - 0.5], mode="lines", line=dict(color="#d62728", dash="dash"),
+                       name="independent lanes would be done", hoverinfo="skip")
+    return [_divergence_trace(d, round_robin), ideal]
 
 
 def _divergence_trace(d: m.Divergence, round_robin: bool) -> go.Heatmap:
@@ -162,13 +181,13 @@ def _divergence_trace(d: m.Divergence, round_robin: bool) -> go.Heatmap:
 
 
 def divergence_summary(d: m.Divergence) -> str:
-    return (f"{d.paths_taken} path(s) taken: the warp takes {d.warp_time:g} (vs {d.ideal_time:g} if lanes ran independently), "
-            f"{d.slowdown:.3g}x; SIMT efficiency {d.simt_efficiency:.0%}")
+    return (f"{d.paths_taken} path(s) taken: the warp takes {d.warp_time:g}, independent lanes {d.ideal_time:g}<br>"
+            f"slowdown {d.slowdown:.3g}x, SIMT efficiency {d.simt_efficiency:.0%}")
 
 
 def _divergence_layout(max_time: float) -> dict:
     return dict(xaxis=dict(title="time (path lengths)", range=[0, max_time]), yaxis=dict(title="lane", autorange="reversed"),
-                height=420)
+                height=420, legend=dict(orientation="h", x=0, y=-0.15, xanchor="left", yanchor="top"))
 
 
 def divergence_figure(n_paths=range(1, 33)) -> go.Figure:
@@ -178,9 +197,10 @@ def divergence_figure(n_paths=range(1, 33)) -> go.Figure:
 
     def frame(n):
         d = m.warp_divergence(m.lanes_round_robin(n), [1.0] * n)
-        return [_divergence_trace(d, True)], divergence_summary(d)
+        return _divergence_traces(d, True), divergence_summary(d)
 
-    return frames_figure(values, frame, slider_prefix="paths in the warp: ", layout=_divergence_layout(max(values)), active=1 if len(values) > 1 else 0)
+    fig = frames_figure(values, frame, slider_prefix="paths in the warp: ", layout=_divergence_layout(max(values)), active=1 if len(values) > 1 else 0)
+    return _finish(fig, 540)
 
 
 def parse_numbers(text: str, name: str, kind=float) -> list:
@@ -211,7 +231,7 @@ def divergence_calculator():
             ("slowdown", f"{d.slowdown:.3g}x"),
             ("SIMT efficiency (active lanes / 32)", f"{d.simt_efficiency:.1%}"),
         ]
-        fig = go.Figure([_divergence_trace(d, False)])
+        fig = go.Figure(_divergence_traces(d, False))
         fig.update_layout(template="plotly_white", title_text=divergence_summary(d), **_divergence_layout(d.warp_time))
         fig.update_xaxes(title="time [cycles]")
         return table_html(rows), fig
@@ -247,12 +267,12 @@ def _latency_traces(latency_s, bytes_per_s, sms, bytes_per_warp, max_warps, h: m
 
 def _latency_layout(bytes_per_s: float, max_warps: int) -> dict:
     return dict(xaxis=dict(title="resident warps per SM", range=[0, max_warps]), yaxis=dict(title="bandwidth [TB/s]", range=[0, bytes_per_s / 1e12 * 1.1]),
-                height=380, legend=dict(orientation="h", y=-0.25))
+                height=380, legend=INSIDE_LEGEND)
 
 
 def latency_hiding_summary(h: m.LatencyHiding) -> str:
-    return (f"{fmt_bytes(h.bytes_in_flight_per_sm)} in flight per SM: {h.warps_needed_per_sm} warps of "
-            f"{fmt_bytes(h.bytes_per_warp_in_flight)} each; with 64 warps: {h.achievable_fraction:.0%} of the bandwidth")
+    return (f"{fmt_bytes(h.bytes_in_flight_per_sm)} in flight per SM = {h.warps_needed_per_sm} warps of {fmt_bytes(h.bytes_per_warp_in_flight)} each<br>"
+            f"a full SM reaches {h.achievable_fraction:.0%} of the bandwidth")
 
 
 def latency_hiding_figure(latency_s: float, bytes_per_s: float, sms: int, *, bytes_per_load: int = 4,
@@ -263,8 +283,9 @@ def latency_hiding_figure(latency_s: float, bytes_per_s: float, sms: int, *, byt
         h = m.latency_hiding(latency_s, bytes_per_s, sms, bytes_per_load=bytes_per_load, loads_in_flight_per_thread=u, max_warps_per_sm=max_warps_per_sm)
         return _latency_traces(latency_s, bytes_per_s, sms, h.bytes_per_warp_in_flight, max_warps_per_sm, h), latency_hiding_summary(h)
 
-    return frames_figure(list(loads), frame, slider_prefix=f"{bytes_per_load}-byte loads in flight per thread: ",
-                         layout=_latency_layout(bytes_per_s, max_warps_per_sm))
+    fig = frames_figure(list(loads), frame, slider_prefix=f"{bytes_per_load}-byte loads in flight per thread: ",
+                        layout=_latency_layout(bytes_per_s, max_warps_per_sm))
+    return _finish(fig, 460)
 
 
 def latency_hiding_calculator(latency_s: float = 600e-9, bytes_per_s: float = 4.8e12, sms: int = 132):
@@ -314,19 +335,20 @@ def _amdahl_traces(p: float) -> list:
 
 def amdahl_summary(p: float, workers: int = 132) -> str:
     c = m.amdahl_ceiling(p)
-    return f"p = {p:g}: {m.amdahl_speedup(p, workers):.3g}x on {workers} workers, never more than {c:.4g}x"
+    return f"p = {p:g}: {m.amdahl_speedup(p, workers):.3g}x on {workers} workers<br>never more than {c:.4g}x"
 
 
 def _amdahl_layout() -> dict:
     return dict(xaxis=dict(type="log", title="workers", range=[0, np.log10(4096)]), yaxis=dict(type="log", title="speed-up", range=[0, np.log10(4096)]),
-                height=400, legend=dict(orientation="h", y=-0.25))
+                height=400, legend=INSIDE_LEGEND)
 
 
 def amdahl_figure(fractions=(0.5, 0.75, 0.9, 0.95, 0.99, 0.999), workers: int = 132) -> go.Figure:
     """Static Amdahl calculator: speed-up against workers; the slider moves the parallel fraction."""
     values = list(fractions)
-    return frames_figure(values, lambda p: (_amdahl_traces(p), amdahl_summary(p, workers)), slider_prefix="parallel fraction p: ",
-                         value_label=lambda v: f"{v:g}", layout=_amdahl_layout(), active=values.index(0.95) if 0.95 in values else 0)
+    fig = frames_figure(values, lambda p: (_amdahl_traces(p), amdahl_summary(p, workers)), slider_prefix="parallel fraction p: ",
+                        value_label=lambda v: f"{v:g}", layout=_amdahl_layout(), active=values.index(0.95) if 0.95 in values else 0)
+    return _finish(fig, 480)
 
 
 def amdahl_calculator():
@@ -356,11 +378,13 @@ def amdahl_calculator():
 # --------------------------------------------------------------------------------------------
 # Plots of the experiments (data in, figures out)
 # --------------------------------------------------------------------------------------------
-def occupancy_api_plot(rows: list, arch: str, regs=(32, 64, 128, 255)) -> go.Figure:
-    """Blocks per SM against block size: the runtime's answers (markers) and the model (lines),
-    one colour per register count, no shared memory."""
+def occupancy_api_plot(rows: list, arch: str, regs=(32, 64, 128, 255), source: str = "runtime") -> go.Figure:
+    """Blocks per SM against block size: the recorded answers (markers) and the model (lines),
+    one colour per register count (the recorded counts nearest to ``regs``), no shared memory."""
     fig = go.Figure()
     threads = list(range(32, 1025, 32))
+    present = sorted({row["regs_per_thread"] for row in rows if row["dynamic_smem_bytes"] == 0})
+    regs = sorted({min(present, key=lambda p: abs(p - r)) for r in regs}) if present else []
     for r, color in zip(regs, COLORS):
         pts = [row for row in rows if row["regs_per_thread"] == r and row["dynamic_smem_bytes"] == 0 and row["threads_per_block"] <= 1024]
         if not pts:
@@ -368,9 +392,10 @@ def occupancy_api_plot(rows: list, arch: str, regs=(32, 64, 128, 255)) -> go.Fig
         fig.add_trace(go.Scatter(x=threads, y=[m.occupancy(t, r, 0, arch).blocks_per_sm for t in threads], mode="lines",
                                  line=dict(color=color, shape="hv"), name=f"model, {r} regs"))
         fig.add_trace(go.Scatter(x=[p["threads_per_block"] for p in pts], y=[p["blocks_per_sm"] or 0 for p in pts], mode="markers",
-                                 marker=dict(color=color, size=9, symbol="circle-open", line=dict(width=2)), name=f"runtime, {r} regs"))
-    fig.update_layout(template="plotly_white", xaxis=dict(title="threads per block"), yaxis=dict(title="blocks per SM", type="log"),
-                      height=420, legend=dict(orientation="h", y=-0.25))
+                                 marker=dict(color=color, size=9, symbol="circle-open", line=dict(width=2)), name=f"{source}, {r} regs"))
+    fig.update_layout(template="plotly_white", xaxis=dict(title="threads per block"),
+                      yaxis=dict(title="blocks per SM", type="log", tickvals=[1, 2, 4, 8, 16, 32], range=[-0.05, np.log10(40)]),
+                      height=460, legend=dict(orientation="h", y=-0.2))
     return fig
 
 
@@ -378,13 +403,15 @@ def bandwidth_occupancy_plot(series: dict, peak_bytes_per_s: float | None = None
     """Bandwidth against resident warps per SM; ``series`` maps a label to
     ``(warps, measured_bytes_per_s, predicted_bytes_per_s or None)``."""
     fig = go.Figure()
+    top = max([max(v[1]) for v in series.values()] + [peak_bytes_per_s or 0])
+    scale, unit = next((f, u) for f, u in ((1e12, "TB/s"), (1e9, "GB/s"), (1e6, "MB/s"), (1e3, "kB/s"), (1.0, "B/s")) if top >= f or f == 1.0)
     for (label, (warps, measured, predicted)), color in zip(series.items(), COLORS):
-        fig.add_trace(go.Scatter(x=warps, y=np.asarray(measured) / 1e12, mode="markers+lines", name=f"{label}: measured", line=dict(color=color)))
+        fig.add_trace(go.Scatter(x=warps, y=np.asarray(measured) / scale, mode="markers+lines", name=f"{label}: measured", line=dict(color=color)))
         if predicted is not None and all(v is not None for v in predicted):
-            fig.add_trace(go.Scatter(x=warps, y=np.asarray(predicted) / 1e12, mode="lines", name=f"{label}: Little's law", line=dict(color=color, dash="dash")))
+            fig.add_trace(go.Scatter(x=warps, y=np.asarray(predicted) / scale, mode="lines", name=f"{label}: Little's law", line=dict(color=color, dash="dash")))
     if peak_bytes_per_s:
-        fig.add_hline(y=peak_bytes_per_s / 1e12, line_dash="dot", annotation_text="HBM datasheet")
-    fig.update_layout(template="plotly_white", xaxis=dict(title="resident warps per SM"), yaxis=dict(title="bandwidth [TB/s]", rangemode="tozero"),
+        fig.add_hline(y=peak_bytes_per_s / scale, line_dash="dot", annotation_text="HBM datasheet")
+    fig.update_layout(template="plotly_white", xaxis=dict(title="resident warps per SM"), yaxis=dict(title=f"bandwidth [{unit}]", rangemode="tozero"),
                       height=420, legend=dict(orientation="h", y=-0.25))
     return fig
 
