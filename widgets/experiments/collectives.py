@@ -14,6 +14,7 @@ nccl-tests definitions). The same worker runs unchanged on many nodes.
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import signal
@@ -144,11 +145,11 @@ class Sweep:
         return [p for p in self.points if p.op == op]
 
     def busbw_at(self, op: str, size_bytes: int) -> float:
-        """busbw [B/s] at the sweep size closest to ``size_bytes``."""
+        """busbw [B/s] at the sweep size closest to ``size_bytes`` (by ratio)."""
         rows = self.rows(op)
         if not rows:
             raise ValueError(f"op {op!r} is not in this sweep")
-        return min(rows, key=lambda p: abs(p.size_bytes - size_bytes)).busbw_bytes_per_s
+        return min(rows, key=lambda p: abs(math.log(p.size_bytes / size_bytes))).busbw_bytes_per_s
 
     @property
     def all_correct(self) -> bool:
