@@ -427,3 +427,22 @@ def check_format_max(dtype: str, answer) -> bool:
     if a == f.max_normal:
         return _verdict(True, f"{f.name}: largest finite {f.max_normal:g}")
     return _verdict(False, f"{a:g} is not the largest finite {f.name}: (2 - 2^-fraction bits) x 2^emax, minding which codes are NaN/inf")
+
+
+def html_table(head, rows) -> str:
+    """A plain HTML table: ``head`` is a list of column titles, ``rows`` lists of cells."""
+    th = "".join(f"<th>{h}</th>" for h in head)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
+    return f'<table class="calc-result"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def peak_table(gpus=PEAK_GPUS) -> str:
+    """Every catalog peak rebuilt from SMs x clock x FLOP/clock/SM, with the clock it implies (HTML)."""
+    rows = []
+    for g in gpus:
+        for d in PEAK_DTYPES:
+            if d in tc.FLOP_PER_CLOCK_PER_SM[g]:
+                c = tc.peak_check(g, d)
+                rows.append([g, d, c.sms, c.flop_per_clock_per_sm, f"{c.clock_hz / 1e6:.0f} MHz", fmt_flop_per_s(c.peak_flop_per_s, 4),
+                             fmt_flop_per_s(c.catalog_flop_per_s, 4), f"{c.implied_clock_hz / 1e6:.0f} MHz"])
+    return html_table(["GPU", "dtype", "SMs", "FLOP/clock/SM", "clock", "first principles", "catalog", "clock the catalog implies"], rows)
