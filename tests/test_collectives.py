@@ -456,14 +456,16 @@ def test_sweep_figure_fits_each_series():
 
 @pytest.fixture
 def shown(monkeypatch):
-    """Collect what live forms display (outside a kernel an Output widget captures nothing)."""
+    """What a live form shows now: whatever it passed to IPython's ``display`` (outside a kernel an
+    Output widget captures nothing) plus whatever its Output widget holds."""
     import IPython.display
 
     items = []
     monkeypatch.setattr(IPython.display, "display", lambda *objs, **kw: items.extend(objs))
 
-    def html() -> str:
+    def html(box) -> str:
         text = "".join(getattr(o, "data", "") or "" for o in items if isinstance(getattr(o, "data", None), str))
+        text += " ".join(str(o.get("data", {}).get("text/html", "")) for o in box.output.outputs)
         items.clear()
         return text
 
@@ -477,37 +479,37 @@ def test_live_forms_recompute_and_show_errors(shown):
     box.controls["size_mib"].value = 1024
     box.controls["time_us"].value = 6759.0
     box.controls["n"].value = 16
-    text = shown()
+    text = shown(box)
     assert "297.9 GB/s" in text or "298 GB/s" in text  # [OUT]: busbw 297.86
     box.controls["time_us"].value = 0
-    text = shown()
+    text = shown(box)
     assert "Invalid input" in text and "time_s must be" in text
 
     box = ui.collective_time_calculator()
-    shown()
+    shown(box)
     box.controls["n"].value = 0
-    text = shown()
+    text = shown(box)
     assert "Invalid input" in text and "n must be" in text
     box.controls["n"].value = 2
-    assert "never" in shown()  # two ranks: the ring is never slower
+    assert "never" in shown(box)  # two ranks: the ring is never slower
 
     box = ui.ring_allreduce_calculator()
-    shown()
+    shown(box)
     box.controls["n"].value = 3
     box.controls["step"].value = 5
-    text = shown()
+    text = shown(box)
     assert "Invalid input" in text and "step must be" in text
     box.controls["step"].value = 4
-    assert "rank 2 -&gt; rank 0" in shown()
+    assert "rank 2 -&gt; rank 0" in shown(box)
 
     box = ui.dp_step_calculator()
-    assert "exposed after backward" in shown()
+    assert "exposed after backward" in shown(box)
     box.controls["backward_ms"].value = -1
-    text = shown()
+    text = shown(box)
     assert "Invalid input" in text and "backward_s" in text
     box.controls["backward_ms"].value = 200
     box.controls["params_billion"].value = 0
-    assert "params_billion must be" in shown()
+    assert "params_billion must be" in shown(box)
 
 
 def test_checks_pass_and_fail(capsys):
