@@ -11,6 +11,7 @@ The files go to a folder under the build directory that is added to ``html_stati
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -55,6 +56,9 @@ def _populate(static: Path) -> None:
 
 
 def _on_config_inited(app: Sphinx, config) -> None:
+    # Kernels started by myst-nb inherit this: figures then carry only their HTML, which this
+    # page can show (plotly.js is served below); see widgets/ui/_render.py.
+    os.environ["GPUBOOK_PLOTLY"] = "html"
     static = Path(app.outdir).parent / "offline_static"
     _populate(static)
     config.html_static_path = list(config.html_static_path) + [str(static)]
@@ -62,6 +66,43 @@ def _on_config_inited(app: Sphinx, config) -> None:
 
 def setup(app: Sphinx):
     app.connect("config-inited", _on_config_inited)
+    app.connect("html-page-context", _dedupe_scripts)
     # plotly.js once per page, before the figures' inline scripts run
     app.add_js_file("plotly.min.js", priority=200)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
+
+
+def _dedupe_scripts(app, pagename, templatename, context, doctree) -> None:
+    """sphinx-thebe registers its inline configuration script twice under Jupyter Book, which
+    redeclares a ``const`` and raises a console error on every page: keep one copy of each."""
+    scripts = context.get("script_files")
+    if not scripts:
+        return
+    seen, unique = set(), []
+    for js in scripts:
+        attrs = getattr(js, "attributes", {}) or {}
+        key = (getattr(js, "filename", js) or "", attrs.get("body"))
+        if key not in seen:
+            seen.add(key)
+            unique.append(js)
+    context["script_files"] = _point_widget_manager_at_static(unique, context)
+
+
+def _point_widget_manager_at_static(scripts: list, context) -> list:
+    """The ipywidgets HTML manager locates its font files through require.js, relative to the
+    module id ``@jupyter-widgets/html-manager/dist/...``, i.e. relative to the page. Map that
+    id to this page's ``_static`` folder, where the fonts are."""
+    from sphinx.builders.html._assets import _JavaScript
+
+    out = []
+    for js in scripts:
+        if str(getattr(js, "filename", "") or "").endswith("embed-amd.js"):
+            static = context["pathto"]("_static", 1)
+            out.append(
+                _JavaScript(
+                    "",
+                    body='require.config({paths: {"@jupyter-widgets/html-manager/dist": "%s"}});' % static,
+                )
+            )
+        out.append(js)
+    return out

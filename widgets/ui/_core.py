@@ -53,7 +53,8 @@ def live_form(
     Returns
     -------
     ipywidgets.VBox
-        With ``.controls`` (the mapping), ``.output`` (the Output widget) and ``.refresh()``.
+        With ``.controls`` (the mapping), ``.output`` (the Output widget), ``.shown`` (the items
+        displayed by the last refresh: HTML strings and figures) and ``.refresh()``.
     """
     import ipywidgets as w
     from IPython.display import HTML, display
@@ -62,21 +63,21 @@ def live_form(
 
     def refresh(*_):
         values = {k: c.value for k, c in controls.items()}
+        try:
+            shown = show(compute(**values))
+            items = list(shown) if isinstance(shown, (tuple, list)) else [shown]
+        except ValueError as exc:
+            items = [error_html(exc)]
+        box.shown = items
         out.clear_output(wait=True)
         with out:
-            try:
-                result = compute(**values)
-            except ValueError as exc:
-                display(HTML(error_html(exc)))
-                return
-            shown = show(result)
-            for item in shown if isinstance(shown, (tuple, list)) else [shown]:
+            for item in items:
                 display(HTML(item) if isinstance(item, str) else item)
 
-    for c in controls.values():
-        c.observe(refresh, names="value")
     parts = ([w.HTML(f"<b>{html.escape(title)}</b>")] if title else []) + [w.VBox(list(controls.values())), out]
     box = w.VBox(parts)
+    for c in controls.values():
+        c.observe(refresh, names="value")
     box.controls = dict(controls)
     box.output = out
     box.refresh = refresh

@@ -5,11 +5,15 @@ would be missing from the HTML. This renderer emits that mime type (JupyterLab r
 ``text/html`` div without plotly.js (the book loads plotly.js once per page from its own static
 files) and without auto-play (a figure with frames would otherwise animate to its last frame).
 In Colab, which renders neither, plotly's own ``colab`` renderer is used.
+
+While the book is being built, the book's Sphinx extension sets ``GPUBOOK_PLOTLY=html`` for the
+kernels it starts: the page needs only the HTML, and myst-nb would warn about the JSON mime type.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import plotly.io as pio
@@ -26,6 +30,8 @@ class BookRenderer(MimetypeRenderer):
             validate=False,
             config={"displaylogo": False, "responsive": True},
         )
+        if os.environ.get("GPUBOOK_PLOTLY") == "html":
+            return {"text/html": html}
         plain = json.loads(pio.to_json(fig_dict, validate=False, remove_uids=False))
         return {"application/vnd.plotly.v1+json": plain, "text/html": html}
 

@@ -245,21 +245,20 @@ def _verdict(ok: bool, message: str) -> bool:
 
 
 def check_sector_counter(fn, trials: int = 200, seed: int = 0) -> bool:
-    """Check a reader's ``fn(byte_addresses, elem_bytes) -> sectors`` against the model on
-    random warp access patterns."""
+    """Check a reader's ``fn(stride_elems, elem_bytes, offset_elems) -> sectors`` against the
+    model on random warp access patterns."""
     rng = np.random.default_rng(seed)
     for _ in range(trials):
         e = int(rng.choice(mh.ELEM_BYTES))
         stride = int(rng.integers(0, 40))
         offset = int(rng.integers(0, 64))
-        addr = mh.warp_addresses(stride, e, offset)
         want = mh.warp_load_sectors(stride, e, offset)
         try:
-            got = fn(addr.tolist(), e)
+            got = fn(stride, e, offset)
         except Exception as exc:  # a reader's bug: report it, don't crash the notebook
             return _verdict(False, f"your function raised {exc!r} for stride={stride}, elem_bytes={e}, offset={offset}")
         if got != want:
-            return _verdict(False, f"stride={stride}, elem_bytes={e}, offset={offset}: expected {want} sectors, got {got}")
+            return _verdict(False, f"stride={stride}, elem_bytes={e}, offset={offset}: expected {want} sectors, got {got!r}")
     return _verdict(True, f"{trials} random warp loads counted correctly")
 
 

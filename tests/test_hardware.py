@@ -1,0 +1,104 @@
+"""widgets.hardware: the GPU catalog. Expected values are the vendors' published figures."""
+
+import dataclasses
+
+import pytest
+
+from widgets.hardware import DTYPES, GPU, describe_local_gpu, get_gpu, gpu_names
+from widgets.units import GiB, MiB
+
+REQUIRED = ("A100-SXM-80GB", "H100-SXM", "H200-SXM", "B200", "MI300X", "L4", "RTX-4090")
+
+
+def test_catalog_has_the_required_gpus():
+    assert set(REQUIRED) <= set(gpu_names())
+
+
+@pytest.mark.parametrize("name", ["h200-sxm", "H200-SXM", "H200-sxm"])
+def test_lookup_is_case_insensitive(name):
+    assert get_gpu(name).name == "H200-SXM"
+
+
+def test_unknown_gpu_lists_the_known_ones():
+    with pytest.raises(ValueError) as err:
+        get_gpu("V100")
+    msg = str(err.value)
+    assert "V100" in msg and all(n in msg for n in REQUIRED)
+
+
+def test_records_are_frozen():
+    g = get_gpu("H100-SXM")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        g.sms = 1
+    with pytest.raises(TypeError):
+        g.peak_flop_per_s["bf16"] = 1.0
+
+
+@pytest.mark.parametrize(
+    "name, field, value",
+    [
+        # NVIDIA H200 datasheet: 4.8 TB/s, 141 GB; dense = half the sparse figure (1,979 TFLOPS bf16 sparse).
+        ("H200-SXM", "hbm_bytes_per_s", 4.8e12),
+        ("H200-SXM", "hbm_bytes", 141 * GiB),
+        # NVIDIA H100 datasheet (SXM): 3.35 TB/s, NVLink 900 GB/s bidirectional.
+        ("H100-SXM", "hbm_bytes_per_s", 3.35e12),
+        ("H100-SXM", "interconnect_bytes_per_s", 450e9),
+        ("H100-SXM", "sms", 132),
+        ("H100-SXM", "l2_bytes", 50 * MiB),
+        # NVIDIA A100 datasheet (80GB SXM): 2,039 GB/s; whitepaper: 108 SMs, 40 MB L2.
+        ("A100-SXM-80GB", "hbm_bytes_per_s", 2.039e12),
+        ("A100-SXM-80GB", "sms", 108),
+        # AMD MI300X data sheet: 5.3 TB/s, 192 GB, 304 CUs.
+        ("MI300X", "hbm_bytes_per_s", 5.3e12),
+        ("MI300X", "sms", 304),
+        # NVIDIA L4 datasheet: 300 GB/s, 72 W.
+        ("L4", "hbm_bytes_per_s", 300e9),
+        ("L4", "tdp_w", 72),
+        # Ada whitepaper Appendix A: RTX 4090, 1008 GB/s, 128 SMs, 72 MB L2.
+        ("RTX-4090", "hbm_bytes_per_s", 1008e9),
+        ("RTX-4090", "l2_bytes", 72 * MiB),
+    ],
+)
+def test_published_figures(name, field, value):
+    assert getattr(get_gpu(name), field) == pytest.approx(value)
+
+
+@pytest.mark.parametrize(
+    "name, dtype, dense",
+    [
+        ("A100-SXM-80GB", "bf16", 312e12),  # A100 datasheet: 312 TFLOPS dense (624 sparse)
+        ("A100-SXM-80GB", "tf32", 156e12),
+        ("H100-SXM", "bf16", 989.4e12),  # H100 datasheet: 1,979 TFLOPS with sparsity
+        ("H100-SXM", "fp8", 1978.9e12),  # 3,958 with sparsity
+        ("H200-SXM", "fp32", 67e12),
+        ("MI300X", "bf16", 1307.4e12),  # AMD data sheet, dense
+        ("L4", "fp8", 242.5e12),  # L4 datasheet: 485 TFLOPS with sparsity
+    ],
+)
+def test_peaks_are_dense(name, dtype, dense):
+    assert get_gpu(name).peak(dtype) == pytest.approx(dense)
+
+
+def test_every_gpu_has_every_required_field_with_a_source():
+    for name in gpu_names():
+        g = get_gpu(name)
+        assert g.sms > 0 and g.boost_clock_hz > 1e8 and g.hbm_bytes > 0 and g.hbm_bytes_per_s > 0
+        assert g.smem_per_sm_bytes > 0 and g.tdp_w > 0
+        assert set(g.peak_flop_per_s) <= set(DTYPES) and "bf16" in g.peak_flop_per_s
+        for f in ("peak_flop_per_s", "hbm_bytes_per_s", "sms", "l2_bytes", "interconnect_bytes_per_s", "tdp_w"):
+            assert g.sources.get(f), f"{name}: no source for {f}"
+
+
+def test_missing_dtype_is_a_clear_error():
+    with pytest.raises(ValueError, match="fp8.*A100|A100.*fp8"):
+        get_gpu("A100-SXM-80GB").peak("fp8")
+
+
+def test_local_gpu_description_without_a_gpu():
+    import torch
+
+    g = describe_local_gpu()
+    if torch.cuda.is_available():
+        assert isinstance(g, GPU) and g.sms > 0
+    else:
+        assert g is None
