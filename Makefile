@@ -27,11 +27,13 @@ book: install
 
 chromium:
 	@command -v chromium >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "The browser test needs Debian's chromium: run 'sudo apt-get install chromium'" >&2; exit 1; fi; }
 
 test: install chromium
-	$(PY) -m pytest -n 2 --dist loadgroup -p no:cacheprovider tests chapters --nbval-lax --nbval-current-env -q
+	$(PY) -m pytest -n 2 --dist loadfile -p no:cacheprovider -q \
+	  tests chapters --nbval-lax --nbval-current-env \
+	  --doctest-modules widgets/models widgets/units.py widgets/hardware.py
 
 bench: install
 	$(PY) tests/benchmark.py

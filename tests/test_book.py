@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-pytestmark = [pytest.mark.build, pytest.mark.xdist_group("book")]
+pytestmark = pytest.mark.build
 
 
 def toc_files():
