@@ -541,7 +541,7 @@ def test_checks_pass_and_fail(capsys):
 def cpu_run():
     from widgets.experiments import collectives as ex
 
-    p = dataclasses.replace(ex.plan(2), iters=2, small_iters=2, warmup=1)
+    p = dataclasses.replace(ex.plan(2), backend="gloo", nproc=2, iters=2, small_iters=2, warmup=1)  # gloo even on a GPU machine
     return ex.launch(p, ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce"), (4096, 65536, 1 << 20), (65536, 1 << 20), timeout_s=180)
 
 
@@ -606,8 +606,14 @@ def test_record_round_trip(cpu_run):
 def test_plan_and_command():
     from widgets.experiments import collectives as ex
 
+    import torch
+
     p = ex.plan()
-    assert p.backend == "gloo" and p.nproc == ex.CPU_RANKS  # the test machine has no pair of GPUs
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if gpus >= 2:
+        assert p.backend == "nccl" and p.nproc == gpus and max(p.sweep_sizes) == 2**30
+    else:
+        assert p.backend == "gloo" and p.nproc == ex.CPU_RANKS and max(p.sweep_sizes) <= 16 * MiB
     cmd = ex.worker_command(p, "/tmp/x.json", ("all_reduce",), (1024,), ())
     assert cmd[1:4] == ["-m", "torch.distributed.run", "--standalone"] and "widgets.experiments.collectives_worker" in cmd
     env = ex.worker_env(p)
