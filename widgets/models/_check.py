@@ -45,8 +45,10 @@ def fraction(name: str, value, *, open_low: bool = False) -> float:
 
 def integer(name: str, value, *, minimum: int | None = None, maximum: int | None = None) -> int:
     """An integer (numpy integers accepted) within optional bounds."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        if isinstance(value, numbers.Real) and float(value).is_integer():
+    if isinstance(value, bool):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    if not isinstance(value, numbers.Integral):
+        if isinstance(value, numbers.Real) and math.isfinite(value) and float(value).is_integer():
             value = int(value)
         else:
             raise ValueError(f"{name} must be an integer, got {value!r}")
