@@ -87,7 +87,7 @@ def test_static_sliders_move_without_errors(server, browser, chapter):
     if chapter == "memory_hierarchy":
         assert len(ids) >= 3, "the exemplar chapter has three static calculators"
     for fig_id in ids:
-        fig = page.locator(f"#{fig_id}")
+        fig = page.locator(f'[id="{fig_id}"]')
         fig.scroll_into_view_if_needed()
         before = page.evaluate(STATE, fig_id)
         rail = fig.locator(".slider-rail-touch-rect").first
