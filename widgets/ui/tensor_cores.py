@@ -29,7 +29,7 @@ TILES = (64, 128, 256)
 # --------------------------------------------------------------------------------------------
 def peak_summary(c: tc.PeakCheck) -> str:
     return (
-        f"{c.gpu} {c.dtype}: {c.sms} SMs x {c.clock_hz / 1e6:.0f} MHz x {c.flop_per_clock_per_sm} FLOP/clock/SM "
+        f"{c.gpu} {c.dtype}: {c.sms} SMs x {c.clock_hz / 1e6:.0f} MHz x {c.flop_per_clock_per_sm} FLOP/clock/SM<br>"
         f"= {fmt_flop_per_s(c.peak_flop_per_s, 4)} (catalog {fmt_flop_per_s(c.catalog_flop_per_s, 4)})"
     )
 
@@ -73,8 +73,9 @@ def _peak_layout() -> dict:
         barmode="group",
         xaxis=dict(title="data type"),
         yaxis=dict(title="dense peak [TFLOP/s]", type="log", range=[1, 3.6]),
-        height=420,
-        legend=dict(orientation="h", y=-0.25),
+        height=460,
+        title_font_size=14,
+        legend=dict(x=1.02, y=1, xanchor="left"),
     )
 
 
@@ -133,8 +134,8 @@ def gemm_rows(e: tc.GemmEstimate) -> list[tuple[str, str]]:
 
 def gemm_summary(e: tc.GemmEstimate) -> str:
     return (
-        f"{e.tiles} tiles in {e.waves} waves: wave efficiency {e.wave_efficiency:.0%}, tile efficiency "
-        f"{e.tile_efficiency:.0%}, {fmt_flop_per_s(e.flop_per_s)} ({e.bound}-bound)"
+        f"{e.tiles} tiles in {e.waves} waves, wave eff. {e.wave_efficiency:.0%}, tile eff. "
+        f"{e.tile_efficiency:.0%}: {fmt_flop_per_s(e.flop_per_s)} ({e.bound}-bound)"
     )
 
 
@@ -146,8 +147,9 @@ def _gemm_layout(ymax: float) -> dict:
     return dict(
         xaxis=dict(title="N (columns of C)"),
         yaxis=dict(title="predicted [TFLOP/s]", range=[0, ymax * 1.08]),
-        height=420,
-        legend=dict(orientation="h", y=-0.25),
+        height=460,
+        title_font_size=14,
+        legend=dict(x=1.02, y=1, xanchor="left"),
     )
 
 
@@ -166,7 +168,7 @@ def gemm_figure(ms=(256, 512, 1024, 2048, 4096, 8192), k: int = 8192, dtype: str
                        hovertemplate="N = %{x}: %{y:.4g} TFLOP/s<extra></extra>"),
             go.Scatter(x=[ns[0], ns[-1]], y=[peak, peak], mode="lines", name=f"dense {dtype} peak", line=dict(color="gray", dash="dash")),
         ]
-        title = f"M = {m}, K = {k}: one wave = {get_gpu(gpu).sms} tiles; at N = {int(ns[-1])}: {gemm_summary(e)}"
+        title = f"M = {m}, K = {k}, one wave = {get_gpu(gpu).sms} tiles; at N = {int(ns[-1])}:<br>{gemm_summary(e)}"
         return traces, title
 
     return frames_figure(list(ms), frame, slider_prefix="M: ", layout=_gemm_layout(peak), active=list(ms).index(2048) if 2048 in ms else 0)
@@ -228,8 +230,8 @@ def precision_rows(e: tc.DotError) -> list[tuple[str, str]]:
 def precision_summary(dtype: str, accumulate: str = "fp32") -> str:
     f = tc.number_format(dtype)
     return (
-        f"{f.name}: {f.exp_bits} exponent + {f.man_bits} fraction bits, u = 2^-{f.man_bits + 1}, "
-        f"max {f.max_normal:.4g}, min normal {f.min_normal:.3g}, min subnormal {f.min_subnormal:.3g}; sums in {accumulate}"
+        f"{f.name} inputs, sums in {accumulate}: {f.exp_bits} exponent + {f.man_bits} fraction bits, u = 2^-{f.man_bits + 1}<br>"
+        f"max {f.max_normal:.4g}, min normal {f.min_normal:.3g}, min subnormal {f.min_subnormal:.3g}"
     )
 
 
@@ -247,9 +249,10 @@ def _precision_traces(dtype: str, accumulate: str = "fp32", ks=KS) -> list:
 def _precision_layout() -> dict:
     return dict(
         xaxis=dict(type="log", title="reduction length K"),
-        yaxis=dict(type="log", title="relative error", range=[-9, 1]),
-        height=420,
-        legend=dict(orientation="h", y=-0.25),
+        yaxis=dict(type="log", title="relative error", range=[-9, 1], exponentformat="power"),
+        height=460,
+        title_font_size=14,
+        legend=dict(x=1.02, y=1, xanchor="left"),
     )
 
 
@@ -349,7 +352,7 @@ def precision_plot(records: list[dict], kind: str = "total", title: str = "") ->
         out = rs[0].get("out_dtype", "fp32")
         model = tc.typical_dot_error(ks, rs[0]["dtype"], "fp32", output=None if out == "fp32" else out, input_rounding=(kind == "total"))
         fig.add_trace(go.Scatter(x=ks, y=model, mode="lines", name=f"{lab} model", line=dict(color=color, dash="dash"), showlegend=False))
-    fig.update_layout(template="plotly_white", title_text=title, xaxis=dict(type="log", title="K"), yaxis=dict(type="log", title="relative error (Frobenius)"),
+    fig.update_layout(template="plotly_white", title_text=title, xaxis=dict(type="log", title="K"), yaxis=dict(type="log", title="relative error (Frobenius)", exponentformat="power"),
                       height=440, legend=dict(orientation="h", y=-0.25))
     return fig
 
