@@ -552,3 +552,48 @@ def test_models_import_without_torch_or_widgets():
             "import widgets.models.simt as s; print(s.occupancy(128, 37).blocks_per_sm)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "12"
+
+
+@pytest.mark.parametrize(
+    "fn, args, name",
+    [
+        (m.arch_limits, ("sm_75",), "arch"),
+        (m.occupancy_sweep, ("regs_per_thread", [32, 0]), "regs_per_thread"),
+        (m.max_regs_per_thread_for, (0, 1), "threads_per_block"),
+        (m.smem_per_block_for, (4, "gfx942"), "arch"),
+        (m.random_branch_time, (0.5, 0, 1), "cost_taken"),
+        (m.random_branch_time, (0.5, 1, -1), "cost_not_taken"),
+        (m.random_branch_time, (0.5, 1, 1, 33), "lanes"),
+        (m.latency_hiding, (1e-6, 0, 132), "throughput_per_s"),
+        (m.latency_hiding, (-1e-6, 1e12, 132), "latency_s"),
+        (m.littles_law_bytes_per_s, (8, 0, 128, 1e-6, 1e12), "sms"),
+        (m.littles_law_bytes_per_s, (8, 132, 0, 1e-6, 1e12), "bytes_per_warp_in_flight"),
+        (m.littles_law_bytes_per_s, (8, 132, 128, 1e-6, float("inf")), "peak_bytes_per_s"),
+        (m.launch_bound_time_s, (10, 1e-6, float("nan")), "launch_overhead_s"),
+        (m.parallel_fraction_needed, (0, 4), "speedup"),
+        (m.parallel_fraction_needed, (2, -4), "workers"),
+        (m.parallel_fraction_from_times, (1, -1), "parallel_s"),
+    ],
+)
+def test_every_public_function_rejects_bad_input(fn, args, name):
+    with pytest.raises(ValueError, match=name):
+        fn(*args)
+
+
+@given(
+    kw=st.sampled_from(["bytes_per_load", "loads_in_flight_per_thread", "max_warps_per_sm"]),
+    bad=st.one_of(st.integers(max_value=0), st.just(2.5), st.just(True)),
+)
+def test_latency_hiding_rejects_bad_counts(kw, bad):
+    with pytest.raises(ValueError, match=kw):
+        m.latency_hiding(600e-9, 4.8e12, 132, **{kw: bad})
+
+
+def test_experiment_series_helpers(ui):
+    bw = {"variants": {"float x1": {"points": [dict(warps_per_sm=4, bytes_per_s=1e11, predicted_bytes_per_s=2e11),
+                                               dict(warps_per_sm=8, bytes_per_s=2e11, predicted_bytes_per_s=4e11)]}}}
+    assert ui.bandwidth_series(bw, "X") == {"X, float x1": ([4, 8], [1e11, 2e11], [2e11, 4e11])}
+    fig = ui.bandwidth_occupancy_plot(ui.bandwidth_series(bw, "X"), 4.8e12)
+    assert fig.layout.yaxis.title.text == "bandwidth [TB/s]" and len(fig.data) == 2
+    am = {"points": [dict(workers=1, speedup=1.0, predicted_speedup=1.0), dict(workers=2, speedup=1.8, predicted_speedup=1.9)]}
+    assert ui.amdahl_series(am, "Y") == {"Y: measured": ([1, 2], [1.0, 1.8]), "Y: predicted": ([1, 2], [1.0, 1.9])}

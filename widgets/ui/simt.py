@@ -416,6 +416,22 @@ def bandwidth_occupancy_plot(series: dict, peak_bytes_per_s: float | None = None
     return fig
 
 
+def bandwidth_series(result: dict, label: str) -> dict:
+    """``bandwidth_occupancy_plot`` series from a ``measure_occupancy_bandwidth`` result."""
+    out = {}
+    for name, v in result["variants"].items():
+        pts = v["points"]
+        out[f"{label}, {name}"] = ([p["warps_per_sm"] for p in pts], [p["bytes_per_s"] for p in pts], [p["predicted_bytes_per_s"] for p in pts])
+    return out
+
+
+def amdahl_series(result: dict, label: str) -> dict:
+    """``ratio_plot`` series (measured and predicted speed-up) from a ``measure_amdahl`` result."""
+    workers = [p["workers"] for p in result["points"]]
+    return {f"{label}: measured": (workers, [p["speedup"] for p in result["points"]]),
+            f"{label}: predicted": (workers, [p["predicted_speedup"] for p in result["points"]])}
+
+
 def ratio_plot(series: dict, x_title: str, y_title: str, *, log_x: bool = True, ideal: bool = True) -> go.Figure:
     """Measured against predicted quantities; ``series`` maps a label to ``(x, y)``."""
     fig = go.Figure()
