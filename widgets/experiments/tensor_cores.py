@@ -38,17 +38,28 @@ def has_fp8() -> bool:
 
 @contextlib.contextmanager
 def tf32_enabled(enabled: bool = True):
-    """Let fp32 matmuls use TF32 tensor cores inside the block (restored afterwards)."""
-    old = torch.backends.cuda.matmul.allow_tf32
+    """Let fp32 matmuls use TF32 tensor cores inside the block (restored afterwards), through
+    ``torch.backends.cuda.matmul.allow_tf32`` (``torch.set_float32_matmul_precision`` where a
+    torch build refuses the legacy switch)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.backends.cuda.matmul.allow_tf32 = enabled
+        try:
+            old = torch.backends.cuda.matmul.allow_tf32
+            torch.backends.cuda.matmul.allow_tf32 = enabled
+            legacy = True
+        except RuntimeError:
+            old = torch.get_float32_matmul_precision()
+            torch.set_float32_matmul_precision("high" if enabled else "highest")
+            legacy = False
     try:
         yield
     finally:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            torch.backends.cuda.matmul.allow_tf32 = old
+            if legacy:
+                torch.backends.cuda.matmul.allow_tf32 = old
+            else:
+                torch.set_float32_matmul_precision(old)
 
 
 def _randn(shape, dtype, gen):
