@@ -398,8 +398,8 @@ def test_shape_sweep_smoke():
 def test_precision_experiment_agrees_with_model():
     """The measured error with rounded inputs matches the model's typical error within 30% (TF32
     on a GPU within a factor 3: its conversion may truncate), and the worst componentwise error
-    of the GEMM itself stays below the deterministic bound (except fp8 fast accumulation, which
-    does not accumulate in fp32)."""
+    of the GEMM itself stays below the deterministic bound (except fp8 on a GPU, whose tensor cores
+    keep partial sums in fewer bits than fp32)."""
     from widgets.experiments import tensor_cores as ex
 
     rows = ex.measure_precision(ks=[256, 1024], size=48)
@@ -410,7 +410,7 @@ def test_precision_experiment_agrees_with_model():
             assert 0.5 < r["total"] / want < 3.0, r
         elif r["dtype"] != "fp32" and not r["fast_accum"]:
             assert r["total"] == pytest.approx(want, rel=0.3), r
-        if not r["fast_accum"]:
+        if not r["method"].startswith("torch._scaled_mm"):  # fp8 tensor cores add in fewer bits
             bound = tc.dot_error(r["k"], r["dtype"], output=out, input_rounding=False).deterministic_bound
             assert r["max_componentwise"] <= bound, r
 
