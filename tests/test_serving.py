@@ -495,13 +495,19 @@ def test_latency_figure_marker_is_the_model_tpot():
 def test_capacity_figure_titles_come_from_the_planner():
     from widgets.ui import serving as ui
 
-    fig = ui.capacity_figure(rates=(5, 50))
+    fig = ui.capacity_figure(targets_ms=(10, 50), rates=(1, 50, 1000), rate=50)
     assert len(fig.frames) == 2 == len(fig.layout.sliders[0].steps)
     p = sv.plan_capacity("Llama-3-8B", "H200-SXM", 50, 1024, 256, 0.05, 3.0)
     assert f"{p.gpus} GPU(s)" in fig.frames[1].layout.title.text
     assert fig.frames[1].data[1].y[0] == pytest.approx(p.cost_per_million_output_tokens)
+    curve = fig.frames[0].data[0]
+    p10 = sv.plan_capacity("Llama-3-8B", "H200-SXM", 1000, 1024, 256, 0.01, 3.0)
+    assert curve.y[2] == pytest.approx(p10.cost_per_million_output_tokens)
+    assert curve.y[0] > curve.y[2]  # a lightly loaded GPU makes expensive tokens
     with pytest.raises(ValueError, match="rates"):
         ui.capacity_figure(rates=(0,))
+    with pytest.raises(ValueError, match="targets_ms"):
+        ui.capacity_figure(targets_ms=(-1,))
 
 
 def test_figures_reject_bad_slider_values():

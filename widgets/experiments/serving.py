@@ -18,6 +18,7 @@ Triton): the numbers show the method, not a GPU.
 
 from __future__ import annotations
 
+import functools
 import gc
 import math
 from dataclasses import asdict, dataclass, field
@@ -52,6 +53,24 @@ def _elem_bytes() -> int:
     return torch.empty((), dtype=_dtype()).element_size()
 
 
+def _one_cpu_thread(fn):
+    """On a CPU, time with one thread: a shared machine's other work then slows a run down
+    instead of stalling a team of threads at every barrier. On a GPU, nothing changes."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if harness.on_gpu():
+            return fn(*args, **kwargs)
+        n = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            torch.set_num_threads(n)
+
+    return wrapper
+
+
 def _free():
     gc.collect()
     if harness.on_gpu():
@@ -77,6 +96,7 @@ class Ceilings:
     datasheet_flop_per_s: Optional[float]
 
 
+@_one_cpu_thread
 def measure_ceilings(copy_nbytes: Optional[int] = None, gemm_n: Optional[int] = None, repeat: int = 20) -> Ceilings:
     """Copy ``copy_nbytes`` (default 2 GiB on a GPU, 64 MiB on a CPU) and multiply two
     ``gemm_n``-square matrices (8192 on a GPU, 512 on a CPU)."""
@@ -126,6 +146,7 @@ def _layer_linears(cfg: DecoderConfig, dtype, seed: int = 0) -> list:
     return [Linear(h, (q + 2 * kv) * d, **kw), Linear(q * d, h, **kw), Linear(h, 2 * f, **kw), Linear(f, h, **kw)]
 
 
+@_one_cpu_thread
 def measure_batched_gemv(batches: Optional[Sequence[int]] = None, cfg: Optional[DecoderConfig] = None, repeat: int = 10) -> GemvSweep:
     """Time ``y = x @ W^T`` for the four weights of one layer of ``cfg`` (default: the decoder's
     layer shapes, Llama-3-70B's on a GPU) at each batch."""
@@ -205,6 +226,7 @@ def build_decoder(cfg: Optional[DecoderConfig] = None, seed: int = 0, tune: bool
     return m, summary
 
 
+@_one_cpu_thread
 def time_decode_step(m: Decoder, batch: int, context_tokens: int, graph: bool = True, repeat: int = 20) -> float:
     """Median time of one decode step [s]: ``batch`` sequences whose caches hold
     ``context_tokens`` tokens (the step writes the last slot and attends to all of them)."""
@@ -269,6 +291,7 @@ class TTFTSweep:
     device: str
 
 
+@_one_cpu_thread
 def measure_ttft(decoder=None, prompts: Optional[Sequence[int]] = None, repeat: int = 10) -> TTFTSweep:
     """Time the prefill of one prompt of each length (on a GPU, each captured in a CUDA graph)."""
     on_gpu = harness.on_gpu()
@@ -476,3 +499,49 @@ def run_all() -> dict:
             "within_25_percent": bool(cmp["copy"]["max_error_batch_1_64"] <= 0.25),
         },
     }
+
+
+# --------------------------------------------------------------------------------------------
+# Reading a record back (the recorded H200 run, or this device's) for the chapter
+# --------------------------------------------------------------------------------------------
+def load_h200() -> Optional[dict]:
+    """The recorded H200 record (``widgets/data/h200/serving.json``), or None before it exists."""
+    try:
+        return harness.load_reference("serving")
+    except FileNotFoundError:
+        return None
+
+
+def compare_record(results: dict, gpu: str = "H200-SXM") -> dict:
+    """Recompute every prediction of a record's results with the current models: for each
+    bandwidth option (datasheet, copy and weight-stream measured in the same run) the GEMV sweep,
+    the decode steps and the prefill times, and their measured/model ratios."""
+    ceilings = Ceilings(**results["ceilings"])
+    gemv = GemvSweep(**results["gemv"])
+    steps = DecodeSweep(**results["decode"])
+    ttft = TTFTSweep(**results["ttft"])
+    opts = bandwidth_options(ceilings, gemv)
+    peak = ceilings.gemm_flop_per_s
+    dt = "bf16" if steps.step_weight_bytes / DecoderConfig(**steps.config).model_config().step_params(1) == 2 else "fp32"
+    gemv_model = {k: gemv_model_s(gemv, bw, peak) for k, bw in opts.items()}
+    ttft_model = {k: ttft_model_s(ttft, gpu, bw, peak, dt) for k, bw in opts.items()}
+    return {
+        "options": opts,
+        "peak_flop_per_s": peak,
+        "gemv": dict(batches=gemv.batches, cublas_s=gemv.cublas_s, best_s=gemv.best_s, model_s=gemv_model,
+                     ratio={k: [m / p for m, p in zip(gemv.best_s, v)] for k, v in gemv_model.items()}),
+        "decode": dict(batches=steps.batches, batch_step_s=steps.batch_step_s, contexts=steps.contexts, context_step_s=steps.context_step_s,
+                       batch_context_tokens=steps.batch_context_tokens, context_batch=steps.context_batch,
+                       eager_batches=steps.eager_batches, eager_step_s=steps.eager_step_s, by_option=compare_decode(steps, ceilings, gemv, gpu)),
+        "ttft": dict(prompts=ttft.prompts, prefill_s=ttft.prefill_s, model_s=ttft_model,
+                     ratio={k: [m / p for m, p in zip(ttft.prefill_s, v)] for k, v in ttft_model.items()}),
+    }
+
+
+def gemv_knee_batch(batches: Sequence[int], times_s: Sequence[float], factor: float = 1.5) -> Optional[int]:
+    """The first batch whose time exceeds ``factor`` times the batch-1 time (None if none does):
+    where the flat, weight-streaming part of the sweep ends."""
+    for b, t in zip(batches, times_s):
+        if t > factor * times_s[0]:
+            return int(b)
+    return None

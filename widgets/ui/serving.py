@@ -24,12 +24,26 @@ DTYPES = tuple(sv.DTYPE_BYTES)
 CUSTOM = "custom"
 
 
+TOP_LEGEND = dict(orientation="h", yanchor="bottom", y=1.02, x=0)
+
+
+def _roomy(fig: go.Figure, top: int = 120) -> go.Figure:
+    """Room above the plot for a two-line title and a legend (kept clear of the slider below)."""
+    fig.update_layout(margin=dict(t=top, b=40))
+    return fig
+
+
 def _fmt_int(n: float) -> str:
     return f"{n:,.0f}"
 
 
-def _fmt_money(x: float) -> str:
-    return "n/a" if x is None or not math.isfinite(x) else f"${x:,.3g}"
+def _fmt_usd(x: float) -> str:
+    """Money as ``0.163 USD``: a "$" pair in a plotly string, or in an output MathJax reads,
+    would be typeset as LaTeX."""
+    return "n/a" if x is None or not math.isfinite(x) else f"{x:,.3g} USD"
+
+
+_fmt_money = _fmt_usd
 
 
 def resolve_model(model: str, layers=32, hidden_size=4096, heads=32, kv_heads=8, head_dim=128, intermediate_size=14336, vocab_size=32000):
@@ -56,8 +70,8 @@ def _custom_controls(w):
 def memory_summary(b: sv.MemoryBudget, context_tokens: int) -> str:
     verdict = "fits" if b.fits else f"does NOT fit ({fmt_bytes(-b.free_bytes)} short)"
     return (
-        f"{b.model} on {b.tp} x {b.gpu}, batch {b.batch} x {context_tokens} tokens: KV cache {fmt_bytes(b.kv_bytes)}, "
-        f"{verdict}; at most {b.max_concurrent_seqs} sequences of that length"
+        f"{b.model} on {b.tp} x {b.gpu}, {b.batch} x {context_tokens} tokens: KV cache {fmt_bytes(b.kv_bytes)}, {verdict}"
+        f"<br>at most {b.max_concurrent_seqs} sequences of that length"
     )
 
 
@@ -75,8 +89,8 @@ def _memory_traces(b: sv.MemoryBudget) -> list:
 def _memory_layout(b: sv.MemoryBudget, max_gib: float) -> dict:
     cap = b.hbm_bytes / GiB
     return dict(
-        barmode="stack", height=300, xaxis=dict(title="memory [GiB]", range=[0, max(max_gib, cap) * 1.05]),
-        yaxis=dict(showticklabels=False), legend=dict(orientation="h", y=-0.45),
+        barmode="stack", height=330, xaxis=dict(title="memory [GiB]", range=[0, max(max_gib, cap) * 1.05]),
+        yaxis=dict(showticklabels=False), legend=TOP_LEGEND,
         shapes=[dict(type="line", x0=cap, x1=cap, y0=-0.5, y1=0.5, line=dict(color="black", width=3, dash="dash"))],
         annotations=[dict(x=cap, y=0.55, text=f"HBM {cap:.0f} GiB", showarrow=False)],
     )
@@ -90,13 +104,13 @@ def memory_figure(model: str = "Llama-3-8B", gpu: str = "H200-SXM", context_toke
     max_gib = max(x.used_bytes for x in budgets) / GiB
     by_batch = dict(zip(batches, budgets))
     default = 64 if 64 in batches else batches[0]
-    return frames_figure(
+    return _roomy(frames_figure(
         batches,
         lambda b: (_memory_traces(by_batch[b]), memory_summary(by_batch[b], context_tokens)),
         slider_prefix="sequences in the batch: ",
         layout=_memory_layout(budgets[0], max_gib),
         active=batches.index(default),
-    )
+    ), 130)
 
 
 def budgets_guard(batches):
@@ -123,14 +137,14 @@ def kv_per_sequence_figure(models=("Llama-3-8B", "Mistral-7B", "Llama-3-70B", "D
             x=[m.name for m in ms], y=[s / GiB for s in sizes], marker_color=list(COLORS[: len(ms)]),
             text=[fmt_bytes(s) for s in sizes], textposition="outside", hovertemplate="%{x}: %{text}<extra></extra>",
         )
-        title = f"{c:,} tokens in {kv_dtype}: " + ", ".join(f"{m.name} {fmt_bytes(s)}" for m, s in zip(ms, sizes))
+        title = f"KV cache of one sequence of {c:,} tokens ({kv_dtype})<br>" + ", ".join(f"{m.name} {fmt_bytes(s)}" for m, s in zip(ms, sizes))
         return [bar], title
 
-    return frames_figure(
+    return _roomy(frames_figure(
         contexts, frame, slider_prefix="context [tokens]: ", value_label=lambda c: f"{c // 1024}k",
-        layout=dict(height=420, yaxis=dict(title="KV cache of one sequence [GiB]", range=[0, top * 1.2]), showlegend=False),
+        layout=dict(height=440, yaxis=dict(title="KV cache of one sequence [GiB]", range=[0, top * 1.2]), showlegend=False),
         active=contexts.index(32768) if 32768 in contexts else 0,
-    )
+    ), 100)
 
 
 def memory_calculator():
@@ -167,7 +181,7 @@ def memory_calculator():
         ]
         fig = go.Figure(_memory_traces(b))
         fig.update_layout(template="plotly_white", title_text=memory_summary(b, ctx), **_memory_layout(b, b.used_bytes / GiB))
-        return table_html(rows), fig
+        return table_html(rows), _roomy(fig, 130)
 
     return live_form(compute, controls, show, title="KV cache and memory budget")
 
@@ -182,8 +196,8 @@ def latency_summary(r: sv.Latency) -> str:
     s = r.step
     ridge = "never turns compute-bound" if math.isinf(s.ridge_batch) else f"compute-bound from batch {s.ridge_batch:.0f}"
     return (
-        f"batch {r.batch:g}: TTFT {fmt_time(r.ttft_s)}, TPOT {fmt_time(r.tpot_s)}, {_fmt_int(r.tokens_per_s)} tokens/s; "
-        f"{s.bound}-bound ({ridge})"
+        f"batch {r.batch:g}: TTFT {fmt_time(r.ttft_s)}, TPOT {fmt_time(r.tpot_s)}, {_fmt_int(r.tokens_per_s)} tokens/s"
+        f"<br>weight matmuls {s.bound}-bound ({ridge})"
     )
 
 
@@ -204,8 +218,8 @@ def _latency_marker(r: sv.Latency) -> go.Scatter:
 
 
 def _latency_layout() -> dict:
-    return dict(height=440, xaxis=dict(type="log", title="batch [sequences]"), yaxis=dict(type="log", title="time per decode step [ms]"),
-                legend=dict(orientation="h", y=-0.25))
+    return dict(height=480, xaxis=dict(type="log", title="batch [sequences]"), yaxis=dict(type="log", title="time per decode step [ms]"),
+                legend=TOP_LEGEND)
 
 
 def latency_figure(model: str = "Llama-3-8B", gpu: str = "H200-SXM", prompt_tokens: int = 1024, output_tokens: int = 256,
@@ -216,10 +230,10 @@ def latency_figure(model: str = "Llama-3-8B", gpu: str = "H200-SXM", prompt_toke
     grid = np.unique(np.round(np.logspace(0, math.log10(max(batches)), 60))).astype(int).tolist()
     curves = _latency_curves(model, gpu, prompt_tokens, output_tokens, weight_dtype, kv_dtype, tp, grid)
     res = {b: sv.latency(model, gpu, b, prompt_tokens, output_tokens, weight_dtype, kv_dtype, tp) for b in batches}
-    return frames_figure(
+    return _roomy(frames_figure(
         batches, lambda b: (curves + [_latency_marker(res[b])], latency_summary(res[b])),
         slider_prefix="batch: ", layout=_latency_layout(), active=batches.index(32) if 32 in batches else 0,
-    )
+    ), 140)
 
 
 def latency_calculator():
@@ -261,7 +275,7 @@ def latency_calculator():
         grid = np.unique(np.round(np.logspace(0, 3, 40))).astype(int).tolist()
         fig = go.Figure(_latency_curves(m, gpu, r.prompt_tokens, r.output_tokens, wd, kd, tp, grid) + [_latency_marker(r)])
         fig.update_layout(template="plotly_white", title_text=latency_summary(r), **_latency_layout())
-        return table_html(rows), fig
+        return table_html(rows), _roomy(fig, 140)
 
     return live_form(compute, controls, show, title="Latency model")
 
@@ -269,47 +283,65 @@ def latency_calculator():
 # --------------------------------------------------------------------------------------------
 # 3. Capacity planner
 # --------------------------------------------------------------------------------------------
-TPOT_TARGETS_MS = (10, 12, 15, 20, 25, 30, 40, 50, 60, 80, 100, 150, 200)
+TPOT_TARGETS_MS = (10, 15, 20, 30, 50, 100)
+RATES = tuple(float(r) for r in np.round(np.logspace(0, 4, 25), 3))
 
 
 def capacity_summary(p: sv.CapacityPlan, rate: float, target_s: float) -> str:
     if not p.feasible:
         return f"{rate:g} requests/s at TPOT <= {target_s * 1e3:g} ms: infeasible ({p.reason})"
     return (
-        f"{rate:g} requests/s at TPOT <= {target_s * 1e3:g} ms: {p.gpus} GPU(s), batch {p.batch:.1f} per replica, "
-        f"{_fmt_money(p.cost_per_million_output_tokens)} per million output tokens"
+        f"{rate:g} requests/s at TPOT <= {target_s * 1e3:g} ms: {p.gpus} GPU(s), batch {p.batch:.1f} per replica,"
+        f"<br>{_fmt_usd(p.cost_per_million_output_tokens)} per million output tokens"
     )
 
 
-def _capacity_frame(model, gpu, rate, prompt_tokens, output_tokens, price, tp, target_s, targets_ms):
-    plans = [sv.plan_capacity(model, gpu, rate, prompt_tokens, output_tokens, t / 1e3, price, tp) for t in targets_ms]
-    cost = [p.cost_per_million_output_tokens if p.feasible else None for p in plans]
-    gpus = [p.gpus if p.feasible else None for p in plans]
-    here = sv.plan_capacity(model, gpu, rate, prompt_tokens, output_tokens, target_s, price, tp)
+def _capacity_frame(model, gpu, target_ms, prompt_tokens, output_tokens, price, tp, rates, rate):
+    target = target_ms / 1e3
+    plans = [sv.plan_capacity(model, gpu, r, prompt_tokens, output_tokens, target, price, tp) for r in rates]
+    ok = [p.feasible for p in plans]
+    cost = [p.cost_per_million_output_tokens if f else None for p, f in zip(plans, ok)]
+    extra = [[p.gpus, p.batch] if f else [None, None] for p, f in zip(plans, ok)]
+    here = sv.plan_capacity(model, gpu, rate, prompt_tokens, output_tokens, target, price, tp)
+    floor = min((c for c in cost if c is not None), default=None)
     traces = [
-        go.Scatter(x=list(targets_ms), y=cost, mode="lines+markers", name="cost per million output tokens", customdata=gpus,
-                   hovertemplate="TPOT <= %{x} ms: $%{y:.3g} per M tokens, %{customdata} GPUs<extra></extra>", line=dict(color=COLORS[0])),
-        go.Scatter(x=[target_s * 1e3], y=[here.cost_per_million_output_tokens if here.feasible else None], mode="markers",
-                   marker=dict(size=13, color=COLORS[1], line=dict(color="black", width=1)), name="this target"),
+        go.Scatter(x=list(rates), y=cost, mode="lines+markers", name="cost per million output tokens", customdata=extra,
+                   hovertemplate="%{x:.3g} requests/s: %{y:.3g} USD per M tokens, %{customdata[0]} GPUs, batch %{customdata[1]:.1f}<extra></extra>",
+                   line=dict(color=COLORS[0])),
+        go.Scatter(x=[rate], y=[here.cost_per_million_output_tokens if here.feasible else None], mode="markers",
+                   marker=dict(size=13, color=COLORS[1], line=dict(color="black", width=1)), name=f"{rate:g} requests/s"),
     ]
-    return traces, capacity_summary(here, rate, target_s)
+    title = capacity_summary(here, rate, target)
+    if floor is not None and here.feasible:
+        title += f"; floor at high traffic {_fmt_usd(floor)}"
+    return traces, title
 
 
 def capacity_figure(model: str = "Llama-3-8B", gpu: str = "H200-SXM", prompt_tokens: int = 1024, output_tokens: int = 256,
-                    gpu_hour_price: float = 3.0, tpot_target_s: float = 0.05, tp: int = 1, rates=(1, 2, 5, 10, 20, 50, 100, 200, 500)) -> go.Figure:
-    """Static capacity planner: the slider sets the request rate; the curve is the cost per
-    million output tokens against the TPOT target; the title gives GPUs and the achieved batch."""
-    rates = [float(r) for r in rates]
-    for r in rates:
-        if not r > 0:
-            raise ValueError(f"rates must be > 0, got {r!r}")
-    return frames_figure(
-        rates, lambda r: _capacity_frame(model, gpu, r, prompt_tokens, output_tokens, gpu_hour_price, tp, tpot_target_s, TPOT_TARGETS_MS),
-        slider_prefix="requests/s: ", value_label=lambda r: f"{r:g}",
-        layout=dict(height=440, xaxis=dict(type="log", title="TPOT target [ms]"), yaxis=dict(type="log", title="$ per million output tokens"),
-                    legend=dict(orientation="h", y=-0.25)),
-        active=rates.index(20.0) if 20.0 in rates else 0,
+                    gpu_hour_price: float = 3.0, rate: float = 20.0, tp: int = 1, targets_ms=TPOT_TARGETS_MS, rates=RATES) -> go.Figure:
+    """Static capacity planner: the slider sets the TPOT target; the curve is the cost per
+    million output tokens against the request rate (GPUs and batch in the hover), the title the
+    plan at ``rate`` requests/s and the cheapest cost over the rates."""
+    targets = [float(t) for t in targets_ms]
+    for t in targets:
+        if not t > 0:
+            raise ValueError(f"targets_ms must be > 0, got {t!r}")
+    r = _check_rate(rate)
+    rates = [_check_rate(x) for x in rates]
+    fig = frames_figure(
+        targets, lambda t: _capacity_frame(model, gpu, t, prompt_tokens, output_tokens, gpu_hour_price, tp, rates, r),
+        slider_prefix="TPOT target [ms]: ", value_label=lambda t: f"{t:g}",
+        layout=dict(height=480, xaxis=dict(type="log", title="request rate [requests/s]"), yaxis=dict(type="log", title="USD per million output tokens"),
+                    legend=TOP_LEGEND),
+        active=targets.index(50.0) if 50.0 in targets else 0,
     )
+    return _roomy(fig, 140)
+
+
+def _check_rate(r) -> float:
+    if isinstance(r, bool) or not isinstance(r, (int, float, np.integer, np.floating)) or not math.isfinite(r) or r <= 0:
+        raise ValueError(f"rates must be finite numbers > 0, got {r!r}")
+    return float(r)
 
 
 def capacity_calculator():
@@ -325,7 +357,7 @@ def capacity_calculator():
         "prompt_tokens": w.BoundedIntText(value=1024, min=1, max=1_000_000, description="prompt"),
         "output_tokens": w.BoundedIntText(value=256, min=1, max=1_000_000, description="output"),
         "tpot_target_ms": w.BoundedFloatText(value=50.0, min=0.1, max=10_000, description="TPOT <= [ms]"),
-        "gpu_hour_price": w.BoundedFloatText(value=3.0, min=0.0, max=1000, description="$/GPU-hour"),
+        "gpu_hour_price": w.BoundedFloatText(value=3.0, min=0.0, max=1000, description="USD/GPU-hour"),
         "weight_dtype": w.Dropdown(options=DTYPES, value="bf16", description="weights"),
         "kv_dtype": w.Dropdown(options=DTYPES, value="bf16", description="KV cache"),
     }
@@ -348,10 +380,10 @@ def capacity_calculator():
             ("end-to-end latency", fmt_time(p.e2e_s)),
             ("utilization of the replicas", f"{p.utilization:.0%}"),
             ("output tokens/s", _fmt_int(p.output_tokens_per_s)),
-            ("$ per million output tokens", _fmt_money(p.cost_per_million_output_tokens)),
-            ("$ per million tokens (in + out)", _fmt_money(p.cost_per_million_tokens)),
+            ("per million output tokens", _fmt_money(p.cost_per_million_output_tokens)),
+            ("per million tokens (in + out)", _fmt_money(p.cost_per_million_tokens)),
         ]
-        return table_html(rows), f"<p>{capacity_summary(p, rate, target)}</p>"
+        return table_html(rows), f"<p>{capacity_summary(p, rate, target).replace('<br>', ' ')}</p>"
 
     return live_form(compute, controls, show, title="Capacity planner")
 
