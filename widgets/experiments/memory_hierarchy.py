@@ -161,6 +161,8 @@ class StridedPoint:
     time_s: float
     sector_model_time_s: float  # 32-byte sectors at the measured contiguous read bandwidth
     granule64_model_time_s: float  # if DRAM moves pairs of sectors (64 B)
+    block: int = 0  # launch configuration used (the best for stride 1)
+    num_warps: int = 0
 
     @property
     def useful_bytes_per_s(self) -> float:
@@ -175,8 +177,8 @@ class StridedPoint:
 def measure_strided_access(strides: Sequence[int] = (1, 2, 4, 8, 16, 32), n_elems: Optional[int] = None, *, repeat: int = 20) -> list:
     """Read ``n_elems`` floats with each lane stride and compare with the sector model.
 
-    The model's bandwidth is the measured stride-1 bandwidth of the same kernel, so the ratio
-    isolates what the stride costs.
+    The model's bandwidth is the measured stride-1 bandwidth of the same kernel (in its best
+    launch configuration), so the ratio isolates what the stride costs.
     """
     strides = [int(s) for s in strides]
     if not strides or min(strides) < 1:
@@ -184,19 +186,22 @@ def measure_strided_access(strides: Sequence[int] = (1, 2, 4, 8, 16, 32), n_elem
     if n_elems is None:
         budget = harness.choose_bytes(8 * GiB, 2 * MiB, max_fraction_of_free=0.25)
         n_elems = budget // (FLOAT_BYTES * max(strides))
-    block = 1024
     n = int(n_elems)
     src = _random(n * max(strides))
-    partial = torch.empty(_cdiv(n, block), device=src.device, dtype=torch.float32)
+    configs = [(1024, 4), (4096, 8), (8192, 8)] if harness.on_gpu() else [(1024, 4)]
 
-    def run(stride):
-        return harness.time_fn(lambda: strided_read_kernel[(partial.numel(),)](src, partial, n, stride, BLOCK=block), repeat=repeat)
+    def run(stride, block, warps):
+        partial = torch.empty(_cdiv(n, block), device=src.device, dtype=torch.float32)
+        grid = (partial.numel(),)
+        return harness.time_fn(lambda: strided_read_kernel[grid](src, partial, n, stride, BLOCK=block, num_warps=warps), repeat=repeat)
 
-    base = run(1).median_s
+    # The model's bandwidth: the same kernel's best contiguous (stride-1) read over a few launch
+    # configurations; that configuration is then used for every stride.
+    base, (block, warps) = min((run(1, b, w).median_s, (b, w)) for b, w in configs)
     bw = model.strided_read_bytes(n, 1) / base
     points = []
     for s in strides:
-        t = base if s == 1 else run(s).median_s
+        t = base if s == 1 else run(s, block, warps).median_s
         points.append(
             StridedPoint(
                 stride_elems=s,
@@ -204,6 +209,8 @@ def measure_strided_access(strides: Sequence[int] = (1, 2, 4, 8, 16, 32), n_elem
                 time_s=t,
                 sector_model_time_s=model.strided_read_time_s(n, s, bw),
                 granule64_model_time_s=model.strided_read_time_s(n, s, bw, granule_bytes=64),
+                block=block,
+                num_warps=warps,
             )
         )
     return points
