@@ -724,3 +724,28 @@ def test_compare_and_record_are_json():
     assert cmp["copy"]["batch_ratio"][0] == pytest.approx(steps.batch_step_s[0] / cmp["copy"]["batch_model_s"][0])
     assert math.isfinite(cmp["copy"]["max_error_batch_1_64"])
     json.dumps(cmp)
+
+
+def test_linear_tuning_logic_on_the_cpu(monkeypatch):
+    """The per-shape choice between cuBLAS (here ATen) and the Triton kernel (interpreted), run on
+    the CPU: every shape gets a choice for every bucket, and the model still computes the same."""
+    import torch
+
+    from widgets.experiments import serving_kernels
+    from widgets.experiments.serving_decoder import Decoder, DecoderConfig, KVCache, decode_step, tune_linears
+
+    monkeypatch.setattr(serving_kernels, "CONFIGS", ((32, 128, 4, 4), (16, 256, 4, 4)))
+    cfg = DecoderConfig(layers=1, hidden=256, heads=4, kv_heads=2, head_dim=64, intermediate=256, vocab=256, name="tune")
+    m = Decoder(cfg, device="cpu", dtype=torch.float32)
+    cache = KVCache(cfg, 2, 8, device="cpu", dtype=torch.float32, fill=True)
+    tokens = torch.tensor([1, 2])
+    cos, sin = m.rope(torch.tensor([7]))
+    before = decode_step(m, tokens, cache, 7, cos[0], sin[0])
+    summary = tune_linears(m, batches=(1, 2), repeat=1, enabled=True)
+    shapes = {(c["n"], c["k"]) for c in summary["choices"]}
+    assert shapes == {tuple(lin.weight.shape) for lin in m.linears()}
+    assert all(c["impl"] == "cublas" or c["impl"].startswith("triton") for c in summary["choices"])
+    assert all(set(lin.choice) == {1, 2} for lin in m.linears())
+    after = decode_step(m, tokens, cache, 7, cos[0], sin[0])
+    assert torch.allclose(before, after, atol=1e-3, rtol=1e-3)
+    json.dumps(summary)

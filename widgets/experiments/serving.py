@@ -494,9 +494,11 @@ def run_all() -> dict:
         "ttft_model_s": ttft_cmp,
         "kv_memory": asdict(kvm),
         "target": {
-            "what": "measured decode step / memory-bound model (copy bandwidth measured in this run), batch 1 to 64",
-            "max_error": cmp["copy"]["max_error_batch_1_64"],
-            "within_25_percent": bool(cmp["copy"]["max_error_batch_1_64"] <= 0.25),
+            "what": "max |measured decode step / model - 1| over batches 1 to 64, per bandwidth given to the memory-bound "
+                    "model: datasheet, device-to-device copy measured in this run, batch-1 weight stream of one layer's "
+                    "matmuls measured in this run",
+            "max_error": {name: c["max_error_batch_1_64"] for name, c in cmp.items()},
+            "within_25_percent": {name: bool(c["max_error_batch_1_64"] <= 0.25) for name, c in cmp.items()},
         },
     }
 

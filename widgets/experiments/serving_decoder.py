@@ -309,12 +309,12 @@ def capture(fn: Callable[[], object]):
     return graph.replay
 
 
-def tune_linears(m: Decoder, batches=(1, 2, 4, 8, 16, 32, 64), repeat: int = 10) -> dict:
+def tune_linears(m: Decoder, batches=(1, 2, 4, 8, 16, 32, 64), repeat: int = 10, enabled: Optional[bool] = None) -> dict:
     """For each weight shape and each batch bucket, time cuBLAS and every Triton skinny config
     and keep the fastest (checked against cuBLAS for correctness). Returns a JSON-able summary.
-    Does nothing on a CPU (cuBLAS/ATen only) or without Triton."""
+    Does nothing on a CPU (``enabled`` defaults to "on a GPU") or without Triton."""
     summary = {"used_triton": False, "errors": [], "choices": []}
-    if not harness.on_gpu():
+    if not (harness.on_gpu() if enabled is None else enabled):
         return summary
     try:
         from .serving_kernels import CONFIGS, skinny_matmul, supports
