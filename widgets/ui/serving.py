@@ -407,7 +407,8 @@ def presets_table() -> str:
     return f'<table class="calc-result"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
 
 
-def sweep_plot(x, series: dict, *, x_title: str, y_title: str = "time [ms]", log_x: bool = True, log_y: bool = True, scale: float = 1e3) -> go.Figure:
+def sweep_plot(x, series: dict, *, x_title: str, y_title: str = "time [ms]", log_x: bool = True, log_y: bool = True, scale: float = 1e3,
+               title: str = "") -> go.Figure:
     """Lines of ``series`` (label -> y values, or (x, y) pairs) against ``x``; measured series are
     drawn with markers, model series (labels starting with "model") dashed."""
     fig = go.Figure()
@@ -418,19 +419,19 @@ def sweep_plot(x, series: dict, *, x_title: str, y_title: str = "time [ms]", log
             x=list(xs), y=[None if v is None else v * scale for v in ys], name=label, line=dict(color=color, dash="dash" if model_line else "solid"),
             mode="lines" if model_line else "lines+markers",
         ))
-    fig.update_layout(template="plotly_white", height=420, legend=dict(orientation="h", y=-0.25),
+    fig.update_layout(template="plotly_white", height=420, legend=dict(orientation="h", y=-0.25), title_text=title, margin=dict(t=50),
                       xaxis=dict(type="log" if log_x else "linear", title=x_title), yaxis=dict(type="log" if log_y else "linear", title=y_title))
     return fig
 
 
-def ratio_plot(x, series: dict, *, x_title: str) -> go.Figure:
+def ratio_plot(x, series: dict, *, x_title: str, title: str = "") -> go.Figure:
     """Measured/predicted ratios against ``x``, with the +-25% band shaded."""
     fig = go.Figure()
     for (label, ys), color in zip(series.items(), COLORS):
         fig.add_trace(go.Scatter(x=list(x), y=list(ys), name=label, mode="lines+markers", line=dict(color=color)))
     fig.add_hrect(y0=0.75, y1=1.25, fillcolor="green", opacity=0.08, line_width=0)
     fig.add_hline(y=1.0, line_dash="dot")
-    fig.update_layout(template="plotly_white", height=360, legend=dict(orientation="h", y=-0.3),
+    fig.update_layout(template="plotly_white", height=360, legend=dict(orientation="h", y=-0.3), title_text=title, margin=dict(t=50),
                       xaxis=dict(type="log", title=x_title), yaxis=dict(title="measured / model", rangemode="tozero"))
     return fig
 
