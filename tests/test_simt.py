@@ -432,51 +432,38 @@ def test_latency_and_amdahl_figures_match_model(ui):
         assert frame.data[1].y[-1] == pytest.approx(m.amdahl_speedup(p, 4096))
 
 
-@pytest.fixture
-def shown(monkeypatch):
-    """Collect what a live form displays (outside a kernel its Output widget captures nothing)."""
-    import IPython.display
-
-    items = []
-    monkeypatch.setattr(IPython.display, "display", lambda *objs, **kw: items.extend(objs))
-    return items
+def _texts(box):
+    """The HTML a live form shows after its last refresh (``live_form`` keeps it in ``.shown``)."""
+    return " ".join(item for item in box.shown if isinstance(item, str))
 
 
-def _html(items):
-    from IPython.display import HTML
-
-    return " ".join(i.data for i in items if isinstance(i, HTML))
-
-
-def test_occupancy_calculator_live(ui, shown):
+def test_occupancy_calculator_live(ui):
     box = ui.occupancy_calculator()
-    assert "<b>8</b>" in _html(shown)  # 256 threads x 32 regs: 8 blocks
-    shown.clear()
+    assert "<b>8</b>" in _texts(box)  # 256 threads x 32 regs: 8 blocks
     box.controls["regs_per_thread"].value = 65
-    assert f"<b>{m.occupancy(256, 65).blocks_per_sm}</b>" in _html(shown)
-    shown.clear()
+    assert f"<b>{m.occupancy(256, 65).blocks_per_sm}</b>" in _texts(box)
     box.controls["arch"].value = "sm_86"
-    assert "of 48" in _html(shown)
+    assert "of 48" in _texts(box)
+    assert any(hasattr(item, "frames") for item in box.shown)  # and the three curves
 
 
-def test_calculators_show_the_error_sentence(ui, shown):
+def test_calculators_show_the_error_sentence(ui):
     box = ui.divergence_calculator()
-    shown.clear()
     box.controls["lanes"].value = "20, 20"
-    text = _html(shown)
+    text = _texts(box)
     assert "Invalid input" in text and "lanes_per_path must sum to at most 32" in text and "Traceback" not in text
-    shown.clear()
     box.controls["lanes"].value = "16, x"
-    assert "lanes per path must be numbers" in _html(shown)
+    assert "lanes per path must be numbers" in _texts(box)
+    box.controls["lanes"].value = "8, 24"
+    box.controls["cycles"].value = "400, 100"
+    assert "<b>500 cycles</b>" in _texts(box)
     box = ui.amdahl_calculator()
-    shown.clear()
     box.controls["workers"].value = 8
-    assert "Invalid input" not in _html(shown)
+    assert "Invalid input" not in _texts(box) and f"{m.amdahl_speedup(0.95, 8):.4g}x" in _texts(box)
     box = ui.latency_hiding_calculator()
-    shown.clear()
     box.controls["loads"].value = 4
     want = m.latency_hiding(600e-9, 4.8e12, 132, loads_in_flight_per_thread=4).warps_needed_per_sm
-    assert "Invalid input" not in _html(shown) and f"<b>{want} (occupancy" in _html(shown)
+    assert "Invalid input" not in _texts(box) and f"<b>{want} (occupancy" in _texts(box)
 
 
 def test_check_max_regs(ui, capsys):
