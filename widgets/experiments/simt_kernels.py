@@ -18,6 +18,13 @@ SIMULATED = not torch.cuda.is_available()
 if SIMULATED:
     os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
 
+import numpy as np  # noqa: E402
+
+if not hasattr(np, "row_stack"):
+    # numba-cuda's fp16 bindings still call np.row_stack, which NumPy 2.5 removed (it was an alias
+    # of vstack); seen on the H200 image (numba-cuda with numpy 2.5.2).
+    np.row_stack = np.vstack
+
 from numba import cuda, float32, int64  # noqa: E402
 from numba.core.errors import NumbaPerformanceWarning  # noqa: E402
 

@@ -57,7 +57,7 @@ def live_form(
         displayed by the last refresh: HTML strings and figures) and ``.refresh()``.
     """
     import ipywidgets as w
-    from IPython.display import HTML, display
+    from IPython.display import HTML
 
     out = w.Output()
 
@@ -69,10 +69,11 @@ def live_form(
         except ValueError as exc:
             items = [error_html(exc)]
         box.shown = items
-        out.clear_output(wait=True)
-        with out:
-            for item in items:
-                display(HTML(item) if isinstance(item, str) else item)
+        # Fill the Output directly: `with out: display(...)` sometimes stalled notebook execution
+        # (nbclient waiting on the widget's output capture) for the whole cell timeout.
+        out.outputs = ()
+        for item in items:
+            out.append_display_data(HTML(item) if isinstance(item, str) else item)
 
     parts = ([w.HTML(f"<b>{html.escape(title)}</b>")] if title else []) + [w.VBox(list(controls.values())), out]
     box = w.VBox(parts)
