@@ -154,11 +154,7 @@ def test_model_equals_cuda_occupancy_header(arch, carveout):
 def _h200_record():
     from widgets.experiments import harness
 
-    try:
-        return harness.load_reference("simt")
-    except FileNotFoundError:
-        pytest.skip("widgets/data/h200/simt.json is not recorded yet: run `python -m widgets.measure --topic simt "
-                    "--out widgets/data/h200` on an H200")
+    return harness.load_reference("simt")  # recorded on an H200 by `python -m widgets.measure --topic simt`
 
 
 def test_model_equals_h200_occupancy_api():

@@ -450,10 +450,7 @@ def test_recorded_h200_reference_meets_the_targets():
     fp16 (and tf32, factor 3) GEMMs within a factor 2 of the precision model at every K."""
     from widgets.experiments import harness
 
-    try:
-        ref = harness.load_reference("tensor_cores")
-    except FileNotFoundError:
-        pytest.skip("no recorded H200 run yet: python -m widgets.measure --topic tensor_cores --out widgets/data/h200")
+    ref = harness.load_reference("tensor_cores")
     prov = ref["provenance"]
     assert "H200" in prov["gpu"] and prov["driver"] and prov["torch"] and prov["date"] and prov["command"]
     r = ref["results"]

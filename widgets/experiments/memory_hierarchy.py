@@ -25,10 +25,9 @@ def _cdiv(a: int, b: int) -> int:
 
 
 def _random(n: int) -> torch.Tensor:
-    g = torch.Generator(device="cpu").manual_seed(0)
-    x = torch.rand(min(n, 1 << 20), generator=g)
-    # Tile a random block: random data everywhere, without generating gigabytes on the host.
-    return x.repeat(_cdiv(n, x.numel()))[:n].to(harness.device())
+    """``n`` random floats in [0, 1) on the current device, seeded (never zeros: they can flatter)."""
+    g = torch.Generator(device=harness.device()).manual_seed(0)
+    return torch.rand(n, generator=g, device=harness.device())
 
 
 # --------------------------------------------------------------------------------------------
@@ -184,7 +183,7 @@ def measure_strided_access(strides: Sequence[int] = (1, 2, 4, 8, 16, 32), n_elem
     if not strides or min(strides) < 1:
         raise ValueError(f"strides must be integers >= 1, got {strides!r}")
     if n_elems is None:
-        budget = harness.choose_bytes(8 * GiB, 2 * MiB, max_fraction_of_free=0.25)
+        budget = harness.choose_bytes(32 * GiB, 2 * MiB, max_fraction_of_free=0.25)
         n_elems = budget // (FLOAT_BYTES * max(strides))
     n = int(n_elems)
     src = _random(n * max(strides))
