@@ -519,53 +519,42 @@ def test_figures_reject_bad_slider_values():
         ui.memory_figure(context_tokens=-5)
 
 
-@pytest.fixture
-def shown(monkeypatch):
-    """Collect what live forms display (outside a kernel an Output widget captures nothing)."""
-    import IPython.display
-
-    items = []
-    monkeypatch.setattr(IPython.display, "display", lambda *objs, **kw: items.extend(objs))
-
-    def html() -> str:
-        text = "".join(getattr(o, "data", "") or "" for o in items if isinstance(getattr(o, "data", None), str))
-        items.clear()
-        return text
-
-    return html
+def _html(box) -> str:
+    """What a live form shows after its last refresh (HTML parts)."""
+    return "".join(item for item in box.shown if isinstance(item, str))
 
 
-def test_live_forms_recompute_and_show_errors(shown):
+def test_live_forms_recompute_and_show_errors():
     from widgets.ui import serving as ui
 
     box = ui.memory_calculator()
-    assert "<td>max concurrent sequences</td><td><b>111</b>" in shown()
+    assert "<td>max concurrent sequences</td><td><b>111</b>" in _html(box)
     box.controls["kv_dtype"].value = "fp8"
     # (0.9 x 141 GiB - 16.06 GB - 0.21 GB) / (512 MiB of KV + 0.5 MB of logits) = 223.3
-    assert "<td>max concurrent sequences</td><td><b>223</b>" in shown()
+    assert "<td>max concurrent sequences</td><td><b>223</b>" in _html(box)
     box.controls["model"].value = "custom"
-    shown()
+    _html(box)
     box.controls["kv_heads"].value = 64  # more KV heads than query heads
-    text = shown()
+    text = _html(box)
     assert "Invalid input" in text and "kv_heads" in text
 
     box = ui.latency_calculator()
     r = sv.latency("Llama-3-8B", "H200-SXM", 32, 1024, 256)
-    assert "TPOT" in shown()
+    assert "TPOT" in _html(box)
     box.controls["batch"].value = 0  # the control clamps to its minimum, 1
-    assert "TPOT" in shown()
+    assert "TPOT" in _html(box)
     box.controls["tp"].value = 2
     box.controls["gpu"].value = "L4"
-    text = shown()
+    text = _html(box)
     assert "Invalid input" in text and "tp" in text
     assert r.tpot_s > 0
 
     box = ui.capacity_calculator()
-    assert "GPUs" in shown()
+    assert "GPUs" in _html(box)
     box.controls["model"].value = "Llama-3-70B"
-    assert "Infeasible" in shown()
+    assert "Infeasible" in _html(box)
     box.controls["tp"].value = 2
-    assert "<td>GPUs</td>" in shown()
+    assert "<td>GPUs</td>" in _html(box)
 
 
 def test_checks_pass_and_fail(capsys):
