@@ -25,6 +25,12 @@ def error_html(exc: BaseException) -> str:
     return f'<p class="calc-error" style="{ERROR_STYLE}">Invalid input: {html.escape(str(exc))}</p>'
 
 
+def verdict(ok: bool, message: str) -> bool:
+    """What every exercise check prints: PASS or FAIL with the reason; returns ``ok``."""
+    print(("PASS: " if ok else "FAIL: ") + message)
+    return ok
+
+
 def table_html(rows: Iterable[tuple[str, str]]) -> str:
     """A two-column result table: (quantity, formatted value with unit)."""
     body = "".join(f"<tr><td>{html.escape(k)}</td><td><b>{html.escape(v)}</b></td></tr>" for k, v in rows)

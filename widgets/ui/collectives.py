@@ -17,6 +17,7 @@ from ..hardware import get_gpu
 from ..models import collectives as cm
 from ..units import GiB, MiB, fmt_bytes, fmt_bytes_per_s, fmt_time
 from ._core import frames_figure, live_form, table_html
+from ._core import verdict as _verdict
 
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2")
 SIZES = np.logspace(3, 11, 161)  # 1 kB ... 100 GB, the x axis of time-vs-size plots
@@ -523,11 +524,6 @@ def ring_vs_library_figure(series: dict) -> go.Figure:
 # --------------------------------------------------------------------------------------------
 # Exercise checks
 # --------------------------------------------------------------------------------------------
-def _verdict(ok: bool, message: str) -> bool:
-    print(("PASS: " if ok else "FAIL: ") + message)
-    return ok
-
-
 def check_ring_send_chunk(fn, max_ranks: int = 9) -> bool:
     """Check a reader's ``fn(rank, step, n) -> chunk``: the chunk ``rank`` sends at ``step``
     (0-based, ``0 <= step < 2(n-1)``) of a ring all-reduce, against the model's schedule."""

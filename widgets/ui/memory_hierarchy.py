@@ -13,6 +13,7 @@ from ..hardware import DTYPES, get_gpu, gpu_names
 from ..models import memory_hierarchy as mh
 from ..units import fmt_bytes_per_s, fmt_flop_per_s, fmt_intensity
 from ._core import frames_figure, live_form, table_html
+from ._core import verdict as _verdict
 
 ROOFLINE_GPUS = ("H200-SXM", "H100-SXM", "A100-SXM-80GB", "B200", "MI300X", "L4")
 INTENSITIES = np.logspace(-1, 4, 501)
@@ -239,11 +240,6 @@ def bank_conflict_calculator():
 # --------------------------------------------------------------------------------------------
 # Exercise checks
 # --------------------------------------------------------------------------------------------
-def _verdict(ok: bool, message: str) -> bool:
-    print(("PASS: " if ok else "FAIL: ") + message)
-    return ok
-
-
 def check_sector_counter(fn, trials: int = 200, seed: int = 0) -> bool:
     """Check a reader's ``fn(stride_elems, elem_bytes, offset_elems) -> sectors`` against the
     model on random warp access patterns."""

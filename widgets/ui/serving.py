@@ -16,6 +16,7 @@ from ..hardware import get_gpu, gpu_names
 from ..models import serving as sv
 from ..units import GiB, fmt_bytes, fmt_bytes_per_s, fmt_flop, fmt_time
 from ._core import frames_figure, live_form, table_html
+from ._core import verdict as _verdict
 
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
 MEMORY_PARTS = (("weights", "#1f77b4"), ("activations", "#9467bd"), ("runtime reserve", "#7f7f7f"), ("KV cache", "#ff7f0e"), ("free", "#d9f0d3"))
@@ -453,11 +454,6 @@ def ceilings_line(c: dict) -> str:
 # --------------------------------------------------------------------------------------------
 # Exercise checks
 # --------------------------------------------------------------------------------------------
-def _verdict(ok: bool, message: str) -> bool:
-    print(("PASS: " if ok else "FAIL: ") + message)
-    return ok
-
-
 def _close(got, want: float, rel: float) -> bool:
     try:
         g = float(got)

@@ -14,6 +14,7 @@ from ..models import _check
 from ..models import simt as m
 from ..units import KiB, fmt_bytes, fmt_bytes_per_s, fmt_time
 from ._core import frames_figure, live_form, table_html
+from ._core import verdict as _verdict
 
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
 LIMITER_COLORS = {"warps": "#1f77b4", "registers": "#d62728", "shared_memory": "#2ca02c", "blocks": "#9467bd"}
@@ -461,11 +462,6 @@ def launch_table(rows: dict) -> str:
 # --------------------------------------------------------------------------------------------
 # Exercise checks
 # --------------------------------------------------------------------------------------------
-def _verdict(ok: bool, message: str) -> bool:
-    print(("PASS: " if ok else "FAIL: ") + message)
-    return ok
-
-
 def check_max_regs(answer, threads_per_block: int = 128, arch: str = "sm_86") -> bool:
     """Is ``answer`` the most registers per thread that keeps FULL occupancy for
     ``threads_per_block``-thread blocks on ``arch``?"""

@@ -15,6 +15,7 @@ from ..hardware import get_gpu
 from ..models import tensor_cores as tc
 from ..units import fmt_bytes, fmt_flop, fmt_flop_per_s, fmt_time
 from ._core import frames_figure, live_form, table_html
+from ._core import verdict as _verdict
 
 PEAK_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 PEAK_GPUS = tuple(tc.FLOP_PER_CLOCK_PER_SM)
@@ -360,11 +361,6 @@ def precision_plot(records: list[dict], kind: str = "total", title: str = "") ->
 # --------------------------------------------------------------------------------------------
 # Exercise checks
 # --------------------------------------------------------------------------------------------
-def _verdict(ok: bool, message: str) -> bool:
-    print(("PASS: " if ok else "FAIL: ") + message)
-    return ok
-
-
 def check_peak(answer_flop_per_s, gpu: str = "H100-SXM", dtype: str = "fp8") -> bool:
     """Is ``answer_flop_per_s`` the dense ``dtype`` peak of ``gpu`` from first principles (within 0.5%)?"""
     c = tc.peak_check(gpu, dtype)
