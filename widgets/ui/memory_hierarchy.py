@@ -306,8 +306,9 @@ def working_set_plot(series: dict, l2_bytes: int, hbm_bytes_per_s: float) -> go.
     fig = go.Figure()
     for (label, (ws, bw)), color in zip(series.items(), COLORS):
         fig.add_trace(go.Scatter(x=np.asarray(ws) / 2**20, y=np.asarray(bw) / 1e12, mode="lines+markers", name=label, line=dict(color=color)))
-    if l2_bytes:
-        fig.add_vline(x=l2_bytes / 2**20, line_dash="dash", annotation_text="L2 size")
+    top = max([max(bw) for _, bw in series.values() if len(bw)] + [hbm_bytes_per_s]) / 1e12
+    if l2_bytes:  # a trace, not add_vline: shapes on a log axis take log10 coordinates
+        fig.add_trace(go.Scatter(x=[l2_bytes / 2**20] * 2, y=[0, top * 1.05], mode="lines", name="L2 size", line=dict(color="gray", dash="dash")))
     fig.add_hline(y=hbm_bytes_per_s / 1e12, line_dash="dot", annotation_text="HBM datasheet")
     fig.update_layout(
         template="plotly_white",
