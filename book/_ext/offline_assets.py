@@ -59,6 +59,8 @@ def _on_config_inited(app: Sphinx, config) -> None:
     # Kernels started by myst-nb inherit this: figures then carry only their HTML, which this
     # page can show (plotly.js is served below); see widgets/ui/_render.py.
     os.environ["GPUBOOK_PLOTLY"] = "html"
+    # ...and this: chapters show the recorded reference, not the build machine's run (widgets/book.py).
+    os.environ["GPUBOOK_BUILD"] = "1"
     static = Path(app.outdir).parent / "offline_static"
     _populate(static)
     config.html_static_path = list(config.html_static_path) + [str(static)]
