@@ -65,3 +65,104 @@ def test_renderer_emits_html_without_plotlyjs_or_autoplay(monkeypatch):
 
 def test_renderer_is_the_default_outside_colab():
     assert pio.renderers.default == "gpubook"
+
+
+# --- the figure kit -------------------------------------------------------------------------
+from widgets.ui._core import GPU_COLORS, gpu_color, grid_figure, percent, plural, style_figure  # noqa: E402
+
+
+def _grid_frame(choice, v):
+    gpu, scale = choice
+    return [go.Scatter(x=[0, 1], y=[v, scale * v], name=gpu), go.Scatter(x=[0], y=[v], name="mark")], "Roofline", f"{gpu}: {scale * v} at {v}"
+
+
+def _grid(**kw):
+    return grid_figure(
+        slider=("intensity", [1, 2, 3], str),
+        choices=("GPU", [("H200-SXM", 2), ("A100-SXM-80GB", 5)], lambda c: c[0]),
+        frame=_grid_frame,
+        **kw,
+    )
+
+
+def test_grid_figure_has_a_dropdown_and_one_slider_per_choice():
+    fig = _grid(active=(1, 2))
+    assert len(fig.layout.updatemenus) == 1 and len(fig.layout.updatemenus[0].buttons) == 2
+    assert len(fig.layout.sliders) == 2
+    assert [s.visible for s in fig.layout.sliders] == [False, True]
+    assert list(fig.data[0].y) == [3, 15]  # the active frame: A100 choice, v = 3
+    assert "A100-SXM-80GB: 15 at 3" in fig.layout.title.subtitle.text
+    # each slider animates to its own choice's frames
+    assert [list(s.args[0]) for s in fig.layout.sliders[0].steps] == [["0:0"], ["0:1"], ["0:2"]]
+    assert {f.name for f in fig.frames} == {f"{c}:{s}" for c in range(2) for s in range(3)}
+
+
+def test_grid_figure_dropdown_changes_the_data_and_swaps_the_slider():
+    fig = _grid(active=(0, 1))
+    b_h200, b_a100 = fig.layout.updatemenus[0].buttons
+    data, layout = b_a100.args
+    assert list(data["y"][0]) == [2, 10]  # A100 at the active slider value 2
+    assert layout["sliders[1].visible"] is True and layout["sliders[0].visible"] is False
+    assert list(b_h200.args[0]["y"][0]) == [2, 4]
+
+
+def test_grid_figure_rejects_bad_grids():
+    with pytest.raises(ValueError, match="choices"):
+        grid_figure(slider=("v", [1], str), choices=("c", [], str), frame=_grid_frame)
+    with pytest.raises(ValueError, match="active"):
+        _grid(active=(2, 0))
+    with pytest.raises(ValueError, match="traces"):
+        grid_figure(slider=("v", [1, 2], str), choices=("c", [("a", 1), ("b", 2)], str),
+                    frame=lambda c, v: ([go.Scatter()] * (1 if c[0] == "a" else 2), "t", "r"))
+
+
+def test_style_figure_puts_the_legend_below_and_wraps_long_titles():
+    fig = go.Figure([go.Scatter(x=[1], y=[1], name="a"), go.Scatter(x=[1], y=[2], name="b")])
+    style_figure(fig, title="A title much longer than a phone-wide plot can hold on one line", readout="x = 1")
+    assert fig.layout.legend.orientation == "h" and fig.layout.legend.y < 0
+    assert "<br>" in fig.layout.title.text and fig.layout.title.subtitle.text == "x = 1"
+    assert fig.layout.template.layout.xaxis.exponentformat == "SI"
+
+
+def test_every_catalog_gpu_has_a_colour_and_named_gpus_keep_theirs():
+    from widgets.hardware import gpu_names
+
+    for name in gpu_names():
+        assert gpu_color(name).startswith("#")
+    assert gpu_color("H200-SXM") == GPU_COLORS["H200-SXM"]
+    with pytest.raises(ValueError, match="name"):
+        gpu_color("")
+
+
+@pytest.mark.parametrize(
+    "n, word, expected", [(1, "wave", "1 wave"), (2, "wave", "2 waves"), (1.0, "sector", "1 sector"), (1.5, "wave", "1.5 waves"),
+                          (1, "GPU", "1 GPU"), (4, "H200", "4 H200s")],  # fmt: skip
+)
+def test_plural(n, word, expected):
+    assert plural(n, word) == expected
+
+
+@pytest.mark.parametrize("f, expected", [(0.0, "0%"), (0.0004, "<0.1%"), (0.05, "5.0%"), (0.854, "85%"), (1.0, "100%")])
+def test_percent(f, expected):
+    assert percent(f) == expected
+
+
+def test_live_form_updates_its_figure_in_place():
+    import ipywidgets as w
+
+    def show(v):
+        return "<b>t</b>", go.Figure([go.Scatter(x=[0, 1], y=[0, v])])
+
+    box = live_form(lambda x: x, {"x": w.IntSlider(value=1, min=0, max=9)}, show)
+    fw = box.figures[0]
+    assert isinstance(fw, go.FigureWidget) and list(fw.data[0].y) == [0, 1]
+    box.controls["x"].value = 7
+    assert box.figures[0] is fw and list(fw.data[0].y) == [0, 7]  # the same widget, new data
+
+
+def test_live_form_makes_no_widgets_while_the_book_is_built(monkeypatch):
+    import ipywidgets as w
+
+    monkeypatch.setenv("GPUBOOK_BUILD", "1")
+    box = live_form(lambda x: x, {"x": w.IntSlider(value=1)}, lambda r: f"<b>{r}</b>")
+    assert box._repr_html_() == "" and box.shown == []

@@ -1,9 +1,14 @@
-"""The two forms every calculator has.
+"""The book's figure and table kit, and the two forms every calculator has.
 
-- ``live_form``: ipywidgets controls; every change recomputes through the model at once. Needs a
-  kernel (JupyterLab, Colab).
-- ``frames_figure``: a plotly figure whose slider steps through frames precomputed by the same
-  model. Works in the published page without a kernel: no formula is written in JavaScript.
+- ``live_form``: ipywidgets controls; every change recomputes through the model at once and
+  updates the table and the figure in place (a plotly ``FigureWidget``). Needs a kernel
+  (JupyterLab, Colab).
+- ``grid_figure``: a static calculator: one dropdown over combinations of some inputs and one
+  slider over another, stepping through frames precomputed by the same model. Works in the
+  published page without a kernel: no formula is written in JavaScript.
+- ``style_figure``: the book's look for any figure: one colour per GPU, legend below the plot,
+  SI-prefixed ticks, a short title with the model's readout on its own line, light and dark
+  templates (the page swaps to ``book_dark`` when the reader picks dark mode).
 
 A model's ``ValueError`` is shown as its sentence, never as a traceback.
 """
@@ -11,13 +16,378 @@ A model's ``ValueError`` is shown as its sentence, never as a traceback.
 from __future__ import annotations
 
 import html
+import math
+import textwrap
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import plotly.graph_objects as go
+import plotly.io as pio
 
 from . import _render  # noqa: F401  (registers the book's plotly renderer)
 
 ERROR_STYLE = "color:#b00020;font-weight:600"
+
+# Okabe-Ito, colour-blind safe, then two extra tones; series use them in this order.
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000", "#999999", "#7f3c8d")
+
+# One fixed colour per GPU, whichever figure draws it. A GPU not named here gets a stable colour
+# from its name (the catalog can grow without editing this table).
+GPU_COLORS = {
+    "H200-SXM": "#0072B2",
+    "H100-SXM": "#56B4E9",
+    "H100-PCIe": "#7fb7d9",
+    "B200": "#CC79A7",
+    "A100-SXM-80GB": "#009E73",
+    "A100-SXM-40GB": "#5fbf9f",
+    "MI300X": "#D55E00",
+    "L4": "#E69F00",
+    "L40S": "#c98a00",
+    "T4": "#999999",
+    "A10G": "#8c6d31",
+    "RTX-3090": "#7f3c8d",
+    "RTX-4090": "#9b59b6",
+    "RTX-5090": "#b07cc6",
+}
+
+TITLE_CHARS = 42  # a 16-px title line fits a 360-px-wide plot at about this many characters
+READOUT_CHARS = 52  # a 12-px readout line likewise
+LINE_PX = {"title": 22, "readout": 17}
+
+
+def gpu_color(name: str) -> str:
+    """The colour of GPU ``name`` in every figure of the book."""
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"name must be a GPU name (a non-empty string), got {name!r}")
+    if name in GPU_COLORS:
+        return GPU_COLORS[name]
+    return PALETTE[sum(map(ord, name)) % len(PALETTE)]
+
+
+def series_color(i: int) -> str:
+    """The ``i``-th series colour (for series that are not GPUs)."""
+    return PALETTE[int(i) % len(PALETTE)]
+
+
+# ---------------------------------------------------------------------------------------------
+# templates
+
+
+def _template(dark: bool) -> go.layout.Template:
+    fg, grid, bg = ("#e6e6e6", "#3a3f47", "rgba(0,0,0,0)") if dark else ("#222222", "#e3e3e3", "rgba(0,0,0,0)")
+    axis = dict(
+        gridcolor=grid,
+        zerolinecolor=grid,
+        linecolor=grid,
+        exponentformat="SI",
+        separatethousands=False,
+        automargin=True,
+        title=dict(standoff=8),
+    )
+    return go.layout.Template(
+        layout=dict(
+            font=dict(family="system-ui, -apple-system, Segoe UI, Roboto, sans-serif", size=13, color=fg),
+            paper_bgcolor=bg,
+            plot_bgcolor=bg,
+            colorway=list(PALETTE),
+            xaxis=axis,
+            yaxis=axis,
+            hoverlabel=dict(font_size=12),
+            legend=dict(bgcolor="rgba(0,0,0,0)"),
+            title=dict(font=dict(size=16)),
+        )
+    )
+
+
+pio.templates["book_light"] = _template(dark=False)
+pio.templates["book_dark"] = _template(dark=True)
+TEMPLATE = "book_light"
+pio.templates.default = TEMPLATE  # every figure made after importing the kit starts in the book's look
+
+
+# ---------------------------------------------------------------------------------------------
+# words and numbers
+
+
+def plural(n: float, singular: str, plural_form: str | None = None) -> str:
+    """``"1 wave"``, ``"2 waves"``, ``"1.5 waves"``: the count and the right form of the unit."""
+    if isinstance(n, bool) or not isinstance(n, (int, float)) or not math.isfinite(n):
+        raise ValueError(f"n must be a finite number, got {n!r}")
+    word = singular if n == 1 else (plural_form or singular + "s")
+    count = f"{n:,}" if isinstance(n, int) or float(n).is_integer() else f"{n:.3g}"
+    if isinstance(n, float) and n.is_integer():
+        count = f"{int(n):,}"
+    return f"{count} {word}"
+
+
+def percent(fraction: float, digits: int = 1) -> str:
+    """A fraction as a percentage a reader can use: ``"<0.1%"`` rather than ``"0.0%"``."""
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not math.isfinite(fraction):
+        raise ValueError(f"fraction must be a finite number, got {fraction!r}")
+    if isinstance(digits, bool) or not isinstance(digits, int) or not 0 <= digits <= 6:
+        raise ValueError(f"digits must be an integer in [0, 6], got {digits!r}")
+    smallest = 10.0 ** (-digits)
+    p = 100.0 * fraction
+    if p == 0:
+        return "0%"
+    if 0 < abs(p) < smallest:
+        return f"{'<' if p > 0 else '>-'}{smallest:g}%"
+    if abs(p) >= 10 or digits == 0:
+        return f"{p:.0f}%"
+    return f"{p:.{digits}f}%"
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    lines: list[str] = []
+    for part in str(text).split("<br>"):
+        lines.extend(textwrap.wrap(part, width=width, break_long_words=False) or [""])
+    return lines
+
+
+def _title(title: str | None, readout: str | None) -> tuple[dict, int]:
+    """Plotly title dict (title wrapped, the readout as its subtitle) and the pixels it takes."""
+    t_lines = _wrap(title, TITLE_CHARS) if title else []
+    r_lines = _wrap(readout, READOUT_CHARS) if readout else []
+    spec: dict[str, Any] = dict(
+        text="<br>".join(t_lines),
+        x=0,
+        xanchor="left",
+        xref="container",
+        y=1,
+        yanchor="top",
+        yref="container",
+        pad=dict(t=10, l=8),
+        font=dict(size=16),
+    )
+    if r_lines:
+        spec["subtitle"] = dict(text="<br>".join(r_lines), font=dict(size=12))
+    px = 14 + LINE_PX["title"] * len(t_lines) + LINE_PX["readout"] * len(r_lines)
+    return spec, px
+
+
+def _lines(title: str | None, readout: str | None) -> int:
+    return _title(title, readout)[1]
+
+
+# ---------------------------------------------------------------------------------------------
+# figures
+
+
+def style_figure(
+    fig: go.Figure,
+    *,
+    title: str | None = None,
+    readout: str | None = None,
+    height: int = 440,
+    legend: bool | None = None,
+) -> go.Figure:
+    """Give ``fig`` the book's look, in place, and return it.
+
+    The title is short and wrapped to fit a phone; ``readout`` (the model's numbers) goes on its
+    own line under it; the legend sits below the plot, never over the data.
+    """
+    if isinstance(height, bool) or not isinstance(height, int) or not 200 <= height <= 2000:
+        raise ValueError(f"height must be an integer number of pixels in [200, 2000], got {height!r}")
+    if title is None and fig.layout.title.text:
+        title = fig.layout.title.text
+    spec, title_px = _title(title, readout)
+    show_legend = legend if legend is not None else sum(1 for t in fig.data if t.showlegend is not False) > 1
+    top = title_px + 16
+    bottom = 60 + (48 if show_legend else 0)
+    plot_h = max(120, height - top - bottom)
+    fig.update_layout(
+        template=TEMPLATE,
+        title=spec,
+        height=height,
+        margin=dict(t=top, b=bottom, l=56, r=16),
+        showlegend=show_legend,
+        legend=dict(orientation="h", x=0, xanchor="left", y=-56 / plot_h, yanchor="top"),
+    )
+    return fig
+
+
+def grid_figure(
+    *,
+    slider: tuple[str, Sequence[Any], Callable[[Any], str]],
+    choices: tuple[str, Sequence[Any], Callable[[Any], str]],
+    frame: Callable[[Any, Any], tuple[list, str, str]],
+    layout: Mapping[str, Any] | None = None,
+    active: tuple[int, int] = (0, 0),
+    height: int = 480,
+) -> go.Figure:
+    """A static calculator over two or more inputs, precomputed by the model.
+
+    Parameters
+    ----------
+    slider : (name, values, label)
+        The input the slider steps through, its values and how each is labelled.
+    choices : (name, values, label)
+        One dropdown over combinations of the other inputs (e.g. ``("H200-SXM", "bf16")``).
+    frame : callable
+        ``frame(choice, value) -> (traces, title, readout)``; every frame must return the same
+        number of traces. ``readout`` carries the model's numbers for that frame.
+    layout : mapping, optional
+        Extra layout (axis titles, ranges) applied to every state.
+    active : (choice index, slider index)
+        What the page shows before the reader touches anything.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        With one dropdown (``updatemenus``) and one slider per choice, only the chosen one shown.
+    """
+    s_name, s_values, s_label = slider
+    c_name, c_values, c_label = choices
+    s_values, c_values = list(s_values), list(c_values)
+    if not s_values:
+        raise ValueError("slider values must hold at least one position")
+    if not c_values:
+        raise ValueError("choices must hold at least one option")
+    ci0, si0 = active
+    if not (0 <= ci0 < len(c_values) and 0 <= si0 < len(s_values)):
+        raise ValueError(f"active must index a choice in [0, {len(c_values) - 1}] and a slider value in "
+                         f"[0, {len(s_values) - 1}], got {active!r}")  # fmt: skip
+    grid: dict[tuple[int, int], tuple[list, str, str]] = {}
+    n_traces = None
+    has_menu = len(c_values) > 1
+    title_px = 0
+    for ci, c in enumerate(c_values):
+        for si, v in enumerate(s_values):
+            traces, title, readout = frame(c, v)
+            traces = list(traces)
+            if n_traces is None:
+                n_traces = len(traces)
+            elif len(traces) != n_traces:
+                where = f"frame {si}" if len(c_values) == 1 else f"frame ({c!r}, {v!r})"
+                raise ValueError(f"{where} has {len(traces)} traces, the first had {n_traces}")
+            grid[ci, si] = (traces, title, readout)
+            title_px = max(title_px, _lines(title, readout))
+
+    top = title_px + 16 + (44 if has_menu else 0)
+    traces0 = grid[ci0, si0][0]
+    show_legend = sum(1 for t in traces0 if t.showlegend is not False) > 1
+    bottom = 60 + (48 if show_legend else 0) + 84
+    plot_h = max(140, height - top - bottom)
+
+    def fname(ci: int, si: int) -> str:
+        return f"{ci}:{si}" if has_menu else str(si)
+
+    frames = [
+        go.Frame(name=fname(ci, si), data=tr, layout=go.Layout(title=_title(ti, ro)[0]))
+        for (ci, si), (tr, ti, ro) in grid.items()
+    ]
+    sliders = []
+    for ci in range(len(c_values)):
+        steps = [
+            dict(
+                method="animate",
+                label=s_label(v),
+                args=[[fname(ci, si)], dict(mode="immediate", frame=dict(duration=0, redraw=True), transition=dict(duration=0))],
+            )
+            for si, v in enumerate(s_values)
+        ]
+        sliders.append(
+            dict(
+                active=si0,
+                visible=ci == ci0,
+                currentvalue=dict(prefix=f"{s_name}: ", font=dict(size=13)),
+                steps=steps,
+                x=0,
+                len=1,
+                xanchor="left",
+                y=-(60 + (48 if show_legend else 0)) / plot_h,
+                yanchor="top",
+                pad=dict(t=8, b=4),
+            )
+        )
+
+    def restyle(traces: list) -> dict:
+        specs = [t.to_plotly_json() for t in traces]
+        keys = sorted({k for s in specs for k in s})
+        return {k: [s.get(k) for s in specs] for k in keys}
+
+    updatemenus = []
+    if has_menu:
+        buttons = []
+        for ci, c in enumerate(c_values):
+            tr, ti, ro = grid[ci, si0]
+            layout_update = {f"sliders[{k}].visible": k == ci for k in range(len(c_values))}
+            layout_update[f"sliders[{ci}].active"] = si0
+            layout_update["title"] = _title(ti, ro)[0]
+            buttons.append(dict(method="update", label=c_label(c), args=[restyle(tr), layout_update]))
+        updatemenus.append(
+            dict(
+                type="dropdown",
+                active=ci0,
+                buttons=buttons,
+                x=0,
+                xanchor="left",
+                y=1 + 10 / plot_h,
+                yanchor="bottom",
+                showactive=True,
+                pad=dict(r=4, t=0),
+                name=c_name,
+            )
+        )
+    tr0, ti0, ro0 = grid[ci0, si0]
+    fig = go.Figure(data=tr0, frames=frames)
+    fig.update_layout(
+        template=TEMPLATE,
+        title=_title(ti0, ro0)[0],
+        height=height,
+        margin=dict(t=top, b=bottom, l=56, r=16),
+        showlegend=show_legend,
+        legend=dict(orientation="h", x=0, xanchor="left", y=-56 / plot_h, yanchor="top"),
+        sliders=sliders,
+        updatemenus=updatemenus,
+        meta=dict(calculator=True, inputs=[c_name, s_name] if has_menu else [s_name]),
+        **(layout or {}),
+    )
+    return fig
+
+
+def frames_figure(
+    values: Sequence[Any],
+    frame: Callable[[Any], tuple[list, str]],
+    *,
+    slider_prefix: str,
+    value_label: Callable[[Any], str] = str,
+    layout: Mapping[str, Any] | None = None,
+    active: int = 0,
+) -> go.Figure:
+    """A figure with one slider stepping through precomputed frames (one input).
+
+    Kept for figures that genuinely have one input; calculators use :func:`grid_figure`.
+    ``frame(v)`` returns ``(traces, title)``; the title is split at its first ``": "`` or
+    ``" | "`` into a short title and the readout line.
+    """
+    values = list(values)
+    if not values:
+        raise ValueError("values must hold at least one slider position")
+    if not 0 <= active < len(values):
+        raise ValueError(f"active must be in [0, {len(values) - 1}], got {active!r}")
+
+    def split(title: str) -> tuple[str, str]:
+        for sep in (" | ", ": "):
+            if sep in title:
+                head, tail = title.split(sep, 1)
+                return head, tail
+        return title, ""
+
+    def three(_choice, v):
+        traces, title = frame(v)
+        return (traces, *split(title))
+
+    return grid_figure(
+        slider=(slider_prefix.rstrip(": ").strip(), values, value_label),
+        choices=("", [None], lambda _c: ""),
+        frame=three,
+        layout=layout,
+        active=(0, active),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# tables and checks
 
 
 def error_html(exc: BaseException) -> str:
@@ -34,7 +404,31 @@ def verdict(ok: bool, message: str) -> bool:
 def table_html(rows: Iterable[tuple[str, str]]) -> str:
     """A two-column result table: (quantity, formatted value with unit)."""
     body = "".join(f"<tr><td>{html.escape(k)}</td><td><b>{html.escape(v)}</b></td></tr>" for k, v in rows)
-    return f'<table class="calc-result">{body}</table>'
+    return f'<table class="calc-result book-table">{body}</table>'
+
+
+# ---------------------------------------------------------------------------------------------
+# the live form
+
+
+class _NoForm:
+    """What ``live_form`` returns while the book is built: displays nothing."""
+
+    def __init__(self, title: str | None):
+        self.title = title
+        self.controls: dict = {}
+        self.shown: list = []
+        self.figures: list = []
+
+    def refresh(self, *_):
+        return None
+
+    def _repr_html_(self) -> str:
+        return ""
+
+
+def _is_figure(item: Any) -> bool:
+    return isinstance(item, go.Figure)
 
 
 def live_form(
@@ -59,13 +453,39 @@ def live_form(
     Returns
     -------
     ipywidgets.VBox
-        With ``.controls`` (the mapping), ``.output`` (the Output widget), ``.shown`` (the items
-        displayed by the last refresh: HTML strings and figures) and ``.refresh()``.
+        With ``.controls`` (the mapping), ``.output`` (an HTML widget with the tables or the
+        error), ``.figures`` (``FigureWidget`` s updated in place), ``.shown`` (the items displayed
+        by the last refresh: HTML strings and figures) and ``.refresh()``.
     """
-    import ipywidgets as w
-    from IPython.display import HTML
+    import os
 
-    out = w.Output()
+    if os.environ.get("GPUBOOK_BUILD") == "1":
+        # The published page hides live forms (they need a kernel): make no widgets, so the page
+        # carries no widget state and loads no widget manager.
+        return _NoForm(title)
+
+    import ipywidgets as w
+
+    html_out = w.HTML()
+    fig_box = w.VBox()
+    figures: list[go.FigureWidget] = []
+
+    def put_figures(figs: list[go.Figure]) -> None:
+        while len(figures) < len(figs):
+            figures.append(go.FigureWidget())
+        if len(figures) > len(figs):
+            del figures[len(figs):]
+        for fw, style in zip(figures, figs):
+            with fw.batch_update():
+                if len(fw.data) != len(style.data) or any(a.type != b.type for a, b in zip(fw.data, style.data)):
+                    fw.data = ()
+                    fw.add_traces(list(style.data))
+                else:
+                    for old, new in zip(fw.data, style.data):
+                        old.update(new.to_plotly_json(), overwrite=True)
+                fw.layout = style.layout
+        if tuple(fig_box.children) != tuple(figures):
+            fig_box.children = tuple(figures)
 
     def refresh(*_):
         values = {k: c.value for k, c in controls.items()}
@@ -75,67 +495,18 @@ def live_form(
         except ValueError as exc:
             items = [error_html(exc)]
         box.shown = items
-        # Fill the Output directly: `with out: display(...)` sometimes stalled notebook execution
-        # (nbclient waiting on the widget's output capture) for the whole cell timeout.
-        out.outputs = ()
-        for item in items:
-            out.append_display_data(HTML(item) if isinstance(item, str) else item)
+        html_out.value = "".join(i for i in items if isinstance(i, str))
+        figs = [i for i in items if _is_figure(i)]
+        if figs or not any(isinstance(i, str) and "calc-error" in i for i in items):
+            put_figures(figs)
 
-    parts = ([w.HTML(f"<b>{html.escape(title)}</b>")] if title else []) + [w.VBox(list(controls.values())), out]
+    parts = ([w.HTML(f"<b>{html.escape(title)}</b>")] if title else []) + [w.VBox(list(controls.values())), html_out, fig_box]
     box = w.VBox(parts)
     for c in controls.values():
         c.observe(refresh, names="value")
     box.controls = dict(controls)
-    box.output = out
+    box.output = html_out
+    box.figures = figures
     box.refresh = refresh
     refresh()
     return box
-
-
-def frames_figure(
-    values: Sequence[Any],
-    frame: Callable[[Any], tuple[list, str]],
-    *,
-    slider_prefix: str,
-    value_label: Callable[[Any], str] = str,
-    layout: Mapping[str, Any] | None = None,
-    active: int = 0,
-) -> go.Figure:
-    """A figure with one slider stepping through precomputed frames.
-
-    ``frame(v)`` returns ``(traces, title)`` for slider value ``v``; every frame must return the
-    same number of traces, in the same order. The title carries the model's answers for that
-    step, so the numbers move with the slider without a kernel.
-    """
-    values = list(values)
-    if not values:
-        raise ValueError("values must hold at least one slider position")
-    if not 0 <= active < len(values):
-        raise ValueError(f"active must be in [0, {len(values) - 1}], got {active!r}")
-    frames = []
-    n_traces = None
-    for i, v in enumerate(values):
-        traces, title = frame(v)
-        if n_traces is None:
-            n_traces = len(traces)
-        elif len(traces) != n_traces:
-            raise ValueError(f"frame {i} has {len(traces)} traces, frame 0 had {n_traces}")
-        frames.append(go.Frame(name=str(i), data=traces, layout=go.Layout(title_text=title)))
-    first = frames[active]
-    fig = go.Figure(data=first.data, frames=frames)
-    steps = [
-        dict(
-            method="animate",
-            label=value_label(v),
-            args=[[str(i)], dict(mode="immediate", frame=dict(duration=0, redraw=True), transition=dict(duration=0))],
-        )
-        for i, v in enumerate(values)
-    ]
-    fig.update_layout(
-        title_text=first.layout.title.text,
-        sliders=[dict(active=active, currentvalue=dict(prefix=slider_prefix), steps=steps, pad=dict(t=40))],
-        margin=dict(t=90),
-        template="plotly_white",
-        **(layout or {}),
-    )
-    return fig
