@@ -1,0 +1,164 @@
+/* Plots follow the page's light/dark mode.
+ *
+ * pydata-sphinx-theme sets data-theme="light"|"dark" on <html> (also when the mode is "auto").
+ * On load and on every change of that attribute, each plotly figure gets
+ *   - dark: the book's dark template (window.GPUBOOK_TEMPLATES.dark, written at build time from
+ *     widgets/ui/_core.py) merged over the figure's own template, plus dark surfaces for sliders
+ *     and dropdowns; colours the figure sets explicitly are swapped only when they are neutral
+ *     (near-black text and lines become light, near-white backgrounds become dark);
+ *   - light: back to exactly what the figure had.
+ * No number of any figure is computed here: only colours change.
+ */
+(function () {
+  "use strict";
+
+  var FG = "#e6e6e6", MUTED = "#9aa4ae", GRID = "#3a3f47", SURFACE = "#2b3036", EDGE = "#5b6570";
+  var FALLBACK_DARK = {
+    layout: {
+      font: { color: FG }, paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)",
+      xaxis: { gridcolor: GRID, zerolinecolor: GRID, linecolor: GRID },
+      yaxis: { gridcolor: GRID, zerolinecolor: GRID, linecolor: GRID }
+    }
+  };
+  var CONTROLS_DARK = {
+    sliderdefaults: { bgcolor: SURFACE, bordercolor: EDGE, activebgcolor: "#4a5560", tickcolor: MUTED,
+                      font: { color: FG }, currentvalue: { font: { color: FG } } },
+    updatemenudefaults: { bgcolor: SURFACE, bordercolor: EDGE, font: { color: FG } },
+    legend: { bgcolor: "rgba(0,0,0,0)", font: { color: FG } },
+    hoverlabel: { font: { color: FG }, bgcolor: SURFACE, bordercolor: EDGE }
+  };
+
+  function isDark() { return document.documentElement.getAttribute("data-theme") === "dark"; }
+  function clone(o) { return o === undefined ? undefined : JSON.parse(JSON.stringify(o)); }
+  function merge(a, b) {
+    var out = (a && typeof a === "object" && !Array.isArray(a)) ? a : {};
+    Object.keys(b || {}).forEach(function (k) {
+      var v = b[k];
+      out[k] = (v && typeof v === "object" && !Array.isArray(v)) ? merge(out[k], v) : clone(v);
+    });
+    return out;
+  }
+
+  var NAMED = { black: [0, 0, 0], white: [255, 255, 255], gray: [128, 128, 128], grey: [128, 128, 128] };
+  function rgb(c) {
+    if (typeof c !== "string") return null;
+    var s = c.trim().toLowerCase(), m;
+    if (NAMED[s]) return NAMED[s];
+    if ((m = s.match(/^#([0-9a-f]{3})$/))) return m[1].split("").map(function (h) { return parseInt(h + h, 16); });
+    if ((m = s.match(/^#([0-9a-f]{6})([0-9a-f]{2})?$/))) return [0, 2, 4].map(function (i) { return parseInt(m[1].substr(i, 2), 16); });
+    if ((m = s.match(/^rgba?\(([^)]+)\)$/))) {
+      var p = m[1].split(",").map(parseFloat);
+      if (p.length === 4 && p[3] === 0) return null; // transparent stays transparent
+      return p.slice(0, 3);
+    }
+    return null;
+  }
+  function neutral(p) { return Math.max.apply(null, p) - Math.min.apply(null, p) < 40; }
+  function lum(p) { return (0.299 * p[0] + 0.587 * p[1] + 0.114 * p[2]) / 255; }
+  function darkText(c) { var p = rgb(c); return p && neutral(p) && lum(p) < 0.5 ? FG : null; }
+  function darkLine(c) {
+    var p = rgb(c);
+    if (!p || !neutral(p)) return null;
+    return lum(p) > 0.75 ? GRID : (lum(p) < 0.5 ? MUTED : null);
+  }
+  function darkFill(c, control) { var p = rgb(c); return p && neutral(p) && lum(p) > 0.8 ? (control ? SURFACE : "rgba(0,0,0,0)") : null; }
+
+  // explicit colours in the figure's layout: "path" -> dark value
+  function layoutSwaps(obj, path, out, inControl) {
+    if (!obj || typeof obj !== "object") return;
+    Object.keys(obj).forEach(function (k) {
+      if (!path && k === "template") return;
+      var v = obj[k], p = path ? path + "." + k : k;
+      if (Array.isArray(v)) {
+        v.forEach(function (item, i) {
+          layoutSwaps(item, p + "[" + i + "]", out, inControl || k === "sliders" || k === "updatemenus");
+        });
+      } else if (v && typeof v === "object") {
+        layoutSwaps(v, p, out, inControl);
+      } else if (typeof v === "string") {
+        var d = null;
+        if (k === "color") d = /(^|\.)line$/.test(path) ? darkLine(v) : darkText(v);
+        else if (/bgcolor$/.test(k)) d = darkFill(v, inControl);
+        else if (/(gridcolor|linecolor|tickcolor|bordercolor)$/.test(k)) d = darkLine(v);
+        if (d) out[p] = d;
+      }
+    });
+  }
+
+  function traceSwaps(trace) {
+    var out = {};
+    [["line", "color"], ["marker", "color"], ["textfont", "color"]].forEach(function (ab) {
+      var v = trace[ab[0]] && trace[ab[0]][ab[1]];
+      var d = typeof v === "string" ? darkText(v) : null;
+      if (d) out[ab.join(".")] = d;
+    });
+    return out;
+  }
+
+  function get(obj, path) {
+    return path.replace(/\[(\d+)\]/g, ".$1").split(".").reduce(function (o, k) { return o == null ? undefined : o[k]; }, obj);
+  }
+
+  function toDark(gd) {
+    if (!gd._gbSaved) gd._gbSaved = { template: clone(gd.layout.template) || null, layout: {}, traces: [] };
+    var saved = gd._gbSaved, T = window.GPUBOOK_TEMPLATES || {};
+    var tpl = clone(saved.template) || {};
+    tpl.layout = merge(merge(tpl.layout, (T.dark || FALLBACK_DARK).layout), CONTROLS_DARK);
+    var update = { template: tpl }, swaps = {};
+    layoutSwaps(gd.layout, "", swaps, false);
+    Object.keys(swaps).forEach(function (p) {
+      if (!(p in saved.layout)) saved.layout[p] = get(gd.layout, p);
+      update[p] = swaps[p];
+    });
+    var p = Plotly.relayout(gd, update);
+    gd.data.forEach(function (trace, i) {
+      var s = traceSwaps(trace);
+      if (!Object.keys(s).length) return;
+      saved.traces[i] = saved.traces[i] || {};
+      Object.keys(s).forEach(function (k) { if (!(k in saved.traces[i])) saved.traces[i][k] = get(trace, k); });
+      Plotly.restyle(gd, s, [i]);
+    });
+    return p;
+  }
+
+  function toLight(gd) {
+    var saved = gd._gbSaved;
+    if (!saved) return;
+    var update = { template: clone(saved.template) };
+    Object.keys(saved.layout).forEach(function (p) { update[p] = saved.layout[p] === undefined ? null : saved.layout[p]; });
+    Plotly.relayout(gd, update);
+    saved.traces.forEach(function (s, i) {
+      if (!s) return;
+      var u = {};
+      Object.keys(s).forEach(function (k) { u[k] = s[k] === undefined ? null : s[k]; });
+      Plotly.restyle(gd, u, [i]);
+    });
+    gd._gbSaved = null;
+  }
+
+  function apply(gd) {
+    if (!window.Plotly || !gd.layout || !gd._fullLayout) return false;
+    var want = isDark() ? "dark" : "light";
+    if ((gd._gbMode || "light") !== want) {
+      if (want === "dark") toDark(gd); else toLight(gd);
+      gd._gbMode = want;
+    }
+    if (!gd._gbHooked && gd.on) {
+      gd._gbHooked = true;
+      // a slider step or a dropdown choice applies a frame's layout and data: keep the mode
+      gd.on("plotly_animated", function () { if (gd._gbMode === "dark") toDark(gd); });
+    }
+    return true;
+  }
+
+  function applyAll(tries) {
+    var pending = 0;
+    document.querySelectorAll(".plotly-graph-div").forEach(function (gd) { if (!apply(gd)) pending++; });
+    if (pending && tries > 0) setTimeout(function () { applyAll(tries - 1); }, 100);
+  }
+
+  new MutationObserver(function () { applyAll(20); })
+    .observe(document.documentElement, { attributes: true, attributeFilter: ["data-theme"] });
+  if (document.readyState === "complete") applyAll(50);
+  else window.addEventListener("load", function () { applyAll(50); });
+})();
