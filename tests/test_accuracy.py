@@ -1,0 +1,58 @@
+"""The accuracy ledger (book/accuracy.ipynb): rows, labels, and the committed records."""
+
+import math
+
+import pytest
+
+from widgets import accuracy
+from widgets.accuracy import Row
+
+
+def _row(**kw):
+    base = dict(topic="t", quantity="q", inputs="i", predicted=2.0, measured=1.5, unit="s", label="prediction", device="d")
+    base.update(kw)
+    return Row(**base)
+
+
+def test_ratio_is_measured_over_predicted():
+    assert _row().ratio == pytest.approx(0.75)
+    assert _row(predicted=0.0, measured=1.0).ratio == math.inf
+
+
+@pytest.mark.parametrize("bad", [{"label": "guess"}, {"predicted": float("nan")}, {"measured": float("inf")},
+                                 {"measured": True}, {"predicted": "1"}])  # fmt: skip
+def test_row_rejects_bad_fields(bad):
+    with pytest.raises(ValueError, match=next(iter(bad))):
+        _row(**bad)
+
+
+def test_within_is_symmetric_about_one():
+    assert accuracy.within(_row(measured=2.5), 0.25) and not accuracy.within(_row(measured=2.6), 0.25)
+    assert accuracy.within(_row(measured=1.5), 0.25) and not accuracy.within(_row(measured=1.4), 0.25)
+    with pytest.raises(ValueError, match="tolerance"):
+        accuracy.within(_row(), 0)
+
+
+def test_summary_counts_labels_and_only_predictions_toward_the_target():
+    rows = [_row(), _row(label="fit", measured=100.0), _row(measured=1.0), _row(label="calibrated", measured=9.0)]
+    s = accuracy.summary(rows)
+    assert s["by_label"] == {"prediction": 2, "calibrated": 1, "fit": 1}
+    assert (s["predictions"], s["within"]) == (2, 1)  # 0.75 is inside 25%; 0.5 is not; the fit does not count
+    assert [r.measured for r in s["outside"]] == [1.0]
+
+
+def test_every_committed_record_yields_labelled_rows():
+    """The page's promise: >= 25 labelled comparisons, recomputed from the records by today's models."""
+    rows = accuracy.all_rows()
+    assert len(rows) >= 25
+    topics = {r.topic for r in rows}
+    assert {"memory_hierarchy", "simt", "tensor_cores", "collectives", "serving"} <= topics
+    for r in rows:
+        assert r.label in accuracy.LABELS and r.inputs and r.unit and r.device
+        assert math.isfinite(r.ratio) and r.ratio > 0
+
+
+def test_every_topic_has_at_least_one_real_prediction():
+    rows = accuracy.all_rows()
+    for topic in {r.topic for r in rows}:
+        assert any(r.label == "prediction" for r in rows if r.topic == topic), topic
