@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import math
+import statistics
 import warnings
-from dataclasses import asdict, dataclass
 
 import torch
 
@@ -73,18 +73,21 @@ def _to_fp8(x: torch.Tensor):
     return (x / scale).to(torch.float8_e4m3fn), scale
 
 
-def _gemm_fn(dtype: str, m: int, n: int, k: int, copies: int, gen, *, fast_accum: bool = True):
+def _gemm_fn(dtype: str, m: int, n: int, k: int, copies: int, gen, *, fast_accum: bool = True, data: str = "randn"):
     """A zero-argument GEMM call that cycles through ``copies`` independent operand pairs (so that
     the working set exceeds the L2 cache where caching would flatter), and a setup that advances it."""
+    if data not in ("randn", "zeros"):
+        raise ValueError(f"data must be 'randn' or 'zeros', got {data!r}")
+    make = _randn if data == "randn" else (lambda shape, dt, g: torch.zeros(shape, device=harness.device(), dtype=dt))
     pairs = []
     for _ in range(copies):
         if dtype == "fp8":
-            a8, sa = _to_fp8(_randn((m, k), torch.float32, gen))
-            b8, sb = _to_fp8(_randn((n, k), torch.float32, gen))
+            a8, sa = _to_fp8(make((m, k), torch.float32, gen))
+            b8, sb = _to_fp8(make((n, k), torch.float32, gen))
             pairs.append((a8, b8.t(), sa, sb))  # B column-major, as _scaled_mm requires
         else:
             t = _TORCH_DTYPE[dtype]
-            pairs.append((_randn((m, k), t, gen), _randn((k, n), t, gen)))
+            pairs.append((make((m, k), t, gen), make((k, n), t, gen)))
     state = {"i": 0}
 
     def advance():
@@ -113,16 +116,146 @@ def _copies(bytes_per_pair: int) -> int:
     return max(1, min(8, math.ceil(2 * l2 / bytes_per_pair)))
 
 
-def _time_gemm(dtype: str, m: int, n: int, k: int, *, repeat: int, fast_accum: bool = True, seed: int = 0) -> dict:
+class GpuSampler:
+    """Samples the SM clock [MHz] and board power [W] every ``interval_s`` in a background thread
+    while the ``with`` block runs (NVML through ``pynvml`` where installed, else torch's
+    ``torch.cuda.clock_rate``/``power_draw``, which use NVML too). Without a GPU, or without NVML,
+    it samples nothing and :meth:`summary` gives ``None`` with the reason."""
+
+    def __init__(self, interval_s: float = 0.02):
+        self.interval_s = interval_s
+        self.clock_mhz: list[float] = []
+        self.power_w: list[float] = []
+        self.source, self.reason = self._reader()
+
+    def _reader(self):
+        if not harness.on_gpu():
+            return None, "no GPU"
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            h = pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
+            self._read = lambda: (pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM),
+                                  pynvml.nvmlDeviceGetPowerUsage(h) / 1e3)
+            self._read()
+            return "pynvml", ""
+        except Exception as exc:  # no pynvml, or NVML refuses
+            first = f"pynvml: {type(exc).__name__}"
+        try:
+            self._read = lambda: (float(torch.cuda.clock_rate()), torch.cuda.power_draw() / 1e3)
+            self._read()
+            return "torch.cuda", ""
+        except Exception as exc:
+            return None, f"{first}; torch.cuda.clock_rate: {type(exc).__name__}"
+
+    def __enter__(self):
+        import threading
+
+        self._stop = threading.Event()
+        self._thread = None
+        if self.source:
+            def loop():
+                while not self._stop.is_set():
+                    try:
+                        c, w = self._read()
+                        self.clock_mhz.append(float(c))
+                        self.power_w.append(float(w))
+                    except Exception:
+                        pass
+                    self._stop.wait(self.interval_s)
+
+            self._thread = threading.Thread(target=loop, daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        if self._thread:
+            self._thread.join()
+        return False
+
+    @staticmethod
+    def _stats(xs):
+        if not xs:
+            return None
+        return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "samples": len(xs)}
+
+    def summary(self) -> dict:
+        """``{"sm_clock_mhz": {median, min, max, samples} | None, "power_w": ... | None, "source", "reason"}``."""
+        return {"sm_clock_mhz": self._stats(self.clock_mhz), "power_w": self._stats(self.power_w),
+                "source": self.source, "reason": self.reason if not self.clock_mhz else ""}
+
+
+def _time_gemm(dtype: str, m: int, n: int, k: int, *, repeat: int, fast_accum: bool = True, seed: int = 0,
+               data: str = "randn") -> dict:
     gen = torch.Generator(device=harness.device()).manual_seed(seed)
     e = _ELEM_BYTES[dtype]
     copies = _copies((m * k + k * n) * e)
-    fn, advance = _gemm_fn(dtype, m, n, k, copies, gen, fast_accum=fast_accum)
+    fn, advance = _gemm_fn(dtype, m, n, k, copies, gen, fast_accum=fast_accum, data=data)
     with tf32_enabled(dtype == "tf32"):
         t = harness.time_fn(fn, warmup=3, repeat=repeat, setup=advance)
     flop = model.matmul_flop(m, n, k)
-    return {"dtype": dtype, "m": m, "n": n, "k": k, "time_s": t.median_s, "min_s": t.min_s,
-            "flop_per_s": flop / t.median_s, "copies": copies}
+    return {"dtype": dtype, "m": m, "n": n, "k": k, "time_s": t.median_s, "min_s": t.min_s, "max_s": t.max_s,
+            "repeat": t.repeat, "flop_per_s": flop / t.median_s, "copies": copies}
+
+
+def _time_sustained(fn, advance, flop: int, *, seconds: float, per_call_s: float, windows: int) -> dict:
+    """Run ``fn`` back to back for ``windows`` windows of at least ``seconds`` each (device time
+    between two events on a GPU), sampling clock and power; FLOP/s per window and their median."""
+    calls = max(1, min(100_000, math.ceil(seconds / max(per_call_s, 1e-9))))
+    per_window = []
+    with GpuSampler() as sampler:
+        for _ in range(windows):
+            if harness.on_gpu():
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                for _ in range(calls):
+                    advance()
+                    fn()
+                end.record()
+                end.synchronize()
+                elapsed = start.elapsed_time(end) * 1e-3
+            else:
+                import time
+
+                t0 = time.perf_counter()
+                for _ in range(calls):
+                    advance()
+                    fn()
+                elapsed = time.perf_counter() - t0
+            per_window.append(flop * calls / elapsed)
+    s = sampler.summary()
+    return {"seconds_per_window": seconds, "calls_per_window": calls, "windows": windows,
+            "window_flop_per_s": per_window, "flop_per_s": statistics.median(per_window),
+            "min_flop_per_s": min(per_window), "max_flop_per_s": max(per_window),
+            "sm_clock_mhz": s["sm_clock_mhz"], "power_w": s["power_w"], "nvml": s["source"], "nvml_reason": s["reason"]}
+
+
+def measure_gemm(dtype: str, n: int, *, repeat: int, fast_accum: bool = True, sustained_s: float | None = None,
+                 windows: int | None = None, data: str = "randn", seed: int = 0) -> dict:
+    """One ``n^3`` GEMM: a **burst** (``repeat`` calls of about a millisecond each, timed one by
+    one; median and spread) and a **sustained** run (back to back for ``windows`` x at least
+    ``sustained_s`` seconds: 2 s on a GPU), with the SM clock and board power sampled (NVML) during
+    each. ``data`` is ``"randn"`` (standard normal) or ``"zeros"``: the power a tensor core draws
+    depends on the bits it multiplies."""
+    gpu = harness.on_gpu()
+    sustained_s = sustained_s if sustained_s is not None else (2.0 if gpu else 0.05)
+    windows = windows or (3 if gpu else 1)
+    gen = torch.Generator(device=harness.device()).manual_seed(seed)
+    e = _ELEM_BYTES[dtype]
+    copies = _copies(2 * n * n * e)
+    fn, advance = _gemm_fn(dtype, n, n, n, copies, gen, fast_accum=fast_accum, data=data)
+    flop = model.matmul_flop(n, n, n)
+    with tf32_enabled(dtype == "tf32"):
+        with GpuSampler() as sampler:
+            t = harness.time_fn(fn, warmup=3, repeat=repeat, setup=advance)
+        burst = sampler.summary()
+        sustained = _time_sustained(fn, advance, flop, seconds=sustained_s, per_call_s=t.median_s, windows=windows)
+    return {"dtype": dtype, "n": n, "data": data, "time_s": t.median_s, "min_s": t.min_s, "max_s": t.max_s,
+            "repeat": t.repeat, "flop_per_s": flop / t.median_s,
+            "burst_sm_clock_mhz": burst["sm_clock_mhz"], "burst_power_w": burst["power_w"],
+            "nvml": burst["source"], "nvml_reason": burst["reason"], "sustained": sustained, "copies": copies}
 
 
 def reference_gpu():
@@ -136,23 +269,17 @@ def reference_gpu():
 # --------------------------------------------------------------------------------------------
 # 1. Throughput per data type at a large size
 # --------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class DtypeThroughput:
-    dtype: str
-    n: int
-    time_s: float
-    flop_per_s: float
-    peak_flop_per_s: float | None  # the catalog's dense peak for this GPU, if known
-    fraction_of_peak: float | None
-    note: str = ""
+def measure_dtype_throughput(n: int | None = None, *, repeat: int | None = None, sustained_s: float | None = None,
+                             windows: int | None = None, zeros: bool | None = None) -> list[dict]:
+    """Time an ``n x n x n`` GEMM in each data type, burst and sustained (:func:`measure_gemm`), on
+    standard-normal data; the catalog's dense peak beside each. With ``zeros``, bf16 runs once
+    more on all-zero matrices (same work, less switching: more clock under the same power cap; by
+    default on a GPU only).
 
-
-def measure_dtype_throughput(n: int | None = None, *, repeat: int | None = None) -> list[dict]:
-    """Time an ``n x n x n`` GEMM in each data type; compare with the catalog's dense peak.
-
-    GPU: ``n = 8192`` (capped so three bf16 matrices fit in a quarter of free memory); fp8 through
-    ``torch._scaled_mm`` (per-tensor scales, bf16 output) where the GPU has it. CPU: ``n = 256``,
-    fp8 and tf32 skipped (no such units).
+    GPU: ``n = 8192`` (capped so three fp32 matrices fit in a quarter of free memory); fp8 through
+    ``torch._scaled_mm`` (per-tensor scales, bf16 output) where the GPU has it, with and without
+    fast accumulation. CPU: ``n = 256``; fp8 and tf32 are recorded with ``null`` times and the
+    reason (no such units).
     """
     gpu = harness.on_gpu()
     if n is None:
@@ -163,18 +290,32 @@ def measure_dtype_throughput(n: int | None = None, *, repeat: int | None = None)
     repeat = repeat or (20 if gpu else 3)
     spec = reference_gpu()
     out = []
+
+    def skipped(d, note):
+        return {"dtype": d, "n": n, "data": "randn", "time_s": None, "flop_per_s": None,
+                "peak_flop_per_s": None, "fraction_of_peak": None, "note": note, "sustained": None}
+
     for d in DTYPES:
         if d == "fp8" and not has_fp8():
-            out.append(asdict(DtypeThroughput(d, n, float("nan"), float("nan"), None, None, "no fp8 GEMM on this device")))
+            out.append(skipped(d, "no fp8 GEMM on this device (torch._scaled_mm needs compute capability >= 8.9)"))
             continue
         if d == "tf32" and not gpu:
-            out.append(asdict(DtypeThroughput(d, n, float("nan"), float("nan"), None, None, "no TF32 on a CPU")))
+            out.append(skipped(d, "no TF32 on a CPU"))
             continue
         peak = spec.peak_flop_per_s.get(d) if spec else None
         for fast in (True, False) if d == "fp8" else (True,):
-            r = _time_gemm(d, n, n, n, repeat=repeat, fast_accum=fast)
-            note = f"torch._scaled_mm, per-tensor scales, use_fast_accum={fast}" if d == "fp8" else ""
-            out.append(asdict(DtypeThroughput(d, n, r["time_s"], r["flop_per_s"], peak, r["flop_per_s"] / peak if peak else None, note)))
+            r = measure_gemm(d, n, repeat=repeat, fast_accum=fast, sustained_s=sustained_s, windows=windows)
+            r["note"] = f"torch._scaled_mm, per-tensor scales, use_fast_accum={fast}" if d == "fp8" else ""
+            r["fast_accum"] = fast if d == "fp8" else None
+            r["peak_flop_per_s"] = peak
+            r["fraction_of_peak"] = r["flop_per_s"] / peak if peak else None
+            out.append(r)
+    if zeros if zeros is not None else gpu:
+        r = measure_gemm("bf16", n, repeat=repeat, sustained_s=sustained_s, windows=windows, data="zeros")
+        peak = spec.peak_flop_per_s.get("bf16") if spec else None
+        r.update(note="all-zero operands", fast_accum=None, peak_flop_per_s=peak,
+                 fraction_of_peak=r["flop_per_s"] / peak if peak else None)
+        out.append(r)
     return out
 
 
@@ -211,12 +352,12 @@ def measure_shape_sweep(*, repeat: int | None = None, triton_sweep: bool = True)
     align = []
     for s in alignment_sizes(gpu):
         r = _time_gemm(dtype, s, s, s, repeat=repeat)
-        align.append({"n": s, "time_s": r["time_s"], "flop_per_s": r["flop_per_s"]})
+        align.append({"n": s, "time_s": r["time_s"], "min_s": r["min_s"], "max_s": r["max_s"], "flop_per_s": r["flop_per_s"]})
     m, k, ns = n_sweep_shape(gpu)
     torch_pts = []
     for n in ns:
         r = _time_gemm(dtype, m, n, k, repeat=repeat)
-        torch_pts.append({"n": n, "time_s": r["time_s"], "flop_per_s": r["flop_per_s"]})
+        torch_pts.append({"n": n, "time_s": r["time_s"], "min_s": r["min_s"], "max_s": r["max_s"], "flop_per_s": r["flop_per_s"]})
     out = {"dtype": dtype, "alignment": align, "n_sweep": {"m": m, "k": k, "torch": torch_pts}}
     if triton_sweep:
         from . import tensor_cores_triton as tt
@@ -230,7 +371,8 @@ def measure_shape_sweep(*, repeat: int | None = None, triton_sweep: bool = True)
             b = _randn((k, n), tdtype, gen)
             c = torch.empty((m, n), device=a.device, dtype=tdtype)
             t = harness.time_fn(lambda: tt.matmul(a, b, config=cfg, out=c), warmup=2 if gpu else 1, repeat=repeat)
-            pts.append({"n": n, "time_s": t.median_s, "flop_per_s": model.matmul_flop(m, n, k) / t.median_s})
+            pts.append({"n": n, "time_s": t.median_s, "min_s": t.min_s, "max_s": t.max_s,
+                        "flop_per_s": model.matmul_flop(m, n, k) / t.median_s})
         out["n_sweep"]["triton"] = pts
         out["n_sweep"]["triton_config"] = list(cfg)
     return out
@@ -336,14 +478,16 @@ def measure_precision(ks=None, *, size: int | None = None, seed: int = 0) -> lis
 # 4. A Triton GEMM against cuBLAS
 # --------------------------------------------------------------------------------------------
 def measure_triton_vs_torch(n: int | None = None, *, repeat: int | None = None, seed: int = 0) -> dict:
-    """Time the Triton kernel (autotuned on a GPU) and torch's GEMM on the same ``n^3`` problem,
-    after checking that the two agree. bf16 on a GPU (n = 8192); fp16 at n = 64 on a CPU, where
-    the interpreter runs the kernel."""
+    """Time the Triton kernel (autotuned on a GPU) and torch's GEMM (cuBLAS) on the same ``n^3``
+    problem, after checking that the two agree. The calls are **interleaved** (Triton, torch,
+    torch, Triton, ...: the order alternates each round) in one run, so both see the same clock
+    and power state; the ratio is computed from this run only. bf16 on a GPU (n = 8192); fp16 at
+    n = 64 on a CPU, where the interpreter runs the kernel."""
     from . import tensor_cores_triton as tt
 
     gpu = harness.on_gpu()
     n = n or (8192 if gpu else 64)
-    repeat = repeat or (20 if gpu else 2)
+    repeat = repeat or (30 if gpu else 2)
     dtype = torch.bfloat16 if gpu else torch.float16
     gen = torch.Generator(device=harness.device()).manual_seed(seed)
     a = _randn((n, n), dtype, gen)
@@ -355,18 +499,31 @@ def measure_triton_vs_torch(n: int | None = None, *, repeat: int | None = None, 
     if not err < tol:
         raise AssertionError(f"Triton matmul disagrees with torch: relative error {err:.3g} >= {tol}")
     c = torch.empty_like(a)
-    t_triton = harness.time_fn(lambda: tt.matmul(a, b, out=c), warmup=3 if gpu else 1, repeat=repeat)
-    if gpu:
-        t_torch = harness.time_fn(lambda: torch.mm(a, b, out=c), warmup=3, repeat=repeat)
-    else:
-        t_torch = harness.time_fn(lambda: torch.mm(a, b), warmup=1, repeat=repeat)
+    fns = {"triton": lambda: tt.matmul(a, b, out=c),
+           "torch": (lambda: torch.mm(a, b, out=c)) if gpu else (lambda: torch.mm(a, b))}
+    for f in fns.values():  # warm-up (and autotuning) outside the timed rounds
+        for _ in range(3 if gpu else 1):
+            f()
+    harness.synchronize()
+    times = {"triton": [], "torch": []}
+    with GpuSampler() as sampler:
+        for i in range(repeat):
+            order = ("triton", "torch") if i % 2 == 0 else ("torch", "triton")
+            for name in order:
+                times[name].append(harness.time_fn(fns[name], warmup=0, repeat=1).median_s)
+    pair_ratio = [tc / tt_ for tc, tt_ in zip(times["torch"], times["triton"])]
     flop = model.matmul_flop(n, n, n)
+    t_tri, t_torch = statistics.median(times["triton"]), statistics.median(times["torch"])
+    s = sampler.summary()
     return {
-        "n": n, "dtype": str(dtype).replace("torch.", ""), "relative_error_vs_torch": err,
-        "config": list(tt.best_config()), "interpreted": tt.INTERPRETED,
-        "triton_time_s": t_triton.median_s, "torch_time_s": t_torch.median_s,
-        "triton_flop_per_s": flop / t_triton.median_s, "torch_flop_per_s": flop / t_torch.median_s,
-        "ratio": t_torch.median_s / t_triton.median_s,
+        "n": n, "dtype": str(dtype).replace("torch.", ""), "relative_error_vs_torch": err, "data": "randn",
+        "config": list(tt.best_config()), "interpreted": tt.INTERPRETED, "interleaved": True, "repeat": repeat,
+        "triton_times_s": times["triton"], "torch_times_s": times["torch"],
+        "triton_time_s": t_tri, "torch_time_s": t_torch,
+        "triton_flop_per_s": flop / t_tri, "torch_flop_per_s": flop / t_torch,
+        "ratio": t_torch / t_tri,
+        "pair_ratio_median": statistics.median(pair_ratio), "pair_ratio_min": min(pair_ratio), "pair_ratio_max": max(pair_ratio),
+        "sm_clock_mhz": s["sm_clock_mhz"], "power_w": s["power_w"], "nvml": s["source"], "nvml_reason": s["reason"],
     }
 
 
@@ -381,3 +538,95 @@ def run_all() -> dict:
         "precision": measure_precision(),
         "triton": measure_triton_vs_torch(),
     }
+
+
+# --------------------------------------------------------------------------------------------
+# The accuracy ledger: every comparison the chapter makes, recomputed from a record
+# --------------------------------------------------------------------------------------------
+def _estimate(m: int, n: int, k: int, dtype: str, gpu: str, tile_m: int = 128, tile_n: int = 256):
+    g = get_gpu(gpu)
+    e = _ELEM_BYTES[dtype]
+    return model.gemm_estimate(m, n, k, g.peak(dtype), g.hbm_bytes_per_s, g.sms, tile_m=tile_m, tile_n=tile_n,
+                               in_bytes=e, out_bytes=2 if dtype == "fp8" else e)
+
+
+def accuracy_rows(record: dict) -> list:
+    """The chapter's comparisons of model and measurement in ``record`` (a tensor_cores record),
+    recomputed with today's models from the raw measurements (works with records made before the
+    sustained runs and NVML samples were added: those rows are then left out).
+
+    Labels: the tile-and-wave throughput and the precision of fp32-accumulated GEMMs are
+    **predictions** (datasheet peaks, format definitions); the fp8 accumulation errors use the
+    ~14-bit accumulator measured by DeepSeek on an H800, so they are **calibrated**; the throughput
+    rescaled by the SM clock seen during the same run is **calibrated** too.
+    """
+    from ..accuracy import Row
+
+    R = record["results"]
+    prov = record.get("provenance", {})
+    device = prov.get("gpu") or prov.get("device") or "unknown"
+    gpu = R.get("catalog_gpu")
+    topic = "tensor_cores"
+    rows = []
+    if gpu:
+        clock0 = model.DATASHEET_CLOCK_HZ.get(gpu, {})
+        for r in R["throughput"]:
+            if r.get("flop_per_s") is None or r["flop_per_s"] != r["flop_per_s"] or r.get("data", "randn") != "randn":
+                continue
+            d, n = r["dtype"], r["n"]
+            e = _estimate(n, n, n, d, gpu)
+            how = f", {r['note']}" if r.get("note") else ""
+            if d == "fp8":
+                d_label = "fp8 (fast accum)" if "True" in r.get("note", "") else "fp8 (precise)"
+            else:
+                d_label = d
+            rows.append(Row(topic, f"{d_label} GEMM {n}^3, burst", f"catalog dense peak x wave efficiency (128x256 tiles){how}",
+                            e.flop_per_s, r["flop_per_s"], "FLOP/s", "prediction", device,
+                            "median of short back-to-back calls (~ms each)"))
+            sus = r.get("sustained")
+            if sus and sus.get("flop_per_s"):
+                rows.append(Row(topic, f"{d_label} GEMM {n}^3, sustained >= {sus['seconds_per_window']:g} s",
+                                f"catalog dense peak x wave efficiency{how}", e.flop_per_s, sus["flop_per_s"], "FLOP/s",
+                                "prediction", device, "median of the windows; random data"))
+                clk = (sus.get("sm_clock_mhz") or {}).get("median")
+                if clk and d in clock0:
+                    rows.append(Row(topic, f"{d_label} GEMM {n}^3, sustained, at the clock seen",
+                                    f"peak x wave efficiency x (median SM clock {clk:.0f} MHz / {clock0[d] / 1e6:.0f} MHz)",
+                                    e.flop_per_s * clk * 1e6 / clock0[d], sus["flop_per_s"], "FLOP/s", "calibrated", device,
+                                    "clock sampled by NVML during the same run"))
+        for p in R["shape_sweep"]["alignment"]:
+            if p["n"] in (4096, 8192, 8191):
+                e = _estimate(p["n"], p["n"], p["n"], "bf16", gpu)
+                note = "" if e.aligned else "row not a multiple of 16 B: the model flags it, it does not model the slower kernel"
+                rows.append(Row(topic, f"bf16 GEMM {p['n']}^3 (cuBLAS)", "catalog dense peak x wave efficiency",
+                                e.flop_per_s, p["flop_per_s"], "FLOP/s", "prediction", device, note))
+        s = R["shape_sweep"]["n_sweep"]
+        if s.get("triton") and s.get("triton_config"):
+            bm, bn = s["triton_config"][:2]
+            tri = {p["n"]: p for p in s["triton"]}
+            for n in (2048, 2304, 8192):
+                if n in tri:
+                    e = _estimate(s["m"], n, s["k"], "bf16", gpu, bm, bn)
+                    rows.append(Row(topic, f"Triton bf16 GEMM {s['m']}x{n}x{s['k']}, {bm}x{bn} tiles",
+                                    "catalog dense peak x wave efficiency of that tile", e.flop_per_s, tri[n]["flop_per_s"],
+                                    "FLOP/s", "prediction", device, f"{e.waves} waves"))
+    for r in R["precision"]:
+        d, k, fast = r["dtype"], r["k"], bool(r.get("fast_accum"))
+        if k not in (256, 4096, 65536) or r.get("accumulation") is None:
+            continue
+        if d in ("bf16", "fp16") and k == 4096:
+            out = None if r["out_dtype"] == "fp32" else r["out_dtype"]
+            rows.append(Row(topic, f"{d} GEMM error vs fp64, K = {k}", "input rounding (u of the format) + fp32 sums",
+                            model.dot_error(k, d, output=out).typical_error, r["total"], "relative error", "prediction",
+                            device, r["method"]))
+        if d in ("fp16", "bf16") and k == 65536:
+            rows.append(Row(topic, f"{d} GEMM accumulation error, K = {k}", "fp32 accumulator, independent round-to-nearest errors",
+                            model.tensor_core_accumulation_error(k, d).typical_error, r["accumulation"], "relative error",
+                            "prediction", device, "Fasi et al. 2021: the adder truncates, so it may exceed this"))
+        if d == "fp8" and r["method"].startswith("torch._scaled_mm"):
+            acc = model.accumulator("fp8", fast)
+            rows.append(Row(topic, f"fp8 GEMM accumulation error, K = {k}, {'fast' if fast else 'precise'}",
+                            f"{acc.significand_bits}-bit accumulator" + (f", promoted every {acc.promote_every_k}" if acc.promote_every_k else ""),
+                            model.tensor_core_accumulation_error(k, "fp8", fast).typical_error, r["accumulation"],
+                            "relative error", acc.label, device, acc.source))
+    return rows

@@ -494,3 +494,215 @@ def typical_dot_error(k, dtype: str, accumulate: str = "fp32", *, output: str | 
     out = np.array([dot_error(int(x), dtype, accumulate, output=output, input_rounding=input_rounding).typical_error for x in ks.ravel()])
     out = out.reshape(ks.shape)
     return float(out[0]) if np.ndim(k) == 0 else out
+
+
+# --------------------------------------------------------------------------------------------
+# One instruction: which tensor core runs it, and for how many clocks
+# --------------------------------------------------------------------------------------------
+# Tensor cores per SM: one per SM sub-partition (processing block) on Volta through Hopper
+# (A100 whitepaper, "four third-generation Tensor Cores per SM"; H100 whitepaper, "four
+# fourth-generation Tensor Cores per SM"). A warp lives on one sub-partition and its mma.sync
+# runs on that sub-partition's tensor core only; a Hopper warpgroup (four warps, one per
+# sub-partition) drives all four with one wgmma.
+TENSOR_CORES_PER_SM = 4
+
+
+def instruction_clocks(m: int, n: int, k: int, flop_per_clock_per_sm: float, *, tensor_cores_used: int = 1,
+                       tensor_cores_per_sm: int = TENSOR_CORES_PER_SM) -> float:
+    """Fewest clocks one ``m x n x k`` matrix instruction occupies its tensor cores [clock].
+
+    ``2*m*n*k`` FLOP at ``tensor_cores_used / tensor_cores_per_sm`` of the SM's dense rate. A warp's
+    ``mma.sync`` uses ONE tensor core (its sub-partition's), so it takes at least four times as long
+    as the SM-wide arithmetic suggests; a Hopper ``wgmma`` is issued by a warpgroup of four warps
+    and uses all four. This is a lower bound: on Hopper, ``mma.sync`` does not reach the ``wgmma``
+    rate at all (Luo et al. 2025 measure it well below), so the SM's datasheet peak is reachable only
+    through ``wgmma``.
+
+    Parameters
+    ----------
+    m, n, k : int
+        The instruction shape, each >= 1 (and <= 2**20).
+    flop_per_clock_per_sm : float
+        The SM's dense FLOP per clock for the data type, > 0.
+    tensor_cores_used : int
+        Tensor cores the instruction runs on, 1 <= ... <= ``tensor_cores_per_sm``.
+    tensor_cores_per_sm : int
+        Tensor cores in one SM, >= 1 (and <= 64).
+
+    Examples
+    --------
+    H100/H200, bf16 (4096 FLOP per clock per SM):
+
+    >>> instruction_clocks(16, 8, 16, 4096)                          # mma.sync, one warp
+    4.0
+    >>> instruction_clocks(64, 256, 16, 4096, tensor_cores_used=4)   # wgmma, one warpgroup
+    128.0
+    """
+    m_ = _check.integer("m", m, minimum=1, maximum=2**20)
+    n_ = _check.integer("n", n, minimum=1, maximum=2**20)
+    k_ = _check.integer("k", k, minimum=1, maximum=2**20)
+    r = _check.positive("flop_per_clock_per_sm", flop_per_clock_per_sm)
+    per_sm = _check.integer("tensor_cores_per_sm", tensor_cores_per_sm, minimum=1, maximum=64)
+    used = _check.integer("tensor_cores_used", tensor_cores_used, minimum=1, maximum=per_sm)
+    return 2.0 * m_ * n_ * k_ / (r * used / per_sm)
+
+
+# --------------------------------------------------------------------------------------------
+# What the tensor cores' adder really does: accumulators narrower than fp32
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Accumulator:
+    """The effective precision of a tensor-core accumulation path.
+
+    ``significand_bits`` p (implicit bit included; fp32 has 24) sets the unit roundoff ``2^-p`` of
+    each addition (``2^-(p-1)`` if the adder truncates); ``promote_every_k`` is the number of
+    products summed in that precision before the partial sum is added into an fp32 register
+    (``None``: never, the whole sum stays in the narrow accumulator). ``source`` says where the
+    figures come from and ``label`` how a comparison that uses them must be labelled.
+    """
+
+    name: str
+    significand_bits: int
+    promote_every_k: int | None
+    truncate: bool
+    source: str
+    label: str  # "prediction" or "calibrated"
+
+
+# The hardware's accumulators (sm_90, Hopper). Keys: (input dtype, fast_accum).
+ACCUMULATORS = {
+    # Hopper fp8 wgmma keeps partial sums in about 14 bits (DeepSeek-V3 Technical Report,
+    # Sec. 3.3.2 "Increasing Accumulation Precision": "limited to retaining around 14 bits", measured
+    # on H800 with K = 4096). cuBLAS's use_fast_accum=True leaves the whole K loop there.
+    ("fp8", True): Accumulator(
+        "Hopper fp8, fast accumulation", 14, None, False,
+        "DeepSeek-V3 report, Sec. 3.3.2: ~14 bits retained (measured on H800)", "calibrated"),
+    # Precise mode promotes the partial sums to fp32 every few wgmma; the interval is not documented
+    # for cuBLAS; DeepSeek's own kernels promote every N_C = 128 elements (4 WGMMAs), the figure used here.
+    ("fp8", False): Accumulator(
+        "Hopper fp8, promoted to fp32 every 128", 14, 128, False,
+        "DeepSeek-V3 report, Sec. 3.3.2: ~14 bits, promotion interval N_C = 128", "calibrated"),
+    # fp16/bf16/tf32 inputs accumulate in fp32 (PTX ISA, mma/wgmma .f32 accumulators); Fasi, Higham,
+    # Mikaitis and Pranesh (2021) found the adder of V100/T4/A100 aligns and normalizes by truncation,
+    # which the independent-error model below does not see: measured errors may exceed it (up to ~3x here).
+    ("bf16", False): Accumulator("fp32 accumulator", 24, None, False, "PTX ISA: .f32 accumulator", "prediction"),
+    ("fp16", False): Accumulator("fp32 accumulator", 24, None, False, "PTX ISA: .f32 accumulator", "prediction"),
+    ("tf32", False): Accumulator("fp32 accumulator", 24, None, False, "PTX ISA: .f32 accumulator", "prediction"),
+    ("fp32", False): Accumulator("fp32 (FFMA, no tensor cores)", 24, None, False, "IEEE 754 binary32", "prediction"),
+}
+
+MAX_K = 2**40  # longest dot product the error models accept (no loop depends on it)
+
+
+def accumulator(dtype: str, fast_accum: bool = False) -> Accumulator:
+    """The :class:`Accumulator` of a Hopper GEMM with ``dtype`` inputs.
+
+    >>> accumulator("fp8", fast_accum=True).significand_bits
+    14
+    """
+    if not isinstance(fast_accum, bool):
+        raise ValueError(f"fast_accum must be True or False, got {fast_accum!r}")
+    d = _ALIASES.get(dtype, dtype) if isinstance(dtype, str) else dtype
+    d = "fp8" if d == "fp8_e4m3" else d
+    valid = sorted({key[0] for key in ACCUMULATORS})
+    d = _check.choice("dtype", d, valid)
+    if (d, fast_accum) not in ACCUMULATORS:
+        raise ValueError(f"fast_accum=True exists only for fp8; got dtype={dtype!r}")
+    return ACCUMULATORS[(d, fast_accum)]
+
+
+@dataclass(frozen=True)
+class AccumulationError:
+    """Error of the accumulation alone (inputs exact) of a length-``k`` dot product, relative to
+    ``sum |x_i y_i|`` (bounds) or normwise for random zero-mean inputs (typical)."""
+
+    k: int
+    significand_bits: int
+    promote_every_k: int | None
+    u_acc: float  # unit roundoff of one addition in the narrow accumulator
+    chunks: int  # partial sums added in fp32
+    typical_error: float
+    probabilistic_bound: float
+    deterministic_bound: float
+
+
+def accumulation_error(k: int, significand_bits: int, *, promote_every_k: int | None = None, truncate: bool = False,
+                       lam: float = 1.0) -> AccumulationError:
+    """Error of summing ``k`` products in a ``significand_bits`` accumulator, promoted to fp32
+    every ``promote_every_k`` products (``None``: never).
+
+    With ``u = 2^-p`` (``2^-(p-1)`` if ``truncate``), chunks of ``c = min(k, promote_every_k)``
+    products summed in the narrow accumulator and ``ceil(k / c)`` chunk sums added in fp32
+    (``u32 = 2^-24``), first order:
+
+    - deterministic bound (Higham 2002, Sec. 3.1, applied twice): ``c u + ceil(k/c) u32``;
+    - probabilistic bound (Higham & Mary 2019): ``lam (sqrt(c) u + sqrt(ceil(k/c)) u32)``;
+    - typical rms relative error, independent zero-mean rounding errors of variance
+      ``u^2 / (8 ln 2)`` on partial sums that grow like ``sqrt(j)``:
+      ``sqrt((c u^2 + (k/c) u32^2) / (16 ln 2))`` (the second term only when promoted).
+
+    Without promotion the error grows like ``sqrt(k)``; with it, it stops growing at
+    ``u sqrt(c / (16 ln 2))``: what Hopper's fp8 "precise" mode shows.
+
+    Examples
+    --------
+    fp32 (24 bits), K = 4096: the accumulation part of :func:`dot_error`.
+
+    >>> round(accumulation_error(4096, 24).typical_error, 9)
+    1.145e-06
+    >>> e = accumulation_error(65536, 14, promote_every_k=128)   # Hopper fp8, precise
+    >>> e.chunks, round(e.typical_error, 6)
+    (512, 0.000207)
+    """
+    kk = _check.integer("k", k, minimum=1, maximum=MAX_K)
+    p = _check.integer("significand_bits", significand_bits, minimum=2, maximum=64)
+    if not isinstance(truncate, bool):
+        raise ValueError(f"truncate must be True or False, got {truncate!r}")
+    lam_ = _check.positive("lam", lam)
+    u = 2.0 ** -(p - 1) if truncate else 2.0**-p
+    u32 = 2.0**-24
+    if promote_every_k is None:
+        c, chunks, hi = kk, 1, 0.0
+    else:
+        c = min(kk, _check.integer("promote_every_k", promote_every_k, minimum=1, maximum=MAX_K))
+        chunks = -(-kk // c)
+        hi = u32
+    typical = math.sqrt((c * u**2 + chunks * hi**2) * ROUNDING_VARIANCE / 2)
+    prob = lam_ * (math.sqrt(c) * u + math.sqrt(chunks) * hi)
+    det = c * u + chunks * hi
+    return AccumulationError(kk, p, None if promote_every_k is None else c, u, chunks, typical, prob, det)
+
+
+def tensor_core_accumulation_error(k: int, dtype: str, fast_accum: bool = False) -> AccumulationError:
+    """:func:`accumulation_error` with the Hopper accumulator of ``dtype`` (:data:`ACCUMULATORS`).
+
+    >>> round(tensor_core_accumulation_error(65536, "fp8", fast_accum=True).typical_error, 5)
+    0.00469
+    """
+    a = accumulator(dtype, fast_accum)
+    return accumulation_error(k, a.significand_bits, promote_every_k=a.promote_every_k, truncate=a.truncate)
+
+
+def fit_significand_bits(k: int, typical_error: float, *, promote_every_k: int | None = None) -> float:
+    """The (fractional) accumulator precision p that makes :func:`accumulation_error`'s typical
+    error equal a measured one: the inverse of the model, for a **fit** [bit].
+
+    >>> round(fit_significand_bits(4096, accumulation_error(4096, 14).typical_error), 6)
+    14.0
+    """
+    kk = _check.integer("k", k, minimum=1, maximum=MAX_K)
+    err = _check.positive("typical_error", typical_error)
+    c = kk if promote_every_k is None else min(kk, _check.integer("promote_every_k", promote_every_k, minimum=1, maximum=MAX_K))
+    # err^2 = c u^2 RV / 2 (the fp32 part neglected)  ->  u = err / sqrt(c RV / 2)
+    u = err / math.sqrt(c * ROUNDING_VARIANCE / 2)
+    return -math.log2(u)
+
+
+# --------------------------------------------------------------------------------------------
+# Systolic arrays (TPU matrix units): the edge of one square array, where a source gives it
+# --------------------------------------------------------------------------------------------
+SYSTOLIC_ARRAY_EDGE = {
+    "TPU v1": 256,  # Jouppi et al. 2017 (ISCA): one 256 x 256 8-bit MAC array
+    "TPU v4": 128,  # Jouppi et al. 2023 (ISCA): four 128 x 128 MXUs per TensorCore
+    "TPU v6e": 256,  # Google Cloud TPU documentation, "TPU v6e" (Trillium): 256 x 256 MXUs
+}
