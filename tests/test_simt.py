@@ -341,6 +341,54 @@ def test_latency_and_launch_reject_bad_input(fn, args, name):
         fn(*args)
 
 
+def test_register_file_and_unified_l1_per_sm():
+    """Per SM, the register file (64K 32-bit registers = 256 KiB) EQUALS the combined L1/shared
+    memory on sm_90 (CUDA C++ Programming Guide, compute capability 9.0: unified data cache 256 KB;
+    NVIDIA H100 Tensor Core GPU Architecture whitepaper: "256 KB of combined L1 cache and shared
+    memory" per SM), and is larger on sm_80 (192 KB) and sm_86/sm_89 (128 KB). So "the largest
+    memory inside the SM" is true only with a tie on Hopper (issue 10)."""
+    expected_l1_kib = {"sm_80": 192, "sm_86": 128, "sm_89": 128, "sm_90": 256}
+    for arch, kib in expected_l1_kib.items():
+        lim = m.arch_limits(arch)
+        assert lim.register_file_bytes == 256 * 1024
+        assert lim.l1_smem_per_sm_bytes == kib * 1024
+        assert lim.smem_per_sm_bytes < lim.l1_smem_per_sm_bytes  # shared memory is a carve-out of it
+    assert m.arch_limits("sm_90").register_file_bytes == m.arch_limits("sm_90").l1_smem_per_sm_bytes
+    assert m.arch_limits("sm_80").register_file_bytes > m.arch_limits("sm_80").l1_smem_per_sm_bytes
+
+
+def test_divergent_kernel_time_hand_cases():
+    # no fixed part: n paths take n times one path (the plain SIMT model)
+    assert m.divergent_kernel_time_s(32, 2e-4) == pytest.approx(32 * 2e-4)
+    # a fixed part dilutes the slowdown: (f + n q) / (f + q), hand-derived 6.5 / 0.3 = 21.67 for f = 0.1, q = 0.2 ms
+    t1, t32 = m.divergent_kernel_time_s(1, 2e-4, 1e-4), m.divergent_kernel_time_s(32, 2e-4, 1e-4)
+    assert t32 / t1 == pytest.approx(6.5 / 0.3)
+    assert m.divergent_kernel_time_s(1, 0.0, 1e-4) == 1e-4
+    for args, name in [((0, 1e-4), "paths_taken"), ((2**21, 1e-4), "paths_taken"), ((True, 1e-4), "paths_taken"), ((2, -1e-4), "path_s"),
+                       ((2, float("nan")), "path_s"), ((2, 1e-4, float("inf")), "fixed_s"), ((2, 1e-4, "1"), "fixed_s")]:
+        with pytest.raises(ValueError, match=name):
+            m.divergent_kernel_time_s(*args)
+
+
+@settings(max_examples=200, deadline=None)
+@given(n=st.integers(1, 2**20), q=st.floats(0, 1e3), f=st.floats(0, 1e3))
+def test_divergent_kernel_time_properties(n, q, f):
+    t = m.divergent_kernel_time_s(n, q, f)
+    assert math.isfinite(t) and t >= f
+    assert m.divergent_kernel_time_s(min(n + 1, 2**20), q, f) >= t  # more paths never take less time
+    assert t <= n * m.divergent_kernel_time_s(1, q, f) * (1 + 1e-12) + 1e-300  # never worse than n x one path
+
+
+def test_fp32_issue_time_from_the_datasheet():
+    """H200 FP32 peak: 132 SMs x 128 FP32 lanes x 2 FLOP x 1.98 GHz = 66.9 TFLOP/s (NVIDIA H200
+    datasheet: 67 TFLOP/s FP32), so 66.9e12 FLOP take 1 s at full issue."""
+    assert m.fp32_issue_time_s(132 * 128 * 2 * 1.98e9, 132, 1.98e9) == pytest.approx(1.0)
+    assert m.fp32_issue_time_s(0, 1, 1e9) == 0
+    for args, name in [((-1, 132, 1e9), "flop"), ((1, 0, 1e9), "sms"), ((1, 132, 0), "clock_hz"), ((1, 132, 1e9, 0), "fp32_lanes_per_sm")]:
+        with pytest.raises(ValueError, match=name):
+            m.fp32_issue_time_s(*args)
+
+
 def test_launch_bound():
     assert m.launch_bound_time_s(1000, 2e-6, 8e-6) == pytest.approx(8e-3)
     assert m.launch_bound_time_s(10, 1e-3, 8e-6) == pytest.approx(1e-2)
@@ -525,6 +573,86 @@ def test_amdahl_experiment(exp):
     res = exp.measure_amdahl(workers=[1, 2], serial_iters=2000, repeat=2)
     assert 0 <= res["parallel_fraction"] <= 1
     assert res["points"][0]["speedup"] == 1 and res["points"][1]["predicted_speedup"] == pytest.approx(m.amdahl_speedup(res["parallel_fraction"], 2))
+    # The parts are timed inside the same steps: p comes from the one-worker steps' own parts,
+    # and no step can be shorter than its serial part, so no speed-up beats its run's ceiling.
+    one = res["points"][0]
+    assert res["in_run_parts"] and res["serial_s"] == one["serial_s"] and res["parallel_one_worker_s"] == one["parallel_s"]
+    for p in res["points"]:
+        assert p["serial_s"] + p["parallel_s"] == pytest.approx(p["time_s"], rel=0.2)
+        assert p["speedup"] <= p["ceiling_same_run"]
+
+
+def test_launch_prediction_is_independent_of_the_loop_it_predicts(exp):
+    """The host time per launch comes from a separate loop of another length, not from the
+    eager loop whose time is predicted (issue 10: the old 'prediction' had ratio 1 by construction)."""
+    res = exp.measure_launch_overhead(n_kernels=30, calibration_kernels=10, repeat=2)
+    assert res["calibration_n_kernels"] == 10 != res["n_kernels"]
+    assert res["host_per_launch_s"] > 0 and res["eager_min_s"] <= res["eager_s"] <= res["eager_max_s"]
+    fake = dict(res, graph_per_kernel_s=1e-6, host_per_launch_s=5e-6)
+    assert exp.launch_prediction(fake) == {"predicted_eager_s": pytest.approx(30 * 5e-6), "label": "calibrated"}
+    old = {k: v for k, v in fake.items() if k != "calibration_n_kernels"}
+    assert exp.launch_prediction(old)["label"] == "fit"
+    with pytest.raises(ValueError, match="calibration_kernels"):
+        exp.measure_launch_overhead(n_kernels=10, calibration_kernels=0)
+
+
+def test_divergence_model_with_a_fixed_part(exp):
+    """The experiment times the kernel with no work on its path; the model multiplies only the
+    per-path part: t(n) = fixed + n (t(1) - fixed)."""
+    res = exp.measure_divergence(n_paths=(1, 4), iters=2, repeat=1)
+    assert res["fixed_time_s"] > 0 and res["path_s"] >= 0
+    fixed, one, four = res["fixed_time_s"], res["points"][0], res["points"][1]
+    assert res["path_s"] == pytest.approx(max(one["time_s"] - fixed, 0))
+    assert four["predicted_time_s"] == pytest.approx(fixed + 4 * res["path_s"])
+    assert four["naive_predicted_time_s"] == pytest.approx(4 * one["time_s"])
+
+
+# --------------------------------------------------------------------------------------------
+# The accuracy ledger, recomputed from the committed H200 record
+# --------------------------------------------------------------------------------------------
+def test_accuracy_rows_from_the_h200_record(exp):
+    from widgets.accuracy import LABELS, Row
+
+    rec = _h200_record()
+    rows = exp.accuracy_rows(rec)
+    assert all(isinstance(r, Row) and r.topic == "simt" and r.label in LABELS for r in rows)
+    assert len(rows) >= 10
+    by = {r.quantity: r for r in rows}
+    occ = next(r for r in rows if r.quantity.startswith("occupancy"))
+    assert occ.label == "prediction" and occ.ratio == 1.0 and occ.predicted >= 300
+    # Bandwidth rows recompute Little's law from the record's raw latency, bytes per warp and peak.
+    bw = rec["results"]["occupancy_bandwidth"]
+    p = bw["variants"]["float x1"]["points"][0]
+    r = by[f"read bandwidth, float x1, {p['warps_per_sm']} warps/SM"]
+    assert r.predicted == pytest.approx(min(bw["peak_bytes_per_s"], p["warps_per_sm"] * bw["sms"] * 128 / bw["latency_s"]))
+    assert r.label == "calibrated" and r.measured == p["bytes_per_s"]
+    # No comparison is called a prediction when a constant came from the same record.
+    assert [r.label for r in rows if r.label == "prediction"] == ["prediction"]
+    launch = next(r for r in rows if "launched eagerly" in r.quantity)
+    lo = rec["results"]["launch_overhead"]
+    assert launch.label == ("calibrated" if "calibration_n_kernels" in lo else "fit")
+    # Divergence: only the n >= 2 points, each recomputed from the record's times.
+    div = [r for r in rows if r.quantity.startswith("divergent")]
+    assert len(div) == len(rec["results"]["divergence"]["points"]) - 1
+
+
+def test_amdahl_record_never_beats_its_own_ceiling():
+    """Amdahl's law cannot be beaten: a step takes at least its serial part, so the speed-up at n
+    workers is at most T(1) / serial part, from the SAME runs. The first H200 record broke this
+    (20.2x against a 15.6x ceiling: its serial part was timed in a separate loop, the steps with
+    CUDA events); records since time the parts inside every step."""
+    from widgets.experiments import simt as exp
+
+    am = _h200_record()["results"]["amdahl"]
+    if "serial_s" not in am["points"][0]:
+        pytest.skip("the committed H200 record predates in-run Amdahl parts: re-measure with python -m widgets.measure --topic simt")
+    info = exp.amdahl_predictions(am)
+    one = am["points"][0]
+    assert info["in_run_parts"] and one["workers"] == 1
+    for p in am["points"]:
+        assert one["time_s"] / p["time_s"] <= one["time_s"] / p["serial_s"]
+        # against the law's ceiling from the one-worker parts, within the serial part's spread
+        assert one["time_s"] / p["time_s"] <= info["ceiling"] * p["serial_max_s"] / p["serial_min_s"] * (1 + 1e-9)
 
 
 def test_models_import_without_torch_or_widgets():

@@ -55,6 +55,28 @@ def _host_time(fn, repeat: int = 5) -> float:
     return float(np.median(times))
 
 
+def gpu_clock_power() -> dict:
+    """The SM clock [MHz] and board power [W] NVML reports now (``torch.cuda.clock_rate`` and
+    ``power_draw``, which need pynvml); None for each on a CPU or where NVML is missing."""
+    out = {"sm_clock_mhz": None, "power_w": None}
+    if not harness.on_gpu():
+        return out
+    try:
+        out["sm_clock_mhz"] = float(torch.cuda.clock_rate())
+    except Exception:  # no pynvml, or NVML refused: record null
+        pass
+    try:
+        out["power_w"] = float(torch.cuda.power_draw()) / 1000.0  # NVML reports mW
+    except Exception:
+        pass
+    return out
+
+
+def _spread(t) -> dict:
+    """Median and spread of a ``harness.Timing``."""
+    return {"time_s": t.median_s, "time_min_s": t.min_s, "time_max_s": t.max_s, "repeat": t.repeat}
+
+
 def _local_arch() -> str:
     if harness.on_gpu():
         major, minor = torch.cuda.get_device_capability(0)
@@ -222,12 +244,13 @@ def measure_occupancy_bandwidth(latency_s: Optional[float] = None, *, threads_pe
                 lambda: drv.launch(func, grid, threads_per_block, smem, [x.data_ptr(), out.data_ptr(), ctypes.c_longlong(n)], stream),
                 repeat=repeat,
             )
+            nvml = gpu_clock_power()  # read right after the timed launches, the GPU still warm
             occ = model.occupancy(threads_per_block, regs, smem, arch) if arch in model.ARCHS else None
             warps = blocks * (threads_per_block // model.WARP_SIZE)
             points.append(dict(
                 dynamic_smem_bytes=smem, blocks_per_sm=blocks, model_blocks_per_sm=occ.blocks_per_sm if occ else None,
                 warps_per_sm=warps, occupancy=warps / (drv.device_attribute("max_threads_per_multiprocessor") // 32),
-                time_s=t.median_s, bytes_per_s=nbytes / t.median_s,
+                **_spread(t), bytes_per_s=nbytes / t.median_s, **nvml,
                 predicted_bytes_per_s=float(model.littles_law_bytes_per_s(warps, sms, per_warp, latency_s, peak)),
             ))
         results[name] = dict(regs_per_thread=regs, bytes_per_warp_in_flight=per_warp, points=points)
@@ -246,7 +269,7 @@ def _occupancy_bandwidth_cpu(repeat: int = 3) -> dict:
     for b in (1, 2, 4):
         t = harness.time_fn(lambda: k.stream_read_kernel[b, 32](xd, od), warmup=1, repeat=repeat)
         points.append(dict(dynamic_smem_bytes=0, blocks_per_sm=b, model_blocks_per_sm=None, warps_per_sm=b, occupancy=b / 64,
-                           time_s=t.median_s, bytes_per_s=n * 4 / t.median_s, predicted_bytes_per_s=None))
+                           **_spread(t), bytes_per_s=n * 4 / t.median_s, sm_clock_mhz=None, power_w=None, predicted_bytes_per_s=None))
     return {"nbytes": n * 4, "threads_per_block": 32, "sms": 1, "latency_s": None, "peak_bytes_per_s": None,
             "variants": {"float x1": dict(regs_per_thread=None, bytes_per_warp_in_flight=128, points=points)},
             "device": harness.device_name(), "simulated": True}
@@ -257,63 +280,97 @@ def _occupancy_bandwidth_cpu(repeat: int = 3) -> dict:
 # --------------------------------------------------------------------------------------------
 @_quietly
 def measure_divergence(n_paths: Sequence[int] = (1, 2, 4, 8, 16, 32), *, iters: Optional[int] = None, repeat: int = 10) -> dict:
-    """Time the same work with the lanes of every warp spread over ``n`` paths (lane % n), and
-    predict it with the divergence model from the lanes-per-path the kernel recorded."""
+    """Time the same work with the lanes of every warp spread over ``n`` paths (lane % n).
+
+    The kernel is also timed with no work on its path (``iters = 0``): what the launch, the
+    set-up and the stores cost whatever the number of paths. The model, calibrated on that run
+    and on the one-path run, is ``t(n) = fixed + n x (t(1) - fixed)``
+    (``model.divergent_kernel_time_s``); the naive ``n x t(1)`` is recorded beside it.
+    """
     if harness.on_gpu():
         sms = torch.cuda.get_device_properties(0).multi_processor_count
         block, grid = 256, sms * 16  # two full waves at 2048 threads per SM
         iters = iters or 1024
     else:
+        sms = 1
         block, grid, iters, repeat = 32, 1, iters or 8, min(repeat, 3)
     out = torch.zeros(block * grid, device=harness.device())
     lane_paths = torch.zeros(model.WARP_SIZE, dtype=torch.int32, device=harness.device())
     od, ld = k.device_array(out), k.device_array(lane_paths)
+    fixed_t = harness.time_fn(lambda: k.divergent_kernel[grid, block](od, 1, 0, ld), warmup=2, repeat=repeat)
     points = []
     for n in n_paths:
         t = harness.time_fn(lambda: k.divergent_kernel[grid, block](od, n, iters, ld), warmup=2, repeat=repeat)
+        nvml = gpu_clock_power()
         harness.synchronize()
         lanes = np.bincount(lane_paths.cpu().numpy(), minlength=n)[:n]
         d = model.warp_divergence(lanes.tolist(), [1.0] * n)
         points.append(dict(n_paths=int(n), lanes_per_path=lanes.tolist(), paths_taken=d.paths_taken, model_slowdown=d.slowdown,
-                           simt_efficiency=d.simt_efficiency, time_s=t.median_s))
-    base = points[0]["time_s"] / points[0]["model_slowdown"]
-    for p in points:
-        p["predicted_time_s"] = base * p["model_slowdown"]
+                           simt_efficiency=d.simt_efficiency, **_spread(t), **nvml))
+    result = {"threads": block * grid, "threads_per_block": block, "sms": sms, "iters": iters, "flop_per_path": 2 * 4 * iters * block * grid,
+              "fixed_time_s": fixed_t.median_s, "fixed_time_min_s": fixed_t.min_s, "fixed_time_max_s": fixed_t.max_s,
+              "points": points, "device": harness.device_name(), "simulated": k.SIMULATED}
+    result.update(divergence_predictions(result))
+    return result
+
+
+def divergence_predictions(res: dict) -> dict:
+    """Recompute the divergence model's times from a ``measure_divergence`` result (or record):
+    ``path_s`` = t(1) - fixed, and per point the calibrated ``predicted_time_s`` and the naive
+    ``n x t(1)``. Records made before the fixed part was measured (no ``fixed_time_s``) get the
+    naive prediction only."""
+    one = next((p for p in res["points"] if p["paths_taken"] == 1), None)
+    if one is None:
+        return {"path_s": None}
+    fixed = res.get("fixed_time_s")
+    path_s = max(one["time_s"] - fixed, 0.0) if fixed is not None else None
+    for p in res["points"]:
+        p["naive_predicted_time_s"] = one["time_s"] * p["model_slowdown"]
+        p["predicted_time_s"] = (model.divergent_kernel_time_s(p["paths_taken"], path_s, fixed) if fixed is not None
+                                 else p["naive_predicted_time_s"])
         p["measured_over_predicted"] = p["time_s"] / p["predicted_time_s"]
-    flop = 2 * 4 * iters * block * grid
-    return {"threads": block * grid, "threads_per_block": block, "iters": iters, "flop_per_path": flop,
-            "points": points, "device": harness.device_name(), "simulated": k.SIMULATED}
+    return {"path_s": path_s}
 
 
 # --------------------------------------------------------------------------------------------
 # 5. Launch overhead and CUDA graphs
 # --------------------------------------------------------------------------------------------
-def measure_launch_overhead(n_kernels: Optional[int] = None, *, repeat: int = 10) -> dict:
+def measure_launch_overhead(n_kernels: Optional[int] = None, *, calibration_kernels: Optional[int] = None, repeat: int = 10) -> dict:
     """``n_kernels`` tiny kernels (``x.add_(1)`` on one element): launched one by one from Python,
-    and replayed from a CUDA graph that captured the same launches."""
-    n = n_kernels or (1000 if harness.on_gpu() else 200)
+    and replayed from a CUDA graph that captured the same launches.
+
+    The eager time is predicted from two constants, each measured by its own micro-benchmark
+    (so the comparison is labelled *calibrated*): the host time per launch, from the host clock
+    around a separate, shorter loop of ``calibration_kernels`` launches started with the GPU
+    idle; and the GPU time per kernel, from the graph replay. Neither is taken from the eager
+    loop it predicts.
+    """
+    n = _int_arg("n_kernels", (1000 if harness.on_gpu() else 200) if n_kernels is None else n_kernels)
+    c = _int_arg("calibration_kernels", (200 if harness.on_gpu() else 50) if calibration_kernels is None else calibration_kernels)
     dev = harness.device()
     x = torch.zeros(1, device=dev)
 
-    def eager():
-        for _ in range(n):
+    def launches(count):
+        for _ in range(count):
             x.add_(1.0)
 
-    eager_t = harness.time_fn(eager, warmup=2, repeat=repeat)
+    launches(c)  # warm-up: allocator, dispatcher caches
     harness.synchronize()
-    host = _host_time(eager, repeat=5) if not harness.on_gpu() else _enqueue_time(eager)
-    result = {"n_kernels": n, "eager_s": eager_t.median_s, "eager_per_kernel_s": eager_t.median_s / n,
-              "host_per_launch_s": host / n, "graph_s": None, "graph_per_kernel_s": None, "speedup": None,
-              "predicted_eager_s": None, "device": harness.device_name()}
+    host_c = _enqueue_time(lambda: launches(c)) if harness.on_gpu() else _host_time(lambda: launches(c), repeat=5)
+    eager_t = harness.time_fn(lambda: launches(n), warmup=2, repeat=repeat)
+    harness.synchronize()
+    result = {"n_kernels": n, "eager_s": eager_t.median_s, "eager_min_s": eager_t.min_s, "eager_max_s": eager_t.max_s,
+              "eager_per_kernel_s": eager_t.median_s / n, "calibration_n_kernels": c, "host_per_launch_s": host_c / c,
+              "graph_s": None, "graph_per_kernel_s": None, "speedup": None, "predicted_eager_s": None, "device": harness.device_name()}
     if harness.on_gpu():
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
-            eager()  # warm up on a side stream, as torch.cuda.graphs recommends
+            launches(n)  # warm up on a side stream, as torch.cuda.graphs recommends
         torch.cuda.current_stream().wait_stream(side)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
-            eager()
+            launches(n)
         x.zero_()
         graph.replay()
         torch.cuda.synchronize()
@@ -321,9 +378,27 @@ def measure_launch_overhead(n_kernels: Optional[int] = None, *, repeat: int = 10
             raise RuntimeError(f"graph replay ran {x.item()} of {n} kernels")
         graph_t = harness.time_fn(graph.replay, warmup=2, repeat=repeat)
         per_kernel = graph_t.median_s / n
-        result.update(graph_s=graph_t.median_s, graph_per_kernel_s=per_kernel, speedup=eager_t.median_s / graph_t.median_s,
-                      predicted_eager_s=model.launch_bound_time_s(n, per_kernel, host / n))
+        result.update(graph_s=graph_t.median_s, graph_min_s=graph_t.min_s, graph_max_s=graph_t.max_s, graph_per_kernel_s=per_kernel,
+                      speedup=eager_t.median_s / graph_t.median_s)
+    result.update(launch_prediction(result))
     return result
+
+
+def launch_prediction(res: dict) -> dict:
+    """The eager time the launch model predicts from a ``measure_launch_overhead`` result (or
+    record): ``n x max(GPU time per kernel, host time per launch)``; None without a graph run.
+    ``label`` is *calibrated* when the host time came from the separate loop, *fit* for records
+    made before it existed (host time taken from the very loop it predicts)."""
+    if res.get("graph_per_kernel_s") is None:
+        return {"predicted_eager_s": None, "label": None}
+    pred = model.launch_bound_time_s(res["n_kernels"], res["graph_per_kernel_s"], res["host_per_launch_s"])
+    return {"predicted_eager_s": pred, "label": "calibrated" if res.get("calibration_n_kernels") else "fit"}
+
+
+def _int_arg(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1_000_000:
+        raise ValueError(f"{name} must be an integer in [1, 1000000], got {value!r}")
+    return value
 
 
 def _enqueue_time(fn, repeat: int = 5) -> float:
@@ -352,8 +427,14 @@ def serial_host_work(n: int) -> int:
 @_quietly
 def measure_amdahl(workers: Optional[Sequence[int]] = None, *, serial_iters: Optional[int] = None, repeat: int = 5) -> dict:
     """A step = serial host work, then a parallel part split over ``workers``; speed-up of the
-    whole step against one worker, measured and predicted by Amdahl's law (with the parallel
-    fraction measured at one worker).
+    whole step against one worker, measured and predicted by Amdahl's law.
+
+    Every step is timed in its parts on one clock (the host's): the serial part, the parallel
+    part (up to the device's synchronization) and the whole, in the same runs, the worker counts
+    interleaved. The parallel fraction ``p`` comes from the one-worker steps' own parts; the
+    law then predicts the other worker counts (labelled *calibrated*: ``p`` is a constant
+    measured on the one-worker runs). On a GPU the CUDA-event time of each step is recorded
+    beside it (``device_event_s``), to show what a device clock sees of host work.
 
     On a GPU a worker is an SM: the parallel part is a fixed amount of arithmetic split over
     ``workers`` blocks of 1024 threads (one block per SM). On the CPU a worker is a thread
@@ -361,7 +442,7 @@ def measure_amdahl(workers: Optional[Sequence[int]] = None, *, serial_iters: Opt
     """
     if harness.on_gpu():
         sms = torch.cuda.get_device_properties(0).multi_processor_count
-        workers = list(workers or [w for w in (1, 2, 4, 8, 16, 32, 64, 128) if w <= sms])
+        workers = sorted({1, *(workers or [w for w in (1, 2, 4, 8, 16, 32, 64, 128) if w <= sms])})
         units = int(np.lcm.reduce(workers))
         serial_iters = serial_iters or 100_000
         out = torch.zeros(max(workers) * 1024, device="cuda")
@@ -374,7 +455,7 @@ def measure_amdahl(workers: Optional[Sequence[int]] = None, *, serial_iters: Opt
         parallel(1)  # compile
     else:
         cores = os.cpu_count() or 1
-        workers = list(workers or sorted({1, 2, min(4, cores)}))
+        workers = sorted({1, *(workers or [2, min(4, cores)])})
         units = int(np.lcm.reduce(workers))
         serial_iters = serial_iters or 100_000
         data = np.random.default_rng(0).random(units * 1_000_000)
@@ -391,30 +472,72 @@ def measure_amdahl(workers: Optional[Sequence[int]] = None, *, serial_iters: Opt
         def parallel(w):
             list(pools[w].map(lambda i: chunk(w, i), range(w)))
 
-    def step(w):
+    def step_parts(w):
+        """One step, timed in its parts on the host clock: (serial, parallel, whole, device events)."""
+        if harness.on_gpu():
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+        t0 = time.perf_counter()
         serial_host_work(serial_iters)
+        t1 = time.perf_counter()
         parallel(w)
         harness.synchronize()
+        t2 = time.perf_counter()
+        event_s = None
+        if harness.on_gpu():
+            end.record()
+            end.synchronize()
+            event_s = start.elapsed_time(end) * 1e-3  # CUDA events around the same step, for comparison
+        return t1 - t0, t2 - t1, t2 - t0, event_s
 
-    t_serial = _host_time(lambda: serial_host_work(serial_iters), repeat=repeat)
-    t_parallel_1 = _host_time(lambda: (parallel(1), harness.synchronize()), repeat=repeat)
-    p = model.parallel_fraction_from_times(t_serial, t_parallel_1)
+    for w in workers:
+        step_parts(w)  # warm-up
+    runs = {w: [] for w in workers}
+    for _ in range(repeat):  # interleaved: every worker count sees the same drift of clocks and load
+        for w in workers:
+            runs[w].append(step_parts(w))
     points = []
     for w in workers:
-        step(w)  # warm-up
-        t = harness.time_fn(lambda: step(w), warmup=1, repeat=repeat)
-        points.append(dict(workers=int(w), time_s=t.median_s))
-    t1 = points[0]["time_s"]
-    for pt in points:
-        pt["speedup"] = t1 / pt["time_s"]
-        pt["predicted_speedup"] = model.amdahl_speedup(p, pt["workers"])
-        pt["measured_over_predicted"] = pt["speedup"] / pt["predicted_speedup"]
+        serial, par, whole, events = (list(v) for v in zip(*runs[w]))
+        points.append(dict(workers=int(w), time_s=float(np.median(whole)), time_min_s=min(whole), time_max_s=max(whole), repeat=repeat,
+                           serial_s=float(np.median(serial)), serial_min_s=min(serial), serial_max_s=max(serial),
+                           parallel_s=float(np.median(par)),
+                           device_event_s=float(np.median(events)) if events[0] is not None else None))
     if not harness.on_gpu():
         for pool in pools.values():
             pool.shutdown()
-    return {"worker": "SM (one 1024-thread block each)" if harness.on_gpu() else "CPU thread", "units": units,
-            "serial_s": t_serial, "parallel_one_worker_s": t_parallel_1, "parallel_fraction": p,
-            "ceiling": model.amdahl_ceiling(p), "points": points, "device": harness.device_name()}
+    result = {"worker": "SM (one 1024-thread block each)" if harness.on_gpu() else "CPU thread", "units": units,
+              "serial_iters": serial_iters, "timing": "host clock around each part of every step (in-run parts)",
+              "points": points, "device": harness.device_name()}
+    result.update(amdahl_predictions(result))
+    return result
+
+
+def amdahl_predictions(res: dict) -> dict:
+    """Recompute the Amdahl comparison of a ``measure_amdahl`` result (or record).
+
+    New records time the serial and parallel parts inside every step: ``p`` comes from the
+    one-worker steps' own parts, each point gets its speed-up, the law's prediction and the
+    ceiling of its own run, ``T(1) / serial part of the steps at n workers`` (a step can never
+    be shorter than its serial part, so the measured speed-up can never exceed it). Records made
+    before (``serial_s`` only at the top, timed in a separate loop) keep that ``p``.
+    """
+    pts = res["points"]
+    one = next(p for p in pts if p["workers"] == 1)
+    in_run = "serial_s" in one
+    if in_run:
+        serial_s, parallel_s = one["serial_s"], one["parallel_s"]
+    else:
+        serial_s, parallel_s = res["serial_s"], res["parallel_one_worker_s"]
+    p = model.parallel_fraction_from_times(serial_s, parallel_s)
+    for pt in pts:
+        pt["speedup"] = one["time_s"] / pt["time_s"]
+        pt["predicted_speedup"] = model.amdahl_speedup(p, pt["workers"])
+        pt["measured_over_predicted"] = pt["speedup"] / pt["predicted_speedup"]
+        if in_run:
+            pt["ceiling_same_run"] = one["time_s"] / pt["serial_s"] if pt["serial_s"] > 0 else None
+    return {"serial_s": serial_s, "parallel_one_worker_s": parallel_s, "parallel_fraction": p,
+            "ceiling": model.amdahl_ceiling(p), "in_run_parts": in_run}
 
 
 # --------------------------------------------------------------------------------------------
@@ -444,3 +567,95 @@ def run_all() -> dict:
     if failed:
         print(f"  simt: FAILED {failed}", file=sys.stderr, flush=True)
     return results
+
+
+# --------------------------------------------------------------------------------------------
+# The accuracy ledger (book/accuracy.ipynb)
+# --------------------------------------------------------------------------------------------
+BANDWIDTH_LEDGER_WARPS = (4, 16, 64)
+
+
+def accuracy_rows(record: dict) -> list:
+    """Every comparison the SIMT chapter makes, recomputed from the raw measurements of
+    ``record`` (a ``python -m widgets.measure --topic simt`` record) with today's models.
+
+    Labels: the occupancy counts are a *prediction* (counting rules only, nothing measured goes
+    in); bandwidth against occupancy is *calibrated* (the latency comes from the pointer chase);
+    divergence is *calibrated* on the one-path and no-work runs; launch overhead is *calibrated*
+    on a separate launch loop and the graph replay (*fit* for records made before that loop
+    existed); Amdahl is *calibrated* on the one-worker steps. Accepts records made before the
+    in-run Amdahl parts and the divergence fixed part existed (and says so in ``note``).
+    """
+    import copy
+
+    from ..accuracy import Row
+
+    res = record["results"]
+    prov = record.get("provenance", {})
+    device = prov.get("gpu") or prov.get("device") or "unknown"
+    rows = []
+
+    def ok(name):
+        r = res.get(name)
+        return r if isinstance(r, dict) and "error" not in r else None
+
+    occ = ok("occupancy_api")
+    if occ and occ.get("configs") and occ.get("arch") in model.ARCHS:
+        cfg = occ["configs"]
+        agree = sum(model.occupancy(r["threads_per_block"], r["regs_per_thread"], r["smem_per_block_bytes"], occ["arch"]).blocks_per_sm
+                    == (r["blocks_per_sm"] or 0) for r in cfg)
+        rows.append(Row("simt", "occupancy: launches whose blocks per SM the model gets exactly",
+                        f"{len(cfg)} launches ({occ['arch']}), thread/register/shared-memory counts; runtime's answer measured",
+                        float(len(cfg)), float(agree), "launches", "prediction", device,
+                        "measured = launches where the model equals cuOccupancyMaxActiveBlocksPerMultiprocessor"))
+
+    bw = ok("occupancy_bandwidth")
+    if bw and bw.get("latency_s") and bw.get("peak_bytes_per_s"):
+        for name, v in bw["variants"].items():
+            for p in v["points"]:
+                if p["warps_per_sm"] not in BANDWIDTH_LEDGER_WARPS:
+                    continue
+                pred = float(model.littles_law_bytes_per_s(p["warps_per_sm"], bw["sms"], v["bytes_per_warp_in_flight"], bw["latency_s"],
+                                                           bw["peak_bytes_per_s"]))
+                rows.append(Row("simt", f"read bandwidth, {name}, {p['warps_per_sm']} warps/SM",
+                                f"Little's law: pointer-chase latency {bw['latency_s'] * 1e9:.0f} ns, "
+                                f"{v['bytes_per_warp_in_flight']} B per warp in flight, datasheet HBM peak",
+                                pred, p["bytes_per_s"], "B/s", "calibrated", device, "latency from the pointer-chase micro-benchmark"))
+
+    div = ok("divergence")
+    if div and div.get("points"):
+        d = copy.deepcopy(div)
+        divergence_predictions(d)
+        fixed = d.get("fixed_time_s") is not None
+        for p in d["points"]:
+            if p["paths_taken"] < 2:
+                continue
+            rows.append(Row("simt", f"divergent kernel time, {p['paths_taken']} paths",
+                            "fixed + n x (t(1) - fixed), fixed part from the no-work run" if fixed else "n x t(1)",
+                            p["predicted_time_s"], p["time_s"], "s", "calibrated", device,
+                            "calibrated on the one-path and no-work runs" if fixed
+                            else "record predates the no-work run: naive n x one-path time"))
+
+    lo = ok("launch_overhead")
+    if lo:
+        lp = launch_prediction(lo)
+        if lp["predicted_eager_s"] is not None:
+            rows.append(Row("simt", f"{lo['n_kernels']} tiny kernels launched eagerly",
+                            "n x max(GPU time per kernel from the graph replay, host time per launch)",
+                            lp["predicted_eager_s"], lo["eager_s"], "s", lp["label"], device,
+                            f"host time per launch from a separate {lo['calibration_n_kernels']}-launch loop" if lp["label"] == "calibrated"
+                            else "record predates the separate launch loop: host time from the same loop (ratio 1 by construction)"))
+
+    am = ok("amdahl")
+    if am and am.get("points"):
+        a = copy.deepcopy(am)
+        info = amdahl_predictions(a)
+        for p in a["points"]:
+            if p["workers"] < 2:
+                continue
+            rows.append(Row("simt", f"Amdahl speed-up on {p['workers']} {'SMs' if 'SM' in a['worker'] else 'workers'}",
+                            f"p = {info['parallel_fraction']:.4f} from the one-worker steps",
+                            p["predicted_speedup"], p["speedup"], "x", "calibrated", device,
+                            "serial and parallel parts timed inside the same steps" if info["in_run_parts"]
+                            else "record predates in-run parts: serial part timed in a separate loop, steps with CUDA events"))
+    return rows

@@ -55,6 +55,7 @@ class ArchLimits:
     smem_reserved_per_block_bytes: int
     smem_alloc_unit_bytes: int
     smem_carveouts_bytes: tuple  # the shared-memory sizes an SM can be configured to
+    l1_smem_per_sm_bytes: int  # the unified L1 data cache + shared memory of one SM, all carve-outs together
     max_threads_per_block: int = MAX_THREADS_PER_BLOCK
     sources: Mapping[str, str] = field(default_factory=dict)
 
@@ -64,6 +65,11 @@ class ArchLimits:
     @property
     def max_threads_per_sm(self) -> int:
         return self.max_warps_per_sm * WARP_SIZE
+
+    @property
+    def register_file_bytes(self) -> int:
+        """One SM's register file [B]: ``regs_per_sm`` 32-bit registers."""
+        return self.regs_per_sm * 4
 
 
 _HDR = "cuda_occupancy.h (CUDA 13.0)"
@@ -84,7 +90,7 @@ _CARVEOUTS_GA10X = tuple(k * KiB for k in (0, 8, 16, 32, 64, 100))
 _CARVEOUTS_GH100 = tuple(k * KiB for k in (0, 8, 16, 32, 64, 100, 132, 164, 196, 228))
 
 
-def _arch(arch, cc, warps, blocks, smem_kib, optin_kib, carveouts, notes):
+def _arch(arch, cc, warps, blocks, smem_kib, optin_kib, carveouts, l1_kib, notes):
     return ArchLimits(
         arch=arch,
         compute_capability=cc,
@@ -101,25 +107,30 @@ def _arch(arch, cc, warps, blocks, smem_kib, optin_kib, carveouts, notes):
         smem_reserved_per_block_bytes=1 * KiB,
         smem_alloc_unit_bytes=128,
         smem_carveouts_bytes=carveouts,
+        l1_smem_per_sm_bytes=l1_kib * KiB,
         sources={**_COMMON_SOURCES, **notes},
     )
 
 
 ARCHS: Mapping[str, ArchLimits] = MappingProxyType(
     {
-        "sm_80": _arch("sm_80", (8, 0), 64, 32, 164, 163, _CARVEOUTS_GA100, {
+        "sm_80": _arch("sm_80", (8, 0), 64, 32, 164, 163, _CARVEOUTS_GA100, 192, {
+            "l1_smem_per_sm_bytes": _PG + ", 8.0: the unified data cache (L1 + shared memory) is 192 KB per SM",
             "max_warps_per_sm": _PG + ", 8.0 (A100): 2048 threads = 64 warps per SM",
             "smem_per_sm_bytes": _PG + ", 8.0: 164 KB shared memory per SM, 163 KB per block (opt-in)",
         }),
-        "sm_86": _arch("sm_86", (8, 6), 48, 16, 100, 99, _CARVEOUTS_GA10X, {
+        "sm_86": _arch("sm_86", (8, 6), 48, 16, 100, 99, _CARVEOUTS_GA10X, 128, {
+            "l1_smem_per_sm_bytes": _PG + ", 8.6: the unified data cache (L1 + shared memory) is 128 KB per SM",
             "max_warps_per_sm": _PG + ", 8.6: 1536 threads = 48 warps per SM",
             "smem_per_sm_bytes": _PG + ", 8.6: 100 KB shared memory per SM, 99 KB per block (opt-in)",
         }),
-        "sm_89": _arch("sm_89", (8, 9), 48, 24, 100, 99, _CARVEOUTS_GA10X, {
+        "sm_89": _arch("sm_89", (8, 9), 48, 24, 100, 99, _CARVEOUTS_GA10X, 128, {
+            "l1_smem_per_sm_bytes": _PG + ", 8.9: the unified data cache (L1 + shared memory) is 128 KB per SM",
             "max_warps_per_sm": _PG + ", 8.9: 1536 threads = 48 warps per SM",
             "smem_per_sm_bytes": _PG + ", 8.9: 100 KB shared memory per SM, 99 KB per block (opt-in)",
         }),
-        "sm_90": _arch("sm_90", (9, 0), 64, 32, 228, 227, _CARVEOUTS_GH100, {
+        "sm_90": _arch("sm_90", (9, 0), 64, 32, 228, 227, _CARVEOUTS_GH100, 256, {
+            "l1_smem_per_sm_bytes": _PG + ", 9.0: the unified data cache (L1 + shared memory) is 256 KB per SM",
             "max_warps_per_sm": _PG + ", 9.0 (H100/H200): 2048 threads = 64 warps per SM",
             "smem_per_sm_bytes": _PG + ", 9.0: 228 KB shared memory per SM, 227 KB per block (opt-in)",
         }),
@@ -440,6 +451,55 @@ def random_branch_time(p_taken: float, cost_taken: float, cost_not_taken: float,
     b = _check.positive("cost_not_taken", cost_not_taken)
     n = _int("lanes", lanes, minimum=1, maximum=WARP_SIZE)
     return a * (1 - (1 - p) ** n) + b * (1 - p**n)
+
+
+MAX_PATHS = 1 << 20  # a bound on path counts (a warp has 32 lanes; kernels loop over far fewer)
+
+
+def divergent_kernel_time_s(paths_taken: int, path_s: float, fixed_s: float = 0.0) -> float:
+    """Time of a kernel whose warps each issue ``paths_taken`` equally long paths one after
+    another, plus a part that does not depend on the paths (launch, set-up, stores, tail):
+    ``fixed_s + paths_taken x path_s`` [s].
+
+    Divergence multiplies only the per-path work. A kernel timed as ``t1`` with one path is
+    ``fixed_s + path_s``; with ``n`` paths it takes ``n x t1`` only when ``fixed_s`` is 0.
+
+    Parameters
+    ----------
+    paths_taken : int
+        Distinct paths each warp issues, 1..2**20.
+    path_s : float
+        Time the whole kernel spends on one path [s], >= 0.
+    fixed_s : float
+        Time that does not grow with the paths [s], >= 0.
+
+    Examples
+    --------
+    >>> round(divergent_kernel_time_s(32, 2e-4, 1e-4), 9)  # 0.1 ms fixed + 32 x 0.2 ms
+    0.0065
+    >>> round(divergent_kernel_time_s(32, 2e-4, 1e-4) / divergent_kernel_time_s(1, 2e-4, 1e-4), 3)  # not 32x
+    21.667
+    """
+    n = _int("paths_taken", paths_taken, minimum=1, maximum=MAX_PATHS)
+    q = _check.non_negative("path_s", path_s)
+    f = _check.non_negative("fixed_s", fixed_s)
+    return f + n * q
+
+
+def fp32_issue_time_s(flop: float, sms: int, clock_hz: float, fp32_lanes_per_sm: int = 128) -> float:
+    """The shortest time ``flop`` of FP32 fused multiply-adds can take when every FP32 lane of
+    every SM completes one FMA (2 FLOP) each clock: ``flop / (2 x sms x lanes x clock)`` [s].
+    A kernel slower than this is bound by something other than FMA issue (other instructions,
+    latency, memory, launch).
+
+    >>> round(fp32_issue_time_s(66.9e12, 132, 1.98e9) * 1e3, 1)  # 1 s of the H200's FP32 peak [ms]
+    999.9
+    """
+    w = _check.non_negative("flop", flop)
+    n = _int("sms", sms, minimum=1, maximum=1 << 20)
+    c = _check.positive("clock_hz", clock_hz)
+    lanes = _int("fp32_lanes_per_sm", fp32_lanes_per_sm, minimum=1, maximum=1 << 16)
+    return w / (2.0 * n * lanes * c)
 
 
 # --------------------------------------------------------------------------------------------
