@@ -1,0 +1,507 @@
+"""Can this machine run the book's chapters? One table, in well under a minute.
+
+    python -m widgets.doctor              # this machine
+    python -m widgets.doctor --as T4      # a GPU you do not have (any catalog GPU, or T4)
+    python -m widgets.doctor --as H200-SXM --gpus 2
+
+The table lists Python and the packages the chapters use, the notebook front end (ipywidgets,
+JupyterLab, jupyterlab-myst), torch with its CUDA and the driver, the GPU (name, compute
+capability, free memory), Triton, numba-cuda, nvcc/NVRTC, the number of GPUs and NCCL; then, for
+each chapter, one verdict:
+
+- **runs fully**: every experiment runs at the sizes of the recorded H200 reference;
+- **runs, scaled down**: it runs top to bottom, with the parts listed made smaller, run on the
+  CPU, or left out (and the chapter says why);
+- **needs ...**: something the chapter's experiments cannot do without.
+
+The exit status is 0 when every chapter runs at least scaled down, 1 otherwise.
+
+``--as NAME`` answers for a GPU the reader does not have, from capability rules (compute
+capability, tensor-core data types, memory), assuming the book's requirements are installed
+(``pip install "gpu-book-widgets[chapters]"``) and the GPU is otherwise idle. What each chapter
+needs is written once, in :data:`CHAPTER_NEEDS` and :func:`chapter_verdicts`, from reading
+``widgets/experiments/*.py``; ``tests/test_doctor.py`` checks it with simulated machines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.metadata as md
+import importlib.util
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field, replace
+from typing import Optional
+
+from .units import GiB
+
+CHAPTERS = ("memory_hierarchy", "simt", "tensor_cores", "collectives", "serving")
+
+# Packages reported in the table (distribution names), in order: the chapters' stack, then the front end.
+PACKAGES = ("numpy", "torch", "triton", "numba", "numba-cuda", "cuda-bindings", "cupy", "plotly", "myst-nb")
+FRONT_END = ("ipywidgets", "ipykernel", "jupyterlab", "jupyterlab-myst")
+
+# What a chapter cannot start without, whatever the device (imports at the top of its modules).
+CHAPTER_NEEDS: dict[str, tuple[str, ...]] = {
+    "memory_hierarchy": ("torch", "triton", "plotly", "ipywidgets"),
+    "simt": ("torch", "numba-cuda", "plotly", "ipywidgets"),
+    "tensor_cores": ("torch", "triton", "plotly", "ipywidgets"),
+    "collectives": ("torch", "plotly", "ipywidgets"),
+    "serving": ("torch", "triton", "plotly", "ipywidgets"),
+}
+INSTALL_HINT = 'pip install "gpu-book-widgets[chapters]" (or make install)'
+
+# GPUs that ``--as`` knows although the catalog (widgets.hardware) does not have them yet. Adding
+# them to the catalog, with sources, is a separate piece of work; the catalog wins when it has one.
+EXTRA_GPUS: dict[str, dict] = {
+    "T4": dict(vendor="NVIDIA", arch="sm_75", memory_bytes=16 * 10**9,
+               source="NVIDIA T4 datasheet: Turing, 16 GB GDDR6 (about 15 GiB usable); compute capability 7.5"),
+}
+
+# The serving chapter's GPU run (widgets/experiments/serving.py): a Llama-3-70B-shaped decoder cut
+# to SERVING_LAYERS layers in bf16, decode sweeps up to SERVING_MAX_KV_TOKENS cached tokens, and a
+# multi-head (MHA) KV cache of SERVING_MHA_TOKENS tokens allocated for real (measure_kv_memory's
+# GPU defaults: batch 16, context 8192). tests/test_doctor.py checks these against the experiment.
+SERVING_LAYERS = 4
+SERVING_MAX_KV_TOKENS = max(256 * 1024, 16 * 32768)  # batch 256 at 1024 tokens; batch 16 at 32768 tokens
+SERVING_MHA_TOKENS = 16 * 8192
+SERVING_HEADROOM = 1.10  # activations, logits, the allocator's rounding and CUDA graphs' pools
+
+
+# --------------------------------------------------------------------------------------------
+# What a machine has
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Machine:
+    """Everything the verdicts depend on. ``probe()`` fills it from this machine; ``simulate()``
+    from a catalog GPU; tests build it directly."""
+
+    python: str = platform.python_version()
+    packages: dict = field(default_factory=dict)  # distribution name -> version, None when absent
+    gpu_name: Optional[str] = None
+    vendor: Optional[str] = None  # "NVIDIA", "AMD"; None without a GPU
+    arch: Optional[str] = None  # "sm_90", "gfx942"
+    total_bytes: Optional[int] = None
+    free_bytes: Optional[int] = None
+    n_gpus: int = 0
+    torch_cuda: Optional[str] = None  # the CUDA (or HIP) version torch was built with
+    driver: Optional[str] = None
+    nccl: Optional[str] = None  # NCCL version, None when torch has no NCCL
+    gloo: bool = True  # torch.distributed's CPU backend
+    nvcc: Optional[str] = None
+    nvrtc: bool = False  # NVRTC through cuda-python (cuda.bindings), the fallback compiler
+    c_compiler: bool = False  # for NVIDIA's occupancy calculator (cuda_occupancy.h) on a CPU
+    occupancy_header: bool = False
+    simulated: bool = False
+    notes: tuple = ()
+
+    def has(self, dist: str) -> bool:
+        return self.packages.get(dist) is not None
+
+    @property
+    def gpu(self) -> bool:
+        return self.n_gpus > 0 and self.arch is not None
+
+    @property
+    def nvidia(self) -> bool:
+        return self.gpu and self.vendor == "NVIDIA"
+
+    @property
+    def cc(self) -> Optional[tuple]:
+        """Compute capability (major, minor) of an NVIDIA arch such as ``"sm_89"``; None otherwise."""
+        return compute_capability(self.arch) if self.nvidia else None
+
+
+def compute_capability(arch: str) -> tuple:
+    """``"sm_89"`` -> ``(8, 9)``; ``"sm_120"`` -> ``(12, 0)``.
+
+    >>> compute_capability("sm_75")
+    (7, 5)
+    """
+    if not isinstance(arch, str) or not arch.startswith("sm_") or not arch[3:].isdigit() or len(arch) < 5:
+        raise ValueError(f"arch must look like 'sm_75' or 'sm_120' (sm_ then major and minor digits), got {arch!r}")
+    digits = arch[3:]
+    return int(digits[:-1]), int(digits[-1])
+
+
+def capabilities(arch: Optional[str], vendor: Optional[str] = "NVIDIA") -> dict:
+    """What the chapters ask of an NVIDIA GPU, from its compute capability (CUDA C++ Programming
+    Guide, compute capabilities; PyTorch's ``torch._scaled_mm``): tensor-core math in fp16 from
+    sm_70, bf16 and tf32 from sm_80, fp8 from sm_89; TMA from sm_90; wgmma on sm_90 only (sm_100
+    uses tcgen05 instead, consumer sm_120 has neither)."""
+    if arch is None or vendor != "NVIDIA":
+        return {"fp16_tc": False, "bf16_tc": False, "tf32_tc": False, "fp8_tc": False, "tma": False, "wgmma": False}
+    cc = compute_capability(arch)
+    return {
+        "fp16_tc": cc >= (7, 0),
+        "bf16_tc": cc >= (8, 0),
+        "tf32_tc": cc >= (8, 0),
+        "fp8_tc": cc >= (8, 9),
+        "tma": cc >= (9, 0) and cc < (12, 0),
+        "wgmma": cc == (9, 0),
+    }
+
+
+def _version(dist: str) -> Optional[str]:
+    """Installed version of distribution ``dist``; for ``cupy``, whichever wheel provides it
+    (``cupy-cuda12x``, ``cupy-cuda13x``, ...). None when absent."""
+    try:
+        return md.version(dist)
+    except md.PackageNotFoundError:
+        pass
+    if dist == "cupy":
+        for provider in md.packages_distributions().get("cupy", []):
+            try:
+                return md.version(provider)
+            except md.PackageNotFoundError:
+                continue
+    return None
+
+
+def _run(cmd: list, timeout: float = 10.0) -> Optional[str]:
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return proc.stdout.strip() if proc.returncode == 0 else None
+
+
+def _nvcc_version() -> Optional[str]:
+    cands = [os.environ.get("NVCC"), shutil.which("nvcc"), os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "nvcc")]
+    for cand in cands:
+        if cand and os.path.exists(cand):
+            out = _run([cand, "--version"])
+            if out:
+                last = [line for line in out.splitlines() if "release" in line]
+                return last[0].split("release")[-1].split(",")[0].strip() if last else "present"
+    return None
+
+
+def probe() -> Machine:
+    """Describe this machine (imports torch once; no GPU work beyond asking for free memory)."""
+    packages = {d: _version(d) for d in (*PACKAGES, *FRONT_END)}
+    notes = []
+    if "google.colab" in sys.modules or os.environ.get("COLAB_RELEASE_TAG"):
+        notes.append("Colab: the front end is Colab's own (jupyterlab and jupyterlab-myst do not apply)")
+    kw: dict = {}
+    try:
+        torch = importlib.import_module("torch")
+    except Exception as exc:  # not installed, or broken: the chapters need it
+        torch = None
+        notes.append(f"torch does not import: {type(exc).__name__}: {exc}")
+    if torch is not None:
+        kw["torch_cuda"] = torch.version.cuda or getattr(torch.version, "hip", None)
+        try:
+            import torch.distributed as dist
+
+            kw["gloo"] = bool(dist.is_available() and dist.is_gloo_available())
+            nccl = dist.is_available() and dist.is_nccl_available()
+        except Exception:
+            kw["gloo"], nccl = False, False
+        if torch.cuda.is_available():
+            n = torch.cuda.device_count()
+            props = torch.cuda.get_device_properties(0)
+            hip = getattr(torch.version, "hip", None)
+            free, total = torch.cuda.mem_get_info(0)
+            kw.update(
+                gpu_name=props.name, n_gpus=n, total_bytes=int(total), free_bytes=int(free),
+                vendor="AMD" if hip else "NVIDIA",
+                arch=(getattr(props, "gcnArchName", "rocm").split(":")[0] if hip else f"sm_{props.major}{props.minor}"),
+            )
+            if nccl:
+                try:
+                    v = torch.cuda.nccl.version()
+                    kw["nccl"] = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
+                except Exception:
+                    kw["nccl"] = "present"
+            smi = _run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]) if not hip else None
+            kw["driver"] = smi.splitlines()[0].strip() if smi else None
+    kw["nvcc"] = _nvcc_version()
+    kw["nvrtc"] = importlib.util.find_spec("cuda") is not None and _find("cuda.bindings.nvrtc")
+    kw["c_compiler"] = bool(shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc") or shutil.which("clang"))
+    kw["occupancy_header"] = _occupancy_header()
+    return Machine(python=platform.python_version(), packages=packages, notes=tuple(notes), **kw)
+
+
+def _find(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _occupancy_header() -> bool:
+    """cuda_occupancy.h, as the SIMT chapter looks for it (the CUDA toolkit or Triton's backend)."""
+    try:
+        from .experiments import simt_cuda
+
+        return simt_cuda.occupancy_header_path() is not None
+    except Exception:
+        return False
+
+
+def gpu_facts(name: str) -> dict:
+    """vendor, arch, memory and source of a GPU by name: the catalog first, then :data:`EXTRA_GPUS`."""
+    from . import hardware
+
+    if isinstance(name, str):
+        try:
+            g = hardware.get_gpu(name)
+        except ValueError:
+            g = None
+        if g is not None:
+            return dict(name=g.name, vendor=g.vendor, arch=g.arch, memory_bytes=int(g.hbm_bytes), source="widgets.hardware catalog")
+        for key, facts in EXTRA_GPUS.items():
+            if key.lower() == name.lower():
+                return dict(name=key, **facts)
+    known = [*hardware.gpu_names(), *(k for k in EXTRA_GPUS if k.lower() not in {n.lower() for n in hardware.gpu_names()})]
+    raise ValueError(f"as_gpu must be one of {', '.join(known)}; got {name!r}")
+
+
+def simulate(name: str, gpus: int = 1, base: Optional[Machine] = None) -> Machine:
+    """The machine a reader with ``gpus`` x ``name`` would have, with the book's requirements
+    installed (torch with CUDA, NCCL, Triton, numba-cuda and its NVRTC; nvcc not assumed)."""
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
+        raise ValueError(f"gpus must be an integer >= 1, got {gpus!r}")
+    facts = gpu_facts(name)
+    base = base or Machine()
+    packages = dict(base.packages)
+    for dist in ("numpy", "torch", "triton", "numba", "numba-cuda", "cuda-bindings", "plotly", "myst-nb", "ipywidgets", "ipykernel"):
+        packages[dist] = packages.get(dist) or "assumed"
+    nvidia = facts["vendor"] == "NVIDIA"
+    return replace(
+        base, packages=packages, gpu_name=facts["name"], vendor=facts["vendor"], arch=facts["arch"],
+        total_bytes=facts["memory_bytes"], free_bytes=facts["memory_bytes"], n_gpus=gpus,
+        torch_cuda=base.torch_cuda or "assumed", driver=None, nccl=("assumed" if nvidia else None), gloo=True,
+        nvrtc=nvidia, simulated=True,
+        notes=(f"simulated: {gpus} x {facts['name']} ({facts['source']}), the book's requirements installed, the GPU idle",),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# What each chapter can do there
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Verdict:
+    chapter: str
+    status: str  # "full" | "scaled" | "needs"
+    scaled: tuple = ()  # parts made smaller, moved to the CPU or left out, each with its reason
+    needs: tuple = ()  # what is missing to run at all
+    caveats: tuple = ()  # runs, but outside what the book has tested
+
+    @property
+    def runs(self) -> bool:
+        return self.status != "needs"
+
+    def text(self) -> str:
+        if self.status == "needs":
+            head = "needs " + "; ".join(self.needs)
+        elif self.status == "scaled":
+            head = "runs, scaled down: " + "; ".join(self.scaled)
+        else:
+            head = "runs fully"
+        return head + ("" if not self.caveats else " (" + "; ".join(self.caveats) + ")")
+
+
+def serving_gpu_bytes() -> float:
+    """Device memory the serving chapter's GPU run needs [B]: the decoder's bf16 weights plus the
+    largest KV cache it allocates, with :data:`SERVING_HEADROOM`."""
+    from .models import serving as sv
+
+    cfg = sv.LLAMA_3_70B.with_layers(SERVING_LAYERS)
+    weights = sv.weight_bytes(cfg.params, 2)
+    gqa = cfg.kv_bytes_per_token(2) * SERVING_MAX_KV_TOKENS
+    mha = sv.kv_cache_bytes_per_token(cfg.layers, cfg.heads, cfg.head_dim, 2) * SERVING_MHA_TOKENS
+    return (weights + max(gqa, mha)) * SERVING_HEADROOM
+
+
+def _gib(nbytes: float) -> str:
+    return f"{nbytes / GiB:.1f} GiB"
+
+
+def chapter_verdicts(m: Machine) -> list[Verdict]:
+    """One :class:`Verdict` per chapter for machine ``m`` (the rules, read from the experiments)."""
+    if not isinstance(m, Machine):
+        raise ValueError(f"m must be a Machine (from probe() or simulate()), got {type(m).__name__}")
+    out = []
+    for chapter in CHAPTERS:
+        missing = [d for d in CHAPTER_NEEDS[chapter] if not m.has(d)]
+        if missing:
+            out.append(Verdict(chapter, "needs", needs=(f"{', '.join(missing)} ({INSTALL_HINT})",)))
+            continue
+        scaled, needs, caveats = _RULES[chapter](m, capabilities(m.arch if m.nvidia else None, m.vendor))
+        status = "needs" if needs else ("scaled" if scaled else "full")
+        out.append(Verdict(chapter, status, tuple(scaled), tuple(needs), tuple(caveats)))
+    return out
+
+
+def _cpu_note(what: str) -> str:
+    return f"{what} (no GPU: runs on the CPU at small sizes)"
+
+
+def _memory_hierarchy(m: Machine, cap: dict):
+    scaled, needs, caveats = [], [], []
+    if not m.gpu:
+        scaled.append(_cpu_note("bandwidth, working-set and strided sweeps in Triton's interpreter"))
+        return scaled, needs, caveats
+    if not m.nvidia:
+        caveats.append(f"Triton on {m.vendor} GPUs is untested here")
+    elif m.cc < (8, 0):
+        caveats.append(f"Triton supports sm_80 and newer; its fp32 load kernels on {m.arch} are untested here")
+    if not m.has("cupy"):
+        scaled.append("the L2 fetch-granularity query left out (needs cupy)")
+    return scaled, needs, caveats
+
+
+def _simt(m: Machine, cap: dict):
+    from .models import simt as simt_model
+
+    scaled, needs, caveats = [], [], []
+    if not m.gpu:
+        scaled.append(_cpu_note("latency and divergence kernels in numba-cuda's simulator; launch and Amdahl on the host"))
+        if not (m.c_compiler and m.occupancy_header):
+            scaled.append("the occupancy comparison left out (needs cuda_occupancy.h, shipped with Triton or CUDA, and a C compiler)")
+        else:
+            scaled.append("occupancy answered by NVIDIA's calculator (cuda_occupancy.h) for sm_90, not by a driver")
+        scaled.append("bandwidth against occupancy shown for one simulated SM")
+        return scaled, needs, caveats
+    if not m.nvidia:
+        needs.append("an NVIDIA GPU (CUDA C and numba-cuda kernels), or no GPU (then it runs on the CPU)")
+        return scaled, needs, caveats
+    if not (m.nvcc or m.nvrtc):
+        needs.append("a CUDA C compiler: nvcc (the CUDA toolkit) or NVRTC (pip install cuda-bindings)")
+    if m.arch not in simt_model.ARCHS:
+        have = ", ".join(simt_model.ARCHS)
+        scaled.append(f"the occupancy model has no {m.arch} rules (it has {have}): the driver's answers are shown without the model's")
+    return scaled, needs, caveats
+
+
+def _tensor_cores(m: Machine, cap: dict):
+    scaled, needs, caveats = [], [], []
+    if not m.gpu:
+        scaled.append(_cpu_note("GEMMs at n = 256, Triton GEMM in the interpreter in fp16; no tf32 or fp8"))
+        return scaled, needs, caveats
+    if not m.nvidia:
+        caveats.append(f"tensor-core rules for {m.vendor} GPUs are not in the doctor; untested here")
+        return scaled, needs, caveats
+    if not cap["fp16_tc"]:
+        needs.append(f"tensor cores (sm_70 or newer; this GPU is {m.arch})")
+    if not cap["bf16_tc"]:
+        scaled.append(f"bf16 and tf32 have no tensor-core path on {m.arch} (need sm_80): those rows measure emulated math")
+        caveats.append(f"the bf16 shape sweep and Triton GEMM are untested on {m.arch}")
+    if not cap["fp8_tc"]:
+        scaled.append(f"fp8 rows left out (fp8 tensor cores need sm_89; this GPU is {m.arch})")
+    return scaled, needs, caveats
+
+
+def _collectives(m: Machine, cap: dict):
+    scaled, needs, caveats = [], [], []
+    if m.nvidia and m.n_gpus >= 2 and m.nccl:
+        return scaled, needs, caveats
+    if not m.gloo:
+        needs.append("torch.distributed with the gloo backend")
+        return scaled, needs, caveats
+    if m.n_gpus >= 2 and not m.nccl:
+        why = "no NCCL in this torch"
+    elif m.n_gpus == 1:
+        why = "one GPU"
+    else:
+        why = "no GPU"
+    scaled.append(f"collectives run on the CPU with gloo, 4 processes, up to 16 MiB ({why}; NCCL across 2+ GPUs runs them fully)")
+    return scaled, needs, caveats
+
+
+def _serving(m: Machine, cap: dict):
+    scaled, needs, caveats = [], [], []
+    if not m.gpu:
+        scaled.append(_cpu_note("a 4M-parameter decoder in fp32, no CUDA graphs, no Triton"))
+        return scaled, needs, caveats
+    need = serving_gpu_bytes()
+    have = m.free_bytes if m.free_bytes is not None else m.total_bytes
+    if have is not None and have < need:
+        needs.append(
+            f"about {_gib(need)} of free GPU memory for the {SERVING_LAYERS}-layer Llama-3-70B-shaped decoder in bf16 and its "
+            f"largest KV cache; this GPU has {_gib(have)}"
+        )
+    if m.nvidia and not cap["bf16_tc"]:
+        caveats.append(f"bf16 on {m.arch} runs without tensor cores")
+    if not m.nvidia:
+        caveats.append(f"CUDA graphs and the Triton skinny matmul are untested on {m.vendor} GPUs")
+    return scaled, needs, caveats
+
+
+_RULES = {
+    "memory_hierarchy": _memory_hierarchy,
+    "simt": _simt,
+    "tensor_cores": _tensor_cores,
+    "collectives": _collectives,
+    "serving": _serving,
+}
+
+
+# --------------------------------------------------------------------------------------------
+# The table
+# --------------------------------------------------------------------------------------------
+def machine_rows(m: Machine) -> list[tuple[str, str]]:
+    """(item, value) rows describing ``m``."""
+
+    def v(dist):
+        return m.packages.get(dist) or "not installed"
+
+    cap = capabilities(m.arch if m.nvidia else None, m.vendor)
+    rows = [("Python", m.python + ("" if sys.version_info >= (3, 11) or m.simulated else " (the book needs 3.11+)"))]
+    rows += [(d, v(d)) for d in ("numpy", "plotly", "myst-nb")]
+    rows.append(("front end", ", ".join(f"{d} {v(d)}" for d in FRONT_END)))
+    rows.append(("torch", f"{v('torch')}" + (f", CUDA {m.torch_cuda}" if m.torch_cuda else ", CPU build")))
+    rows.append(("driver", m.driver or ("n/a" if not m.gpu else "unknown")))
+    if m.gpu:
+        cc = f"sm_{m.cc[0]}{m.cc[1]}" if m.cc else m.arch
+        rows.append(("GPU", f"{m.n_gpus} x {m.gpu_name}, {cc}"))
+        mem = f"{_gib(m.free_bytes)} free of {_gib(m.total_bytes)}" if m.free_bytes is not None and m.total_bytes else "unknown"
+        rows.append(("GPU memory", mem))
+        if m.nvidia:
+            have = [k for k in ("fp16_tc", "bf16_tc", "tf32_tc", "fp8_tc") if cap[k]]
+            rows.append(("tensor cores", ", ".join(k.split("_")[0] for k in have) or "none"))
+            rows.append(("TMA / wgmma", f"{'yes' if cap['tma'] else 'no'} / {'yes' if cap['wgmma'] else 'no'}"))
+    else:
+        rows.append(("GPU", "none (chapters run scaled down on the CPU)"))
+    rows.append(("Triton", v("triton")))
+    rows.append(("numba-cuda", v("numba-cuda")))
+    rows.append(("nvcc / NVRTC", f"{m.nvcc or 'not found'} / {'yes' if m.nvrtc else 'no'}"))
+    rows.append(("NCCL", m.nccl or ("not in this torch" if m.has("torch") else "n/a")))
+    for note in m.notes:
+        rows.append(("note", note))
+    return rows
+
+
+def table(m: Machine, verdicts: list[Verdict]) -> str:
+    rows = machine_rows(m) + [("", "")] + [(f"chapter {x.chapter}", x.text()) for x in verdicts]
+    width = max(len(a) for a, _ in rows)
+    return "\n".join(f"{a:<{width}}  {b}".rstrip() for a, b in rows)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m widgets.doctor", description=__doc__.splitlines()[0])
+    ap.add_argument("--as", dest="as_gpu", metavar="GPU", help="answer for this GPU instead (a catalog name, or T4)")
+    ap.add_argument("--gpus", type=int, default=1, help="with --as: how many of them (default 1)")
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    try:
+        m = simulate(args.as_gpu, args.gpus, base=Machine(packages={d: _version(d) for d in (*PACKAGES, *FRONT_END)})) \
+            if args.as_gpu else probe()
+    except ValueError as exc:
+        ap.error(str(exc))
+    verdicts = chapter_verdicts(m)
+    print(table(m, verdicts))
+    ok = all(x.runs for x in verdicts)
+    print(f"\n{'every chapter runs' if ok else 'some chapters cannot run'} ({time.perf_counter() - t0:.1f} s)")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
