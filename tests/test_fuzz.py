@@ -1,0 +1,477 @@
+"""Fuzz every public function of ``widgets.models.*``, ``widgets.units`` and ``widgets.hardware``.
+
+Each parameter in turn gets a bad value (0, -1, NaN, +-inf, 1e308, 2**62, a string, None, a list,
+True, and an unknown name for a string parameter); every other parameter keeps a valid value (the
+signature default, or the table ``VALID`` below). A call must either
+
+- raise ``ValueError`` whose message names the parameter it was given (word match), or
+- return a result that is finite all the way down (dataclasses, tuples, lists, dicts, arrays);
+
+and for the values that can never be valid (NaN, +-inf, None where None is not an option, a
+string for a number, a list for a scalar, a bool for a number, a non-bool for a bool, a non-string
+or an unknown name for an enum, -1 for a size or count) it MUST raise that ``ValueError``.
+Every call runs under a 2-s alarm and a memory cap, so hangs and runaway allocations fail.
+
+Test ids are ``<module>.<function>.<param>.<badvalue>``: ``pytest tests/test_fuzz.py -k serving``.
+``python tests/test_fuzz.py [-k WORD]`` prints the failure totals by kind (for the reliability
+issue's before/after count).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import inspect
+import math
+import numbers
+import re
+import resource
+import signal
+import sys
+from collections.abc import Mapping
+
+import numpy as np
+import pytest
+
+MODULES = (
+    "widgets.models.memory_hierarchy",
+    "widgets.models.simt",
+    "widgets.models.tensor_cores",
+    "widgets.models.collectives",
+    "widgets.models.serving",
+    "widgets.units",
+    "widgets.hardware",
+)
+
+# Result records: built by a model from checked inputs, never by a reader. Fuzzing their
+# constructors would only measure that a dataclass stores what it is given.
+RESULT_CLASSES = {
+    "Coalescing", "RooflinePoint",
+    "ArchLimits", "Occupancy", "Divergence", "LatencyHiding",
+    "PeakCheck", "GemmEstimate", "FloatFormat", "DotError", "Accumulator", "AccumulationError",
+    "RingTransfer", "DataParallelStep", "HierarchicalAllReduce", "CrossNodeAllReduce",
+    "CapacityPlan", "DecodeStep", "Latency", "MemoryBudget",
+}
+
+_H200 = dict(peak_flop_per_s=989.4e12, bytes_per_s=4.8e12)
+_LLAMA8 = dict(layers=32, hidden_size=4096, heads=32, kv_heads=8, head_dim=128, intermediate_size=14336)
+
+# Valid values for parameters without a default (and a few overrides). Key: "module.function".
+VALID: dict[str, dict] = {
+    # memory_hierarchy
+    "memory_hierarchy.arithmetic_intensity": dict(flop=1e9, bytes_moved=1e6),
+    "memory_hierarchy.ridge_intensity": dict(_H200),
+    "memory_hierarchy.attainable_flop_per_s": dict(intensity=10.0, **_H200),
+    "memory_hierarchy.roofline_time_s": dict(flop=1e12, bytes_moved=1e9, **_H200),
+    "memory_hierarchy.hierarchical_attainable_flop_per_s": dict(
+        peak_flop_per_s=100.0, levels={"L2": (2.0, 40.0), "HBM": (4.0, 10.0)}),
+    "memory_hierarchy.warp_addresses": dict(stride_elems=1),
+    "memory_hierarchy.warp_load_sectors": dict(stride_elems=1),
+    "memory_hierarchy.warp_load_lines": dict(stride_elems=1),
+    "memory_hierarchy.coalescing": dict(stride_elems=1),
+    "memory_hierarchy.strided_read_bytes": dict(n_elems=1024, stride_elems=2),
+    "memory_hierarchy.strided_read_time_s": dict(n_elems=1024, stride_elems=2, bytes_per_s=4.8e12),
+    "memory_hierarchy.shared_wavefronts": dict(byte_addresses=list(range(0, 128, 4))),
+    "memory_hierarchy.bank_conflict_wavefronts": dict(stride_elems=1),
+    "memory_hierarchy.bank_loads": dict(stride_elems=1),
+    "memory_hierarchy.sector_usage": dict(stride_elems=1),
+    "memory_hierarchy.smem_bytes_per_s": dict(sms=132, clock_hz=1.98e9),
+    "memory_hierarchy.tiled_matmul_hbm_bytes": dict(m=1024, n=1024, k=1024, tile=128),
+    "memory_hierarchy.working_set_bytes_per_s": dict(
+        ws_bytes=1e6, cache_bytes=50 * 2**20, cache_bytes_per_s=10e12, mem_bytes_per_s=4.8e12),
+    "memory_hierarchy.tma_swizzle_offset": dict(byte_offset=128 + 5),
+    "memory_hierarchy.tiled_matmul_global_bytes": dict(m=1024, n=1024, k=1024, tile=32),
+    "memory_hierarchy.matmul_compulsory_bytes": dict(m=1024, n=1024, k=1024),
+    "memory_hierarchy.roofline_point": dict(gpu="H200-SXM", dtype="bf16", intensity=100.0),
+    # simt
+    "simt.occupancy": dict(threads_per_block=256, regs_per_thread=32),
+    "simt.occupancy_sweep": dict(parameter="regs_per_thread", values=[32, 64, 128]),
+    "simt.max_regs_per_thread_for": dict(threads_per_block=256, blocks_per_sm=8),
+    "simt.smem_per_block_for": dict(blocks_per_sm=4),
+    "simt.warp_divergence": dict(lanes_per_path=[16, 16], cost_per_path=[100, 100]),
+    "simt.lanes_round_robin": dict(n_paths=4),
+    "simt.fp32_issue_time_s": dict(flop=66.9e12, sms=132, clock_hz=1.98e9),
+    "simt.divergent_kernel_time_s": dict(paths_taken=32, path_s=2e-4, fixed_s=1e-4),
+    "simt.random_branch_time": dict(p_taken=0.5, cost_taken=10.0, cost_not_taken=5.0),
+    "simt.littles_law_in_flight": dict(latency_s=500e-9, throughput_per_s=4.8e12),
+    "simt.latency_hiding": dict(latency_s=500e-9, bytes_per_s=4.8e12, sms=132),
+    "simt.littles_law_bytes_per_s": dict(
+        warps_per_sm=32, sms=132, bytes_per_warp_in_flight=128.0, latency_s=500e-9, peak_bytes_per_s=4.8e12),
+    "simt.launch_bound_time_s": dict(n_kernels=100, kernel_s=1e-6, launch_overhead_s=5e-6),
+    "simt.amdahl_speedup": dict(parallel_fraction=0.9, workers=8),
+    "simt.amdahl_ceiling": dict(parallel_fraction=0.9),
+    "simt.parallel_fraction_from_times": dict(serial_s=5e-3, parallel_s=95e-3),
+    "simt.parallel_fraction_needed": dict(speedup=4.0, workers=8),
+    # tensor_cores
+    "tensor_cores.matmul_flop": dict(m=128, n=128, k=128),
+    "tensor_cores.peak_flop_per_s": dict(sms=132, clock_hz=1.98e9, flop_per_clock_per_sm=4096),
+    "tensor_cores.implied_clock_hz": dict(peak_flop_per_s=989.4e12, sms=132, flop_per_clock_per_sm=4096),
+    "tensor_cores.sparse_flop_per_s": dict(dense_flop_per_s=989.4e12),
+    "tensor_cores.peak_check": dict(gpu="H200-SXM", dtype="bf16"),
+    "tensor_cores.gemm_bytes": dict(m=1024, n=1024, k=1024),
+    "tensor_cores.gemm_intensity": dict(m=1024, n=1024, k=1024),
+    "tensor_cores.tile_efficiency": dict(m=1000, n=1000, tile_m=128, tile_n=256),
+    "tensor_cores.gemm_waves": dict(m=1000, n=1000, tile_m=128, tile_n=256, sms=132),
+    "tensor_cores.is_aligned": dict(dim=1024, elem_bytes=2),
+    "tensor_cores.gemm_estimate": dict(m=4096, n=4096, k=4096, sms=132, **_H200),
+    "tensor_cores.predicted_flop_per_s": dict(m=4096, n=4096, k=4096, sms=132, **_H200),
+    "tensor_cores.number_format": dict(dtype="bf16"),
+    "tensor_cores.unit_roundoff": dict(dtype="bf16"),
+    "tensor_cores.dot_error": dict(k=1024, dtype="bf16"),
+    "tensor_cores.typical_dot_error": dict(k=1024, dtype="bf16"),
+    "tensor_cores.instruction_clocks": dict(m=64, n=256, k=16, flop_per_clock_per_sm=4096),
+    "tensor_cores.accumulator": dict(dtype="fp8"),
+    "tensor_cores.tensor_core_dot_error": dict(k=4096, dtype="fp8"),
+    "tensor_cores.accumulation_error": dict(k=4096, significand_bits=24),
+    "tensor_cores.tensor_core_accumulation_error": dict(k=65536, dtype="fp8"),
+    "tensor_cores.fit_significand_bits": dict(k=4096, typical_error=1e-4),
+    # collectives
+    "collectives.collective_semantics": dict(op="all_reduce", n=4),
+    "collectives.busbw_factor": dict(op="all_reduce", n=8),
+    "collectives.algbw_bytes_per_s": dict(size_bytes=1e9, time_s=1e-2),
+    "collectives.busbw_bytes_per_s": dict(op="all_reduce", n=8, size_bytes=1e9, time_s=1e-2),
+    "collectives.time_from_busbw_s": dict(op="all_reduce", n=8, size_bytes=1e9, busbw=300e9),
+    "collectives.nccl_tests_size_bytes": dict(op="all_gather", n=8, rank_buffer_bytes=1e9),
+    "collectives.ring_steps": dict(op="all_reduce", n=8),
+    "collectives.tree_steps": dict(op="all_reduce", n=8),
+    "collectives.collective_time_s": dict(op="all_reduce", size_bytes=1e9, n=8, link_bytes_per_s=450e9),
+    "collectives.ring_allreduce_time_s": dict(size_bytes=1e9, n=8, link_bytes_per_s=450e9),
+    "collectives.ring_tree_crossover_bytes": dict(op="all_reduce", n=8, link_bytes_per_s=450e9, latency_s=5e-6),
+    "collectives.fit_alpha_beta": dict(sizes_bytes=[1e3, 1e6, 1e9], times_s=[20e-6 + s / 300e9 for s in (1e3, 1e6, 1e9)]),
+    "collectives.ring_allreduce_schedule": dict(n=4),
+    "collectives.ring_allreduce_contributions": dict(n=4, step=1),
+    "collectives.simulate_ring_allreduce": dict(chunks_per_rank=[[1, 2], [10, 20]]),
+    "collectives.dp_step": dict(grad_bytes=1e9, bucket_bytes=25 * 2**20, backward_s=0.1, n=8, link_bytes_per_s=450e9),
+    "collectives.dp_timeline": dict(grad_bytes=1e9, bucket_bytes=25 * 2**20, backward_s=0.1, n=8, link_bytes_per_s=450e9),
+    "collectives.best_bucket_bytes": dict(grad_bytes=1e9, backward_s=0.1, n=8, link_bytes_per_s=100e9, latency_s=20e-6),
+    "collectives.optimal_chain_chunks": dict(size_bytes=2**30, n=8, link_bytes_per_s=100e9, latency_s=1e-6),
+    "collectives.pipelined_chain_time_s": dict(size_bytes=1e9, n=8, link_bytes_per_s=100e9),
+    "collectives.in_network_allreduce_time_s": dict(size_bytes=2**30, n=8, link_bytes_per_s=450e9),
+    "collectives.tree_inter_node_bytes_factor": dict(nodes=16),
+    "collectives.cross_node_allreduce": dict(
+        size_bytes=2**30, gpus_per_node=8, nodes=4, intra_bytes_per_s=450e9, nic_bytes_per_s=50e9),
+    "collectives.hierarchical_allreduce": dict(
+        size_bytes=1e9, gpus_per_node=8, nodes=2, intra_bytes_per_s=450e9, inter_bytes_per_s=50e9),
+    # serving
+    "serving.ModelConfig": dict(name="Llama-3-8B", vocab_size=128256, params=8.03e9, active_params=8.03e9, **_LLAMA8),
+    "serving.activation_bytes": dict(tokens=2048, hidden_size=4096, intermediate_size=14336, vocab_size=128256),
+    "serving.allreduce_time_s": dict(message_bytes=1e6, gpus=8, link_bytes_per_s=450e9),
+    "serving.bytes_per_elem": dict(dtype="bf16"),
+    "serving.cached_tokens": dict(context_tokens=4096),
+    "serving.causal_attention_flop": dict(layers=32, heads=32, qk_dim=128, v_dim=128, tokens=1024),
+    "serving.cost_per_million_tokens": dict(gpu_hour_price=3.0, gpus=1, tokens_per_s=1000.0),
+    "serving.custom_model": dict(_LLAMA8),
+    "serving.decode_ridge_batch": dict(
+        param_bytes=16e9, flop_per_seq=16e9, kv_bytes_per_seq=1e8, peak_flop_per_s=989.4e12, hbm_bytes_per_s=4.8e12),
+    "serving.decode_step": dict(model="Llama-3-8B"),
+    "serving.decode_step_flop": dict(params=8e9, batch=1),
+    "serving.decode_step_time_s": dict(param_bytes=16e9, kv_bytes=1e9, hbm_bytes_per_s=4.8e12),
+    "serving.decode_tokens_per_s": dict(batch=8, tpot_s=0.02),
+    "serving.dense_transformer_params": dict(vocab_size=128256, **_LLAMA8),
+    "serving.e2e_latency_s": dict(ttft_s=0.1, tpot_s=0.02, output_tokens=256),
+    "serving.experts_touched_fraction": dict(batch=8, experts_per_token=8, n_experts=256),
+    "serving.get_model": dict(name="Llama-3-8B"),
+    "serving.kv_bytes_by_attention": dict(layers=32, heads=32, head_dim=128, kv_heads=8),
+    "serving.kv_cache_bytes": dict(bytes_per_token=131072.0, context_tokens=4096),
+    "serving.kv_cache_bytes_per_token": dict(layers=32, kv_heads=8, head_dim=128),
+    "serving.latency": dict(model="Llama-3-8B"),
+    "serving.littles_law_concurrency": dict(arrival_rate_per_s=10.0, latency_s=2.0),
+    "serving.memory_budget": dict(model="Llama-3-8B"),
+    "serving.mla_kv_cache_bytes_per_token": dict(layers=61, kv_lora_rank=512, rope_head_dim=64),
+    "serving.plan_capacity": dict(model="Llama-3-8B"),
+    "serving.prefill_flop": dict(params=8e9, tokens=1024),
+    "serving.prefill_time_s": dict(model="Llama-3-8B"),
+    "serving.tpot_s": dict(e2e_s=5.0, ttft_s=0.1, output_tokens=256),
+    "serving.weight_bytes": dict(params=8e9),
+    "serving.paged_kv_blocks": dict(context_tokens=1000),
+    "serving.paged_kv_cache_bytes": dict(bytes_per_token=131072.0, context_tokens=[1000, 24]),
+    "serving.steady_batch": dict(model="Llama-3-8B"),
+    # units
+    "units.fmt_rate": dict(value=4.8e12),
+    "units.fmt_bytes_per_s": dict(value=4.8e12),
+    "units.fmt_flop_per_s": dict(value=989e12),
+    "units.fmt_flop": dict(value=2.0 * 8192**3),
+    "units.fmt_bytes": dict(value=50 * 2**20),
+    "units.fmt_time": dict(seconds=3.2e-6),
+    "units.fmt_intensity": dict(flop_per_byte=206.2),
+    # hardware
+    "hardware.get_gpu": dict(name="H200-SXM"),
+    "hardware.catalog_name_for": dict(device_name="NVIDIA H200"),
+}
+
+
+def _gpu_kwargs() -> dict:
+    from widgets.hardware import get_gpu
+
+    g = get_gpu("H200-SXM")
+    kw = {f.name: getattr(g, f.name) for f in dataclasses.fields(g)}
+    kw["peak_flop_per_s"] = dict(kw["peak_flop_per_s"])
+    kw["sources"] = dict(kw["sources"])
+    return kw
+
+
+VALID["hardware.GPU"] = _gpu_kwargs()
+
+# Strings where any text is valid (a label, not a choice from a list).
+FREE_TEXT = {"name@serving.ModelConfig", "name@serving.custom_model", "name@hardware.GPU", "vendor", "arch@hardware.GPU",
+             "memory_type", "notes", "unit", "device_name"}
+# Parameters that hold a sequence or mapping (a list is the right type).
+CONTAINER = {"levels", "byte_addresses", "values", "lanes_per_path", "cost_per_path", "sizes_bytes", "times_s",
+             "chunks_per_rank", "candidates", "peak_flop_per_s@hardware.GPU", "sources"}
+# Parameters that take a scalar or an array (elementwise models).
+ARRAY_OK = {"intensity@memory_hierarchy.attainable_flop_per_s", "ws_bytes", "warps_per_sm@simt.littles_law_bytes_per_s",
+            "m@tensor_cores.predicted_flop_per_s", "n@tensor_cores.predicted_flop_per_s",
+            "k@tensor_cores.predicted_flop_per_s", "k@tensor_cores.typical_dot_error",
+            "context_tokens@serving.paged_kv_cache_bytes"}
+# Parameters where a negative number is meaningful.
+NEGATIVE_OK = {"offset_elems", "column"}
+# Enum-like string parameters that also take an object (a GPU record, a ModelConfig).
+ENUM_OR_OBJECT = {"gpu", "model"}
+
+UNKNOWN_NAME = "no-such-name"
+BAD_VALUES = {
+    "zero": 0,
+    "neg1": -1,
+    "nan": math.nan,
+    "inf": math.inf,
+    "-inf": -math.inf,
+    "1e308": 1e308,
+    "2**62": 2**62,
+    "str": "x1",
+    "None": None,
+    "list": [1, 2],
+    "True": True,
+    "unknown": UNKNOWN_NAME,
+}
+
+
+def _short(module: str) -> str:
+    return module.rsplit(".", 1)[-1]
+
+
+def _matches(param: str, qual: str, table: set) -> bool:
+    return param in table or f"{param}@{qual}" in table
+
+
+def public_callables(module_name: str):
+    mod = importlib.import_module(module_name)
+    names = getattr(mod, "__all__", None)
+    if names is None:
+        names = [n for n, o in vars(mod).items()
+                 if not n.startswith("_") and callable(o) and getattr(o, "__module__", None) == module_name]
+    out = []
+    for n in names:
+        obj = getattr(mod, n)
+        if not callable(obj) or n in RESULT_CLASSES:
+            continue
+        out.append((n, obj))
+    return out
+
+
+def _param_kind(qual: str, p: inspect.Parameter, valid_value) -> str:
+    name = p.name
+    ann = str(p.annotation)
+    if _matches(name, qual, CONTAINER):
+        return "container"
+    if _matches(name, qual, FREE_TEXT):
+        return "text"
+    if ann == "bool" or isinstance(valid_value, bool):
+        return "bool"
+    if ann.startswith("str") or "Optional[str]" in ann or "str |" in ann or isinstance(valid_value, str) \
+            or name in ENUM_OR_OBJECT:
+        return "enum"
+    return "number"
+
+
+def _optional(p: inspect.Parameter) -> bool:
+    ann = str(p.annotation)
+    return p.default is None or "Optional" in ann or "None" in ann
+
+
+MISSING: list[str] = []  # functions with a required parameter that VALID does not cover yet
+
+
+def cases():
+    out = []
+    for module_name in MODULES:
+        short = _short(module_name)
+        for fname, obj in public_callables(module_name):
+            qual = f"{short}.{fname}"
+            try:
+                sig = inspect.signature(obj)
+            except (TypeError, ValueError):
+                continue
+            valid = {}
+            missing = []
+            for p in sig.parameters.values():
+                if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                    continue
+                if p.name in VALID.get(qual, {}):
+                    valid[p.name] = VALID[qual][p.name]
+                elif p.default is not p.empty:
+                    valid[p.name] = p.default
+                else:
+                    missing.append(p.name)
+            if missing:
+                MISSING.append(f"{qual} ({', '.join(missing)})")
+                continue
+            for p in sig.parameters.values():
+                if p.name not in valid:
+                    continue
+                kind = _param_kind(qual, p, valid[p.name])
+                for label, bad in BAD_VALUES.items():
+                    if label == "unknown" and kind not in ("enum", "text"):
+                        continue
+                    out.append(pytest.param(module_name, fname, p.name, label, kind, _optional(p), valid,
+                                            id=f"{qual}.{p.name}.{label}"))
+    return out
+
+
+def must_fail(qual: str, param: str, label: str, kind: str, optional: bool) -> bool:
+    """True when ``label`` can never be a valid value of ``param``."""
+    bad = BAD_VALUES[label]
+    if label == "None":
+        return not optional
+    if kind == "bool":
+        return label != "True"
+    if kind == "text":
+        return not isinstance(bad, str)
+    if kind == "enum":
+        return True  # a non-string, or a name not on the list
+    if kind == "container":
+        return label in ("nan", "inf", "-inf", "str", "True")
+    # a number
+    if label in ("nan", "inf", "-inf", "str", "True"):
+        return True
+    if label == "list":
+        return not _matches(param, qual, ARRAY_OK)
+    if label == "neg1":
+        return not _matches(param, qual, NEGATIVE_OK)
+    return False
+
+
+class _Timeout(BaseException):
+    pass
+
+
+def _alarm(signum, frame):
+    raise _Timeout()
+
+
+def _vm_bytes() -> int:
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _finite(obj, depth=0) -> bool:
+    if depth > 20:
+        return True
+    if obj is None or isinstance(obj, (str, bool)):
+        return True
+    if isinstance(obj, numbers.Number):
+        return bool(np.isfinite(obj)) if not isinstance(obj, numbers.Integral) else True
+    if isinstance(obj, np.ndarray):
+        return obj.dtype.kind not in "fc" or bool(np.all(np.isfinite(obj)))
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return all(_finite(getattr(obj, f.name), depth + 1) for f in dataclasses.fields(obj))
+    if isinstance(obj, Mapping):
+        return all(_finite(v, depth + 1) for v in obj.values())
+    if isinstance(obj, (list, tuple)):
+        return all(_finite(v, depth + 1) for v in obj)
+    return True
+
+
+def run_case(module_name, fname, param, label, kind, optional, valid):
+    """Return (category, detail): category '' when the call behaved."""
+    obj = getattr(importlib.import_module(module_name), fname)
+    kwargs = dict(valid)
+    kwargs[param] = BAD_VALUES[label]
+    qual = f"{_short(module_name)}.{fname}"
+    fail_expected = must_fail(qual, param, label, kind, optional)
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    cap = _vm_bytes() + 2 * 2**30
+    if hard != resource.RLIM_INFINITY:
+        cap = min(cap, hard)
+    old = signal.signal(signal.SIGALRM, _alarm)
+    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    signal.setitimer(signal.ITIMER_REAL, 2.0)
+    try:
+        result = obj(**kwargs)
+    except _Timeout:
+        return "other exception", "took longer than 2 s (hang)"
+    except ValueError as exc:
+        msg = str(exc)
+        if not re.search(rf"(?<![A-Za-z0-9_]){re.escape(param)}(?![A-Za-z0-9_])", msg):
+            return "wrong parameter named", f"ValueError does not name {param!r}: {msg}"
+        return "", ""
+    except MemoryError:
+        return "other exception", "MemoryError (over a 2 GiB allocation)"
+    except Exception as exc:  # noqa: BLE001 - the point is to catch every other type
+        return "other exception", f"{type(exc).__name__}: {exc}"[:300]
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+    if fail_expected:
+        return "silent acceptance", f"accepted {param}={BAD_VALUES[label]!r}, returned {result!r}"[:300]
+    if not _finite(result):
+        return "nan/inf result", f"{param}={BAD_VALUES[label]!r} gave a NaN/inf in {result!r}"[:300]
+    return "", ""
+
+
+CASES = cases()
+
+
+@pytest.mark.parametrize("module_name,fname,param,label,kind,optional,valid", CASES)
+def test_fuzz(module_name, fname, param, label, kind, optional, valid):
+    category, detail = run_case(module_name, fname, param, label, kind, optional, valid)
+    assert not category, f"{category}: {_short(module_name)}.{fname}({param}={BAD_VALUES[label]!r}): {detail}"
+
+
+def test_valid_values_are_valid():
+    """Every function runs with its valid values (otherwise each fuzz case tests nothing)."""
+    seen = set()
+    for c in CASES:
+        module_name, fname, *_, valid = c.values
+        if (module_name, fname) in seen:
+            continue
+        seen.add((module_name, fname))
+        getattr(importlib.import_module(module_name), fname)(**valid)
+
+
+def test_every_public_function_is_fuzzed():
+    assert not MISSING, "add valid values to VALID in tests/test_fuzz.py for: " + "; ".join(MISSING)
+    fuzzed = {(c.values[0], c.values[1]) for c in CASES}
+    for module_name in MODULES:
+        for fname, obj in public_callables(module_name):
+            if inspect.signature(obj).parameters and not any(m.startswith(f"{_short(module_name)}.{fname} ") for m in MISSING):
+                assert (module_name, fname) in fuzzed, f"{module_name}.{fname} has no fuzz cases"
+
+
+def _main(argv):
+    import collections
+
+    word = argv[argv.index("-k") + 1] if "-k" in argv else ""
+    counts = collections.Counter()
+    total = 0
+    for c in CASES:
+        if word and word not in c.id:
+            continue
+        total += 1
+        category, detail = run_case(*c.values)
+        if category:
+            counts[category] += 1
+            if "-v" in argv:
+                print(f"{c.id}: {category}: {detail}")
+    print(f"{total} calls: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) + f"; clean {total - sum(counts.values())}")
+    sys.stdout.flush()
+    import os
+
+    os._exit(0)  # skip interpreter teardown (a call interrupted by the alarm can leave C state behind)
+
+
+if __name__ == "__main__":
+    _main(sys.argv)
