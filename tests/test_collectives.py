@@ -124,11 +124,20 @@ def test_factors_grow_with_ranks_towards_their_limits(n):
 # Alpha-beta cost of ring and tree
 # --------------------------------------------------------------------------------------------
 def test_ring_allreduce_time_formula_by_hand():
-    # The issue's formula 2(n-1)/n S/B + 2(n-1) alpha. Two ranks, 1 GB, 1 GB/s: one second.
-    assert cm.ring_allreduce_time_s(1e9, 2, 1e9) == pytest.approx(1.0)
-    # Four ranks, 4 GB, 2 GB/s, 1 ms: 1.5 x 2 s + 6 ms.
-    assert cm.ring_allreduce_time_s(4e9, 4, 2e9, 1e-3) == pytest.approx(3.006)
-    assert cm.ring_allreduce_time_s(1e9, 1, 1e9, 1.0) == 0.0  # one rank: nothing to do
+    # 2(n-1)/n S/B + 2(n-1) alpha + call latency. Two ranks, 1 GB, 1 GB/s, no latency: one second.
+    assert cm.ring_allreduce_time_s(1e9, 2, 1e9, 0.0, 0.0) == pytest.approx(1.0)
+    # Four ranks, 4 GB, 2 GB/s, 1 ms per step, 5 ms per call: 1.5 x 2 s + 6 ms + 5 ms.
+    assert cm.ring_allreduce_time_s(4e9, 4, 2e9, 1e-3, 5e-3) == pytest.approx(3.011)
+    assert cm.ring_allreduce_time_s(1e9, 1, 1e9, 1.0, 1.0) == 0.0  # one rank: nothing to do
+
+
+def test_default_allreduce_latency_is_nccls():
+    """NCCL's tuning model (NVIDIA/nccl src/graph/tuning.cc, baseLat ring LL = 3.6 us, hwLat NVLink
+    ring LL = 0.47 us, network ring LL = 2.7 us): 8 GPUs in one node pay 3.6 + 14 x 0.47 = 10.18 us,
+    the ~10 us per call the serving chapter assumed."""
+    assert cm.NCCL_CALL_LATENCY_S == 3.6e-6 and cm.NCCL_NVLINK_STEP_LATENCY_S == 0.47e-6 and cm.NCCL_NET_STEP_LATENCY_S == 2.7e-6
+    assert cm.ring_allreduce_time_s(0.0, 8, 450e9) == pytest.approx(10.18e-6)
+    assert cm.ring_allreduce_time_s(0.0, 2, 450e9) == pytest.approx(3.6e-6 + 2 * 0.47e-6)
 
 
 @pytest.mark.parametrize("n", [2, 4, 8, 16, 64])
@@ -138,18 +147,41 @@ def test_ring_costs_match_mpich(n):
     assert cm.collective_time_s("all_reduce", s, n, b, a) == pytest.approx(2 * (n - 1) * a + 2 * s * (n - 1) / n / b)
     assert cm.collective_time_s("all_gather", s, n, b, a) == pytest.approx((n - 1) * a + s * (n - 1) / n / b)
     assert cm.collective_time_s("reduce_scatter", s, n, b, a) == pytest.approx((n - 1) * a + s * (n - 1) / n / b)
-    assert cm.collective_time_s("broadcast", s, n, b, 0.0) == pytest.approx(s / b)  # busbw factor 1
+    assert cm.collective_time_s("broadcast", s, n, b, 0.0) == pytest.approx(s / b, rel=1e-6)  # k -> many chunks: S/B
+
+
+@pytest.mark.parametrize("n, k", [(2, 1), (4, 1), (8, 1), (8, 16), (64, 100), (5, 7)])
+def test_pipelined_chain_by_hand(n, k):
+    """Pipelined chain broadcast: (n + k - 2)(alpha + S/(k B)) with k chunks (the first chunk takes
+    n - 1 steps to the end of the chain, the other k - 1 follow one step apart)."""
+    s, b, a = 1e9, 1e11, 3e-6
+    expected = (n + k - 2) * (a + s / (k * b))
+    assert cm.pipelined_chain_time_s(s, n, b, a, chunks=k) == pytest.approx(expected)
+    assert cm.collective_time_s("broadcast", s, n, b, a, chunks=k) == pytest.approx(expected)
+    assert cm.collective_time_s("reduce", s, n, b, a, chunks=k, call_latency_s=1e-3) == pytest.approx(expected + 1e-3)
+
+
+@settings(max_examples=100, deadline=None)
+@given(n=st.integers(2, 512), s=st.floats(1, 1e11), b=st.floats(1e8, 1e12), a=st.floats(1e-8, 1e-4))
+def test_optimal_chunks_is_optimal(n, s, b, a):
+    k = cm.optimal_chain_chunks(s, n, b, a)
+    t = cm.pipelined_chain_time_s(s, n, b, a, chunks=k)
+    assert t == pytest.approx(cm.pipelined_chain_time_s(s, n, b, a))
+    for other in {max(1, k - 1), k + 1, 1, max(1, k // 2), 2 * k}:
+        assert t <= cm.pipelined_chain_time_s(s, n, b, a, chunks=other) * (1 + 1e-12)
 
 
 @pytest.mark.parametrize("n", [2, 4, 8, 16, 64])
 def test_tree_costs_match_mpich(n):
-    """[MPICH] binomial broadcast lgp(alpha + n beta); recursive doubling allgather
-    lgp alpha + n (p-1)/p beta; Bruck alltoall lgp alpha + n/2 lgp beta (power-of-two p)."""
+    """Thakur, Rabenseifner & Gropp 2005 (Int. J. High Perf. Comp. Appl. 19(1)), section 4: binomial
+    broadcast lg p (alpha + n beta); recursive-doubling allreduce for short messages
+    lg p (alpha + n beta); recursive doubling allgather lg p alpha + n (p-1)/p beta; Bruck alltoall
+    lg p alpha + n/2 lg p beta (power-of-two p)."""
     s, b, a = 3e8, 1e10, 2e-6
     lg = math.log2(n)
     assert cm.collective_time_s("broadcast", s, n, b, a, "tree") == pytest.approx(lg * (a + s / b))
     assert cm.collective_time_s("reduce", s, n, b, a, "tree") == pytest.approx(lg * (a + s / b))
-    assert cm.collective_time_s("all_reduce", s, n, b, a, "tree") == pytest.approx(2 * lg * (a + s / b))
+    assert cm.collective_time_s("all_reduce", s, n, b, a, "tree") == pytest.approx(lg * (a + s / b))
     assert cm.collective_time_s("all_gather", s, n, b, a, "tree") == pytest.approx(lg * a + s * (n - 1) / n / b)
     assert cm.collective_time_s("all_to_all", s, n, b, a, "tree") == pytest.approx(lg * a + s / 2 * lg / b)
 
@@ -157,7 +189,7 @@ def test_tree_costs_match_mpich(n):
 def test_steps_by_hand():
     assert [cm.ring_steps("all_reduce", n) for n in (1, 2, 3, 8)] == [0, 2, 4, 14]
     assert [cm.tree_steps("broadcast", n) for n in (1, 2, 3, 4, 5, 8, 9)] == [0, 1, 2, 2, 3, 3, 4]
-    assert cm.tree_steps("all_reduce", 8) == 6
+    assert cm.tree_steps("all_reduce", 8) == 3  # recursive doubling, not reduce + broadcast
 
 
 @settings(max_examples=200, deadline=None)
@@ -175,13 +207,21 @@ def test_time_grows_with_size_and_shrinks_with_bandwidth(op, alg, n, s, b, a):
 @settings(max_examples=200, deadline=None)
 @given(n=st.integers(1, 512), s=st.one_of(st.just(0.0), st.floats(1, 1e11)), b=st.floats(1e6, 1e13), a=st.floats(0, 1e-3))
 def test_ring_allreduce_is_the_ring_collective(n, s, b, a):
-    assert cm.ring_allreduce_time_s(s, n, b, a) == pytest.approx(cm.collective_time_s("all_reduce", s, n, b, a, "ring"), rel=1e-12, abs=1e-300)
+    assert cm.ring_allreduce_time_s(s, n, b, a, 0.0) == pytest.approx(cm.collective_time_s("all_reduce", s, n, b, a, "ring"), rel=1e-12, abs=1e-300)
+
+
+def test_in_network_allreduce():
+    """NVLS / SHARP: each rank sends S once and receives the sum once (nccl-tests doc/PERFORMANCE.md
+    lists a separate busbw factor for "AllReduce (In-Network Reduction)"): S/B, about half the ring."""
+    assert cm.in_network_allreduce_time_s(1e9, 8, 1e11) == pytest.approx(0.01)
+    assert cm.ring_allreduce_time_s(1e9, 8, 1e11, 0, 0) / cm.in_network_allreduce_time_s(1e9, 8, 1e11) == pytest.approx(1.75)
+    assert cm.in_network_allreduce_time_s(1e9, 1, 1e11, 1.0) == 0.0
 
 
 def test_crossover_by_hand():
-    # all_reduce, n = 8: ring 14 a + 1.75 S/B, tree 6 a + 6 S/B -> S* = 8 a B / 4.25.
-    assert cm.ring_tree_crossover_bytes("all_reduce", 8, 1e11, 1e-6) == pytest.approx(8e-6 * 1e11 / 4.25)
-    assert cm.ring_tree_crossover_bytes("all_reduce", 2, 1e11, 1e-6) == 0.0  # same steps, ring moves fewer bytes
+    # all_reduce, n = 8: ring 14 a + 1.75 S/B, recursive doubling 3 a + 3 S/B -> S* = 11 a B / 1.25.
+    assert cm.ring_tree_crossover_bytes("all_reduce", 8, 1e11, 1e-6) == pytest.approx(11e-6 * 1e11 / 1.25)
+    assert math.isinf(cm.ring_tree_crossover_bytes("all_reduce", 2, 1e11, 1e-6))  # one exchange vs two steps, same bytes
     assert math.isinf(cm.ring_tree_crossover_bytes("all_gather", 8, 1e11, 1e-6))  # same bytes, fewer steps
     assert cm.ring_tree_crossover_bytes("all_reduce", 8, 1e11, 0.0) == 0.0  # no latency: the ring always wins
 
@@ -311,15 +351,73 @@ def test_best_bucket_beats_the_others():
 
 
 def test_hierarchical_by_hand():
-    # 8 GPUs x 4 nodes, 1 GiB, NVLink 450 GB/s, network 50 GB/s per GPU, no latency:
-    # RS and AG in the node 7/8 S / 450e9 each; across nodes 2 x 3/4 x (S/8) / 50e9; flat 2 x 31/32 S / 50e9.
+    # 8 GPUs x 4 nodes, 1 GiB, NVLink 450 GB/s, one 50 GB/s NIC per GPU, no latency:
+    # RS and AG in the node 7/8 S / 450e9 each; across nodes 2 x 3/4 x (S/8) / 50e9;
+    # NCCL's flat ring, one channel per NIC: 2 x 31/32 S / min(450e9, 8 x 50e9).
     h = cm.hierarchical_allreduce(GiB, 8, 4, 450e9, 50e9)
     assert h.intra_reduce_scatter_s == pytest.approx(7 / 8 * GiB / 450e9)
     assert h.inter_all_reduce_s == pytest.approx(1.5 * GiB / 8 / 50e9)
-    assert h.flat_ring_s == pytest.approx(2 * 31 / 32 * GiB / 50e9)
-    assert h.speedup > 4
+    assert h.flat_ring_s == pytest.approx(2 * 31 / 32 * GiB / 400e9)
+    assert h.speedup < 1  # three separate calls lose to NCCL's pipelined ring over every NIC
     one = cm.hierarchical_allreduce(GiB, 8, 1, 450e9, 50e9)  # one node: just a ring in the node
-    assert one.total_s == pytest.approx(cm.ring_allreduce_time_s(GiB, 8, 450e9)) == pytest.approx(one.flat_ring_s)
+    assert one.total_s == pytest.approx(cm.ring_allreduce_time_s(GiB, 8, 450e9, 0, 0)) == pytest.approx(one.flat_ring_s)
+
+
+def test_cross_node_ring_uses_every_nic():
+    # 64 GPUs in 8 nodes, 8 x 400 Gb/s NICs (DGX H200), NVLink 450 GB/s, no latency:
+    # ring busbw = min(450, 8 x 50) = 400 GB/s; one NIC per ring crossing would give 50 GB/s: 8x slower.
+    x = cm.cross_node_allreduce(14e9, 8, 8, 450e9, 50e9, intra_latency_s=0, inter_latency_s=0, call_latency_s=0)
+    assert x.ring_s == pytest.approx(2 * 63 / 64 * 14e9 / 400e9)
+    assert x.single_nic_ring_s / x.ring_s == pytest.approx(8.0)
+    assert x.tree_s == pytest.approx(max(2 * 14e9 / 450e9, 2 * 14e9 / 400e9))  # more than 2 nodes: 2S per node
+    assert x.algorithm == "ring"
+    few = cm.cross_node_allreduce(14e9, 8, 8, 450e9, 50e9, nics_per_node=2, intra_latency_s=0, inter_latency_s=0, call_latency_s=0)
+    assert few.ring_s == pytest.approx(2 * 63 / 64 * 14e9 / 100e9)
+
+
+def test_cross_node_latency_is_nccls():
+    # NCCL tuning.cc: ring latency = base + (2(N-1) - 2(m-1)) intra + 2(m-1) inter; tree = base + 2((g-1) intra + lg m inter).
+    x = cm.cross_node_allreduce(0.0, 8, 4, 450e9, 50e9)
+    assert x.ring_s == pytest.approx(3.6e-6 + (62 - 6) * 0.47e-6 + 6 * 2.7e-6)
+    assert x.tree_s == pytest.approx(3.6e-6 + 2 * (7 * 0.47e-6 + 2 * 2.7e-6))
+    assert cm.cross_node_allreduce(1e9, 1, 1, 1e9, 1e9).best_s == 0.0
+
+
+# One published nccl-tests all_reduce_perf run: 16 H100 in two GCP A3 Mega nodes
+# (github.com/lessizzmore/create-a3mega-ztan-fork, file ztan-NCCL-test-result.markdown):
+# size [B], out-of-place time [us], busbw [GB/s].
+A3MEGA_ROWS = [(2**30, 6759.0, 297.86), (2**31, 12646.0, 318.40), (2**32, 24361.0, 330.58), (2**33, 47535.0, 338.82)]
+# A3 Mega: 8 GPU NICs per node, 1,600 Gb/s in all: 200 GB/s per node per direction
+# (cloud.google.com/compute/docs/gpus/gpu-network-bandwidth: "A3 Mega (NVIDIA H100): up to 1,600 Gbps").
+A3MEGA_NIC_BYTES_PER_S = 200e9 / 8
+
+
+@pytest.mark.parametrize("size, time_us, busbw_gbps", A3MEGA_ROWS)
+def test_published_cross_node_rows_need_trees(size, time_us, busbw_gbps):
+    """The run's busbw is above what a ring can reach over the node's NICs (200 GB/s), and below the
+    tree's bound (two nodes: each byte crosses the network once, 2(N-1)/N x 200 = 375 GB/s):
+    NCCL used its tree. A ring over ONE NIC (25 GB/s) is 12-14x off."""
+    x = cm.cross_node_allreduce(size, 8, 2, 450e9, A3MEGA_NIC_BYTES_PER_S, intra_latency_s=0, inter_latency_s=0, call_latency_s=0)
+    assert cm.busbw_bytes_per_s("all_reduce", 16, size, time_us * 1e-6) / 1e9 == pytest.approx(busbw_gbps, abs=0.01)
+    ring_bound, tree_bound = x.busbw_bytes_per_s(x.ring_s), x.busbw_bytes_per_s(x.tree_s)
+    assert ring_bound == pytest.approx(200e9) and tree_bound == pytest.approx(375e9)
+    assert ring_bound < busbw_gbps * 1e9 <= tree_bound
+    assert 0.75 <= busbw_gbps * 1e9 / tree_bound <= 1.0  # within 25 % of the tree's bound
+    assert x.algorithm == "tree"
+    assert busbw_gbps * 1e9 / x.busbw_bytes_per_s(x.single_nic_ring_s) > 10
+
+
+@settings(max_examples=100, deadline=None)
+@given(s=st.floats(1, 1e11), g=st.integers(1, 16), m=st.integers(1, 64), bi=st.floats(1e9, 1e12), nic=st.floats(1e9, 1e11))
+def test_cross_node_properties(s, g, m, bi, nic):
+    x = cm.cross_node_allreduce(s, g, m, bi, nic)
+    y = cm.cross_node_allreduce(2 * s, g, m, bi, nic)
+    assert all(math.isfinite(v) and v >= 0 for v in (x.ring_s, x.tree_s, x.single_nic_ring_s))
+    if g * m > 1:
+        assert y.ring_s > x.ring_s and y.tree_s > x.tree_s  # more bytes never take less time
+        assert x.single_nic_ring_s >= x.ring_s * (1 - 1e-12)  # more NICs never slower
+        # busbw of the ring never exceeds the NVLink bandwidth
+        assert x.busbw_bytes_per_s(x.ring_s) <= bi * (1 + 1e-9)
 
 
 # --------------------------------------------------------------------------------------------
