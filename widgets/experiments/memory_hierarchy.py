@@ -7,6 +7,9 @@ Triton's interpreter at small sizes: the numbers then show the method, not a GPU
 
 from __future__ import annotations
 
+import statistics
+import threading
+import time
 from dataclasses import asdict, dataclass, field
 from typing import Optional, Sequence
 
@@ -22,6 +25,89 @@ FLOAT_BYTES = 4
 
 def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
+
+
+class GpuMonitor:
+    """SM clock [Hz] and board power [W] sampled through NVML in a background thread while the
+    ``with`` block runs (pynvml if present, else ``torch.cuda.clock_rate``/``power_draw``).
+
+    ``summary()`` is ``None`` on a CPU or where NVML cannot be read, so records hold null there.
+    """
+
+    def __init__(self, interval_s: float = 0.002):
+        self.interval_s = interval_s
+        self.clock_hz: list = []
+        self.power_w: list = []
+        self._read = self._reader() if harness.on_gpu() else None
+        self._stop = threading.Event()
+        self._thread = None
+
+    @staticmethod
+    def _reader():
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            handle = pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
+
+            def read():
+                return (
+                    pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM) * 1e6,
+                    pynvml.nvmlDeviceGetPowerUsage(handle) / 1e3,
+                )
+
+            read()
+            return read
+        except Exception:
+            pass
+        try:
+
+            def read():
+                return torch.cuda.clock_rate() * 1e6, torch.cuda.power_draw() / 1e3
+
+            read()
+            return read
+        except Exception:
+            return None
+
+    def _sample(self):
+        try:
+            clock, power = self._read()
+            self.clock_hz.append(float(clock))
+            self.power_w.append(float(power))
+        except Exception:
+            pass
+
+    def _loop(self):
+        while not self._stop.is_set():
+            self._sample()
+            time.sleep(self.interval_s)
+
+    def __enter__(self):
+        if self._read is not None:
+            self._thread = threading.Thread(target=self._loop, daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+        return False
+
+    def summary(self) -> Optional[dict]:
+        if not self.clock_hz:
+            return None
+
+        def stats(xs):
+            return {"median": statistics.median(xs), "min": min(xs), "max": max(xs)}
+
+        return {"sm_clock_hz": stats(self.clock_hz), "power_w": stats(self.power_w), "samples": len(self.clock_hz)}
+
+
+def _spread(t: harness.Timing) -> dict:
+    """Median and spread of a timing's repeats [s]."""
+    return {"median_s": t.median_s, "min_s": t.min_s, "max_s": t.max_s, "repeat": t.repeat}
 
 
 def _random(n: int) -> torch.Tensor:
@@ -44,6 +130,8 @@ class BandwidthResult:
     torch_sum_bytes_per_s: float
     copy_block: int
     device: str
+    timings: dict = field(default_factory=dict)  # name -> median and spread of the repeats [s]
+    gpu_monitor: Optional[dict] = None  # SM clock and power during the runs (NVML), None on a CPU
 
     @property
     def copy_vs_torch(self) -> float:
@@ -64,24 +152,27 @@ def measure_hbm_bandwidth(nbytes: Optional[int] = None, *, repeat: int = 20) -> 
     moved = 2 * n * FLOAT_BYTES
 
     # A few block sizes; the best is reported (and which it was).
-    best_copy, best_block = 0.0, 0
-    blocks = (1024, 4096, 8192) if harness.on_gpu() else (4096,)
-    for block in blocks:
-        grid = (_cdiv(n, block),)
-        t = harness.time_fn(lambda: copy_kernel[grid](src, dst, n, BLOCK=block), repeat=repeat)
-        if moved / t.median_s > best_copy:
-            best_copy, best_block = moved / t.median_s, block
-    if not torch.equal(dst, src):
-        raise RuntimeError("Triton copy produced a wrong result")
-    t_torch = harness.time_fn(lambda: dst.copy_(src), repeat=repeat)
+    timings = {}
+    with GpuMonitor() as monitor:
+        best_copy, best_block = 0.0, 0
+        blocks = (1024, 4096, 8192) if harness.on_gpu() else (4096,)
+        for block in blocks:
+            grid = (_cdiv(n, block),)
+            t = harness.time_fn(lambda: copy_kernel[grid](src, dst, n, BLOCK=block), repeat=repeat)
+            if moved / t.median_s > best_copy:
+                best_copy, best_block, timings["triton_copy"] = moved / t.median_s, block, _spread(t)
+        if not torch.equal(dst, src):
+            raise RuntimeError("Triton copy produced a wrong result")
+        t_torch = harness.time_fn(lambda: dst.copy_(src), repeat=repeat)
 
-    block = 4096
-    partial = torch.empty(_cdiv(n, block), device=src.device, dtype=torch.float32)
-    t_read = harness.time_fn(lambda: read_kernel[(partial.numel(),)](src, partial, n, BLOCK=block), repeat=repeat)
+        block = 4096
+        partial = torch.empty(_cdiv(n, block), device=src.device, dtype=torch.float32)
+        t_read = harness.time_fn(lambda: read_kernel[(partial.numel(),)](src, partial, n, BLOCK=block), repeat=repeat)
+        t_sum = harness.time_fn(lambda: src.sum(), repeat=repeat)
     expected = src.double().sum().item()
     if abs(partial.double().sum().item() - expected) > 1e-3 * abs(expected):
         raise RuntimeError("Triton read kernel produced a wrong sum")
-    t_sum = harness.time_fn(lambda: src.sum(), repeat=repeat)
+    timings.update(torch_copy=_spread(t_torch), triton_read=_spread(t_read), torch_sum=_spread(t_sum))
     read = n * FLOAT_BYTES
     return BandwidthResult(
         nbytes=n * FLOAT_BYTES,
@@ -91,6 +182,8 @@ def measure_hbm_bandwidth(nbytes: Optional[int] = None, *, repeat: int = 20) -> 
         torch_sum_bytes_per_s=read / t_sum.median_s,
         copy_block=best_block,
         device=harness.device_name(),
+        timings=timings,
+        gpu_monitor=monitor.summary(),
     )
 
 
@@ -101,7 +194,10 @@ def measure_hbm_bandwidth(nbytes: Optional[int] = None, *, repeat: int = 20) -> 
 class WorkingSetPoint:
     ws_bytes: int
     bytes_read: int
-    time_s: float
+    time_s: float  # median of the repeats
+    time_min_s: float = 0.0
+    time_max_s: float = 0.0
+    repeat: int = 0
 
     @property
     def bytes_per_s(self) -> float:
@@ -113,6 +209,7 @@ class WorkingSetSweep:
     points: list = field(default_factory=list)
     l2_bytes: int = 0
     device: str = ""
+    gpu_monitor: Optional[dict] = None
 
     def as_arrays(self):
         return [p.ws_bytes for p in self.points], [p.bytes_per_s for p in self.points]
@@ -139,14 +236,18 @@ def measure_working_set_sweep(ws_bytes: Optional[Sequence[int]] = None, *, read_
     buf = _random(_cdiv(largest, FLOAT_BYTES * block) * block)
     partial = torch.empty(programs, device=buf.device, dtype=torch.float32)
     sweep = WorkingSetSweep(l2_bytes=harness.l2_bytes(), device=harness.device_name())
-    for ws in sizes:
-        n_chunks = max(1, int(ws) // (FLOAT_BYTES * block))
-        iters = max(1, _cdiv(int(total), programs * block * FLOAT_BYTES))
-        t = harness.time_fn(
-            lambda: reread_kernel[(programs,)](buf, partial, n_chunks, iters, programs, BLOCK=block),
-            repeat=repeat,
-        )
-        sweep.points.append(WorkingSetPoint(n_chunks * block * FLOAT_BYTES, programs * iters * block * FLOAT_BYTES, t.median_s))
+    with GpuMonitor() as monitor:
+        for ws in sizes:
+            n_chunks = max(1, int(ws) // (FLOAT_BYTES * block))
+            iters = max(1, _cdiv(int(total), programs * block * FLOAT_BYTES))
+            t = harness.time_fn(
+                lambda: reread_kernel[(programs,)](buf, partial, n_chunks, iters, programs, BLOCK=block),
+                repeat=repeat,
+            )
+            sweep.points.append(
+                WorkingSetPoint(n_chunks * block * FLOAT_BYTES, programs * iters * block * FLOAT_BYTES, t.median_s, t.min_s, t.max_s, t.repeat)
+            )
+    sweep.gpu_monitor = monitor.summary()
     return sweep
 
 
@@ -157,11 +258,14 @@ def measure_working_set_sweep(ws_bytes: Optional[Sequence[int]] = None, *, read_
 class StridedPoint:
     stride_elems: int
     n_elems: int
-    time_s: float
-    sector_model_time_s: float  # 32-byte sectors at the measured contiguous read bandwidth
-    granule64_model_time_s: float  # if DRAM moves pairs of sectors (64 B)
+    time_s: float  # median of the repeats
+    sector_model_time_s: float  # calibrated: 32-byte sectors at this run's stride-1 bandwidth
+    granule64_model_time_s: float  # fit: if DRAM moves pairs of sectors (64 B), same bandwidth
     block: int = 0  # launch configuration used (the best for stride 1)
     num_warps: int = 0
+    time_min_s: float = 0.0
+    time_max_s: float = 0.0
+    repeat: int = 0
 
     @property
     def useful_bytes_per_s(self) -> float:
@@ -194,33 +298,39 @@ def measure_strided_access(strides: Sequence[int] = (1, 2, 4, 8, 16, 32), n_elem
         grid = (partial.numel(),)
         return harness.time_fn(lambda: strided_read_kernel[grid](src, partial, n, stride, BLOCK=block, num_warps=warps), repeat=repeat)
 
-    # The model's bandwidth: the same kernel's best contiguous (stride-1) read over a few launch
-    # configurations; that configuration is then used for every stride.
-    base, (block, warps) = min((run(1, b, w).median_s, (b, w)) for b, w in configs)
-    bw = model.strided_read_bytes(n, 1) / base
-    points = []
+    # The calibrated model's bandwidth: the same kernel's best contiguous (stride-1) read over a
+    # few launch configurations; that configuration is then used for every stride.
+    best = min(((t := run(1, b, w)).median_s, i, t) for i, (b, w) in enumerate(configs))
+    block, warps = configs[best[1]]
+    timings = {1: best[2]}
     for s in strides:
-        t = base if s == 1 else run(s, block, warps).median_s
-        points.append(
-            StridedPoint(
-                stride_elems=s,
-                n_elems=n,
-                time_s=t,
-                sector_model_time_s=model.strided_read_time_s(n, s, bw),
-                granule64_model_time_s=model.strided_read_time_s(n, s, bw, granule_bytes=64),
-                block=block,
-                num_warps=warps,
-            )
+        if s not in timings:
+            timings[s] = run(s, block, warps)
+    bw = model.strided_read_bytes(n, 1) / timings[1].median_s
+    return [
+        StridedPoint(
+            stride_elems=s,
+            n_elems=n,
+            time_s=timings[s].median_s,
+            sector_model_time_s=model.strided_read_time_s(n, s, bw),
+            granule64_model_time_s=model.strided_read_time_s(n, s, bw, granule_bytes=64),
+            block=block,
+            num_warps=warps,
+            time_min_s=timings[s].min_s,
+            time_max_s=timings[s].max_s,
+            repeat=timings[s].repeat,
         )
-    return points
+        for s in strides
+    ]
 
 
 # --------------------------------------------------------------------------------------------
 def _point_dict(p) -> dict:
+    """The raw measurement of a point; ratios and verdicts are recomputed from it, not stored
+    (see ``memory_hierarchy_analysis``)."""
     d = asdict(p)
-    for name in ("bytes_per_s", "useful_bytes_per_s", "ratio"):
-        if hasattr(p, name):
-            d[name] = getattr(p, name)
+    if hasattr(p, "bytes_per_s"):
+        d["bytes_per_s"] = p.bytes_per_s
     return d
 
 
@@ -241,10 +351,24 @@ def run_all() -> dict:
     """Every memory-hierarchy experiment, as a JSON-able dict (see ``python -m widgets.measure``)."""
     bw = measure_hbm_bandwidth()
     sweep = measure_working_set_sweep()
-    strided = measure_strided_access()
+    with GpuMonitor() as monitor:
+        strided = measure_strided_access()
     return {
-        "hbm_bandwidth": {**asdict(bw), "copy_vs_torch": bw.copy_vs_torch},
-        "working_set_sweep": {"l2_bytes": sweep.l2_bytes, "device": sweep.device, "points": [_point_dict(p) for p in sweep.points]},
+        "hbm_bandwidth": asdict(bw),
+        "working_set_sweep": {
+            "l2_bytes": sweep.l2_bytes,
+            "device": sweep.device,
+            "gpu_monitor": sweep.gpu_monitor,
+            "points": [_point_dict(p) for p in sweep.points],
+        },
         "strided_access": [_point_dict(p) for p in strided],
+        "strided_gpu_monitor": monitor.summary(),
         "l2_fetch_granularity_bytes": l2_fetch_granularity_bytes(),
     }
+
+
+def accuracy_rows(record: dict) -> list:
+    """The chapter's comparisons, recomputed from ``record`` (see ``memory_hierarchy_analysis``)."""
+    from .memory_hierarchy_analysis import accuracy_rows as rows
+
+    return rows(record)

@@ -10,6 +10,7 @@ Units are in the names: ``bytes_moved`` [B], ``bytes_per_s`` [B/s], ``peak_flop_
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Mapping
 
 import numpy as np
 
@@ -21,16 +22,69 @@ LINE_BYTES = 128  # cache line: four sectors
 SMEM_BANKS = 32  # shared memory banks (CUDA C++ Programming Guide, compute capability 5.x+)
 SMEM_BANK_BYTES = 4  # each bank delivers 32 bits per clock
 ELEM_BYTES = (1, 2, 4, 8, 16)  # widths of one lane's load instruction
+SWIZZLE_CHUNK_BYTES = 16  # TMA / CuTe swizzles permute 16-byte chunks (see tma_swizzle_offset)
+SWIZZLE_MODES = (32, 64, 128)  # CU_TENSOR_MAP_SWIZZLE_32B / 64B / 128B: the span the chunks move in
+
+# Combined L1 data cache + shared memory per SM [B], by architecture (one SRAM array, split at run
+# time). Registers are a separate 256 KiB (64K x 32 bit) array per SM on every one of these.
+L1_SHARED_BYTES_PER_SM = {
+    "sm_80": 192 * 1024,  # NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020): 192 KB combined per SM
+    "sm_89": 128 * 1024,  # NVIDIA Ada Tuning Guide, "Increased L1 capacity": 128 KB unified L1/shared per SM
+    "sm_90": 256 * 1024,  # NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022): 256 KB combined per SM
+}
+
+# Bounds on inputs (documented so that no call overflows, wraps around or loops without limit).
+MIN_QUANTITY = 1e-12  # smallest positive physical quantity accepted (FLOP, B, B/s, FLOP/s, FLOP/B)
+MAX_QUANTITY = 1e30  # largest: products and quotients of two such values stay finite
+MAX_INDEX = 2**48  # largest element count, stride, offset or byte address (256 Ti elements)
+MAX_DIM = 2**31  # largest matrix dimension or tile edge
+MAX_SMS = 10**6
+MAX_GRANULE_BYTES = 4096
+
+
+def _quantity(name, value, *, allow_zero=False) -> float:
+    """A finite real in [MIN_QUANTITY, MAX_QUANTITY] (or exactly 0 with ``allow_zero``)."""
+    v = _check.number(name, value)
+    if allow_zero and v == 0:
+        return 0.0
+    if v < MIN_QUANTITY or v > MAX_QUANTITY:
+        valid = f"{'0 or ' if allow_zero else ''}between {MIN_QUANTITY:g} and {MAX_QUANTITY:g}"
+        raise ValueError(f"{name} must be {valid}, got {value!r}")
+    return v
+
+
+def _int(name, value, *, minimum, maximum) -> int:
+    """An exact integer (Python or numpy int, not bool, not float) in [minimum, maximum]."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{name} must be an integer in [{minimum}, {maximum}], got {value!r}")
+    v = int(value)
+    if v < minimum or v > maximum:
+        raise ValueError(f"{name} must be an integer in [{minimum}, {maximum}], got {value!r}")
+    return v
 
 
 def _positive_array(name, value):
-    """Accept a positive scalar or array-like; return (array, is_scalar)."""
-    if np.isscalar(value):
-        return np.asarray(_check.positive(name, value), dtype=float), True
-    arr = np.asarray(value, dtype=float)
-    if arr.size == 0 or not np.all(np.isfinite(arr)) or np.any(arr <= 0):
-        raise ValueError(f"{name} must contain finite numbers > 0, got {value!r}")
-    return arr, False
+    """Accept a positive scalar or a non-empty 1-D sequence/array; return (array, is_scalar).
+
+    Every entry must be a real number (not bool) in [MIN_QUANTITY, MAX_QUANTITY]."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value.item()
+    if isinstance(value, (str, bytes)) or value is None or isinstance(value, bool) or np.isscalar(value):
+        return np.asarray(_quantity(name, value), dtype=float), True
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind not in "fiu" or value.ndim != 1 or value.size == 0:
+            raise ValueError(f"{name} must be a number or a non-empty 1-D array of numbers, got {value!r}")
+        arr = value.astype(float)
+        if not np.all(np.isfinite(arr)) or np.any(arr < MIN_QUANTITY) or np.any(arr > MAX_QUANTITY):
+            raise ValueError(f"{name} must contain numbers between {MIN_QUANTITY:g} and {MAX_QUANTITY:g}, got {value!r}")
+        return arr, False
+    try:
+        items = list(value)
+    except TypeError:
+        raise ValueError(f"{name} must be a number or a non-empty sequence of numbers, got {value!r}") from None
+    if not items:
+        raise ValueError(f"{name} must be a number or a non-empty sequence of numbers, got {value!r}")
+    return np.asarray([_quantity(f"{name}[{i}]", x) for i, x in enumerate(items)], dtype=float), False
 
 
 def _out(arr, scalar):
@@ -57,8 +111,8 @@ def arithmetic_intensity(flop: float, bytes_moved: float) -> float:
     >>> arithmetic_intensity(1, 12)
     0.08333333333333333
     """
-    f = _check.non_negative("flop", flop)
-    b = _check.positive("bytes_moved", bytes_moved)
+    f = _quantity("flop", flop, allow_zero=True)
+    b = _quantity("bytes_moved", bytes_moved)
     return f / b
 
 
@@ -69,8 +123,8 @@ def ridge_intensity(peak_flop_per_s: float, bytes_per_s: float) -> float:
     >>> round(ridge_intensity(989.4e12, 4.8e12), 1)  # H200, dense bf16
     206.1
     """
-    p = _check.positive("peak_flop_per_s", peak_flop_per_s)
-    b = _check.positive("bytes_per_s", bytes_per_s)
+    p = _quantity("peak_flop_per_s", peak_flop_per_s)
+    b = _quantity("bytes_per_s", bytes_per_s)
     return p / b
 
 
@@ -83,8 +137,8 @@ def attainable_flop_per_s(intensity, peak_flop_per_s: float, bytes_per_s: float)
     48000000000000.0
     """
     i, scalar = _positive_array("intensity", intensity)
-    p = _check.positive("peak_flop_per_s", peak_flop_per_s)
-    b = _check.positive("bytes_per_s", bytes_per_s)
+    p = _quantity("peak_flop_per_s", peak_flop_per_s)
+    b = _quantity("bytes_per_s", bytes_per_s)
     return _out(np.minimum(p, i * b), scalar)
 
 
@@ -94,10 +148,10 @@ def roofline_time_s(flop: float, bytes_moved: float, peak_flop_per_s: float, byt
     >>> round(roofline_time_s(2 * 4096**3, 3 * 2 * 4096**2, 989.4e12, 4.8e12) * 1e6, 1)  # bf16 GEMM, H200 [us]
     138.9
     """
-    f = _check.non_negative("flop", flop)
-    b = _check.non_negative("bytes_moved", bytes_moved)
-    p = _check.positive("peak_flop_per_s", peak_flop_per_s)
-    bw = _check.positive("bytes_per_s", bytes_per_s)
+    f = _quantity("flop", flop, allow_zero=True)
+    b = _quantity("bytes_moved", bytes_moved, allow_zero=True)
+    p = _quantity("peak_flop_per_s", peak_flop_per_s)
+    bw = _quantity("bytes_per_s", bytes_per_s)
     return max(f / p, b / bw)
 
 
@@ -112,17 +166,18 @@ def hierarchical_attainable_flop_per_s(peak_flop_per_s: float, levels: dict) -> 
     >>> hierarchical_attainable_flop_per_s(100.0, {"L2": (2.0, 40.0), "HBM": (4.0, 10.0)})
     (40.0, 'HBM')
     """
-    best, bound = _check.positive("peak_flop_per_s", peak_flop_per_s), "compute"
-    if not levels:
-        raise ValueError(f"levels must name at least one memory level, got {levels!r}")
+    best, bound = _quantity("peak_flop_per_s", peak_flop_per_s), "compute"
+    if not isinstance(levels, Mapping) or not levels:
+        raise ValueError(f"levels must be a dict naming at least one memory level, got {levels!r}")
+    if len(levels) > 64:
+        raise ValueError(f"levels must name at most 64 memory levels, got {len(levels)}")
     for name, pair in levels.items():
-        try:
-            intensity, bw = pair
-        except (TypeError, ValueError):
-            raise ValueError(f"levels[{name!r}] must be (intensity, bytes_per_s), got {pair!r}") from None
-        rate = _check.positive(f"levels[{name!r}] intensity", intensity) * _check.positive(
-            f"levels[{name!r}] bytes_per_s", bw
-        )
+        if not isinstance(name, str):
+            raise ValueError(f"levels keys must be level names (str), got {name!r}")
+        if isinstance(pair, (str, bytes)) or not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise ValueError(f"levels[{name!r}] must be (intensity, bytes_per_s), got {pair!r}")
+        intensity, bw = pair
+        rate = _quantity(f"levels[{name!r}] intensity", intensity) * _quantity(f"levels[{name!r}] bytes_per_s", bw)
         if rate < best:
             best, bound = rate, name
     return best, bound
@@ -132,7 +187,7 @@ def hierarchical_attainable_flop_per_s(peak_flop_per_s: float, levels: dict) -> 
 # Coalescing
 # --------------------------------------------------------------------------------------------
 def _elem_bytes(elem_bytes) -> int:
-    e = _check.integer("elem_bytes", elem_bytes)
+    e = _int("elem_bytes", elem_bytes, minimum=1, maximum=16)
     if e not in ELEM_BYTES:
         raise ValueError(f"elem_bytes must be one of {ELEM_BYTES}, got {elem_bytes!r}")
     return e
@@ -141,9 +196,9 @@ def _elem_bytes(elem_bytes) -> int:
 def warp_addresses(stride_elems: int, elem_bytes: int = 4, offset_elems: int = 0) -> np.ndarray:
     """Byte address of each lane's element: lane ``i`` reads element ``offset + i*stride``
     of an array that starts at byte 0 (128-byte aligned)."""
-    s = _check.integer("stride_elems", stride_elems, minimum=0)
+    s = _int("stride_elems", stride_elems, minimum=0, maximum=MAX_INDEX)
     e = _elem_bytes(elem_bytes)
-    o = _check.integer("offset_elems", offset_elems, minimum=0)
+    o = _int("offset_elems", offset_elems, minimum=0, maximum=MAX_INDEX)
     return (o + np.arange(WARP_SIZE, dtype=np.int64) * s) * e
 
 
@@ -172,7 +227,7 @@ def warp_load_sectors(stride_elems: int, elem_bytes: int = 4, offset_elems: int 
     >>> warp_load_sectors(8)          # 32 B apart: one sector per lane
     32
     """
-    g = _check.integer("sector_bytes", sector_bytes, minimum=1)
+    g = _int("sector_bytes", sector_bytes, minimum=1, maximum=MAX_GRANULE_BYTES)
     addr = warp_addresses(stride_elems, elem_bytes, offset_elems)
     e = int(elem_bytes)
     first = addr // g
@@ -222,10 +277,10 @@ def strided_read_bytes(n_elems: int, stride_elems: int, elem_bytes: int = 4, *, 
     >>> strided_read_bytes(1024, 2)  # stride 2: twice
     8192
     """
-    n = _check.integer("n_elems", n_elems, minimum=1)
-    s = _check.integer("stride_elems", stride_elems, minimum=1)
+    n = _int("n_elems", n_elems, minimum=1, maximum=MAX_INDEX)
+    s = _int("stride_elems", stride_elems, minimum=1, maximum=MAX_INDEX)
     e = _elem_bytes(elem_bytes)
-    g = _check.integer("granule_bytes", granule_bytes, minimum=1)
+    g = _int("granule_bytes", granule_bytes, minimum=1, maximum=MAX_GRANULE_BYTES)
     full, rest = divmod(n, WARP_SIZE)
     per_warp = warp_load_sectors(s, e, 0, sector_bytes=g)
     total = full * per_warp
@@ -238,7 +293,7 @@ def strided_read_bytes(n_elems: int, stride_elems: int, elem_bytes: int = 4, *, 
 def strided_read_time_s(n_elems: int, stride_elems: int, bytes_per_s: float, elem_bytes: int = 4, *, granule_bytes: int = SECTOR_BYTES) -> float:
     """Time to read ``n_elems`` strided elements when memory moves whole granules at
     ``bytes_per_s`` [s]."""
-    bw = _check.positive("bytes_per_s", bytes_per_s)
+    bw = _quantity("bytes_per_s", bytes_per_s)
     return strided_read_bytes(n_elems, stride_elems, elem_bytes, granule_bytes=granule_bytes) / bw
 
 
@@ -255,11 +310,15 @@ def shared_wavefronts(byte_addresses, elem_bytes: int = 4) -> int:
     group the pass count is the largest number of distinct words any one bank must deliver.
     """
     e = _elem_bytes(elem_bytes)
-    addr = np.asarray(byte_addresses, dtype=np.int64).ravel()
-    if addr.size != WARP_SIZE:
-        raise ValueError(f"byte_addresses must hold {WARP_SIZE} addresses, got {addr.size}")
-    if np.any(addr < 0) or np.any(addr % e):
-        raise ValueError(f"byte_addresses must be >= 0 and aligned to elem_bytes={e}")
+    if isinstance(byte_addresses, (str, bytes)) or not hasattr(byte_addresses, "__len__"):
+        raise ValueError(f"byte_addresses must be a sequence of {WARP_SIZE} integer byte addresses, got {byte_addresses!r}")
+    flat = np.asarray(byte_addresses, dtype=object).ravel().tolist() if isinstance(byte_addresses, np.ndarray) else list(byte_addresses)
+    if len(flat) != WARP_SIZE:
+        raise ValueError(f"byte_addresses must hold {WARP_SIZE} addresses, got {len(flat)}")
+    addrs = [_int(f"byte_addresses[{i}]", a, minimum=0, maximum=MAX_INDEX) for i, a in enumerate(flat)]
+    if any(a % e for a in addrs):
+        raise ValueError(f"byte_addresses must be >= 0 and aligned to elem_bytes={e}, got {flat!r}")
+    addr = np.asarray(addrs, dtype=np.int64)
     group = max(1, (SMEM_BANKS * SMEM_BANK_BYTES) // max(e, SMEM_BANK_BYTES))
     group = min(group, WARP_SIZE)
     words_per_elem = max(1, e // SMEM_BANK_BYTES)
@@ -284,7 +343,7 @@ def bank_conflict_wavefronts(stride_elems: int, elem_bytes: int = 4) -> int:
     >>> bank_conflict_wavefronts(33)  # padding a 32-wide row by one word removes the conflict
     1
     """
-    s = _check.integer("stride_elems", stride_elems, minimum=0)
+    s = _int("stride_elems", stride_elems, minimum=0, maximum=MAX_INDEX)
     e = _elem_bytes(elem_bytes)
     return shared_wavefronts(np.arange(WARP_SIZE, dtype=np.int64) * s * e, e)
 
@@ -297,20 +356,83 @@ def ideal_wavefronts(elem_bytes: int = 4) -> int:
 
 def swizzled_column_wavefronts(row_elems: int = 32, column: int = 0, elem_bytes: int = 4) -> tuple[int, int]:
     """Reading one column of a ``32 x row_elems`` shared tile: wavefronts without and with an
-    XOR swizzle (element ``(r, c)`` stored at column ``c ^ (r % row_elems)``).
+    element-wise XOR swizzle (element ``(r, c)`` stored at column ``c ^ (r % row_elems)``).
+
+    This is a software swizzle at the granularity of one element, as hand-written transposes of
+    fp32 tiles use. The hardware's (TMA) swizzle modes and CuTe's GMMA layouts permute 16-byte
+    chunks instead: see :func:`tma_swizzle_offset`.
 
     >>> swizzled_column_wavefronts(32)
     (32, 1)
     """
-    n = _check.integer("row_elems", row_elems, minimum=WARP_SIZE)
+    n = _int("row_elems", row_elems, minimum=WARP_SIZE, maximum=2**20)
     if n & (n - 1):
         raise ValueError(f"row_elems must be a power of two >= 32 for an XOR swizzle, got {row_elems!r}")
-    c = _check.integer("column", column, minimum=0, maximum=n - 1)
+    c = _int("column", column, minimum=0, maximum=n - 1)
     e = _elem_bytes(elem_bytes)
     rows = np.arange(WARP_SIZE, dtype=np.int64)
     plain = (rows * n + c) * e
     swizzled = (rows * n + (c ^ rows)) * e
     return shared_wavefronts(plain, e), shared_wavefronts(swizzled, e)
+
+
+def _swizzle_mode(swizzle_bytes) -> int:
+    if swizzle_bytes == 0 and not isinstance(swizzle_bytes, bool) and isinstance(swizzle_bytes, (int, np.integer)):
+        return 0
+    if isinstance(swizzle_bytes, bool) or not isinstance(swizzle_bytes, (int, np.integer)) or int(swizzle_bytes) not in SWIZZLE_MODES:
+        raise ValueError(f"swizzle_bytes must be one of 0 (none), 32, 64 or 128, got {swizzle_bytes!r}")
+    return int(swizzle_bytes)
+
+
+def tma_swizzle_offset(byte_offset: int, swizzle_bytes: int = 128) -> int:
+    """Where the TMA's swizzle puts the byte at ``byte_offset`` of a shared-memory tile.
+
+    The swizzle permutes **16-byte chunks**, never single elements: within each
+    ``swizzle_bytes`` span (32, 64 or 128 B), the chunk index (address bits 4 and up) is XORed
+    with the row index taken from bits 7 and up, so the pattern repeats every 8 rows of
+    128 B for the 128-byte mode. This is CuTe's ``Swizzle<B, 4, 3>`` with ``B = log2(swizzle_bytes
+    / 16)`` (``Swizzle<3,4,3>`` for 128 B), the layout Hopper's ``wgmma`` reads (CUTLASS
+    ``cute/atom/mma_traits_sm90_gmma.hpp``; CUDA C++ Programming Guide, TMA swizzle: "swizzle
+    16B chunks within a 128B span"). The 16 bytes inside a chunk keep their order.
+
+    >>> [tma_swizzle_offset(128 * r) for r in range(8)]  # chunk 0 of rows 0..7
+    [0, 144, 288, 432, 576, 720, 864, 1008]
+    >>> tma_swizzle_offset(128 + 5)  # byte 5 of that chunk stays byte 5 of the moved chunk
+    149
+    """
+    o = _int("byte_offset", byte_offset, minimum=0, maximum=MAX_INDEX)
+    mode = _swizzle_mode(swizzle_bytes)
+    if mode == 0:
+        return o
+    mask = mode // SWIZZLE_CHUNK_BYTES - 1  # 1, 3 or 7: how many chunk bits are permuted
+    return o ^ (((o >> 7) & mask) << 4)
+
+
+def tma_column_wavefronts(swizzle_bytes: int = 128, row_bytes: int | None = None, chunk: int = 0) -> int:
+    """Wavefronts for a warp in which lane ``i`` reads 16-byte chunk number ``chunk`` of row ``i``
+    of a shared tile whose rows are ``row_bytes`` wide (default: the swizzle span, 128 B without
+    swizzle), laid out by the TMA with ``swizzle_bytes`` (0 = none). This is the access pattern
+    of ``ldmatrix`` on a tile of 16-bit values. The ideal for 16-byte accesses is 4 wavefronts
+    (a quarter-warp per pass).
+
+    The TMA requires a swizzled box's inner dimension to fit in the swizzle span
+    (``cuTensorMapEncodeTiled``), so ``row_bytes <= swizzle_bytes`` when swizzling.
+
+    >>> [tma_column_wavefronts(0, 128), tma_column_wavefronts(128)]  # 8-way conflict, then none
+    [32, 4]
+    >>> [tma_column_wavefronts(0, 64), tma_column_wavefronts(64)]
+    [16, 4]
+    """
+    mode = _swizzle_mode(swizzle_bytes)
+    default_row = mode or 128
+    r = default_row if row_bytes is None else _int("row_bytes", row_bytes, minimum=16, maximum=1024)
+    if r % SWIZZLE_CHUNK_BYTES:
+        raise ValueError(f"row_bytes must be a multiple of {SWIZZLE_CHUNK_BYTES}, got {row_bytes!r}")
+    if mode and r > mode:
+        raise ValueError(f"row_bytes must be <= swizzle_bytes={mode} (the TMA's inner box dimension fits the span), got {row_bytes!r}")
+    c = _int("chunk", chunk, minimum=0, maximum=r // SWIZZLE_CHUNK_BYTES - 1)
+    addrs = [tma_swizzle_offset(r * lane + SWIZZLE_CHUNK_BYTES * c, mode) for lane in range(WARP_SIZE)]
+    return shared_wavefronts(addrs, SWIZZLE_CHUNK_BYTES)
 
 
 def smem_bytes_per_s(sms: int, clock_hz: float) -> float:
@@ -320,29 +442,47 @@ def smem_bytes_per_s(sms: int, clock_hz: float) -> float:
     >>> round(smem_bytes_per_s(132, 1.98e9) / 1e12, 1)  # H100/H200 SXM
     33.5
     """
-    n = _check.integer("sms", sms, minimum=1)
-    f = _check.positive("clock_hz", clock_hz)
+    n = _int("sms", sms, minimum=1, maximum=MAX_SMS)
+    f = _quantity("clock_hz", clock_hz)
     return SMEM_BANKS * SMEM_BANK_BYTES * n * f
 
 
 # --------------------------------------------------------------------------------------------
 # Tiling
 # --------------------------------------------------------------------------------------------
-def tiled_matmul_hbm_bytes(m: int, n: int, k: int, tile: int, elem_bytes: int = 4) -> int:
-    """Bytes a square-tiled matmul C[m,n] = A[m,k] B[k,n] reads and writes in device memory
-    when each ``tile x tile`` block of C is computed from shared-memory tiles: every A element
-    is read ``ceil(n/tile)`` times, every B element ``ceil(m/tile)`` times, C written once.
+def tiled_matmul_global_bytes(m: int, n: int, k: int, tile: int, elem_bytes: int = 4) -> int:
+    """Global-memory traffic [B] of a square-tiled matmul C[m,n] = A[m,k] B[k,n] when each
+    ``tile x tile`` block of C is computed from shared-memory tiles: every A element is loaded
+    ``ceil(n/tile)`` times, every B element ``ceil(m/tile)`` times, C stored once.
 
-    >>> tiled_matmul_hbm_bytes(1024, 1024, 1024, 1, 4) // 2**20  # no reuse: 2*M*N*K reads
+    These are the bytes the SMs request from the memory system (global loads and stores), not
+    the bytes HBM delivers: the L2 serves re-reads of a tile that another thread block fetched
+    recently, so HBM traffic lies between :func:`matmul_compulsory_bytes` and this figure.
+
+    >>> tiled_matmul_global_bytes(1024, 1024, 1024, 1, 4) // 2**20  # no reuse: 2*M*N*K loads
     8196
     """
-    m_ = _check.integer("m", m, minimum=1)
-    n_ = _check.integer("n", n, minimum=1)
-    k_ = _check.integer("k", k, minimum=1)
-    t = _check.integer("tile", tile, minimum=1)
-    e = _check.integer("elem_bytes", elem_bytes, minimum=1)
+    m_ = _int("m", m, minimum=1, maximum=MAX_DIM)
+    n_ = _int("n", n, minimum=1, maximum=MAX_DIM)
+    k_ = _int("k", k, minimum=1, maximum=MAX_DIM)
+    t = _int("tile", tile, minimum=1, maximum=MAX_DIM)
+    e = _int("elem_bytes", elem_bytes, minimum=1, maximum=16)
     reads = m_ * k_ * -(-n_ // t) + k_ * n_ * -(-m_ // t)
     return (reads + m_ * n_) * e
+
+
+def matmul_compulsory_bytes(m: int, n: int, k: int, elem_bytes: int = 4) -> int:
+    """The least HBM traffic [B] of C[m,n] = A[m,k] B[k,n]: A and B read once, C written once
+    (what remains when a cache absorbs every re-read).
+
+    >>> matmul_compulsory_bytes(1024, 1024, 1024, 2) // 2**20  # three 2 MiB bf16 matrices
+    6
+    """
+    m_ = _int("m", m, minimum=1, maximum=MAX_DIM)
+    n_ = _int("n", n, minimum=1, maximum=MAX_DIM)
+    k_ = _int("k", k, minimum=1, maximum=MAX_DIM)
+    e = _int("elem_bytes", elem_bytes, minimum=1, maximum=16)
+    return (m_ * k_ + k_ * n_ + m_ * n_) * e
 
 
 def working_set_bytes_per_s(ws_bytes, cache_bytes: float, cache_bytes_per_s: float, mem_bytes_per_s: float):
@@ -350,9 +490,9 @@ def working_set_bytes_per_s(ws_bytes, cache_bytes: float, cache_bytes_per_s: flo
     ``min(1, cache/ws)`` of the bytes hits the cache, the rest comes from memory; time per
     byte is the weighted sum of the two levels' times per byte."""
     ws, scalar = _positive_array("ws_bytes", ws_bytes)
-    c = _check.positive("cache_bytes", cache_bytes)
-    cb = _check.positive("cache_bytes_per_s", cache_bytes_per_s)
-    mb = _check.positive("mem_bytes_per_s", mem_bytes_per_s)
+    c = _quantity("cache_bytes", cache_bytes)
+    cb = _quantity("cache_bytes_per_s", cache_bytes_per_s)
+    mb = _quantity("mem_bytes_per_s", mem_bytes_per_s)
     hit = np.minimum(1.0, c / ws)
     return _out(1.0 / (hit / cb + (1 - hit) / mb), scalar)
 
@@ -361,7 +501,7 @@ def bank_loads(stride_elems: int, elem_bytes: int = 4) -> np.ndarray:
     """Distinct 4-byte words each of the 32 banks must deliver for one warp-wide access where
     lane ``i`` reads element ``i * stride_elems`` (summed over the warp's half- or quarter-warp
     groups for 8- and 16-byte accesses)."""
-    s = _check.integer("stride_elems", stride_elems, minimum=0)
+    s = _int("stride_elems", stride_elems, minimum=0, maximum=MAX_INDEX)
     e = _elem_bytes(elem_bytes)
     words = set()
     for a in (np.arange(WARP_SIZE, dtype=np.int64) * s * e).tolist():
@@ -409,11 +549,16 @@ def roofline_point(gpu: str, dtype: str, intensity: float) -> RooflinePoint:
     >>> p.bound, round(p.ridge_intensity)
     ('memory', 206)
     """
-    from ..hardware import get_gpu
+    from ..hardware import get_gpu, gpu_names
 
+    if not isinstance(gpu, str) or gpu.lower() not in {n.lower() for n in gpu_names()}:
+        raise ValueError(f"gpu must be one of {', '.join(gpu_names())}; got {gpu!r}")
     g = get_gpu(gpu)
+    if not isinstance(dtype, str) or dtype.lower() not in g.peak_flop_per_s:
+        raise ValueError(f"dtype must be one of {', '.join(map(repr, g.peak_flop_per_s))} for {g.name}; got {dtype!r}")
+    i = _quantity("intensity", intensity)
     peak = g.peak(dtype)
     bw = g.hbm_bytes_per_s
-    attain = attainable_flop_per_s(intensity, peak, bw)
+    attain = attainable_flop_per_s(i, peak, bw)
     ridge = ridge_intensity(peak, bw)
-    return RooflinePoint(g.name, dtype.lower(), float(intensity), peak, bw, ridge, attain, "memory" if intensity < ridge else "compute")
+    return RooflinePoint(g.name, dtype.lower(), i, peak, bw, ridge, attain, "memory" if i < ridge else "compute")
