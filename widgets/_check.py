@@ -1,0 +1,208 @@
+"""Input checks shared by every public function of ``widgets``: one sentence per bad input.
+
+Every message names the parameter as the caller spelled it, shows the value, and says what is
+valid, e.g. ``"n must be an integer in [2, 1048576], got 4611686018427387904"``. Calculators show
+that sentence instead of a traceback. Rules:
+
+- a *number* is a finite real scalar: Python ``int``/``float`` or a numpy scalar; ``bool`` is not
+  a number, nor is a string, ``None``, a list or an array;
+- an *integer* is a Python ``int`` or numpy integer (returned as an exact Python ``int``, so no
+  numpy arithmetic can wrap afterwards), or a float that holds an integer exactly (``2.0``, at most
+  ``2**53``); it lies in ``[minimum, maximum]``; without an explicit ``maximum`` the bound is
+  ``MAX_INT = 2**53`` (sizes in bytes or elements; the largest integer a float holds exactly).
+  Counts that drive a loop or an allocation (ranks, buckets, steps) must pass a smaller bound;
+- an *enum* is a string from a fixed list (case-insensitive); a *flag* is a ``bool``;
+  a *name* (free text) is a ``str``.
+
+No raw conversion message ("cannot convert float NaN to integer") ever reaches the caller.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Iterable
+
+import numpy as np
+
+__all__ = ["MAX_INT", "number", "positive", "non_negative", "in_range", "fraction", "integer", "choice", "flag", "text",
+           "optional", "numbers_list", "array"]
+
+Mapping_types = (dict,)
+
+MAX_INT = 2**53
+"""Default upper bound of :func:`integer`: every integer up to it is exact as a float too."""
+
+
+def _show(value) -> str:
+    """``repr`` of a value, shortened so that a message stays one readable line."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _is_real_scalar(value) -> bool:
+    if isinstance(value, (bool, np.bool_)):
+        return False
+    return isinstance(value, numbers.Real)
+
+
+def number(name: str, value) -> float:
+    """``value`` as a float, or ``ValueError`` unless it is a finite real scalar (not a bool).
+
+    >>> number("latency_s", 2e-6)
+    2e-06
+    >>> number("latency_s", float("nan"))
+    Traceback (most recent call last):
+    ...
+    ValueError: latency_s must be a finite number, got nan
+    """
+    if not _is_real_scalar(value):
+        raise ValueError(f"{name} must be a finite real number, got {_show(value)}")
+    try:
+        v = float(value)
+    except (OverflowError, ValueError, TypeError):  # a huge int or an exotic Real
+        raise ValueError(f"{name} must be a finite number, got {_show(value)}") from None
+    if not math.isfinite(v):
+        raise ValueError(f"{name} must be a finite number, got {_show(value)}")
+    return v
+
+
+def positive(name: str, value) -> float:
+    """A finite number > 0."""
+    v = number(name, value)
+    if v <= 0:
+        raise ValueError(f"{name} must be > 0, got {_show(value)}")
+    return v
+
+
+def non_negative(name: str, value) -> float:
+    """A finite number >= 0."""
+    v = number(name, value)
+    if v < 0:
+        raise ValueError(f"{name} must be >= 0, got {_show(value)}")
+    return v
+
+
+def in_range(name: str, value, low: float, high: float) -> float:
+    """A finite number in ``[low, high]``."""
+    v = number(name, value)
+    if not low <= v <= high:
+        raise ValueError(f"{name} must be in [{low:g}, {high:g}], got {_show(value)}")
+    return v
+
+
+def fraction(name: str, value, *, open_low: bool = False) -> float:
+    """A number in [0, 1] (or (0, 1] with ``open_low``)."""
+    v = number(name, value)
+    if v > 1 or v < 0 or (open_low and v == 0):
+        low = "(0" if open_low else "[0"
+        raise ValueError(f"{name} must be in {low}, 1], got {_show(value)}")
+    return v
+
+
+def integer(name: str, value, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    """An exact Python ``int`` in ``[minimum, maximum]`` (``maximum`` defaults to ``MAX_INT``).
+
+    >>> integer("n", 8, minimum=2)
+    8
+    >>> integer("n", 1e308)
+    Traceback (most recent call last):
+    ...
+    ValueError: n must be an integer <= 9007199254740992, got 1e+308
+    """
+    if maximum is None:
+        maximum = MAX_INT
+    low = "" if minimum is None else f" >= {minimum}"
+    span = f" in [{minimum}, {maximum}]" if minimum is not None else f" <= {maximum}"
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name} must be an integer{span}, got {_show(value)}")
+    if isinstance(value, numbers.Integral):
+        v = int(value)
+    else:
+        try:
+            f = float(value)
+        except (OverflowError, ValueError, TypeError):
+            raise ValueError(f"{name} must be an integer{span}, got {_show(value)}") from None
+        if not math.isfinite(f) or not f.is_integer():
+            raise ValueError(f"{name} must be an integer{span}, got {_show(value)}")
+        if abs(f) > MAX_INT:  # never build a 309-digit int out of 1e308
+            raise ValueError(f"{name} must be an integer{span}, got {_show(value)}")
+        v = int(f)
+    if minimum is not None and v < minimum:
+        raise ValueError(f"{name} must be an integer{span}, got {_show(value)}")
+    if v > maximum:
+        raise ValueError(f"{name} must be an integer{low}{' and' if low else ''} <= {maximum}, got {_show(value)}")
+    return v
+
+
+def choice(name: str, value, valid: Iterable[str]) -> str:
+    """One of a fixed set of strings (case-insensitive); the error lists the valid ones."""
+    options = list(valid)
+    if isinstance(value, str):
+        for option in options:
+            if value.lower() == option.lower():
+                return option
+    raise ValueError(f"{name} must be one of {', '.join(map(repr, options))}; got {_show(value)}")
+
+
+def flag(name: str, value) -> bool:
+    """A ``bool`` (numpy bools accepted); ``1``, ``"yes"`` or ``None`` are not flags."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise ValueError(f"{name} must be True or False, got {_show(value)}")
+
+
+def text(name: str, value, *, empty: bool = False) -> str:
+    """A string (free text: a label, a name); not empty unless ``empty``."""
+    if not isinstance(value, str):
+        raise ValueError(f"{name} must be a string, got {_show(value)}")
+    if not empty and not value.strip():
+        raise ValueError(f"{name} must not be empty, got {value!r}")
+    return value
+
+
+def optional(check, name: str, value, *args, **kwargs):
+    """``None`` stays ``None``; anything else goes through ``check(name, value, ...)``."""
+    return None if value is None else check(name, value, *args, **kwargs)
+
+
+def numbers_list(name: str, values, *, min_len: int = 1, max_len: int = 2**20, check=None) -> list:
+    """A sequence (list, tuple, 1-D array) of finite numbers, returned as a list of floats.
+
+    Each item goes through ``check(f"{name}[i]", item)`` (default :func:`number`), so a message
+    names the item: ``"sizes_bytes[2] must be >= 0, got -1"``.
+    """
+    if isinstance(values, (str, bytes, Mapping_types)) or not hasattr(values, "__len__") or not hasattr(values, "__iter__"):
+        raise ValueError(f"{name} must be a list of numbers, got {_show(values)}")
+    if isinstance(values, np.ndarray) and values.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D list of numbers, got an array of shape {values.shape}")
+    n = len(values)
+    if not min_len <= n <= max_len:
+        raise ValueError(f"{name} must hold {min_len} to {max_len} numbers, got {n}")
+    check = check or number
+    return [check(f"{name}[{i}]", v) for i, v in enumerate(values)]
+
+
+def array(name: str, value, *, check_low: float | None = None, strict_low: bool = False) -> np.ndarray:
+    """A finite real scalar or array of them, as a float ndarray (for elementwise models).
+
+    ``check_low``: every element must be >= it (> it with ``strict_low``).
+    """
+    if isinstance(value, (str, bytes, bool, np.bool_)) or value is None:
+        raise ValueError(f"{name} must be a finite number or an array of them, got {_show(value)}")
+    try:
+        a = np.asarray(value)
+    except Exception:  # noqa: BLE001 - ragged lists and exotic objects
+        raise ValueError(f"{name} must be a finite number or an array of them, got {_show(value)}") from None
+    if a.dtype.kind not in "iuf":
+        raise ValueError(f"{name} must be a finite number or an array of them, got {_show(value)}")
+    a = a.astype(float)
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} must be finite, got {_show(value)}")
+    if check_low is not None:
+        bad = a <= check_low if strict_low else a < check_low
+        if np.any(bad):
+            op = ">" if strict_low else ">="
+            raise ValueError(f"{name} must be {op} {check_low:g}, got {_show(value)}")
+    return a
+
