@@ -440,15 +440,25 @@ def test_bad_dtype_lists_the_valid_ones():
 # --------------------------------------------------------------------------------------------
 # Calculators
 # --------------------------------------------------------------------------------------------
+def _frame(fig, name):
+    return next(f for f in fig.frames if f.name == name)
+
+
 def test_peak_figure_frames_match_the_model():
+    """Two inputs: GPU (dropdown) x SM clock (slider); every frame computed by the model."""
     from widgets.ui import tensor_cores as ui
 
     fig = ui.peak_figure()
-    assert len(fig.frames) == len(ui.PEAK_GPUS) == len(fig.layout.sliders[0].steps)
-    i = ui.PEAK_GPUS.index("H200-SXM")
-    bars = fig.frames[i].data[0].y
-    assert bars[ui.PEAK_DTYPES.index("bf16")] == pytest.approx(tc.peak_check("H200-SXM", "bf16").peak_flop_per_s / 1e12)
-    assert "1830 MHz" in fig.frames[i].layout.title.text
+    clocks = list(ui.PEAK_CLOCKS_MHZ)
+    assert len(fig.frames) == len(ui.PEAK_GPUS) * len(clocks)
+    assert len(fig.layout.sliders) == len(ui.PEAK_GPUS) and len(fig.layout.updatemenus[0].buttons) == len(ui.PEAK_GPUS)
+    i, j = ui.PEAK_GPUS.index("H200-SXM"), clocks.index(1800)
+    f = _frame(fig, f"{i}:{j}")
+    bars = f.data[0].y
+    assert bars[ui.PEAK_DTYPES.index("bf16")] == pytest.approx(tc.peak_flop_per_s(132, 1.8e9, 4096) / 1e12)
+    assert f.data[1].y[ui.PEAK_DTYPES.index("bf16")] == pytest.approx(989.4)
+    assert "1830 MHz" in f.layout.title.subtitle.text  # the readout line
+    assert len(fig.to_json()) < 400_000  # small page
 
 
 def test_gemm_figure_shows_the_sawtooth():
@@ -456,22 +466,31 @@ def test_gemm_figure_shows_the_sawtooth():
 
     ms = (1024, 2048)
     fig = ui.gemm_figure(ms=ms)
-    assert len(fig.frames) == len(ms) == len(fig.layout.sliders[0].steps)
-    x = np.asarray(fig.frames[1].data[0].x)
-    y = np.asarray(fig.frames[1].data[0].y)
+    assert len(fig.frames) == len(ms) * len(ui.GEMM_CHOICES)
+    ci = ui.GEMM_CHOICES.index(("H200-SXM", "bf16"))
+    f = _frame(fig, f"{ci}:1")
+    x, y = np.asarray(f.data[0].x), np.asarray(f.data[0].y)
     assert y[list(x).index(4096)] * 1e12 == pytest.approx(tc.predicted_flop_per_s(2048, 4096, 8192, 989.4e12, 4.8e12, 132)[()])
     assert np.sum(np.diff(y) < -50) >= 3  # several teeth
+    cf = ui.GEMM_CHOICES.index(("H200-SXM", "fp8"))
+    y8 = np.asarray(_frame(fig, f"{cf}:1").data[0].y)
+    assert y8.max() > 1.9 * y.max()  # fp8 peak twice bf16's
+    assert len(fig.to_json()) < 600_000
 
 
 def test_precision_figure_frames():
     from widgets.ui import tensor_cores as ui
 
     fig = ui.precision_figure()
-    assert len(fig.frames) == len(ui.PRECISION_FRAMES) == len(fig.layout.sliders[0].steps)
-    i = ui.PRECISION_FRAMES.index(("bf16", "fp32"))
-    typical = fig.frames[i].data[2]
-    j = list(typical.x).index(1000)
-    assert typical.y[j] == pytest.approx(tc.dot_error(1000, "bf16", "fp32").typical_error)
+    ks = list(ui.PRECISION_KS)
+    assert len(fig.frames) == len(ui.PRECISION_CHOICES) * len(ks)
+    i = ui.PRECISION_CHOICES.index(("bf16", "fp32"))
+    total = _frame(fig, f"{i}:{ks.index(1024)}").data[0]
+    assert total.y[ks.index(1024)] == pytest.approx(tc.dot_error(1024, "bf16", "fp32").typical_error)
+    j = ui.PRECISION_CHOICES.index(("fp8", "Hopper precise"))
+    acc = _frame(fig, f"{j}:0").data[2]
+    assert acc.y[-1] == pytest.approx(tc.tensor_core_accumulation_error(ks[-1], "fp8", False).typical_error)
+    assert max(acc.y[5:]) / min(acc.y[5:]) < 1.01  # flat once K passes the promotion interval
 
 
 def _texts(box) -> str:

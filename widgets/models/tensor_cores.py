@@ -706,3 +706,18 @@ SYSTOLIC_ARRAY_EDGE = {
     "TPU v4": 128,  # Jouppi et al. 2023 (ISCA): four 128 x 128 MXUs per TensorCore
     "TPU v6e": 256,  # Google Cloud TPU documentation, "TPU v6e" (Trillium): 256 x 256 MXUs
 }
+
+
+def tensor_core_dot_error(k: int, dtype: str, fast_accum: bool = False) -> float:
+    """Typical relative error of a Hopper tensor-core dot product of length ``k`` against the exact
+    one: inputs rounded to ``dtype`` (``2 u_in^2`` of variance, as in :func:`dot_error`) plus the
+    accumulation of :func:`tensor_core_accumulation_error`.
+
+    >>> round(tensor_core_dot_error(4096, "bf16"), 5)                  # input rounding dominates
+    0.00235
+    >>> round(tensor_core_dot_error(65536, "fp8", fast_accum=True), 4)  # E4M3 inputs dominate still
+    0.0378
+    """
+    fin = number_format(dtype)
+    acc = tensor_core_accumulation_error(k, dtype, fast_accum).typical_error
+    return math.sqrt(2 * fin.unit_roundoff**2 * ROUNDING_VARIANCE + acc**2)

@@ -14,14 +14,14 @@ import plotly.graph_objects as go
 from ..hardware import get_gpu
 from ..models import tensor_cores as tc
 from ..units import fmt_bytes, fmt_flop, fmt_flop_per_s, fmt_time
-from ._core import frames_figure, live_form, table_html
+from ._core import gpu_color, grid_figure, live_form, series_color, style_figure, table_html
 from ._core import verdict as _verdict
 
 PEAK_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 PEAK_GPUS = tuple(tc.FLOP_PER_CLOCK_PER_SM)
 ELEM_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 PRECISION_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2")
-COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2")
+COLORS = tuple(series_color(i) for i in range(7))
 TILES = (64, 128, 256)
 
 
@@ -48,25 +48,34 @@ def peak_rows(c: tc.PeakCheck) -> list[tuple[str, str]]:
     ]
 
 
-def _peak_traces(gpu: str) -> tuple[list, str]:
+PEAK_CLOCKS_MHZ = tuple(range(1000, 2201, 100))  # the slider of the static peak calculator
+
+
+def _peak_frame(gpu: str, clock_mhz: float) -> tuple[list, str, str]:
+    """Bars: the dense peak of each data type at ``clock_mhz`` (first principles) beside the
+    catalog's figure (at the datasheet's clock)."""
     rates = tc.FLOP_PER_CLOCK_PER_SM[gpu]
-    first, catalog = [], []
+    g = get_gpu(gpu)
+    at_clock, catalog = [], []
     for d in PEAK_DTYPES:
         if d in rates:
-            c = tc.peak_check(gpu, d)
-            first.append(c.peak_flop_per_s / 1e12)
-            catalog.append(c.catalog_flop_per_s / 1e12)
+            at_clock.append(tc.peak_flop_per_s(g.sms, clock_mhz * 1e6, rates[d]) / 1e12)
+            catalog.append(g.peak(d) / 1e12)
         else:
-            first.append(None)
+            at_clock.append(None)
             catalog.append(None)
     traces = [
-        go.Bar(x=list(PEAK_DTYPES), y=first, name="SMs x clock x FLOP/clock/SM", marker_color=COLORS[0],
-               hovertemplate="%{x}: %{y:.4g} TFLOP/s<extra>first principles</extra>"),
-        go.Bar(x=list(PEAK_DTYPES), y=catalog, name="catalog (datasheet, dense)", marker_color=COLORS[1],
+        go.Bar(x=list(PEAK_DTYPES), y=at_clock, name=f"SMs x {clock_mhz:.0f} MHz x FLOP/clock/SM", marker_color=gpu_color(gpu),
+               hovertemplate="%{x}: %{y:.4g} TFLOP/s<extra>at this clock</extra>"),
+        go.Bar(x=list(PEAK_DTYPES), y=catalog, name="catalog (datasheet, dense)", marker_color="#999999",
                hovertemplate="%{x}: %{y:.4g} TFLOP/s<extra>catalog</extra>"),
     ]
     d = "bf16" if "bf16" in rates else next(iter(rates))
-    return traces, peak_summary(tc.peak_check(gpu, d))
+    c = tc.peak_check(gpu, d)
+    here = tc.peak_flop_per_s(g.sms, clock_mhz * 1e6, rates[d])
+    readout = (f"{d}: {g.sms} SMs x {clock_mhz:.0f} MHz x {rates[d]} = {fmt_flop_per_s(here)}; "
+               f"datasheet {fmt_flop_per_s(c.catalog_flop_per_s)} at {c.clock_hz / 1e6:.0f} MHz")
+    return traces, f"{gpu} at {clock_mhz:.0f} MHz", readout
 
 
 def _peak_layout() -> dict:
@@ -74,18 +83,22 @@ def _peak_layout() -> dict:
         barmode="group",
         xaxis=dict(title="data type"),
         yaxis=dict(title="dense peak [TFLOP/s]", type="log", range=[1, 3.6]),
-        height=460,
-        title_font_size=14,
-        legend=dict(x=1.02, y=1, xanchor="left"),
     )
 
 
-def peak_figure(gpus=PEAK_GPUS) -> go.Figure:
-    """Static peak calculator: the slider picks the GPU; bars compare first principles with the
-    catalog for every data type it has."""
-    gpus = list(gpus)
-    active = gpus.index("H200-SXM") if "H200-SXM" in gpus else 0
-    return frames_figure(gpus, _peak_traces, slider_prefix="GPU: ", layout=_peak_layout(), active=active)
+def peak_figure(gpus=PEAK_GPUS, clocks_mhz=PEAK_CLOCKS_MHZ) -> go.Figure:
+    """Static peak calculator, two inputs: the dropdown picks the GPU, the slider the SM clock;
+    bars compare SMs x clock x FLOP/clock/SM with the catalog's datasheet figure for every data type."""
+    gpus, clocks = list(gpus), list(clocks_mhz)
+    ci = gpus.index("H200-SXM") if "H200-SXM" in gpus else 0
+    si = min(range(len(clocks)), key=lambda i: abs(clocks[i] - 1800))
+    return grid_figure(
+        slider=("SM clock", clocks, lambda v: f"{v:.0f} MHz"),
+        choices=("GPU", gpus, str),
+        frame=_peak_frame,
+        layout=_peak_layout(),
+        active=(ci, si),
+    )
 
 
 def peak_calculator():
@@ -148,31 +161,43 @@ def _gemm_layout(ymax: float) -> dict:
     return dict(
         xaxis=dict(title="N (columns of C)"),
         yaxis=dict(title="predicted [TFLOP/s]", range=[0, ymax * 1.08]),
-        height=460,
-        title_font_size=14,
-        legend=dict(x=1.02, y=1, xanchor="left"),
     )
 
 
-def gemm_figure(ms=(256, 512, 1024, 2048, 4096, 8192), k: int = 8192, dtype: str = "bf16", gpu: str = "H200-SXM",
-                tile_m: int = 128, tile_n: int = 256, ns=None) -> go.Figure:
-    """Static GEMM estimator: predicted throughput against N (the wave-quantization saw-tooth);
-    the slider picks M."""
-    ns = np.arange(128, 16384 + 1, 64) if ns is None else np.asarray(ns)
-    peak = get_gpu(gpu).peak(dtype) / 1e12
+GEMM_CHOICES = (("H200-SXM", "bf16"), ("H200-SXM", "fp8"), ("H200-SXM", "tf32"), ("A100-SXM-80GB", "bf16"),
+                ("L4", "bf16"), ("MI300X", "bf16"))
+GEMM_MS = (128, 256, 512, 1024, 2048, 4096, 8192)
 
-    def frame(m):
+
+def gemm_figure(choices=GEMM_CHOICES, ms=GEMM_MS, k: int = 8192, tile_m: int = 128, tile_n: int = 256, ns=None) -> go.Figure:
+    """Static GEMM estimator, three inputs: the dropdown picks (GPU, data type), the slider M; the
+    curve is the predicted throughput against N (the wave-quantization saw-tooth) at ``k``."""
+    ns = np.arange(128, 16384 + 1, 128) if ns is None else np.asarray(ns)
+    choices, ms = [tuple(c) for c in choices], list(ms)
+    ymax = max(get_gpu(g).peak(d) for g, d in choices) / 1e12
+
+    def frame(choice, m):
+        gpu, dtype = choice
+        peak = get_gpu(gpu).peak(dtype) / 1e12
         y = _gemm_curve(m, k, ns, dtype, gpu, tile_m, tile_n)
         e = estimate_for(m, int(ns[-1]), k, dtype, gpu, tile_m, tile_n)
         traces = [
-            go.Scatter(x=ns, y=y, mode="lines", name=f"predicted, {tile_m} x {tile_n} tiles", line=dict(color=COLORS[0]),
+            go.Scatter(x=ns, y=y, mode="lines", name=f"predicted, {tile_m} x {tile_n} tiles", line=dict(color=gpu_color(gpu)),
                        hovertemplate="N = %{x}: %{y:.4g} TFLOP/s<extra></extra>"),
-            go.Scatter(x=[ns[0], ns[-1]], y=[peak, peak], mode="lines", name=f"dense {dtype} peak", line=dict(color="gray", dash="dash")),
+            go.Scatter(x=[ns[0], ns[-1]], y=[peak, peak], mode="lines", name="dense peak", line=dict(color="#999999", dash="dash")),
         ]
-        title = f"M = {m}, K = {k}, one wave = {get_gpu(gpu).sms} tiles; at N = {int(ns[-1])}:<br>{gemm_summary(e)}"
-        return traces, title
+        title = f"{gpu} {dtype}, M = {m}, K = {k}"
+        readout = f"one wave = {get_gpu(gpu).sms} tiles; at N = {int(ns[-1])}: {gemm_summary(e)}"
+        return traces, title, readout
 
-    return frames_figure(list(ms), frame, slider_prefix="M: ", layout=_gemm_layout(peak), active=list(ms).index(2048) if 2048 in ms else 0)
+    ci = choices.index(("H200-SXM", "bf16")) if ("H200-SXM", "bf16") in choices else 0
+    return grid_figure(
+        slider=("M", ms, str),
+        choices=("GPU, dtype", choices, lambda c: f"{c[0]} {c[1]}"),
+        frame=frame,
+        layout=_gemm_layout(ymax),
+        active=(ci, ms.index(2048) if 2048 in ms else 0),
+    )
 
 
 def gemm_calculator():
@@ -203,7 +228,8 @@ def gemm_calculator():
             go.Scatter(x=[n], y=[e.flop_per_s / 1e12], mode="markers", name="this N", marker=dict(size=11, color=COLORS[3])),
             go.Scatter(x=[ns[0], ns[-1]], y=[peak, peak], mode="lines", name="dense peak", line=dict(color="gray", dash="dash")),
         ])
-        fig.update_layout(template="plotly_white", title_text=gemm_summary(e), **_gemm_layout(peak))
+        fig.update_layout(**_gemm_layout(peak))
+        style_figure(fig, title=f"{gpu} {dtype}, M = {m}, K = {k}", readout=gemm_summary(e))
         return table_html(gemm_rows(e)), fig
 
     return live_form(compute, controls, show, title="GEMM estimator: tiles, waves, memory")
@@ -250,28 +276,60 @@ def _precision_traces(dtype: str, accumulate: str = "fp32", ks=KS) -> list:
 def _precision_layout() -> dict:
     return dict(
         xaxis=dict(type="log", title="reduction length K"),
-        yaxis=dict(type="log", title="relative error", range=[-9, 1], exponentformat="power"),
-        height=460,
-        title_font_size=14,
-        legend=dict(x=1.02, y=1, xanchor="left"),
+        yaxis=dict(type="log", title="relative error", range=[-9, 0], exponentformat="power"),
     )
 
 
-PRECISION_FRAMES = tuple((d, "fp32") for d in PRECISION_DTYPES) + (("bf16", "bf16"), ("fp16", "fp16"))
+# (input format, accumulation path): fp32 adders, Hopper's fp8 accumulator (fast and precise), and
+# what summing in the input format would cost.
+PRECISION_CHOICES = (("bf16", "fp32"), ("fp16", "fp32"), ("fp8", "Hopper fast"), ("fp8", "Hopper precise"),
+                     ("bf16", "bf16"), ("fp16", "fp16"))
+PRECISION_KS = tuple(2**p for p in range(4, 21))
 
 
-def precision_figure(frames=PRECISION_FRAMES) -> go.Figure:
-    """Static precision explorer: the slider picks (input format, accumulation format); curves give
-    the error of a length-K dot product. Tensor cores accumulate in fp32; the last positions show
-    what summing in the input format would cost."""
-    frames = [tuple(f) for f in frames]
-    return frames_figure(
-        frames,
-        lambda f: (_precision_traces(f[0], f[1]), precision_summary(f[0], f[1])),
-        slider_prefix="inputs, sums: ",
-        value_label=lambda f: f"{f[0]}, {f[1]}",
+def precision_errors(dtype: str, path: str, ks) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(total, inputs only, accumulation only) typical errors over ``ks`` for an accumulation path:
+    ``"fp32"``/``"bf16"``/``"fp16"`` (round-to-nearest sums in that format) or ``"Hopper fast"`` /
+    ``"Hopper precise"`` (the fp8 accumulator of :data:`widgets.models.tensor_cores.ACCUMULATORS`)."""
+    ks = [int(k) for k in ks]
+    if path.startswith("Hopper"):
+        fast = path == "Hopper fast"
+        acc = np.array([tc.tensor_core_accumulation_error(k, dtype, fast).typical_error for k in ks])
+        total = np.array([tc.tensor_core_dot_error(k, dtype, fast) for k in ks])
+    else:
+        acc = np.array([tc.dot_error(k, dtype, path, input_rounding=False).typical_error for k in ks])
+        total = np.array([tc.dot_error(k, dtype, path).typical_error for k in ks])
+    inputs = np.array([tc.dot_error(k, dtype, path if not path.startswith("Hopper") else "fp32").u_in for k in ks])
+    inputs = inputs * np.sqrt(2 * tc.ROUNDING_VARIANCE)
+    return total, inputs, acc
+
+
+def _precision_frame(choice, k, ks=PRECISION_KS):
+    dtype, path = choice
+    total, inputs, acc = precision_errors(dtype, path, ks)
+    i = list(ks).index(k)
+    traces = [
+        go.Scatter(x=list(ks), y=total, mode="lines", name="typical total error", line=dict(color=COLORS[0]),
+                   hovertemplate="K = %{x}: %{y:.3g}<extra>total</extra>"),
+        go.Scatter(x=list(ks), y=inputs, mode="lines", name="input rounding", line=dict(color=COLORS[1], dash="dot")),
+        go.Scatter(x=list(ks), y=acc, mode="lines", name="accumulation", line=dict(color=COLORS[2], dash="dash")),
+        go.Scatter(x=[k], y=[total[i]], mode="markers", name="this K", marker=dict(size=11, color=COLORS[3]), showlegend=False),
+    ]
+    title = f"{dtype} inputs, sums: {path}"
+    readout = f"K = {k}: typical {total[i]:.2g} (inputs {inputs[i]:.2g}, sums {acc[i]:.2g})"
+    return traces, title, readout
+
+
+def precision_figure(choices=PRECISION_CHOICES, ks=PRECISION_KS) -> go.Figure:
+    """Static precision explorer, three inputs: the dropdown picks (input format, accumulation
+    path), the slider K; curves give the typical error of a length-K dot product and its two parts."""
+    choices, ks = [tuple(c) for c in choices], list(ks)
+    return grid_figure(
+        slider=("K", ks, str),
+        choices=("inputs, sums", choices, lambda c: f"{c[0]}, sums {c[1]}"),
+        frame=lambda c, k: _precision_frame(c, k, ks),
         layout=_precision_layout(),
-        active=frames.index(("bf16", "fp32")) if ("bf16", "fp32") in frames else 0,
+        active=(0, ks.index(4096) if 4096 in ks else 0),
     )
 
 
@@ -291,7 +349,8 @@ def precision_calculator():
     def show(e: tc.DotError):
         fig = go.Figure(_precision_traces(e.dtype, e.accumulate))
         fig.add_trace(go.Scatter(x=[e.k], y=[e.typical_error], mode="markers", name="this K", marker=dict(size=11, color=COLORS[3])))
-        fig.update_layout(template="plotly_white", title_text=precision_summary(e.dtype, e.accumulate), **_precision_layout())
+        fig.update_layout(**_precision_layout())
+        style_figure(fig, title=f"{e.dtype} inputs, sums in {e.accumulate}", readout=f"K = {e.k}: typical {e.typical_error:.2g}")
         return table_html(precision_rows(e)), fig
 
     return live_form(compute, controls, show, title="Precision explorer: a dot product of length K")
@@ -312,50 +371,73 @@ def format_table(dtypes=("fp64", "fp32", "tf32", "bf16", "fp16", "fp8_e4m3", "fp
 # --------------------------------------------------------------------------------------------
 # Plots of measurements (data in, figures out)
 # --------------------------------------------------------------------------------------------
-def throughput_plot(rows: list[dict], title: str = "") -> go.Figure:
-    """Measured GEMM throughput per data type beside the catalog's dense peak. ``rows`` are
-    ``measure_dtype_throughput`` records (NaN rows are skipped)."""
-    rows = [r for r in rows if r["flop_per_s"] == r["flop_per_s"]]
-    labels = [r["dtype"] + (" (fast accum)" if "use_fast_accum=True" in r.get("note", "") else " (precise accum)" if "use_fast_accum=False" in r.get("note", "") else "") for r in rows]
-    fig = go.Figure([go.Bar(x=labels, y=[r["flop_per_s"] / 1e12 for r in rows], name="measured", marker_color=COLORS[0])])
+def throughput_label(r: dict) -> str:
+    """A short label for one ``measure_dtype_throughput`` row: dtype, fp8 accumulation mode, data."""
+    note = r.get("note") or ""
+    lab = r["dtype"]
+    if "use_fast_accum=True" in note:
+        lab += " fast"
+    elif "use_fast_accum=False" in note:
+        lab += " precise"
+    if r.get("data", "randn") != "randn":
+        lab += f" ({r['data']})"
+    return lab
+
+
+def throughput_plot(rows: list[dict], title: str = "", readout: str | None = None) -> go.Figure:
+    """Measured GEMM throughput per data type, burst and (where recorded) sustained, beside the
+    catalog's dense peak. ``rows`` are ``measure_dtype_throughput`` records (rows without a
+    measurement are skipped)."""
+    rows = [r for r in rows if r.get("flop_per_s") is not None and r["flop_per_s"] == r["flop_per_s"]]
+    labels = [throughput_label(r) for r in rows]
+    fig = go.Figure([go.Bar(x=labels, y=[r["flop_per_s"] / 1e12 for r in rows], name="burst (median)", marker_color=COLORS[0])])
+    if any(r.get("sustained") for r in rows):
+        fig.add_trace(go.Bar(x=labels, y=[(r["sustained"] or {}).get("flop_per_s", 0) / 1e12 if r.get("sustained") else None for r in rows],
+                             name="sustained (median)", marker_color=COLORS[2]))
     if any(r.get("peak_flop_per_s") for r in rows):
-        fig.add_trace(go.Bar(x=labels, y=[(r.get("peak_flop_per_s") or 0) / 1e12 for r in rows], name="catalog dense peak", marker_color=COLORS[1]))
-    fig.update_layout(template="plotly_white", barmode="group", title_text=title, yaxis=dict(title="TFLOP/s"), height=380,
-                      legend=dict(orientation="h", y=-0.2))
-    return fig
+        fig.add_trace(go.Bar(x=labels, y=[(r.get("peak_flop_per_s") or 0) / 1e12 for r in rows], name="catalog dense peak", marker_color="#999999"))
+    fig.update_layout(barmode="group", yaxis=dict(title="TFLOP/s"))
+    return style_figure(fig, title=title, readout=readout, height=420)
 
 
-def sweep_plot(ns, series: dict, title: str = "") -> go.Figure:
+def sweep_plot(ns, series: dict, title: str = "", readout: str | None = None) -> go.Figure:
     """Throughput against N; ``series`` maps a label to TFLOP/s values (measured or predicted)."""
     fig = go.Figure()
     for (label, y), color in zip(series.items(), COLORS):
         dash = "dash" if label.startswith("predicted") else "solid"
         fig.add_trace(go.Scatter(x=list(ns), y=list(y), mode="lines+markers" if dash == "solid" else "lines", name=label,
                                  line=dict(color=color, dash=dash), marker=dict(size=5)))
-    fig.update_layout(template="plotly_white", title_text=title, xaxis=dict(title="N (columns of C)"), yaxis=dict(title="TFLOP/s", rangemode="tozero"),
-                      height=420, legend=dict(orientation="h", y=-0.25))
-    return fig
+    fig.update_layout(xaxis=dict(title="N (columns of C)"), yaxis=dict(title="TFLOP/s", rangemode="tozero"))
+    return style_figure(fig, title=title, readout=readout, height=440)
 
 
-def precision_plot(records: list[dict], kind: str = "total", title: str = "") -> go.Figure:
+def precision_model(r: dict, kind: str, ks) -> np.ndarray:
+    """The model's typical error for the rows like ``r`` (a ``measure_precision`` row) over ``ks``:
+    the Hopper accumulator of its data type and mode (fp32 sums for fp16/bf16/tf32/fp32)."""
+    d, fast = r["dtype"], bool(r.get("fast_accum"))
+    if kind == "total":
+        return np.array([tc.tensor_core_dot_error(int(k), d, fast) for k in ks])
+    return np.array([tc.tensor_core_accumulation_error(int(k), d, fast).typical_error for k in ks])
+
+
+def precision_plot(records: list[dict], kind: str = "total", title: str = "", readout: str | None = None) -> go.Figure:
     """Measured relative error against K per data type (markers) with the model's typical error
-    (lines). ``records`` are ``measure_precision`` rows; ``kind`` is ``"total"`` or ``"accumulation"``."""
+    (dashed lines). ``records`` are ``measure_precision`` rows; ``kind`` is ``"total"`` (inputs
+    rounded, then multiplied) or ``"accumulation"`` (the GEMM's own error)."""
     fig = go.Figure()
     labels = []
     for r in records:
-        lab = r["dtype"] + (" fast accum" if r.get("fast_accum") else "")
+        lab = r["dtype"] + (" fast" if r.get("fast_accum") else " precise" if r["dtype"] == "fp8" else "")
         if lab not in labels:
             labels.append(lab)
     for lab, color in zip(labels, COLORS):
-        rs = [r for r in records if r["dtype"] + (" fast accum" if r.get("fast_accum") else "") == lab]
+        rs = [r for r in records if r["dtype"] + (" fast" if r.get("fast_accum") else " precise" if r["dtype"] == "fp8" else "") == lab]
         ks = [r["k"] for r in rs]
-        fig.add_trace(go.Scatter(x=ks, y=[r[kind] for r in rs], mode="markers", name=f"{lab} measured", marker=dict(color=color, size=8)))
-        out = rs[0].get("out_dtype", "fp32")
-        model = tc.typical_dot_error(ks, rs[0]["dtype"], "fp32", output=None if out == "fp32" else out, input_rounding=(kind == "total"))
-        fig.add_trace(go.Scatter(x=ks, y=model, mode="lines", name=f"{lab} model", line=dict(color=color, dash="dash"), showlegend=False))
-    fig.update_layout(template="plotly_white", title_text=title, xaxis=dict(type="log", title="K"), yaxis=dict(type="log", title="relative error (Frobenius)", exponentformat="power"),
-                      height=440, legend=dict(orientation="h", y=-0.25))
-    return fig
+        fig.add_trace(go.Scatter(x=ks, y=[r[kind] for r in rs], mode="markers", name=lab, marker=dict(color=color, size=8)))
+        fig.add_trace(go.Scatter(x=ks, y=precision_model(rs[0], kind, ks), mode="lines", name=f"{lab} model",
+                                 line=dict(color=color, dash="dash"), showlegend=False))
+    fig.update_layout(xaxis=dict(type="log", title="K"), yaxis=dict(type="log", title="relative error (Frobenius)", exponentformat="power"))
+    return style_figure(fig, title=title, readout=readout, height=480)
 
 
 # --------------------------------------------------------------------------------------------
