@@ -437,43 +437,75 @@ def ui():
     return simt
 
 
-@pytest.mark.parametrize("slider", ["regs_per_thread", "threads_per_block", "smem_per_block_bytes"])
-def test_occupancy_figure_frames_match_model(ui, slider):
-    fig = ui.occupancy_figure(slider)
-    values = ui.OCC_SLIDERS[slider][0]
-    assert len(fig.frames) == len(fig.layout.sliders[0].steps) == len(values)
-    base = dict(threads_per_block=256, regs_per_thread=32, smem_per_block_bytes=0, arch="sm_90")
-    for frame, v in zip(fig.frames, values):
-        o = m.occupancy(**{**base, slider: v})
-        assert frame.layout.title.text == ui.occupancy_summary(o)
-        marker = frame.data[1]  # the current point on the block-size panel
-        assert marker.y[0] == pytest.approx(100 * o.occupancy)
-    # The registers panel of the 64-register frame is the model's curve.
-    if slider == "regs_per_thread":
-        f = fig.frames[values.index(64)]
-        assert list(f.data[2].y) == [100 * m.occupancy(256, r).occupancy for r in ui.REGS]
+def _frame(fig, ci, si):
+    """The precomputed frame for dropdown choice ``ci`` and slider position ``si``."""
+    names = {f.name: f for f in fig.frames}
+    return names.get(f"{ci}:{si}") or names[str(si)]
+
+
+def _controls(fig):
+    return len(fig.layout.updatemenus) + (1 if fig.layout.sliders else 0)
+
+
+def test_occupancy_figure_frames_match_model(ui):
+    """Two inputs at least: a dropdown over (arch, registers, shared memory) and a block-size
+    slider; every frame is the model's answer."""
+    fig = ui.occupancy_figure()
+    assert _controls(fig) == 2 and len(fig.layout.updatemenus[0].buttons) == len(ui.OCC_CHOICES)
+    assert len(fig.frames) == len(ui.OCC_CHOICES) * len(ui.OCC_BLOCK_SIZES)
+    for ci, (arch, r, smem) in enumerate(ui.OCC_CHOICES):
+        for si, t in enumerate(ui.OCC_BLOCK_SIZES):
+            o = m.occupancy(t, r, smem, arch)
+            f = _frame(fig, ci, si)
+            assert f.layout.title.subtitle.text.replace("<br>", " ") == ui.occupancy_readout(o)
+            assert f.data[1].y[0] == pytest.approx(100 * o.occupancy)  # the kernel on the block-size panel
+    # The registers panel of the first choice is the model's curve (sampled every 8 registers).
+    f = _frame(fig, 0, ui.OCC_BLOCK_SIZES.index(256))
+    assert list(f.data[2].y) == [100 * m.occupancy(256, r).occupancy for r in ui.REGS_COARSE]
+    import re
+
+    assert not re.search(r"\b1 blocks", fig.to_json()) and "0.0%" not in fig.to_json()
 
 
 def test_divergence_figure_frames_match_model(ui):
     fig = ui.divergence_figure()
-    assert len(fig.frames) == len(fig.layout.sliders[0].steps) == 32
-    for n, frame in zip(range(1, 33), fig.frames):
-        d = m.warp_divergence(m.lanes_round_robin(n), [1.0] * n)
-        assert frame.layout.title.text == ui.divergence_summary(d)
-        z = np.asarray(frame.data[0].z)
-        assert z.shape == (32, n) and z.sum() == 32  # each lane busy in exactly one path
+    assert _controls(fig) == 2
+    paths = ui.DIVERGENCE_PATHS
+    assert len(fig.frames) == len(ui.DIVERGENCE_CHOICES) * len(paths)
+    for ci, (_, _, cost) in enumerate(ui.DIVERGENCE_CHOICES):
+        for si, n in enumerate(paths):
+            d = m.warp_divergence(m.lanes_round_robin(n), [cost(k, n) for k in range(n)])
+            f = _frame(fig, ci, si)
+            assert f.layout.title.text == ui.divergence_title(d)
+            z = np.asarray(f.data[0].z)
+            assert z.shape == (32, n) and z.sum() == 32  # each lane busy in exactly one path
+    # path 0 eight times longer, 2 paths: the warp takes 9 where independent lanes take 8
+    d = m.warp_divergence(m.lanes_round_robin(2), [8.0, 1.0])
+    assert (d.warp_time, d.ideal_time) == (9.0, 8.0)
+    import re
+
+    assert not re.search(r"\b1 paths", fig.to_json())
 
 
 def test_latency_and_amdahl_figures_match_model(ui):
     fig = ui.latency_hiding_figure(600e-9, 4.8e12, 132, loads=(1, 2, 4))
-    assert len(fig.frames) == len(fig.layout.sliders[0].steps) == 3
-    for u, frame in zip((1, 2, 4), fig.frames):
-        assert frame.layout.title.text == ui.latency_hiding_summary(m.latency_hiding(600e-9, 4.8e12, 132, loads_in_flight_per_thread=u))
-    fig = ui.amdahl_figure((0.5, 0.9, 0.99))
-    assert len(fig.frames) == len(fig.layout.sliders[0].steps) == 3
-    for p, frame in zip((0.5, 0.9, 0.99), fig.frames):
-        assert frame.layout.title.text == ui.amdahl_summary(p)
-        assert frame.data[1].y[-1] == pytest.approx(m.amdahl_speedup(p, 4096))
+    assert _controls(fig) == 2 and len(fig.frames) == 3 * len(ui.LOAD_WIDTHS)
+    for ci, e in enumerate(ui.LOAD_WIDTHS):
+        for si, u in enumerate((1, 2, 4)):
+            h = m.latency_hiding(600e-9, 4.8e12, 132, bytes_per_load=e, loads_in_flight_per_thread=u)
+            assert _frame(fig, ci, si).layout.title.text == ui.latency_hiding_title(h)
+    fig = ui.amdahl_figure((0.5, 0.9, 0.99, 1.0))
+    assert _controls(fig) == 2
+    from widgets.hardware import get_gpu
+
+    for ci, g in enumerate(ui.AMDAHL_GPUS):
+        n = get_gpu(g).sms
+        for si, p in enumerate((0.5, 0.9, 0.99, 1.0)):
+            f = _frame(fig, ci, si)
+            assert f.layout.title.text == ui.amdahl_title(p, n)
+            assert f.data[1].y[-1] == pytest.approx(m.amdahl_speedup(p, 4096))
+            assert f.data[3].y[0] == pytest.approx(m.amdahl_speedup(p, n))
+    assert "inf" not in ui.amdahl_readout(1.0)
 
 
 def _texts(box):

@@ -13,24 +13,14 @@ import plotly.graph_objects as go
 from ..models import _check
 from ..models import simt as m
 from ..units import KiB, fmt_bytes, fmt_bytes_per_s, fmt_time
-from ._core import frames_figure, live_form, table_html
+from ._core import gpu_color, grid_figure, live_form, percent, plural, series_color, style_figure, table_html
 from ._core import verdict as _verdict
 
-COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
-LIMITER_COLORS = {"warps": "#1f77b4", "registers": "#d62728", "shared_memory": "#2ca02c", "blocks": "#9467bd"}
+COLORS = tuple(series_color(i) for i in range(6))
+LIMITER_COLORS = {"warps": series_color(0), "registers": series_color(3), "shared_memory": series_color(2), "blocks": series_color(4)}
 THREADS = list(range(32, 1025, 32))
 REGS = list(range(16, 256))
-
-
-def _finish(fig: go.Figure, height: int) -> go.Figure:
-    """Room for a two-line title and for the slider below the x-axis title."""
-    fig.update_layout(height=height, title_font=dict(size=14), margin=dict(t=80, b=40))
-    for slider in fig.layout.sliders:
-        slider.pad = dict(t=60)
-    return fig
-
-
-INSIDE_LEGEND = dict(x=0.01, y=0.99, xanchor="left", yanchor="top", bgcolor="rgba(255,255,255,0.8)")
+REGS_COARSE = list(range(8, 256, 8)) + [255]  # the static figure's register panel (page weight)
 
 
 def _smem_kib(arch: str) -> list:
@@ -43,12 +33,12 @@ def _smem_kib(arch: str) -> list:
 def occupancy_rows(o: m.Occupancy) -> list:
     """(quantity, value) rows describing one occupancy result."""
     def lim(n):
-        return f"{n} blocks" + ("  <- limits" if n == o.blocks_per_sm else "")
+        return plural(n, "block") + ("  <- limits" if n == o.blocks_per_sm else "")
 
     return [
         ("blocks per SM", str(o.blocks_per_sm)),
         ("warps per SM", f"{o.warps_per_sm} of {o.max_warps_per_sm}"),
-        ("occupancy", f"{o.occupancy:.1%}"),
+        ("occupancy", percent(o.occupancy)),
         ("limited by", ", ".join(o.limiters).replace("_", " ")),
         ("warp slots allow", lim(o.blocks_limit_warps)),
         ("registers allow", lim(o.blocks_limit_registers)),
@@ -60,21 +50,32 @@ def occupancy_rows(o: m.Occupancy) -> list:
 
 
 def occupancy_summary(o: m.Occupancy) -> str:
-    return (
-        f"{o.arch}: {o.threads_per_block} threads x {o.regs_per_thread} regs, {fmt_bytes(o.smem_per_block_bytes)} shared memory<br>"
-        f"{o.blocks_per_sm} blocks, {o.warps_per_sm}/{o.max_warps_per_sm} warps = {o.occupancy:.0%} (limited by {o.limiter.replace('_', ' ')})"
-    )
+    """Short title and readout in one string (``"<title> | <readout>"``), for tests and logs."""
+    return f"{occupancy_title(o)} | {occupancy_readout(o)}"
 
 
-def _occupancy_traces(threads_per_block: int, regs_per_thread: int, smem_per_block_bytes: int, arch: str) -> list:
+def occupancy_title(o: m.Occupancy) -> str:
+    return f"{plural(o.blocks_per_sm, 'block')} per SM, {percent(o.occupancy)} occupancy"
+
+
+def occupancy_readout(o: m.Occupancy) -> str:
+    return (f"{o.arch}: {o.threads_per_block} threads x {o.regs_per_thread} regs, {fmt_bytes(o.smem_per_block_bytes)} shared: "
+            f"{o.warps_per_sm}/{o.max_warps_per_sm} warps, limited by {' and '.join(o.limiters).replace('_', ' ')}")
+
+
+def _occupancy_traces(threads_per_block: int, regs_per_thread: int, smem_per_block_bytes: int, arch: str, *, coarse: bool = False) -> list:
     """Three curves (occupancy against block size, registers, shared memory) and the current
-    point on each, like NVIDIA's occupancy calculator."""
+    point on each, like NVIDIA's occupancy calculator. ``coarse`` samples the register and
+    shared-memory panels every 8 (for the static figure's weight)."""
     base = dict(threads_per_block=threads_per_block, regs_per_thread=regs_per_thread, smem_per_block_bytes=smem_per_block_bytes, arch=arch)
     here = m.occupancy(**base)
     smem_kib = _smem_kib(arch)
+    regs = REGS_COARSE if coarse else REGS
+    if coarse:
+        smem_kib = smem_kib[::8] + ([smem_kib[-1]] if (len(smem_kib) - 1) % 8 else [])
     panels = [
         ("threads_per_block", THREADS, THREADS, threads_per_block),
-        ("regs_per_thread", REGS, REGS, regs_per_thread),
+        ("regs_per_thread", regs, regs, regs_per_thread),
         ("smem_per_block_bytes", [s * KiB for s in smem_kib], smem_kib, smem_per_block_bytes / KiB),
     ]
     traces = []
@@ -84,50 +85,54 @@ def _occupancy_traces(threads_per_block: int, regs_per_thread: int, smem_per_blo
         traces.append(go.Scatter(x=xs, y=[100 * o.occupancy for o in sweep], mode="lines", line=dict(color=COLORS[0], shape="hv"),
                                  showlegend=False, hovertemplate="%{x}: %{y:.1f} %<extra></extra>", **axes))
         traces.append(go.Scatter(x=[x_here], y=[100 * here.occupancy], mode="markers", showlegend=False,
-                                 marker=dict(size=12, color=LIMITER_COLORS[here.limiter], line=dict(color="black", width=1)),
-                                 hovertemplate=f"this kernel: %{{y:.1f}} % ({here.limiter})<extra></extra>", **axes))
+                                 marker=dict(size=12, color=LIMITER_COLORS[here.limiter], line=dict(color="#444444", width=1)),
+                                 hovertemplate=f"this kernel: %{{y:.1f}} % ({here.limiter.replace('_', ' ')})<extra></extra>", **axes))
     return traces
 
 
 def _occupancy_layout(arch: str) -> dict:
     y = dict(range=[0, 105], title="occupancy [%]")
     return dict(
-        xaxis=dict(domain=[0.0, 0.29], title="threads per block", range=[0, 1056]),
-        xaxis2=dict(domain=[0.355, 0.645], title="registers per thread", range=[0, 260]),
-        xaxis3=dict(domain=[0.71, 1.0], title="shared memory per block [KiB]", range=[0, m.arch_limits(arch).smem_per_block_optin_bytes / KiB + 5]),
+        xaxis=dict(domain=[0.0, 0.29], title="threads/block", range=[0, 1056]),
+        xaxis2=dict(domain=[0.355, 0.645], title="regs/thread", range=[0, 260]),
+        xaxis3=dict(domain=[0.71, 1.0], title="smem/block [KiB]", range=[0, m.arch_limits(arch).smem_per_block_optin_bytes / KiB + 5]),
         yaxis=y,
         yaxis2=dict(y, anchor="x2", title=None),
         yaxis3=dict(y, anchor="x3", title=None),
-        height=380,
-        showlegend=False,
     )
 
 
-OCC_SLIDERS = {
-    "regs_per_thread": ([16, 24, 32, 40, 48, 56, 64, 72, 80, 96, 128, 168, 200, 255], "registers per thread: ", str),
-    "threads_per_block": (THREADS, "threads per block: ", str),
-    "smem_per_block_bytes": ([s * KiB for s in (0, 4, 8, 16, 24, 32, 48, 64, 80, 100, 128, 164, 200, 227)], "shared memory per block: ",
-                             lambda v: fmt_bytes(v)),
-}
+OCC_BLOCK_SIZES = (32, 64, 96, 128, 192, 256, 320, 384, 512, 640, 768, 1024)
+# (arch, registers per thread, shared memory per block): the dropdown of the static calculator.
+OCC_CHOICES = (
+    ("sm_90", 32, 0),
+    ("sm_90", 64, 0),
+    ("sm_90", 128, 0),
+    ("sm_90", 40, 48 * KiB),
+    ("sm_80", 64, 0),
+    ("sm_80", 40, 48 * KiB),
+)
+ARCH_GPUS = {"sm_80": "A100", "sm_86": "RTX 3090", "sm_89": "L4", "sm_90": "H100/H200"}
 
 
-def occupancy_figure(slider: str = "regs_per_thread", *, threads_per_block: int = 256, regs_per_thread: int = 32,
-                     smem_per_block_bytes: int = 0, arch: str = "sm_90") -> go.Figure:
-    """Static occupancy calculator: the slider moves one input (``slider``), the three panels
-    show occupancy against each input with the current kernel marked."""
-    param = _check.choice("slider", slider, OCC_SLIDERS)
-    values, prefix, label = OCC_SLIDERS[param]
-    base = dict(threads_per_block=threads_per_block, regs_per_thread=regs_per_thread, smem_per_block_bytes=smem_per_block_bytes, arch=arch)
-    if param == "smem_per_block_bytes":
-        values = [v for v in values if v <= m.arch_limits(arch).smem_per_block_optin_bytes]
-    start = values.index(base[param]) if base[param] in values else 0
+def _occ_choice_label(c) -> str:
+    arch, r, smem = c
+    return f"{arch} ({ARCH_GPUS[arch]}) · {r} regs · {fmt_bytes(smem) if smem else 'no'} smem"
 
-    def frame(v):
-        args = {**base, param: v}
-        return _occupancy_traces(**args), occupancy_summary(m.occupancy(**args))
 
-    fig = frames_figure(values, frame, slider_prefix=prefix, value_label=label, layout=_occupancy_layout(arch), active=start)
-    return _finish(fig, 470)
+def occupancy_figure(choices=OCC_CHOICES, block_sizes=OCC_BLOCK_SIZES, *, active=(0, 5)) -> go.Figure:
+    """Static occupancy calculator: the dropdown picks the architecture, registers per thread and
+    shared memory per block; the slider moves the block size. The three panels show occupancy
+    against each input, the kernel marked (its colour names the limiter)."""
+    choices, block_sizes = list(choices), list(block_sizes)
+
+    def frame(c, t):
+        arch, r, smem = c
+        o = m.occupancy(t, r, smem, arch)
+        return _occupancy_traces(t, r, smem, arch, coarse=True), occupancy_title(o), occupancy_readout(o)
+
+    return grid_figure(slider=("threads per block", block_sizes, str), choices=("kernel", choices, _occ_choice_label), frame=frame,
+                       layout=_occupancy_layout("sm_90"), active=active, height=520)
 
 
 def occupancy_calculator():
@@ -146,8 +151,8 @@ def occupancy_calculator():
 
     def show(o: m.Occupancy):
         fig = go.Figure(_occupancy_traces(o.threads_per_block, o.regs_per_thread, o.smem_per_block_bytes, o.arch))
-        fig.update_layout(template="plotly_white", title_text=occupancy_summary(o), **_occupancy_layout(o.arch))
-        return table_html(occupancy_rows(o)), fig
+        fig.update_layout(**_occupancy_layout(o.arch))
+        return table_html(occupancy_rows(o)), style_figure(fig, title=occupancy_title(o), readout=occupancy_readout(o), height=440)
 
     return live_form(compute, controls, show, title="Occupancy (as cudaOccMaxActiveBlocksPerMultiprocessor computes it)")
 
@@ -169,7 +174,7 @@ def _lane_grid(lanes_per_path, cost_per_path, round_robin: bool):
 
 def _divergence_traces(d: m.Divergence, round_robin: bool) -> list:
     """The lanes' activity, and where independent lanes would have finished."""
-    ideal = go.Scatter(x=[d.ideal_time, d.ideal_time], y=[-0.5, m.WARP_SIZE - 0.5], mode="lines", line=dict(color="#d62728", dash="dash"),
+    ideal = go.Scatter(x=[d.ideal_time, d.ideal_time], y=[-0.5, m.WARP_SIZE - 0.5], mode="lines", line=dict(color=COLORS[3], dash="dash"),
                        name="independent lanes would be done", hoverinfo="skip")
     return [_divergence_trace(d, round_robin), ideal]
 
@@ -177,31 +182,49 @@ def _divergence_traces(d: m.Divergence, round_robin: bool) -> list:
 def _divergence_trace(d: m.Divergence, round_robin: bool) -> go.Heatmap:
     z, edges = _lane_grid(d.lanes_per_path, d.cost_per_path, round_robin)
     return go.Heatmap(z=z, x=edges, y=list(range(m.WARP_SIZE)), zmin=0, zmax=1, showscale=False,
-                      colorscale=[[0, "#eeeeee"], [1, "#1f77b4"]], xgap=1, ygap=1,
+                      colorscale=[[0, "rgba(150,150,150,0.25)"], [1, COLORS[0]]], xgap=1, ygap=1,
                       hovertemplate="lane %{y}: %{z}<extra>1 = busy, 0 = masked off</extra>")
 
 
+def divergence_title(d: m.Divergence) -> str:
+    return f"{plural(d.paths_taken, 'path')}: {d.slowdown:.3g}x slower"
+
+
+def divergence_readout(d: m.Divergence) -> str:
+    return (f"the warp takes {d.warp_time:g}, independent lanes {d.ideal_time:g} (path lengths); "
+            f"SIMT efficiency {percent(d.simt_efficiency)}")
+
+
 def divergence_summary(d: m.Divergence) -> str:
-    return (f"{d.paths_taken} path(s) taken: the warp takes {d.warp_time:g}, independent lanes {d.ideal_time:g}<br>"
-            f"slowdown {d.slowdown:.3g}x, SIMT efficiency {d.simt_efficiency:.0%}")
+    return f"{divergence_title(d)} | {divergence_readout(d)}"
 
 
-def _divergence_layout(max_time: float) -> dict:
-    return dict(xaxis=dict(title="time (path lengths)", range=[0, max_time]), yaxis=dict(title="lane", autorange="reversed"),
-                height=420, legend=dict(orientation="h", x=0, y=-0.15, xanchor="left", yanchor="top"))
+def _divergence_layout() -> dict:
+    return dict(xaxis=dict(title="time (path lengths)", rangemode="tozero"), yaxis=dict(title="lane", autorange="reversed"))
 
 
-def divergence_figure(n_paths=range(1, 33)) -> go.Figure:
-    """Static divergence calculator: lane ``i`` takes path ``i % n``; every path costs the same.
-    The slider moves ``n``; the picture shows which lanes work (blue) while the warp issues each path."""
-    values = list(n_paths)
+# (label, lane layout round-robin?, cost of path k of n): the dropdown of the static calculator.
+DIVERGENCE_CHOICES = (
+    ("lane i on path i mod n, equal paths", True, lambda k, n: 1.0),
+    ("lanes in groups, equal paths", False, lambda k, n: 1.0),
+    ("lane i on path i mod n, path 0 is 8x longer", True, lambda k, n: 8.0 if k == 0 else 1.0),
+)
+DIVERGENCE_PATHS = (1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32)
 
-    def frame(n):
-        d = m.warp_divergence(m.lanes_round_robin(n), [1.0] * n)
-        return _divergence_traces(d, True), divergence_summary(d)
 
-    fig = frames_figure(values, frame, slider_prefix="paths in the warp: ", layout=_divergence_layout(max(values)), active=1 if len(values) > 1 else 0)
-    return _finish(fig, 540)
+def divergence_figure(n_paths=DIVERGENCE_PATHS, choices=DIVERGENCE_CHOICES, *, active=(0, 1)) -> go.Figure:
+    """Static divergence calculator: the dropdown picks how lanes map to paths and what the paths
+    cost; the slider moves the number of paths ``n``. Blue cells are lanes at work while the warp
+    issues each path; the dashed line is when independent lanes would be done."""
+    values, choices = list(n_paths), list(choices)
+
+    def frame(c, n):
+        _, rr, cost = c
+        d = m.warp_divergence(m.lanes_round_robin(n), [cost(k, n) for k in range(n)])
+        return _divergence_traces(d, rr), divergence_title(d), divergence_readout(d)
+
+    return grid_figure(slider=("paths in the warp", values, str), choices=("lanes and paths", choices, lambda c: c[0]), frame=frame,
+                       layout=_divergence_layout(), active=active, height=560)
 
 
 def parse_numbers(text: str, name: str, kind=float) -> list:
@@ -230,12 +253,12 @@ def divergence_calculator():
             ("warp time", f"{d.warp_time:g} cycles"),
             ("if lanes were independent", f"{d.ideal_time:g} cycles"),
             ("slowdown", f"{d.slowdown:.3g}x"),
-            ("SIMT efficiency (active lanes / 32)", f"{d.simt_efficiency:.1%}"),
+            ("SIMT efficiency (active lanes / 32)", percent(d.simt_efficiency)),
         ]
         fig = go.Figure(_divergence_traces(d, False))
-        fig.update_layout(template="plotly_white", title_text=divergence_summary(d), **_divergence_layout(d.warp_time))
+        fig.update_layout(**_divergence_layout())
         fig.update_xaxes(title="time [cycles]")
-        return table_html(rows), fig
+        return table_html(rows), style_figure(fig, title=divergence_title(d), readout=divergence_readout(d), height=480)
 
     return live_form(compute, controls, show, title="Warp divergence")
 
@@ -248,9 +271,9 @@ def latency_hiding_rows(h: m.LatencyHiding, max_warps_per_sm: int = 64) -> list:
         ("bytes in flight (device)", fmt_bytes(h.bytes_in_flight)),
         ("bytes in flight per SM", fmt_bytes(h.bytes_in_flight_per_sm)),
         ("bytes in flight per warp", fmt_bytes(h.bytes_per_warp_in_flight)),
-        ("warps needed per SM", f"{h.warps_needed_per_sm} (occupancy {h.occupancy_needed:.0%})"),
+        ("warps needed per SM", f"{h.warps_needed_per_sm} (occupancy {percent(h.occupancy_needed)})"),
         ("independent loads per thread needed at full occupancy", str(h.loads_per_thread_needed)),
-        (f"bandwidth reachable with {max_warps_per_sm} warps", f"{h.achievable_fraction:.0%}"),
+        (f"bandwidth reachable with {max_warps_per_sm} warps", percent(h.achievable_fraction)),
     ]
 
 
@@ -267,26 +290,40 @@ def _latency_traces(latency_s, bytes_per_s, sms, bytes_per_warp, max_warps, h: m
 
 
 def _latency_layout(bytes_per_s: float, max_warps: int) -> dict:
-    return dict(xaxis=dict(title="resident warps per SM", range=[0, max_warps]), yaxis=dict(title="bandwidth [TB/s]", range=[0, bytes_per_s / 1e12 * 1.1]),
-                height=380, legend=INSIDE_LEGEND)
+    return dict(xaxis=dict(title="resident warps per SM", range=[0, max_warps]), yaxis=dict(title="bandwidth [TB/s]", range=[0, bytes_per_s / 1e12 * 1.1]))
+
+
+def latency_hiding_title(h: m.LatencyHiding) -> str:
+    return f"{plural(h.warps_needed_per_sm, 'warp')} per SM needed"
+
+
+def latency_hiding_readout(h: m.LatencyHiding) -> str:
+    return (f"{fmt_bytes(h.bytes_in_flight_per_sm)} in flight per SM, {fmt_bytes(h.bytes_per_warp_in_flight)} per warp; "
+            f"a full SM reaches {percent(h.achievable_fraction)} of the bandwidth")
 
 
 def latency_hiding_summary(h: m.LatencyHiding) -> str:
-    return (f"{fmt_bytes(h.bytes_in_flight_per_sm)} in flight per SM = {h.warps_needed_per_sm} warps of {fmt_bytes(h.bytes_per_warp_in_flight)} each<br>"
-            f"a full SM reaches {h.achievable_fraction:.0%} of the bandwidth")
+    return f"{latency_hiding_title(h)} | {latency_hiding_readout(h)}"
 
 
-def latency_hiding_figure(latency_s: float, bytes_per_s: float, sms: int, *, bytes_per_load: int = 4,
+LOAD_WIDTHS = (4, 8, 16)
+
+
+def latency_hiding_figure(latency_s: float, bytes_per_s: float, sms: int, *, bytes_per_load=LOAD_WIDTHS,
                           loads=(1, 2, 3, 4, 6, 8), max_warps_per_sm: int = 64) -> go.Figure:
     """Static latency-hiding calculator: bandwidth against resident warps per SM (Little's law);
-    the slider moves the independent loads each thread keeps in flight."""
-    def frame(u):
-        h = m.latency_hiding(latency_s, bytes_per_s, sms, bytes_per_load=bytes_per_load, loads_in_flight_per_thread=u, max_warps_per_sm=max_warps_per_sm)
-        return _latency_traces(latency_s, bytes_per_s, sms, h.bytes_per_warp_in_flight, max_warps_per_sm, h), latency_hiding_summary(h)
+    the dropdown picks the width of each load, the slider the independent loads each thread
+    keeps in flight."""
+    widths = [bytes_per_load] if isinstance(bytes_per_load, int) else list(bytes_per_load)
 
-    fig = frames_figure(list(loads), frame, slider_prefix=f"{bytes_per_load}-byte loads in flight per thread: ",
-                        layout=_latency_layout(bytes_per_s, max_warps_per_sm))
-    return _finish(fig, 460)
+    def frame(e, u):
+        h = m.latency_hiding(latency_s, bytes_per_s, sms, bytes_per_load=e, loads_in_flight_per_thread=u, max_warps_per_sm=max_warps_per_sm)
+        traces = _latency_traces(latency_s, bytes_per_s, sms, h.bytes_per_warp_in_flight, max_warps_per_sm, h)
+        return traces, latency_hiding_title(h), latency_hiding_readout(h)
+
+    return grid_figure(slider=("loads in flight per thread", list(loads), str),
+                       choices=("load width", widths, lambda e: f"{e}-byte loads" + {4: " (float)", 8: " (float2)", 16: " (float4)"}.get(e, "")),
+                       frame=frame, layout=_latency_layout(bytes_per_s, max_warps_per_sm), height=480)
 
 
 def latency_hiding_calculator(latency_s: float = 600e-9, bytes_per_s: float = 4.8e12, sms: int = 132):
@@ -310,8 +347,8 @@ def latency_hiding_calculator(latency_s: float = 600e-9, bytes_per_s: float = 4.
     def show(result):
         h, lat, bw, n, w_max = result
         fig = go.Figure(_latency_traces(lat, bw, n, h.bytes_per_warp_in_flight, w_max, h))
-        fig.update_layout(template="plotly_white", title_text=latency_hiding_summary(h), **_latency_layout(bw, w_max))
-        return table_html(latency_hiding_rows(h, w_max)), fig
+        fig.update_layout(**_latency_layout(bw, w_max))
+        return table_html(latency_hiding_rows(h, w_max)), style_figure(fig, title=latency_hiding_title(h), readout=latency_hiding_readout(h))
 
     return live_form(compute, controls, show, title="Latency hiding: Little's law")
 
@@ -334,22 +371,47 @@ def _amdahl_traces(p: float) -> list:
     return traces
 
 
-def amdahl_summary(p: float, workers: int = 132) -> str:
+def _ceiling_text(p: float) -> str:
     c = m.amdahl_ceiling(p)
-    return f"p = {p:g}: {m.amdahl_speedup(p, workers):.3g}x on {workers} workers<br>never more than {c:.4g}x"
+    return "no ceiling (p = 1)" if not np.isfinite(c) else f"never more than {c:.4g}x"
+
+
+def amdahl_title(p: float, workers: int = 132) -> str:
+    return f"{m.amdahl_speedup(p, workers):.3g}x on {plural(int(workers), 'worker')}"
+
+
+def amdahl_readout(p: float, workers: int = 132) -> str:
+    return f"p = {p:g}: {_ceiling_text(p)}; efficiency {percent(m.amdahl_speedup(p, workers) / workers)}"
+
+
+def amdahl_summary(p: float, workers: int = 132) -> str:
+    return f"{amdahl_title(p, workers)} | {amdahl_readout(p, workers)}"
 
 
 def _amdahl_layout() -> dict:
-    return dict(xaxis=dict(type="log", title="workers", range=[0, np.log10(4096)]), yaxis=dict(type="log", title="speed-up", range=[0, np.log10(4096)]),
-                height=400, legend=INSIDE_LEGEND)
+    return dict(xaxis=dict(type="log", title="workers", range=[0, np.log10(4096)]), yaxis=dict(type="log", title="speed-up", range=[0, np.log10(4096)]))
 
 
-def amdahl_figure(fractions=(0.5, 0.75, 0.9, 0.95, 0.99, 0.999), workers: int = 132) -> go.Figure:
-    """Static Amdahl calculator: speed-up against workers; the slider moves the parallel fraction."""
+AMDAHL_GPUS = ("H200-SXM", "A100-SXM-80GB", "B200", "L4", "MI300X")
+
+
+def amdahl_figure(fractions=(0.5, 0.75, 0.9, 0.95, 0.99, 0.999), gpus=AMDAHL_GPUS) -> go.Figure:
+    """Static Amdahl calculator: speed-up against workers; the dropdown picks a GPU whose SMs (or
+    compute units) are the workers marked, the slider the parallel fraction ``p``."""
+    from ..hardware import get_gpu
+
     values = list(fractions)
-    fig = frames_figure(values, lambda p: (_amdahl_traces(p), amdahl_summary(p, workers)), slider_prefix="parallel fraction p: ",
-                        value_label=lambda v: f"{v:g}", layout=_amdahl_layout(), active=values.index(0.95) if 0.95 in values else 0)
-    return _finish(fig, 480)
+    choices = [(g, get_gpu(g).sms) for g in gpus]
+
+    def frame(c, p):
+        name, n = c
+        marker = go.Scatter(x=[n], y=[m.amdahl_speedup(p, n)], mode="markers", name=f"{name}: {n} SMs",
+                            marker=dict(size=12, color=gpu_color(name), line=dict(color="#444444", width=1)))
+        return _amdahl_traces(p) + [marker], amdahl_title(p, n), amdahl_readout(p, n)
+
+    return grid_figure(slider=("parallel fraction p", values, lambda v: f"{v:g}"),
+                       choices=("GPU", choices, lambda c: f"{c[0]} ({c[1]} {'CUs' if c[0] == 'MI300X' else 'SMs'})"),
+                       frame=frame, layout=_amdahl_layout(), active=(0, values.index(0.95) if 0.95 in values else 0), height=500)
 
 
 def amdahl_calculator():
@@ -366,12 +428,13 @@ def amdahl_calculator():
 
     def show(result):
         p, n, s, c = result
-        rows = [("speed-up", f"{s:.4g}x"), ("efficiency (speed-up / workers)", f"{s / n:.1%}"), ("ceiling (infinite workers)", f"{c:.4g}x"),
+        rows = [("speed-up", f"{s:.4g}x"), ("efficiency (speed-up / workers)", percent(s / n)),
+                ("ceiling (infinite workers)", f"{c:.4g}x" if np.isfinite(c) else "none: with p = 1 the speed-up grows with the workers"),
                 ("serial fraction", f"{1 - p:.3g}")]
         fig = go.Figure(_amdahl_traces(p))
-        fig.add_trace(go.Scatter(x=[n], y=[s], mode="markers", marker=dict(size=12, color=COLORS[2], line=dict(color="black", width=1)), name="you"))
-        fig.update_layout(template="plotly_white", title_text=amdahl_summary(p, n), **_amdahl_layout())
-        return table_html(rows), fig
+        fig.add_trace(go.Scatter(x=[n], y=[s], mode="markers", marker=dict(size=12, color=COLORS[2], line=dict(color="#444444", width=1)), name="you"))
+        fig.update_layout(**_amdahl_layout())
+        return table_html(rows), style_figure(fig, title=amdahl_title(p, n), readout=amdahl_readout(p, n))
 
     return live_form(compute, controls, show, title="Amdahl's law")
 
@@ -379,7 +442,8 @@ def amdahl_calculator():
 # --------------------------------------------------------------------------------------------
 # Plots of the experiments (data in, figures out)
 # --------------------------------------------------------------------------------------------
-def occupancy_api_plot(rows: list, arch: str, regs=(32, 64, 128, 255), source: str = "runtime") -> go.Figure:
+def occupancy_api_plot(rows: list, arch: str, regs=(32, 64, 128, 255), source: str = "runtime", *, title: str | None = None,
+                       readout: str | None = None) -> go.Figure:
     """Blocks per SM against block size: the recorded answers (markers) and the model (lines),
     one colour per register count (the recorded counts nearest to ``regs``), no shared memory."""
     fig = go.Figure()
@@ -394,13 +458,13 @@ def occupancy_api_plot(rows: list, arch: str, regs=(32, 64, 128, 255), source: s
                                  line=dict(color=color, shape="hv"), name=f"model, {r} regs"))
         fig.add_trace(go.Scatter(x=[p["threads_per_block"] for p in pts], y=[p["blocks_per_sm"] or 0 for p in pts], mode="markers",
                                  marker=dict(color=color, size=9, symbol="circle-open", line=dict(width=2)), name=f"{source}, {r} regs"))
-    fig.update_layout(template="plotly_white", xaxis=dict(title="threads per block"),
-                      yaxis=dict(title="blocks per SM", type="log", tickvals=[1, 2, 4, 8, 16, 32], range=[-0.05, np.log10(40)]),
-                      height=460, legend=dict(orientation="h", y=-0.2))
-    return fig
+    fig.update_layout(xaxis=dict(title="threads per block"),
+                      yaxis=dict(title="blocks per SM", type="log", tickvals=[1, 2, 4, 8, 16, 32], range=[-0.05, np.log10(40)]))
+    return style_figure(fig, title=title or "Model (lines) and runtime (circles)", readout=readout, height=500)
 
 
-def bandwidth_occupancy_plot(series: dict, peak_bytes_per_s: float | None = None) -> go.Figure:
+def bandwidth_occupancy_plot(series: dict, peak_bytes_per_s: float | None = None, *, title: str | None = None,
+                             readout: str | None = None) -> go.Figure:
     """Bandwidth against resident warps per SM; ``series`` maps a label to
     ``(warps, measured_bytes_per_s, predicted_bytes_per_s or None)``."""
     fig = go.Figure()
@@ -412,9 +476,8 @@ def bandwidth_occupancy_plot(series: dict, peak_bytes_per_s: float | None = None
             fig.add_trace(go.Scatter(x=warps, y=np.asarray(predicted) / scale, mode="lines", name=f"{label}: Little's law", line=dict(color=color, dash="dash")))
     if peak_bytes_per_s:
         fig.add_hline(y=peak_bytes_per_s / scale, line_dash="dot", annotation_text="HBM datasheet")
-    fig.update_layout(template="plotly_white", xaxis=dict(title="resident warps per SM"), yaxis=dict(title=f"bandwidth [{unit}]", rangemode="tozero"),
-                      height=420, legend=dict(orientation="h", y=-0.25))
-    return fig
+    fig.update_layout(xaxis=dict(title="resident warps per SM"), yaxis=dict(title=f"bandwidth [{unit}]", rangemode="tozero"))
+    return style_figure(fig, title=title or "Bandwidth against resident warps", readout=readout, height=500)
 
 
 def bandwidth_series(result: dict, label: str) -> dict:
@@ -433,15 +496,15 @@ def amdahl_series(result: dict, label: str) -> dict:
             f"{label}: predicted": (workers, [p["predicted_speedup"] for p in result["points"]])}
 
 
-def ratio_plot(series: dict, x_title: str, y_title: str, *, log_x: bool = True, ideal: bool = True) -> go.Figure:
+def ratio_plot(series: dict, x_title: str, y_title: str, *, log_x: bool = True, ideal: bool = True, title: str | None = None,
+               readout: str | None = None) -> go.Figure:
     """Measured against predicted quantities; ``series`` maps a label to ``(x, y)``."""
     fig = go.Figure()
     for (label, (x, y)), color in zip(series.items(), COLORS):
         dash = "dash" if "model" in label or "predicted" in label else None
         fig.add_trace(go.Scatter(x=x, y=y, mode="lines" if dash else "lines+markers", name=label, line=dict(color=color, dash=dash)))
-    fig.update_layout(template="plotly_white", xaxis=dict(title=x_title, type="log" if log_x else "linear"), yaxis=dict(title=y_title),
-                      height=400, legend=dict(orientation="h", y=-0.25))
-    return fig
+    fig.update_layout(xaxis=dict(title=x_title, type="log" if log_x else "linear"), yaxis=dict(title=y_title))
+    return style_figure(fig, title=title, readout=readout, height=460)
 
 
 def launch_table(rows: dict) -> str:
