@@ -233,10 +233,18 @@ def test_tensor_parallelism_splits_bytes_but_replicates_few_kv_heads_and_latents
 
 
 def test_allreduce_hand():
-    """Ring all-reduce: 2 (n-1)/n of the message per link, plus one latency."""
+    """Ring all-reduce [Patarasuk & Yuan 2009]: 2 (n-1)/n of the message per link, and 2 (n-1)
+    steps of one latency each; the book's one model (collectives.ring_allreduce_time_s)."""
+    from widgets.models import collectives
+
     assert sv.allreduce_time_s(1e6, 1, 1e9) == 0
-    assert sv.allreduce_time_s(1e6, 2, 1e9, 0) == pytest.approx(1e-3)
-    assert sv.allreduce_time_s(8e6, 8, 1e9, 5e-6) == pytest.approx(5e-6 + 2 * 7 / 8 * 8e-3)
+    # the bandwidth term: 2 (n-1)/n of the message; the latency terms do not depend on it
+    assert sv.allreduce_time_s(8e6, 8, 1e9, 5e-6) - sv.allreduce_time_s(0, 8, 1e9, 5e-6) == pytest.approx(2 * 7 / 8 * 8e-3)
+    # 2 (n-1) step latencies
+    assert sv.allreduce_time_s(0, 8, 1e9, 5e-6) - sv.allreduce_time_s(0, 8, 1e9, 0) == pytest.approx(14 * 5e-6)
+    for n in (2, 4, 8):
+        assert sv.allreduce_time_s(3e6, n, 450e9, 7e-6) == collectives.ring_allreduce_time_s(3e6, n, 450e9, 7e-6)
+        assert sv.allreduce_time_s(3e6, n, 450e9) == collectives.ring_allreduce_time_s(3e6, n, 450e9)
 
 
 def test_prefill_short_prompts_are_memory_bound_long_compute_bound():
@@ -290,12 +298,14 @@ def test_llama_70b_bf16_does_not_fit_one_h200_but_fits_two():
 
 
 def test_memory_budget_hand_value():
-    """Llama-3-8B bf16 on an H200, 8192-token sequences: (141 GiB x 0.9 - 16.06 GB - activations)
-    / (1 GiB of KV + 0.5 MB of fp32 logits) per sequence = 111 sequences."""
+    """Llama-3-8B bf16 on an H200, 8192-token sequences: (the 150,109,880,320 B the device reports
+    [H200 record provenance gpu_memory_bytes] x 0.9 - 16.06 GB - activations) / (1 GiB of KV +
+    0.5 MB of fp32 logits) per sequence = 110 sequences (111 with the datasheet's 141 GiB)."""
     b = sv.memory_budget("Llama-3-8B", "H200-SXM", 8192, 64)
-    room = 141 * 2**30 * 0.9 - 8.03e9 * 2 - sv.activation_bytes(2048, 4096, 14336, 128256, 0, 2)
+    assert b.hbm_bytes == 150_109_880_320 < 141 * 2**30
+    room = 150_109_880_320 * 0.9 - 8.03e9 * 2 - sv.activation_bytes(2048, 4096, 14336, 128256, 0, 2)
     assert b.kv_bytes_per_seq == 2**30
-    assert b.max_concurrent_seqs == int(room // (2**30 + 128256 * 4)) == 111
+    assert b.max_concurrent_seqs == int(room // (2**30 + 128256 * 4)) == 110
     assert b.kv_bytes == 64 * 2**30
     assert b.used_bytes + b.free_bytes == pytest.approx(b.hbm_bytes)
 
@@ -351,9 +361,14 @@ def test_capacity_plan_obeys_littles_law_and_its_target():
     assert p.batch <= p.max_batch_latency <= p.max_batch_memory
     assert 0 < p.utilization <= 1
     assert p.cost_per_million_output_tokens == pytest.approx(sv.cost_per_million_tokens(3.0, p.gpus, 50 * 256))
-    # TPOT seen by a request: the step plus its share of the prefills of newcomers.
-    step = sv.decode_step("Llama-3-8B", "H200-SXM", p.batch, 1024 + 128).time_s
-    assert p.tpot_s == pytest.approx(step + p.batch * p.ttft_s / 256, rel=1e-6)
+    # TPOT seen by a request: one step that carries its share of the newcomers' prompt tokens
+    # (chunked prefill) ...
+    step = sv.decode_step("Llama-3-8B", "H200-SXM", p.batch, 1024 + 128, prefill_tokens=p.batch * 1024 / 256, prompt_tokens=1024).time_s
+    assert p.tpot_s == pytest.approx(step, rel=1e-6)
+    # ... or, with separate prefills, the step plus its share of them.
+    q = sv.plan_capacity("Llama-3-8B", "H200-SXM", 50, 1024, 256, 0.03, 3.0, chunked_prefill=False)
+    step = sv.decode_step("Llama-3-8B", "H200-SXM", q.batch, 1024 + 128).time_s
+    assert q.tpot_s == pytest.approx(step + q.batch * q.ttft_s / 256, rel=1e-6)
 
 
 def test_capacity_plan_monotone():
@@ -372,6 +387,153 @@ def test_capacity_plan_infeasible_cases():
     assert sv.plan_capacity("Llama-3-70B", "H200-SXM", 1, 1024, 256, 0.05, tp=2).feasible
     p = sv.plan_capacity("Llama-3-8B", "H200-SXM", 1, 1024, 256, 0.001)
     assert not p.feasible and "target" in p.reason
+
+
+# --------------------------------------------------------------------------------------------
+# The truth pass (issue 10): each finding, with a test that would have caught it
+# --------------------------------------------------------------------------------------------
+def test_llama_3_405b_has_128_query_heads():
+    """[Llama3] Table 3: 405B has 126 layers, model dimension 16,384, FFN 53,248, 128 attention
+    heads and 8 key/value heads; meta-llama/Llama-3.1-405B config.json likewise (vocab 128256).
+    "Llama 3 has 32 or 64 query heads" was wrong."""
+    m = sv.LLAMA_3_1_405B
+    assert (m.layers, m.hidden_size, m.heads, m.kv_heads, m.head_dim, m.intermediate_size, m.vocab_size) == (126, 16384, 128, 8, 128, 53248, 128256)
+    counted = sv.dense_transformer_params(126, 16384, 128, 8, 128, 53248, 128256)
+    assert counted == pytest.approx(405e9, rel=0.005) and m.params == pytest.approx(counted, rel=1e-4)
+    assert sorted({p.heads for p in (sv.LLAMA_3_8B, sv.LLAMA_3_70B, sv.LLAMA_3_1_405B)}) == [32, 64, 128]
+
+
+def test_mla_decode_attention_is_compute_bound_on_an_h200():
+    """[FlashMLA] deepseek-ai/FlashMLA docs/20250422-new-kernel-deep-dive.md: decode attention's
+    FLOP/B is h_q s_q (d_k + d_v) / d_k; for DeepSeek's MLA (h_q = 128, d_k = 576, d_v = 512,
+    s_q = 1) that is 241.8, above the H200's ridge 989.4e12 / 4.8e12 = 206.1: compute-bound at any
+    batch. GQA (Llama 3, 4 query heads per KV head) is 2 x 4 / 2 = 4 FLOP/B: memory-bound."""
+    ds = sv.DEEPSEEK_V3
+    assert ds.decode_attention_flop_per_byte(2) == pytest.approx(128 * (576 + 512) / 576)
+    assert ds.decode_attention_flop_per_byte(2) > 989.4e12 / 4.8e12
+    assert sv.LLAMA_3_8B.decode_attention_flop_per_byte(2) == 4.0
+    for b in (1, 64, 1024):
+        s = sv.decode_step("DeepSeek-V3", "H200-SXM", b, 8192)
+        assert s.attention_bound == "compute"
+        assert s.attention_s == pytest.approx(b * ds.decode_attention_flop_per_token * 8192 / 989.4e12)
+        assert sv.decode_step("Llama-3-8B", "H200-SXM", b, 8192).attention_bound == "memory"
+    # an fp8 latent doubles the intensity; on a GPU with a lower ridge GQA stays memory-bound
+    assert ds.decode_attention_flop_per_byte(1) == pytest.approx(2 * ds.decode_attention_flop_per_byte(2))
+
+
+def test_prefill_prints_and_uses_one_flop_count():
+    """The FLOP the chapter prints for a prefill is the count prefill_time_s divides by the peak."""
+    m = sv.LLAMA_3_8B
+    for p in (1024, 8192):
+        t = sv.prefill_time_s(m, "H200-SXM", p)
+        assert t == pytest.approx(max(m.prompt_flop(p) / 989.4e12, sv.weight_bytes(m.step_params(p), 2) / 4.8e12))
+    assert sv.prefill_time_s(m, "H200-SXM", 1024) == pytest.approx(m.prompt_flop(1024) / 989.4e12)
+    # hand count: 2 x (params without embedding and head) x P + 2 x head + causal attention
+    body = 8.03e9 - 2 * 128256 * 4096
+    assert m.prompt_flop(1024) == pytest.approx(2 * body * 1024 + 2 * 128256 * 4096 + 32 * 32 * 1024**2 * 256)
+
+
+def test_chunked_prefill_rides_on_the_decode_steps_weight_read():
+    """[Sarathi] Agrawal et al., "Taming Throughput-Latency Tradeoff in LLM Inference with
+    Sarathi-Serve", OSDI 2024, sections 3-4: a hybrid batch reads the weights once for its decode
+    and prefill tokens, so prefill tokens added to a memory-bound decode batch cost little
+    ("piggybacking"). One fused step is max(weights / bandwidth, all FLOP / peak), not the sum of a
+    decode roofline and a prefill roofline."""
+    m, bw, peak = sv.LLAMA_3_8B, 4.8e12, 989.4e12
+    d = sv.decode_step(m, "H200-SXM", 32, 1152)
+    f = sv.decode_step(m, "H200-SXM", 32, 1152, prefill_tokens=128, prompt_tokens=1024)
+    assert f.weight_bytes == d.weight_bytes  # one weight read for both
+    assert f.linear_s == pytest.approx(f.weight_bytes / bw)  # 160 tokens x 16 GFLOP < the weight read
+    lin_flop = 2 * 32 * m.flop_params + 2 * 128 * (m.flop_params - m.head_params) + 2 * (128 / 1024) * m.head_params
+    assert lin_flop / peak < f.weight_bytes / bw
+    separate = d.time_s + (128 / 1024) * sv.prefill_time_s(m, "H200-SXM", 1024)
+    assert d.time_s < f.time_s < separate
+    # past the ridge the fused matmuls are compute-bound: FLOP / peak
+    g = sv.decode_step(m, "H200-SXM", 32, 1152, prefill_tokens=4096, prompt_tokens=1024)
+    assert g.bound == "compute"
+    # the planner: fewer GPUs at high load, never more
+    for rate in (200, 2000):
+        a = sv.plan_capacity("Llama-3-8B", "H200-SXM", rate, 1024, 256, 0.05, 3.0)
+        b = sv.plan_capacity("Llama-3-8B", "H200-SXM", rate, 1024, 256, 0.05, 3.0, chunked_prefill=False)
+        assert a.gpus <= b.gpus and a.cost_per_million_output_tokens <= b.cost_per_million_output_tokens
+    assert a.gpus < b.gpus
+    with pytest.raises(ValueError, match="prompt_tokens"):
+        sv.decode_step(m, "H200-SXM", 1, 10, prefill_tokens=5)
+
+
+def test_littles_law_batch_is_a_fixed_point():
+    """[Little] L = lambda W with W = O x TPOT(B): the batch the server runs must reproduce itself."""
+    for rate in (1, 5, 20):
+        b = sv.steady_batch("Llama-3-8B", "H200-SXM", rate, 1024, 256)
+        t = sv.decode_step("Llama-3-8B", "H200-SXM", b, 1024 + 128, prefill_tokens=b * 1024 / 256, prompt_tokens=1024).time_s
+        assert b == pytest.approx(sv.littles_law_concurrency(rate, 256 * t), rel=1e-9)
+    b0 = sv.steady_batch("Llama-3-8B", "H200-SXM", 20, 1024, 256, chunked_prefill=False)
+    t0 = sv.decode_step("Llama-3-8B", "H200-SXM", b0, 1152).time_s + b0 * sv.prefill_time_s("Llama-3-8B", "H200-SXM", 1024) / 256
+    assert b0 == pytest.approx(20 * 256 * t0, rel=1e-9)
+    with pytest.raises(ValueError, match="arrival_rate_per_s"):
+        sv.steady_batch("Llama-3-8B", "H200-SXM", 1e5, 1024, 256)
+
+
+def test_memory_budget_plans_in_the_capacity_the_device_reports():
+    """The H200 datasheet's "141 GB" is stored as 141 GiB (HBM is binary: nvidia-smi on an
+    A800/A100-SXM4-80GB reports 81920 MiB); the device reports 150,109,880,320 B usable (139.8
+    GiB; our H200 record's provenance). Budgets use the latter; without one, the datasheet's."""
+    h200, a100 = get_gpu("H200-SXM"), get_gpu("A100-SXM-80GB")
+    assert h200.hbm_bytes == 141 * 2**30 and h200.memory_bytes == 150_109_880_320
+    assert a100.hbm_bytes == a100.memory_bytes == 80 * 2**30
+    assert sv.memory_budget("Llama-3-8B", "H200-SXM").hbm_bytes == 150_109_880_320
+    from widgets.experiments import harness
+
+    rec = harness.load_reference("serving")
+    assert rec["provenance"]["gpu_memory_bytes"] == h200.usable_memory_bytes
+
+
+def test_paged_kv_cache_wastes_less_than_a_block_per_sequence():
+    """[vLLM] section 4.1: blocks of a fixed number of tokens; a sequence wastes at most one partial block."""
+    assert sv.paged_kv_blocks(1000, 16) == 63 and sv.paged_kv_blocks(1008, 16) == 63 and sv.paged_kv_blocks(1009, 16) == 64
+    lengths = [1, 15, 16, 17, 1000, 4096]
+    exact = sum(lengths) * 131072
+    paged = sv.paged_kv_cache_bytes(131072, lengths, 16)
+    assert exact <= paged < exact + len(lengths) * 16 * 131072
+    assert paged == sum(-(-c // 16) for c in lengths) * 16 * 131072
+    assert sv.paged_kv_cache_bytes(131072, 32, 16) == 32 * 131072
+
+
+def test_model_config_rejects_what_it_used_to_accept():
+    """Issue 12: moe_layers=-5, non-bool tied_embeddings, a zero latent rank were accepted."""
+    base = dict(name="x", layers=4, hidden_size=64, heads=4, kv_heads=4, head_dim=16, intermediate_size=128, vocab_size=100,
+                params=1e6, active_params=1e6)
+    for field, value in (("moe_layers", -5), ("tied_embeddings", "yes"), ("kv_lora_rank", 0), ("rope_head_dim", -1),
+                         ("n_routed_experts", 2.5), ("layers", True), ("experts_per_token", -1)):
+        with pytest.raises(ValueError, match=field):
+            sv.ModelConfig(**{**base, field: value})
+    with pytest.raises(ValueError, match="experts_per_token"):
+        sv.ModelConfig(**{**base, "n_routed_experts": 4, "experts_per_token": 8, "moe_layers": 2, "moe_intermediate_size": 8})
+    with pytest.raises(ValueError, match="moe_layers"):
+        sv.ModelConfig(**{**base, "n_routed_experts": 4, "experts_per_token": 2, "moe_layers": 9, "moe_intermediate_size": 8})
+    with pytest.raises(ValueError, match="allreduce_latency_s"):
+        sv.decode_step("Llama-3-8B", "H200-SXM", 1, 10, tp=2, allreduce_latency_s=float("nan"))
+    with pytest.raises(ValueError, match="compute_dtype"):
+        sv.decode_step("Llama-3-8B", "H200-SXM", 1, 10, compute_dtype="fp6")
+
+
+@settings(max_examples=40, deadline=None)
+@given(b=st.floats(0.5, 2048), ctx=st.integers(0, 200_000), pre=st.floats(0, 8192), p=st.integers(1, 32768),
+       name=st.sampled_from(list(sv.PRESETS)), tp=st.sampled_from([1, 2, 8]))
+def test_fused_step_finite_and_monotone(b, ctx, pre, p, name, tp):
+    """Finite in, finite out; more prompt tokens, more sequences or a longer context never take less time."""
+    s = sv.decode_step(name, "H200-SXM", b, ctx, "fp8", tp=tp, prefill_tokens=pre, prompt_tokens=p)
+    assert all(math.isfinite(v) for v in (s.time_s, s.flop, s.intensity, s.memory_s, s.compute_s))
+    assert sv.decode_step(name, "H200-SXM", b, ctx, "fp8", tp=tp, prefill_tokens=pre + 64, prompt_tokens=p).time_s >= s.time_s
+    assert sv.decode_step(name, "H200-SXM", b + 1, ctx, "fp8", tp=tp, prefill_tokens=pre, prompt_tokens=p).time_s >= s.time_s
+    assert sv.decode_step(name, "H200-SXM", b, ctx + 100, "fp8", tp=tp, prefill_tokens=pre, prompt_tokens=p).time_s >= s.time_s
+
+
+@settings(max_examples=15, deadline=None)
+@given(r1=st.floats(0.1, 30), r2=st.floats(0.1, 30))
+def test_steady_batch_monotone_in_the_rate(r1, r2):
+    lo, hi = sorted((r1, r2))
+    assert sv.steady_batch("Llama-3-8B", "H200-SXM", lo) <= sv.steady_batch("Llama-3-8B", "H200-SXM", hi) * (1 + 1e-9)
 
 
 # --------------------------------------------------------------------------------------------
@@ -528,10 +690,10 @@ def test_live_forms_recompute_and_show_errors():
     from widgets.ui import serving as ui
 
     box = ui.memory_calculator()
-    assert "<td>max concurrent sequences</td><td><b>111</b>" in _html(box)
+    assert "<td>max concurrent sequences</td><td><b>110</b>" in _html(box)
     box.controls["kv_dtype"].value = "fp8"
-    # (0.9 x 141 GiB - 16.06 GB - 0.21 GB) / (512 MiB of KV + 0.5 MB of logits) = 223.3
-    assert "<td>max concurrent sequences</td><td><b>223</b>" in _html(box)
+    # (0.9 x 150,109,880,320 B usable - 16.06 GB - 0.21 GB) / (512 MiB of KV + 0.5 MB of logits) = 221.1
+    assert "<td>max concurrent sequences</td><td><b>221</b>" in _html(box)
     box.controls["model"].value = "custom"
     _html(box)
     box.controls["kv_heads"].value = 64  # more KV heads than query heads

@@ -7,7 +7,14 @@ Conventions
   ``"fp32"`` is the plain (non-tensor) FP32 rate; ``"tf32"``, ``"bf16"``, ``"fp16"``, ``"fp8"``
   are matrix-unit rates with FP32 accumulation where the vendor gives a choice.
 - Rates are decimal (B/s, FLOP/s). Capacities are bytes; HBM, caches and shared memory are
-  binary-sized hardware, so "80 GB" of HBM on a datasheet is stored as 80 GiB.
+  binary-sized hardware, so "80 GB" of HBM on a datasheet is stored as 80 GiB: ``nvidia-smi`` on
+  an A800/A100-SXM4-80GB reports 81920 MiB = 80 GiB (github.com/dexmal/dexbotic/issues/41).
+  ``hbm_bytes`` is that datasheet capacity. What a program can allocate is less: the driver keeps
+  some (an A100-SXM4-40GB's deviceQuery reports 42,298,834,944 B = 39.4 GiB,
+  github.com/bottlerocket-os/bottlerocket/pull/3873). ``usable_memory_bytes`` holds what the device
+  reports (``torch.cuda.get_device_properties().total_memory``) where it was measured, else None;
+  ``GPU.memory_bytes`` returns it, or the datasheet capacity when it is unknown. Memory budgets
+  plan in ``memory_bytes`` (and keep a stated reserve on top).
 - ``interconnect_bytes_per_s`` is the GPU-to-GPU link (NVLink, Infinity Fabric) PER DIRECTION:
   half of the bidirectional total that datasheets print. ``host_bytes_per_s`` is the PCIe link
   to the host, also per direction.
@@ -48,10 +55,17 @@ class GPU:
     memory_type: str = "HBM"
     sources: Mapping[str, str] = field(default_factory=dict)
     notes: str = ""
+    usable_memory_bytes: Optional[int] = None
 
     def __post_init__(self):
         object.__setattr__(self, "peak_flop_per_s", MappingProxyType(dict(self.peak_flop_per_s)))
         object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
+
+    @property
+    def memory_bytes(self) -> int:
+        """Device memory a program can plan in [B]: ``usable_memory_bytes`` as the device reports
+        it where known, else the datasheet capacity ``hbm_bytes``."""
+        return self.usable_memory_bytes if self.usable_memory_bytes else self.hbm_bytes
 
     def peak(self, dtype: str) -> float:
         """Dense peak FLOP/s for ``dtype``; ``ValueError`` if this GPU has no such rate."""
@@ -145,9 +159,13 @@ _CATALOG = {
             host_bytes_per_s=64e9,
             tdp_w=700,
             memory_type="HBM3e",
+            usable_memory_bytes=150_109_880_320,
             sources={
                 "peak_flop_per_s": _NV_H200_SRC + ": FP32 67, TF32 989/2, BF16 1979/2, FP16 1979/2, FP8 3958/2 TFLOPS",
-                "hbm_bytes": "NVIDIA H200 datasheet: 141 GB HBM3e (nvidia-smi reports 143771 MiB)",
+                "hbm_bytes": "NVIDIA H200 datasheet: 141 GB HBM3e, stored as 141 GiB (HBM capacities are binary); "
+                "nvidia-smi reports 143771 MiB (140.4 GiB)",
+                "usable_memory_bytes": "torch.cuda.get_device_properties(0).total_memory on an H200 SXM: 150,109,880,320 B "
+                "(139.8 GiB), recorded as provenance gpu_memory_bytes in widgets/data/h200/serving.json",
                 "hbm_bytes_per_s": "NVIDIA H200 datasheet: 4.8 TB/s",
                 "sms": "torch.cuda.get_device_properties on an H200 SXM: 132 multiprocessors (recorded in widgets/data/h200)",
                 "boost_clock_hz": "same GH100 die and clocks as the H100 SXM5: 1980 MHz",

@@ -28,6 +28,7 @@ from typing import Mapping, Optional
 from ..hardware import GPU, get_gpu
 
 from . import _check
+from .collectives import ring_allreduce_time_s
 
 # Bytes per element of each storage format (int4 / fp4 pack two elements per byte).
 DTYPE_BYTES = MappingProxyType({"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5})
@@ -39,9 +40,13 @@ DEFAULT_RESERVE_FRACTION = 0.10
 # Tokens a serving engine pushes through one forward pass when it profiles peak activation memory
 # (a chunked-prefill budget); a choice, not a constant of nature.
 DEFAULT_PREFILL_CHUNK_TOKENS = 2048
-# Latency of one small all-reduce between GPUs of one node [s]: an assumption for the tensor-parallel
-# model (the collectives chapter measures it). Used only when ``tp > 1``.
-DEFAULT_ALLREDUCE_LATENCY_S = 10e-6
+# Latency of one step of a ring all-reduce (a ring of n GPUs takes 2(n-1) steps) [s]: None means
+# the collectives chapter's default (``collectives.ring_allreduce_time_s``, the book's one all-reduce
+# model, with its per-call and per-step latencies). Used only when ``tp > 1``.
+DEFAULT_ALLREDUCE_LATENCY_S = None
+# Largest count (layers, heads, tokens, batch...) a model accepts: beyond any real model, small
+# enough that every product stays exact in a float.
+MAX_COUNT = 2**40
 
 
 def bytes_per_elem(dtype: str) -> float:
@@ -239,10 +244,29 @@ class ModelConfig:
     sources: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"name must be a non-empty string, got {self.name!r}")
         for name in ("layers", "hidden_size", "heads", "kv_heads", "head_dim", "intermediate_size", "vocab_size"):
-            _check.integer(name, getattr(self, name), minimum=1)
+            object.__setattr__(self, name, _check.integer(name, getattr(self, name), minimum=1, maximum=MAX_COUNT))
         _check.positive("params", self.params)
         _check.positive("active_params", self.active_params)
+        if not isinstance(self.tied_embeddings, bool):
+            raise ValueError(f"tied_embeddings must be True or False, got {self.tied_embeddings!r}")
+        for name, low in (("kv_lora_rank", 1), ("rope_head_dim", 0)):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, _check.integer(name, getattr(self, name), minimum=low, maximum=MAX_COUNT))
+        for name in ("n_routed_experts", "experts_per_token", "moe_layers", "moe_intermediate_size"):
+            object.__setattr__(self, name, _check.integer(name, getattr(self, name), minimum=0, maximum=MAX_COUNT))
+        if self.n_routed_experts:
+            for name in ("experts_per_token", "moe_layers", "moe_intermediate_size"):
+                if getattr(self, name) < 1:
+                    raise ValueError(f"{name} must be >= 1 when n_routed_experts > 0, got {getattr(self, name)!r}")
+            if self.experts_per_token > self.n_routed_experts:
+                raise ValueError(f"experts_per_token must be <= n_routed_experts={self.n_routed_experts}, got {self.experts_per_token!r}")
+            if self.moe_layers > self.layers:
+                raise ValueError(f"moe_layers must be <= layers={self.layers}, got {self.moe_layers!r}")
+            if self.routed_expert_params >= self.params:
+                raise ValueError(f"params must exceed the routed experts' {self.routed_expert_params:.4g} parameters, got {self.params!r}")
         if self.active_params > self.params:
             raise ValueError(f"active_params must be <= params={self.params!r}, got {self.active_params!r}")
         _check.choice("attention", self.attention, ATTENTION_KINDS)
@@ -309,10 +333,38 @@ class ModelConfig:
             return 2.0 * self.layers * self.heads * (2 * self.kv_lora_rank + self.rope_head_dim)
         return 4.0 * self.layers * self.heads * self.head_dim
 
+    def decode_attention_flop_per_byte(self, kv_bytes_per_elem: float = 2) -> float:
+        """Arithmetic intensity of decode attention [FLOP/B]: the FLOP one query token spends on a
+        cached token over the bytes that token's cache takes. It depends on neither the batch (each
+        sequence brings its own cache) nor the context.
+
+        GQA: ``4 H d / (2 H_kv d b) = 2 (H / H_kv) / b``, 4 FLOP/B for Llama 3 in bf16: far below any
+        GPU's ridge. Absorbed MLA: all ``H`` heads read one shared latent, ``2 H (2 d_c + d_R) /
+        ((d_c + d_R) b)``, about 242 FLOP/B for DeepSeek-V3 in bf16: above an H200's ridge (206), so
+        MLA decode attention is compute-bound (FlashMLA's deep-dive, ``h_q (d_k + d_v) / d_k``).
+
+        >>> round(DEEPSEEK_V3.decode_attention_flop_per_byte(2), 1), LLAMA_3_8B.decode_attention_flop_per_byte(2)
+        (241.8, 4.0)
+        """
+        return self.decode_attention_flop_per_token / self.kv_bytes_per_token(kv_bytes_per_elem)
+
     def prefill_attention_flop(self, tokens: int) -> float:
         """Causal attention FLOP of a prefill of ``tokens`` tokens, all layers."""
         qk = self.head_dim + (self.rope_head_dim or 0) if self.attention == "mla" else self.head_dim
         return causal_attention_flop(self.layers, self.heads, qk, self.head_dim, tokens)
+
+    def prompt_flop(self, tokens: int) -> float:
+        """FLOP of the prefill of one prompt of ``tokens`` tokens [FLOP]: 2 per arithmetic
+        parameter per token for everything but the output head, the head for the last token only
+        (only its next token is wanted), plus causal attention. The one count ``prefill_time_s``
+        divides by the peak.
+
+        >>> round(LLAMA_3_8B.prompt_flop(1024) / 1e12, 2)
+        14.57
+        """
+        t = _check.integer("tokens", tokens, minimum=1, maximum=MAX_COUNT)
+        body = self.flop_params - self.head_params
+        return prefill_flop(body, t) + prefill_flop(self.head_params, 1) + self.prefill_attention_flop(t)
 
     def with_layers(self, layers: int) -> "ModelConfig":
         """The same architecture with ``layers`` layers (parameters recounted for a dense model)."""
@@ -374,7 +426,20 @@ DEEPSEEK_V3 = ModelConfig(
     },
 )
 
-PRESETS: Mapping[str, ModelConfig] = MappingProxyType({m.name: m for m in (LLAMA_3_8B, LLAMA_3_70B, MISTRAL_7B, DEEPSEEK_V3)})
+LLAMA_3_1_405B = ModelConfig(
+    name="Llama-3.1-405B",
+    layers=126, hidden_size=16384, heads=128, kv_heads=8, head_dim=128, intermediate_size=53248, vocab_size=128256,
+    params=405.85e9, active_params=405.85e9, attention="gqa",
+    sources={
+        "architecture": f"meta-llama/Llama-3.1-405B {_HF}: num_hidden_layers 126, hidden_size 16384, num_attention_heads 128, "
+        "num_key_value_heads 8, intermediate_size 53248, vocab_size 128256; head_dim = 16384/128 = 128; "
+        "Llama 3 paper (Grattafiori et al. 2024), Table 3: 126 layers, model dimension 16,384, FFN dimension 53,248, "
+        "128 attention heads, 8 key/value heads",
+        "params": "dense_transformer_params of the configuration: 405.85B (the model page: 406B params)",
+    },
+)
+
+PRESETS: Mapping[str, ModelConfig] = MappingProxyType({m.name: m for m in (LLAMA_3_8B, LLAMA_3_70B, LLAMA_3_1_405B, MISTRAL_7B, DEEPSEEK_V3)})
 
 
 def get_model(name) -> ModelConfig:
@@ -585,20 +650,18 @@ def cost_per_million_tokens(gpu_hour_price: float, gpus: float, tokens_per_s: fl
     return price * g / 3600.0 / tps * 1e6
 
 
-def allreduce_time_s(message_bytes: float, gpus: int, link_bytes_per_s: float, latency_s: float = DEFAULT_ALLREDUCE_LATENCY_S) -> float:
-    """Ring all-reduce of ``message_bytes`` over ``gpus`` GPUs [s]: ``2 (n-1)/n`` of the message
-    crosses each link, plus a fixed latency per call (0 for one GPU).
-
-    >>> round(allreduce_time_s(64 * 8192 * 2, 8, 450e9, 10e-6) * 1e6, 2)  # 64 x 8192 bf16, 8 H200s
-    14.08
+def allreduce_time_s(message_bytes: float, gpus: int, link_bytes_per_s: float, latency_s: Optional[float] = DEFAULT_ALLREDUCE_LATENCY_S) -> float:
+    """Ring all-reduce of ``message_bytes`` over ``gpus`` GPUs [s]: the book's one all-reduce
+    model, ``collectives.ring_allreduce_time_s``: ``2(n-1)/n`` of the message crosses each link
+    and each of the ``2(n-1)`` steps pays ``latency_s`` (None: the collectives model's default
+    latencies); 0 for one GPU.
     """
     m = _check.non_negative("message_bytes", message_bytes)
-    n = _check.integer("gpus", gpus, minimum=1)
+    n = _check.integer("gpus", gpus, minimum=1, maximum=MAX_COUNT)
     bw = _check.positive("link_bytes_per_s", link_bytes_per_s)
-    lat = _check.non_negative("latency_s", latency_s)
-    if n == 1:
-        return 0.0
-    return lat + 2.0 * (n - 1) / n * m / bw
+    if latency_s is None:
+        return ring_allreduce_time_s(m, n, bw)
+    return ring_allreduce_time_s(m, n, bw, _check.non_negative("latency_s", latency_s))
 
 
 # --------------------------------------------------------------------------------------------
@@ -664,7 +727,8 @@ def memory_budget(
     reserve_fraction: float = DEFAULT_RESERVE_FRACTION,
     prefill_chunk_tokens: int = DEFAULT_PREFILL_CHUNK_TOKENS,
 ) -> MemoryBudget:
-    """One GPU's memory: weights (split ``tp`` ways), the KV cache of ``batch`` sequences of
+    """One GPU's memory (``GPU.memory_bytes``: the capacity the device reports as usable where the
+    catalog has it, 139.8 GiB for an H200, else the datasheet's): weights (split ``tp`` ways), the KV cache of ``batch`` sequences of
     ``context_tokens``, peak activations of a ``prefill_chunk_tokens`` forward pass, and a runtime
     reserve (CUDA context, libraries, fragmentation: ``reserve_fraction`` of memory). Reports
     whether it fits and how many sequences of that length the rest could hold (each also needs
@@ -672,14 +736,14 @@ def memory_budget(
 
     >>> b = memory_budget("Llama-3-8B", "H200-SXM", 8192, 64)
     >>> b.fits, b.max_concurrent_seqs
-    (True, 111)
+    (True, 110)
     """
     m = get_model(model)
     g = get_gpu(gpu)
     n_tp = _check.integer("tp", tp, minimum=1)
     bsz = _check.integer("batch", batch, minimum=0)
     reserve = _check.fraction("reserve_fraction", reserve_fraction)
-    hbm = float(g.hbm_bytes)
+    hbm = float(g.memory_bytes)  # what the device reports as usable where known, else the datasheet's
     w = weight_bytes(m.params, bytes_per_elem(weight_dtype)) / n_tp
     act0 = activation_bytes(prefill_chunk_tokens, m.hidden_size, m.intermediate_size, m.vocab_size, 0, 2) / n_tp
     logits_per_seq = activation_bytes(0, m.hidden_size, m.intermediate_size, m.vocab_size, 1, 2) / n_tp
@@ -701,12 +765,14 @@ def memory_budget(
 # --------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class DecodeStep:
-    """One decode step of ``batch`` sequences at ``context_tokens`` each, on one GPU of ``tp``.
+    """One decode step of ``batch`` sequences at ``context_tokens`` each, on one GPU of ``tp``,
+    with ``prefill_tokens`` prompt tokens fused into it (chunked prefill; 0 for a pure decode step).
 
     The weight matmuls and attention run as separate kernels, one after the other, so each gets
-    its own roofline: ``linear_s = max(weight bytes / bandwidth, 2 x batch x params / peak)`` and
+    its own roofline: ``linear_s = max(weight bytes / bandwidth, 2 x tokens x params / peak)`` and
     ``attention_s = max(KV bytes / bandwidth, attention FLOP / peak)``; the step takes their sum
-    (plus the all-reduces of tensor parallelism)."""
+    (plus the all-reduces of tensor parallelism). Fused prompt tokens share the weight read of
+    the decode tokens: they add FLOP to the same matmuls, not a second roofline."""
 
     batch: float
     context_tokens: int
@@ -722,16 +788,24 @@ class DecodeStep:
     bound: str  # of the weight matmuls: "memory" below the ridge batch, "compute" above
     intensity: float  # FLOP per byte of the whole step
     ridge_batch: float  # where the weight matmuls turn compute-bound
+    attention_bound: str = "memory"  # of attention: "compute" when its FLOP/B is above the GPU's ridge (MLA)
+    attention_intensity: float = 0.0  # FLOP per byte of attention
+    prefill_tokens: float = 0.0  # prompt tokens fused into this step (chunked prefill)
 
     @property
     def tokens_per_s(self) -> float:
+        """Output tokens per second of the batch (one per sequence per step)."""
         return self.batch / self.time_s if self.time_s > 0 else 0.0
 
 
 def _rates(gpu: GPU, compute_dtype: str, hbm_bytes_per_s, peak_flop_per_s):
     bw = gpu.hbm_bytes_per_s if hbm_bytes_per_s is None else _check.positive("hbm_bytes_per_s", hbm_bytes_per_s)
-    peak = gpu.peak(compute_dtype) if peak_flop_per_s is None else _check.positive("peak_flop_per_s", peak_flop_per_s)
-    if bw <= 0:
+    if peak_flop_per_s is None:
+        key = _check.choice("compute_dtype", compute_dtype, tuple(gpu.peak_flop_per_s) or ("bf16",))
+        peak = gpu.peak(key)
+    else:
+        peak = _check.positive("peak_flop_per_s", peak_flop_per_s)
+    if not bw or bw <= 0:
         raise ValueError(f"hbm_bytes_per_s must be given for {gpu.name} (the catalog has none)")
     return bw, peak
 
@@ -747,13 +821,22 @@ def decode_step(
     compute_dtype: str = "bf16",
     hbm_bytes_per_s: Optional[float] = None,
     peak_flop_per_s: Optional[float] = None,
-    allreduce_latency_s: float = DEFAULT_ALLREDUCE_LATENCY_S,
+    allreduce_latency_s: Optional[float] = DEFAULT_ALLREDUCE_LATENCY_S,
+    prefill_tokens: float = 0.0,
+    prompt_tokens: Optional[int] = None,
 ) -> DecodeStep:
     """Lower bound on one decode step, kernel by kernel: the weight matmuls
     ``max(W / bandwidth, 2 B P / peak)`` plus attention ``max(KV / bandwidth, FLOP / peak)``, per
     GPU, plus with ``tp > 1`` two all-reduces of the batch's hidden states per layer
     (Megatron-style tensor parallelism). Below the ridge batch both parts are memory-bound and
-    the step takes ``decode_step_time_s(W, KV, bandwidth)``.
+    the step takes ``decode_step_time_s(W, KV, bandwidth)``; MLA's attention, whose intensity is
+    above the ridge, is compute-bound at any batch.
+
+    With ``prefill_tokens > 0`` the step also carries that many tokens of prompts of
+    ``prompt_tokens`` each (chunked prefill, Sarathi-Serve): they go through the same weight
+    matmuls (more FLOP, the same weight bytes; the output head only for the prompts they
+    complete, ``prefill_tokens / prompt_tokens`` per step), attend causally to their prompt
+    (each token on average the prompt's causal FLOP / ``prompt_tokens``) and write their keys and values.
 
     ``hbm_bytes_per_s`` and ``peak_flop_per_s`` default to the catalog's datasheet figures; pass
     measured ones to predict a real run.
@@ -761,33 +844,57 @@ def decode_step(
     >>> s = decode_step("Llama-3-8B", "H200-SXM", batch=1, context_tokens=1024)
     >>> s.bound, round(s.time_s * 1e3, 2), round(s.ridge_batch)
     ('memory', 3.15, 206)
+    >>> decode_step("DeepSeek-V3", "H200-SXM", batch=1, context_tokens=4096).attention_bound
+    'compute'
     """
     m = get_model(model)
     g = get_gpu(gpu)
     b = _check.positive("batch", batch)
-    c = _check.integer("context_tokens", context_tokens, minimum=0)
-    n_tp = _check.integer("tp", tp, minimum=1)
+    if b > MAX_COUNT:
+        raise ValueError(f"batch must be <= {MAX_COUNT}, got {batch!r}")
+    c = _check.integer("context_tokens", context_tokens, minimum=0, maximum=MAX_COUNT)
+    n_tp = _check.integer("tp", tp, minimum=1, maximum=1024)
+    tp_pre = _check.non_negative("prefill_tokens", prefill_tokens)
+    if tp_pre > MAX_COUNT:
+        raise ValueError(f"prefill_tokens must be <= {MAX_COUNT}, got {prefill_tokens!r}")
+    lat = None if allreduce_latency_s is None else _check.non_negative("allreduce_latency_s", allreduce_latency_s)
+    if tp_pre > 0:
+        if prompt_tokens is None:
+            raise ValueError("prompt_tokens must be given (an integer >= 1) when prefill_tokens > 0, got None")
+        p_tok = _check.integer("prompt_tokens", prompt_tokens, minimum=1, maximum=MAX_COUNT)
+    else:
+        p_tok = 1
+    wd, kd = bytes_per_elem(weight_dtype), bytes_per_elem(kv_dtype)
     bw, peak = _rates(g, compute_dtype, hbm_bytes_per_s, peak_flop_per_s)
-    w = weight_bytes(m.step_params(b), bytes_per_elem(weight_dtype)) / n_tp
-    kv_seq = m.kv_bytes_per_sequence(c, bytes_per_elem(kv_dtype)) * _kv_share(m, n_tp)
+    w = weight_bytes(m.step_params(b + tp_pre), wd) / n_tp
+    share = _kv_share(m, n_tp)
+    kv_seq = m.kv_bytes_per_sequence(c, kd) * share
     kv = kv_seq * b
     lin_flop = b * 2.0 * m.flop_params / n_tp
     attn_flop = b * m.decode_attention_flop_per_token * cached_tokens(c, m.sliding_window) / n_tp
+    kv_pre = 0.0
+    if tp_pre > 0:
+        body = m.flop_params - m.head_params
+        lin_flop += (2.0 * tp_pre * body + 2.0 * (tp_pre / p_tok) * m.head_params) / n_tp
+        attn_flop += tp_pre * m.prefill_attention_flop(p_tok) / p_tok / n_tp
+        kv_pre = tp_pre * m.kv_bytes_per_token(kd) * share  # written once
     linear_s = max(w / bw, lin_flop / peak)
-    attention_s = max(kv / bw, attn_flop / peak)
+    attention_s = max((kv + kv_pre) / bw, attn_flop / peak)
     comm = 0.0
     if n_tp > 1:
         link = g.interconnect_bytes_per_s
         if not link:
             raise ValueError(f"tp must be 1 on {g.name}: it has no GPU-to-GPU link in the catalog")
-        comm = 2 * m.layers * allreduce_time_s(b * m.hidden_size * 2.0, n_tp, link, allreduce_latency_s)
-    w1 = weight_bytes(m.step_params(1), bytes_per_elem(weight_dtype)) / n_tp
+        comm = 2 * m.layers * allreduce_time_s((b + tp_pre) * m.hidden_size * 2.0, n_tp, link, lat)
+    w1 = weight_bytes(m.step_params(1), wd) / n_tp
     ridge = decode_ridge_batch(w1, 2.0 * m.flop_params / n_tp, 0.0, peak, bw)
     flop = lin_flop + attn_flop
+    a_int = m.decode_attention_flop_per_byte(kd)
     return DecodeStep(
-        batch=b, context_tokens=c, weight_bytes=w, kv_bytes=kv, flop=flop, memory_s=decode_step_time_s(w, kv, bw), compute_s=flop / peak,
+        batch=b, context_tokens=c, weight_bytes=w, kv_bytes=kv, flop=flop, memory_s=decode_step_time_s(w, kv + kv_pre, bw), compute_s=flop / peak,
         linear_s=linear_s, attention_s=attention_s, comm_s=comm, time_s=linear_s + attention_s + comm,
-        bound="memory" if w / bw >= lin_flop / peak else "compute", intensity=flop / (w + kv), ridge_batch=ridge,
+        bound="memory" if w / bw >= lin_flop / peak else "compute", intensity=flop / (w + kv + kv_pre), ridge_batch=ridge,
+        attention_bound="compute" if a_int > peak / bw else "memory", attention_intensity=a_int, prefill_tokens=tp_pre,
     )
 
 
@@ -801,8 +908,9 @@ def prefill_time_s(
     hbm_bytes_per_s: Optional[float] = None,
     peak_flop_per_s: Optional[float] = None,
 ) -> float:
-    """Lower bound on the prefill of one prompt [s]: the larger of its FLOP (2 per active
-    parameter per token, the output head for the last token only, plus causal attention) over the peak and the weights it reads over the
+    """Lower bound on the prefill of one prompt [s]: the larger of its FLOP
+    (``ModelConfig.prompt_flop``: 2 per arithmetic parameter per token, the output head for the
+    last token only, plus causal attention) over the peak and the weights it reads over the
     bandwidth. Short prompts are memory-bound like a decode step; long ones compute-bound.
 
     >>> round(prefill_time_s("Llama-3-8B", "H200-SXM", 4096) * 1e3, 1)
@@ -810,11 +918,10 @@ def prefill_time_s(
     """
     m = get_model(model)
     g = get_gpu(gpu)
-    p = _check.integer("prompt_tokens", prompt_tokens, minimum=1)
-    n_tp = _check.integer("tp", tp, minimum=1)
+    p = _check.integer("prompt_tokens", prompt_tokens, minimum=1, maximum=MAX_COUNT)
+    n_tp = _check.integer("tp", tp, minimum=1, maximum=1024)
     bw, peak = _rates(g, compute_dtype, hbm_bytes_per_s, peak_flop_per_s)
-    body = m.flop_params - m.head_params
-    flop = (prefill_flop(body, p) + prefill_flop(m.head_params, 1) + m.prefill_attention_flop(p)) / n_tp
+    flop = m.prompt_flop(p) / n_tp
     w = weight_bytes(m.step_params(p), bytes_per_elem(weight_dtype)) / n_tp
     return max(flop / peak, w / bw)
 
@@ -887,6 +994,78 @@ class CapacityPlan:
     cost_per_million_tokens: float  # prompt and output tokens together
 
 
+def _tpot_fn(m, g, p_tok, o, weight_dtype, kv_dtype, n_tp, chunked_prefill, kw):
+    """TPOT(B) a request sees on a replica decoding B sequences that also prefills newcomers:
+    B / O prompts of ``p_tok`` tokens per step, either fused into the step (chunked prefill:
+    the prompt tokens ride on the decode step's weight read) or run as separate prefills that
+    stall every decode (their own roofline each, added)."""
+    ctx = p_tok + o // 2
+    if chunked_prefill:
+        def tpot(b: float) -> float:
+            return decode_step(m, g, b, ctx, weight_dtype, kv_dtype, n_tp, prefill_tokens=b * p_tok / o, prompt_tokens=p_tok, **kw).time_s
+    else:
+        t_p = prefill_time_s(m, g, p_tok, weight_dtype, n_tp, **kw)
+
+        def tpot(b: float) -> float:
+            return decode_step(m, g, b, ctx, weight_dtype, kv_dtype, n_tp, **kw).time_s + b * t_p / o
+    return tpot
+
+
+def _littles_law_batch(tpot, lam: float, o: int, hi: float) -> float:
+    """The batch B in (0, hi] with ``B = lam * o * tpot(B)`` (Little's law with the server's own
+    TPOT), by bisection; ``math.inf`` when even ``hi`` sequences cannot keep up."""
+    f = lambda b: lam * o * tpot(b) - b  # noqa: E731  > 0: more requests arrive than the batch serves
+    if f(hi) > 0:
+        return math.inf
+    lo = 0.0
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if f(mid) > 0 else (lo, mid)
+    return hi
+
+
+def steady_batch(
+    model,
+    gpu="H200-SXM",
+    arrival_rate_per_s: float = 10.0,
+    prompt_tokens: int = 1024,
+    output_tokens: int = 256,
+    weight_dtype: str = "bf16",
+    kv_dtype: str = "bf16",
+    tp: int = 1,
+    chunked_prefill: bool = True,
+    hbm_bytes_per_s: Optional[float] = None,
+    peak_flop_per_s: Optional[float] = None,
+) -> float:
+    """The batch one replica runs at ``arrival_rate_per_s`` [sequences]: the fixed point of
+    Little's law ``B = lambda * O * TPOT(B)``, where TPOT itself grows with B (a larger batch
+    takes longer per step, so each request stays longer, so the batch grows). ``ValueError``
+    when no batch that fits in memory keeps up with the rate.
+
+    >>> b = steady_batch("Llama-3-8B", "H200-SXM", 20, 1024, 256)
+    >>> round(b, 2), round(littles_law_concurrency(20, 256 * decode_step("Llama-3-8B", "H200-SXM", b, 1152,
+    ...     prefill_tokens=b * 1024 / 256, prompt_tokens=1024).time_s), 2)
+    (19.1, 19.1)
+    """
+    m = get_model(model)
+    g = get_gpu(gpu)
+    lam = _check.positive("arrival_rate_per_s", arrival_rate_per_s)
+    p_tok = _check.integer("prompt_tokens", prompt_tokens, minimum=1, maximum=MAX_COUNT)
+    o = _check.integer("output_tokens", output_tokens, minimum=1, maximum=MAX_COUNT)
+    n_tp = _check.integer("tp", tp, minimum=1, maximum=1024)
+    if not isinstance(chunked_prefill, bool):
+        raise ValueError(f"chunked_prefill must be True or False, got {chunked_prefill!r}")
+    kw = dict(hbm_bytes_per_s=hbm_bytes_per_s, peak_flop_per_s=peak_flop_per_s)
+    b_mem = memory_budget(m, g, p_tok + o, 1, weight_dtype, kv_dtype, n_tp).max_concurrent_seqs
+    if b_mem < 1:
+        raise ValueError(f"model {m.name} leaves no room for one {p_tok + o}-token sequence on {n_tp} x {g.name}")
+    b = _littles_law_batch(_tpot_fn(m, g, p_tok, o, weight_dtype, kv_dtype, n_tp, chunked_prefill, kw), lam, o, float(b_mem))
+    if not math.isfinite(b):
+        raise ValueError(f"arrival_rate_per_s={arrival_rate_per_s!r} is more than one replica can serve with its {b_mem} sequences of memory: "
+                         "lower it or add replicas (plan_capacity)")
+    return b
+
+
 def plan_capacity(
     model,
     gpu="H200-SXM",
@@ -900,36 +1079,38 @@ def plan_capacity(
     kv_dtype: str = "bf16",
     hbm_bytes_per_s: Optional[float] = None,
     peak_flop_per_s: Optional[float] = None,
+    chunked_prefill: bool = True,
 ) -> CapacityPlan:
     """Replicas of ``tp`` GPUs needed to serve ``arrival_rate_per_s`` requests within a TPOT target.
 
-    A replica decoding ``B`` sequences takes ``t(B)`` per step and must also prefill the requests
-    that replace finished ones: ``B / output_tokens`` prefills of ``t_p`` each per step, so a
-    request sees ``TPOT(B) = t(B) + B t_p / output_tokens``. The largest ``B`` that fits in
-    memory and meets the target sets a replica's capacity, ``B / (output_tokens * TPOT(B))``
-    requests/s; the replica count covers the rate; the batch each replica then runs follows from
-    Little's law, ``B = rate_per_replica * output_tokens * TPOT(B)``.
+    A replica decoding ``B`` sequences must also prefill the requests that replace finished
+    ones: ``B / output_tokens`` prompts per step. With ``chunked_prefill`` (the default, as in
+    Sarathi-Serve and vLLM) their tokens ride in the decode step's matmuls, which read the
+    weights once for both: ``TPOT(B)`` is one fused step, ``decode_step(..., prefill_tokens=B P / O)``.
+    Without it each prefill runs alone and stalls the batch: ``TPOT(B) = t(B) + B t_p / O``.
+    The largest ``B`` that fits in memory and meets the target sets a replica's capacity,
+    ``B / (output_tokens * TPOT(B))`` requests/s; the replica count covers the rate; the batch each
+    replica then runs is the fixed point of Little's law, ``B = rate_per_replica * output_tokens * TPOT(B)``.
 
     >>> p = plan_capacity("Llama-3-8B", "H200-SXM", 20, 1024, 256, 0.03, 3.0)
     >>> p.gpus, round(p.batch, 1), round(p.cost_per_million_output_tokens, 3)
-    (1, 29.4, 0.163)
+    (1, 19.1, 0.163)
     """
     m = get_model(model)
     g = get_gpu(gpu)
     lam = _check.positive("arrival_rate_per_s", arrival_rate_per_s)
-    p_tok = _check.integer("prompt_tokens", prompt_tokens, minimum=1)
-    o = _check.integer("output_tokens", output_tokens, minimum=1)
+    p_tok = _check.integer("prompt_tokens", prompt_tokens, minimum=1, maximum=MAX_COUNT)
+    o = _check.integer("output_tokens", output_tokens, minimum=1, maximum=MAX_COUNT)
     target = _check.positive("tpot_target_s", tpot_target_s)
     price = _check.non_negative("gpu_hour_price", gpu_hour_price)
-    n_tp = _check.integer("tp", tp, minimum=1)
+    n_tp = _check.integer("tp", tp, minimum=1, maximum=1024)
+    if not isinstance(chunked_prefill, bool):
+        raise ValueError(f"chunked_prefill must be True or False, got {chunked_prefill!r}")
     kw = dict(hbm_bytes_per_s=hbm_bytes_per_s, peak_flop_per_s=peak_flop_per_s)
     budget = memory_budget(m, g, p_tok + o, 1, weight_dtype, kv_dtype, n_tp)
     b_mem = budget.max_concurrent_seqs
     t_p = prefill_time_s(m, g, p_tok, weight_dtype, n_tp, **kw)
-    ctx = p_tok + o // 2
-
-    def tpot(b: float) -> float:
-        return decode_step(m, g, b, ctx, weight_dtype, kv_dtype, n_tp, **kw).time_s + b * t_p / o
+    tpot = _tpot_fn(m, g, p_tok, o, weight_dtype, kv_dtype, n_tp, chunked_prefill, kw)
 
     def infeasible(reason: str, b_lat: float = 0.0) -> CapacityPlan:
         nan = math.nan
@@ -950,14 +1131,13 @@ def plan_capacity(
         b_lat = lo
     mu = b_lat / (o * tpot(b_lat))  # requests/s one replica can serve
     replicas = max(1, math.ceil(lam / mu - 1e-12))
+    if replicas > MAX_COUNT:
+        raise ValueError(f"arrival_rate_per_s={arrival_rate_per_s!r} needs more than {MAX_COUNT} replicas")
     lam_r = lam / replicas
-    # Achieved batch: B = lam_r * o * TPOT(B), solved by bisection on [0, b_lat].
-    lo, hi = 0.0, b_lat
-    for _ in range(80):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if mid < lam_r * o * tpot(mid) else (lo, mid)
-    b_ach = hi
-    t_ach = tpot(b_ach) if b_ach > 0 else tpot(1e-9)
+    b_ach = _littles_law_batch(tpot, lam_r, o, b_lat)  # <= b_lat: the replicas cover the rate
+    if not math.isfinite(b_ach):
+        b_ach = b_lat
+    t_ach = tpot(b_ach)
     gpus = replicas * n_tp
     out_tps = lam * o
     return CapacityPlan(
@@ -967,6 +1147,42 @@ def plan_capacity(
         cost_per_million_output_tokens=cost_per_million_tokens(price, gpus, out_tps),
         cost_per_million_tokens=cost_per_million_tokens(price, gpus, lam * (p_tok + o)),
     )
+
+
+# --------------------------------------------------------------------------------------------
+# A paged KV cache (vLLM's PagedAttention)
+# --------------------------------------------------------------------------------------------
+DEFAULT_BLOCK_TOKENS = 16  # vLLM's default --block-size
+
+
+def paged_kv_blocks(context_tokens: int, block_tokens: int = DEFAULT_BLOCK_TOKENS) -> int:
+    """Blocks a paged KV cache gives one sequence of ``context_tokens``: ``ceil(c / block)``.
+
+    >>> paged_kv_blocks(1000, 16), paged_kv_blocks(1024, 16), paged_kv_blocks(0, 16)
+    (63, 64, 0)
+    """
+    c = _check.integer("context_tokens", context_tokens, minimum=0, maximum=MAX_COUNT)
+    k = _check.integer("block_tokens", block_tokens, minimum=1, maximum=MAX_COUNT)
+    return -(-c // k)
+
+
+def paged_kv_cache_bytes(bytes_per_token: float, context_tokens, block_tokens: int = DEFAULT_BLOCK_TOKENS) -> float:
+    """Bytes a paged KV cache holds for sequences of ``context_tokens`` (one int, or a sequence of
+    ints, one per sequence) [B]: whole blocks of ``block_tokens`` tokens each, so each sequence
+    wastes less than one block (the vLLM paper's bound on internal fragmentation).
+
+    >>> paged_kv_cache_bytes(131072, [1000, 24], 16) / 131072  # 63 + 2 blocks of 16 tokens
+    1040.0
+    """
+    b = _check.positive("bytes_per_token", bytes_per_token)
+    k = _check.integer("block_tokens", block_tokens, minimum=1, maximum=MAX_COUNT)
+    if isinstance(context_tokens, (list, tuple)):
+        if len(context_tokens) > 10**6:
+            raise ValueError(f"context_tokens must list at most 1,000,000 sequences, got {len(context_tokens)}")
+        blocks = sum(paged_kv_blocks(c, k) for c in context_tokens)
+    else:
+        blocks = paged_kv_blocks(context_tokens, k)
+    return float(blocks * k * b)
 
 
 def kv_bytes_by_attention(layers: int, heads: int, head_dim: int, kv_heads: int, kv_lora_rank: int = 512, rope_head_dim: int = 64, bytes_per_elem: float = 2) -> dict:
@@ -991,5 +1207,6 @@ __all__ = [
     "decode_step_time_s", "decode_tokens_per_s", "dense_transformer_params", "e2e_latency_s",
     "experts_touched_fraction", "get_model", "kv_bytes_by_attention", "kv_cache_bytes", "kv_cache_bytes_per_token",
     "latency", "littles_law_concurrency", "memory_budget", "mla_kv_cache_bytes_per_token", "plan_capacity",
-    "prefill_flop", "prefill_time_s", "tpot_s", "weight_bytes",
+    "prefill_flop", "prefill_time_s", "tpot_s", "weight_bytes", "LLAMA_3_1_405B", "DEFAULT_BLOCK_TOKENS",
+    "paged_kv_blocks", "paged_kv_cache_bytes", "steady_batch",
 ]
