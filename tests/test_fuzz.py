@@ -223,8 +223,10 @@ ARRAY_OK = {"intensity@memory_hierarchy.attainable_flop_per_s", "ws_bytes", "war
             "m@tensor_cores.predicted_flop_per_s", "n@tensor_cores.predicted_flop_per_s",
             "k@tensor_cores.predicted_flop_per_s", "k@tensor_cores.typical_dot_error",
             "context_tokens@serving.paged_kv_cache_bytes"}
-# Parameters where a negative number is meaningful.
-NEGATIVE_OK = {"offset_elems", "column"}
+# Parameters where a negative number is meaningful (a formatter may show a difference).
+NEGATIVE_OK = {"offset_elems", "column", "value@units.fmt_rate", "value@units.fmt_bytes_per_s",
+               "value@units.fmt_flop_per_s", "value@units.fmt_flop", "value@units.fmt_bytes", "seconds@units.fmt_time",
+               "flop_per_byte@units.fmt_intensity"}
 # Enum-like string parameters that also take an object (a GPU record, a ModelConfig).
 ENUM_OR_OBJECT = {"gpu", "model"}
 

@@ -52,3 +52,29 @@ def test_formatters_always_print_the_unit(x):
 def test_formatters_reject_non_numbers(bad):
     with pytest.raises(ValueError, match="value"):
         u.fmt_bytes_per_s(bad)
+
+
+@pytest.mark.parametrize("digits", [0, -1, 18, 2.5, True, None, "3", math.nan])
+def test_digits_must_be_an_integer_from_1_to_17(digits):
+    with pytest.raises(ValueError, match=r"^digits must be an integer in \[1, 17\]"):
+        u.fmt_rate(4.8e12, digits=digits)
+    with pytest.raises(ValueError, match="^digits"):
+        u.fmt_time(1e-3, digits=digits)
+
+
+@pytest.mark.parametrize("unit", [0, None, True, ["B/s"], ""])
+def test_unit_must_be_a_string(unit):
+    # fmt_rate(4.8e12, unit=0) used to print '4.8 T0'
+    with pytest.raises(ValueError, match="^unit must"):
+        u.fmt_rate(4.8e12, unit=unit)
+
+
+def test_bool_is_not_a_number_and_numpy_scalars_are():
+    import numpy as np
+
+    with pytest.raises(ValueError, match="^value must be a finite real number, got True"):
+        u.fmt_bytes(True)
+    assert u.fmt_bytes(np.int64(50 * u.MiB)) == "50 MiB"
+    assert u.fmt_time(np.float32(0.0125)) == "12.5 ms"
+    assert u.fmt_rate(-3.2e9) == "-3.2 GB/s"  # a difference of two rates keeps its sign
+    assert u.fmt_rate(4.8e12, digits=1) == "5 TB/s"

@@ -23,7 +23,10 @@ import math
 import numbers
 from typing import Iterable
 
-import numpy as np
+try:  # the checks need only the standard library; numpy scalars and arrays are accepted when present
+    import numpy as np
+except ImportError:  # pragma: no cover - e.g. an in-browser kernel without numpy
+    np = None
 
 __all__ = ["MAX_INT", "number", "positive", "non_negative", "in_range", "fraction", "integer", "choice", "flag", "text",
            "optional", "numbers_list", "array"]
@@ -40,10 +43,12 @@ def _show(value) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+def _is_bool(value) -> bool:
+    return isinstance(value, bool) or (np is not None and isinstance(value, np.bool_))
+
+
 def _is_real_scalar(value) -> bool:
-    if isinstance(value, (bool, np.bool_)):
-        return False
-    return isinstance(value, numbers.Real)
+    return not _is_bool(value) and isinstance(value, numbers.Real)
 
 
 def number(name: str, value) -> float:
@@ -112,9 +117,8 @@ def integer(name: str, value, *, minimum: int | None = None, maximum: int | None
     """
     if maximum is None:
         maximum = MAX_INT
-    low = "" if minimum is None else f" >= {minimum}"
     span = f" in [{minimum}, {maximum}]" if minimum is not None else f" <= {maximum}"
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+    if _is_bool(value) or not isinstance(value, numbers.Real):
         raise ValueError(f"{name} must be an integer{span}, got {_show(value)}")
     if isinstance(value, numbers.Integral):
         v = int(value)
@@ -131,7 +135,7 @@ def integer(name: str, value, *, minimum: int | None = None, maximum: int | None
     if minimum is not None and v < minimum:
         raise ValueError(f"{name} must be an integer{span}, got {_show(value)}")
     if v > maximum:
-        raise ValueError(f"{name} must be an integer{low}{' and' if low else ''} <= {maximum}, got {_show(value)}")
+        raise ValueError(f"{name} must be an integer{span}, got {_show(value)}")
     return v
 
 
@@ -147,7 +151,7 @@ def choice(name: str, value, valid: Iterable[str]) -> str:
 
 def flag(name: str, value) -> bool:
     """A ``bool`` (numpy bools accepted); ``1``, ``"yes"`` or ``None`` are not flags."""
-    if isinstance(value, (bool, np.bool_)):
+    if _is_bool(value):
         return bool(value)
     raise ValueError(f"{name} must be True or False, got {_show(value)}")
 
@@ -174,7 +178,7 @@ def numbers_list(name: str, values, *, min_len: int = 1, max_len: int = 2**20, c
     """
     if isinstance(values, (str, bytes, Mapping_types)) or not hasattr(values, "__len__") or not hasattr(values, "__iter__"):
         raise ValueError(f"{name} must be a list of numbers, got {_show(values)}")
-    if isinstance(values, np.ndarray) and values.ndim != 1:
+    if getattr(values, "ndim", 1) != 1:
         raise ValueError(f"{name} must be a 1-D list of numbers, got an array of shape {values.shape}")
     n = len(values)
     if not min_len <= n <= max_len:
@@ -188,7 +192,9 @@ def array(name: str, value, *, check_low: float | None = None, strict_low: bool 
 
     ``check_low``: every element must be >= it (> it with ``strict_low``).
     """
-    if isinstance(value, (str, bytes, bool, np.bool_)) or value is None:
+    import numpy as np
+
+    if isinstance(value, (str, bytes)) or _is_bool(value) or value is None:
         raise ValueError(f"{name} must be a finite number or an array of them, got {_show(value)}")
     try:
         a = np.asarray(value)

@@ -10,7 +10,7 @@ the page can never lose its unit.
 
 from __future__ import annotations
 
-import math
+from . import _check
 
 # Decimal multipliers (rates, FLOP counts, HBM marketing sizes).
 KILO = 1e3
@@ -42,14 +42,16 @@ _BINARY = [(TiB, "Ti"), (GiB, "Gi"), (MiB, "Mi"), (KiB, "Ki"), (1, "")]
 _TIME = [(1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")]
 
 
+MAX_DIGITS = 17  # a float has at most 17 significant decimal digits
+
+
 def _check_finite(name: str, value: float) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number, got {value!r}") from None
-    if not math.isfinite(v):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    return v
+    """A finite real number (negative allowed: a formatter may show a difference)."""
+    return _check.number(name, value)
+
+
+def _check_digits(digits) -> int:
+    return _check.integer("digits", digits, minimum=1, maximum=MAX_DIGITS)
 
 
 def _scaled(value: float, table, digits: int) -> tuple[str, str]:
@@ -67,7 +69,8 @@ def fmt_rate(value: float, unit: str = "B/s", digits: int = 3) -> str:
     ``unit`` is the base unit (``"B/s"``, ``"FLOP/s"``); the prefix is decimal.
     """
     v = _check_finite("value", value)
-    num, prefix = _scaled(v, _DECIMAL, digits)
+    unit = _check.text("unit", unit)
+    num, prefix = _scaled(v, _DECIMAL, _check_digits(digits))
     return f"{num} {prefix}{unit}"
 
 
@@ -89,13 +92,14 @@ def fmt_flop(value: float, digits: int = 3) -> str:
 def fmt_bytes(value: float, digits: int = 3) -> str:
     """Format a capacity with binary prefixes: ``fmt_bytes(50 * MiB)`` -> ``'50 MiB'``."""
     v = _check_finite("value", value)
-    num, prefix = _scaled(v, _BINARY, digits)
+    num, prefix = _scaled(v, _BINARY, _check_digits(digits))
     return f"{num} {prefix}B"
 
 
 def fmt_time(seconds: float, digits: int = 3) -> str:
     """``fmt_time(3.2e-6)`` -> ``'3.2 µs'``."""
     v = _check_finite("seconds", seconds)
+    digits = _check_digits(digits)
     if v == 0:
         return "0 s"
     mag = abs(v)
@@ -108,4 +112,5 @@ def fmt_time(seconds: float, digits: int = 3) -> str:
 def fmt_intensity(flop_per_byte: float, digits: int = 3) -> str:
     """``fmt_intensity(206.2)`` -> ``'206 FLOP/B'``."""
     v = _check_finite("flop_per_byte", flop_per_byte)
+    digits = _check_digits(digits)
     return f"{v:.{digits}g} FLOP/B"
