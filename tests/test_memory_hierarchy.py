@@ -302,30 +302,53 @@ def test_working_set_model_limits():
 # ---------------------------------------------------------------------------------------------
 # Calculators (live and static forms)
 # ---------------------------------------------------------------------------------------------
-def test_static_figures_have_one_slider_step_per_frame():
+def test_static_calculators_have_two_inputs():
     from widgets.ui import memory_hierarchy as ui
 
-    for fig, n in ((ui.roofline_figure(), 26), (ui.coalescing_figure(), 33), (ui.bank_conflict_figure(), 40)):
-        assert len(fig.frames) == n
-        steps = fig.layout.sliders[0].steps
-        assert len(steps) == n and all(s.method == "animate" for s in steps)
+    for fig, n_choices, n_values in (
+        (ui.roofline_figure(), 6, 21),
+        (ui.coalescing_figure(), 6, 21),
+        (ui.bank_conflict_figure(), 5, 24),
+        (ui.swizzle_figure(), 6, 8),
+    ):
+        assert len(fig.frames) == n_choices * n_values
+        assert len(fig.layout.updatemenus) == 1 and len(fig.layout.updatemenus[0].buttons) == n_choices
+        assert len(fig.layout.sliders) == n_choices
+        assert all(len(sl.steps) == n_values and all(st.method == "animate" for st in sl.steps) for sl in fig.layout.sliders)
+        assert len(fig.to_json()) < 400_000  # page weight
+
+
+def _frame(fig, choice, value):
+    return next(f for f in fig.frames if f.name == f"{choice}:{value}")
 
 
 def test_static_frames_carry_the_models_numbers():
     from widgets.ui import memory_hierarchy as ui
 
     fig = ui.coalescing_figure()
-    for i, stride in enumerate(range(0, 33)):
-        bars = fig.frames[i].data[0]
-        assert len(bars.y) == mh.warp_load_sectors(stride)
-        assert f"{mh.warp_load_sectors(stride)} sectors" in fig.frames[i].layout.title.text
+    strides = list(ui.COALESCING_STRIDES)
+    for ci, (e, o) in enumerate(ui.COALESCING_CHOICES):
+        for si, stride in enumerate(strides):
+            f = _frame(fig, ci, si)
+            assert len(f.data[0].y) == mh.warp_load_sectors(stride, e, o)
+            assert mh.coalescing(stride, e, o).sectors == int(f.layout.title.subtitle.text.split()[0])
+    assert "1 sector (1 line" in _frame(fig, ui.COALESCING_CHOICES.index((1, 0)), strides.index(1)).layout.title.subtitle.text
     fig = ui.bank_conflict_figure()
-    assert "32 wavefronts" in fig.frames[31].layout.title.text  # stride 32
-    assert "1 wavefront " in fig.frames[32].layout.title.text + " "  # stride 33, singular
+    strides = list(ui.BANK_STRIDES)
+    assert "32 wavefronts" in _frame(fig, 0, strides.index(32)).layout.title.subtitle.text  # stride 32
+    assert _frame(fig, 0, strides.index(33)).layout.title.subtitle.text.startswith("1 wavefront ")  # singular
+    eight = ui.BANK_ELEM_BYTES.index(8)
+    assert _frame(fig, eight, strides.index(33)).layout.title.subtitle.text.startswith("2 wavefronts (ideal 2): conflict-free")
     fig = ui.roofline_figure(intensities=[1.0, 1000.0])
-    marker = fig.frames[0].data[1]  # the H200 kernel marker
+    marker = _frame(fig, 0, 0).data[2]  # the H200 bf16 kernel marker
     assert marker.y[0] == pytest.approx(4.8)  # 1 FLOP/B x 4.8 TB/s, in TFLOP/s
-    assert fig.frames[1].data[1].y[0] == pytest.approx(989.4)
+    assert _frame(fig, 0, 1).data[2].y[0] == pytest.approx(989.4)
+    fp8 = ui.ROOFLINE_CHOICES.index(("H200-SXM", "fp8"))
+    assert _frame(fig, fp8, 1).data[2].y[0] == pytest.approx(1978.9)  # above the fp8 ridge (412): dense fp8 peak
+    assert "0.5% of peak" in _frame(fig, 0, 0).layout.title.subtitle.text  # 4.8 / 989.4
+    fig = ui.swizzle_figure()
+    assert "8-way conflict" in _frame(fig, 0, 0).layout.title.subtitle.text
+    assert "conflict-free" in _frame(fig, 1, 0).layout.title.subtitle.text
 
 
 def _texts(box):
@@ -344,7 +367,7 @@ def test_live_forms_recompute_and_show_errors():
 
     coal = ui.coalescing_calculator()
     coal.controls["stride_elems"].value = 2
-    assert "50.0%" in _texts(coal)
+    assert "<b>50%</b>" in _texts(coal)
 
     bank = ui.bank_conflict_calculator()
     assert "<b>32</b>" in _texts(bank)
@@ -372,6 +395,7 @@ def test_hierarchy_table_lists_every_gpu():
 
     html = ui.hierarchy_table()
     assert html.count("<tr>") == 1 + 7 and "H200-SXM" in html and "4.8 TB/s" in html
+    assert html.count("256 KiB") >= 2 * 3  # registers and L1 + shared on each Hopper/Blackwell row
 
 
 # ---------------------------------------------------------------------------------------------

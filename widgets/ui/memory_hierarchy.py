@@ -12,61 +12,83 @@ import plotly.graph_objects as go
 from ..hardware import DTYPES, get_gpu, gpu_names
 from ..models import memory_hierarchy as mh
 from ..units import fmt_bytes_per_s, fmt_flop_per_s, fmt_intensity
-from ._core import frames_figure, live_form, table_html
+from ._core import gpu_color, grid_figure, live_form, percent, plural, series_color, style_figure, table_html
 from ._core import verdict as _verdict
 
-ROOFLINE_GPUS = ("H200-SXM", "H100-SXM", "A100-SXM-80GB", "B200", "MI300X", "L4")
-INTENSITIES = np.logspace(-1, 4, 501)
-COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2")
+ROOFLINE_CHOICES = (
+    ("H200-SXM", "bf16"),
+    ("H200-SXM", "fp8"),
+    ("H200-SXM", "fp32"),
+    ("H100-SXM", "bf16"),
+    ("B200", "bf16"),
+    ("MI300X", "bf16"),
+)
+ROOFLINE_INTENSITIES = tuple(float(f"{v:.3g}") for v in np.logspace(-1, 4, 21))  # 4 steps per decade
+I_MIN, I_MAX = 0.1, 1e4
+COALESCING_CHOICES = ((4, 0), (4, 1), (1, 0), (2, 0), (8, 0), (16, 0))  # (element bytes, offset)
+COALESCING_STRIDES = tuple(range(0, 17)) + (20, 24, 28, 32)
+BANK_ELEM_BYTES = (4, 8, 16, 2, 1)
+BANK_STRIDES = tuple(range(1, 17)) + (24, 31, 32, 33, 48, 63, 64, 65)
+COLORS = tuple(series_color(i) for i in range(7))
 
 
 # --------------------------------------------------------------------------------------------
 # Roofline
 # --------------------------------------------------------------------------------------------
-def _roofline_traces(point: mh.RooflinePoint, color: str, show_curve_legend: bool = True) -> list:
-    curve = mh.attainable_flop_per_s(INTENSITIES, point.peak_flop_per_s, point.bytes_per_s) / 1e12
+def _roofline_traces(point: mh.RooflinePoint) -> list:
+    """The roof (exact with three points on log-log axes), the ridge and the kernel."""
+    color = gpu_color(point.gpu)
+    xs = [I_MIN, point.ridge_intensity, I_MAX]
+    ys = [min(point.peak_flop_per_s, x * point.bytes_per_s) / 1e12 for x in xs]
     return [
-        go.Scatter(x=INTENSITIES, y=curve, mode="lines", name=f"{point.gpu} ({point.dtype})", line=dict(color=color), showlegend=show_curve_legend),
+        go.Scatter(x=xs, y=ys, mode="lines", name=f"{point.gpu} {point.dtype} roof", line=dict(color=color, width=3), hoverinfo="skip"),
         go.Scatter(
-            x=[point.intensity],
-            y=[point.attainable_flop_per_s / 1e12],
-            mode="markers",
-            marker=dict(size=11, color=color, line=dict(color="black", width=1)),
-            name=f"{point.gpu}: kernel",
-            showlegend=False,
-            hovertemplate=f"{point.gpu}<br>%{{x:.3g}} FLOP/B -> %{{y:.4g}} TFLOP/s<extra></extra>",
+            x=[point.ridge_intensity], y=[point.peak_flop_per_s / 1e12], mode="markers", name="ridge point",
+            marker=dict(symbol="diamond", size=10, color=color), hovertemplate="ridge %{x:.3g} FLOP/B<extra></extra>",
+        ),
+        go.Scatter(
+            x=[point.intensity], y=[point.attainable_flop_per_s / 1e12], mode="markers", name="your kernel",
+            marker=dict(size=13, color=series_color(1), line=dict(color="#222", width=1)),
+            hovertemplate="%{x:.3g} FLOP/B -> %{y:.4g} TFLOP/s<extra></extra>",
         ),
     ]
 
 
 def _roofline_layout() -> dict:
     return dict(
-        xaxis=dict(type="log", title="arithmetic intensity [FLOP/B]"),
-        yaxis=dict(type="log", title="attainable [TFLOP/s]"),
-        height=480,
-        legend=dict(orientation="h", y=-0.2),
+        xaxis=dict(type="log", title="arithmetic intensity [FLOP/B]", range=[-1, 4]),
+        yaxis=dict(type="log", title="attainable [TFLOP/s]", range=[-2, 4]),
     )
+
+
+def roofline_title(p: mh.RooflinePoint) -> str:
+    return f"Roofline: {p.gpu} {p.dtype}"
 
 
 def roofline_summary(p: mh.RooflinePoint) -> str:
     return (
-        f"{p.gpu} {p.dtype} at {fmt_intensity(p.intensity)}: {fmt_flop_per_s(p.attainable_flop_per_s)} "
-        f"({p.bound}-bound, {p.fraction_of_peak:.1%} of peak; ridge {fmt_intensity(p.ridge_intensity)})"
+        f"{fmt_intensity(p.intensity)} -> {fmt_flop_per_s(p.attainable_flop_per_s)}: {p.bound}-bound, "
+        f"{percent(p.fraction_of_peak)} of peak; ridge {fmt_intensity(p.ridge_intensity)}"
     )
 
 
-def roofline_figure(dtype: str = "bf16", gpus=ROOFLINE_GPUS, intensities=None) -> go.Figure:
-    """Static roofline: one curve per GPU; the slider moves a kernel's intensity."""
-    gpus = [g for g in gpus if dtype in get_gpu(g).peak_flop_per_s]
-    values = list(intensities if intensities is not None else np.round(np.logspace(-1, 4, 26), 3))
+def roofline_figure(choices=ROOFLINE_CHOICES, intensities=ROOFLINE_INTENSITIES) -> go.Figure:
+    """Static roofline: a dropdown over (GPU, dtype), a slider over the kernel's intensity."""
+    choices, values = list(choices), list(intensities)
 
-    def frame(i):
-        traces = []
-        for g, color in zip(gpus, COLORS):
-            traces += _roofline_traces(mh.roofline_point(g, dtype, i), color)
-        return traces, roofline_summary(mh.roofline_point(gpus[0], dtype, i))
+    def frame(choice, i):
+        p = mh.roofline_point(choice[0], choice[1], i)
+        return _roofline_traces(p), roofline_title(p), roofline_summary(p)
 
-    return frames_figure(values, frame, slider_prefix="intensity [FLOP/B]: ", value_label=lambda v: f"{v:.3g}", layout=_roofline_layout())
+    active = (0, min(range(len(values)), key=lambda k: abs(values[k] - 10)))
+    return grid_figure(
+        slider=("intensity [FLOP/B]", values, lambda v: f"{v:.3g}"),
+        choices=("GPU · dtype", choices, lambda c: f"{c[0]} · {c[1]}"),
+        frame=frame,
+        layout=_roofline_layout(),
+        active=active,
+        height=500,
+    )
 
 
 def roofline_calculator():
@@ -85,11 +107,11 @@ def roofline_calculator():
             ("HBM bandwidth", fmt_bytes_per_s(p.bytes_per_s)),
             ("ridge point", fmt_intensity(p.ridge_intensity)),
             ("attainable", fmt_flop_per_s(p.attainable_flop_per_s)),
-            ("bound", f"{p.bound} ({p.fraction_of_peak:.1%} of peak)"),
+            ("bound", f"{p.bound} ({percent(p.fraction_of_peak)} of peak)"),
         ]
-        fig = go.Figure(_roofline_traces(p, COLORS[0]))
-        fig.update_layout(template="plotly_white", **_roofline_layout())
-        return table_html(rows), fig
+        fig = go.Figure(_roofline_traces(p))
+        fig.update_layout(**_roofline_layout())
+        return table_html(rows), style_figure(fig, title=roofline_title(p), readout=roofline_summary(p), height=460)
 
     return live_form(mh.roofline_point, controls, show, title="Roofline")
 
@@ -103,38 +125,49 @@ def _coalescing_trace(stride: int, elem_bytes: int, offset: int) -> go.Bar:
         x=list(range(len(usage))),
         y=list(usage.values()),
         customdata=list(usage.keys()),
-        marker_color=["#2ca02c" if b == mh.SECTOR_BYTES else "#ff7f0e" for b in usage.values()],
+        marker_color=[series_color(2) if b == mh.SECTOR_BYTES else series_color(1) for b in usage.values()],
         hovertemplate="sector %{customdata}: %{y} useful bytes of 32<extra></extra>",
         name="useful bytes per sector",
+        showlegend=False,
     )
+
+
+def coalescing_title(stride: int, elem_bytes: int = 4, offset: int = 0) -> str:
+    return f"One warp load: stride {stride}, {elem_bytes} B" + (f", offset {offset}" if offset else "")
 
 
 def coalescing_summary(stride: int, elem_bytes: int = 4, offset: int = 0) -> str:
     c = mh.coalescing(stride, elem_bytes, offset)
     return (
-        f"stride {stride}, {elem_bytes} B elements, offset {offset}: {c.sectors} sectors "
-        f"({c.lines} of 128 B), {c.requested_bytes} B used of {c.moved_bytes} B moved = {c.efficiency:.0%}"
+        f"{plural(c.sectors, 'sector')} ({plural(c.lines, 'line')} of 128 B): {c.requested_bytes} B used "
+        f"of {c.moved_bytes} B moved = {percent(c.efficiency)}"
     )
 
 
-def _coalescing_layout(elem_bytes: int) -> dict:
-    max_sectors = mh.WARP_SIZE * max(1, elem_bytes // mh.SECTOR_BYTES + 1) + 1
+def _coalescing_layout() -> dict:
     return dict(
-        xaxis=dict(title="sector touched (in address order)", range=[-0.5, max_sectors]),
+        xaxis=dict(title="sector touched (in address order)", range=[-0.5, 33.5]),
         yaxis=dict(title="useful bytes in the sector", range=[0, mh.SECTOR_BYTES * 1.05]),
-        height=380,
-        showlegend=False,
+        bargap=0.15,
     )
 
 
-def coalescing_figure(elem_bytes: int = 4, offset: int = 0, strides=range(0, 33)) -> go.Figure:
-    """Static coalescing calculator: the slider moves the lane stride."""
-    return frames_figure(
-        list(strides),
-        lambda s: ([_coalescing_trace(s, elem_bytes, offset)], coalescing_summary(s, elem_bytes, offset)),
-        slider_prefix="stride [elements]: ",
-        layout=_coalescing_layout(elem_bytes),
-        active=1,
+def coalescing_figure(choices=COALESCING_CHOICES, strides=COALESCING_STRIDES) -> go.Figure:
+    """Static coalescing calculator: a dropdown over (element bytes, offset), a slider over the
+    lane stride."""
+
+    def frame(choice, s):
+        e, o = choice
+        return [_coalescing_trace(s, e, o)], coalescing_title(s, e, o), coalescing_summary(s, e, o)
+
+    strides = list(strides)
+    return grid_figure(
+        slider=("stride [elements]", strides, str),
+        choices=("element bytes · offset", list(choices), lambda c: f"{c[0]} B · offset {c[1]}"),
+        frame=frame,
+        layout=_coalescing_layout(),
+        active=(0, strides.index(1) if 1 in strides else 0),
+        height=460,
     )
 
 
@@ -158,11 +191,12 @@ def coalescing_calculator():
             ("cache lines (128 B)", str(c.lines)),
             ("bytes requested", f"{c.requested_bytes} B"),
             ("bytes moved", f"{c.moved_bytes} B"),
-            ("efficiency", f"{c.efficiency:.1%}"),
+            ("efficiency", percent(c.efficiency)),
         ]
         fig = go.Figure([_coalescing_trace(s, e, o)])
-        fig.update_layout(template="plotly_white", title_text=coalescing_summary(s, e, o), **_coalescing_layout(e))
-        return table_html(rows), fig
+        fig.update_layout(**_coalescing_layout())
+        fig.update_xaxes(range=[-0.5, max(33.5, c.sectors + 0.5)])
+        return table_html(rows), style_figure(fig, title=coalescing_title(s, e, o), readout=coalescing_summary(s, e, o), height=420)
 
     return live_form(compute, controls, show, title="Coalescing: one warp-wide load")
 
@@ -175,37 +209,44 @@ def _bank_trace(stride: int, elem_bytes: int) -> go.Bar:
     return go.Bar(
         x=list(range(mh.SMEM_BANKS)),
         y=loads.tolist(),
-        marker_color=["#2ca02c" if v <= 1 else "#d62728" for v in loads.tolist()],
+        marker_color=[series_color(2) if v <= 1 else series_color(3) for v in loads.tolist()],
         hovertemplate="bank %{x}: %{y} distinct words<extra></extra>",
         name="distinct words per bank",
+        showlegend=False,
     )
+
+
+def bank_title(stride: int, elem_bytes: int = 4) -> str:
+    return f"Shared memory: stride {stride}, {elem_bytes} B"
 
 
 def bank_summary(stride: int, elem_bytes: int = 4) -> str:
     wf = mh.bank_conflict_wavefronts(stride, elem_bytes)
     ideal = mh.ideal_wavefronts(elem_bytes)
-    verdict = "conflict-free" if wf == ideal else f"{wf // ideal}-way conflict"
-    return f"stride {stride} x {elem_bytes} B: {wf} wavefronts (ideal {ideal}): {verdict}"
+    ways = -(-wf // ideal)
+    verdict = "conflict-free" if wf == ideal else f"{ways}-way conflict"
+    return f"{plural(wf, 'wavefront')} (ideal {ideal}): {verdict}"
 
 
 def _bank_layout() -> dict:
     return dict(
-        xaxis=dict(title="bank", dtick=4),
+        xaxis=dict(title="bank", dtick=4, range=[-0.5, 31.5]),
         yaxis=dict(title="distinct 4-byte words requested", range=[0, 33]),
-        height=380,
-        showlegend=False,
+        bargap=0.15,
     )
 
 
-def bank_conflict_figure(elem_bytes: int = 4, strides=range(1, 41)) -> go.Figure:
-    """Static bank-conflict calculator: the slider moves the lane stride (a row length plus
-    its padding, for a column access of a row-major tile)."""
-    return frames_figure(
-        list(strides),
-        lambda s: ([_bank_trace(s, elem_bytes)], bank_summary(s, elem_bytes)),
-        slider_prefix="stride = row length + padding [elements]: ",
+def bank_conflict_figure(elem_bytes=BANK_ELEM_BYTES, strides=BANK_STRIDES) -> go.Figure:
+    """Static bank-conflict calculator: a dropdown over the element size, a slider over the lane
+    stride (a row length plus its padding, for a column access of a row-major tile)."""
+    strides = list(strides)
+    return grid_figure(
+        slider=("stride = row + padding [elements]", strides, str),
+        choices=("element bytes", list(elem_bytes), lambda e: f"{e}-byte elements"),
+        frame=lambda e, s: ([_bank_trace(s, e)], bank_title(s, e), bank_summary(s, e)),
         layout=_bank_layout(),
-        active=31 if 32 in strides else 0,
+        active=(0, strides.index(32) if 32 in strides else 0),
+        height=460,
     )
 
 
@@ -226,15 +267,59 @@ def bank_conflict_calculator():
     def show(result):
         stride, e, wf = result
         rows = [
-            ("lane stride", f"{stride} elements = {stride * e} B"),
+            ("lane stride", f"{plural(stride, 'element')} = {stride * e} B"),
             ("wavefronts", str(wf)),
             ("ideal", str(mh.ideal_wavefronts(e))),
         ]
         fig = go.Figure([_bank_trace(stride, e)])
-        fig.update_layout(template="plotly_white", title_text=bank_summary(stride, e), **_bank_layout())
-        return table_html(rows), fig
+        fig.update_layout(**_bank_layout())
+        return table_html(rows), style_figure(fig, title=bank_title(stride, e), readout=bank_summary(stride, e), height=420)
 
     return live_form(compute, controls, show, title="Shared-memory banks: a column access")
+
+
+# --------------------------------------------------------------------------------------------
+# TMA swizzle
+# --------------------------------------------------------------------------------------------
+SWIZZLE_CHOICES = ((0, 128), (128, 128), (0, 64), (64, 64), (0, 32), (32, 32))  # (mode, row bytes)
+
+
+def _swizzle_trace(mode: int, row_bytes: int, chunk: int) -> go.Heatmap:
+    """Which 16-byte slot (x) of its 128-byte bank row each of 8 rows' chunk ``chunk`` lands in."""
+    rows = range(8)
+    z = [[0] * 8 for _ in rows]
+    for r in rows:
+        slot = (mh.tma_swizzle_offset(r * row_bytes + 16 * chunk, mode) % 128) // 16
+        z[r][slot] = 1
+    return go.Heatmap(z=z, x=[f"{4 * k}-{4 * k + 3}" for k in range(8)], y=[f"row {r}" for r in rows], showscale=False,
+                      colorscale=[[0, "rgba(127,127,127,0.12)"], [1, series_color(0)]], zmin=0, zmax=1, xgap=2, ygap=2,
+                      hovertemplate="%{y}: banks %{x}<extra></extra>")
+
+
+def swizzle_summary(mode: int, row_bytes: int, chunk: int) -> str:
+    wf = mh.tma_column_wavefronts(mode, row_bytes, chunk)
+    ideal = mh.ideal_wavefronts(16)
+    return f"{plural(wf, 'wavefront')} for 32 lanes (ideal {ideal}): " + ("conflict-free" if wf == ideal else f"{wf // ideal}-way conflict")
+
+
+def swizzle_figure(choices=SWIZZLE_CHOICES, chunks=tuple(range(8))) -> go.Figure:
+    """Static TMA-swizzle calculator: a dropdown over (swizzle mode, row width), a slider over
+    which 16-byte chunk of each row a warp reads (lane i reads row i)."""
+
+    def frame(choice, c):
+        mode, row = choice
+        c = min(c, row // 16 - 1)
+        name = f"{mode}B swizzle" if mode else "no swizzle"
+        return [_swizzle_trace(mode, row, c)], f"{name}, {row}-B rows, chunk {c}", swizzle_summary(mode, row, c)
+
+    return grid_figure(
+        slider=("16-byte chunk read", list(chunks), str),
+        choices=("swizzle · row width", list(choices), lambda c: (f"{c[0]}B swizzle" if c[0] else "none") + f" · {c[1]}-B rows"),
+        frame=frame,
+        layout=dict(xaxis=dict(title="banks (a 16-byte chunk covers 4)"), yaxis=dict(autorange="reversed")),
+        active=(0, 0),
+        height=440,
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -278,17 +363,19 @@ def check_padding(padding_elems: int, row_elems: int = 32, elem_bytes: int = 8) 
 # --------------------------------------------------------------------------------------------
 def hierarchy_table(gpus=("H200-SXM", "H100-SXM", "A100-SXM-80GB", "B200", "MI300X", "L4", "RTX-4090")) -> str:
     """Capacity and bandwidth of each level, per GPU, from the catalog (HTML)."""
+    from ..book import table
     from ..units import fmt_bytes
 
-    head = ["GPU", "registers (all SMs)", "shared mem / SM", "shared mem bandwidth*", "L2", "device memory", "memory bandwidth", "host link (each way)"]
+    head = ["GPU", "registers / SM", "L1 + shared / SM", "shared mem bandwidth*", "L2", "device memory", "memory bandwidth", "host link (each way)"]
     rows = []
     for name in gpus:
         g = get_gpu(name)
+        l1 = mh.L1_SHARED_BYTES_PER_SM.get(g.arch)
         rows.append(
             [
                 g.name,
-                fmt_bytes(g.registers_per_sm_bytes * g.sms),
-                fmt_bytes(g.smem_per_sm_bytes),
+                fmt_bytes(g.registers_per_sm_bytes),
+                fmt_bytes(l1) if l1 else "n/a",
                 fmt_bytes_per_s(mh.smem_bytes_per_s(g.sms, g.boost_clock_hz)),
                 fmt_bytes(g.l2_bytes) if g.l2_bytes else "n/a",
                 f"{fmt_bytes(g.hbm_bytes)} {g.memory_type}",
@@ -296,42 +383,43 @@ def hierarchy_table(gpus=("H200-SXM", "H100-SXM", "A100-SXM-80GB", "B200", "MI30
                 fmt_bytes_per_s(g.host_bytes_per_s),
             ]
         )
-    th = "".join(f"<th>{h}</th>" for h in head)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
-    return f'<table class="calc-result"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
+    return table(rows, head)
+
+
+def ladder_table(rungs: list) -> str:
+    """The ladder of bandwidths (``memory_hierarchy_analysis.ladder``) as HTML."""
+    from ..book import table
+
+    rows = [
+        [r["level"], fmt_bytes_per_s(r["bytes_per_s"]), r["source"], "" if r["times_next"] is None else f"{r['times_next']:.1f}x"]
+        for r in rungs
+    ]
+    return table(rows, ["level", "bandwidth", "where the number comes from", "times the next rung"])
 
 
 def working_set_plot(series: dict, l2_bytes: int, hbm_bytes_per_s: float) -> go.Figure:
     """Bandwidth against working-set size; ``series`` maps a label to ``(ws_bytes, bytes_per_s)``."""
     fig = go.Figure()
-    for (label, (ws, bw)), color in zip(series.items(), COLORS):
+    for i, (label, (ws, bw)) in enumerate(series.items()):
+        color = gpu_color("H200-SXM") if "H200" in label else series_color(i + 1)
         fig.add_trace(go.Scatter(x=np.asarray(ws) / 2**20, y=np.asarray(bw) / 1e12, mode="lines+markers", name=label, line=dict(color=color)))
     top = max([max(bw) for _, bw in series.values() if len(bw)] + [hbm_bytes_per_s]) / 1e12
+    xs = [w / 2**20 for ws, _ in series.values() for w in ws] or [1.0]
     if l2_bytes:  # a trace, not add_vline: shapes on a log axis take log10 coordinates
         fig.add_trace(go.Scatter(x=[l2_bytes / 2**20] * 2, y=[0, top * 1.05], mode="lines", name="L2 size", line=dict(color="gray", dash="dash")))
-    fig.add_hline(y=hbm_bytes_per_s / 1e12, line_dash="dot", annotation_text="HBM datasheet")
-    fig.update_layout(
-        template="plotly_white",
-        xaxis=dict(type="log", title="working set [MiB]"),
-        yaxis=dict(title="bandwidth [TB/s]"),
-        height=420,
-        legend=dict(orientation="h", y=-0.25),
-    )
-    return fig
+    fig.add_trace(go.Scatter(x=[min(xs), max(xs)], y=[hbm_bytes_per_s / 1e12] * 2, mode="lines", name="HBM datasheet", line=dict(color="gray", dash="dot")))
+    fig.update_layout(xaxis=dict(type="log", title="working set [MiB]"), yaxis=dict(title="bandwidth [TB/s]", rangemode="tozero"))
+    return style_figure(fig, title="Re-reading a working set", readout="L2 plateau, then HBM", height=440)
 
 
 def strided_plot(series: dict) -> go.Figure:
-    """Measured/predicted time ratio against stride; ``series`` maps a label to
-    ``(strides, ratios)``."""
+    """Measured/model time ratio against stride; ``series`` maps a label to ``(strides, ratios)``."""
     fig = go.Figure()
-    for (label, (strides, ratios)), color in zip(series.items(), COLORS):
-        fig.add_trace(go.Scatter(x=strides, y=ratios, mode="lines+markers", name=label, line=dict(color=color)))
-    fig.add_hrect(y0=0.75, y1=1.25, fillcolor="green", opacity=0.08, line_width=0)
+    for i, (label, (strides, ratios)) in enumerate(series.items()):
+        fig.add_trace(go.Scatter(x=strides, y=ratios, mode="lines+markers", name=label, line=dict(color=series_color(i))))
+    fig.add_hrect(y0=0.75, y1=1.25, fillcolor=series_color(2), opacity=0.10, line_width=0)
     fig.update_layout(
-        template="plotly_white",
-        xaxis=dict(type="log", title="stride [elements of 4 B]", tickvals=[1, 2, 4, 8, 16, 32]),
-        yaxis=dict(title="measured / predicted time", rangemode="tozero"),
-        height=380,
-        legend=dict(orientation="h", y=-0.3),
+        xaxis=dict(type="log", title="stride [elements of 4 B]", tickvals=[1, 2, 4, 8, 16, 32, 64]),
+        yaxis=dict(title="measured / model time", rangemode="tozero"),
     )
-    return fig
+    return style_figure(fig, title="Strided reads against the models", readout="band: within 25% of the model", height=440)
