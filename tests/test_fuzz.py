@@ -214,7 +214,7 @@ VALID["hardware.GPU"] = _gpu_kwargs()
 
 # Strings where any text is valid (a label, not a choice from a list).
 FREE_TEXT = {"name@serving.ModelConfig", "name@serving.custom_model", "name@hardware.GPU", "vendor", "arch@hardware.GPU",
-             "memory_type", "notes", "unit", "device_name"}
+             "memory_type", "notes", "unit", "device_name", "param"}
 # Parameters that hold a sequence or mapping (a list is the right type).
 CONTAINER = {"levels", "byte_addresses", "values", "lanes_per_path", "cost_per_path", "sizes_bytes", "times_s",
              "chunks_per_rank", "candidates", "peak_flop_per_s@hardware.GPU", "sources"}
@@ -229,6 +229,9 @@ NEGATIVE_OK = {"offset_elems", "column", "value@units.fmt_rate", "value@units.fm
                "flop_per_byte@units.fmt_intensity"}
 # Enum-like string parameters that also take an object (a GPU record, a ModelConfig).
 ENUM_OR_OBJECT = {"gpu", "model"}
+
+# Calls that may import torch the first time (seconds on a loaded machine): a longer alarm.
+TIMEOUT_S = {"hardware.describe_local_gpu": 60.0}
 
 UNKNOWN_NAME = "no-such-name"
 BAD_VALUES = {
@@ -399,11 +402,11 @@ def run_case(module_name, fname, param, label, kind, optional, valid):
         cap = min(cap, hard)
     old = signal.signal(signal.SIGALRM, _alarm)
     resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
-    signal.setitimer(signal.ITIMER_REAL, 2.0)
+    signal.setitimer(signal.ITIMER_REAL, TIMEOUT_S.get(qual, 2.0))
     try:
         result = obj(**kwargs)
     except _Timeout:
-        return "other exception", "took longer than 2 s (hang)"
+        return "other exception", f"took longer than {TIMEOUT_S.get(qual, 2.0):g} s (hang)"
     except ValueError as exc:
         msg = str(exc)
         if not re.search(rf"(?<![A-Za-z0-9_]){re.escape(param)}(?![A-Za-z0-9_])", msg):

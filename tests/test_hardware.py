@@ -102,3 +102,55 @@ def test_local_gpu_description_without_a_gpu():
         assert isinstance(g, GPU) and g.sms > 0
     else:
         assert g is None
+
+
+def _h200_fields(**change):
+    g = get_gpu("H200-SXM")
+    kw = {f.name: getattr(g, f.name) for f in dataclasses.fields(g)}
+    kw.update(change)
+    return kw
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("sms", 0), ("sms", 2**62), ("sms", True), ("hbm_bytes", -1), ("hbm_bytes", 1.5e9 + 0.5),
+        ("hbm_bytes_per_s", float("nan")), ("tdp_w", -700.0), ("l2_bytes", "60 MiB"), ("name", None),
+        ("interconnect_bytes_per_s", float("inf")), ("peak_flop_per_s", [1, 2]), ("sources", None),
+        ("usable_memory_bytes", 0), ("notes", 3),
+    ],
+)
+def test_a_gpu_record_rejects_a_bad_field_and_names_it(field, value):
+    with pytest.raises(ValueError, match=rf"^{field}"):
+        GPU(**_h200_fields(**{field: value}))
+
+
+def test_a_bad_peak_names_the_dtype():
+    with pytest.raises(ValueError, match=r"peak_flop_per_s\['bf16'\] must be > 0"):
+        GPU(**_h200_fields(peak_flop_per_s={"bf16": 0.0}))
+
+
+def test_every_catalog_record_passes_its_own_checks():
+    for name in gpu_names():
+        g = get_gpu(name)
+        assert GPU(**_h200_fields(**{f.name: getattr(g, f.name) for f in dataclasses.fields(g)})) == g
+
+
+def test_lookup_errors_name_the_callers_parameter():
+    with pytest.raises(ValueError, match="^gpu must be one of"):
+        get_gpu("V100", param="gpu")
+    with pytest.raises(ValueError, match="^compute_dtype must be one of"):
+        get_gpu("A100-SXM-80GB").peak("fp8", param="compute_dtype")
+    with pytest.raises(ValueError, match="^dtype must be one of"):
+        get_gpu("H200-SXM").peak(None)
+
+
+def test_runtime_name_lookup_and_device_index_are_checked():
+    from widgets.hardware import catalog_name_for
+
+    assert catalog_name_for(" NVIDIA H200 ") == "H200-SXM"
+    assert catalog_name_for("Z80") is None
+    with pytest.raises(ValueError, match="^device_name must be a string"):
+        catalog_name_for(None)
+    with pytest.raises(ValueError, match=r"^device must be an integer in \[0, 1023\]"):
+        describe_local_gpu(-1)

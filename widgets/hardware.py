@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping, Optional
 
+from . import _check
 from .units import GiB, KiB, MiB
 
 DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")
@@ -58,6 +59,7 @@ class GPU:
     usable_memory_bytes: Optional[int] = None
 
     def __post_init__(self):
+        _validate_gpu(self)
         object.__setattr__(self, "peak_flop_per_s", MappingProxyType(dict(self.peak_flop_per_s)))
         object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
 
@@ -67,15 +69,48 @@ class GPU:
         it where known, else the datasheet capacity ``hbm_bytes``."""
         return self.usable_memory_bytes if self.usable_memory_bytes else self.hbm_bytes
 
-    def peak(self, dtype: str) -> float:
-        """Dense peak FLOP/s for ``dtype``; ``ValueError`` if this GPU has no such rate."""
-        key = dtype.lower() if isinstance(dtype, str) else dtype
+    def peak(self, dtype: str, *, param: str = "dtype") -> float:
+        """Dense peak FLOP/s for ``dtype``; ``ValueError`` if this GPU has no such rate.
+
+        ``param`` is the caller's name for ``dtype`` in that message (e.g. ``"compute_dtype"``).
+        """
+        key = dtype.lower() if isinstance(dtype, str) else None
         if key not in self.peak_flop_per_s:
             raise ValueError(
-                f"dtype must be one of {', '.join(map(repr, self.peak_flop_per_s))} for {self.name}; "
+                f"{param} must be one of {', '.join(map(repr, self.peak_flop_per_s))} for {self.name}; "
                 f"got {dtype!r}"
             )
         return self.peak_flop_per_s[key]
+
+
+MAX_SMS = 100_000  # bounds a count that sizes loops and arrays in the models
+
+
+def _validate_gpu(g: "GPU") -> None:
+    """Check a GPU record field by field (``ValueError`` naming the field); store exact ints.
+
+    Rates, clocks and power may be 0: ``describe_local_gpu`` writes 0 for a figure the runtime
+    does not report (a model that needs the figure rejects the 0 itself).
+    """
+    put = lambda k, v: object.__setattr__(g, k, v)  # noqa: E731 - the record is frozen
+    for k in ("name", "vendor", "arch", "memory_type"):
+        _check.text(k, getattr(g, k))
+    _check.text("notes", g.notes, empty=True)
+    put("sms", _check.integer("sms", g.sms, minimum=1, maximum=MAX_SMS))
+    for k in ("hbm_bytes", "smem_per_sm_bytes", "registers_per_sm_bytes"):
+        put(k, _check.integer(k, getattr(g, k), minimum=1 if k == "hbm_bytes" else 0))
+    put("l2_bytes", _check.optional(_check.integer, "l2_bytes", g.l2_bytes, minimum=0))
+    put("usable_memory_bytes", _check.optional(_check.integer, "usable_memory_bytes", g.usable_memory_bytes, minimum=1))
+    for k in ("boost_clock_hz", "hbm_bytes_per_s", "host_bytes_per_s", "tdp_w"):
+        _check.non_negative(k, getattr(g, k))
+    _check.optional(_check.non_negative, "interconnect_bytes_per_s", g.interconnect_bytes_per_s)
+    for k, check in (("peak_flop_per_s", _check.positive), ("sources", _check.text)):
+        table = getattr(g, k)
+        if not isinstance(table, Mapping):
+            raise ValueError(f"{k} must be a mapping from names to values, got {table!r}"[:200])
+        for key, value in table.items():
+            _check.text(f"{k} key", key)
+            check(f"{k}[{key!r}]", value)
 
 
 _NV_H100_SRC = "NVIDIA H100 Tensor Core GPU datasheet (SXM column), dense = sparse/2"
@@ -308,17 +343,21 @@ def gpu_names() -> list[str]:
     return [g.name for g in _CATALOG.values()]
 
 
-def get_gpu(name: str) -> GPU:
-    """Look a GPU up by name, case-insensitively.
+def get_gpu(name: str, *, param: str = "name") -> GPU:
+    """Look a GPU up by name, case-insensitively (a ``GPU`` record is returned as it is).
+
+    ``param`` is the caller's name for ``name`` in the error (a model passes ``param="gpu"``).
 
     >>> get_gpu("h200-sxm").hbm_bytes_per_s
     4800000000000.0
     """
+    if not isinstance(param, str) or not param:
+        raise ValueError(f"param must be a parameter name (a string), got {param!r}")
     if isinstance(name, GPU):
         return name
     if isinstance(name, str) and name.lower() in _CATALOG:
         return _CATALOG[name.lower()]
-    raise ValueError(f"name must be one of {', '.join(gpu_names())}; got {name!r}")
+    raise ValueError(f"{param} must be one of {', '.join(gpu_names())}; got {name!r}")
 
 
 # Names torch reports, mapped to catalog entries.
@@ -336,13 +375,14 @@ _TORCH_NAMES = {
 
 def catalog_name_for(device_name: str) -> Optional[str]:
     """The catalog entry for a name as ``torch.cuda.get_device_name`` reports it, or None."""
-    return _TORCH_NAMES.get(device_name.strip().lower())
+    return _TORCH_NAMES.get(_check.text("device_name", device_name, empty=True).strip().lower())
 
 
 def describe_local_gpu(device: int = 0) -> Optional[GPU]:
     """The reader's GPU: its catalog record when known, else a record built from
     ``torch.cuda.get_device_properties`` (figures the runtime cannot report are left at 0 or
     empty and say so in ``sources``). ``None`` without a CUDA device."""
+    device = _check.integer("device", device, minimum=0, maximum=1023)
     try:
         import torch
     except ImportError:
