@@ -26,6 +26,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from widgets.models import collectives as cm
+from widgets.units import fmt_time
 
 GiB = 2**30
 MiB = 2**20
@@ -490,50 +491,72 @@ def test_who_holds_what_table():
     assert "rank 1: x<sub>0</sub>[1] x<sub>1</sub>[1] x<sub>2</sub>[1] x<sub>3</sub>[1]" in table  # all-to-all
 
 
+def _readout(frame) -> str:
+    return frame.layout.title.subtitle.text.replace("<br>", " ")
+
+
+def _frame(fig, ci, si):
+    """The frame of choice ``ci`` at slider position ``si`` (grid_figure names them "ci:si")."""
+    names = [f.name for f in fig.frames]
+    return fig.frames[names.index(f"{ci}:{si}" if ":" in names[0] else str(si))]
+
+
 def test_collective_time_figure_frames_follow_the_model():
     from widgets.ui import collectives as ui
 
     fig = ui.collective_time_figure()
-    assert len(fig.frames) == len(ui.RANKS) == len(fig.layout.sliders[0].steps)
+    assert len(fig.frames) == len(ui.RANKS) * len(cm.OPS) and len(fig.layout.sliders) == len(cm.OPS)
+    assert len(fig.layout.updatemenus[0].buttons) == len(cm.OPS)  # two inputs: collective and ranks
     i = ui.RANKS.index(8)
-    # Hand check: 1 GiB ring all-reduce on 8 ranks at 450 GB/s with 5 us steps: 1.75 x 2^30 / 450e9 + 14 x 5 us.
-    assert "4.25 ms (ring)" in fig.frames[i].layout.title.text
-    ring = fig.frames[i].data[0]
-    j = 100
-    assert ring.y[j] == pytest.approx(1.75 * ring.x[j] / 450e9 + 14 * 5e-6)
-    cross = fig.frames[i].data[2]
-    assert cross.x[0] == pytest.approx(8 * 5e-6 * 450e9 / 4.25)
-    two = fig.frames[ui.RANKS.index(2)]
-    assert "ring is never slower" in two.layout.title.text and two.data[2].x[0] is None
+    f = _frame(fig, cm.OPS.index("all_reduce"), i)
+    # Hand check: 1 GiB ring all-reduce on 8 ranks at 450 GB/s with NCCL's 0.47 us steps: 1.75 x 2^30 / 450e9 + 14 x 0.47 us.
+    assert f"ring {fmt_time(1.75 * GiB / 450e9 + 14 * 0.47e-6)}" in _readout(f)
+    ring = f.data[0]
+    j = 20
+    assert ring.y[j] == pytest.approx(1.75 * ring.x[j] / 450e9 + 14 * 0.47e-6)
+    cross = f.data[2]
+    assert cross.x[0] == pytest.approx(11 * 0.47e-6 * 450e9 / 1.25)  # (14 - 3) alpha = (3 - 1.75) S / B
+    two = _frame(fig, cm.OPS.index("all_reduce"), ui.RANKS.index(2))
+    assert "tree is never slower" in _readout(two) and two.data[2].x[0] is None
+    bc = _frame(fig, cm.OPS.index("broadcast"), i)
+    assert bc.data[0].y[-1] == pytest.approx(cm.collective_time_s("broadcast", bc.data[0].x[-1], 8, 450e9, 0.47e-6))
 
 
 def test_ring_figure_steps():
     from widgets.ui import collectives as ui
 
     fig = ui.ring_allreduce_figure(4)
-    assert len(fig.frames) == 7 == len(fig.layout.sliders[0].steps)
-    assert (np.asarray(fig.frames[0].data[0].z) == 1).all()
-    assert (np.asarray(fig.frames[6].data[0].z) == 4).all()
-    assert fig.frames[3].data[0].text[0][1] == "0+1+2+3"  # after reduce-scatter rank 0 owns chunk 1
-    assert list(fig.frames[1].data[1].y) == ["rank 1", "rank 2", "rank 3", "rank 0"]
+    assert len(fig.layout.updatemenus[0].buttons) == 4 and len(fig.layout.sliders[0].steps) == 9
+    c4 = [2, 3, 4, 5].index(4)
+    assert (np.asarray(_frame(fig, c4, 0).data[0].z) == 1).all()
+    assert (np.asarray(_frame(fig, c4, 6).data[0].z) == 4).all()
+    assert _frame(fig, c4, 3).data[0].text[0][1] == "0+1+2+3"  # after reduce-scatter rank 0 owns chunk 1
+    assert list(_frame(fig, c4, 1).data[1].y) == ["rank 1", "rank 2", "rank 3", "rank 0"]
+    assert "finished after 6 steps" in _readout(_frame(fig, c4, 8))
+    assert "finished after 2 steps" in _readout(_frame(fig, 0, 3))
 
 
 def test_busbw_and_dp_and_ladder_figures():
     from widgets.ui import collectives as ui
 
-    fig = ui.busbw_figure(busbw=450e9, size_bytes=GiB)
-    assert fig.layout.sliders[0].steps[2].label == "8"
-    algbw = dict(zip(fig.frames[2].data[1].x, fig.frames[2].data[1].y))  # n = 8
+    fig = ui.busbw_figure(links={"NVLink": 450e9, "slow": 50e9}, size_bytes=GiB)
+    assert fig.layout.sliders[0].steps[2].label == "8" and len(fig.layout.updatemenus[0].buttons) == 2
+    bars = _frame(fig, 0, 2).data[1]
+    algbw = dict(zip(bars.x, bars.y))  # n = 8
     assert algbw["all_reduce"] == pytest.approx(450 / 1.75) and algbw["broadcast"] == pytest.approx(450)
+    assert dict(zip(_frame(fig, 1, 2).data[1].x, _frame(fig, 1, 2).data[1].y))["broadcast"] == pytest.approx(50)
 
-    fig = ui.dp_step_figure(1e9, 0.1, 8, 100e9, latency_s=0.0, buckets_mib=(95.367431640625, 4096))
-    assert len(fig.frames) == 2
-    assert "exposed 1.75 ms" in fig.frames[0].layout.title.text  # ten 100 MB buckets (by hand above)
-    assert "exposed 17.5 ms" in fig.frames[1].layout.title.text  # one bucket
+    fig = ui.dp_step_figure(1e9, 0.1, 8, latency_s=0.0, buckets_mib=(95.367431640625, 4096), links={"100 GB/s": 100e9, "50 GB/s": 50e9})
+    assert len(fig.frames) == 4
+    assert "exposed 1.75 ms" in _readout(_frame(fig, 0, 0))  # ten 100 MB buckets (by hand above)
+    assert "exposed 17.5 ms" in _readout(_frame(fig, 0, 1))  # one bucket
+    assert "exposed 35 ms" in _readout(_frame(fig, 1, 1))  # half the bandwidth
+    assert "1 all-reduce," in _readout(_frame(fig, 0, 1))  # singular
 
     fig = ui.bandwidth_ladder_figure()
-    assert len(fig.frames) == len(ui.LADDER_GPUS)
-    bars = dict(zip(fig.frames[0].data[0].customdata, fig.frames[0].data[0].y))
+    assert len(fig.frames) == len(ui.LADDER_GPUS) * 3
+    bar = _frame(fig, 2, 0).data[0]
+    bars = dict(zip(bar.customdata, bar.y))
     assert bars["NVLink / NVSwitch"] == pytest.approx(450) and bars["PCIe (to the host)"] == pytest.approx(64)
     assert bars["InfiniBand NDR / 400 GbE RoCE"] == pytest.approx(50)
     assert "450 GB/s" in ui.bandwidth_ladder_table("H200-SXM")
@@ -546,28 +569,17 @@ def test_sweep_figure_fits_each_series():
     times = [30e-6 + s / 300e9 for s in sizes]  # busbw for all_reduce on 2 ranks = algbw
     fig = ui.sweep_figure({"synthetic": {"all_reduce": (sizes, times, 2)}}, ops=("all_reduce", "all_gather"))
     assert len(fig.frames) == 2
-    assert "300 GB/s" in fig.frames[0].layout.title.text and "30 µs" in fig.frames[0].layout.title.text
+    readout = _readout(fig.frames[0])
+    assert "300 GB/s" in readout and "30 µs" in readout
     assert len(fig.frames[1].data[0].x) == 0  # no data for all_gather: empty traces, same count
     flat = ui.sweep_figure({"noisy": {"all_reduce": (sizes, times[::-1], 2)}}, ops=("all_reduce",))
-    assert "no fit" in flat.frames[0].layout.title.text and len(flat.frames[0].data[0].x) == len(sizes)
+    assert "no fit" in _readout(flat.frames[0]) and len(flat.frames[0].data[0].x) == len(sizes)
 
 
 @pytest.fixture
-def shown(monkeypatch):
-    """What a live form shows now: whatever it passed to IPython's ``display`` (outside a kernel an
-    Output widget captures nothing) plus whatever its Output widget holds."""
-    import IPython.display
-
-    items = []
-    monkeypatch.setattr(IPython.display, "display", lambda *objs, **kw: items.extend(objs))
-
-    def html(box) -> str:
-        text = "".join(getattr(o, "data", "") or "" for o in items if isinstance(getattr(o, "data", None), str))
-        text += " ".join(str(o.get("data", {}).get("text/html", "")) for o in box.output.outputs)
-        items.clear()
-        return text
-
-    return html
+def shown():
+    """What a live form shows now: the HTML strings of its last refresh (``box.shown``)."""
+    return lambda box: "".join(item for item in box.shown if isinstance(item, str))
 
 
 def test_live_forms_recompute_and_show_errors(shown):
@@ -589,7 +601,7 @@ def test_live_forms_recompute_and_show_errors(shown):
     text = shown(box)
     assert "Invalid input" in text and "n must be" in text
     box.controls["n"].value = 2
-    assert "never" in shown(box)  # two ranks: the ring is never slower
+    assert "always" in shown(box)  # two ranks: one exchange (recursive doubling) is always faster
 
     box = ui.ring_allreduce_calculator()
     shown(box)

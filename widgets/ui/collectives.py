@@ -16,19 +16,18 @@ import plotly.graph_objects as go
 from ..hardware import get_gpu
 from ..models import collectives as cm
 from ..units import GiB, MiB, fmt_bytes, fmt_bytes_per_s, fmt_time
-from ._core import frames_figure, live_form, table_html
+from ._core import frames_figure, grid_figure, live_form, percent, plural, style_figure, table_html
 from ._core import verdict as _verdict
 
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2")
-SIZES = np.logspace(3, 11, 161)  # 1 kB ... 100 GB, the x axis of time-vs-size plots
+SIZES = np.logspace(3, 11, 161)  # 1 kB ... 100 GB, the x axis of the live time-vs-size plot
+STATIC_SIZES = np.logspace(3, 11, 33)  # the same range, coarser, for the static page
 H200_NVLINK = get_gpu("H200-SXM").interconnect_bytes_per_s
-# An ASSUMED per-step latency for the static figures: a few microseconds is the order of one NVLink
-# or InfiniBand hop inside NCCL. Every calculator takes it as an input; the chapter shows the value
-# fitted to measurements beside it.
-ASSUMED_STEP_LATENCY_S = 5e-6
+# The per-step latency of the calculators: NCCL's own tuning model for one NVLink step
+# (cm.NCCL_NVLINK_STEP_LATENCY_S, from NVIDIA/nccl src/graph/tuning.cc); every calculator takes it
+# as an input, and the chapter shows what a call from Python costs beside it.
+ASSUMED_STEP_LATENCY_S = cm.NCCL_NVLINK_STEP_LATENCY_S
 RANKS = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
-INSIDE_LEGEND = dict(x=0.01, y=0.99, xanchor="left", yanchor="top", bgcolor="rgba(255,255,255,0.8)")
-TITLE_FONT = dict(size=14)
 
 
 def _gbps(x: float) -> str:
@@ -73,6 +72,7 @@ def collectives_table_html(n: int = 4) -> str:
 # 1. Collective time: ring against tree
 # --------------------------------------------------------------------------------------------
 def collective_time_summary(op: str, n: int, link_bytes_per_s: float, latency_s: float, size_bytes: float = GiB) -> str:
+    """One line: the ring and tree times of ``size_bytes`` and where they cross."""
     ring = cm.collective_time_s(op, size_bytes, n, link_bytes_per_s, latency_s, "ring")
     tree = cm.collective_time_s(op, size_bytes, n, link_bytes_per_s, latency_s, "tree")
     x = cm.ring_tree_crossover_bytes(op, n, link_bytes_per_s, latency_s)
@@ -82,22 +82,22 @@ def collective_time_summary(op: str, n: int, link_bytes_per_s: float, latency_s:
         cross = "the tree is never slower"
     else:
         cross = f"tree faster below {_size(x)}"
-    return f"{op}, n = {n}: {_size(size_bytes)} takes {fmt_time(ring)} (ring) / {fmt_time(tree)} (tree)<br>{cross}"
+    return f"{_size(size_bytes)}: ring {fmt_time(ring)}, tree {fmt_time(tree)}; {cross}"
 
 
-def _time_traces(op: str, n: int, link_bytes_per_s: float, latency_s: float, mark_bytes=None) -> list:
-    ring = np.array([cm.collective_time_s(op, s, n, link_bytes_per_s, latency_s, "ring") for s in SIZES])
-    tree = np.array([cm.collective_time_s(op, s, n, link_bytes_per_s, latency_s, "tree") for s in SIZES])
+def _time_traces(op: str, n: int, link_bytes_per_s: float, latency_s: float, mark_bytes=None, sizes=SIZES) -> list:
+    ring = np.array([cm.collective_time_s(op, s, n, link_bytes_per_s, latency_s, "ring") for s in sizes])
+    tree = np.array([cm.collective_time_s(op, s, n, link_bytes_per_s, latency_s, "tree") for s in sizes])
     x = cm.ring_tree_crossover_bytes(op, n, link_bytes_per_s, latency_s)
     if 0 < x < np.inf:
         tx = cm.collective_time_s(op, x, n, link_bytes_per_s, latency_s, "ring")
-        cross = go.Scatter(x=[x], y=[tx], mode="markers", marker=dict(size=12, color="black", symbol="x"), name="crossover",
+        cross = go.Scatter(x=[x], y=[tx], mode="markers", marker=dict(size=12, color=COLORS[2], symbol="x"), name="crossover",
                            hovertemplate="crossover: %{x:.3s}B, %{y:.3s}s<extra></extra>")  # fmt: skip
     else:
-        cross = go.Scatter(x=[None], y=[None], mode="markers", name="crossover (none)", marker=dict(color="black", symbol="x"))
+        cross = go.Scatter(x=[None], y=[None], mode="markers", name="crossover", marker=dict(color=COLORS[2], symbol="x"))
     traces = [
-        go.Scatter(x=SIZES, y=ring, mode="lines", name="ring", line=dict(color=COLORS[0])),
-        go.Scatter(x=SIZES, y=tree, mode="lines", name="tree", line=dict(color=COLORS[1], dash="dash")),
+        go.Scatter(x=sizes, y=ring, mode="lines", name="ring", line=dict(color=COLORS[0])),
+        go.Scatter(x=sizes, y=tree, mode="lines", name="tree (MPICH short-message)", line=dict(color=COLORS[1], dash="dash")),
         cross,
     ]
     if mark_bytes is not None:
@@ -108,28 +108,32 @@ def _time_traces(op: str, n: int, link_bytes_per_s: float, latency_s: float, mar
 
 def _time_layout() -> dict:
     return dict(
-        xaxis=dict(type="log", title="message size S [B] (nccl-tests convention)", exponentformat="SI"),
+        xaxis=dict(type="log", title="message size S [B]", exponentformat="SI"),
         yaxis=dict(type="log", title="time [s]", exponentformat="SI"),
-        height=460,
-        legend=INSIDE_LEGEND,
-        title_font=TITLE_FONT,
     )
 
 
 def collective_time_figure(
-    op: str = "all_reduce",
     link_bytes_per_s: float = H200_NVLINK,
     latency_s: float = ASSUMED_STEP_LATENCY_S,
     ranks=RANKS,
+    ops=cm.OPS,
 ) -> go.Figure:
-    """Static: time against message size for the ring and the tree; the slider sets the
-    number of ranks; the title gives a 1 GiB collective and the crossover."""
-    return frames_figure(
-        list(ranks),
-        lambda n: (_time_traces(op, n, link_bytes_per_s, latency_s), collective_time_summary(op, n, link_bytes_per_s, latency_s)),
-        slider_prefix="ranks n: ",
+    """Static: time against message size for the ring and the tree. The dropdown picks the
+    collective, the slider the number of ranks; the readout gives a 1 GiB collective and the
+    crossover."""
+    ranks = list(ranks)
+    return grid_figure(
+        slider=("ranks", ranks, str),
+        choices=("collective", list(ops), str),
+        frame=lambda op, n: (
+            _time_traces(op, n, link_bytes_per_s, latency_s, sizes=STATIC_SIZES),
+            f"{op}, {plural(n, 'rank')}",
+            collective_time_summary(op, n, link_bytes_per_s, latency_s),
+        ),
         layout=_time_layout(),
-        active=min(2, len(ranks) - 1),
+        active=(0, ranks.index(8) if 8 in ranks else 0),
+        height=500,
     )
 
 
@@ -166,7 +170,8 @@ def collective_time_calculator():
             ("tree faster below", "never" if r["cross"] == 0 else ("always" if np.isinf(r["cross"]) else _size(r["cross"]))),
         ]
         fig = go.Figure(_time_traces(r["op"], r["n"], r["link"], r["lat"], mark_bytes=r["size"]))
-        fig.update_layout(template="plotly_white", title_text=collective_time_summary(r["op"], r["n"], r["link"], r["lat"], r["size"]), **_time_layout())
+        fig.update_layout(**_time_layout())
+        style_figure(fig, title=f"{r['op']}, {plural(r['n'], 'rank')}", readout=collective_time_summary(r["op"], r["n"], r["link"], r["lat"], r["size"]), height=480)
         return table_html(rows), fig
 
     return live_form(compute, controls, show, title="Collective time: ring or tree")
@@ -178,8 +183,8 @@ def collective_time_calculator():
 def busbw_summary(n: int, busbw: float, size_bytes: float) -> str:
     t = cm.time_from_busbw_s("all_reduce", n, size_bytes, busbw)
     return (
-        f"n = {n}: at busbw {_gbps(busbw)}, an all_reduce of {_size(size_bytes)} takes {fmt_time(t)}<br>"
-        f"algbw {_gbps(cm.algbw_bytes_per_s(size_bytes, t))} (factor {cm.busbw_factor('all_reduce', n):.3g}); bar labels: time"
+        f"all_reduce of {_size(size_bytes)}: {fmt_time(t)}, algbw {_gbps(cm.algbw_bytes_per_s(size_bytes, t))} "
+        f"(factor {cm.busbw_factor('all_reduce', n):.3g}); bar labels: time"
     )
 
 
@@ -194,16 +199,27 @@ def _busbw_traces(n: int, busbw: float, size_bytes: float) -> list:
     ]  # fmt: skip
 
 
-def busbw_figure(busbw: float = H200_NVLINK, size_bytes: float = GiB, ranks=RANKS[:7]) -> go.Figure:
-    """Static: the same bus bandwidth seen as algorithm bandwidth by each collective; the
-    slider sets the number of ranks; bar labels give the time of an ``size_bytes`` collective."""
-    top = max(busbw / cm.busbw_factor(op, 2) for op in cm.OPS) / 1e9 * 1.25
-    return frames_figure(
-        list(ranks),
-        lambda n: (_busbw_traces(n, busbw, size_bytes), busbw_summary(n, busbw, size_bytes)),
-        slider_prefix="ranks n: ",
-        layout=dict(barmode="group", yaxis=dict(title="GB/s", range=[0, top]), height=440, legend=INSIDE_LEGEND, title_font=TITLE_FONT),
-        active=2,
+def _busbw_links() -> dict:
+    a100 = get_gpu("A100-SXM-80GB").interconnect_bytes_per_s
+    ib = cm.NETWORK_LINKS["InfiniBand NDR / 400 GbE RoCE"][0]
+    return {f"H200 NVLink, {_gbps(H200_NVLINK)}": H200_NVLINK, f"A100 NVLink, {_gbps(a100)}": a100,
+            f"8 x IB NDR per node, {_gbps(8 * ib)}": 8 * ib, f"1 x IB NDR, {_gbps(ib)}": ib}  # fmt: skip
+
+
+def busbw_figure(links=None, size_bytes: float = GiB, ranks=RANKS[:7]) -> go.Figure:
+    """Static: one bus bandwidth seen as algorithm bandwidth by each collective. The dropdown
+    picks the bus bandwidth (a link), the slider the number of ranks; bar labels give the time of
+    a ``size_bytes`` collective."""
+    links = dict(links or _busbw_links())
+    names, ranks = list(links), list(ranks)
+    top = max(links.values()) / 1e9 * 2.6
+    return grid_figure(
+        slider=("ranks", ranks, str),
+        choices=("busbw", names, str),
+        frame=lambda name, n: (_busbw_traces(n, links[name], size_bytes), f"busbw {_gbps(links[name])}, {plural(n, 'rank')}", busbw_summary(n, links[name], size_bytes)),
+        layout=dict(barmode="group", yaxis=dict(title="GB/s", range=[0, top])),
+        active=(0, ranks.index(8) if 8 in ranks else 0),
+        height=480,
     )
 
 
@@ -246,11 +262,11 @@ def busbw_calculator():
 # --------------------------------------------------------------------------------------------
 def ring_step_summary(n: int, step: int) -> str:
     if step == 0:
-        return f"n = {n}, start: every rank holds its own {n} chunks<br>({2 * (n - 1)} steps to go)"
+        return f"start: every rank holds its own {plural(n, 'chunk')} ({plural(2 * (n - 1), 'step')} to go)"
     t = cm.ring_allreduce_schedule(n)[step - 1]
     phase = t[0].phase.replace("_", "-")
     verb = "adds it to its copy" if t[0].phase == "reduce_scatter" else "overwrites its copy"
-    return f"n = {n}, step {step} of {2 * (n - 1)} ({phase}):<br>rank r sends chunk (r - {step - 1}) mod {n} to rank r + 1, which {verb}"
+    return f"step {step} of {2 * (n - 1)} ({phase}): rank r sends chunk (r - {step - 1}) mod {n} to rank r + 1, which {verb}"
 
 
 def _ring_traces(n: int, step: int) -> list:
@@ -262,35 +278,49 @@ def _ring_traces(n: int, step: int) -> list:
         text = [[f"{count[r, c]}/{n}" for c in range(n)] for r in range(n)]
     heat = go.Heatmap(
         z=count, x=[f"chunk {c}" for c in range(n)], y=[f"rank {r}" for r in range(n)], text=text, texttemplate="%{text}",
-        zmin=1, zmax=n, colorscale="Blues", colorbar=dict(title="ranks summed"),
+        zmin=1, zmax=n, colorscale="Blues", showscale=False, showlegend=False,
         hovertemplate="%{y}, %{x}: holds the data of ranks %{text}<extra></extra>",
     )  # fmt: skip
     if step == 0:
-        moved = go.Scatter(x=[None], y=[None], mode="markers", name="received this step")
+        moved = go.Scatter(x=[None], y=[None], mode="markers", name="received this step", showlegend=False)
     else:
         tr = cm.ring_allreduce_schedule(n)[step - 1]
         moved = go.Scatter(
-            x=[f"chunk {t.chunk}" for t in tr], y=[f"rank {t.dst}" for t in tr], mode="markers", name="received this step",
+            x=[f"chunk {t.chunk}" for t in tr], y=[f"rank {t.dst}" for t in tr], mode="markers", name="received this step", showlegend=False,
             marker=dict(symbol="circle-open", size=34, color=COLORS[3], line=dict(width=3)),
             hovertext=[f"from rank {t.src}" for t in tr], hovertemplate="%{y} received %{x} %{hovertext}<extra></extra>",
         )  # fmt: skip
     return [heat, moved]
 
 
-def _ring_layout(n: int) -> dict:
-    return dict(yaxis=dict(autorange="reversed"), height=160 + 60 * n, showlegend=False, xaxis=dict(side="top"), title_font=TITLE_FONT)
+def _ring_layout(n: int | None = None) -> dict:
+    return dict(yaxis=dict(autorange="reversed"), xaxis=dict(side="top"))
 
 
-def ring_allreduce_figure(n: int = 4) -> go.Figure:
-    """Static: the ring all-reduce on ``n`` ranks; the slider steps through its ``2(n-1)``
-    steps. Each cell lists the ranks whose data that rank's copy of that chunk holds; circles
-    mark what was received in the step."""
+def ring_allreduce_figure(n: int = 4, ranks=(2, 3, 4, 5)) -> go.Figure:
+    """Static: the ring all-reduce step by step. The dropdown picks the number of ranks, the
+    slider the step (a ring of ``n`` ranks is finished after ``2(n-1)`` steps; later positions
+    show the finished state). Each cell lists the ranks whose data that rank's copy of that
+    chunk holds; circles mark what was received in the step."""
+    ranks = list(ranks)
     k = int(n)
-    return frames_figure(
-        list(range(2 * (k - 1) + 1)),
-        lambda s: (_ring_traces(k, s), ring_step_summary(k, s)),
-        slider_prefix="step: ",
-        layout=_ring_layout(k),
+    if k not in ranks:
+        raise ValueError(f"n must be one of {ranks}, got {n!r}")
+    steps = list(range(2 * (max(ranks) - 1) + 1))
+
+    def frame(m, s):
+        last = 2 * (m - 1)
+        st = min(s, last)
+        readout = ring_step_summary(m, st) if s <= last else f"finished after {plural(last, 'step')}: every rank holds the whole sum"
+        return _ring_traces(m, st), f"ring all-reduce, {plural(m, 'rank')}", readout
+
+    return grid_figure(
+        slider=("step", steps, str),
+        choices=("ranks", ranks, lambda m: plural(m, "rank")),
+        frame=frame,
+        layout=_ring_layout(),
+        active=(ranks.index(k), 0),
+        height=520,
     )
 
 
@@ -307,7 +337,8 @@ def ring_allreduce_calculator():
     def show(r):
         n, step = r
         fig = go.Figure(_ring_traces(n, step))
-        fig.update_layout(template="plotly_white", title_text=ring_step_summary(n, step), **_ring_layout(n))
+        fig.update_layout(**_ring_layout(n))
+        style_figure(fig, title=f"ring all-reduce, {plural(n, 'rank')}", readout=ring_step_summary(n, step), height=200 + 60 * n)
         rows = [] if step == 0 else [(f"rank {t.src} -> rank {t.dst}", f"chunk {t.chunk} ({t.phase})") for t in cm.ring_allreduce_schedule(n)[step - 1]]
         return (table_html(rows) if rows else "<p>start: nothing sent yet</p>"), fig
 
@@ -322,8 +353,8 @@ BUCKETS_MIB = (1, 4, 16, 25, 64, 256, 1024, 4096)
 
 def dp_summary(p: cm.DataParallelStep) -> str:
     return (
-        f"bucket {_size(p.bucket_bytes)}: {p.n_buckets} all-reduce{'s' if p.n_buckets > 1 else ''}, {fmt_time(p.total_comm_s)} of communication<br>"
-        f"exposed {fmt_time(p.exposed_comm_s)} ({p.hidden_fraction:.0%} hidden)"
+        f"{plural(p.n_buckets, 'all-reduce')}, {fmt_time(p.total_comm_s)} of communication; "
+        f"exposed {fmt_time(p.exposed_comm_s)} ({percent(p.hidden_fraction)} hidden)"
     )
 
 
@@ -343,9 +374,6 @@ def _dp_layout(grad_bytes, x_max_s) -> dict:
     return dict(
         xaxis=dict(title="time from the start of backward [ms]", range=[0, x_max_s * 1e3 * 1.05]),
         yaxis=dict(title="gradient [GB]", range=[0, grad_bytes / 1e9 * 1.08]),
-        height=420,
-        legend=dict(x=0.99, y=0.02, xanchor="right", yanchor="bottom", bgcolor="rgba(255,255,255,0.8)"),
-        title_font=TITLE_FONT,
     )
 
 
@@ -353,23 +381,34 @@ def dp_step_figure(
     grad_bytes: float,
     backward_s: float,
     n: int,
-    link_bytes_per_s: float,
+    link_bytes_per_s=None,
     latency_s: float = ASSUMED_STEP_LATENCY_S,
     buckets_mib=BUCKETS_MIB,
+    links=None,
 ) -> go.Figure:
-    """Static: gradients produced during backward and all-reduced bucket by bucket; the
-    slider sets the bucket size; the red bar is the exposed communication."""
+    """Static: gradients produced during backward and all-reduced bucket by bucket. The dropdown
+    picks the bus bandwidth (``links``: label -> B/s; default ``link_bytes_per_s`` alone), the
+    slider the bucket size; the red bar is the exposed communication."""
+    if links is None:
+        if link_bytes_per_s is None:
+            raise ValueError("link_bytes_per_s or links must be given")
+        links = {f"busbw {_gbps(link_bytes_per_s)}": link_bytes_per_s}
+    links = dict(links)
     sizes = [b * MiB for b in buckets_mib]
-    x_max = max(cm.dp_step(grad_bytes, s, backward_s, n, link_bytes_per_s, latency_s).finish_s for s in sizes)
+    x_max = max(cm.dp_step(grad_bytes, s, backward_s, n, b, latency_s).finish_s for s in sizes for b in links.values())
 
-    def frame(b):
-        p = cm.dp_step(grad_bytes, b, backward_s, n, link_bytes_per_s, latency_s)
-        return _dp_traces(grad_bytes, b, backward_s, n, link_bytes_per_s, latency_s), dp_summary(p)
+    def frame(name, b):
+        p = cm.dp_step(grad_bytes, b, backward_s, n, links[name], latency_s)
+        return _dp_traces(grad_bytes, b, backward_s, n, links[name], latency_s), f"bucket {_size(b)}, {name}", dp_summary(p)
 
-    return frames_figure(
-        sizes, frame, slider_prefix="bucket: ", value_label=lambda b: _size(b), layout=_dp_layout(grad_bytes, x_max),
-        active=list(buckets_mib).index(25) if 25 in buckets_mib else 0,
-    )  # fmt: skip
+    return grid_figure(
+        slider=("bucket", sizes, _size),
+        choices=("link", list(links), str),
+        frame=frame,
+        layout=_dp_layout(grad_bytes, x_max),
+        active=(0, list(buckets_mib).index(25) if 25 in buckets_mib else 0),
+        height=480,
+    )
 
 
 def dp_step_calculator():
@@ -383,8 +422,8 @@ def dp_step_calculator():
         "bucket_mib": w.FloatLogSlider(value=25, base=2, min=0, max=13, step=0.25, description="bucket [MiB]"),
         "backward_ms": w.FloatText(value=200, description="backward [ms]"),
         "n": w.IntText(value=16, description="ranks n"),
-        "link_gb_per_s": w.FloatText(value=cm.NETWORK_LINKS["InfiniBand NDR / 400 GbE RoCE"][0] / 1e9, description="link [GB/s]"),
-        "latency_us": w.FloatText(value=ASSUMED_STEP_LATENCY_S * 1e6, description="alpha [µs]"),
+        "link_gb_per_s": w.FloatText(value=8 * cm.NETWORK_LINKS["InfiniBand NDR / 400 GbE RoCE"][0] / 1e9, description="busbw [GB/s]"),
+        "latency_us": w.FloatText(value=cm.NCCL_NET_STEP_LATENCY_S * 1e6, description="alpha [µs]"),
     }
 
     def compute(params_billion, grad_elem_bytes, bucket_mib, backward_ms, n, link_gb_per_s, latency_us):
@@ -395,7 +434,8 @@ def dp_step_calculator():
     def show(r):
         args, p = r
         fig = go.Figure(_dp_traces(*args))
-        fig.update_layout(template="plotly_white", title_text=dp_summary(p), **_dp_layout(args[0], max(p.finish_s, args[2])))
+        fig.update_layout(**_dp_layout(args[0], max(p.finish_s, args[2])))
+        style_figure(fig, title=f"bucket {_size(p.bucket_bytes)}", readout=dp_summary(p), height=460)
         return table_html([
             ("gradient bytes", _size(args[0])),
             ("buckets", str(p.n_buckets)),
@@ -438,7 +478,7 @@ def bandwidth_ladder_table(gpu: str = "H200-SXM", n: int = 8, size_bytes: float 
     head = (f"<tr{_TR}><th{_TD}>link ({html.escape(get_gpu(gpu).name)})</th><th{_TD}>per GPU, per direction</th>"
             f"<th{_TD}>{_size(size_bytes)} ring all-reduce, n = {n}</th><th{_TD}>source</th></tr>")  # fmt: skip
     body = "".join(
-        f"<tr{_TR}><td{_TD}>{html.escape(name)}</td><td{_TD}><b>{_gbps(bw)}</b></td><td{_TD}>{fmt_time(cm.ring_allreduce_time_s(size_bytes, n, bw))}</td>"
+        f"<tr{_TR}><td{_TD}>{html.escape(name)}</td><td{_TD}><b>{_gbps(bw)}</b></td><td{_TD}>{fmt_time(cm.ring_allreduce_time_s(size_bytes, n, bw, 0, 0))}</td>"
         f"<td{_TD}><small>{html.escape(src)}</small></td></tr>"
         for name, bw, src in bandwidth_ladder(gpu)
     )
@@ -449,32 +489,35 @@ LADDER_SHORT = {"NVLink / NVSwitch": "NVLink", "PCIe (to the host)": "PCIe", "In
                 "InfiniBand HDR / 200 GbE RoCE": "IB HDR / 200GbE"}  # fmt: skip
 
 
-def bandwidth_ladder_figure(n: int = 8, size_bytes: float = GiB, gpus=LADDER_GPUS) -> go.Figure:
-    """Static: the bandwidth ladder of each catalog GPU (slider); bar labels give the ring
-    all-reduce time of ``size_bytes`` on ``n`` GPUs over that link alone."""
+def bandwidth_ladder_figure(n: int = 8, size_bytes=None, gpus=LADDER_GPUS, sizes=(MiB, 64 * MiB, GiB)) -> go.Figure:
+    """Static: the bandwidth ladder of each catalog GPU. The dropdown picks the message size,
+    the slider the GPU; bar labels give the ring all-reduce time of that message on ``n`` GPUs
+    over that link alone."""
     names = list(LADDER_SHORT)
+    sizes = [size_bytes] if size_bytes is not None else list(sizes)
 
-    def frame(gpu):
+    def frame(size, gpu):
         rows = {("NVLink / NVSwitch" if name == "Infinity Fabric" else name): bw for name, bw, _ in bandwidth_ladder(gpu)}
         y = [rows.get(k, 0.0) / 1e9 for k in names]
-        text = [fmt_time(cm.ring_allreduce_time_s(size_bytes, n, rows[k])) if k in rows else "none" for k in names]
+        text = [fmt_time(cm.ring_allreduce_time_s(size, n, rows[k], 0, 0)) if k in rows else "none" for k in names]
         bar = go.Bar(x=[LADDER_SHORT[k] for k in names], y=y, text=text, textposition="outside", marker_color=COLORS[: len(names)],
                      customdata=names, hovertemplate="%{customdata}: %{y:.4g} GB/s per direction<extra></extra>")  # fmt: skip
         g = get_gpu(gpu)
         gpu_link = g.interconnect_bytes_per_s or 0.0
-        title = f"{g.name}: GPU link {_gbps(gpu_link) if gpu_link else 'none'}, PCIe {_gbps(g.host_bytes_per_s)}<br>bar labels: ring all-reduce of {_size(size_bytes)}, n = {n}"
-        return [bar], title
+        readout = f"GPU link {_gbps(gpu_link) if gpu_link else 'none'}, PCIe {_gbps(g.host_bytes_per_s)}; bar labels: ring all-reduce of {_size(size)}, {plural(n, 'GPU')}"
+        return [bar], g.name, readout
 
     top = max(get_gpu(g).interconnect_bytes_per_s or 0 for g in gpus) / 1e9 * 3
-    return frames_figure(
-        list(gpus), frame, slider_prefix="GPU: ",
-        layout=dict(yaxis=dict(type="log", title="GB/s per direction (log)", range=[1, np.log10(top)]), height=440, showlegend=False, title_font=TITLE_FONT),
-    )  # fmt: skip
+    return grid_figure(
+        slider=("GPU", list(gpus), str),
+        choices=("message", sizes, _size),
+        frame=frame,
+        layout=dict(yaxis=dict(type="log", title="GB/s per direction (log)", range=[1, np.log10(top)])),
+        active=(len(sizes) - 1, 0),
+        height=460,
+    )
 
 
-# --------------------------------------------------------------------------------------------
-# Measurements against the model
-# --------------------------------------------------------------------------------------------
 def sweep_figure(series: dict, ops=cm.OPS) -> go.Figure:
     """Measured busbw against size per op (slider), with the alpha-beta fit of each series.
 
@@ -500,12 +543,12 @@ def sweep_figure(series: dict, ops=cm.OPS) -> go.Figure:
                     notes.append(f"{label}: alpha {fmt_time(lat)}, busbw {_gbps(bw * cm.busbw_factor(op, n))}")
             traces.append(go.Scatter(x=sizes, y=meas_y, mode="markers", name=f"{label}: measured", marker=dict(color=color, size=8)))
             traces.append(go.Scatter(x=grid, y=fit_y, mode="lines", name=f"{label}: alpha-beta fit", line=dict(color=color, dash="dot")))
-        return traces, f"{op}<br>" + "<br>".join(notes)
+        return traces, f"{op} | fit: " + "; ".join(notes)
 
     return frames_figure(
         list(ops), frame, slider_prefix="collective: ",
         layout=dict(xaxis=dict(type="log", title="S [B] (nccl-tests convention)", exponentformat="SI"),
-                    yaxis=dict(type="log", title="busbw [GB/s]"), height=480, legend=INSIDE_LEGEND, title_font=TITLE_FONT),
+                    yaxis=dict(type="log", title="busbw [GB/s]")),
     )  # fmt: skip
 
 
@@ -516,9 +559,8 @@ def ring_vs_library_figure(series: dict) -> go.Figure:
     for (label, (sizes, ring, lib)), color in zip(series.items(), COLORS):
         fig.add_trace(go.Scatter(x=sizes, y=np.asarray(lib) / 1e9, mode="lines+markers", name=f"{label}: all_reduce", line=dict(color=color)))
         fig.add_trace(go.Scatter(x=sizes, y=np.asarray(ring) / 1e9, mode="lines+markers", name=f"{label}: hand-written ring", line=dict(color=color, dash="dash")))
-    fig.update_layout(template="plotly_white", height=420, legend=INSIDE_LEGEND, title_font=TITLE_FONT, title_text="hand-written ring against the library's all_reduce",
-                      xaxis=dict(type="log", title="S [B]", exponentformat="SI"), yaxis=dict(type="log", title="busbw [GB/s]"))  # fmt: skip
-    return fig
+    fig.update_layout(xaxis=dict(type="log", title="S [B]", exponentformat="SI"), yaxis=dict(type="log", title="busbw [GB/s]"))
+    return style_figure(fig, title="hand-written ring vs all_reduce", readout="busbw of each, against message size", height=460)
 
 
 # --------------------------------------------------------------------------------------------
