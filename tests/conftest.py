@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -15,10 +16,68 @@ from filelock import FileLock
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "_build" / "test-book"
 
+# ---- markers: `browser` skips (with the reason) when it cannot run; `slow` is deselected by `make unit` ----
+# Tests that run an experiment, a subprocess or torchrun, or take a second or more on a 2-core machine.
+# Prefer `@pytest.mark.slow` on the test itself; this list marks the existing ones without editing
+# each topic's file. (file name, test function name)
+SLOW_TESTS = {
+    ("test_collectives.py", "test_worker_sweep_is_correct_and_consistent"),
+    ("test_collectives.py", "test_record_round_trip"),
+    ("test_collectives.py", "test_measure_sweep_public_api"),
+    ("test_harness.py", "test_measure_cli_writes_a_record"),
+    ("test_memory_hierarchy.py", "test_experiments_run_scaled_down"),
+    ("test_serving.py", "test_kv_memory_matches_the_formula"),
+    ("test_serving.py", "test_decode_with_cache_matches_a_full_forward"),
+    ("test_serving.py", "test_ceilings_and_gemv_smoke"),
+    ("test_serving.py", "test_decode_and_ttft_smoke"),
+    ("test_serving.py", "test_compare_and_record_are_json"),
+    ("test_serving.py", "test_linear_tuning_logic_on_the_cpu"),
+    ("test_simt.py", "test_model_equals_h200_occupancy_api"),
+    ("test_simt.py", "test_occupancy_api_experiment"),
+    ("test_simt.py", "test_divergence_experiment"),
+    ("test_simt.py", "test_memory_latency_and_bandwidth_experiments"),
+    ("test_simt.py", "test_launch_overhead_experiment"),
+    ("test_simt.py", "test_amdahl_experiment"),
+    ("test_tensor_cores.py", "test_throughput_smoke"),
+    ("test_tensor_cores.py", "test_shape_sweep_smoke"),
+    ("test_tensor_cores.py", "test_precision_experiment_agrees_with_model"),
+    ("test_tensor_cores.py", "test_triton_vs_torch_smoke"),
+    ("test_tensor_cores.py", "test_cpu_records_are_strict_json"),
+}
+
+
+def chromium_path() -> str | None:
+    """The Chromium the browser tests drive (Debian's ``chromium``), or None."""
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def browser_unavailable() -> str | None:
+    """Why the browser tests cannot run on this machine, or None when they can."""
+    if not chromium_path():
+        return "headless Chromium is not installed (Debian: `sudo apt-get install chromium`; `make test` installs it as root)"
+    if importlib.util.find_spec("playwright") is None:
+        return "the playwright package is not installed (`make install`)"
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    why = browser_unavailable()
+    required = os.environ.get("GPUBOOK_REQUIRE_BROWSER", "") not in ("", "0")
+    for item in items:
+        if (item.path.name, getattr(item, "originalname", item.name)) in SLOW_TESTS:
+            item.add_marker(pytest.mark.slow)
+        if why and item.get_closest_marker("browser") is not None:
+            if required:
+                raise pytest.UsageError(f"GPUBOOK_REQUIRE_BROWSER is set (CI) but {why}")
+            item.add_marker(pytest.mark.skip(reason=f"browser test skipped: {why}"))
+
+
 
 def _build(out: Path) -> None:
     jb = Path(sys.executable).with_name("jupyter-book")
-    cmd = [str(jb if jb.exists() else shutil.which("jupyter-book")), "build", str(ROOT), "--all", "-W", "-n", "--keep-going", "--path-output", str(out)]
+    exe = str(jb if jb.exists() else shutil.which("jupyter-book"))
+    cmd = [exe, "build", str(ROOT), "--all", "-W", "-n", "--keep-going", "--path-output", str(out)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     log = proc.stdout + proc.stderr
     out.mkdir(parents=True, exist_ok=True)
