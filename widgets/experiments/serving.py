@@ -9,8 +9,16 @@ KV cache measured by the allocator.
   shaped stack of 4 layers, 5.5B parameters, in bf16, each step one CUDA graph): step time
   against batch and against context.
 - ``measure_ttft``: prefill time against prompt length (time to first token, without queueing).
-- ``measure_kv_memory``: KV caches of several attention variants allocated for real; the
-  allocator's count (``torch.cuda.memory_allocated``; tensor bytes on a CPU) against the formula.
+- ``measure_kv_memory``: a paged KV cache (vLLM's layout: a pool of fixed-size blocks per layer,
+  a block table per sequence, keys and values scattered into their slots) filled by prefills and
+  decode steps of sequences of random lengths; the allocator's count (``torch.cuda.memory_allocated``;
+  tensor bytes on a CPU) and the blocks handed out against the paged model. Also dense caches of
+  several attention variants (their shapes come from the formula: a consistency check only).
+
+Every timing keeps its median and its spread (min, max over the repeats); the copy and GEMM
+ceilings also record the SM clock and board power NVML reported while they ran (null on a CPU).
+The predictions use the catalog entry of the device that ran (``describe_local_gpu``) and the
+dtype it ran in.
 
 Without a GPU everything runs scaled down on the CPU (a tiny decoder in fp32, no CUDA graphs, no
 Triton): the numbers show the method, not a GPU.
@@ -21,13 +29,17 @@ from __future__ import annotations
 import functools
 import gc
 import math
+import random
+import statistics
+import threading
 from dataclasses import asdict, dataclass, field
 from typing import Optional, Sequence
 
 import torch
 import torch.nn.functional as F
 
-from ..hardware import describe_local_gpu
+from ..accuracy import Row
+from ..hardware import catalog_name_for, describe_local_gpu, gpu_names
 from ..models import serving as model
 from ..units import GiB, MiB
 from . import harness
@@ -51,6 +63,88 @@ def _dtype() -> torch.dtype:
 
 def _elem_bytes() -> int:
     return torch.empty((), dtype=_dtype()).element_size()
+
+
+# torch's dtype names -> the models' dtype registry (``serving.DTYPE_BYTES``): never guessed from a byte size.
+TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float8_e4m3fn": "fp8", "float8_e5m2": "fp8", "int8": "int8"}
+
+
+def model_dtype(torch_dtype) -> str:
+    """The model's name for a torch dtype (``torch.bfloat16`` or ``"bfloat16"`` -> ``"bf16"``)."""
+    name = str(torch_dtype).replace("torch.", "")
+    if name not in TORCH_DTYPES:
+        raise ValueError(f"torch_dtype must be one of {', '.join(TORCH_DTYPES)}, got {torch_dtype!r}")
+    return TORCH_DTYPES[name]
+
+
+# The catalog entry used when the device that ran is not in the catalog (a CPU, an unknown GPU):
+# its figures are never used then, because every prediction is given measured rates.
+FALLBACK_GPU = "H200-SXM"
+
+
+def local_gpu_name() -> str:
+    """The catalog name of this device's GPU, or ``FALLBACK_GPU`` without a known one."""
+    g = describe_local_gpu()
+    return g.name if g is not None and g.name in gpu_names() else FALLBACK_GPU
+
+
+def record_gpu_name(record: dict) -> str:
+    """The catalog name of the GPU a record was measured on (from its provenance)."""
+    prov = record.get("provenance", {}) if isinstance(record, dict) else {}
+    for key in ("gpu", "device"):
+        name = prov.get(key)
+        if isinstance(name, str) and catalog_name_for(name):
+            return catalog_name_for(name)
+    return FALLBACK_GPU
+
+
+class NvmlSampler:
+    """Samples the SM clock [MHz] and board power [W] every ``interval_s`` while a ``with`` block
+    runs (``torch.cuda.clock_rate``/``power_draw``, which read NVML through pynvml). Without a GPU
+    or NVML, ``summary()`` holds nulls and says why."""
+
+    def __init__(self, interval_s: float = 0.01):
+        self.interval_s = interval_s
+        self.clock_mhz: list = []
+        self.power_w: list = []
+        self.reason: Optional[str] = None
+        self._stop = threading.Event()
+        self._thread = None
+
+    def _read(self):
+        try:
+            self.clock_mhz.append(float(torch.cuda.clock_rate()))
+            self.power_w.append(float(torch.cuda.power_draw()) / 1000.0)  # NVML reports mW
+        except Exception as exc:  # no pynvml, or NVML refused
+            self.reason = f"NVML not available: {type(exc).__name__}"
+            self._stop.set()
+
+    def _loop(self):
+        while not self._stop.is_set():
+            self._read()
+            self._stop.wait(self.interval_s)
+
+    def __enter__(self):
+        if harness.on_gpu():
+            self._thread = threading.Thread(target=self._loop, daemon=True)
+            self._thread.start()
+        else:
+            self.reason = "no GPU: nothing to sample"
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=1.0)
+        return False
+
+    def summary(self) -> dict:
+        def med(v):
+            return statistics.median(v) if v else None
+
+        return dict(sm_clock_mhz_median=med(self.clock_mhz), sm_clock_mhz_min=min(self.clock_mhz) if self.clock_mhz else None,
+                    power_w_median=med(self.power_w), power_w_max=max(self.power_w) if self.power_w else None,
+                    samples=len(self.clock_mhz), reason=None if self.clock_mhz else (self.reason or "no samples"))
 
 
 def _one_cpu_thread(fn):
@@ -94,6 +188,15 @@ class Ceilings:
     device: str
     datasheet_bytes_per_s: Optional[float]
     datasheet_flop_per_s: Optional[float]
+    # spread of the repeats [B/s, FLOP/s] (from the slowest and the fastest call) and NVML during them
+    copy_bytes_per_s_min: Optional[float] = None
+    copy_bytes_per_s_max: Optional[float] = None
+    gemm_flop_per_s_min: Optional[float] = None
+    gemm_flop_per_s_max: Optional[float] = None
+    repeat: Optional[int] = None
+    copy_nvml: Optional[dict] = None
+    gemm_nvml: Optional[dict] = None
+    gpu: Optional[str] = None  # catalog entry of the device that ran
 
 
 @_one_cpu_thread
@@ -105,20 +208,28 @@ def measure_ceilings(copy_nbytes: Optional[int] = None, gemm_n: Optional[int] = 
     n = int(copy_nbytes) // 4
     src = torch.rand(n, device=harness.device())
     dst = torch.empty_like(src)
-    t = harness.time_fn(lambda: dst.copy_(src), repeat=repeat)
-    copy_bw = 2 * n * 4 / t.median_s
+    with NvmlSampler() as copy_nvml:
+        t = harness.time_fn(lambda: dst.copy_(src), repeat=repeat)
+    moved = 2 * n * 4
     del src, dst
     gemm_n = gemm_n or (8192 if harness.on_gpu() else 512)
     dt = _dtype()
     a = torch.randn(gemm_n, gemm_n, device=harness.device(), dtype=dt)
     b = torch.randn(gemm_n, gemm_n, device=harness.device(), dtype=dt)
-    tg = harness.time_fn(lambda: a @ b, repeat=repeat)
+    with NvmlSampler() as gemm_nvml:
+        tg = harness.time_fn(lambda: a @ b, repeat=repeat)
     gpu = describe_local_gpu()
     ds_bw = gpu.hbm_bytes_per_s if gpu and gpu.hbm_bytes_per_s else None
-    ds_peak = gpu.peak_flop_per_s.get("bf16") if gpu else None
+    ds_peak = gpu.peak_flop_per_s.get(model_dtype(dt)) if gpu else None
     del a, b
     _free()
-    return Ceilings(copy_bw, 2 * n * 4, 2.0 * gemm_n**3 / tg.median_s, gemm_n, str(dt).replace("torch.", ""), harness.device_name(), ds_bw, ds_peak)
+    flop = 2.0 * gemm_n**3
+    return Ceilings(
+        moved / t.median_s, moved, flop / tg.median_s, gemm_n, str(dt).replace("torch.", ""), harness.device_name(), ds_bw, ds_peak,
+        copy_bytes_per_s_min=moved / t.max_s, copy_bytes_per_s_max=moved / t.min_s,
+        gemm_flop_per_s_min=flop / tg.max_s, gemm_flop_per_s_max=flop / tg.min_s, repeat=t.repeat,
+        copy_nvml=copy_nvml.summary(), gemm_nvml=gemm_nvml.summary(), gpu=local_gpu_name(),
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -137,6 +248,8 @@ class GemvSweep:
     flop: list
     bytes_moved: list
     device: str
+    best_min_s: Optional[list] = None  # spread of the repeats of best_s
+    best_max_s: Optional[list] = None
 
 
 def _layer_linears(cfg: DecoderConfig, dtype, seed: int = 0) -> list:
@@ -163,7 +276,7 @@ def measure_batched_gemv(batches: Optional[Sequence[int]] = None, cfg: Optional[
     tune_linears(_Holder(), batches=[b for b in batches if b <= 64], repeat=repeat)
     eb = _elem_bytes()
     wbytes = sum(l.weight.numel() * eb for l in lins)
-    cub, best, flop, moved = [], [], [], []
+    cub, best, flop, moved, bmin, bmax = [], [], [], [], [], []
     for b in batches:
         xs = [torch.randn(b, l.weight.shape[1], device=harness.device(), dtype=dt) for l in lins]
 
@@ -176,14 +289,17 @@ def measure_batched_gemv(batches: Optional[Sequence[int]] = None, cfg: Optional[
                 l(x)
 
         cub.append(harness.time_fn(run_cublas, repeat=repeat).median_s)
-        best.append(harness.time_fn(run_best, repeat=repeat).median_s)
+        tb = harness.time_fn(run_best, repeat=repeat)
+        best.append(tb.median_s)
+        bmin.append(tb.min_s)
+        bmax.append(tb.max_s)
         flop.append(sum(2.0 * b * l.weight.numel() for l in lins))
         moved.append(wbytes + sum(b * (l.weight.shape[0] + l.weight.shape[1]) * eb for l in lins))
         del xs
     shapes = [list(l.weight.shape) for l in lins]
     del lins
     _free()
-    return GemvSweep(shapes, wbytes, batches, cub, best, flop, moved, harness.device_name())
+    return GemvSweep(shapes, wbytes, batches, cub, best, flop, moved, harness.device_name(), bmin, bmax)
 
 
 def gemv_model_s(sweep: GemvSweep, hbm_bytes_per_s: float, peak_flop_per_s: float) -> list:
@@ -213,6 +329,11 @@ class DecodeSweep:
     graphs: bool
     linear_tuning: dict
     device: str
+    batch_step_min_s: Optional[list] = None  # spread of the repeats (fastest, slowest call)
+    batch_step_max_s: Optional[list] = None
+    context_step_min_s: Optional[list] = None
+    context_step_max_s: Optional[list] = None
+    dtype: Optional[str] = None  # the model's name of the dtype the decoder ran in
 
 
 def build_decoder(cfg: Optional[DecoderConfig] = None, seed: int = 0, tune: bool = True):
@@ -226,10 +347,15 @@ def build_decoder(cfg: Optional[DecoderConfig] = None, seed: int = 0, tune: bool
     return m, summary
 
 
-@_one_cpu_thread
 def time_decode_step(m: Decoder, batch: int, context_tokens: int, graph: bool = True, repeat: int = 20) -> float:
-    """Median time of one decode step [s]: ``batch`` sequences whose caches hold
-    ``context_tokens`` tokens (the step writes the last slot and attends to all of them)."""
+    """Median time of one decode step [s] (``time_decode_step_timing`` keeps the spread)."""
+    return time_decode_step_timing(m, batch, context_tokens, graph, repeat).median_s
+
+
+@_one_cpu_thread
+def time_decode_step_timing(m: Decoder, batch: int, context_tokens: int, graph: bool = True, repeat: int = 20) -> harness.Timing:
+    """Timing of one decode step: ``batch`` sequences whose caches hold ``context_tokens`` tokens
+    (the step writes the last slot and attends to all of them)."""
     if context_tokens < 1:
         raise ValueError(f"context_tokens must be >= 1, got {context_tokens!r}")
     cache = KVCache(m.cfg, batch, context_tokens, device=m.device, dtype=m.dtype)
@@ -242,7 +368,7 @@ def time_decode_step(m: Decoder, batch: int, context_tokens: int, graph: bool = 
         return decode_step(m, tokens, cache, pos, cos, sin)
 
     fn = capture(step) if graph else step
-    t = harness.time_fn(fn, warmup=3, repeat=repeat).median_s
+    t = harness.time_fn(fn, warmup=3, repeat=repeat)
     del fn, cache
     _free()
     return t
@@ -267,8 +393,9 @@ def measure_decode_steps(
     bctx = batch_context_tokens or (1024 if on_gpu else 256)
     cb = context_batch or (16 if on_gpu else 4)
     eager_batches = list(eager_batches if eager_batches is not None else ((1, 64) if on_gpu else ()))
-    b_s = [time_decode_step(m, b, bctx, on_gpu, repeat) for b in batches]
-    c_s = [time_decode_step(m, cb, c, on_gpu, repeat) for c in contexts]
+    b_t = [time_decode_step_timing(m, b, bctx, on_gpu, repeat) for b in batches]
+    c_t = [time_decode_step_timing(m, cb, c, on_gpu, repeat) for c in contexts]
+    b_s, c_s = [t.median_s for t in b_t], [t.median_s for t in c_t]
     e_s = [time_decode_step(m, b, bctx, False, repeat) for b in eager_batches]
     mc = m.cfg.model_config()
     eb = _elem_bytes()
@@ -277,6 +404,8 @@ def measure_decode_steps(
         kv_bytes_per_token=mc.kv_bytes_per_token(eb), batch_context_tokens=bctx, batches=batches, batch_step_s=b_s,
         context_batch=cb, contexts=contexts, context_step_s=c_s, eager_batches=eager_batches, eager_step_s=e_s,
         graphs=on_gpu, linear_tuning=tuning, device=harness.device_name(),
+        batch_step_min_s=[t.min_s for t in b_t], batch_step_max_s=[t.max_s for t in b_t],
+        context_step_min_s=[t.min_s for t in c_t], context_step_max_s=[t.max_s for t in c_t], dtype=model_dtype(m.dtype),
     )
 
 
@@ -289,6 +418,8 @@ class TTFTSweep:
     prefill_s: list
     graphs: bool
     device: str
+    prefill_min_s: Optional[list] = None
+    prefill_max_s: Optional[list] = None
 
 
 @_one_cpu_thread
@@ -297,22 +428,24 @@ def measure_ttft(decoder=None, prompts: Optional[Sequence[int]] = None, repeat: 
     on_gpu = harness.on_gpu()
     m, _ = decoder if decoder is not None else build_decoder()
     prompts = list(prompts or (GPU_PROMPTS if on_gpu else CPU_PROMPTS))
-    out = []
+    out, lo, hi = [], [], []
     for p in prompts:
         cache = KVCache(m.cfg, 1, p + 1, device=m.device, dtype=m.dtype)
         tokens = torch.randint(0, m.cfg.vocab, (1, p), device=m.device, generator=torch.Generator(device=m.device).manual_seed(p))
         fn = capture(lambda: prefill(m, tokens, cache)) if on_gpu else (lambda: prefill(m, tokens, cache))
-        out.append(harness.time_fn(fn, warmup=2, repeat=repeat).median_s)
+        t = harness.time_fn(fn, warmup=2, repeat=repeat)
+        out.append(t.median_s)
+        lo.append(t.min_s)
+        hi.append(t.max_s)
         del fn, cache
         _free()
-    return TTFTSweep(asdict(m.cfg), prompts, out, on_gpu, harness.device_name())
+    return TTFTSweep(asdict(m.cfg), prompts, out, on_gpu, harness.device_name(), lo, hi)
 
 
 def decode_model_s(sweep: DecodeSweep, gpu: str = "H200-SXM", hbm_bytes_per_s: Optional[float] = None, peak_flop_per_s: Optional[float] = None) -> dict:
     """The model's step times for a sweep [s]: ``{"batch": [...], "context": [...]}``."""
     mc = DecoderConfig(**sweep.config).model_config()
-    eb = sweep.step_weight_bytes / mc.step_params(1)
-    dt = "bf16" if eb == 2 else "fp32"
+    dt = _sweep_dtype(sweep)
 
     def t(b, c):
         return model.decode_step(mc, gpu, b, c, dt, dt, hbm_bytes_per_s=hbm_bytes_per_s, peak_flop_per_s=peak_flop_per_s).time_s
@@ -321,6 +454,15 @@ def decode_model_s(sweep: DecodeSweep, gpu: str = "H200-SXM", hbm_bytes_per_s: O
         "batch": [t(b, sweep.batch_context_tokens) for b in sweep.batches],
         "context": [t(sweep.context_batch, c) for c in sweep.contexts],
     }
+
+
+def _sweep_dtype(sweep: DecodeSweep) -> str:
+    """The dtype a decode sweep ran in: recorded by name since this version; older records (which
+    ran bf16 on a GPU, fp32 on a CPU, and did not record it) by their bytes per weight."""
+    if sweep.dtype:
+        return sweep.dtype
+    eb = sweep.step_weight_bytes / DecoderConfig(**sweep.config).model_config().step_params(1)
+    return {2.0: "bf16", 4.0: "fp32"}[round(eb, 6)]
 
 
 def ttft_model_s(sweep: TTFTSweep, gpu: str = "H200-SXM", hbm_bytes_per_s: Optional[float] = None, peak_flop_per_s: Optional[float] = None, dtype: str = "bf16") -> list:
@@ -346,6 +488,113 @@ class KVMemory:
     prefill_estimate_bytes: float  # model.activation_bytes for the same prefill
     method: str
     device: str
+    paged: Optional[dict] = None  # the paged cache: see measure_paged_kv
+
+
+class PagedKVCache:
+    """A paged KV cache as vLLM lays it out: per layer one pool of ``num_blocks`` blocks, keys and
+    values of ``block_tokens`` tokens each (``[2, num_blocks, block_tokens, kv_heads, head_dim]``);
+    each sequence owns a block table, and a block is taken from the free list when its first
+    token arrives. ``append`` scatters new keys and values into their slots (vLLM's
+    ``reshape_and_cache``); ``gather`` reads a sequence back through its block table."""
+
+    def __init__(self, cfg: DecoderConfig, num_blocks: int, block_tokens: int, device, dtype):
+        self.cfg, self.block_tokens, self.device = cfg, block_tokens, device
+        shape = (2, num_blocks, block_tokens, cfg.kv_heads, cfg.head_dim)
+        self.pools = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(cfg.layers)]
+        self.free = list(range(num_blocks - 1, -1, -1))
+        self.tables: dict = {}
+        self.lengths: dict = {}
+
+    @property
+    def blocks_used(self) -> int:
+        return sum(len(t) for t in self.tables.values())
+
+    def append(self, seq: int, k: torch.Tensor, v: torch.Tensor) -> None:
+        """Append ``k``, ``v`` of shape ``[layers, tokens, kv_heads, head_dim]`` to sequence ``seq``."""
+        n = k.shape[1]
+        start = self.lengths.get(seq, 0)
+        table = self.tables.setdefault(seq, [])
+        while len(table) * self.block_tokens < start + n:
+            if not self.free:
+                raise RuntimeError("the paged KV cache is out of blocks")
+            table.append(self.free.pop())
+        pos = torch.arange(start, start + n, device=self.device)
+        blocks = torch.tensor(table, device=self.device)[pos // self.block_tokens]
+        offs = pos % self.block_tokens
+        for layer, pool in enumerate(self.pools):
+            pool[0, blocks, offs] = k[layer]
+            pool[1, blocks, offs] = v[layer]
+        self.lengths[seq] = start + n
+
+    def gather(self, seq: int, layer: int):
+        """Keys and values of ``seq`` in ``layer``, in token order: ``[tokens, kv_heads, head_dim]`` each."""
+        n = self.lengths[seq]
+        pos = torch.arange(n, device=self.device)
+        blocks = torch.tensor(self.tables[seq], device=self.device)[pos // self.block_tokens]
+        offs = pos % self.block_tokens
+        pool = self.pools[layer]
+        return pool[0, blocks, offs], pool[1, blocks, offs]
+
+
+def measure_paged_kv(cfg: DecoderConfig, batch: int, max_prompt_tokens: int, decode_steps: int, block_tokens: int = model.DEFAULT_BLOCK_TOKENS,
+                     device=None, dtype=None, seed: int = 0) -> dict:
+    """Fill a paged KV cache the way a server does: ``batch`` prompts of random lengths (uniform
+    in [max/8, max], seeded) prefilled, then ``decode_steps`` decode steps appending one token to
+    every sequence. Reports the pool's bytes by the allocator against the model's block bytes, the
+    blocks the block tables took against ``paged_kv_blocks``, and what a dense cache would hold."""
+    device = device or harness.device()
+    dtype = dtype or _dtype()
+    rng = random.Random(seed)
+    prompts = [rng.randint(max(1, max_prompt_tokens // 8), max_prompt_tokens) for _ in range(batch)]
+    final = [p + decode_steps for p in prompts]
+    eb = torch.empty((), dtype=dtype).element_size()
+    kvpt = model.kv_cache_bytes_per_token(cfg.layers, cfg.kv_heads, cfg.head_dim, eb)
+    block_bytes = model.paged_kv_cache_bytes(kvpt, block_tokens, block_tokens)
+    # a pool with room to spare, as a server sizes it from free memory: 25% above the dense total
+    num_blocks = int(1.25 * sum(final) / block_tokens) + batch
+    _free()
+    before = _allocated()
+    cache = PagedKVCache(cfg, num_blocks, block_tokens, device, dtype)
+    if harness.on_gpu():
+        torch.cuda.synchronize()
+        pool_measured = _allocated() - before
+    else:
+        pool_measured = sum(t.numel() * t.element_size() for t in cache.pools)
+    gen = torch.Generator(device=device).manual_seed(seed)
+
+    def kv(n):
+        shape = (cfg.layers, n, cfg.kv_heads, cfg.head_dim)
+        return torch.randn(shape, device=device, dtype=dtype, generator=gen), torch.randn(shape, device=device, dtype=dtype, generator=gen)
+
+    first = {}
+    for i, p in enumerate(prompts):  # prefill
+        k, v = kv(p)
+        cache.append(i, k, v)
+        if i == 0:
+            first = dict(k=k[-1, :].clone(), v=v[-1, :].clone())
+    for _ in range(decode_steps):  # one token per sequence per step
+        for i in range(batch):
+            k, v = kv(1)
+            cache.append(i, k, v)
+    k_back, v_back = cache.gather(0, cfg.layers - 1)
+    if not (torch.equal(k_back[: prompts[0]], first["k"]) and torch.equal(v_back[: prompts[0]], first["v"])):
+        raise RuntimeError("the paged cache did not read back what was written")
+    if harness.on_gpu():
+        torch.cuda.synchronize()
+    out = dict(
+        block_tokens=block_tokens, num_blocks=num_blocks, batch=batch, decode_steps=decode_steps, lengths=final,
+        kv_bytes_per_token=kvpt, block_bytes=block_bytes,
+        pool_formula_bytes=num_blocks * block_bytes, pool_measured_bytes=int(pool_measured),
+        blocks_used=cache.blocks_used,
+        used_bytes=cache.blocks_used * block_bytes,
+        exact_bytes=sum(final) * kvpt,
+        dense_max_bytes=batch * max(final) * kvpt,
+        method="torch.cuda.memory_allocated before/after the pool" if harness.on_gpu() else "sum of tensor nbytes (CPU)",
+    )
+    del cache, first, k_back, v_back
+    _free()
+    return out
 
 
 def _allocated() -> int:
@@ -426,16 +675,38 @@ def measure_kv_memory(decoder=None, batch: Optional[int] = None, context_tokens:
         del cache
         _free()
     estimate = model.activation_bytes(p, cfg.hidden, cfg.intermediate, cfg.vocab, 1, eb)
+    paged = measure_paged_kv(cfg, batch, ctx, 32 if on_gpu else 8, device=dev, dtype=dt)
     return KVMemory(
         config=asdict(cfg), batch=batch, context_tokens=ctx, variants=rows, decode_peak_extra_bytes=decode_extra,
         prefill_tokens=p, prefill_peak_extra_bytes=prefill_extra, prefill_estimate_bytes=estimate,
         method="torch.cuda.memory_allocated before/after" if on_gpu else "sum of tensor nbytes (CPU)", device=harness.device_name(),
+        paged=paged,
     )
 
 
 # --------------------------------------------------------------------------------------------
 # Comparisons with the model, and the whole run
 # --------------------------------------------------------------------------------------------
+# What each bandwidth option is, in the book's labels (widgets.accuracy): only the datasheet's
+# inputs are independent of the measured step. The copy is a constant from another, named
+# micro-benchmark; the "gemv" rate is one layer's weight matmuls timed alone, the same kernels
+# that stream about three quarters of the step's bytes: a calibration close to a fit.
+OPTION_LABELS = {"datasheet": "prediction", "copy": "calibrated", "gemv": "calibrated"}
+OPTION_INPUTS = {
+    "datasheet": "datasheet bandwidth and dense peak",
+    "copy": "device-to-device copy bandwidth and 8192^3 GEMM rate measured in the same run",
+    "gemv": "batch-1 weight stream of one layer's matmuls and the GEMM rate, measured in the same run",
+}
+
+
+def option_peak(ceilings: Ceilings, option: str) -> float:
+    """The compute roof that goes with a bandwidth option [FLOP/s]: the datasheet's dense peak for
+    the datasheet option (so that prediction uses no measurement at all), else the GEMM measured."""
+    if option == "datasheet" and ceilings.datasheet_flop_per_s:
+        return ceilings.datasheet_flop_per_s
+    return ceilings.gemm_flop_per_s
+
+
 def bandwidth_options(ceilings: Ceilings, gemv: Optional[GemvSweep] = None) -> dict:
     """The bandwidths a prediction can use [B/s]: the datasheet's, the copy measured in this run,
     and the best weight stream of the batch-1 layer matmuls measured in this run."""
@@ -448,19 +719,19 @@ def bandwidth_options(ceilings: Ceilings, gemv: Optional[GemvSweep] = None) -> d
     return opts
 
 
-def compare_decode(sweep: DecodeSweep, ceilings: Ceilings, gemv: Optional[GemvSweep] = None, gpu: str = "H200-SXM") -> dict:
+def compare_decode(sweep: DecodeSweep, ceilings: Ceilings, gemv: Optional[GemvSweep] = None, gpu: str = FALLBACK_GPU) -> dict:
     """Measured / predicted step time for every point and every bandwidth option, and the worst
     error over batches 1 to 64."""
-    peak = ceilings.gemm_flop_per_s
     out = {}
     for name, bw in bandwidth_options(ceilings, gemv).items():
+        peak = option_peak(ceilings, name)
         pred = decode_model_s(sweep, gpu, bw, peak)
         rb = [mt / pt for mt, pt in zip(sweep.batch_step_s, pred["batch"])]
         rc = [mt / pt for mt, pt in zip(sweep.context_step_s, pred["context"])]
         in_range = [r for b, r in zip(sweep.batches, rb) if 1 <= b <= 64]
         out[name] = dict(
             hbm_bytes_per_s=bw, peak_flop_per_s=peak, batch_model_s=pred["batch"], context_model_s=pred["context"],
-            batch_ratio=rb, context_ratio=rc, max_error_batch_1_64=max(abs(r - 1) for r in in_range) if in_range else math.nan,
+            batch_ratio=rb, context_ratio=rc, max_error_batch_1_64=max(abs(r - 1) for r in in_range) if in_range else None,
         )
     return out
 
@@ -477,17 +748,17 @@ def run_all() -> dict:
     steps = measure_decode_steps(dec)
     ttft = measure_ttft(dec)
     kvm = measure_kv_memory(dec)
-    gpu = "H200-SXM"
+    gpu = local_gpu_name()
     cmp = compare_decode(steps, ceilings, gemv, gpu)
     for name, c in cmp.items():
         print(f"  decode vs model ({name} bandwidth): ratios {['%.2f' % r for r in c['batch_ratio']]}; "
               f"worst error for batch 1-64: {c['max_error_batch_1_64']:.1%}", flush=True)
     opts = bandwidth_options(ceilings, gemv)
-    ttft_cmp = {name: ttft_model_s(ttft, gpu, bw, ceilings.gemm_flop_per_s, "bf16" if harness.on_gpu() else "fp32") for name, bw in opts.items()}
+    ttft_cmp = {name: ttft_model_s(ttft, gpu, bw, option_peak(ceilings, name), steps.dtype) for name, bw in opts.items()}
     return {
         "ceilings": asdict(ceilings),
         "gemv": asdict(gemv),
-        "gemv_model_s": {name: gemv_model_s(gemv, bw, ceilings.gemm_flop_per_s) for name, bw in opts.items()},
+        "gemv_model_s": {name: gemv_model_s(gemv, bw, option_peak(ceilings, name)) for name, bw in opts.items()},
         "decode": asdict(steps),
         "decode_vs_model": cmp,
         "ttft": asdict(ttft),
@@ -498,7 +769,7 @@ def run_all() -> dict:
                     "model: datasheet, device-to-device copy measured in this run, batch-1 weight stream of one layer's "
                     "matmuls measured in this run",
             "max_error": {name: c["max_error_batch_1_64"] for name, c in cmp.items()},
-            "within_25_percent": {name: bool(c["max_error_batch_1_64"] <= 0.25) for name, c in cmp.items()},
+            "labels": dict(OPTION_LABELS),
         },
     }
 
@@ -514,7 +785,7 @@ def load_h200() -> Optional[dict]:
         return None
 
 
-def compare_record(results: dict, gpu: str = "H200-SXM") -> dict:
+def compare_record(results: dict, gpu: str = FALLBACK_GPU) -> dict:
     """Recompute every prediction of a record's results with the current models: for each
     bandwidth option (datasheet, copy and weight-stream measured in the same run) the GEMV sweep,
     the decode steps and the prefill times, and their measured/model ratios."""
@@ -524,11 +795,12 @@ def compare_record(results: dict, gpu: str = "H200-SXM") -> dict:
     ttft = TTFTSweep(**results["ttft"])
     opts = bandwidth_options(ceilings, gemv)
     peak = ceilings.gemm_flop_per_s
-    dt = "bf16" if steps.step_weight_bytes / DecoderConfig(**steps.config).model_config().step_params(1) == 2 else "fp32"
-    gemv_model = {k: gemv_model_s(gemv, bw, peak) for k, bw in opts.items()}
-    ttft_model = {k: ttft_model_s(ttft, gpu, bw, peak, dt) for k, bw in opts.items()}
+    dt = _sweep_dtype(steps)
+    gemv_model = {k: gemv_model_s(gemv, bw, option_peak(ceilings, k)) for k, bw in opts.items()}
+    ttft_model = {k: ttft_model_s(ttft, gpu, bw, option_peak(ceilings, k), dt) for k, bw in opts.items()}
     return {
         "options": opts,
+        "labels": {k: OPTION_LABELS[k] for k in opts},
         "peak_flop_per_s": peak,
         "gemv": dict(batches=gemv.batches, cublas_s=gemv.cublas_s, best_s=gemv.best_s, model_s=gemv_model,
                      ratio={k: [m / p for m, p in zip(gemv.best_s, v)] for k, v in gemv_model.items()}),
@@ -547,3 +819,64 @@ def gemv_knee_batch(batches: Sequence[int], times_s: Sequence[float], factor: fl
         if t > factor * times_s[0]:
             return int(b)
     return None
+
+
+# --------------------------------------------------------------------------------------------
+# The accuracy ledger (widgets.accuracy): every comparison the chapter makes, recomputed
+# --------------------------------------------------------------------------------------------
+def gemv_share_of_step_bytes(results: dict) -> float:
+    """Fraction of a decode step's weight bytes that the "gemv" calibration's layer matmuls are
+    (the calibrating layer times the number of layers, over the step's weight bytes)."""
+    steps = results["decode"]
+    return results["gemv"]["weight_bytes"] * steps["config"]["layers"] / steps["step_weight_bytes"]
+
+
+def accuracy_rows(record: dict) -> list:
+    """Every comparison of the serving chapter, recomputed from the raw measurements of
+    ``record`` with today's models (nothing read from stored ratios or verdicts).
+
+    Works with records written before and after the paged-cache and spread fields were added:
+    rows that need a field an older record lacks are left out."""
+    res = record["results"]
+    gpu = record_gpu_name(record)
+    device = record.get("provenance", {}).get("gpu") or res["ceilings"].get("device", "unknown")
+    cmp = compare_record(res, gpu)
+    rows = []
+    d = cmp["decode"]
+    i64 = d["batches"].index(max(b for b in d["batches"] if b <= 64))
+    share = gemv_share_of_step_bytes(res)
+    for opt, label in cmp["labels"].items():
+        by = d["by_option"][opt]
+        note = "" if opt != "gemv" else f"the calibrating layers are {share:.0%} of the step's weight bytes"
+        for i in sorted({0, i64}):
+            rows.append(Row("serving", f"decode step, batch {d['batches'][i]}, {d['batch_context_tokens']} tokens", OPTION_INPUTS[opt],
+                            by["batch_model_s"][i], d["batch_step_s"][i], "s", label, device, note))
+        rows.append(Row("serving", f"decode step, batch {d['context_batch']}, {d['contexts'][-1]} tokens", OPTION_INPUTS[opt],
+                        by["context_model_s"][-1], d["context_step_s"][-1], "s", label, device, note))
+        t = cmp["ttft"]
+        rows.append(Row("serving", f"prefill (TTFT) of {t['prompts'][-1]} tokens", OPTION_INPUTS[opt], t["model_s"][opt][-1], t["prefill_s"][-1], "s",
+                        label, device, "compute-bound: the roof is the dense peak (datasheet) or the measured GEMM rate"))
+    g = cmp["gemv"]
+    rows.append(Row("serving", "one layer's weight matmuls, batch 1", OPTION_INPUTS["datasheet"], g["model_s"]["datasheet"][0], g["best_s"][0], "s",
+                    "prediction", device))
+    rows.append(Row("serving", "one layer's weight matmuls, batch 1", OPTION_INPUTS["copy"], g["model_s"]["copy"][0], g["best_s"][0], "s",
+                    "calibrated", device))
+    kv = res["kv_memory"]
+    if kv.get("prefill_peak_extra_bytes"):
+        cfg = kv["config"]
+        eb = model.bytes_per_elem(_sweep_dtype(DecodeSweep(**res["decode"])))
+        est = model.activation_bytes(kv["prefill_tokens"], cfg["hidden"], cfg["intermediate"], cfg["vocab"], 1, eb)
+        rows.append(Row("serving", f"transient memory of a {kv['prefill_tokens']}-token prefill", "activation_bytes of the decoder's shapes",
+                        est, kv["prefill_peak_extra_bytes"], "B", "prediction", device,
+                        "the decoder keeps SiLU output and product apart and copies K and V per query group"))
+    pg = kv.get("paged")
+    if pg:
+        eb = model.bytes_per_elem(_sweep_dtype(DecodeSweep(**res["decode"])))
+        kvpt = model.kv_cache_bytes_per_token(kv["config"]["layers"], kv["config"]["kv_heads"], kv["config"]["head_dim"], eb)
+        block_bytes = model.paged_kv_cache_bytes(kvpt, pg["block_tokens"], pg["block_tokens"])
+        rows.append(Row("serving", f"paged KV pool of {pg['num_blocks']} blocks of {pg['block_tokens']} tokens", "paged_kv_cache_bytes",
+                        pg["num_blocks"] * block_bytes, pg["pool_measured_bytes"], "B", "prediction", device, pg["method"]))
+        pred_blocks = sum(model.paged_kv_blocks(c, pg["block_tokens"]) for c in pg["lengths"])
+        rows.append(Row("serving", f"blocks the block tables took ({pg['batch']} sequences)", "paged_kv_blocks of each sequence's length",
+                        pred_blocks, pg["blocks_used"], "blocks", "prediction", device))
+    return rows
