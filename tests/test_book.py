@@ -1,14 +1,34 @@
-"""The built book: warning-free, every page present, static calculators carry their slider
-steps, and nothing is loaded from the network."""
+"""The book as a site: its configuration, each chapter's first cell, and the built HTML
+(warning-free, every page present, launch and repository buttons, static calculators carry their
+frames, each browser asset only on the pages that use it, distinct citation labels, nothing
+loaded from the network).
 
+The configuration and notebook checks run without a build; the checks marked ``build`` build
+the whole book once (``tests/conftest.py``; set GPUBOOK_BUILT_HTML to reuse a build).
+"""
+
+import json
 import re
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-pytestmark = pytest.mark.build
+CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
+REPO_URL = CONFIG["repository"]["url"].rstrip("/")
+BRANCH = CONFIG["repository"].get("branch", "main")
+CHAPTERS = sorted(p.stem for p in (ROOT / "chapters").glob("*.ipynb"))
+
+# The first code cell of every chapter, exactly: in Colab or Binder (anywhere without the book's
+# package) it installs the package from the repository named in _config.yml; elsewhere it does
+# nothing. One visible line of logic; `%pip` installs into the running kernel.
+INSTALL_CELL = (
+    "import importlib.util\n"
+    'if importlib.util.find_spec("widgets") is None:  # Colab, Binder: install the book\'s package\n'
+    f'    %pip install -q "gpu-book-widgets[chapters] @ git+{REPO_URL}"'
+)
 
 
 def toc_files():
@@ -19,10 +39,8 @@ def toc_files():
     return files
 
 
-def test_every_toc_page_is_built(built_book):
-    for f in toc_files():
-        assert (built_book / f"{f}.html").exists(), f
-    assert (built_book / "index.html").exists()
+# ---------------------------------------------------------------------------------------------
+# configuration and notebooks (no build)
 
 
 def test_chapters_are_named_by_topic():
@@ -31,9 +49,61 @@ def test_chapters_are_named_by_topic():
             assert not re.match(r"chapters/\d", f), f"{f}: order lives in _toc.yml, not in file names"
 
 
+def test_launch_and_repository_buttons_are_configured():
+    # Jupyter Book 1 replaces (not merges) the html_theme_options it generates from
+    # launch_buttons/repository/html with sphinx.config's unless recursive_update is set
+    sphinx = CONFIG.get("sphinx", {})
+    theme = sphinx.get("config", {}).get("html_theme_options", {})
+    assert sphinx.get("recursive_update") is True or {"launch_buttons", "repository_url"} <= set(theme), (
+        "set sphinx.recursive_update: true, or the launch and repository buttons vanish"
+    )
+    assert re.match(r"https://(github\.com|gitlab\.com)/[^/]+/[^/]+$", REPO_URL), REPO_URL
+    launch = CONFIG["launch_buttons"]
+    assert launch.get("colab_url") and launch.get("binderhub_url")
+    hub = launch.get("jupyterhub_url") or ""
+    assert "example." not in hub, f"jupyterhub_url {hub!r} is a placeholder: leave it empty unless a hub exists"
+    html = CONFIG["html"]
+    assert html.get("use_repository_button") and html.get("use_issues_button")
+
+
+def test_only_the_config_names_the_repository():
+    """The repository URL is written in _config.yml; elsewhere only where it must be literal
+    (the chapters' install cell, checked below against the config)."""
+    for path in [ROOT / "book" / "how_to_use.md", ROOT / "book" / "intro.md"]:
+        text = path.read_text()
+        assert REPO_URL not in text, f"{path.name} repeats the repository URL: link to the button instead"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_first_code_cell_installs_the_package(chapter):
+    nb = json.loads((ROOT / "chapters" / f"{chapter}.ipynb").read_text())
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert code, f"{chapter}: no code cell"
+    first = code[0]
+    source = "".join(first["source"]) if isinstance(first["source"], list) else first["source"]
+    assert source.strip() == INSTALL_CELL, (
+        f"{chapter}: the first code cell must be exactly (URL from _config.yml):\n{INSTALL_CELL}\n"
+        f"found:\n{source.strip()[:400]}"
+    )
+    tags = set(first.get("metadata", {}).get("tags", []))
+    assert not tags & {"remove-cell", "remove-input", "hide-input"}, f"{chapter}: the install line must be visible ({tags})"
+
+
+# ---------------------------------------------------------------------------------------------
+# the built book
+
+
+@pytest.mark.build
+def test_every_toc_page_is_built(built_book):
+    for f in toc_files():
+        assert (built_book / f"{f}.html").exists(), f
+    assert (built_book / "index.html").exists()
+
+
 EXTERNAL = re.compile(r"""<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)\s*=\s*["'](?:https?:)?//""", re.I)
 
 
+@pytest.mark.build
 def test_no_page_loads_anything_from_the_network(built_book):
     pages = list(built_book.rglob("*.html"))
     assert pages
@@ -48,12 +118,68 @@ def test_no_page_loads_anything_from_the_network(built_book):
         assert not re.search(r"url\(\s*['\"]?https?://[^)]*\.(woff2?|ttf|otf|eot)", text), css
 
 
+@pytest.mark.build
 def test_assets_are_served_by_the_book(built_book):
     static = built_book / "_static"
-    for name in ("plotly.min.js", "require.min.js", "embed-amd.js", "mathjax/tex-chtml.js"):
+    for name in ("plotly.min.js", "plotly-cartesian.min.js", "plotly_templates.js", "plotly_theme.js",
+                 "gpubook.css", "require.min.js", "embed-amd.js", "mathjax/tex-chtml.js"):
         assert (static / name).exists(), name
     page = (built_book / "chapters" / "memory_hierarchy.html").read_text()
-    assert "_static/plotly.min.js" in page and "_static/mathjax/tex-chtml.js" in page
+    assert "_static/mathjax/tex-chtml.js" in page
+    assert "_static/gpubook.css" in page
+
+
+PLOTLY_JS = re.compile(r'<script[^>]+src="[^"]*_static/(plotly(?:-cartesian)?\.min\.js)[^"]*"')
+WIDGET_JS = re.compile(r'<script[^>]+src="[^"]*_static/(embed-amd\.js|require\.min\.js)')
+
+
+@pytest.mark.build
+@pytest.mark.parametrize("page", toc_files())
+def test_each_asset_only_where_it_is_used(built_book, page):
+    html = (built_book / f"{page}.html").read_text()
+    body = html.split("<body", 1)[1]
+    bundles = PLOTLY_JS.findall(html)
+    if "plotly-graph-div" in body:
+        assert len(bundles) == 1, f"{page}: has figures but loads plotly.js {len(bundles)} times ({bundles})"
+        assert "_static/plotly_theme.js" in html
+    else:
+        assert not bundles, f"{page}: no figure, yet loads {bundles}"
+    widgets = WIDGET_JS.findall(html)
+    if "application/vnd.jupyter.widget-view+json" in body:
+        assert {"embed-amd.js", "require.min.js"} <= set(widgets), f"{page}: shows a widget without the manager"
+    else:
+        assert not widgets, f"{page}: no widget on the page, yet loads {widgets}"
+        assert "application/vnd.jupyter.widget-state+json" not in html, f"{page}: widget state without a widget"
+
+
+@pytest.mark.build
+def test_cartesian_bundle_draws_every_trace_type(built_book):
+    """The partial bundle is used only where it holds every trace type of the page's figures."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    from offline_assets import CARTESIAN_TRACES, trace_types
+
+    for page in toc_files():
+        html = (built_book / f"{page}.html").read_text()
+        types = trace_types(html)
+        bundles = PLOTLY_JS.findall(html)
+        if bundles == ["plotly-cartesian.min.js"]:
+            assert types is not None and types <= CARTESIAN_TRACES, f"{page}: {types} not all in the cartesian bundle"
+
+
+@pytest.mark.build
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_launch_and_repository_buttons(built_book, chapter):
+    html = (built_book / "chapters" / f"{chapter}.html").read_text()
+    org_repo = REPO_URL.split("://", 1)[1].split("/", 1)[1]
+    colab = f"https://colab.research.google.com/github/{org_repo}/blob/{BRANCH}/chapters/{chapter}.ipynb"
+    assert f'href="{colab}"' in html, f"{chapter}: no Colab button for {colab}"
+    assert f"https://mybinder.org/v2/gh/{org_repo}/{BRANCH}" in html, f"{chapter}: no Binder button"
+    assert f'href="{REPO_URL}"' in html, f"{chapter}: no repository button"
+    assert f"{REPO_URL}/issues/new?" in html, f"{chapter}: no issue button"
+    hub = CONFIG["launch_buttons"].get("jupyterhub_url") or ""
+    assert ("hub/user-redirect" in html) == bool(hub), f"{chapter}: JupyterHub button shown={not hub}, hub={hub!r}"
 
 
 def _figures(html):
@@ -61,7 +187,8 @@ def _figures(html):
     return re.findall(r"Plotly\.newPlot\(\s*\"[^\"]+\",\s*(\[.*?\]),\s*(\{.*?\}),\s*\{", html, re.S)
 
 
-@pytest.mark.parametrize("chapter", sorted(p.stem for p in (ROOT / "chapters").glob("*.ipynb")))
+@pytest.mark.build
+@pytest.mark.parametrize("chapter", CHAPTERS)
 def test_static_calculators_carry_their_slider_steps(built_book, chapter):
     html = (built_book / "chapters" / f"{chapter}.html").read_text()
     n_sliders = html.count('"sliders"')
@@ -73,6 +200,38 @@ def test_static_calculators_carry_their_slider_steps(built_book, chapter):
         assert "Plotly.addFrames" in html or '"frames"' in html
 
 
+CITE = re.compile(r'<a class="reference internal" href="[^"]*#(id\d+|[^"]+)"[^>]*>([^<]+)</a>')
+
+
+@pytest.mark.build
+def test_citation_labels_are_distinct(built_book):
+    """No two different documents cite with the same label (e.g. four NVIDIA guides of 2025)."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    from bib_labels import _title_key, author_label
+    from pybtex.database.input.bibtex import Parser
+
+    entries = {}
+    for bib in CONFIG["bibtex_bibfiles"]:
+        entries.update(Parser().parse_file(ROOT / bib).entries)
+    html = (built_book / "book" / "references.html").read_text()
+    labels = {}  # what a reader sees in a citation -> the documents it stands for
+    for page in toc_files():
+        text = (built_book / f"{page}.html").read_text()
+        for m in re.finditer(r'<span class="cite-key"[^>]*>.*?</span>|title="([^"]+)">([^<]*\d{4}[a-z]?)</a>', text):
+            if m.group(2):
+                labels.setdefault(m.group(2).strip(), set()).add(m.group(1)[:60])
+    clashes = {k: v for k, v in labels.items() if len(v) > 1}
+    assert not clashes, f"one label for several documents: {clashes}"
+    assert html  # the bibliography page exists
+    assert any(re.search(r"\d{4}[a-z]\b", k) for k in labels) or not [
+        k for k in entries if author_label(entries[k]) == "NVIDIA"
+    ], "expected year suffixes for the NVIDIA documents"
+    del _title_key
+
+
+@pytest.mark.build
 def test_memory_hierarchy_numbers_come_from_glue(built_book):
     html = (built_book / "chapters" / "memory_hierarchy.html").read_text()
     assert "989 TFLOP/s" in html and "4.8 TB/s" in html and "206" in html

@@ -2,12 +2,16 @@
 
 With ``bibtex_reference_style: author_year`` every document of one author and one year cites as
 the same ``[NVIDIA, 2025]``. This extension gives such documents the usual year suffixes (a, b,
-c, ... in the order of their titles), in the citation and in the bibliography alike. Entries of
-the same document under different keys (same author, year and title) share their suffix.
+c, ... in the order of their titles), in the citation and in the bibliography alike. Two keys for
+the same document (e.g. a guide entered by two chapters) are two bibliography entries and get
+two letters, so every label names exactly one entry; merging such keys removes the second.
 
 The bib files under ``book/`` are not changed: at ``config-inited`` each is parsed and written,
 with the suffixed years, to a folder of the build directory, and ``bibtex_bibfiles`` points at
 those copies (sphinxcontrib-bibtex reads them at ``builder-inited``, after this).
+
+The bibliography's labels are the citations' labels (formatting style ``gpubook``, set as
+``bibtex_default_style`` in ``_config.yml``).
 """
 
 from __future__ import annotations
@@ -19,6 +23,9 @@ from pathlib import Path
 
 from pybtex.database import BibliographyData
 from pybtex.database.input.bibtex import Parser
+from pybtex.plugin import register_plugin
+from pybtex.style.formatting.plain import Style as PlainStyle
+from pybtex.style.labels import BaseLabelStyle
 from sphinx.application import Sphinx
 
 
@@ -46,22 +53,22 @@ def _title_key(entry) -> str:
 
 
 def year_suffixes(entries: dict) -> dict[str, str]:
-    """``{key: suffix}`` for every entry whose author label and year it shares with a document of
-    another title; documents are lettered in the order of their titles."""
-    groups: dict[tuple[str, str], dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    """``{key: suffix}`` for every entry that shares its author label and year with another entry;
+    letters follow the order of the titles (then of the keys)."""
+    groups: dict[tuple[str, str], list[str]] = defaultdict(list)
     for key, entry in entries.items():
         year = entry.fields.get("year")
         if year:
-            groups[(author_label(entry).lower(), year.strip())][_title_key(entry)].append(key)
+            groups[(author_label(entry).lower(), year.strip())].append(key)
     out: dict[str, str] = {}
-    for titles in groups.values():
-        if len(titles) < 2:
+    for keys in groups.values():
+        if len(keys) < 2:
             continue
-        if len(titles) > len(string.ascii_lowercase):
-            raise ValueError(f"more than 26 documents share an author and year: {sorted(titles)}")
-        for letter, title in zip(string.ascii_lowercase, sorted(titles)):
-            for key in titles[title]:
-                out[key] = letter
+        if len(keys) > len(string.ascii_lowercase):
+            raise ValueError(f"more than 26 entries share an author and year: {sorted(keys)}")
+        ordered = sorted(keys, key=lambda k: (_title_key(entries[k]), k))
+        for letter, key in zip(string.ascii_lowercase, ordered):
+            out[key] = letter
     return out
 
 
@@ -87,6 +94,25 @@ def _on_config_inited(app: Sphinx, config) -> None:
             dst.write_text(text, encoding="utf-8")
         copies.append(str(dst))
     config.bibtex_bibfiles = copies
+
+
+class AuthorYearLabels(BaseLabelStyle):
+    """Bibliography labels that match the citations: ``NVIDIA, 2025a``, ``Austin et al., 2025``
+    (pybtex's alpha labels would read ``NVIDIA5ba``)."""
+
+    def format_labels(self, sorted_entries):
+        for entry in sorted_entries:
+            yield f"{author_label(entry)}, {entry.fields.get('year', 'n.d.')}"
+
+
+class AuthorYearStyle(PlainStyle):
+    """pybtex's plain formatting with :class:`AuthorYearLabels`: ``bibtex_default_style: gpubook``."""
+
+    default_label_style = "gpubook_author_year"
+
+
+register_plugin("pybtex.style.labels", "gpubook_author_year", AuthorYearLabels)
+register_plugin("pybtex.style.formatting", "gpubook", AuthorYearStyle)
 
 
 def setup(app: Sphinx):
