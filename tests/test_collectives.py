@@ -759,3 +759,41 @@ def test_recorded_two_h200_reference_meets_the_targets():
     assert r["ring_max_slowdown_at_256MiB_and_above"] <= 2.0
     # the recorded busbw is the nccl-tests conversion of the recorded time
     assert mc.busbw_factor("all_reduce", 2) == 1.0
+
+
+def test_accuracy_rows_recompute_the_two_h200_record():
+    """accuracy_rows recomputes every comparison from the raw times of the committed two-H200 record
+    (NCCL 2.28.9, NVLS off) with today's models; labels say what each comparison is."""
+    from widgets.accuracy import LABELS
+    from widgets.experiments import collectives as ex
+    from widgets.experiments import harness
+
+    ref = harness.load_reference("collectives", gpu="h200x2")
+    rows = ex.accuracy_rows(ref)
+    assert rows == ex.accuracy_rows(ref["results"])  # the record or its results
+    assert {r.label for r in rows} <= set(LABELS) and {r.label for r in rows} == {"prediction", "calibrated", "fit"}
+    times = {(p["op"], p["size_bytes"]): p["time_s"] for p in ref["results"]["sweep"]}
+    pred = {r.quantity: r for r in rows if r.label == "prediction"}
+    ar = pred["all_reduce time, 1024 MiB"]
+    # Datasheet NVLink (450 GB/s per direction, catalog) and NCCL's latencies: 2^30 / 450e9 + 3.6 us + 2 x 0.47 us.
+    assert ar.predicted == pytest.approx((2**30 / 450e9 + 3.6e-6 + 2 * 0.47e-6) * 1e3)
+    assert ar.measured == pytest.approx(times[("all_reduce", 2**30)] * 1e3)
+    assert 1.2 < ar.ratio < 1.6  # measured busbw 324 GB/s = 72 % of the datasheet link: outside 25 %, and said so
+    assert pred["all_reduce time, 1024 B"].ratio > 5  # Python's per-call cost, not NCCL's kernel latency
+    fit = [r for r in rows if r.label == "fit" and r.unit == "GB/s"][0]
+    assert fit.predicted > fit.measured  # the fitted asymptote lies above the largest measured busbw
+    ring = [r for r in rows if r.quantity.startswith("hand-written ring")]
+    assert len(ring) == 2 and all(r.label == "calibrated" and 0.9 < r.ratio < 2 for r in ring)
+    with pytest.raises(ValueError, match="record"):
+        ex.accuracy_rows({"provenance": {}})
+
+
+def test_accuracy_rows_of_a_cpu_record_have_no_datasheet_prediction(cpu_run):
+    from widgets.experiments import collectives as ex
+
+    results = ex.results_dict(ex.sweep_from_worker(cpu_run), ex.ring_from_worker(cpu_run))
+    rows = ex.accuracy_rows(results)
+    assert all(r.label != "prediction" for r in rows)  # gloo on a CPU: no datasheet link to predict from
+    sweep_rows = results["sweep"]
+    assert all(p["time_min_s"] <= p["time_s"] <= p["time_max_s"] for p in sweep_rows)  # median and spread
+    assert all(p["sm_clock_mhz"] is None and p["power_w"] is None for p in sweep_rows)  # no NVML on the CPU path

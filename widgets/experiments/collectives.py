@@ -13,6 +13,7 @@ nccl-tests definitions). The same worker runs unchanged on many nodes.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -131,6 +132,10 @@ class SweepPoint:
     correct: bool
     algbw_bytes_per_s: float
     busbw_bytes_per_s: float
+    time_min_s: Optional[float] = None  # fastest and slowest batch (None in records made before they were kept)
+    time_max_s: Optional[float] = None
+    sm_clock_mhz: Optional[float] = None  # NVML, median over the batches (None without a GPU or pynvml)
+    power_w: Optional[float] = None
 
 
 @dataclass
@@ -171,6 +176,7 @@ def sweep_from_worker(result: dict) -> Sweep:
                     op, n, int(r["size_bytes"]), float(r["time_s"]), bool(r["correct"]),
                     model.algbw_bytes_per_s(r["size_bytes"], r["time_s"]),
                     model.busbw_bytes_per_s(op, n, r["size_bytes"], r["time_s"]),
+                    r.get("time_min_s"), r.get("time_max_s"), r.get("sm_clock_mhz"), r.get("power_w"),
                 )
             )  # fmt: skip
     return s
@@ -185,6 +191,10 @@ class RingPoint:
     ring_time_s: float
     library_time_s: float
     correct: bool
+    ring_time_min_s: Optional[float] = None
+    ring_time_max_s: Optional[float] = None
+    library_time_min_s: Optional[float] = None
+    library_time_max_s: Optional[float] = None
 
     @property
     def ring_busbw_bytes_per_s(self) -> float:
@@ -202,14 +212,17 @@ class RingPoint:
 
 def ring_from_worker(result: dict) -> list:
     n = int(result["world_size"])
-    return [RingPoint(n, int(r["size_bytes"]), float(r["ring_time_s"]), float(r["library_time_s"]), bool(r["correct"])) for r in result.get("ring", [])]
+    return [RingPoint(n, int(r["size_bytes"]), float(r["ring_time_s"]), float(r["library_time_s"]), bool(r["correct"]),
+                      *(r.get(k) for k in ("ring_time_min_s", "ring_time_max_s", "library_time_min_s", "library_time_max_s"))) for r in result.get("ring", [])]  # fmt: skip
 
 
 def from_record(results: dict) -> tuple:
     """``(Sweep, [RingPoint])`` from a recorded ``run_all()`` result (``harness.load_reference``)."""
     sweep = Sweep(results["backend"], int(results["world_size"]), results["device"], info=results.get("info", {}))
-    sweep.points = [SweepPoint(**p) for p in results["sweep"]]
-    ring = [RingPoint(r["n"], r["size_bytes"], r["ring_time_s"], r["library_time_s"], r["correct"]) for r in results["ring"]]
+    fields = {f.name for f in dataclasses.fields(SweepPoint)}
+    sweep.points = [SweepPoint(**{k: v for k, v in p.items() if k in fields}) for p in results["sweep"]]
+    ring = [RingPoint(r["n"], r["size_bytes"], r["ring_time_s"], r["library_time_s"], r["correct"],
+                      *(r.get(k) for k in ("ring_time_min_s", "ring_time_max_s", "library_time_min_s", "library_time_max_s"))) for r in results["ring"]]  # fmt: skip
     return sweep, ring
 
 
@@ -307,3 +320,81 @@ def results_dict(sweep: Sweep, ring: list) -> dict:
 def run_all() -> dict:
     """Both experiments and the fits, as a JSON-able dict (``python -m widgets.measure``)."""
     return results_dict(*measure_collectives())
+
+
+# --------------------------------------------------------------------------------------------
+# The accuracy ledger
+# --------------------------------------------------------------------------------------------
+def _results(record: dict) -> dict:
+    """The ``results`` of a record (``harness.load_reference``), or ``record`` if it is already that."""
+    if not isinstance(record, dict):
+        raise ValueError(f"record must be a dict (a collectives record or its 'results'), got {type(record).__name__}")
+    res = record.get("results", record)
+    for key in ("sweep", "world_size", "backend"):
+        if key not in res:
+            raise ValueError(f"record must have results[{key!r}] (a collectives record), got keys {sorted(res)}")
+    return res
+
+
+def accuracy_rows(record: dict) -> list:
+    """Every comparison the chapter makes, recomputed from the raw times in ``record`` with
+    today's models (works with records made before and after the spread and NVML fields).
+
+    - **prediction** (NCCL runs on a catalog GPU): each collective's time at the largest size
+      from the datasheet link bandwidth and NCCL's own latency model; the smallest all-reduce's
+      time from NCCL's latency model (the measured one is Python's per-call cost: far off).
+    - **calibrated**: each other collective at the largest size from the all-reduce bus bandwidth
+      measured at that size (a different call); the hand-written ring from ``dist.all_reduce``
+      timed in the same run (>= 256 MiB).
+    - **fit**: the alpha-beta line fitted to the all-reduce sweep, at the middle size, and its
+      asymptotic bus bandwidth against the largest measured one.
+    """
+    from ..accuracy import Row
+    from ..hardware import catalog_name_for, get_gpu
+
+    res = _results(record)
+    prov = record.get("provenance", {}) if "results" in record else {}
+    sweep, ring = from_record(res)
+    n = sweep.n
+    gpu_name = prov.get("gpu") or sweep.device
+    device = f"{n} x {gpu_name} ({sweep.backend})"
+    rows = []
+    by_op = {op: sorted(sweep.rows(op), key=lambda p: p.size_bytes) for op in model.OPS if sweep.rows(op)}
+    if "all_reduce" not in by_op:
+        return rows
+    ar = by_op["all_reduce"]
+    big, small = ar[-1], ar[0]
+    catalog = catalog_name_for(gpu_name) if sweep.backend == "nccl" else None
+    link = get_gpu(catalog).interconnect_bytes_per_s if catalog else None
+    if link:
+        src = f"{catalog} datasheet link {link / 1e9:.0f} GB/s per direction; NCCL latencies {model.NCCL_CALL_LATENCY_S * 1e6:.1f} us + {model.NCCL_NVLINK_STEP_LATENCY_S * 1e6:.2f} us/step"
+        for op, pts in by_op.items():
+            p = pts[-1]
+            t = model.collective_time_s(op, p.size_bytes, n, link, model.NCCL_NVLINK_STEP_LATENCY_S, "ring", model.NCCL_CALL_LATENCY_S)
+            rows.append(Row("collectives", f"{op} time, {p.size_bytes / 2**20:.0f} MiB", f"{n} ranks; {src}", t * 1e3, p.time_s * 1e3, "ms", "prediction", device,
+                            "the datasheet counts raw signalling; NCCL drives the links with a few channels that also read, add and write HBM"))  # fmt: skip
+        t = model.ring_allreduce_time_s(small.size_bytes, n, link)
+        rows.append(Row("collectives", f"all_reduce time, {small.size_bytes} B", f"{n} ranks; NCCL's latency model (tuning.cc)", t * 1e6, small.time_s * 1e6, "us", "prediction", device,
+                        "the measured time is a call from Python through torch.distributed, back to back: launch cost, not NCCL's kernel latency"))  # fmt: skip
+    for op, pts in by_op.items():
+        if op == "all_reduce":
+            continue
+        p = pts[-1]
+        if p.size_bytes != big.size_bytes:
+            continue
+        t = model.time_from_busbw_s(op, n, p.size_bytes, big.busbw_bytes_per_s) if model.busbw_factor(op, n) > 0 else None
+        if t:
+            rows.append(Row("collectives", f"{op} time, {p.size_bytes / 2**20:.0f} MiB", f"busbw of all_reduce at the same size ({big.busbw_bytes_per_s / 1e9:.0f} GB/s)", t * 1e3, p.time_s * 1e3, "ms", "calibrated", device,
+                            "busbw carries over between collectives when the links are the bottleneck"))  # fmt: skip
+    for r in ring:
+        if r.size_bytes >= 256 * MiB:
+            rows.append(Row("collectives", f"hand-written ring time, {r.size_bytes / 2**20:.0f} MiB", "dist.all_reduce timed in the same run (same bytes per rank)", r.library_time_s * 1e3, r.ring_time_s * 1e3, "ms", "calibrated", device,
+                            "the ring adds after each receive through HBM and does not pipeline slices"))  # fmt: skip
+    fit = fit_sweep(sweep, ops=("all_reduce",))["all_reduce"]
+    if fit:
+        mid = min(ar, key=lambda p: abs(math.log(p.size_bytes / (16 * MiB))))
+        rows.append(Row("collectives", f"all_reduce time, {mid.size_bytes / 2**20:.0f} MiB", f"alpha {fit.latency_s * 1e6:.1f} us and beta fitted to this sweep", fit.predict_s(mid.size_bytes) * 1e3, mid.time_s * 1e3, "ms", "fit", device,
+                        "alpha is the per-call cost of a call from Python, not a link latency"))  # fmt: skip
+        rows.append(Row("collectives", "all_reduce busbw, largest size vs fitted asymptote", "beta fitted to this sweep", fit.busbw_bytes_per_s / 1e9, big.busbw_bytes_per_s / 1e9, "GB/s", "fit", device,
+                        "an asymptote is reached only as S grows without bound: it lies above every measured point"))  # fmt: skip
+    return rows

@@ -8,8 +8,8 @@ Launch it yourself on one machine or many (``widgets.experiments.collectives`` d
 
 Backend: NCCL with one GPU per process, or gloo on the CPU (``--backend gloo``). Sizes follow
 nccl-tests: ``S`` is the whole buffer (the output of all_gather, the input of reduce_scatter).
-Times are averages over ``--iters`` back-to-back calls (after ``--warmup``; the median of three
-such batches), averaged over ranks, as nccl-tests reports them. Bandwidths are computed by the caller from these times with
+Times are averages over ``--iters`` back-to-back calls (after ``--warmup``; the median, fastest
+and slowest of five such batches), averaged over ranks, as nccl-tests reports them. Bandwidths are computed by the caller from these times with
 ``widgets.models.collectives``.
 """
 
@@ -30,6 +30,7 @@ from ..models.collectives import OPS, ring_allreduce_schedule
 
 DTYPE = torch.float32
 ELEM_BYTES = 4
+BATCHES = 5
 ENV_KEYS = ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NCCL_ALGO", "NCCL_PROTO", "OMP_NUM_THREADS")
 
 _all_gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
@@ -75,37 +76,78 @@ class Ctx:
             torch.cuda.synchronize(self.device)
         dist.barrier()
 
-    def time_per_call_s(self, fn, iters: int, warmup: int, batches: int = 3) -> float:
-        """Seconds per call: ``batches`` runs of ``iters`` back-to-back calls, each averaged;
-        the median batch on each rank, then the mean over ranks (nccl-tests reports the mean)."""
-        for _ in range(warmup):
+    def _batch_s(self, fn, iters: int) -> float:
+        """Seconds per call of one batch of ``iters`` back-to-back calls (CUDA events on a GPU)."""
+        self.sync()
+        if self.cuda:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(iters):
+                fn()
+            end.record()
+            end.synchronize()
+            return start.elapsed_time(end) * 1e-3 / iters
+        t0 = time.perf_counter()
+        for _ in range(iters):
             fn()
-        per_batch = []
-        for _ in range(batches):
-            self.sync()
-            if self.cuda:
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                start.record()
-                for _ in range(iters):
-                    fn()
-                end.record()
-                end.synchronize()
-                elapsed = start.elapsed_time(end) * 1e-3
-            else:
-                t0 = time.perf_counter()
-                for _ in range(iters):
-                    fn()
-                elapsed = time.perf_counter() - t0
-            per_batch.append(elapsed / iters)
-        t = torch.tensor([statistics.median(per_batch)], dtype=torch.float64, device=self.device)
+        return (time.perf_counter() - t0) / iters
+
+    def _mean_over_ranks(self, values) -> list:
+        t = torch.tensor([float(v) for v in values], dtype=torch.float64, device=self.device)
         dist.all_reduce(t)
-        return float(t.item()) / self.n
+        return [float(x) / self.n for x in t.tolist()]
+
+    def time_per_call_s(self, fn, iters: int, warmup: int, batches: int = BATCHES) -> dict:
+        """Seconds per call: ``batches`` runs of ``iters`` back-to-back calls, each averaged; the
+        median, fastest and slowest batch on each rank, each then averaged over ranks (nccl-tests
+        reports the mean over ranks); and the SM clock and power read after each batch (NVML)."""
+        return self.time_pair_s(fn, None, iters, warmup, batches)[0]
+
+    def time_pair_s(self, fn_a, fn_b, iters: int, warmup: int, batches: int = BATCHES) -> tuple:
+        """Like :meth:`time_per_call_s` for two functions, their batches interleaved (a, b, a, b,
+        ...) so that both see the same clocks and the same neighbours."""
+        fns = [f for f in (fn_a, fn_b) if f is not None]
+        for f in fns:
+            for _ in range(warmup):
+                f()
+        per = [[] for _ in fns]
+        clocks, powers = [], []
+        for _ in range(batches):
+            for i, f in enumerate(fns):
+                per[i].append(self._batch_s(f, iters))
+            c, w = _nvml_sample(self.device) if self.cuda else (None, None)
+            if c is not None:
+                clocks.append(c)
+            if w is not None:
+                powers.append(w)
+        out = []
+        for times in per:
+            med, lo, hi = self._mean_over_ranks([statistics.median(times), min(times), max(times)])
+            out.append({"time_s": med, "time_min_s": lo, "time_max_s": hi, "batches": batches,
+                        "sm_clock_mhz": statistics.median(clocks) if clocks else None,
+                        "power_w": statistics.median(powers) if powers else None})  # fmt: skip
+        return tuple(out) if fn_b is not None else (out[0],)
 
     def all_true(self, ok: bool) -> bool:
         """True when ``ok`` holds on every rank."""
         t = torch.tensor([1 if ok else 0], dtype=torch.int32, device=self.device)
         dist.all_reduce(t, op=dist.ReduceOp.MIN)
         return bool(t.item())
+
+
+def _nvml_sample(device) -> tuple:
+    """(SM clock [MHz], power [W]) of ``device`` now, from NVML through torch; ``(None, None)``
+    where NVML (pynvml) is not available."""
+    clock = power = None
+    try:
+        clock = float(torch.cuda.clock_rate(device))
+    except Exception:  # no pynvml, or no NVML on this machine: record null
+        clock = None
+    try:
+        power = float(torch.cuda.power_draw(device)) / 1000.0  # mW -> W
+    except Exception:
+        power = None
+    return clock, power
 
 
 def _elems(size_bytes: int, n: int) -> int:
@@ -198,8 +240,9 @@ def sweep(ctx: Ctx, ops, sizes, iters: int, warmup: int, small_iters: int) -> di
             run, check = _collective(op, ctx, elems)
             correct = ctx.all_true(check())
             it = small_iters if elems * ELEM_BYTES <= 16 * 2**20 else iters
-            t = ctx.time_per_call_s(run, it, warmup)
-            rows.append({"size_bytes": elems * ELEM_BYTES, "time_s": t, "correct": correct, "iters": it})
+            timing = ctx.time_per_call_s(run, it, warmup)
+            t = timing["time_s"]
+            rows.append({"size_bytes": elems * ELEM_BYTES, "correct": correct, "iters": it, **timing})
             if ctx.rank == 0:
                 print(f"{op:>15} {elems * ELEM_BYTES:>12d} B  {t * 1e6:10.1f} us  {'ok' if correct else 'WRONG'}", flush=True)
             del run, check
@@ -244,9 +287,12 @@ def ring(ctx: Ctx, sizes, iters: int, warmup: int, small_iters: int) -> list:
         correct = ctx.all_true(bool(torch.equal(mine, ref)))
         it = small_iters if elems * ELEM_BYTES <= 16 * 2**20 else iters
         work = torch.zeros_like(data)
-        t_ring = ctx.time_per_call_s(lambda: ring_allreduce_(work, ctx, schedule, recv), it, warmup)
-        t_lib = ctx.time_per_call_s(lambda: dist.all_reduce(work), it, warmup)
-        rows.append({"size_bytes": elems * ELEM_BYTES, "ring_time_s": t_ring, "library_time_s": t_lib, "correct": correct, "iters": it})
+        tr, tl = ctx.time_pair_s(lambda: ring_allreduce_(work, ctx, schedule, recv), lambda: dist.all_reduce(work), it, warmup)
+        t_ring, t_lib = tr["time_s"], tl["time_s"]
+        rows.append({"size_bytes": elems * ELEM_BYTES, "ring_time_s": t_ring, "library_time_s": t_lib, "correct": correct, "iters": it,
+                     "ring_time_min_s": tr["time_min_s"], "ring_time_max_s": tr["time_max_s"],
+                     "library_time_min_s": tl["time_min_s"], "library_time_max_s": tl["time_max_s"],
+                     "batches": tr["batches"], "sm_clock_mhz": tr["sm_clock_mhz"], "power_w": tr["power_w"]})  # fmt: skip
         if ctx.rank == 0:
             print(f"{'ring':>15} {elems * ELEM_BYTES:>12d} B  {t_ring * 1e6:10.1f} us  (library {t_lib * 1e6:.1f} us)  {'ok' if correct else 'WRONG'}", flush=True)
         del data, recv, mine, ref, work
@@ -278,7 +324,7 @@ def main(argv=None) -> int:
         "torch": torch.__version__,
         "dtype": "float32",
         "env": {k: os.environ.get(k) for k in ENV_KEYS},
-        "timing": f"median of 3 batches of back-to-back calls ({args.iters} per batch, {args.small_iters} at <= 16 MiB, after {args.warmup} warm-up), each batch averaged; mean over ranks",
+        "timing": f"median (and fastest, slowest) of {BATCHES} batches of back-to-back calls ({args.iters} per batch, {args.small_iters} at <= 16 MiB, after {args.warmup} warm-up), each batch averaged, then the mean over ranks; the hand-written ring and all_reduce batches interleaved; SM clock and power (NVML) read after each batch, median",
         "sweep": sweep(ctx, ops, _ints(args.sizes), args.iters, args.warmup, args.small_iters),
         "ring": ring(ctx, _ints(args.ring_sizes), args.iters, args.warmup, args.small_iters),
     }
