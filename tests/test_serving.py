@@ -615,20 +615,35 @@ def test_models_import_without_torch_or_ipywidgets():
 # --------------------------------------------------------------------------------------------
 # Calculators
 # --------------------------------------------------------------------------------------------
+def _frame(fig, ci, si):
+    """The frame of choice ``ci`` at slider position ``si`` of a grid_figure."""
+    names = [f.name for f in fig.frames]
+    return fig.frames[names.index(f"{ci}:{si}" if fig.layout.updatemenus else str(si))]
+
+
+def _text(frame) -> str:
+    t = frame.layout.title
+    return (t.text + " | " + (t.subtitle.text if t.subtitle and t.subtitle.text else "")).replace("<br>", " ")
+
+
 def test_memory_figure_frames_match_the_model():
     from widgets.ui import serving as ui
     from widgets.units import GiB
 
     batches = (1, 64, 128)
-    fig = ui.memory_figure("Llama-3-8B", "H200-SXM", 8192, batches)
-    assert len(fig.frames) == len(batches) == len(fig.layout.sliders[0].steps)
+    choices = (("Llama-3-8B", "bf16", 8192), ("Llama-3-70B", "fp8", 8192))
+    fig = ui.memory_figure(choices, "H200-SXM", batches)
+    assert len(fig.frames) == len(batches) * 2 and len(fig.layout.sliders) == 2 and len(fig.layout.updatemenus[0].buttons) == 2
     b = sv.memory_budget("Llama-3-8B", "H200-SXM", 8192, 128)
-    f = fig.frames[2]
+    f = _frame(fig, 0, 2)
     names = [t.name for t in f.data]
     assert f.data[names.index("KV cache")].x[0] == pytest.approx(b.kv_bytes / GiB)
     assert f.data[names.index("weights")].x[0] == pytest.approx(b.weight_bytes / GiB)
-    assert "does NOT fit" in f.layout.title.text and "at most 111 sequences" in f.layout.title.text
-    assert "fits" in fig.frames[1].layout.title.text
+    assert "does NOT fit" in _text(f) and "at most 110 sequences" in _text(f)
+    assert "fits" in _text(_frame(fig, 0, 1))
+    b70 = sv.memory_budget("Llama-3-70B", "H200-SXM", 8192, 64, "fp8")
+    f70 = _frame(fig, 1, 1)
+    assert f70.data[[t.name for t in f70.data].index("weights")].x[0] == pytest.approx(b70.weight_bytes / GiB)
 
 
 def test_kv_per_sequence_figure_shows_the_window():
@@ -636,36 +651,44 @@ def test_kv_per_sequence_figure_shows_the_window():
     from widgets.units import GiB
 
     fig = ui.kv_per_sequence_figure(contexts=(4096, 32768))
-    assert len(fig.frames) == 2 == len(fig.layout.sliders[0].steps)
-    bars = fig.frames[1].data[0]
+    assert len(fig.frames) == 4 and len(fig.layout.updatemenus[0].buttons) == 2  # bf16 and fp8
+    bars = _frame(fig, 0, 1).data[0]
     i = list(bars.x).index("Mistral-7B")
     assert bars.y[i] == pytest.approx(sv.MISTRAL_7B.kv_bytes_per_sequence(32768, 2) / GiB) == pytest.approx(0.5)
-    assert fig.frames[0].data[0].y[i] == pytest.approx(0.5)
+    assert _frame(fig, 0, 0).data[0].y[i] == pytest.approx(0.5)
+    assert _frame(fig, 1, 1).data[0].y[i] == pytest.approx(0.25)  # fp8
 
 
 def test_latency_figure_marker_is_the_model_tpot():
     from widgets.ui import serving as ui
 
-    fig = ui.latency_figure("Llama-3-8B", "H200-SXM", 1024, 256, batches=(1, 32, 512))
-    assert len(fig.frames) == 3 == len(fig.layout.sliders[0].steps)
-    marker = fig.frames[1].data[-1]
+    fig = ui.latency_figure(batches=(1, 32, 512))
+    assert len(fig.frames) == 3 * len(ui.LATENCY_CHOICES) and len(fig.layout.updatemenus[0].buttons) == len(ui.LATENCY_CHOICES)
+    marker = _frame(fig, 0, 1).data[-1]
     assert marker.y[0] == pytest.approx(sv.latency("Llama-3-8B", "H200-SXM", 32, 1024, 256).tpot_s * 1e3)
-    assert "memory-bound" in fig.frames[0].layout.title.text
-    assert "compute-bound" in fig.frames[2].layout.title.text
+    assert "matmuls memory-bound" in _text(_frame(fig, 0, 0))
+    assert "matmuls compute-bound" in _text(_frame(fig, 0, 2))
+    ds = ui.LATENCY_CHOICES.index(("DeepSeek-V3", "H200-SXM", "fp8", 8))
+    assert "attention compute-bound" in _text(_frame(fig, ds, 0))  # MLA
+    m = _frame(fig, ds, 1).data[-1]
+    assert m.y[0] == pytest.approx(sv.latency("DeepSeek-V3", "H200-SXM", 32, 1024, 256, "fp8", tp=8).tpot_s * 1e3)
 
 
 def test_capacity_figure_titles_come_from_the_planner():
     from widgets.ui import serving as ui
 
-    fig = ui.capacity_figure(targets_ms=(10, 50), rates=(1, 50, 1000), rate=50)
-    assert len(fig.frames) == 2 == len(fig.layout.sliders[0].steps)
+    choices = (("Llama-3-8B", "H200-SXM", 1024, "bf16", 1), ("Llama-3-8B", "H100-SXM", 1024, "bf16", 1))
+    fig = ui.capacity_figure(choices, targets_ms=(10, 50), rates=(1, 50, 1000), rate=50)
+    assert len(fig.frames) == 4 and len(fig.layout.sliders) == 2
     p = sv.plan_capacity("Llama-3-8B", "H200-SXM", 50, 1024, 256, 0.05, 3.0)
-    assert f"{p.gpus} GPU(s)" in fig.frames[1].layout.title.text
-    assert fig.frames[1].data[1].y[0] == pytest.approx(p.cost_per_million_output_tokens)
-    curve = fig.frames[0].data[0]
+    assert f"{p.gpus} GPU" in _text(_frame(fig, 0, 1))
+    assert _frame(fig, 0, 1).data[1].y[0] == pytest.approx(p.cost_per_million_output_tokens)
+    curve = _frame(fig, 0, 0).data[0]
     p10 = sv.plan_capacity("Llama-3-8B", "H200-SXM", 1000, 1024, 256, 0.01, 3.0)
     assert curve.y[2] == pytest.approx(p10.cost_per_million_output_tokens)
     assert curve.y[0] > curve.y[2]  # a lightly loaded GPU makes expensive tokens
+    h100 = sv.plan_capacity("Llama-3-8B", "H100-SXM", 50, 1024, 256, 0.05, 3.0)
+    assert _frame(fig, 1, 1).data[1].y[0] == pytest.approx(h100.cost_per_million_output_tokens)
     with pytest.raises(ValueError, match="rates"):
         ui.capacity_figure(rates=(0,))
     with pytest.raises(ValueError, match="targets_ms"):
@@ -678,7 +701,7 @@ def test_figures_reject_bad_slider_values():
     with pytest.raises(ValueError, match="batches"):
         ui.memory_figure(batches=(1, -2))
     with pytest.raises(ValueError, match="context_tokens"):
-        ui.memory_figure(context_tokens=-5)
+        ui.memory_figure(choices=(("Llama-3-8B", "bf16", -5),))
 
 
 def _html(box) -> str:

@@ -15,23 +15,14 @@ import plotly.graph_objects as go
 from ..hardware import get_gpu, gpu_names
 from ..models import serving as sv
 from ..units import GiB, fmt_bytes, fmt_bytes_per_s, fmt_flop, fmt_time
-from ._core import frames_figure, live_form, table_html
+from ..models import _check
+from ._core import grid_figure, live_form, plural, series_color, style_figure, table_html
 from ._core import verdict as _verdict
 
-COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
 MEMORY_PARTS = (("weights", "#1f77b4"), ("activations", "#9467bd"), ("runtime reserve", "#7f7f7f"), ("KV cache", "#ff7f0e"), ("free", "#d9f0d3"))
 SERVING_GPUS = ("H200-SXM", "H100-SXM", "A100-SXM-80GB", "B200", "MI300X", "L4", "RTX-4090")
 DTYPES = tuple(sv.DTYPE_BYTES)
 CUSTOM = "custom"
-
-
-TOP_LEGEND = dict(orientation="h", yanchor="bottom", y=1.02, x=0)
-
-
-def _roomy(fig: go.Figure, top: int = 120) -> go.Figure:
-    """Room above the plot for a two-line title and a legend (kept clear of the slider below)."""
-    fig.update_layout(margin=dict(t=top, b=40))
-    return fig
 
 
 def _fmt_int(n: float) -> str:
@@ -87,65 +78,90 @@ def _memory_traces(b: sv.MemoryBudget) -> list:
     ]
 
 
-def _memory_layout(b: sv.MemoryBudget, max_gib: float) -> dict:
-    cap = b.hbm_bytes / GiB
+def _memory_layout(cap_gib: float, max_gib: float) -> dict:
     return dict(
-        barmode="stack", height=330, xaxis=dict(title="memory [GiB]", range=[0, max(max_gib, cap) * 1.05]),
-        yaxis=dict(showticklabels=False), legend=TOP_LEGEND,
-        shapes=[dict(type="line", x0=cap, x1=cap, y0=-0.5, y1=0.5, line=dict(color="black", width=3, dash="dash"))],
-        annotations=[dict(x=cap, y=0.55, text=f"HBM {cap:.0f} GiB", showarrow=False)],
+        barmode="stack", xaxis=dict(title="memory [GiB]", range=[0, max(max_gib, cap_gib) * 1.05]),
+        yaxis=dict(showticklabels=False),
+        shapes=[dict(type="line", x0=cap_gib, x1=cap_gib, y0=-0.5, y1=0.5, line=dict(color="#888888", width=3, dash="dash"))],
+        annotations=[dict(x=cap_gib, y=0.55, text=f"usable {cap_gib:.1f} GiB", showarrow=False)],
     )
 
 
-def memory_figure(model: str = "Llama-3-8B", gpu: str = "H200-SXM", context_tokens: int = 8192, batches=None,
-                  weight_dtype: str = "bf16", kv_dtype: str = "bf16", tp: int = 1) -> go.Figure:
-    """Static memory budget: the slider sets how many sequences of ``context_tokens`` are served."""
-    batches = list(batches if batches is not None else (1, 8, 16, 32, 48, 64, 80, 96, 112, 128, 160, 192, 256))
-    budgets = [sv.memory_budget(model, gpu, context_tokens, b, weight_dtype, kv_dtype, tp) for b in budgets_guard(batches)]
-    max_gib = max(x.used_bytes for x in budgets) / GiB
-    by_batch = dict(zip(batches, budgets))
-    default = 64 if 64 in batches else batches[0]
-    return _roomy(frames_figure(
-        batches,
-        lambda b: (_memory_traces(by_batch[b]), memory_summary(by_batch[b], context_tokens)),
-        slider_prefix="sequences in the batch: ",
-        layout=_memory_layout(budgets[0], max_gib),
-        active=batches.index(default),
-    ), 130)
+# (model, weight dtype, context) the static memory calculator offers
+MEMORY_CHOICES = (("Llama-3-8B", "bf16", 8192), ("Llama-3-8B", "bf16", 32768), ("Mistral-7B", "bf16", 32768),
+                  ("Llama-3-70B", "fp8", 8192), ("Llama-3-70B", "fp8", 32768))
+MEMORY_BATCHES = (1, 8, 16, 32, 48, 64, 80, 96, 112, 128, 160, 192, 256)
+
+
+def _ctx_label(c: int) -> str:
+    return f"{c // 1024}k" if c % 1024 == 0 else f"{c:,}"
+
+
+def memory_figure(choices=MEMORY_CHOICES, gpu: str = "H200-SXM", batches=None, kv_dtype: str = "bf16", tp: int = 1,
+                  active=("Llama-3-8B", "bf16", 8192)) -> go.Figure:
+    """Static memory budget on one ``gpu``: the dropdown picks (model, weight dtype, context),
+    the slider how many such sequences are served."""
+    batches = budgets_guard(batches if batches is not None else MEMORY_BATCHES)
+    choices = [tuple(c) for c in choices]
+    if not choices:
+        raise ValueError("choices must hold at least one (model, weight dtype, context)")
+    budgets = {(c, b): sv.memory_budget(c[0], gpu, c[2], b, c[1], kv_dtype, tp) for c in choices for b in batches}
+    cap = next(iter(budgets.values())).hbm_bytes / GiB
+    max_gib = max(x.used_bytes for x in budgets.values()) / GiB
+
+    def frame(c, b):
+        x = budgets[c, b]
+        verdict = "fits" if x.fits else f"does NOT fit ({fmt_bytes(-x.free_bytes)} short)"
+        readout = (f"KV cache {fmt_bytes(x.kv_bytes)}: {verdict}; at most "
+                   f"{plural(x.max_concurrent_seqs, 'sequence')} of that length")
+        return _memory_traces(x), f"{c[0]} ({c[1]}), {b} x {_ctx_label(c[2])} tokens", readout
+
+    ci = choices.index(tuple(active)) if tuple(active) in choices else 0
+    return grid_figure(
+        slider=("sequences", batches, str),
+        choices=("model, weights, context", choices, lambda c: f"{c[0]} {c[1]}, {_ctx_label(c[2])} tokens"),
+        frame=frame, layout=_memory_layout(cap, max_gib), active=(ci, batches.index(64) if 64 in batches else 0), height=420,
+    )
 
 
 def budgets_guard(batches):
     """Validate slider values (non-negative integers), so a bad list fails with a sentence."""
     out = []
     for b in batches:
-        if isinstance(b, bool) or not float(b).is_integer() or b < 0:
-            raise ValueError(f"batches must hold integers >= 0, got {b!r}")
+        if isinstance(b, bool) or not isinstance(b, (int, float, np.integer, np.floating)) or not math.isfinite(b) or not float(b).is_integer() or b < 0 or b > sv.MAX_COUNT:
+            raise ValueError(f"batches must hold integers in [0, {sv.MAX_COUNT}], got {b!r}")
         out.append(int(b))
+    if not out:
+        raise ValueError("batches must hold at least one value")
     return out
 
 
-def kv_per_sequence_figure(models=("Llama-3-8B", "Mistral-7B", "Llama-3-70B", "DeepSeek-V3"), kv_dtype: str = "bf16", contexts=None) -> go.Figure:
-    """Static KV cache of ONE sequence per model: the slider sets the context length. Mistral's
-    sliding window caps its cache; DeepSeek-V3's latent cache is small for its size."""
-    contexts = list(contexts if contexts is not None else (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072))
+def kv_per_sequence_figure(models=("Llama-3-8B", "Mistral-7B", "Llama-3-70B", "Llama-3.1-405B", "DeepSeek-V3"), kv_dtypes=("bf16", "fp8"),
+                           contexts=None) -> go.Figure:
+    """Static KV cache of ONE sequence per model: the dropdown sets the cache's dtype, the slider
+    the context length. Mistral's sliding window caps its cache; DeepSeek-V3's latent cache is
+    small for its size."""
+    contexts = budgets_guard(contexts if contexts is not None else (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072))
     ms = [sv.get_model(m) for m in models]
-    bpe = sv.bytes_per_elem(kv_dtype)
-    top = max(m.kv_bytes_per_sequence(max(contexts), bpe) for m in ms) / GiB
+    dts = [_check.choice("kv_dtypes", d, sv.DTYPE_BYTES) for d in kv_dtypes]
+    top = max(m.kv_bytes_per_sequence(max(contexts), sv.bytes_per_elem(d)) for m in ms for d in dts) / GiB
 
-    def frame(c):
-        sizes = [m.kv_bytes_per_sequence(c, bpe) for m in ms]
+    def frame(dt, c):
+        sizes = [m.kv_bytes_per_sequence(c, sv.bytes_per_elem(dt)) for m in ms]
         bar = go.Bar(
-            x=[m.name for m in ms], y=[s / GiB for s in sizes], marker_color=list(COLORS[: len(ms)]),
-            text=[fmt_bytes(s) for s in sizes], textposition="outside", hovertemplate="%{x}: %{text}<extra></extra>",
+            x=[m.name for m in ms], y=[v / GiB for v in sizes], marker_color=[series_color(i) for i in range(len(ms))],
+            text=[fmt_bytes(v) for v in sizes], textposition="outside", hovertemplate="%{x}: %{text}<extra></extra>",
         )
-        title = f"KV cache of one sequence of {c:,} tokens ({kv_dtype})<br>" + ", ".join(f"{m.name} {fmt_bytes(s)}" for m, s in zip(ms, sizes))
-        return [bar], title
+        big = max(range(len(ms)), key=lambda i: sizes[i])
+        small = min(range(len(ms)), key=lambda i: sizes[i])
+        readout = f"largest {ms[big].name} {fmt_bytes(sizes[big])}, smallest {ms[small].name} {fmt_bytes(sizes[small])}"
+        return [bar], f"KV cache of one {_ctx_label(c)}-token sequence ({dt})", readout
 
-    return _roomy(frames_figure(
-        contexts, frame, slider_prefix="context [tokens]: ", value_label=lambda c: f"{c // 1024}k",
-        layout=dict(height=440, yaxis=dict(title="KV cache of one sequence [GiB]", range=[0, top * 1.2]), showlegend=False),
-        active=contexts.index(32768) if 32768 in contexts else 0,
-    ), 100)
+    return grid_figure(
+        slider=("context [tokens]", contexts, _ctx_label), choices=("KV cache dtype", dts, str), frame=frame,
+        layout=dict(yaxis=dict(title="KV cache of one sequence [GiB]", range=[0, top * 1.2])),
+        active=(0, contexts.index(32768) if 32768 in contexts else 0), height=440,
+    )
 
 
 def memory_calculator():
@@ -181,8 +197,9 @@ def memory_calculator():
             ("max concurrent sequences", _fmt_int(b.max_concurrent_seqs)),
         ]
         fig = go.Figure(_memory_traces(b))
-        fig.update_layout(template="plotly_white", title_text=memory_summary(b, ctx), **_memory_layout(b, b.used_bytes / GiB))
-        return table_html(rows), _roomy(fig, 130)
+        fig.update_layout(**_memory_layout(b.hbm_bytes / GiB, b.used_bytes / GiB))
+        head, tail = memory_summary(b, ctx).split("<br>")
+        return table_html(rows), style_figure(fig, title=f"{b.model}, {b.batch} x {_ctx_label(ctx)} tokens", readout=f"{head.split(': ', 1)[1]}; {tail}", height=380)
 
     return live_form(compute, controls, show, title="KV cache and memory budget")
 
@@ -202,39 +219,56 @@ def latency_summary(r: sv.Latency) -> str:
     )
 
 
+def _latency_readout(r: sv.Latency) -> str:
+    s = r.step
+    return (f"TTFT {fmt_time(r.ttft_s)}, TPOT {fmt_time(r.tpot_s)}, {_fmt_int(r.tokens_per_s)} tokens/s; "
+            f"matmuls {s.bound}-bound, attention {s.attention_bound}-bound")
+
+
 def _latency_curves(model, gpu, prompt_tokens, output_tokens, weight_dtype, kv_dtype, tp, grid) -> list:
     ctx = prompt_tokens + output_tokens // 2
     steps = [sv.decode_step(model, gpu, b, ctx, weight_dtype, kv_dtype, tp) for b in grid]
     ms = lambda xs: [x * 1e3 for x in xs]  # noqa: E731
     return [
-        go.Scatter(x=list(grid), y=ms([s.memory_s for s in steps]), mode="lines", name="memory time (weights + KV)", line=dict(color=COLORS[0], dash="dot")),
-        go.Scatter(x=list(grid), y=ms([s.compute_s for s in steps]), mode="lines", name="compute time", line=dict(color=COLORS[3], dash="dot")),
-        go.Scatter(x=list(grid), y=ms([s.time_s for s in steps]), mode="lines", name="decode step (TPOT)", line=dict(color="black")),
+        go.Scatter(x=list(grid), y=ms([s.memory_s for s in steps]), mode="lines", name="memory time (weights + KV)", line=dict(color=series_color(0), dash="dot")),
+        go.Scatter(x=list(grid), y=ms([s.compute_s for s in steps]), mode="lines", name="compute time", line=dict(color=series_color(3), dash="dot")),
+        go.Scatter(x=list(grid), y=ms([s.time_s for s in steps]), mode="lines", name="decode step (TPOT)", line=dict(color="#777777")),
     ]
 
 
 def _latency_marker(r: sv.Latency) -> go.Scatter:
-    return go.Scatter(x=[r.batch], y=[r.tpot_s * 1e3], mode="markers", marker=dict(size=13, color=COLORS[1], line=dict(color="black", width=1)),
+    return go.Scatter(x=[r.batch], y=[r.tpot_s * 1e3], mode="markers", marker=dict(size=13, color=series_color(1), line=dict(color="#444444", width=1)),
                       name="this batch", hovertemplate="batch %{x}: %{y:.3g} ms per step<extra></extra>")
 
 
-def _latency_layout() -> dict:
-    return dict(height=480, xaxis=dict(type="log", title="batch [sequences]"), yaxis=dict(type="log", title="time per decode step [ms]"),
-                legend=TOP_LEGEND)
+# (model, GPU, weight dtype, tensor parallelism) the static latency calculator offers
+LATENCY_CHOICES = (("Llama-3-8B", "H200-SXM", "bf16", 1), ("Llama-3-8B", "H100-SXM", "bf16", 1), ("Llama-3-8B", "L4", "bf16", 1),
+                   ("Llama-3-70B", "H200-SXM", "fp8", 1), ("Llama-3-70B", "H200-SXM", "bf16", 4), ("DeepSeek-V3", "H200-SXM", "fp8", 8))
 
 
-def latency_figure(model: str = "Llama-3-8B", gpu: str = "H200-SXM", prompt_tokens: int = 1024, output_tokens: int = 256,
-                   batches=LATENCY_BATCHES, weight_dtype: str = "bf16", kv_dtype: str = "bf16", tp: int = 1) -> go.Figure:
-    """Static latency model: decode step time against batch (memory and compute bounds); the
-    slider moves along the batch and the title gives TTFT, TPOT and tokens/s."""
+def latency_figure(choices=LATENCY_CHOICES, prompt_tokens: int = 1024, output_tokens: int = 256,
+                   batches=LATENCY_BATCHES, kv_dtype: str = "bf16") -> go.Figure:
+    """Static latency model: decode step time against batch (memory and compute bounds) for
+    each (model, GPU, weight dtype, tp) of the dropdown; the slider moves along the batch and
+    the readout gives TTFT, TPOT and tokens/s."""
     batches = budgets_guard(batches)
-    grid = np.unique(np.round(np.logspace(0, math.log10(max(batches)), 60))).astype(int).tolist()
-    curves = _latency_curves(model, gpu, prompt_tokens, output_tokens, weight_dtype, kv_dtype, tp, grid)
-    res = {b: sv.latency(model, gpu, b, prompt_tokens, output_tokens, weight_dtype, kv_dtype, tp) for b in batches}
-    return _roomy(frames_figure(
-        batches, lambda b: (curves + [_latency_marker(res[b])], latency_summary(res[b])),
-        slider_prefix="batch: ", layout=_latency_layout(), active=batches.index(32) if 32 in batches else 0,
-    ), 140)
+    if 0 in batches:
+        raise ValueError("batches must hold integers >= 1, got 0")
+    grid = np.unique(np.round(np.logspace(0, math.log10(max(batches)), 40))).astype(int).tolist()
+    choices = [tuple(c) for c in choices]
+    curves = {c: _latency_curves(c[0], c[1], prompt_tokens, output_tokens, c[2], kv_dtype, c[3], grid) for c in choices}
+    res = {(c, b): sv.latency(c[0], c[1], b, prompt_tokens, output_tokens, c[2], kv_dtype, c[3]) for c in choices for b in batches}
+
+    def frame(c, b):
+        r = res[c, b]
+        return curves[c] + [_latency_marker(r)], f"{c[0]} on {c[3]} x {c[1]}, batch {b}", _latency_readout(r)
+
+    return grid_figure(
+        slider=("batch", batches, str),
+        choices=("model, GPU, weights", choices, lambda c: f"{c[0]} {c[2]}, {c[3]} x {c[1]}"),
+        frame=frame, active=(0, batches.index(32) if 32 in batches else 0),
+        layout=dict(xaxis=dict(type="log", title="batch [sequences]"), yaxis=dict(type="log", title="time per decode step [ms]")),
+    )
 
 
 def latency_calculator():
@@ -270,13 +304,13 @@ def latency_calculator():
             ("tokens/s per sequence", f"{1 / r.tpot_s:,.1f}"),
             ("step reads", f"{fmt_bytes(s.weight_bytes)} weights + {fmt_bytes(s.kv_bytes)} KV"),
             ("step computes", fmt_flop(s.flop)),
-            ("bound", f"{s.bound} ({s.intensity:.3g} FLOP/B)"),
+            ("bound", f"matmuls {s.bound}-bound, attention {s.attention_bound}-bound ({s.attention_intensity:.3g} FLOP/B)"),
             ("turns compute-bound at batch", "never (KV cache grows as fast)" if math.isinf(s.ridge_batch) else f"{s.ridge_batch:.0f}"),
         ]
         grid = np.unique(np.round(np.logspace(0, 3, 40))).astype(int).tolist()
         fig = go.Figure(_latency_curves(m, gpu, r.prompt_tokens, r.output_tokens, wd, kd, tp, grid) + [_latency_marker(r)])
-        fig.update_layout(template="plotly_white", title_text=latency_summary(r), **_latency_layout())
-        return table_html(rows), _roomy(fig, 140)
+        fig.update_layout(xaxis=dict(type="log", title="batch [sequences]"), yaxis=dict(type="log", title="time per decode step [ms]"))
+        return table_html(rows), style_figure(fig, title=f"{m.name} on {tp} x {gpu}, batch {r.batch:g}", readout=_latency_readout(r))
 
     return live_form(compute, controls, show, title="Latency model")
 
@@ -292,51 +326,62 @@ def capacity_summary(p: sv.CapacityPlan, rate: float, target_s: float) -> str:
     if not p.feasible:
         return f"{rate:g} requests/s at TPOT <= {target_s * 1e3:g} ms: infeasible ({p.reason})"
     return (
-        f"{rate:g} requests/s at TPOT <= {target_s * 1e3:g} ms: {p.gpus} GPU(s), batch {p.batch:.1f} per replica,"
+        f"{rate:g} requests/s at TPOT <= {target_s * 1e3:g} ms: {plural(p.gpus, 'GPU')}, batch {p.batch:.1f} per replica,"
         f"<br>{_fmt_usd(p.cost_per_million_output_tokens)} per million output tokens"
     )
 
 
-def _capacity_frame(model, gpu, target_ms, prompt_tokens, output_tokens, price, tp, rates, rate):
+def _capacity_frame(model, gpu, target_ms, prompt_tokens, output_tokens, price, tp, rates, rate, weight_dtype="bf16"):
     target = target_ms / 1e3
-    plans = [sv.plan_capacity(model, gpu, r, prompt_tokens, output_tokens, target, price, tp) for r in rates]
+    plans = [sv.plan_capacity(model, gpu, r, prompt_tokens, output_tokens, target, price, tp, weight_dtype) for r in rates]
     ok = [p.feasible for p in plans]
     cost = [p.cost_per_million_output_tokens if f else None for p, f in zip(plans, ok)]
     extra = [[p.gpus, p.batch] if f else [None, None] for p, f in zip(plans, ok)]
-    here = sv.plan_capacity(model, gpu, rate, prompt_tokens, output_tokens, target, price, tp)
+    here = sv.plan_capacity(model, gpu, rate, prompt_tokens, output_tokens, target, price, tp, weight_dtype)
     floor = min((c for c in cost if c is not None), default=None)
     traces = [
         go.Scatter(x=list(rates), y=cost, mode="lines+markers", name="cost per million output tokens", customdata=extra,
                    hovertemplate="%{x:.3g} requests/s: %{y:.3g} USD per M tokens, %{customdata[0]} GPUs, batch %{customdata[1]:.1f}<extra></extra>",
-                   line=dict(color=COLORS[0])),
+                   line=dict(color=series_color(0))),
         go.Scatter(x=[rate], y=[here.cost_per_million_output_tokens if here.feasible else None], mode="markers",
-                   marker=dict(size=13, color=COLORS[1], line=dict(color="black", width=1)), name=f"{rate:g} requests/s"),
+                   marker=dict(size=13, color=series_color(1), line=dict(color="#444444", width=1)), name=f"{rate:g} requests/s"),
     ]
-    title = capacity_summary(here, rate, target)
-    if floor is not None and here.feasible:
-        title += f"; floor at high traffic {_fmt_usd(floor)}"
-    return traces, title
+    if here.feasible:
+        readout = (f"TPOT <= {target_ms:g} ms, {rate:g} req/s: {plural(here.gpus, 'GPU')}, batch {here.batch:.0f}, "
+                   f"{_fmt_usd(here.cost_per_million_output_tokens)}/M tokens")
+        if floor is not None:
+            readout += f"; floor {_fmt_usd(floor)}"
+    else:
+        readout = f"TPOT <= {target_ms:g} ms, {rate:g} req/s: infeasible ({here.reason.split(':')[0]})"
+    return traces, f"{model}, {prompt_tokens}-token prompts", readout
 
 
-def capacity_figure(model: str = "Llama-3-8B", gpu: str = "H200-SXM", prompt_tokens: int = 1024, output_tokens: int = 256,
-                    gpu_hour_price: float = 3.0, rate: float = 20.0, tp: int = 1, targets_ms=TPOT_TARGETS_MS, rates=RATES) -> go.Figure:
-    """Static capacity planner: the slider sets the TPOT target; the curve is the cost per
-    million output tokens against the request rate (GPUs and batch in the hover), the title the
-    plan at ``rate`` requests/s and the cheapest cost over the rates."""
+# (model, GPU, prompt tokens, weight dtype, tp) the static capacity planner offers
+CAPACITY_CHOICES = (("Llama-3-8B", "H200-SXM", 1024, "bf16", 1), ("Llama-3-8B", "H200-SXM", 8192, "bf16", 1),
+                    ("Llama-3-8B", "H100-SXM", 1024, "bf16", 1), ("Llama-3-70B", "H200-SXM", 1024, "fp8", 1))
+CAPACITY_RATES = tuple(float(r) for r in np.round(np.logspace(0, 4, 13), 3))
+
+
+def capacity_figure(choices=CAPACITY_CHOICES, output_tokens: int = 256, gpu_hour_price: float = 3.0, rate: float = 20.0,
+                    targets_ms=TPOT_TARGETS_MS, rates=CAPACITY_RATES) -> go.Figure:
+    """Static capacity planner: the dropdown picks (model, GPU, prompt length, weight dtype, tp),
+    the slider the TPOT target; the curve is the cost per million output tokens against the
+    request rate (GPUs and batch in the hover), the readout the plan at ``rate`` requests/s and
+    the cheapest cost over the rates."""
     targets = [float(t) for t in targets_ms]
     for t in targets:
-        if not t > 0:
-            raise ValueError(f"targets_ms must be > 0, got {t!r}")
+        if not (math.isfinite(t) and t > 0):
+            raise ValueError(f"targets_ms must be finite numbers > 0, got {t!r}")
     r = _check_rate(rate)
     rates = [_check_rate(x) for x in rates]
-    fig = frames_figure(
-        targets, lambda t: _capacity_frame(model, gpu, t, prompt_tokens, output_tokens, gpu_hour_price, tp, rates, r),
-        slider_prefix="TPOT target [ms]: ", value_label=lambda t: f"{t:g}",
-        layout=dict(height=480, xaxis=dict(type="log", title="request rate [requests/s]"), yaxis=dict(type="log", title="USD per million output tokens"),
-                    legend=TOP_LEGEND),
-        active=targets.index(50.0) if 50.0 in targets else 0,
+    choices = [tuple(c) for c in choices]
+    return grid_figure(
+        slider=("TPOT target [ms]", targets, lambda t: f"{t:g}"),
+        choices=("model, GPU, prompt", choices, lambda c: f"{c[0]} {c[3]} on {c[4]} x {c[1]}, {c[2]}-token prompts"),
+        frame=lambda c, t: _capacity_frame(c[0], c[1], t, c[2], output_tokens, gpu_hour_price, c[4], rates, r, c[3]),
+        layout=dict(xaxis=dict(type="log", title="request rate [requests/s]"), yaxis=dict(type="log", title="USD per million output tokens")),
+        active=(0, targets.index(50.0) if 50.0 in targets else 0),
     )
-    return _roomy(fig, 140)
 
 
 def _check_rate(r) -> float:
@@ -413,28 +458,29 @@ def sweep_plot(x, series: dict, *, x_title: str, y_title: str = "time [ms]", log
     """Lines of ``series`` (label -> y values, or (x, y) pairs) against ``x``; measured series are
     drawn with markers, model series (labels starting with "model") dashed."""
     fig = go.Figure()
-    for (label, ys), color in zip(series.items(), COLORS):
+    for i, (label, ys) in enumerate(series.items()):
+        color = series_color(i)
         xs, ys = (ys if isinstance(ys, tuple) else (x, ys))
         model_line = label.lower().startswith("model")
         fig.add_trace(go.Scatter(
             x=list(xs), y=[None if v is None else v * scale for v in ys], name=label, line=dict(color=color, dash="dash" if model_line else "solid"),
             mode="lines" if model_line else "lines+markers",
         ))
-    fig.update_layout(template="plotly_white", height=420, legend=dict(orientation="h", y=-0.25), title_text=title, margin=dict(t=50),
-                      xaxis=dict(type="log" if log_x else "linear", title=x_title), yaxis=dict(type="log" if log_y else "linear", title=y_title))
-    return fig
+    fig.update_layout(xaxis=dict(type="log" if log_x else "linear", title=x_title), yaxis=dict(type="log" if log_y else "linear", title=y_title))
+    head, _, tail = title.partition(": ")
+    return style_figure(fig, title=head, readout=tail or None, height=420)
 
 
 def ratio_plot(x, series: dict, *, x_title: str, title: str = "") -> go.Figure:
     """Measured/predicted ratios against ``x``, with the +-25% band shaded."""
     fig = go.Figure()
-    for (label, ys), color in zip(series.items(), COLORS):
-        fig.add_trace(go.Scatter(x=list(x), y=list(ys), name=label, mode="lines+markers", line=dict(color=color)))
+    for i, (label, ys) in enumerate(series.items()):
+        fig.add_trace(go.Scatter(x=list(x), y=list(ys), name=label, mode="lines+markers", line=dict(color=series_color(i))))
     fig.add_hrect(y0=0.75, y1=1.25, fillcolor="green", opacity=0.08, line_width=0)
     fig.add_hline(y=1.0, line_dash="dot")
-    fig.update_layout(template="plotly_white", height=360, legend=dict(orientation="h", y=-0.3), title_text=title, margin=dict(t=50),
-                      xaxis=dict(type="log", title=x_title), yaxis=dict(title="measured / model", rangemode="tozero"))
-    return fig
+    fig.update_layout(xaxis=dict(type="log", title=x_title), yaxis=dict(title="measured / model", rangemode="tozero"))
+    head, _, tail = title.partition(": ")
+    return style_figure(fig, title=head, readout=tail or None, height=380)
 
 
 def kv_memory_table(kv: dict) -> str:
@@ -512,5 +558,5 @@ def check_gpus_needed(answer, rate: float = 50.0, tpot_target_s: float = 0.03) -
     if not isinstance(answer, (int, np.integer)) or isinstance(answer, bool):
         return _verdict(False, f"give a whole number of GPUs, got {answer!r}")
     if answer == p.gpus:
-        return _verdict(True, f"{p.gpus} GPU(s), each running about {p.batch:.0f} sequences")
-    return _verdict(False, f"{answer} GPU(s) is {'too many' if answer > p.gpus else 'too few'}; use plan_capacity or the planner")
+        return _verdict(True, f"{plural(p.gpus, 'GPU')}, each running about {p.batch:.0f} sequences")
+    return _verdict(False, f"{plural(answer, 'GPU')} is {'too many' if answer > p.gpus else 'too few'}; use plan_capacity or the planner")
