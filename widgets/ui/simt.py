@@ -560,3 +560,101 @@ def check_warps_needed(fn, trials: int = 200, seed: int = 0) -> bool:
             return _verdict(False, f"latency={lat:.3g} s, bandwidth={bw:.3g} B/s, sms={sms}, bytes_per_warp={per_warp}: expected "
                                    f"{h.warps_needed_per_sm} warps, got {got!r}")
     return _verdict(True, f"{trials} random cases agree with Little's law")
+
+
+# --------------------------------------------------------------------------------------------
+# Rows of the chapter's comparison tables (``widgets.book.compare_table``): model, label, the
+# recorded H200 result and, in a live notebook, the reader's run. Every model value is recomputed
+# here from the raw measurements with today's models.
+# --------------------------------------------------------------------------------------------
+def _ratio(measured, model_value) -> str | None:
+    return f"{measured / model_value:.2f}" if measured is not None and model_value else None
+
+
+def occupancy_api_compare_rows(ref: dict | None, here: dict | None) -> list:
+    """How many of the runtime's (or the header's) answers the occupancy model reproduces."""
+    def agree(res):
+        if not res or not res.get("configs") or res.get("arch") not in m.ARCHS:
+            return None
+        n = sum(m.occupancy(r["threads_per_block"], r["regs_per_thread"], r["smem_per_block_bytes"], res["arch"]).blocks_per_sm
+                == (r["blocks_per_sm"] or 0) for r in res["configs"])
+        return n, len(res["configs"])
+
+    a, h = agree(ref), agree(here)
+    return [dict(quantity="launches whose blocks per SM the model gets exactly", model="all", label="prediction",
+                 reference=f"{a[0]:,} of {a[1]:,}" if a else "not recorded", here=f"{h[0]:,} of {h[1]:,}" if h else None)]
+
+
+def divergence_compare_rows(ref: dict | None, here: dict | None) -> list:
+    """Per number of paths: the calibrated model (fixed + n x per path) against the H200."""
+    import copy
+
+    from ..experiments.simt import divergence_predictions
+
+    def pts(res):
+        if not res:
+            return {}
+        r = copy.deepcopy(res)
+        divergence_predictions(r)
+        return {p["paths_taken"]: p for p in r["points"]}
+
+    a, h = pts(ref), pts(here)
+    rows = []
+    for n in sorted(a or h):
+        p, q = a.get(n), h.get(n)
+        rows.append(dict(quantity=plural(n, "path"), model=fmt_time(p["predicted_time_s"]) if p else None,
+                         label="calibrated" if n > 1 else None, reference=fmt_time(p["time_s"]) if p else "not recorded",
+                         ratio=_ratio(p["time_s"], p["predicted_time_s"]) if p and n > 1 else None,
+                         here=fmt_time(q["time_s"]) if q else None))
+    return rows
+
+
+def launch_compare_rows(ref: dict | None, here: dict | None) -> list:
+    """The launch experiment: eager time against the launch model, graph replay, speed-up."""
+    from ..experiments.simt import launch_prediction
+
+    def t(v):
+        return fmt_time(v) if v else "n/a"
+
+    rows = []
+    lp = launch_prediction(ref) if ref else {"predicted_eager_s": None, "label": None}
+    n = (ref or here or {}).get("n_kernels", 1000)
+    rows.append(dict(quantity=f"{n:,} kernels, eager", model=t(lp["predicted_eager_s"]) if lp["predicted_eager_s"] else None,
+                     label=lp["label"], reference=t(ref["eager_s"]) if ref else "not recorded",
+                     ratio=_ratio(ref["eager_s"], lp["predicted_eager_s"]) if ref else None, here=t(here["eager_s"]) if here else None))
+    rows.append(dict(quantity="host time per launch", reference=t(ref["host_per_launch_s"]) if ref else "not recorded",
+                     here=t(here["host_per_launch_s"]) if here else None))
+    rows.append(dict(quantity="same kernels from a CUDA graph, per kernel", reference=t(ref.get("graph_per_kernel_s")) if ref else "not recorded",
+                     here=t(here.get("graph_per_kernel_s")) if here else None))
+    rows.append(dict(quantity="graph speed-up", reference=f"{ref['speedup']:.1f}x" if ref and ref.get("speedup") else "n/a",
+                     here=(f"{here['speedup']:.1f}x" if here.get("speedup") else "n/a (no GPU)") if here else None))
+    return rows
+
+
+def amdahl_compare_rows(ref: dict | None, here: dict | None, workers=(2, 8, 32, 128)) -> list:
+    """Amdahl's law with p from the one-worker steps, against the measured speed-ups."""
+    import copy
+
+    from ..experiments.simt import amdahl_predictions
+
+    def prep(res):
+        if not res:
+            return None, {}
+        r = copy.deepcopy(res)
+        info = amdahl_predictions(r)
+        return info, {p["workers"]: p for p in r["points"]}
+
+    ia, a = prep(ref)
+    ih, h = prep(here)
+    rows = []
+    for w in workers:
+        p, q = a.get(w), h.get(w)
+        if not p and not q:
+            continue
+        rows.append(dict(quantity=f"speed-up on {plural(w, 'worker')}", model=f"{p['predicted_speedup']:.1f}x" if p else None,
+                         label="calibrated" if p else None, reference=f"{p['speedup']:.1f}x" if p else "not recorded",
+                         ratio=_ratio(p["speedup"], p["predicted_speedup"]) if p else None, here=f"{q['speedup']:.2f}x" if q else None))
+    how = "p from the one-worker steps" if (ia or ih or {}).get("in_run_parts", True) else "p from a separately timed serial part"
+    rows.append(dict(quantity=f"ceiling 1/(1-p), {how}", reference=f"{ia['ceiling']:.1f}x" if ia else "not recorded",
+                     here=f"{ih['ceiling']:.1f}x" if ih else None))
+    return rows
