@@ -1,6 +1,8 @@
 """widgets.experiments.harness and python -m widgets.measure."""
 
 import json
+import os
+import re
 import subprocess
 import sys
 
@@ -66,3 +68,147 @@ def test_measure_cli_writes_a_record(tmp_path):
     assert rec["topic"] == "memory_hierarchy"
     assert rec["provenance"]["command"].startswith("python -m widgets.measure --topic memory_hierarchy")
     assert set(rec["results"]) >= {"hbm_bandwidth", "working_set_sweep", "strided_access"}
+
+
+# --- strict records and their schema -------------------------------------------------------------
+_GOOD = {"topic": "t", "provenance": {k: "x" for k in harness.REQUIRED_PROVENANCE}, "results": {"a": 1.0}}
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("", "empty file"),
+        ("   \n", "empty file"),
+        (json.dumps(_GOOD)[:-7], "not valid JSON"),  # truncated
+        ("<html>", "not valid JSON"),
+        ("null", "a record must be a JSON object .* got null"),
+        ("[]", "a record must be a JSON object .* got list"),
+        ('{"topic": "t", "results": {}}', "missing field 'provenance'"),
+        (json.dumps({**_GOOD, "topic": 3}), "field 'topic' must be a non-empty string"),
+        (json.dumps({**_GOOD, "results": None}), "field 'results' must be an object"),
+        (json.dumps({**_GOOD, "provenance": {"date": "x"}}), "missing field 'provenance.command'"),
+        (json.dumps({**_GOOD, "results": {"a": float("nan")}}), "non-standard JSON constant NaN"),
+        (json.dumps({**_GOOD, "results": {"a": float("-inf")}}), "non-standard JSON constant -Infinity"),
+    ],
+)
+def test_a_broken_record_raises_a_value_error_naming_the_file_and_field(tmp_path, text, message):
+    p = tmp_path / "broken.json"
+    p.write_text(text)
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(p))}: .*{message}"):
+        harness.load_record(p)
+
+
+def test_load_record_checks_the_topic(tmp_path):
+    p = tmp_path / "t.json"
+    harness.write_record(_GOOD, p)
+    assert harness.load_record(p, "t") == _GOOD
+    with pytest.raises(ValueError, match="field 'topic' is 't', expected 'serving'"):
+        harness.load_record(p, "serving")
+    with pytest.raises(FileNotFoundError):
+        harness.load_record(tmp_path / "missing.json")
+
+
+@pytest.mark.parametrize("topic, gpu", [("../serving", "h200"), ("serving", "../h200"), ("", "h200"), (None, "h200")])
+def test_load_reference_rejects_paths(topic, gpu):
+    with pytest.raises(ValueError, match="must be a folder-safe name"):
+        harness.load_reference(topic, gpu)
+
+
+def test_every_committed_record_is_strict_json_with_its_schema():
+    paths = sorted(harness.DATA_DIR.glob("*/*.json"))
+    assert paths
+    for p in paths:
+        rec = harness.load_record(p)
+        assert rec["topic"] == p.stem
+
+
+def test_non_finite_values_become_null_with_a_reason():
+    import math
+
+    import numpy as np
+
+    text = harness.to_json({**_GOOD, "results": {"t": [np.float32(1.5), math.nan, np.int64(7)], "d": {"x": -math.inf}}})
+    rec = json.loads(text, parse_constant=lambda c: pytest.fail(c))
+    assert rec["results"] == {"t": [1.5, None, 7], "d": {"x": None}}
+    assert sorted(rec["nulls"]) == ["results.d.x", "results.t[1]"]
+    assert type(rec["results"]["t"][2]) is int
+
+
+# --- provenance ----------------------------------------------------------------------------------
+def test_provenance_carries_the_git_commit(monkeypatch):
+    monkeypatch.delenv("GPUBOOK_GIT_COMMIT", raising=False)
+    p = harness.provenance("x")
+    assert "git_commit" in p and "git_dirty" in p
+    if p["git_commit"] is not None:  # a checkout with .git
+        head = subprocess.run(["git", "-C", str(harness.REPO_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
+        assert p["git_commit"] == head.stdout.strip() and isinstance(p["git_dirty"], bool)
+
+
+def test_provenance_git_commit_from_the_environment(monkeypatch):
+    # the H200 copy of the tree may have no .git: the lead passes the commit in
+    monkeypatch.setenv("GPUBOOK_GIT_COMMIT", "0123abc")
+    monkeypatch.setenv("GPUBOOK_GIT_DIRTY", "0")
+    assert harness.git_state() == {"git_commit": "0123abc", "git_dirty": False}
+    monkeypatch.delenv("GPUBOOK_GIT_DIRTY")
+    assert harness.git_state() == {"git_commit": "0123abc", "git_dirty": None}
+
+
+def test_gpu_clock_power():
+    reading = harness.gpu_clock_power()
+    if not torch.cuda.is_available():
+        assert reading is None
+    else:
+        assert set(reading) >= {"sm_clock_hz", "max_sm_clock_hz", "power_w", "power_limit_w", "temperature_c", "source"}
+        if reading["sm_clock_hz"] is not None:
+            assert 1e8 < reading["sm_clock_hz"] < 5e9
+
+
+def test_smi_parser_reads_numbers_and_na(monkeypatch):
+    monkeypatch.setattr(harness, "_run", lambda cmd: "1980, 1980, 512.25, 700.00, 41")
+    r = harness._smi_reading(0)
+    assert r["sm_clock_hz"] == 1.98e9 and r["power_w"] == 512.25 and r["temperature_c"] == 41.0
+    monkeypatch.setattr(harness, "_run", lambda cmd: "1755, [N/A], [N/A], 700.00, 41")
+    r = harness._smi_reading(0)
+    assert r["max_sm_clock_hz"] is None and r["power_w"] is None and r["sm_clock_hz"] == 1.755e9
+    monkeypatch.setattr(harness, "_run", lambda cmd: "")
+    assert harness._smi_reading(0) is None
+
+
+# --- the Triton interpreter switch ---------------------------------------------------------------
+_KERNEL_AFTER_PROVENANCE = r"""
+import os, sys
+from widgets.experiments import harness
+harness.provenance("first")           # imports triton (used to happen before TRITON_INTERPRET was set)
+import torch
+from widgets.experiments._triton import triton, tl, INTERPRETED
+
+@triton.jit
+def kernel(x_ptr, n, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    m = i < n
+    v = tl.load(x_ptr + i, mask=m, other=0.0)
+    # tl.sum and tl.cdiv are Triton's own @jit helpers, built when triton is first imported
+    tl.store(x_ptr + i, v + tl.sum(v, axis=0) + tl.cdiv(3, 2), mask=m)
+
+dev = "cuda" if torch.cuda.is_available() else "cpu"
+x = torch.arange(4, dtype=torch.float32, device=dev)
+kernel[(1,)](x, 4, BLOCK=8)
+assert INTERPRETED == (not torch.cuda.is_available()), INTERPRETED
+print(x.cpu().tolist())
+"""
+
+
+def test_provenance_first_does_not_break_an_interpreted_kernel():
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    proc = subprocess.run([sys.executable, "-c", _KERNEL_AFTER_PROVENANCE], capture_output=True, text=True,
+                          timeout=300, env=env, cwd=str(harness.REPO_ROOT))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip().splitlines()[-1] == "[8.0, 9.0, 10.0, 11.0]"  # 0..3 + sum 6 + cdiv(3, 2) = 2
+
+
+def test_the_switch_is_decided_in_the_package_before_triton():
+    import widgets.experiments as ex
+
+    assert ex.TRITON_INTERPRETED == (os.environ.get("TRITON_INTERPRET") == "1")
+    if not torch.cuda.is_available():
+        assert ex.TRITON_INTERPRETED and not ex.TRITON_IMPORTED_TOO_EARLY

@@ -3,19 +3,26 @@
 - ``time_fn``: device events on a GPU (each repeat timed on the device), a host clock on the CPU;
   warm-up first; the median of the repeats is the answer.
 - ``choose_bytes``: problem sizes from the free device memory (a GPU) or a small fixed size (CPU).
-- ``provenance``: GPU, driver, CUDA, torch and Triton versions, date and command, for every record.
-- ``load_reference``: the recorded H200 results committed under ``widgets/data/h200/``.
+- ``provenance``: GPU, driver, CUDA, torch and Triton versions, git commit, date and command, for
+  every record; ``gpu_clock_power``: the SM clock and board power now (None on the CPU).
+- ``write_record``: strict JSON (NaN and inf become null, each with its reason under ``"nulls"``),
+  written atomically (a temporary file renamed over the target).
+- ``load_record`` / ``load_reference``: read a record back and check its schema; a broken file
+  raises ``ValueError`` naming the file and the missing or bad field.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import json
+import math
 import os
 import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -23,6 +30,8 @@ from typing import Any, Callable, Optional
 import torch
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+REQUIRED_PROVENANCE = ("date", "command", "device", "python", "torch")
 REFERENCE_GPU = "h200"
 CPU_MAX_REPEAT = 3
 
@@ -137,6 +146,89 @@ def _run(cmd: list[str]) -> str:
         return ""
 
 
+def git_state() -> dict:
+    """``{"git_commit", "git_dirty"}`` of the code that made a measurement.
+
+    ``GPUBOOK_GIT_COMMIT`` (and optionally ``GPUBOOK_GIT_DIRTY=0/1``) wins when set: a copy of the
+    tree on a GPU machine may have no ``.git``. Otherwise ``git rev-parse HEAD`` of this repository
+    and whether tracked files differ from it; ``None`` where git cannot say.
+    """
+    env = os.environ.get("GPUBOOK_GIT_COMMIT", "").strip()
+    if env:
+        dirty = os.environ.get("GPUBOOK_GIT_DIRTY", "").strip()
+        return {"git_commit": env, "git_dirty": {"1": True, "0": False}.get(dirty)}
+    commit = _run(["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"]) or None
+    dirty = None
+    if commit:
+        try:
+            proc = subprocess.run(["git", "-C", str(REPO_ROOT), "status", "--porcelain", "--untracked-files=no"],
+                                  capture_output=True, text=True, timeout=20)
+            dirty = bool(proc.stdout.strip()) if proc.returncode == 0 else None
+        except Exception:
+            dirty = None
+    return {"git_commit": commit, "git_dirty": dirty}
+
+
+def _nvml_reading(index: int) -> Optional[dict]:
+    try:
+        import pynvml  # nvidia-ml-py; torch.cuda's clock_rate/power_draw use it too
+    except Exception:
+        return None
+    try:
+        pynvml.nvmlInit()
+        h = pynvml.nvmlDeviceGetHandleByIndex(index)
+        out = {
+            "sm_clock_hz": pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM) * 1e6,
+            "max_sm_clock_hz": pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_SM) * 1e6,
+            "power_w": pynvml.nvmlDeviceGetPowerUsage(h) / 1e3,
+            "power_limit_w": pynvml.nvmlDeviceGetEnforcedPowerLimit(h) / 1e3,
+            "temperature_c": float(pynvml.nvmlDeviceGetTemperature(h, pynvml.NVML_TEMPERATURE_GPU)),
+            "source": "NVML (pynvml)",
+        }
+        return out
+    except Exception:
+        return None
+
+
+def _smi_reading(index: int) -> Optional[dict]:
+    fields = ("clocks.sm", "clocks.max.sm", "power.draw", "power.limit", "temperature.gpu")
+    line = _run(["nvidia-smi", f"--id={index}", f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"])
+    parts = [x.strip() for x in line.splitlines()[0].split(",")] if line else []
+    if len(parts) != len(fields):
+        return None
+
+    def num(text, scale=1.0):
+        try:
+            v = float(text) * scale
+        except ValueError:  # "[N/A]"
+            return None
+        return v if math.isfinite(v) else None
+
+    return {
+        "sm_clock_hz": num(parts[0], 1e6),
+        "max_sm_clock_hz": num(parts[1], 1e6),
+        "power_w": num(parts[2]),
+        "power_limit_w": num(parts[3]),
+        "temperature_c": num(parts[4]),
+        "source": "nvidia-smi",
+    }
+
+
+def gpu_clock_power(index: int = 0) -> Optional[dict]:
+    """The GPU's SM clock [Hz], its maximum, board power and power limit [W] and temperature [C]
+    right now (NVML through pynvml, else ``nvidia-smi``); ``None`` on the CPU.
+
+    Call it just after a timed run to record the clock it ran at (a power-capped GPU clocks down).
+    A field the driver does not report is ``None``.
+    """
+    if not on_gpu():
+        return None
+    return _nvml_reading(index) or _smi_reading(index) or {
+        "sm_clock_hz": None, "max_sm_clock_hz": None, "power_w": None, "power_limit_w": None,
+        "temperature_c": None, "source": "not available (no pynvml, no nvidia-smi)",
+    }
+
+
 def provenance(command: Optional[str] = None) -> dict:
     """Where and how a measurement was made."""
     info = {
@@ -148,7 +240,9 @@ def provenance(command: Optional[str] = None) -> dict:
         "cuda": torch.version.cuda,
         "host": platform.machine(),
     }
+    info.update(git_state())
     try:
+        # widgets.experiments set TRITON_INTERPRET before this import could happen (see __init__)
         import triton
 
         info["triton"] = triton.__version__
@@ -167,6 +261,7 @@ def provenance(command: Optional[str] = None) -> dict:
         )
         if isinstance(info["driver"], list):
             info["driver"] = info["driver"][0] if info["driver"] else None
+        info["clock_power"] = gpu_clock_power()
     else:
         info.update(gpu=None, driver=None, gpu_count=0)
     return info
@@ -177,19 +272,136 @@ def record(topic: str, results: dict, command: Optional[str] = None) -> dict:
     return {"topic": topic, "provenance": provenance(command), "results": results}
 
 
+def _plain(obj, where: str, nulls: dict):
+    """``obj`` as plain JSON values; a NaN or an infinity becomes ``None`` and ``nulls[where]``
+    says what it was (keep a reason beside it in the results where the experiment knows one)."""
+    if obj is None or isinstance(obj, (str, bool)):
+        return obj
+    if isinstance(obj, int):
+        return obj
+    if isinstance(obj, float):
+        if math.isfinite(obj):
+            return obj
+        nulls[where] = f"{obj!r} in the measurement (no finite value): written as null"
+        return None
+    if isinstance(obj, dict):
+        out = {}
+        for k, v in obj.items():
+            key = k if isinstance(k, str) else json.dumps(k) if isinstance(k, bool) or k is None else str(k)
+            out[key] = _plain(v, f"{where}.{key}", nulls)
+        return out
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v, f"{where}[{i}]", nulls) for i, v in enumerate(obj)]
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return _plain(asdict(obj), where, nulls)
+    if hasattr(obj, "tolist"):  # numpy scalars and arrays, torch tensors
+        return _plain(obj.tolist(), where, nulls)
+    if hasattr(obj, "item"):
+        return _plain(obj.item(), where, nulls)
+    try:
+        return _plain(float(obj), where, nulls)
+    except (TypeError, ValueError):
+        raise ValueError(f"record field {where} holds a {type(obj).__name__!r} value ({obj!r:.80}), not a number, "
+                         "string, list or mapping") from None
+
+
+def to_json(rec: dict) -> str:
+    """``rec`` as strict JSON text (``allow_nan=False``): NaN and inf become null, and the
+    record's ``"nulls"`` maps each such field (``results.x[3].time_s``) to what it was."""
+    nulls: dict = {}
+    plain = _plain(rec, "record", nulls)
+    if nulls:
+        previous = plain.get("nulls") if isinstance(plain.get("nulls"), dict) else {}
+        plain["nulls"] = {**previous, **{k.removeprefix("record."): v for k, v in nulls.items()}}
+    return json.dumps(plain, indent=1, sort_keys=False, allow_nan=False) + "\n"
+
+
 def write_record(rec: dict, path: os.PathLike) -> Path:
+    """Write ``rec`` as strict JSON to ``path`` atomically: a temporary file in the same folder,
+    flushed to disk, then renamed over ``path``; a failure leaves any old record untouched."""
     p = Path(path)
+    text = to_json(rec)  # fails before touching the disk
     p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(json.dumps(rec, indent=1, sort_keys=False, default=float) + "\n")
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, p)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
     return p
 
 
+def _reject_constant(name: str):
+    raise ValueError(f"non-standard JSON constant {name}")
+
+
+def check_record(rec, where: str = "record", topic: Optional[str] = None) -> dict:
+    """Check a record's schema: a JSON object with a ``topic`` string, a ``provenance`` object
+    holding ``REQUIRED_PROVENANCE`` and a ``results`` object; ``ValueError`` naming ``where``
+    (the file) and the missing or bad field."""
+    if not isinstance(rec, dict):
+        raise ValueError(f"{where}: a record must be a JSON object with topic, provenance and results; "
+                         f"got {type(rec).__name__ if rec is not None else 'null'}")
+    for key in ("topic", "provenance", "results"):
+        if key not in rec:
+            raise ValueError(f"{where}: missing field {key!r}")
+    if not isinstance(rec["topic"], str) or not rec["topic"]:
+        raise ValueError(f"{where}: field 'topic' must be a non-empty string, got {rec['topic']!r}")
+    if topic is not None and rec["topic"] != topic:
+        raise ValueError(f"{where}: field 'topic' is {rec['topic']!r}, expected {topic!r}")
+    prov = rec["provenance"]
+    if not isinstance(prov, dict):
+        raise ValueError(f"{where}: field 'provenance' must be an object, got {prov!r:.80}")
+    for key in REQUIRED_PROVENANCE:
+        if key not in prov:
+            raise ValueError(f"{where}: missing field 'provenance.{key}'")
+    if not isinstance(rec["results"], dict):
+        raise ValueError(f"{where}: field 'results' must be an object, got {rec['results']!r:.80}")
+    return rec
+
+
+def load_record(path: os.PathLike, topic: Optional[str] = None) -> dict:
+    """Read a measurement record written by ``write_record`` and check its schema.
+
+    ``FileNotFoundError`` if there is no file; ``ValueError`` naming the file for an empty,
+    truncated or non-JSON file, NaN/Infinity constants, or a missing or bad field.
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{p}: cannot read the record ({exc})") from None
+    if not text.strip():
+        raise ValueError(f"{p}: empty file, not a measurement record")
+    try:
+        rec = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{p}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}); "
+                         "a truncated or hand-edited record? Measure again") from None
+    except ValueError as exc:
+        raise ValueError(f"{p}: {exc}; records are strict JSON (null for a missing value)") from None
+    return check_record(rec, str(p), topic)
+
+
 def load_reference(topic: str, gpu: str = REFERENCE_GPU) -> dict:
-    """The committed record of ``topic`` measured on ``gpu`` (``widgets/data/<gpu>/<topic>.json``)."""
+    """The committed record of ``topic`` measured on ``gpu`` (``widgets/data/<gpu>/<topic>.json``),
+    schema-checked (``ValueError`` naming the file and field if it is broken)."""
+    for name, value in (("topic", topic), ("gpu", gpu)):
+        if not isinstance(value, str) or not value or "/" in value or "\\" in value or value.startswith("."):
+            raise ValueError(f"{name} must be a folder-safe name such as 'h200' or 'serving', got {value!r}")
     p = DATA_DIR / gpu / f"{topic}.json"
     if not p.exists():
         raise FileNotFoundError(f"no recorded {gpu} measurement for {topic!r} at {p}")
-    return json.loads(p.read_text())
+    return load_record(p, topic)
 
 
 def describe_run(topic: str) -> str:
