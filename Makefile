@@ -14,9 +14,21 @@ STAMP := $(VENV)/.installed
 
 install: $(STAMP) node_modules/.installed
 
+# TORCH_INDEX: take torch from another index first, e.g. the CPU-only build on a laptop without a
+# GPU (make install TORCH_INDEX=https://download.pytorch.org/whl/cpu): about 3 GB less than the
+# CUDA build that the plain pin resolves to on Linux. The pin stays the one in requirements.txt.
+TORCH_INDEX ?=
+TORCH_PIN = $(shell sed -n 's/^\(torch==[^ #]*\).*/\1/p' requirements.txt)
+
+# PYTHON: the interpreter the venv is made from (3.11 or newer: numpy 2.4 needs it), e.g. PYTHON=python3.12
+PYTHON ?= python3
+
 $(STAMP): requirements.txt pyproject.toml
-	python3 -m venv $(VENV)
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { \
+	  echo "$(PYTHON) is Python $$($(PYTHON) -c 'import platform; print(platform.python_version())'); the book needs 3.11 or newer: make install PYTHON=python3.11" >&2; exit 1; }
+	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	$(if $(TORCH_INDEX),$(PY) -m pip install -q "$(TORCH_PIN)" --index-url $(TORCH_INDEX))
 	$(PY) -m pip install -q -r requirements.txt
 	$(PY) -m pip install -q --no-deps -e .
 	touch $@
