@@ -1,9 +1,19 @@
-"""Benchmark (not a test): the clean build time of the book and the nbval time of the chapters.
+"""Benchmarks (not tests) of the developer loop, each written with the machine's description and
+its load to ``benchmarks/``.
 
-    make bench                       # or: .venv/bin/python tests/benchmark.py --repeat 3
+    make bench                                   # = tests/benchmark.py fresh-clone
+    .venv/bin/python tests/benchmark.py fresh-clone [--keep]
+    .venv/bin/python tests/benchmark.py unit [--repeat 3]
+    .venv/bin/python tests/benchmark.py build-nbval [--repeat 3]   # = make bench-parts
 
-Each command runs as a whole process ``--repeat`` times; min, median and max are printed and written
-with the machine's description to ``benchmarks/build_and_nbval.json``.
+- ``fresh-clone``: clones this repository's committed HEAD into a temporary folder and runs, as CI
+  does (``CI=true``), ``make install`` then ``make test`` there, each timed; the book build inside
+  ``make test`` is timed from pytest's durations (``PYTEST_ADDOPTS``); then the disk taken by
+  ``.venv``, ``node_modules`` and ``_build``. -> ``benchmarks/fresh_clone_make_test.json``. The
+  issue's target is under 7 minutes for install + test on a 2-core machine. Packages come from
+  pip's and npm's caches when this machine has them (as they do for CI here): the record says so.
+- ``unit``: ``make unit`` here, wall and CPU time. -> ``benchmarks/make_unit.json`` (target < 60 s).
+- ``build-nbval``: a clean book build and nbval of the chapters, here. -> ``benchmarks/build_and_nbval.json``.
 """
 
 from __future__ import annotations
@@ -13,6 +23,8 @@ import datetime as dt
 import json
 import os
 import platform
+import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -23,23 +35,117 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
+BENCH = ROOT / "benchmarks"
+TARGET_FRESH_CLONE_S = 7 * 60
+TARGET_UNIT_S = 60
 
 
-def timed(cmd: list[str]) -> float:
-    t0 = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
-    elapsed = time.perf_counter() - t0
-    if proc.returncode != 0:
-        sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-3000:])
-        raise SystemExit(f"command failed: {' '.join(cmd)}")
-    return elapsed
+def machine() -> dict:
+    return {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "load_average_1_5_15_min": [round(x, 2) for x in os.getloadavg()],
+    }
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "build_and_nbval.json"))
-    args = ap.parse_args()
+def commit(cwd: Path = ROOT) -> str | None:
+    proc = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True)
+    return proc.stdout.strip() or None
+
+
+def children_cpu_s() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def run_timed(cmd, cwd: Path, env: dict | None = None, log: Path | None = None, check: bool = True) -> dict:
+    """Run ``cmd``; wall and CPU seconds (the children's), exit status and the output's tail."""
+    cpu0, t0 = children_cpu_s(), time.perf_counter()
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, shell=isinstance(cmd, str))
+    wall, cpu = time.perf_counter() - t0, children_cpu_s() - cpu0
+    out = proc.stdout + proc.stderr
+    if log:
+        log.write_text(out)
+    if check and proc.returncode != 0:
+        sys.stderr.write(out[-4000:])
+        raise SystemExit(f"command failed ({proc.returncode}): {cmd}")
+    return {"command": cmd if isinstance(cmd, str) else " ".join(map(str, cmd)), "wall_s": round(wall, 1),
+            "cpu_s": round(cpu, 1), "returncode": proc.returncode, "tail": out.strip().splitlines()[-3:]}
+
+
+def du_bytes(path: Path) -> int | None:
+    if not path.exists():
+        return None
+    out = subprocess.run(["du", "-sb", str(path)], capture_output=True, text=True).stdout.split()
+    return int(out[0]) if out else None
+
+
+def pytest_summary(lines: list[str]) -> str | None:
+    """The pytest closing line ("N failed, N passed ... in S s"), if any."""
+    for line in reversed(lines):
+        if re.search(r"\d+ (passed|failed|error)", line):
+            return line.strip("= ").strip()
+    return None
+
+
+def book_build_s(log: str) -> float | None:
+    """The book build inside ``make test``: the slowest ``setup`` that pytest's durations list
+    (the session fixture ``built_book`` is set up once, by the first test that asks for it)."""
+    setups = [float(m.group(1)) for m in re.finditer(r"^([\d.]+)s setup\s+tests/test_(?:book|browser)\.py", log, re.M)]
+    return max(setups) if setups else None
+
+
+def fresh_clone(args) -> dict:
+    where = Path(tempfile.mkdtemp(prefix="gpubook-fresh-"))
+    clone = where / "clone"
+    subprocess.run(["git", "clone", "--quiet", "--no-hardlinks", str(ROOT), str(clone)], check=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTEST", "GPUBOOK"))}
+    env.update(CI="true", PYTEST_ADDOPTS="--durations=25")
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if ".venv" not in p)
+    print(f"fresh clone of {commit()} in {clone}", flush=True)
+    before = machine()
+    steps = {}
+    steps["make_install"] = run_timed("make install", clone, env, where / "install.log")
+    print(f"make install  {steps['make_install']['wall_s']:7.1f} s", flush=True)
+    steps["make_test"] = run_timed("make test", clone, env, where / "test.log", check=False)
+    print(f"make test     {steps['make_test']['wall_s']:7.1f} s  (exit {steps['make_test']['returncode']})", flush=True)
+    log = (where / "test.log").read_text()
+    total = steps["make_install"]["wall_s"] + steps["make_test"]["wall_s"]
+    record = {
+        "what": "a fresh clone's `make install` then `make test` (together: what `make test` does on a fresh clone), CI=true",
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "commit": commit(clone),
+        "machine_before": before,
+        "machine_after": machine(),
+        "package_caches": {"pip": str(Path.home() / ".cache" / "pip"), "pip_cache_present": (Path.home() / ".cache" / "pip").exists(),
+                           "npm_cache_present": (Path.home() / ".npm").exists(),
+                           "note": "packages may come from this machine's caches and local wheels, as they do for CI here"},
+        "steps": steps,
+        "pytest_summary": pytest_summary(log.splitlines()),
+        "book_build_in_make_test_s": book_build_s(log),
+        "total_s": round(total, 1),
+        "target_s": TARGET_FRESH_CLONE_S,
+        "under_target": total < TARGET_FRESH_CLONE_S,
+        "disk_bytes": {name: du_bytes(clone / name) for name in (".venv", "node_modules", "_build")},
+        "disk_note": "_build holds the test build (_build/test-book), the same book `make book` writes to _build/html",
+    }
+    if args.keep:
+        print(f"kept {where}")
+    else:
+        shutil.rmtree(where, ignore_errors=True)
+    return record
+
+
+def unit(args) -> dict:
+    runs = [run_timed(["make", "unit"], ROOT, check=False) for _ in range(args.repeat)]
+    walls = [r["wall_s"] for r in runs]
+    return {"what": "`make unit` in the working tree", "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "commit": commit(), "machine": machine(), "runs": runs, "median_wall_s": statistics.median(walls),
+            "target_s": TARGET_UNIT_S, "note": "the machine is shared: see load_average; cpu_s is the work done (both workers)"}
+
+
+def build_nbval(args) -> dict:
     results = {}
     out_dir = Path(tempfile.mkdtemp(prefix="gpubook-bench-"))
     build = [str(BIN / "jupyter-book"), "build", str(ROOT), "--all", "-W", "-n", "--keep-going", "--path-output", str(out_dir)]
@@ -51,19 +157,40 @@ def main() -> int:
         times = []
         for _ in range(args.repeat):
             before()
-            times.append(timed(cmd))
+            times.append(run_timed(cmd, ROOT)["wall_s"])
         results[name] = {"min": min(times), "median": statistics.median(times), "max": max(times), "runs": times, "command": " ".join(cmd)}
         print(f"{name:14s} min {min(times):7.1f} s   median {statistics.median(times):7.1f} s   max {max(times):7.1f} s")
     shutil.rmtree(out_dir, ignore_errors=True)
-    record = {
-        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+    return {
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "commit": commit(),
+        "machine": machine(),
         "chapters": sorted(p.name for p in (ROOT / "chapters").glob("*.ipynb")),
         "results": results,
     }
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(record, indent=1) + "\n")
-    print(f"written {args.out}")
+
+
+MODES = {
+    "fresh-clone": (fresh_clone, "fresh_clone_make_test.json"),
+    "unit": (unit, "make_unit.json"),
+    "build-nbval": (build_nbval, "build_and_nbval.json"),
+}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("mode", nargs="?", default="fresh-clone", choices=MODES)
+    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--keep", action="store_true", help="fresh-clone: keep the clone and its logs")
+    ap.add_argument("--out", help="where to write the record (default: benchmarks/<mode's file>)")
+    args = ap.parse_args(argv)
+    fn, name = MODES[args.mode]
+    record = fn(args)
+    out = Path(args.out) if args.out else BENCH / name
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(record, indent=1) + "\n")
+    print(json.dumps({k: v for k, v in record.items() if k in ("total_s", "under_target", "pytest_summary", "median_wall_s")}))
+    print(f"written {out}")
     return 0
 
 
