@@ -1,0 +1,140 @@
+"""The README's install paths tell the truth: the Python floor it states is the one the pins in
+requirements.txt need (their own ``Requires-Python``) and the one pyproject and the Makefile enforce;
+the extra, the torch pin, the make targets and the modules it names exist; ``--allow-root`` goes
+with every JupyterLab command; its claim about a Colab T4 is the doctor's verdict."""
+
+from __future__ import annotations
+
+import importlib.metadata as md
+import importlib.util
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+MAKEFILE = (ROOT / "Makefile").read_text(encoding="utf-8")
+
+
+def pins() -> dict[str, str]:
+    """name -> exact version for every ``name==version`` line of requirements.txt."""
+    out = {}
+    for line in (ROOT / "requirements.txt").read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        req = Requirement(line)
+        exact = [s.version for s in req.specifier if s.operator == "=="]
+        if exact:
+            out[req.name] = exact[0]
+    return out
+
+
+def readme_floor() -> tuple[int, int]:
+    found = set(re.findall(r"Python (3\.\d+) or newer", README))
+    assert len(found) == 1, f"the README should state one Python floor as 'Python 3.N or newer', found {sorted(found)}"
+    major, minor = found.pop().split(".")
+    return int(major), int(minor)
+
+
+def floor_of(spec: str) -> tuple[int, int]:
+    """The oldest Python 3.x that ``spec`` (a Requires-Python) allows."""
+    s = SpecifierSet(spec)
+    for minor in range(6, 30):
+        if Version(f"3.{minor}") in s or Version(f"3.{minor}.0") in s:
+            return 3, minor
+    raise ValueError(f"spec must allow some Python 3.x, got {spec!r}")
+
+
+def needed_floor() -> tuple[tuple[int, int], list[str]]:
+    """The oldest Python every pinned package (as installed, at its pinned version) supports, and
+    the packages that set it."""
+    floors = {}
+    for name, version in pins().items():
+        try:
+            installed = md.version(name)
+        except md.PackageNotFoundError:
+            continue
+        if Version(installed).base_version != Version(version).base_version:
+            continue  # metadata of another version says nothing about the pin
+        spec = md.metadata(name).get("Requires-Python")
+        if spec:
+            floors[name] = floor_of(spec)
+    assert floors, "no pinned package is installed: run make install"
+    top = max(floors.values())
+    return top, sorted(n for n, f in floors.items() if f == top)
+
+
+def test_floor_of():
+    assert floor_of(">=3.11") == (3, 11)
+    assert floor_of(">=3.10,<3.16") == (3, 10)
+    assert floor_of(">=3.7, <4") == (3, 7)
+    with pytest.raises(ValueError):
+        floor_of("<3")
+
+
+def test_readme_python_floor_is_what_the_pins_need():
+    need, setters = needed_floor()
+    assert readme_floor() == need, f"README says Python {readme_floor()}, the pins need {need} ({', '.join(setters)})"
+    assert "3.10+" not in README and "Python 3.10" not in README
+
+
+def test_pyproject_and_makefile_enforce_the_same_floor():
+    major, minor = readme_floor()
+    assert floor_of(PYPROJECT["project"]["requires-python"]) == (major, minor)
+    assert f"sys.version_info < ({major}, {minor})" in MAKEFILE
+
+
+def test_the_chapters_extra_exists_and_holds_what_the_chapters_import():
+    assert '".[chapters]"' in README and "[chapters]" in README
+    extra = {Requirement(r).name for r in PYPROJECT["project"]["optional-dependencies"]["chapters"]}
+    assert {"torch", "triton", "plotly", "ipywidgets", "numba-cuda"} <= extra
+    assert PYPROJECT["project"]["dependencies"] == ["numpy"], "the README says the bare package brings numpy alone"
+
+
+def test_cpu_torch_command_uses_the_pinned_version():
+    pinned = pins()["torch"]
+    lines = [ln for ln in README.splitlines() if "download.pytorch.org/whl/cpu" in ln and "pip install" in ln]
+    assert lines, "the README gives the CPU-only torch install"
+    assert all(f"torch=={pinned}" in ln for ln in lines), (lines, pinned)
+    assert "TORCH_INDEX" in README and "TORCH_INDEX" in MAKEFILE
+
+
+def test_every_jupyterlab_command_mentions_allow_root():
+    cmds = [ln for ln in README.splitlines() if re.search(r"jupyter lab\b", ln) and not ln.startswith(("#", "**"))]
+    assert cmds
+    for ln in cmds:
+        assert "--allow-root" in ln, f"say when --allow-root applies: {ln!r}"
+
+
+def test_make_targets_named_in_the_readme_exist():
+    targets = set(re.findall(r"^([A-Za-z][\w-]*):", MAKEFILE, re.M))
+    named = set(re.findall(r"`make ([a-z][\w-]*)", README)) | set(re.findall(r"^make ([a-z][\w-]*)", README, re.M))
+    assert {"book", "test", "unit", "lint", "bench", "install"} <= named
+    assert named <= targets, f"README names make targets the Makefile lacks: {sorted(named - targets)}"
+
+
+def test_modules_named_in_the_readme_exist():
+    mods = set(re.findall(r"python -m (widgets(?:\.\w+)+)", README))
+    assert "widgets.doctor" in mods and "widgets.measure" in mods
+    for mod in mods:
+        assert importlib.util.find_spec(mod) is not None, mod
+
+
+def test_colab_t4_claim_is_the_doctors_verdict():
+    from widgets import doctor
+
+    m = re.search(r"On Colab's T4 GPU runtime (\w+) of the five chapters run", README)
+    assert m, "the README says how many chapters a Colab T4 runs"
+    words = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "all": 5}
+    verdicts = doctor.chapter_verdicts(doctor.simulate("T4"))
+    assert words[m.group(1)] == sum(v.runs for v in verdicts)
+    assert len(doctor.CHAPTERS) == 5
+    blocked = [v.chapter for v in verdicts if not v.runs]
+    assert all(f"({c})" in README for c in blocked)
