@@ -1,25 +1,61 @@
-"""A real browser: headless Chromium (Debian's `chromium`, driven by Playwright) opens each built
-chapter from a local web server, moves every static calculator's slider, checks that the figure
-changed, and sees no console error and no request leaving the machine."""
+"""The built site in a real browser: headless Chromium (Debian's `chromium`, driven by Playwright)
+opens every page of the book from a local web server, as a reader would at 1400x900 and on a
+390x844 phone.
+
+Checked on each page: launch buttons (Colab URL of this chapter's notebook); both sidebars open
+and close on a phone; no build-machine output ("No GPU here", a "this device" column, `FAIL:`) and
+no Python repr; every static calculator has two or more controls and each one changes the figure;
+every "Guess first" is followed by an answer hidden until clicked; plots follow dark mode; the
+weight and load-time budgets; zero console errors and warnings; no request leaves the machine.
+
+Each check is parametrized by page, so a failure names the page and says why. Reuse a build with
+GPUBOOK_BUILT_HTML=_build/html.
+"""
 
 from __future__ import annotations
 
 import functools
 import http.server
+import re
 import shutil
 import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHAPTERS = sorted(p.stem for p in (ROOT / "chapters").glob("*.ipynb"))
+CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
+REPO_URL = CONFIG["repository"]["url"].rstrip("/")
+BRANCH = CONFIG["repository"].get("branch", "main")
 pytestmark = pytest.mark.browser
 
-if not CHROMIUM:  # `make test` installs it; fail loudly rather than skip silently
-    pytest.fail("headless Chromium is needed: install Debian's `chromium` (make test does)", pytrace=False)
+if not CHROMIUM:
+    pytest.skip(
+        "headless Chromium not found: install Debian's `chromium` (`make chromium`, run by `make test`)",
+        allow_module_level=True,
+    )
+
+
+def _toc_pages():
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    pages = [toc["root"]]
+    for part in toc.get("parts", []):
+        pages += [c["file"] for c in part["chapters"]]
+    return pages
+
+
+PAGES = _toc_pages()
+CHAPTER_PAGES = [f"chapters/{c}" for c in CHAPTERS]
+
+# budgets (issue 9): bytes transferred per page, and time to the load event with the local server
+INTRO_BYTES = 1.5e6
+PAGE_BYTES = 5e6
+LOAD_S = 3.0
 
 FLAGS = [
     "--headless=new",
@@ -58,56 +94,378 @@ def browser():
         b.close()
 
 
-STATE = """id => { const gd = document.getElementById(id);
-  return {active: gd.layout.sliders[0].active, steps: gd.layout.sliders[0].steps.length,
-          title: (gd.layout.title || {}).text || '',
-          data: JSON.stringify(gd.data.map(t => [t.x, t.y]))}; }"""
+@dataclass
+class Visit:
+    """One page opened in a fresh browser context (empty cache), with what it logged and fetched."""
+
+    page: object
+    console: list = field(default_factory=list)  # "type: text" of every error/warning
+    outside: list = field(default_factory=list)  # URLs of requests that left the machine
+    failed: list = field(default_factory=list)
+    bytes: int = 0
+    load_s: float = 0.0
 
 
-def _slider_figures(page):
-    return page.evaluate(
-        """() => Array.from(document.querySelectorAll('.plotly-graph-div'))
-             .filter(gd => gd.layout && gd.layout.sliders && gd.layout.sliders.length)
-             .map(gd => gd.id)"""
-    )
+def _open(browser, server, path, *, width=1400, height=900, dark=False) -> Visit:
+    ctx = browser.new_context(viewport={"width": width, "height": height})
+    if dark:  # what pydata-sphinx-theme stores when the reader picks dark mode
+        ctx.add_init_script("localStorage.setItem('mode', 'dark'); localStorage.setItem('theme', 'dark');")
+    page = ctx.new_page()
+    v = Visit(page)
+
+    def on_console(m):
+        if m.type in ("error", "warning"):
+            v.console.append(f"{m.type}: {m.text}")
+
+    def on_request(r):
+        host = urlparse(r.url).hostname
+        if host not in ("127.0.0.1", None) and not r.url.startswith(("data:", "blob:")):
+            v.outside.append(r.url)
+
+    def on_finished(r):
+        try:
+            sizes = r.sizes()
+            v.bytes += sizes["responseBodySize"] + sizes["responseHeadersSize"]
+        except Exception:  # noqa: BLE001  (a request cancelled by the page has no sizes)
+            pass
+
+    page.on("console", on_console)
+    page.on("pageerror", lambda e: v.console.append(f"pageerror: {e}"))
+    page.on("request", on_request)
+    page.on("requestfinished", on_finished)
+    page.on("requestfailed", lambda r: v.failed.append(f"{r.url} ({r.failure})"))
+    page.goto(f"{server}/{path}.html", wait_until="load")
+    v.load_s = page.evaluate("() => performance.getEntriesByType('navigation')[0].loadEventEnd / 1000")
+    try:
+        page.wait_for_load_state("networkidle", timeout=15000)
+    except Exception:  # noqa: BLE001  (the byte count below is then a lower bound)
+        pass
+    page.wait_for_timeout(300)
+    return v
+
+
+def _close(v: Visit):
+    v.page.context.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# weight, time, console, network: every page
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_budget_console_and_network(server, browser, path):
+    v = _open(browser, server, path)
+    _close(v)
+    budget = INTRO_BYTES if path == PAGES[0] else PAGE_BYTES
+    problems = []
+    if v.bytes > budget:
+        problems.append(f"{v.bytes / 1e6:.2f} MB transferred, budget {budget / 1e6:.1f} MB")
+    if v.load_s > LOAD_S:
+        problems.append(f"load event after {v.load_s:.2f} s, budget {LOAD_S:.0f} s")
+    if v.console:
+        problems.append(f"console: {v.console[:5]}")
+    if v.failed:
+        problems.append(f"failed requests: {v.failed[:5]}")
+    if v.outside:
+        problems.append(f"requests left the machine: {v.outside[:5]}")
+    assert not problems, f"{path}: " + "; ".join(problems)
+
+
+# ---------------------------------------------------------------------------------------------
+# what the page says
+
+
+TEXTS = """() => {
+  const main = document.querySelector('main') || document.body;
+  const walker = document.createTreeWalker(main, NodeFilter.SHOW_TEXT);
+  let prose = [], outputs = [];
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    const el = n.parentElement;
+    if (!el || el.closest('script, style, mjx-container, .cell_input, .modebar')) continue;
+    if (el.closest('.cell_output')) outputs.push(n.textContent);
+    else if (!el.closest('div[class*="highlight"], pre, code')) prose.push(n.textContent);
+  }
+  const heads = Array.from(main.querySelectorAll('th')).map(th => th.textContent.trim());
+  return {prose: prose.join(' '), outputs: outputs.join(' '), heads: heads};
+}"""
+
+REPRS = [
+    (re.compile(r"\{'"), "a dict repr ({'...)"),
+    (re.compile(r"<[\w.]+ object at 0x[0-9a-f]+>"), "an object repr (<... object at 0x...>)"),
+    (re.compile(r"\bdict\("), "dict(...)"),
+    (re.compile(r"\bnp\.(?:float|int)\d*\("), "a NumPy scalar repr (np.float64(...))"),
+    (re.compile(r"\barray\(\["), "a NumPy array repr"),
+    (re.compile(r"\b\w+\(\w+=[^)]*\)"), "a dataclass repr (Name(field=...))"),
+]
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_no_build_machine_output_and_no_reprs(server, browser, path):
+    v = _open(browser, server, path)
+    t = v.page.evaluate(TEXTS)
+    _close(v)
+    problems = []
+    everything = t["prose"] + " " + t["outputs"]
+    if "No GPU here" in everything:
+        problems.append('shows "No GPU here" (the build machine\'s banner)')
+    device_cols = [h for h in t["heads"] if "this device" in h.lower()]
+    if device_cols:
+        problems.append(f'a "this device" column: {device_cols[:3]}')
+    if "FAIL:" in everything:
+        i = everything.index("FAIL:")
+        problems.append(f"prints FAIL: ...{everything[i:i + 80]!r}")
+    for rx, what in REPRS:
+        m = rx.search(t["outputs"])
+        if m:
+            s = t["outputs"]
+            problems.append(f"an output shows {what}: ...{s[max(0, m.start() - 40):m.end() + 40]!r}")
+    assert not problems, f"{path}: " + "; ".join(problems)
+
+
+# ---------------------------------------------------------------------------------------------
+# chapters: buttons, calculators, guesses
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
-def test_static_sliders_move_without_errors(server, browser, chapter):
-    page = browser.new_page(viewport={"width": 1300, "height": 900})
-    errors, outside = [], []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.on("requestfailed", lambda r: errors.append(f"failed: {r.url}"))
-    page.on("request", lambda r: outside.append(r.url) if urlparse(r.url).hostname not in ("127.0.0.1", None) and not r.url.startswith("data:") else None)
-    page.goto(f"{server}/chapters/{chapter}.html", wait_until="load")
-    page.wait_for_function("() => window.Plotly !== undefined")
-    page.wait_for_timeout(500)
-    ids = _slider_figures(page)
-    if chapter == "memory_hierarchy":
-        assert len(ids) >= 3, "the exemplar chapter has three static calculators"
+def test_launch_buttons(server, browser, chapter):
+    v = _open(browser, server, f"chapters/{chapter}")
+    page = v.page
+    org_repo = REPO_URL.split("://", 1)[1].split("/", 1)[1]
+    colab = f"https://colab.research.google.com/github/{org_repo}/blob/{BRANCH}/chapters/{chapter}.ipynb"
+    hrefs = page.evaluate("() => Array.from(document.querySelectorAll('.article-header-buttons a, .header-article-items a')).map(a => a.href)")
+    launch = page.locator("button[aria-label='Launch interactive content'], .dropdown-launch-buttons button").count()
+    _close(v)
+    problems = []
+    if not launch:
+        problems.append("no launch button")
+    if colab not in hrefs:
+        problems.append(f"no Colab link to {colab}")
+    if not any(h.startswith("https://mybinder.org/") for h in hrefs):
+        problems.append("no Binder link")
+    if REPO_URL not in [h.rstrip("/") for h in hrefs]:
+        problems.append(f"no repository button to {REPO_URL}")
+    if not any(h.startswith(f"{REPO_URL}/issues/new") for h in hrefs):
+        problems.append("no issue button")
+    assert not problems, f"{chapter}: " + "; ".join(problems)
+
+
+FIG_STATE = """gd => ({title: JSON.stringify((gd.layout.title || {}).text || ''),
+  data: JSON.stringify(gd.data.map(t => [t.x, t.y, t.z, t.text, t.name, t.visible])),
+  sliders: (gd.layout.sliders || []).map(s => s.active),
+  menus: (gd.layout.updatemenus || []).map(m => m.active)})"""
+
+CALCULATORS = """() => Array.from(document.querySelectorAll('.plotly-graph-div'))
+  .filter(gd => gd.layout && ((gd.layout.sliders || []).length || (gd.layout.updatemenus || []).length))
+  .map(gd => gd.id)"""
+
+
+def _changed(a, b):
+    return a["title"] != b["title"] or a["data"] != b["data"]
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_static_calculators_have_two_controls_that_each_change_the_figure(server, browser, chapter):
+    v = _open(browser, server, f"chapters/{chapter}")
+    page = v.page
+    problems = []
+    ids = page.evaluate(CALCULATORS)
     for fig_id in ids:
         fig = page.locator(f'[id="{fig_id}"]')
         fig.scroll_into_view_if_needed()
-        before = page.evaluate(STATE, fig_id)
-        rail = fig.locator(".slider-rail-touch-rect").first
-        box = rail.bounding_box()
-        assert box, f"{chapter}: slider of {fig_id} not drawn"
-        # click far from the current position so the slider must move
-        x_frac = 0.9 if (before["active"] or 0) < before["steps"] / 2 else 0.1
-        page.mouse.click(box["x"] + x_frac * box["width"], box["y"] + box["height"] / 2)
+        gd = fig.element_handle()
+        name = page.evaluate("gd => ((gd.layout.title || {}).text || '').split('<br>')[0].slice(0, 50)", gd)
+        where = f"figure {name!r}"
+        n_controls = page.evaluate(
+            "gd => (gd.layout.sliders || []).filter(s => s.visible !== false).length + (gd.layout.updatemenus || []).filter(m => m.visible !== false).length",
+            gd,
+        )
+        if n_controls < 2:
+            problems.append(f"{where}: {n_controls} control (a static calculator needs two or more inputs)")
+        # every dropdown: pick another entry
+        for i, header in enumerate(fig.locator(".updatemenu-header-group").all()):
+            before = page.evaluate(FIG_STATE, gd)
+            header.click()
+            page.wait_for_timeout(250)
+            items = fig.locator(".updatemenu-dropdown-button")
+            if items.count() < 2:
+                problems.append(f"{where}: dropdown {i} has {items.count()} entries")
+                continue
+            active = before["menus"][i] if i < len(before["menus"]) else 0
+            items.nth(1 if (active or 0) == 0 else 0).click()
+            page.wait_for_timeout(500)
+            if not _changed(before, page.evaluate(FIG_STATE, gd)):
+                problems.append(f"{where}: choosing another entry of dropdown {i} did not change the figure")
+        for i, group in enumerate(fig.locator(".updatemenu-button").all()[:1]):  # button-type menus
+            before = page.evaluate(FIG_STATE, gd)
+            group.click()
+            page.wait_for_timeout(500)
+            if not _changed(before, page.evaluate(FIG_STATE, gd)):
+                problems.append(f"{where}: pressing a button did not change the figure")
+        # every visible slider: click far from where it is
+        for i, rail in enumerate(fig.locator(".slider-container .slider-rail-touch-rect").all()):
+            box = rail.bounding_box()
+            if not box or box["width"] < 5:
+                continue  # a slider hidden by the current dropdown choice
+            before = page.evaluate(FIG_STATE, gd)
+            steps = page.evaluate("gd => (gd.layout.sliders || []).map(s => s.steps.length)", gd)
+            active = [a or 0 for a in before["sliders"]]
+            far_right = all(a < (n / 2) for a, n in zip(active, steps)) if steps else True
+            x = box["x"] + (0.9 if far_right else 0.1) * box["width"]
+            page.mouse.click(x, box["y"] + box["height"] / 2)
+            page.wait_for_timeout(500)
+            after = page.evaluate(FIG_STATE, gd)
+            if after["sliders"] == before["sliders"]:
+                problems.append(f"{where}: slider {i} did not move")
+            elif not _changed(before, after):
+                problems.append(f"{where}: moving slider {i} did not change the figure")
+    console = list(v.console)
+    _close(v)
+    if chapter == "memory_hierarchy" and len(ids) < 3:
+        problems.append(f"the exemplar chapter has {len(ids)} static calculators, expected 3 or more")
+    if console:
+        problems.append(f"console while using the calculators: {console[:5]}")
+    assert not problems, f"{chapter}: " + "; ".join(problems)
+
+
+GUESSES = """() => {
+  const items = Array.from(document.querySelectorAll('.guess, .guess-answer'));
+  return items.map((el, i) => ({
+    answer: el.classList.contains('guess-answer'),
+    next_is_answer: i + 1 < items.length && items[i + 1].classList.contains('guess-answer'),
+    title: (el.querySelector('.admonition-title, summary') || el).textContent.trim().slice(0, 60),
+  }));
+}"""
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_every_guess_is_answered_behind_a_click(server, browser, chapter):
+    v = _open(browser, server, f"chapters/{chapter}")
+    page = v.page
+    problems = []
+    items = page.evaluate(GUESSES)
+    for i, it in enumerate(items):
+        if not it["answer"] and not it["next_is_answer"]:
+            problems.append(f"guess {it['title']!r} is not followed by a .guess-answer")
+    answers = page.locator(".guess-answer")
+    for i in range(answers.count()):
+        ans = answers.nth(i)
+        ans.scroll_into_view_if_needed()
+        body = ans.locator(":scope > :not(.admonition-title):not(summary):not(button)")
+        if body.count() == 0:
+            problems.append(f"answer {i}: empty")
+            continue
+        if any(body.nth(j).is_visible() for j in range(body.count())):
+            problems.append(f"answer {i}: visible before it is clicked")
+            continue
+        ans.locator(".admonition-title, summary").first.click()
         page.wait_for_timeout(400)
-        after = page.evaluate(STATE, fig_id)
-        assert after["active"] != before["active"], f"{chapter}: slider of {fig_id} did not move"
-        assert after["title"] != before["title"] or after["data"] != before["data"], f"{chapter}: figure {fig_id} did not change"
-    page.close()
-    assert not errors, f"{chapter}: console errors {errors[:5]}"
-    assert not outside, f"{chapter}: requests left the machine: {outside[:5]}"
+        if not any(body.nth(j).is_visible() for j in range(body.count())):
+            problems.append(f"answer {i}: still hidden after a click on its title")
+    _close(v)
+    assert not problems, f"{chapter}: " + "; ".join(problems)
+
+
+# ---------------------------------------------------------------------------------------------
+# phone and dark mode
+
+
+@pytest.mark.parametrize("path", [PAGES[0]] + CHAPTER_PAGES)
+def test_phone_sidebars_open_and_close(server, browser, path):
+    v = _open(browser, server, path, width=390, height=844)
+    page = v.page
+    problems = []
+    for which, toggle_sel, dialog_sel in [
+        ("table of contents", ".primary-toggle", "#pst-primary-sidebar-modal, .bd-sidebar-primary"),
+        ("page outline", ".secondary-toggle", "#pst-secondary-sidebar-modal, .bd-sidebar-secondary"),
+    ]:
+        toggle = page.locator(f"{toggle_sel}:visible")
+        if toggle.count() == 0:
+            if which == "table of contents" or path in CHAPTER_PAGES:
+                problems.append(f"no visible button for the {which}")
+            continue
+
+        def shown():
+            return page.evaluate(
+                """sel => Array.from(document.querySelectorAll(sel)).some(e => {
+                     const r = e.getBoundingClientRect(), cs = getComputedStyle(e);
+                     return r.width > 100 && r.right > 0 && r.left < innerWidth && cs.visibility !== 'hidden' && cs.display !== 'none'
+                            && (e.tagName !== 'DIALOG' || e.open); })""",
+                dialog_sel,
+            )
+
+        if shown():
+            problems.append(f"the {which} covers the page before it is asked for")
+            continue
+        toggle.first.click()
+        page.wait_for_timeout(500)
+        if not shown():
+            problems.append(f"the {which} does not open")
+            continue
+        page.keyboard.press("Escape")
+        page.wait_for_timeout(400)
+        if shown():
+            page.mouse.click(380, 420)  # outside the drawer
+            page.wait_for_timeout(400)
+        if shown():
+            problems.append(f"the {which} does not close")
+    console = list(v.console)
+    _close(v)
+    if console:
+        problems.append(f"console: {console[:5]}")
+    assert not problems, f"{path} at 390 px: " + "; ".join(problems)
+
+
+PLOT_COLOURS = """() => Array.from(document.querySelectorAll('.plotly-graph-div'))
+  .filter(gd => gd._fullLayout)
+  .map(gd => ({font: gd._fullLayout.font.color, paper: gd._fullLayout.paper_bgcolor}))"""
+
+
+def _luminance(colour: str) -> float:
+    m = re.match(r"#([0-9a-f]{6})", colour.lower())
+    if m:
+        rgb = [int(m.group(1)[i:i + 2], 16) for i in (0, 2, 4)]
+    else:
+        rgb = [float(x) for x in re.findall(r"[\d.]+", colour)[:3]]
+    return (0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2]) / 255
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_plots_and_tables_follow_dark_mode(server, browser, chapter):
+    v = _open(browser, server, f"chapters/{chapter}", dark=True)
+    page = v.page
+    problems = []
+    if page.evaluate("() => document.documentElement.dataset.theme") != "dark":
+        problems.append("the page did not start in dark mode")
+    dark = page.evaluate(PLOT_COLOURS)
+    light_text = [c for c in dark if _luminance(c["font"]) < 0.5]
+    if light_text:
+        problems.append(f"{len(light_text)} of {len(dark)} plots keep dark text in dark mode ({light_text[0]})")
+    panels = page.evaluate(
+        """() => Array.from(document.querySelectorAll('.cell_output .text_html'))
+             .filter(e => e.querySelector('table, .plotly-graph-div'))
+             .map(e => getComputedStyle(e).backgroundColor)"""
+    )
+    bright = [c for c in panels if not c.endswith(", 0)") and _luminance(c) > 0.5]
+    if bright:
+        problems.append(f"{len(bright)} tables or plots sit on a light panel in dark mode")
+    # back to light: every plot gets its own light look again
+    page.evaluate("() => { document.documentElement.dataset.mode = 'light'; document.documentElement.dataset.theme = 'light'; }")
+    page.wait_for_timeout(600)
+    light = page.evaluate(PLOT_COLOURS)
+    dark_bg_text = [c for c in light if _luminance(c["font"]) > 0.5]
+    if dark_bg_text:
+        problems.append(f"{len(dark_bg_text)} plots keep light text after switching back to light mode")
+    console = list(v.console)
+    _close(v)
+    if console:
+        problems.append(f"console: {console[:5]}")
+    assert not problems, f"{chapter}: " + "; ".join(problems)
 
 
 def test_maths_renders_offline(server, browser):
-    page = browser.new_page()
-    page.goto(f"{server}/chapters/memory_hierarchy.html", wait_until="load")
+    v = _open(browser, server, "chapters/memory_hierarchy")
+    page = v.page
     page.wait_for_function("() => document.querySelectorAll('mjx-container').length > 0", timeout=20000)
-    assert page.locator("mjx-container").count() > 5
-    page.close()
+    n = page.locator("mjx-container").count()
+    _close(v)
+    assert n > 5

@@ -10,6 +10,10 @@
 - MathJax 3 (``mathjax_path`` points here), require.js and the ipywidgets HTML manager
   (``nb_ipywidgets_js`` points here): copied from ``node_modules`` (``npm ci`` installs them from
   ``package-lock.json``; ``make install`` runs it).
+- MathJax only on pages with maths (myst-nb asks Sphinx to put it on every page).
+- pydata-sphinx-theme's ``fontawesome.js`` (1.5 MB, "so that users can add custom icons") is
+  dropped from every page: the theme's CSS already draws every icon the pages use from its web
+  fonts.
 - ``book/_static``: the book's own CSS (tables in light and dark mode) on every page, and the
   script that gives plots the dark template when the reader picks dark mode, on figure pages only.
   The dark and light templates are written at build time from ``widgets.ui._core`` (one source).
@@ -113,6 +117,7 @@ def setup(app: Sphinx):
     app.connect("config-inited", _on_config_inited)
     # after myst-nb's handler (priority 500), which adds the widget manager to notebook pages
     app.connect("html-page-context", _page_assets, priority=900)
+    app.connect("build-finished", _drop_fontawesome_js)
     app.add_css_file("gpubook.css")
     return {"version": "2.0", "parallel_read_safe": True, "parallel_write_safe": True}
 
@@ -173,7 +178,37 @@ def _page_assets(app, pagename, templatename, context, doctree) -> None:
     scripts = _dedupe(scripts)
     if WIDGET_VIEW not in body:
         scripts = [js for js in scripts if not _is_widget_script(js)]
+    if not has_maths(body):
+        scripts = [js for js in scripts if not _is_mathjax(js, app.config.mathjax_path)]
     context["script_files"] = _point_widget_manager_at_static(scripts, context)
+
+
+_MATHS = re.compile(r'class="[^"]*\bmath\b|\\\(|\\\[|\$\$')
+
+
+def has_maths(body: str) -> bool:
+    """Whether MathJax has anything to typeset here: Sphinx's maths nodes (from $...$, {math},
+    LaTeX outputs) or TeX delimiters in an HTML output."""
+    return bool(_MATHS.search(body))
+
+
+def _is_mathjax(js, mathjax_path: str) -> bool:
+    name = str(getattr(js, "filename", js) or "")
+    body = (getattr(js, "attributes", {}) or {}).get("body") or ""
+    return bool(mathjax_path) and name.split("?")[0].endswith(mathjax_path) or body.lstrip().startswith("window.MathJax")
+
+
+_FONTAWESOME_JS = re.compile(r'[ \t]*(?:<!-- So that users can add custom icons -->\s*)?<script src="[^"]*_static/scripts/fontawesome\.js[^"]*"></script>\n?')
+
+
+def _drop_fontawesome_js(app, exception) -> None:
+    if exception or app.builder.format != "html":
+        return
+    for page in Path(app.outdir).rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        new = _FONTAWESOME_JS.sub("", text)
+        if new != text:
+            page.write_text(new, encoding="utf-8")
 
 
 def _is_widget_script(js) -> bool:
