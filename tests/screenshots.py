@@ -1,0 +1,72 @@
+"""Screenshots of each chapter of the built book, for reviewers who do not build it.
+
+    .venv/bin/python tests/screenshots.py [_build/html]
+
+writes ``benchmarks/screenshots/<chapter>_1400.png`` (1400x900) and ``<chapter>_390.png``
+(390x844, a phone) of the top of each chapter and of its first static calculator, in light mode.
+Viewport-only screenshots at device scale 1 keep each PNG small. Needs Debian's ``chromium``.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import shutil
+import sys
+import threading
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "benchmarks" / "screenshots"
+SIZES = {"1400": (1400, 900), "390": (390, 844)}
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+def main(html_dir: Path) -> int:
+    from playwright.sync_api import sync_playwright
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not chromium:
+        print("needs Debian's chromium (make chromium)", file=sys.stderr)
+        return 1
+    if not (html_dir / "index.html").exists():
+        print(f"no built book at {html_dir}: run `make book` first", file=sys.stderr)
+        return 1
+    OUT.mkdir(parents=True, exist_ok=True)
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(html_dir)))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{httpd.server_address[1]}"
+    chapters = sorted(p.stem for p in (ROOT / "chapters").glob("*.ipynb"))
+    written = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--headless=new", "--no-sandbox", "--disable-gpu"])
+        for chapter in chapters:
+            for label, (w, h) in SIZES.items():
+                page = browser.new_page(viewport={"width": w, "height": h}, device_scale_factor=1)
+                page.goto(f"{base}/chapters/{chapter}.html", wait_until="load")
+                page.wait_for_timeout(800)
+                path = OUT / f"{chapter}_{label}.png"
+                page.screenshot(path=str(path))
+                written.append(path)
+                calc = page.locator(".plotly-graph-div").first
+                if calc.count():
+                    calc.scroll_into_view_if_needed()
+                    page.evaluate("() => window.scrollBy(0, -60)")
+                    page.wait_for_timeout(400)
+                    path = OUT / f"{chapter}_{label}_figure.png"
+                    page.screenshot(path=str(path))
+                    written.append(path)
+                page.close()
+        browser.close()
+    httpd.shutdown()
+    for path in written:
+        print(f"{path.relative_to(ROOT)}  {path.stat().st_size / 1e3:.0f} kB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "_build" / "html"))
