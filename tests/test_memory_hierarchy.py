@@ -314,7 +314,9 @@ def test_static_calculators_have_two_inputs():
         assert len(fig.frames) == n_choices * n_values
         assert len(fig.layout.updatemenus) == 1 and len(fig.layout.updatemenus[0].buttons) == n_choices
         assert len(fig.layout.sliders) == n_choices
-        assert all(len(sl.steps) == n_values and all(st.method == "animate" for st in sl.steps) for sl in fig.layout.sliders)
+        assert all(
+            len(sl.steps) == n_values and all(st.method == "animate" for st in sl.steps) for sl in fig.layout.sliders
+        )
         assert len(fig.to_json()) < 400_000  # page weight
 
 
@@ -332,13 +334,18 @@ def test_static_frames_carry_the_models_numbers():
             f = _frame(fig, ci, si)
             assert len(f.data[0].y) == mh.warp_load_sectors(stride, e, o)
             assert mh.coalescing(stride, e, o).sectors == int(f.layout.title.subtitle.text.split()[0])
-    assert "1 sector (1 line" in _frame(fig, ui.COALESCING_CHOICES.index((1, 0)), strides.index(1)).layout.title.subtitle.text
+    assert (
+        "1 sector (1 line"
+        in _frame(fig, ui.COALESCING_CHOICES.index((1, 0)), strides.index(1)).layout.title.subtitle.text
+    )
     fig = ui.bank_conflict_figure()
     strides = list(ui.BANK_STRIDES)
     assert "32 wavefronts" in _frame(fig, 0, strides.index(32)).layout.title.subtitle.text  # stride 32
     assert _frame(fig, 0, strides.index(33)).layout.title.subtitle.text.startswith("1 wavefront ")  # singular
     eight = ui.BANK_ELEM_BYTES.index(8)
-    assert _frame(fig, eight, strides.index(33)).layout.title.subtitle.text.startswith("2 wavefronts (ideal 2): conflict-free")
+    assert _frame(fig, eight, strides.index(33)).layout.title.subtitle.text.startswith(
+        "2 wavefronts (ideal 2): conflict-free"
+    )
     fig = ui.roofline_figure(intensities=[1.0, 1000.0])
     marker = _frame(fig, 0, 0).data[2]  # the H200 bf16 kernel marker
     assert marker.y[0] == pytest.approx(4.8)  # 1 FLOP/B x 4.8 TB/s, in TFLOP/s
@@ -514,7 +521,11 @@ def test_accuracy_rows_recompute_from_raw_times():
     assert after[key] == pytest.approx(2 * before[key])
     # new-format fields (spread, NVML) are accepted alongside the old ones
     new = copy.deepcopy(ref)
-    new["results"]["strided_gpu_monitor"] = {"sm_clock_hz": {"median": 1.98e9, "min": 1.9e9, "max": 1.98e9}, "power_w": None, "samples": 3}
+    new["results"]["strided_gpu_monitor"] = {
+        "sm_clock_hz": {"median": 1.98e9, "min": 1.9e9, "max": 1.98e9},
+        "power_w": None,
+        "samples": 3,
+    }
     for p in new["results"]["strided_access"]:
         p.update(time_min_s=p["time_s"] * 0.99, time_max_s=p["time_s"] * 1.02, repeat=20)
         for k in ("ratio", "sector_model_time_s", "granule64_model_time_s", "useful_bytes_per_s"):
@@ -536,9 +547,16 @@ def _synthetic_ncu(strides=(1, 2, 4, 8, 16, 32, 64), n=2**20, dram_granule=64):
         l2 = mh.strided_read_bytes(n, s) // 32
         dram = mh.strided_read_bytes(n, s, granule_bytes=dram_granule)
         points.append(
-            {"stride": s, "n_elems": n, "metrics": {
-                "dram__sectors_read.sum": dram // 32, "dram__bytes_read.sum": dram,
-                "lts__t_sectors_srcunit_tex_op_read.sum": l2, "lts__t_sectors.sum": l2 + 100}}
+            {
+                "stride": s,
+                "n_elems": n,
+                "metrics": {
+                    "dram__sectors_read.sum": dram // 32,
+                    "dram__bytes_read.sum": dram,
+                    "lts__t_sectors_srcunit_tex_op_read.sum": l2,
+                    "lts__t_sectors.sum": l2 + 100,
+                },
+            }
         )
     return {"provenance": {"gpu": "synthetic"}, "elem_bytes": 4, "points": points}
 
@@ -572,6 +590,7 @@ def test_ncu_script_parses_ncu_csv(tmp_path):
     import os
     import subprocess
     import sys
+    import textwrap
     from pathlib import Path
 
     from widgets.experiments import memory_hierarchy_analysis as an
@@ -579,19 +598,46 @@ def test_ncu_script_parses_ncu_csv(tmp_path):
     root = Path(__file__).resolve().parents[1]
     fake = tmp_path / "ncu"
     fake.write_text(
-        "#!/usr/bin/env bash\n"
-        'if [ "$1" = "--version" ]; then echo "Version 2025.3.0.0 (fake)"; exit 0; fi\n'
-        'log=""; stride=""; prev=""\n'
-        'for a in "$@"; do [ "$prev" = "--log-file" ] && log="$a"; [ "$prev" = "--stride" ] && stride="$a"; prev="$a"; done\n'
-        'n=1024; l2=$(( n * 4 * (stride < 8 ? stride : 8) / 32 )); dram=$(( n * 4 * (stride < 16 ? stride : 16) ))\n'
-        '{ echo \'==PROF== Connected to process\'\n'
-        '  echo \'"ID","Kernel Name","dram__bytes_read.sum","dram__sectors_read.sum","lts__t_sectors.sum","lts__t_sectors_srcunit_tex_op_read.sum"\'\n'
-        '  echo \'"","","byte","sector","sector","sector"\'\n'
-        '  echo "\"0\",\"strided_read_kernel\",\"$(printf %\\\'d $dram)\",\"$(( dram / 32 ))\",\"$(( l2 + 5 ))\",\"$l2\""; } > "$log"\n'
+        f"#!{sys.executable}\n"
+        + textwrap.dedent(
+            """
+            import sys
+            args = sys.argv[1:]
+            if args == ["--version"]:
+                print("NVIDIA (R) Nsight Compute Command Line Profiler\\nVersion 2025.3.0.0 (fake)")
+                raise SystemExit
+            log = args[args.index("--log-file") + 1]
+            stride = int(args[args.index("--stride") + 1])
+            n = int(args[args.index("--n-elems") + 1])
+            l2 = n * 4 * min(stride, 8) // 32
+            dram = n * 4 * min(stride, 16)
+            names = ["dram__bytes_read.sum", "dram__sectors_read.sum", "lts__t_sectors.sum", "lts__t_sectors_srcunit_tex_op_read.sum"]
+            with open(log, "w") as f:
+                f.write("==PROF== Connected to process 1\\n")
+                f.write(",".join(f'"{h}"' for h in ["ID", "Kernel Name"] + names) + "\\n")
+                f.write('"","","byte","sector","sector","sector"\\n')
+                vals = ["0", "strided_read_kernel", f"{dram:,}", f"{dram // 32:,}", f"{l2 + 5:,}", f"{l2:,}"]
+                f.write(",".join(f'"{v}"' for v in vals) + "\\n")
+            """
+        )
     )
     fake.chmod(0o755)
-    env = dict(os.environ, NCU=str(fake), OUT=str(tmp_path), N_ELEMS="1024", STRIDES="1 2 16 64", PYTHON=sys.executable, LC_ALL="en_US.UTF-8")
-    res = subprocess.run(["bash", "benchmarks/h200/memory_hierarchy_ncu.sh", "abc123"], cwd=root, env=env, capture_output=True, text=True, timeout=120)
+    env = dict(
+        os.environ,
+        NCU=str(fake),
+        OUT=str(tmp_path),
+        N_ELEMS="100000",  # counts above 1,000: ncu's thousands separators must be parsed
+        STRIDES="1 2 16 64",
+        PYTHON=sys.executable,
+    )
+    res = subprocess.run(
+        ["bash", "benchmarks/h200/memory_hierarchy_ncu.sh", "abc123"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert res.returncode == 0, res.stderr
     rec = json.loads((tmp_path / "memory_hierarchy_ncu.json").read_text())
     assert rec["provenance"]["git_commit"] == "abc123" and "fake" in rec["provenance"]["ncu"]
@@ -605,7 +651,11 @@ def test_ncu_script_parses_ncu_csv(tmp_path):
 # Properties (hypothesis): finite in -> finite out or ValueError; monotone where physics says so
 # ---------------------------------------------------------------------------------------------
 _anything = st.one_of(
-    st.floats(allow_nan=True, allow_infinity=True), st.integers(-(2**70), 2**70), st.booleans(), st.none(), st.text(max_size=3)
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(-(2**70), 2**70),
+    st.booleans(),
+    st.none(),
+    st.text(max_size=3),
 )
 
 
@@ -664,3 +714,23 @@ def test_more_bytes_never_take_less_time(b1, b2, peak, bw):
 def test_bigger_tiles_never_load_more(t1, t2, n):
     lo, hi = sorted((t1, t2))
     assert mh.tiled_matmul_global_bytes(n, n, n, hi) <= mh.tiled_matmul_global_bytes(n, n, n, lo)
+
+
+def test_ladder_diagram_is_drawn_from_the_catalog_and_record():
+    """book/figures/memory_hierarchy_ladder.svg is what `ui.ladder_svg` draws today (regenerate with
+    `python -c "from widgets.ui import memory_hierarchy as u; u.write_ladder_svg()"` after a record
+    or catalog change), with a title, a description, a viewBox and text >= 12 px at 360 px."""
+    import re
+    from pathlib import Path
+
+    from widgets.experiments import harness
+    from widgets.ui import memory_hierarchy as ui
+
+    path = Path(__file__).resolve().parents[1] / ui.LADDER_SVG
+    svg = path.read_text()
+    assert svg == ui.ladder_svg(harness.load_reference("memory_hierarchy"))
+    assert "<title" in svg and "<desc" in svg and 'viewBox="0 0 360 ' in svg
+    assert min(int(s) for s in re.findall(r'font-size="(\d+)"', svg)) >= 12
+    g = get_gpu("H200-SXM")
+    assert "60 MiB" in svg and "33 MiB in all" in svg and "256 KiB per SM" in svg
+    assert g.l2_bytes == 60 * 2**20

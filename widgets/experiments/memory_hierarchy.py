@@ -10,8 +10,9 @@ from __future__ import annotations
 import statistics
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Optional, Sequence
+from typing import Optional
 
 import torch
 
@@ -221,7 +222,9 @@ def default_working_sets() -> list[int]:
     return [s * KiB for s in (64, 256, 1024)]
 
 
-def measure_working_set_sweep(ws_bytes: Optional[Sequence[int]] = None, *, read_per_launch_bytes: Optional[int] = None, repeat: int = 10) -> WorkingSetSweep:
+def measure_working_set_sweep(
+    ws_bytes: Optional[Sequence[int]] = None, *, read_per_launch_bytes: Optional[int] = None, repeat: int = 10
+) -> WorkingSetSweep:
     """Bandwidth of re-reading working sets of each size inside one launch.
 
     Each launch reads ``read_per_launch_bytes`` in total (default 4 GiB on a GPU), sweeping its
@@ -245,7 +248,14 @@ def measure_working_set_sweep(ws_bytes: Optional[Sequence[int]] = None, *, read_
                 repeat=repeat,
             )
             sweep.points.append(
-                WorkingSetPoint(n_chunks * block * FLOAT_BYTES, programs * iters * block * FLOAT_BYTES, t.median_s, t.min_s, t.max_s, t.repeat)
+                WorkingSetPoint(
+                    n_chunks * block * FLOAT_BYTES,
+                    programs * iters * block * FLOAT_BYTES,
+                    t.median_s,
+                    t.min_s,
+                    t.max_s,
+                    t.repeat,
+                )
             )
     sweep.gpu_monitor = monitor.summary()
     return sweep
@@ -277,7 +287,9 @@ class StridedPoint:
         return self.time_s / self.sector_model_time_s
 
 
-def measure_strided_access(strides: Sequence[int] = (1, 2, 4, 8, 16, 32), n_elems: Optional[int] = None, *, repeat: int = 20) -> list:
+def measure_strided_access(
+    strides: Sequence[int] = (1, 2, 4, 8, 16, 32), n_elems: Optional[int] = None, *, repeat: int = 20
+) -> list:
     """Read ``n_elems`` floats with each lane stride and compare with the sector model.
 
     The model's bandwidth is the measured stride-1 bandwidth of the same kernel (in its best
@@ -296,7 +308,9 @@ def measure_strided_access(strides: Sequence[int] = (1, 2, 4, 8, 16, 32), n_elem
     def run(stride, block, warps):
         partial = torch.empty(_cdiv(n, block), device=src.device, dtype=torch.float32)
         grid = (partial.numel(),)
-        return harness.time_fn(lambda: strided_read_kernel[grid](src, partial, n, stride, BLOCK=block, num_warps=warps), repeat=repeat)
+        return harness.time_fn(
+            lambda: strided_read_kernel[grid](src, partial, n, stride, BLOCK=block, num_warps=warps), repeat=repeat
+        )
 
     # The calibrated model's bandwidth: the same kernel's best contiguous (stride-1) read over a
     # few launch configurations; that configuration is then used for every stride.

@@ -16,7 +16,8 @@ Labels follow the book's rule (``widgets.accuracy``):
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Optional
+from collections.abc import Mapping
+from typing import Any, Optional
 
 from ..accuracy import Row
 from ..models import memory_hierarchy as model
@@ -72,7 +73,10 @@ BANDWIDTH_KERNELS = (
 def bandwidths(record: Mapping) -> dict:
     """``{label: measured B/s}`` of the four HBM kernels."""
     bw = _field(_results(record), "hbm_bandwidth", "results.")
-    return {label: _positive(_field(bw, key, "results.hbm_bandwidth."), f"hbm_bandwidth.{key}") for key, label in BANDWIDTH_KERNELS}
+    return {
+        label: _positive(_field(bw, key, "results.hbm_bandwidth."), f"hbm_bandwidth.{key}")
+        for key, label in BANDWIDTH_KERNELS
+    }
 
 
 def copy_vs_torch(record: Mapping) -> float:
@@ -121,7 +125,11 @@ def ladder(record: Mapping, gpu) -> list[dict]:
     ``record``), host link (catalog)."""
     plateau, hbm = l2_plateau_and_hbm_level(record)
     rungs = [
-        ("shared memory (all SMs)", model.smem_bytes_per_s(gpu.sms, gpu.boost_clock_hz), "derived: 32 banks x 4 B per clock"),
+        (
+            "shared memory (all SMs)",
+            model.smem_bytes_per_s(gpu.sms, gpu.boost_clock_hz),
+            "derived: 32 banks x 4 B per clock",
+        ),
         ("L2", plateau, "measured: working set inside the L2"),
         ("HBM", hbm, "measured: working set >= 8x the L2"),
         ("host link (each way)", gpu.host_bytes_per_s, "catalog: PCIe"),
@@ -129,7 +137,9 @@ def ladder(record: Mapping, gpu) -> list[dict]:
     out = []
     for i, (name, rate, source) in enumerate(rungs):
         below = rungs[i + 1][1] if i + 1 < len(rungs) else None
-        out.append({"level": name, "bytes_per_s": rate, "source": source, "times_next": rate / below if below else None})
+        out.append(
+            {"level": name, "bytes_per_s": rate, "source": source, "times_next": rate / below if below else None}
+        )
     return out
 
 
@@ -152,7 +162,15 @@ def strided_points(record: Mapping) -> list[dict]:
         s = _field(p, "stride_elems", f"strided_access[{i}].")
         n = _field(p, "n_elems", f"strided_access[{i}].")
         t = _positive(_field(p, "time_s", f"strided_access[{i}]."), f"strided_access[{i}].time_s")
-        rows.append({"stride": int(s), "n_elems": int(n), "time_s": t, "min_s": p.get("time_min_s"), "max_s": p.get("time_max_s")})
+        rows.append(
+            {
+                "stride": int(s),
+                "n_elems": int(n),
+                "time_s": t,
+                "min_s": p.get("time_min_s"),
+                "max_s": p.get("time_max_s"),
+            }
+        )
     one = [r for r in rows if r["stride"] == 1]
     if not one:
         raise ValueError("record field results.strided_access has no stride-1 point to calibrate on")
@@ -191,23 +209,63 @@ def accuracy_rows(record: Mapping) -> list[Row]:
         for label, measured in bandwidths(record).items()
     ]
     _, hbm_level = l2_plateau_and_hbm_level(record)
-    rows.append(Row(TOPIC, "HBM bandwidth: re-read kernel, working set >= 8x L2", ds, datasheet, hbm_level, "B/s", "prediction", device))
+    rows.append(
+        Row(
+            TOPIC,
+            "HBM bandwidth: re-read kernel, working set >= 8x L2",
+            ds,
+            datasheet,
+            hbm_level,
+            "B/s",
+            "prediction",
+            device,
+        )
+    )
     for p in strided_points(record):
         s = p["stride"]
         rows.append(
-            Row(TOPIC, f"strided read time, stride {s}", f"32-B sectors, {ds}", p["predicted_s"], p["time_s"], "s", "prediction", device,
-                note="" if s < 16 else "lanes 64 B or more apart: the DRAM moves 64 B per sector requested (see the fit)")
+            Row(
+                TOPIC,
+                f"strided read time, stride {s}",
+                f"32-B sectors, {ds}",
+                p["predicted_s"],
+                p["time_s"],
+                "s",
+                "prediction",
+                device,
+                note=""
+                if s < 16
+                else "lanes 64 B or more apart: the DRAM moves 64 B per sector requested (see the fit)",
+            )
         )
     for p in strided_points(record):
         if p["stride"] == 1:
             continue  # equal by construction
         rows.append(
-            Row(TOPIC, f"strided read time, stride {p['stride']}", "32-B sectors at this kernel's stride-1 bandwidth", p["calibrated_s"], p["time_s"], "s", "calibrated", device)
+            Row(
+                TOPIC,
+                f"strided read time, stride {p['stride']}",
+                "32-B sectors at this kernel's stride-1 bandwidth",
+                p["calibrated_s"],
+                p["time_s"],
+                "s",
+                "calibrated",
+                device,
+            )
         )
     for p in strided_points(record):
         if p["stride"] >= 16:
             rows.append(
-                Row(TOPIC, f"strided read time, stride {p['stride']}", "64-B DRAM granule at stride-1 bandwidth (hypothesis chosen after the data)", p["granule64_s"], p["time_s"], "s", "fit", device)
+                Row(
+                    TOPIC,
+                    f"strided read time, stride {p['stride']}",
+                    "64-B DRAM granule at stride-1 bandwidth (hypothesis chosen after the data)",
+                    p["granule64_s"],
+                    p["time_s"],
+                    "s",
+                    "fit",
+                    device,
+                )
             )
     return rows
 
@@ -229,7 +287,9 @@ def ncu_comparison(ncu_record: Mapping) -> list[dict]:
     """
     elem = ncu_record.get("elem_bytes", FLOAT_BYTES) if isinstance(ncu_record, Mapping) else None
     if elem != FLOAT_BYTES:
-        raise ValueError(f"ncu record field 'elem_bytes' must be {FLOAT_BYTES} (the strided kernel reads floats), got {elem!r}")
+        raise ValueError(
+            f"ncu record field 'elem_bytes' must be {FLOAT_BYTES} (the strided kernel reads floats), got {elem!r}"
+        )
     points = _field(ncu_record, "points", "")
     if not isinstance(points, list) or not points:
         raise ValueError("ncu record field 'points' must be a non-empty list")
@@ -247,10 +307,14 @@ def ncu_comparison(ncu_record: Mapping) -> list[dict]:
                 "requested_bytes": requested,
                 "sector_model": model.strided_read_bytes(int(n), int(s)) / requested,
                 "granule64_model": model.strided_read_bytes(int(n), int(s), granule_bytes=64) / requested,
-                "l2_read_from_sms": None if m["lts__t_sectors_srcunit_tex_op_read.sum"] is None else 32 * m["lts__t_sectors_srcunit_tex_op_read.sum"] / requested,
+                "l2_read_from_sms": None
+                if m["lts__t_sectors_srcunit_tex_op_read.sum"] is None
+                else 32 * m["lts__t_sectors_srcunit_tex_op_read.sum"] / requested,
                 "l2_all_sectors": None if m["lts__t_sectors.sum"] is None else 32 * m["lts__t_sectors.sum"] / requested,
                 "dram_bytes": None if m["dram__bytes_read.sum"] is None else m["dram__bytes_read.sum"] / requested,
-                "dram_sectors_x32": None if m["dram__sectors_read.sum"] is None else 32 * m["dram__sectors_read.sum"] / requested,
+                "dram_sectors_x32": None
+                if m["dram__sectors_read.sum"] is None
+                else 32 * m["dram__sectors_read.sum"] / requested,
             }
         )
     return sorted(rows, key=lambda r: r["stride"])

@@ -9,8 +9,8 @@ Units are in the names: ``bytes_moved`` [B], ``bytes_per_s`` [B/s], ``peak_flop_
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 import numpy as np
 
@@ -76,7 +76,9 @@ def _positive_array(name, value):
             raise ValueError(f"{name} must be a number or a non-empty 1-D array of numbers, got {value!r}")
         arr = value.astype(float)
         if not np.all(np.isfinite(arr)) or np.any(arr < MIN_QUANTITY) or np.any(arr > MAX_QUANTITY):
-            raise ValueError(f"{name} must contain numbers between {MIN_QUANTITY:g} and {MAX_QUANTITY:g}, got {value!r}")
+            raise ValueError(
+                f"{name} must contain numbers between {MIN_QUANTITY:g} and {MAX_QUANTITY:g}, got {value!r}"
+            )
         return arr, False
     try:
         items = list(value)
@@ -202,7 +204,9 @@ def warp_addresses(stride_elems: int, elem_bytes: int = 4, offset_elems: int = 0
     return (o + np.arange(WARP_SIZE, dtype=np.int64) * s) * e
 
 
-def warp_load_sectors(stride_elems: int, elem_bytes: int = 4, offset_elems: int = 0, *, sector_bytes: int = SECTOR_BYTES) -> int:
+def warp_load_sectors(
+    stride_elems: int, elem_bytes: int = 4, offset_elems: int = 0, *, sector_bytes: int = SECTOR_BYTES
+) -> int:
     """Number of distinct ``sector_bytes``-byte sectors (32 by default) one warp-wide load
     touches when lane ``i`` reads element ``offset_elems + i * stride_elems``.
 
@@ -264,10 +268,14 @@ def coalescing(stride_elems: int, elem_bytes: int = 4, offset_elems: int = 0) ->
     sectors = warp_load_sectors(stride_elems, elem_bytes, offset_elems)
     requested = len(set(addr.tolist())) * int(elem_bytes)
     moved = sectors * SECTOR_BYTES
-    return Coalescing(sectors, warp_load_lines(stride_elems, elem_bytes, offset_elems), requested, moved, requested / moved)
+    return Coalescing(
+        sectors, warp_load_lines(stride_elems, elem_bytes, offset_elems), requested, moved, requested / moved
+    )
 
 
-def strided_read_bytes(n_elems: int, stride_elems: int, elem_bytes: int = 4, *, granule_bytes: int = SECTOR_BYTES) -> int:
+def strided_read_bytes(
+    n_elems: int, stride_elems: int, elem_bytes: int = 4, *, granule_bytes: int = SECTOR_BYTES
+) -> int:
     """Bytes a grid of warps moves from memory to read ``n_elems`` elements with lane stride
     ``stride_elems`` (warp ``w`` starts at element ``32 * w * stride``), at a transfer
     granularity of ``granule_bytes`` (32 B sectors; DRAM may fetch 64 B).
@@ -290,7 +298,9 @@ def strided_read_bytes(n_elems: int, stride_elems: int, elem_bytes: int = 4, *, 
     return total * g
 
 
-def strided_read_time_s(n_elems: int, stride_elems: int, bytes_per_s: float, elem_bytes: int = 4, *, granule_bytes: int = SECTOR_BYTES) -> float:
+def strided_read_time_s(
+    n_elems: int, stride_elems: int, bytes_per_s: float, elem_bytes: int = 4, *, granule_bytes: int = SECTOR_BYTES
+) -> float:
     """Time to read ``n_elems`` strided elements when memory moves whole granules at
     ``bytes_per_s`` [s]."""
     bw = _quantity("bytes_per_s", bytes_per_s)
@@ -311,8 +321,14 @@ def shared_wavefronts(byte_addresses, elem_bytes: int = 4) -> int:
     """
     e = _elem_bytes(elem_bytes)
     if isinstance(byte_addresses, (str, bytes)) or not hasattr(byte_addresses, "__len__"):
-        raise ValueError(f"byte_addresses must be a sequence of {WARP_SIZE} integer byte addresses, got {byte_addresses!r}")
-    flat = np.asarray(byte_addresses, dtype=object).ravel().tolist() if isinstance(byte_addresses, np.ndarray) else list(byte_addresses)
+        raise ValueError(
+            f"byte_addresses must be a sequence of {WARP_SIZE} integer byte addresses, got {byte_addresses!r}"
+        )
+    flat = (
+        np.asarray(byte_addresses, dtype=object).ravel().tolist()
+        if isinstance(byte_addresses, np.ndarray)
+        else list(byte_addresses)
+    )
     if len(flat) != WARP_SIZE:
         raise ValueError(f"byte_addresses must hold {WARP_SIZE} addresses, got {len(flat)}")
     addrs = [_int(f"byte_addresses[{i}]", a, minimum=0, maximum=MAX_INDEX) for i, a in enumerate(flat)]
@@ -379,7 +395,11 @@ def swizzled_column_wavefronts(row_elems: int = 32, column: int = 0, elem_bytes:
 def _swizzle_mode(swizzle_bytes) -> int:
     if swizzle_bytes == 0 and not isinstance(swizzle_bytes, bool) and isinstance(swizzle_bytes, (int, np.integer)):
         return 0
-    if isinstance(swizzle_bytes, bool) or not isinstance(swizzle_bytes, (int, np.integer)) or int(swizzle_bytes) not in SWIZZLE_MODES:
+    if (
+        isinstance(swizzle_bytes, bool)
+        or not isinstance(swizzle_bytes, (int, np.integer))
+        or int(swizzle_bytes) not in SWIZZLE_MODES
+    ):
         raise ValueError(f"swizzle_bytes must be one of 0 (none), 32, 64 or 128, got {swizzle_bytes!r}")
     return int(swizzle_bytes)
 
@@ -429,7 +449,9 @@ def tma_column_wavefronts(swizzle_bytes: int = 128, row_bytes: int | None = None
     if r % SWIZZLE_CHUNK_BYTES:
         raise ValueError(f"row_bytes must be a multiple of {SWIZZLE_CHUNK_BYTES}, got {row_bytes!r}")
     if mode and r > mode:
-        raise ValueError(f"row_bytes must be <= swizzle_bytes={mode} (the TMA's inner box dimension fits the span), got {row_bytes!r}")
+        raise ValueError(
+            f"row_bytes must be <= swizzle_bytes={mode} (the TMA's inner box dimension fits the span), got {row_bytes!r}"
+        )
     c = _int("chunk", chunk, minimum=0, maximum=r // SWIZZLE_CHUNK_BYTES - 1)
     addrs = [tma_swizzle_offset(r * lane + SWIZZLE_CHUNK_BYTES * c, mode) for lane in range(WARP_SIZE)]
     return shared_wavefronts(addrs, SWIZZLE_CHUNK_BYTES)

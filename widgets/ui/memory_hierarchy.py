@@ -41,13 +41,27 @@ def _roofline_traces(point: mh.RooflinePoint) -> list:
     xs = [I_MIN, point.ridge_intensity, I_MAX]
     ys = [min(point.peak_flop_per_s, x * point.bytes_per_s) / 1e12 for x in xs]
     return [
-        go.Scatter(x=xs, y=ys, mode="lines", name=f"{point.gpu} {point.dtype} roof", line=dict(color=color, width=3), hoverinfo="skip"),
         go.Scatter(
-            x=[point.ridge_intensity], y=[point.peak_flop_per_s / 1e12], mode="markers", name="ridge point",
-            marker=dict(symbol="diamond", size=10, color=color), hovertemplate="ridge %{x:.3g} FLOP/B<extra></extra>",
+            x=xs,
+            y=ys,
+            mode="lines",
+            name=f"{point.gpu} {point.dtype} roof",
+            line=dict(color=color, width=3),
+            hoverinfo="skip",
         ),
         go.Scatter(
-            x=[point.intensity], y=[point.attainable_flop_per_s / 1e12], mode="markers", name="your kernel",
+            x=[point.ridge_intensity],
+            y=[point.peak_flop_per_s / 1e12],
+            mode="markers",
+            name="ridge point",
+            marker=dict(symbol="diamond", size=10, color=color),
+            hovertemplate="ridge %{x:.3g} FLOP/B<extra></extra>",
+        ),
+        go.Scatter(
+            x=[point.intensity],
+            y=[point.attainable_flop_per_s / 1e12],
+            mode="markers",
+            name="your kernel",
             marker=dict(size=13, color=series_color(1), line=dict(color="#222", width=1)),
             hovertemplate="%{x:.3g} FLOP/B -> %{y:.4g} TFLOP/s<extra></extra>",
         ),
@@ -196,7 +210,9 @@ def coalescing_calculator():
         fig = go.Figure([_coalescing_trace(s, e, o)])
         fig.update_layout(**_coalescing_layout())
         fig.update_xaxes(range=[-0.5, max(33.5, c.sectors + 0.5)])
-        return table_html(rows), style_figure(fig, title=coalescing_title(s, e, o), readout=coalescing_summary(s, e, o), height=420)
+        return table_html(rows), style_figure(
+            fig, title=coalescing_title(s, e, o), readout=coalescing_summary(s, e, o), height=420
+        )
 
     return live_form(compute, controls, show, title="Coalescing: one warp-wide load")
 
@@ -273,7 +289,9 @@ def bank_conflict_calculator():
         ]
         fig = go.Figure([_bank_trace(stride, e)])
         fig.update_layout(**_bank_layout())
-        return table_html(rows), style_figure(fig, title=bank_title(stride, e), readout=bank_summary(stride, e), height=420)
+        return table_html(rows), style_figure(
+            fig, title=bank_title(stride, e), readout=bank_summary(stride, e), height=420
+        )
 
     return live_form(compute, controls, show, title="Shared-memory banks: a column access")
 
@@ -291,15 +309,26 @@ def _swizzle_trace(mode: int, row_bytes: int, chunk: int) -> go.Heatmap:
     for r in rows:
         slot = (mh.tma_swizzle_offset(r * row_bytes + 16 * chunk, mode) % 128) // 16
         z[r][slot] = 1
-    return go.Heatmap(z=z, x=[f"{4 * k}-{4 * k + 3}" for k in range(8)], y=[f"row {r}" for r in rows], showscale=False,
-                      colorscale=[[0, "rgba(127,127,127,0.12)"], [1, series_color(0)]], zmin=0, zmax=1, xgap=2, ygap=2,
-                      hovertemplate="%{y}: banks %{x}<extra></extra>")
+    return go.Heatmap(
+        z=z,
+        x=[f"{4 * k}-{4 * k + 3}" for k in range(8)],
+        y=[f"row {r}" for r in rows],
+        showscale=False,
+        colorscale=[[0, "rgba(127,127,127,0.12)"], [1, series_color(0)]],
+        zmin=0,
+        zmax=1,
+        xgap=2,
+        ygap=2,
+        hovertemplate="%{y}: banks %{x}<extra></extra>",
+    )
 
 
 def swizzle_summary(mode: int, row_bytes: int, chunk: int) -> str:
     wf = mh.tma_column_wavefronts(mode, row_bytes, chunk)
     ideal = mh.ideal_wavefronts(16)
-    return f"{plural(wf, 'wavefront')} for 32 lanes (ideal {ideal}): " + ("conflict-free" if wf == ideal else f"{wf // ideal}-way conflict")
+    return f"{plural(wf, 'wavefront')} for 32 lanes (ideal {ideal}): " + (
+        "conflict-free" if wf == ideal else f"{wf // ideal}-way conflict"
+    )
 
 
 def swizzle_figure(choices=SWIZZLE_CHOICES, chunks=tuple(range(8))) -> go.Figure:
@@ -314,7 +343,11 @@ def swizzle_figure(choices=SWIZZLE_CHOICES, chunks=tuple(range(8))) -> go.Figure
 
     return grid_figure(
         slider=("16-byte chunk read", list(chunks), str),
-        choices=("swizzle · row width", list(choices), lambda c: (f"{c[0]}B swizzle" if c[0] else "none") + f" · {c[1]}-B rows"),
+        choices=(
+            "swizzle · row width",
+            list(choices),
+            lambda c: (f"{c[0]}B swizzle" if c[0] else "none") + f" · {c[1]}-B rows",
+        ),
         frame=frame,
         layout=dict(xaxis=dict(title="banks (a 16-byte chunk covers 4)"), yaxis=dict(autorange="reversed")),
         active=(0, 0),
@@ -339,7 +372,9 @@ def check_sector_counter(fn, trials: int = 200, seed: int = 0) -> bool:
         except Exception as exc:  # a reader's bug: report it, don't crash the notebook
             return _verdict(False, f"your function raised {exc!r} for stride={stride}, elem_bytes={e}, offset={offset}")
         if got != want:
-            return _verdict(False, f"stride={stride}, elem_bytes={e}, offset={offset}: expected {want} sectors, got {got!r}")
+            return _verdict(
+                False, f"stride={stride}, elem_bytes={e}, offset={offset}: expected {want} sectors, got {got!r}"
+            )
     return _verdict(True, f"{trials} random warp loads counted correctly")
 
 
@@ -366,7 +401,16 @@ def hierarchy_table(gpus=("H200-SXM", "H100-SXM", "A100-SXM-80GB", "B200", "MI30
     from ..book import table
     from ..units import fmt_bytes
 
-    head = ["GPU", "registers / SM", "L1 + shared / SM", "shared mem bandwidth*", "L2", "device memory", "memory bandwidth", "host link (each way)"]
+    head = [
+        "GPU",
+        "registers / SM",
+        "L1 + shared / SM",
+        "shared mem bandwidth*",
+        "L2",
+        "device memory",
+        "memory bandwidth",
+        "host link (each way)",
+    ]
     rows = []
     for name in gpus:
         g = get_gpu(name)
@@ -391,7 +435,12 @@ def ladder_table(rungs: list) -> str:
     from ..book import table
 
     rows = [
-        [r["level"], fmt_bytes_per_s(r["bytes_per_s"]), r["source"], "" if r["times_next"] is None else f"{r['times_next']:.1f}x"]
+        [
+            r["level"],
+            fmt_bytes_per_s(r["bytes_per_s"]),
+            r["source"],
+            "" if r["times_next"] is None else f"{r['times_next']:.1f}x",
+        ]
         for r in rungs
     ]
     return table(rows, ["level", "bandwidth", "where the number comes from", "times the next rung"])
@@ -402,13 +451,39 @@ def working_set_plot(series: dict, l2_bytes: int, hbm_bytes_per_s: float) -> go.
     fig = go.Figure()
     for i, (label, (ws, bw)) in enumerate(series.items()):
         color = gpu_color("H200-SXM") if "H200" in label else series_color(i + 1)
-        fig.add_trace(go.Scatter(x=np.asarray(ws) / 2**20, y=np.asarray(bw) / 1e12, mode="lines+markers", name=label, line=dict(color=color)))
+        fig.add_trace(
+            go.Scatter(
+                x=np.asarray(ws) / 2**20,
+                y=np.asarray(bw) / 1e12,
+                mode="lines+markers",
+                name=label,
+                line=dict(color=color),
+            )
+        )
     top = max([max(bw) for _, bw in series.values() if len(bw)] + [hbm_bytes_per_s]) / 1e12
     xs = [w / 2**20 for ws, _ in series.values() for w in ws] or [1.0]
     if l2_bytes:  # a trace, not add_vline: shapes on a log axis take log10 coordinates
-        fig.add_trace(go.Scatter(x=[l2_bytes / 2**20] * 2, y=[0, top * 1.05], mode="lines", name="L2 size", line=dict(color="gray", dash="dash")))
-    fig.add_trace(go.Scatter(x=[min(xs), max(xs)], y=[hbm_bytes_per_s / 1e12] * 2, mode="lines", name="HBM datasheet", line=dict(color="gray", dash="dot")))
-    fig.update_layout(xaxis=dict(type="log", title="working set [MiB]"), yaxis=dict(title="bandwidth [TB/s]", rangemode="tozero"))
+        fig.add_trace(
+            go.Scatter(
+                x=[l2_bytes / 2**20] * 2,
+                y=[0, top * 1.05],
+                mode="lines",
+                name="L2 size",
+                line=dict(color="gray", dash="dash"),
+            )
+        )
+    fig.add_trace(
+        go.Scatter(
+            x=[min(xs), max(xs)],
+            y=[hbm_bytes_per_s / 1e12] * 2,
+            mode="lines",
+            name="HBM datasheet",
+            line=dict(color="gray", dash="dot"),
+        )
+    )
+    fig.update_layout(
+        xaxis=dict(type="log", title="working set [MiB]"), yaxis=dict(title="bandwidth [TB/s]", rangemode="tozero")
+    )
     return style_figure(fig, title="Re-reading a working set", readout="L2 plateau, then HBM", height=440)
 
 
@@ -416,10 +491,112 @@ def strided_plot(series: dict) -> go.Figure:
     """Measured/model time ratio against stride; ``series`` maps a label to ``(strides, ratios)``."""
     fig = go.Figure()
     for i, (label, (strides, ratios)) in enumerate(series.items()):
-        fig.add_trace(go.Scatter(x=strides, y=ratios, mode="lines+markers", name=label, line=dict(color=series_color(i))))
+        fig.add_trace(
+            go.Scatter(x=strides, y=ratios, mode="lines+markers", name=label, line=dict(color=series_color(i)))
+        )
     fig.add_hrect(y0=0.75, y1=1.25, fillcolor=series_color(2), opacity=0.10, line_width=0)
     fig.update_layout(
         xaxis=dict(type="log", title="stride [elements of 4 B]", tickvals=[1, 2, 4, 8, 16, 32, 64]),
         yaxis=dict(title="measured / model time", rangemode="tozero"),
     )
-    return style_figure(fig, title="Strided reads against the models", readout="band: within 25% of the model", height=440)
+    return style_figure(
+        fig, title="Strided reads against the models", readout="band: within 25% of the model", height=440
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# The ladder diagram (book/figures/memory_hierarchy_ladder.svg), drawn from the catalog and record
+# --------------------------------------------------------------------------------------------
+LADDER_SVG = "book/figures/memory_hierarchy_ladder.svg"
+
+
+def ladder_svg(record: dict, gpu: str = "H200-SXM") -> str:
+    """The memory ladder of ``gpu`` as a hand-laid-out SVG: capacities from the catalog,
+    bandwidths derived (shared memory), measured (L2, HBM: ``record``) or from the catalog (HBM
+    datasheet, host link). A light panel, so it reads on light and dark pages; a 360-unit-wide
+    viewBox, so 12-unit text is 12 px on a phone."""
+    from html import escape
+
+    from ..experiments.memory_hierarchy_analysis import ladder
+    from ..units import fmt_bytes
+
+    g = get_gpu(gpu)
+    rungs = {r["level"]: r for r in ladder(record, g)}
+    l1 = mh.L1_SHARED_BYTES_PER_SM.get(g.arch)
+    smem_bw = rungs["shared memory (all SMs)"]["bytes_per_s"]
+    levels = [
+        (
+            "Registers",
+            f"{fmt_bytes(g.registers_per_sm_bytes)} per SM · {fmt_bytes(g.registers_per_sm_bytes * g.sms)} in all",
+            "operands of every instruction",
+        ),
+        (
+            "L1 + shared memory",
+            f"{fmt_bytes(l1)} per SM · {fmt_bytes(l1 * g.sms)} in all"
+            if l1
+            else f"{fmt_bytes(g.smem_per_sm_bytes)} shared per SM",
+            f"{fmt_bytes_per_s(smem_bw)} (32 banks × 4 B per clock)",
+        ),
+        (
+            "L2 cache",
+            f"{fmt_bytes(g.l2_bytes)} shared by {g.sms} SMs",
+            f"{fmt_bytes_per_s(rungs['L2']['bytes_per_s'])} measured",
+        ),
+        (
+            f"{g.memory_type} (device memory)",
+            f"{fmt_bytes(g.hbm_bytes)}",
+            f"{fmt_bytes_per_s(g.hbm_bytes_per_s)} datasheet · {fmt_bytes_per_s(rungs['HBM']['bytes_per_s'])} measured",
+        ),
+        ("Host memory", "across PCIe", f"{fmt_bytes_per_s(g.host_bytes_per_s)} each way"),
+    ]
+    ratios = [rungs["shared memory (all SMs)"]["times_next"], rungs["L2"]["times_next"], rungs["HBM"]["times_next"]]
+    fills = ["#d6e9f5", "#dcefe6", "#fbeacc", "#f6dccd", "#e8e8e8"]
+    strokes = ["#0072B2", "#009E73", "#C98A00", "#D55E00", "#777777"]
+    width, top, rung_h, gap = 360, 58, 70, 8
+    height = top + len(levels) * (rung_h + gap) + 34
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="100%" role="img" '
+        f'aria-labelledby="mh-ladder-title mh-ladder-desc" font-family="system-ui, -apple-system, Segoe UI, Roboto, sans-serif">',
+        f'<title id="mh-ladder-title">The memory ladder of the {escape(g.name)}</title>',
+        '<desc id="mh-ladder-desc">Five rungs from registers at the top to host memory at the bottom; each gives its '
+        "capacity and its bandwidth, and the arrows on the right say how many times faster each rung is than the one below: "
+        + ", ".join(f"{r:.1f} times" for r in ratios)
+        + ".</desc>",
+        f'<rect x="1" y="1" width="{width - 2}" height="{height - 2}" rx="10" fill="#fbfbfa" stroke="#bbbbbb"/>',
+        f'<text x="16" y="28" font-size="16" font-weight="700" fill="#222">Where the bytes come from: {escape(g.name)}</text>',
+        '<text x="16" y="46" font-size="12" fill="#444">smaller and faster at the top; larger and slower below</text>',
+    ]
+    for i, (name, size, bw) in enumerate(levels):
+        y = top + i * (rung_h + gap)
+        w = 250 + 10 * i  # rungs widen downwards (the widest ends at x = 302)
+        out.append(
+            f'<rect x="12" y="{y}" width="{w}" height="{rung_h}" rx="6" fill="{fills[i]}" stroke="{strokes[i]}" stroke-width="1.5"/>'
+        )
+        out.append(f'<text x="22" y="{y + 22}" font-size="14" font-weight="700" fill="#222">{escape(name)}</text>')
+        out.append(f'<text x="22" y="{y + 41}" font-size="12" fill="#333">{escape(size)}</text>')
+        out.append(f'<text x="22" y="{y + 59}" font-size="12" fill="#333">{escape(bw)}</text>')
+    for i, r in enumerate(ratios):
+        y0 = top + (i + 1) * (rung_h + gap) + rung_h / 2 + 6  # from the L1 rung down
+        y1 = y0 + rung_h + gap - 12
+        x = 314
+        out.append(f'<line x1="{x}" y1="{y0:.0f}" x2="{x}" y2="{y1:.0f}" stroke="#555" stroke-width="1.5"/>')
+        out.append(
+            f'<path d="M{x - 4},{y1 - 6:.0f} L{x},{y1:.0f} L{x + 4},{y1 - 6:.0f}" fill="none" stroke="#555" stroke-width="1.5"/>'
+        )
+        out.append(f'<text x="{x + 5}" y="{(y0 + y1) / 2 + 4:.0f}" font-size="12" fill="#222">÷{r:.2g}</text>')
+    out.append(
+        f'<text x="16" y="{height - 14}" font-size="12" fill="#444">÷ n: the rung below delivers n times fewer bytes/s</text>'
+    )
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+def write_ladder_svg(path: str | None = None) -> str:
+    """Regenerate ``book/figures/memory_hierarchy_ladder.svg`` from the H200 record; returns the path."""
+    from pathlib import Path
+
+    from ..experiments import harness
+
+    target = Path(path) if path else Path(__file__).resolve().parents[2] / LADDER_SVG
+    target.write_text(ladder_svg(harness.load_reference("memory_hierarchy")))
+    return str(target)
