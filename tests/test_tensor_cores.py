@@ -704,3 +704,60 @@ def test_cpu_records_are_strict_json():
     json.dumps(tri, allow_nan=False)
     assert tri["interleaved"] and len(tri["triton_times_s"]) == len(tri["torch_times_s"]) == 2
     assert tri["ratio"] == pytest.approx(np.median(tri["torch_times_s"]) / np.median(tri["triton_times_s"]))
+
+
+# --------------------------------------------------------------------------------------------
+# Reliability: finite in, finite out (or a ValueError naming the parameter); monotonic physics
+# --------------------------------------------------------------------------------------------
+_finite = st.floats(allow_nan=False, allow_infinity=False, min_value=-1e300, max_value=1e300)
+
+
+@given(sms=st.integers(-5, 2 * 10**6), clock=_finite, rate=_finite)
+@settings(max_examples=300, deadline=None)
+def test_peak_finite_or_named_error(sms, clock, rate):
+    try:
+        p = tc.peak_flop_per_s(sms, clock, rate)
+    except ValueError as exc:
+        assert any(n in str(exc) for n in ("sms", "clock_hz", "flop_per_clock_per_sm"))
+    else:
+        assert math.isfinite(p) and p > 0
+        if clock >= 2:
+            assert tc.peak_flop_per_s(sms, clock * 0.5, rate) < p  # a lower clock, a lower peak
+
+
+@given(m=st.integers(1, 2**31), n=st.integers(1, 2**31), k=st.integers(1, 2**31),
+       peak=st.floats(1e9, 1e18), bw=st.floats(1e9, 1e15), sms=st.integers(1, 1000))
+@settings(max_examples=200, deadline=None)
+def test_gemm_estimate_finite_and_monotonic(m, n, k, peak, bw, sms):
+    e = tc.gemm_estimate(m, n, k, peak, bw, sms)
+    assert all(math.isfinite(v) and v > 0 for v in (e.time_s, e.flop_per_s, e.compute_time_s, e.memory_time_s))
+    assert tc.gemm_estimate(m, n, k + 1, peak, bw, sms).time_s >= e.time_s  # more K, never faster
+    assert tc.gemm_estimate(m, n, k, peak * 2, bw * 2, sms).time_s <= e.time_s  # a faster GPU, never slower
+
+
+@given(k=st.integers(1, 2**30), dtype=st.sampled_from(["fp32", "tf32", "bf16", "fp16", "fp8"]), fast=st.booleans())
+@settings(max_examples=200, deadline=None)
+def test_tensor_core_dot_error_finite_and_monotonic(k, dtype, fast):
+    fast = fast and dtype == "fp8"
+    e = tc.tensor_core_dot_error(k, dtype, fast)
+    assert math.isfinite(e) and e > 0
+    assert tc.tensor_core_dot_error(min(2 * k, 2**40), dtype, fast) >= e  # a longer sum is never more accurate
+
+
+def test_vectorized_helpers_check_every_element():
+    with pytest.raises(ValueError, match="k must be"):
+        tc.typical_dot_error([256, True], "bf16")
+    with pytest.raises(ValueError, match="n must be"):
+        tc.predicted_flop_per_s(2048, [4096, float("nan")], 8192, 989.4e12, 4.8e12, 132)
+    with pytest.raises(ValueError, match="k must hold"):
+        tc.typical_dot_error(np.ones(tc.MAX_ELEMENTS + 1, dtype=int), "bf16")
+    big = np.array([2**52], dtype=np.int64)  # exact Python ints inside: no int64 wraparound in 2*m*n*k
+    assert tc.predicted_flop_per_s(big, 1, 1, 989.4e12, 4.8e12, 132)[0] > 0
+    with pytest.raises(ValueError, match="accumulate"):
+        tc.dot_error(8, "bf16", "fp12")
+    with pytest.raises(ValueError, match="output"):
+        tc.dot_error(8, "bf16", output=True)
+    with pytest.raises(ValueError, match="input_rounding"):
+        tc.dot_error(8, "bf16", input_rounding=0)
+    with pytest.raises(ValueError, match="gpu must be one of"):
+        tc.peak_check(None, "bf16")

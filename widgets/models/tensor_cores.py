@@ -54,6 +54,41 @@ DATASHEET_CLOCK_HZ = {
 }
 
 
+MAX_SMS = 10**6
+MAX_CLOCK_HZ = 1e11
+MAX_FLOP_PER_CLOCK_PER_SM = 1e9
+MAX_FLOP_PER_S = 1e30  # far above any machine; keeps every derived figure finite
+MAX_ELEMENTS = 100_000  # longest array the vectorized helpers accept
+MAX_K = 2**40  # longest dot product the error models accept (no loop depends on it)
+MAX_LAM = 1e3  # the probabilistic bound's lambda (a few units in practice)
+
+
+def _bounded(name: str, value, maximum: float, minimum: float = 0.0) -> float:
+    """A finite number in (0, maximum] (and >= ``minimum`` where one is given)."""
+    v = _check.positive(name, value)
+    if v > maximum or v < minimum:
+        low = f"[{minimum:g}" if minimum else "(0"
+        raise ValueError(f"{name} must be in {low}, {maximum:g}], got {value!r}")
+    return v
+
+
+def _int_array(name: str, value, *, minimum: int = 1) -> np.ndarray:
+    """``value`` (an int or an array-like of ints) as an object array of exact Python ints, each
+    checked like a scalar; at most :data:`MAX_ELEMENTS` of them."""
+    if isinstance(value, (str, bytes)) or value is None:
+        raise ValueError(f"{name} must be an integer or an array of integers, got {value!r}")
+    try:
+        arr = np.asarray(value, dtype=object)
+    except Exception as exc:  # ragged nesting and the like
+        raise ValueError(f"{name} must be an integer or an array of integers, got {value!r}") from exc
+    if arr.size == 0 or arr.size > MAX_ELEMENTS:
+        raise ValueError(f"{name} must hold 1 to {MAX_ELEMENTS} integers, got {arr.size}")
+    out = np.empty(arr.shape, dtype=object)
+    for idx in np.ndindex(arr.shape):
+        out[idx] = _check.integer(name, arr[idx], minimum=minimum)
+    return out
+
+
 def matmul_flop(m: int, n: int, k: int) -> int:
     """FLOP of ``C[m,n] = A[m,k] @ B[k,n]``: ``2*m*n*k`` (one multiply and one add per term).
 
@@ -79,11 +114,12 @@ def peak_flop_per_s(sms: int, clock_hz: float, flop_per_clock_per_sm: float) -> 
     Parameters
     ----------
     sms : int
-        Streaming multiprocessors (compute units on AMD), >= 1.
+        Streaming multiprocessors (compute units on AMD), 1 to ``MAX_SMS`` (10**6).
     clock_hz : float
-        The clock the figure assumes [Hz], > 0.
+        The clock the figure assumes [Hz], 1 Hz to ``MAX_CLOCK_HZ`` (100 GHz).
     flop_per_clock_per_sm : float
-        Dense FLOP one SM completes per clock for the data type [FLOP], > 0 (an FMA counts 2).
+        Dense FLOP one SM completes per clock for the data type [FLOP] (an FMA counts 2),
+        10**-6 to ``MAX_FLOP_PER_CLOCK_PER_SM`` (10**9).
 
     Examples
     --------
@@ -92,9 +128,9 @@ def peak_flop_per_s(sms: int, clock_hz: float, flop_per_clock_per_sm: float) -> 
     >>> round(peak_flop_per_s(132, 1.83e9, 4096) / 1e12, 1)
     989.4
     """
-    s = _check.integer("sms", sms, minimum=1)
-    f = _check.positive("clock_hz", clock_hz)
-    r = _check.positive("flop_per_clock_per_sm", flop_per_clock_per_sm)
+    s = _check.integer("sms", sms, minimum=1, maximum=MAX_SMS)
+    f = _bounded("clock_hz", clock_hz, MAX_CLOCK_HZ, minimum=1.0)
+    r = _bounded("flop_per_clock_per_sm", flop_per_clock_per_sm, MAX_FLOP_PER_CLOCK_PER_SM, minimum=1e-6)
     return s * f * r
 
 
@@ -106,9 +142,9 @@ def implied_clock_hz(peak_flop_per_s: float, sms: int, flop_per_clock_per_sm: fl
     >>> round(implied_clock_hz(67e12, 132, 256) / 1e6)       # FP32: the maximum boost clock
     1983
     """
-    p = _check.positive("peak_flop_per_s", peak_flop_per_s)
-    s = _check.integer("sms", sms, minimum=1)
-    r = _check.positive("flop_per_clock_per_sm", flop_per_clock_per_sm)
+    p = _bounded("peak_flop_per_s", peak_flop_per_s, MAX_FLOP_PER_S)
+    s = _check.integer("sms", sms, minimum=1, maximum=MAX_SMS)
+    r = _bounded("flop_per_clock_per_sm", flop_per_clock_per_sm, MAX_FLOP_PER_CLOCK_PER_SM)
     return p / (s * r)
 
 
@@ -120,7 +156,7 @@ def sparse_flop_per_s(dense_flop_per_s: float) -> float:
     >>> sparse_flop_per_s(989.4e12) / 1e12
     1978.8
     """
-    return 2.0 * _check.positive("dense_flop_per_s", dense_flop_per_s)
+    return 2.0 * _bounded("dense_flop_per_s", dense_flop_per_s, MAX_FLOP_PER_S)
 
 
 @dataclass(frozen=True)
@@ -148,7 +184,10 @@ def peak_check(gpu, dtype: str) -> PeakCheck:
     >>> round(c.peak_flop_per_s / 1e12, 1), round(c.ratio, 3)
     (989.4, 1.0)
     """
-    g = get_gpu(gpu)
+    try:
+        g = get_gpu(gpu)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise ValueError(f"gpu must be one of {', '.join(map(repr, FLOP_PER_CLOCK_PER_SM))}; got {gpu!r}") from exc
     rates = FLOP_PER_CLOCK_PER_SM.get(g.name)
     if rates is None:
         raise ValueError(f"gpu must be one of {', '.join(map(repr, FLOP_PER_CLOCK_PER_SM))}; got {g.name!r}")
@@ -301,8 +340,8 @@ def gemm_estimate(
     (16, 959, 'compute')
     """
     flop = matmul_flop(m, n, k)
-    p = _check.positive("peak_flop_per_s", peak_flop_per_s)
-    bw = _check.positive("bytes_per_s", bytes_per_s)
+    p = _bounded("peak_flop_per_s", peak_flop_per_s, MAX_FLOP_PER_S)
+    bw = _bounded("bytes_per_s", bytes_per_s, MAX_FLOP_PER_S)
     tiles, waves, weff = gemm_waves(m, n, tile_m, tile_n, sms)
     teff = tile_efficiency(m, n, tile_m, tile_n)
     moved = gemm_bytes(m, n, k, in_bytes, out_bytes)
@@ -326,11 +365,18 @@ def predicted_flop_per_s(
     >>> predicted_flop_per_s(2048, [4096, 4224], 8192, 989.4e12, 4.8e12, 132).round(-12) / 1e12
     array([959., 660.])
     """
-    mm, nn, kk = np.broadcast_arrays(np.asarray(m), np.asarray(n), np.asarray(k))
+    try:
+        mm, nn, kk = np.broadcast_arrays(_int_array("m", m), _int_array("n", n), _int_array("k", k))
+    except ValueError as exc:
+        if str(exc).split(" ")[0] in ("m", "n", "k"):
+            raise
+        raise ValueError(f"m, n and k must broadcast to one shape, got {np.shape(m)}, {np.shape(n)}, {np.shape(k)}") from exc
+    if mm.size > MAX_ELEMENTS:
+        raise ValueError(f"m, n and k must broadcast to at most {MAX_ELEMENTS} shapes, got {mm.size}")
     out = np.empty(mm.shape, dtype=float)
     for idx in np.ndindex(mm.shape):
         out[idx] = gemm_estimate(
-            int(mm[idx]), int(nn[idx]), int(kk[idx]), peak_flop_per_s, bytes_per_s, sms,
+            mm[idx], nn[idx], kk[idx], peak_flop_per_s, bytes_per_s, sms,
             tile_m=tile_m, tile_n=tile_n, in_bytes=in_bytes,
         ).flop_per_s
     return out
@@ -409,9 +455,14 @@ def number_format(dtype: str) -> FloatFormat:
     >>> number_format("fp16").max_normal, number_format("fp8").max_normal
     (65504.0, 448.0)
     """
+    return _format(dtype, "dtype")
+
+
+def _format(dtype, name: str) -> FloatFormat:
+    """:func:`number_format`, with ``name`` (the caller's parameter) in the error."""
     if isinstance(dtype, str) and dtype.lower() in _ALIASES:
         dtype = _ALIASES[dtype.lower()]
-    return FORMATS[_check.choice("dtype", dtype, list(FORMATS) + list(_ALIASES))]
+    return FORMATS[_check.choice(name, dtype, list(FORMATS) + list(_ALIASES))]
 
 
 def unit_roundoff(dtype: str) -> float:
@@ -471,11 +522,13 @@ def dot_error(
     >>> round(e.typical_error, 5), round(e.deterministic_bound, 5)
     (0.00235, 0.00806)
     """
-    kk = _check.integer("k", k, minimum=1)
-    fin = number_format(dtype)
-    facc = number_format(accumulate)
-    lam_ = _check.positive("lam", lam)
-    u_out = 0.0 if output is None else number_format(output).unit_roundoff
+    kk = _check.integer("k", k, minimum=1, maximum=MAX_K)
+    fin = _format(dtype, "dtype")
+    facc = _format(accumulate, "accumulate")
+    lam_ = _bounded("lam", lam, MAX_LAM)
+    u_out = 0.0 if output is None else _format(output, "output").unit_roundoff
+    if not isinstance(input_rounding, bool):
+        raise ValueError(f"input_rounding must be True or False, got {input_rounding!r}")
     u_in = fin.unit_roundoff if input_rounding else 0.0
     u_acc = facc.unit_roundoff
     det = 2 * u_in + kk * u_acc + u_out
@@ -490,8 +543,8 @@ def typical_dot_error(k, dtype: str, accumulate: str = "fp32", *, output: str | 
     >>> typical_dot_error([256, 65536], "fp32", "fp32").round(9)
     array([2.890e-07, 4.582e-06])
     """
-    ks = np.atleast_1d(np.asarray(k))
-    out = np.array([dot_error(int(x), dtype, accumulate, output=output, input_rounding=input_rounding).typical_error for x in ks.ravel()])
+    ks = np.atleast_1d(_int_array("k", k))
+    out = np.array([dot_error(x, dtype, accumulate, output=output, input_rounding=input_rounding).typical_error for x in ks.ravel()])
     out = out.reshape(ks.shape)
     return float(out[0]) if np.ndim(k) == 0 else out
 
@@ -591,7 +644,6 @@ ACCUMULATORS = {
     ("fp32", False): Accumulator("fp32 (FFMA, no tensor cores)", 24, None, False, "IEEE 754 binary32", "prediction"),
 }
 
-MAX_K = 2**40  # longest dot product the error models accept (no loop depends on it)
 
 
 def accumulator(dtype: str, fast_accum: bool = False) -> Accumulator:
@@ -658,7 +710,7 @@ def accumulation_error(k: int, significand_bits: int, *, promote_every_k: int | 
     p = _check.integer("significand_bits", significand_bits, minimum=2, maximum=64)
     if not isinstance(truncate, bool):
         raise ValueError(f"truncate must be True or False, got {truncate!r}")
-    lam_ = _check.positive("lam", lam)
+    lam_ = _bounded("lam", lam, MAX_LAM)
     u = 2.0 ** -(p - 1) if truncate else 2.0**-p
     u32 = 2.0**-24
     if promote_every_k is None:
@@ -721,3 +773,16 @@ def tensor_core_dot_error(k: int, dtype: str, fast_accum: bool = False) -> float
     fin = number_format(dtype)
     acc = tensor_core_accumulation_error(k, dtype, fast_accum).typical_error
     return math.sqrt(2 * fin.unit_roundoff**2 * ROUNDING_VARIANCE + acc**2)
+
+
+def fit_promotion_interval(typical_error: float, significand_bits: int) -> float:
+    """The promotion interval c that makes a promoted accumulator's (flat) typical error equal a
+    measured one, ``c = (err / u)^2 x 16 ln 2``: the inverse of :func:`accumulation_error`, for a
+    **fit** [products].
+
+    >>> round(fit_promotion_interval(accumulation_error(65536, 14, promote_every_k=128).typical_error, 14))
+    128
+    """
+    err = _check.positive("typical_error", typical_error)
+    p = _check.integer("significand_bits", significand_bits, minimum=2, maximum=64)
+    return (err / 2.0**-p) ** 2 * 2 / ROUNDING_VARIANCE
