@@ -236,3 +236,39 @@ def test_doctor_on_this_machine_in_under_a_minute():
     if not torch.cuda.is_available():  # CI: a CPU with the book's requirements runs every chapter scaled down
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert proc.stdout.count("runs, scaled down") == len(dr.CHAPTERS)
+
+
+def test_main_rejects_gpus_without_as(capsys):
+    with pytest.raises(SystemExit) as exc:
+        dr.main(["--gpus", "2"])
+    assert exc.value.code == 2 and "--gpus goes with --as" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # probe() runs nvcc and nvidia-smi
+def test_probe_notices_a_gpu_that_torch_cannot_use(monkeypatch):
+    """A laptop with an NVIDIA GPU and the CPU-only torch: the doctor says why the chapters run on the CPU."""
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine's torch uses its GPU")
+    real_run = dr._run
+
+    def fake_run(cmd, timeout=10.0):
+        if cmd[0] == "nvidia-smi":
+            return "NVIDIA GeForce RTX 3090"
+        return real_run(cmd, timeout)
+
+    monkeypatch.setattr(dr, "_run", fake_run)
+    m = dr.probe()
+    assert m.n_gpus == 0 and any("RTX 3090" in n and "CPU" in n for n in m.notes)
+    monkeypatch.setattr(dr, "_run", lambda cmd, timeout=10.0: None if cmd[0] == "nvidia-smi" else real_run(cmd, timeout))
+    assert not any("nvidia-smi" in n for n in dr.probe().notes)
+
+
+@pytest.mark.slow  # probe() runs nvcc and nvidia-smi
+def test_probe_reports_a_missing_myst_front_end(monkeypatch):
+    real = dr._version
+    monkeypatch.setattr(dr, "_version", lambda d: None if d == "jupyterlab-myst" else (real(d) or "4.0"))
+    assert any("jupyterlab-myst" in n for n in dr.probe().notes)
+    monkeypatch.setattr(dr, "_version", lambda d: real(d) or "1.0")
+    assert not any("jupyterlab-myst" in n for n in dr.probe().notes)

@@ -221,6 +221,13 @@ def probe() -> Machine:
                     kw["nccl"] = "present"
             smi = _run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]) if not hip else None
             kw["driver"] = smi.splitlines()[0].strip() if smi else None
+    if torch is not None and not kw.get("n_gpus"):
+        smi = _run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"])
+        if smi:
+            why = "torch is a CPU-only build" if not kw.get("torch_cuda") else "torch cannot reach it (driver too old for its CUDA?)"
+            notes.append(f"nvidia-smi sees {smi.splitlines()[0].strip()}, but {why}: the chapters will run on the CPU")
+    if packages.get("jupyterlab") and not packages.get("jupyterlab-myst"):
+        notes.append("JupyterLab without jupyterlab-myst shows the prose's {glue} roles and admonitions raw: pip install jupyterlab-myst")
     kw["nvcc"] = _nvcc_version()
     kw["nvrtc"] = importlib.util.find_spec("cuda") is not None and _find("cuda.bindings.nvrtc")
     kw["c_compiler"] = bool(shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc") or shutil.which("clang"))
@@ -490,6 +497,8 @@ def main(argv=None) -> int:
     ap.add_argument("--as", dest="as_gpu", metavar="GPU", help="answer for this GPU instead (a catalog name, or T4)")
     ap.add_argument("--gpus", type=int, default=1, help="with --as: how many of them (default 1)")
     args = ap.parse_args(argv)
+    if args.gpus != 1 and not args.as_gpu:
+        ap.error("--gpus goes with --as (this machine's GPUs are counted, not given)")
     t0 = time.perf_counter()
     try:
         m = simulate(args.as_gpu, args.gpus, base=Machine(packages={d: _version(d) for d in (*PACKAGES, *FRONT_END)})) \
