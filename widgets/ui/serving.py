@@ -467,8 +467,7 @@ def sweep_plot(x, series: dict, *, x_title: str, y_title: str = "time [ms]", log
             mode="lines" if model_line else "lines+markers",
         ))
     fig.update_layout(xaxis=dict(type="log" if log_x else "linear", title=x_title), yaxis=dict(type="log" if log_y else "linear", title=y_title))
-    head, _, tail = title.partition(": ")
-    return style_figure(fig, title=head, readout=tail or None, height=420)
+    return style_figure(fig, title=title or None, height=420)
 
 
 def ratio_plot(x, series: dict, *, x_title: str, title: str = "") -> go.Figure:
@@ -479,8 +478,7 @@ def ratio_plot(x, series: dict, *, x_title: str, title: str = "") -> go.Figure:
     fig.add_hrect(y0=0.75, y1=1.25, fillcolor="green", opacity=0.08, line_width=0)
     fig.add_hline(y=1.0, line_dash="dot")
     fig.update_layout(xaxis=dict(type="log", title=x_title), yaxis=dict(title="measured / model", rangemode="tozero"))
-    head, _, tail = title.partition(": ")
-    return style_figure(fig, title=head, readout=tail or None, height=380)
+    return style_figure(fig, title=title or None, height=380)
 
 
 def kv_memory_table(kv: dict) -> str:
@@ -490,6 +488,24 @@ def kv_memory_table(kv: dict) -> str:
     th = "".join(f"<th>{h}</th>" for h in head)
     body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
     return f'<table class="calc-result"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def paged_kv_table(paged: dict) -> str:
+    """A paged KV cache filled by ``measure_paged_kv``: model against what was measured (HTML)."""
+    from .. import book
+
+    bt = paged["block_tokens"]
+    blocks_model = sum(sv.paged_kv_blocks(c, bt) for c in paged["lengths"])
+    pool_model = sv.paged_kv_cache_bytes(paged["kv_bytes_per_token"], paged["num_blocks"] * bt, bt)
+    rows = [
+        ("pool of {:,} blocks of {} tokens".format(paged["num_blocks"], bt), fmt_bytes(pool_model), fmt_bytes(paged["pool_measured_bytes"]),
+         f"{paged['pool_measured_bytes'] / pool_model:.4f}"),
+        (f"blocks taken by {paged['batch']} sequences", _fmt_int(blocks_model), _fmt_int(paged["blocks_used"]), f"{paged['blocks_used'] / blocks_model:.4f}"),
+        ("bytes those blocks hold", fmt_bytes(paged["exact_bytes"]) + " of tokens", fmt_bytes(paged["used_bytes"]),
+         f"{paged['used_bytes'] / paged['exact_bytes']:.4f}"),
+        ("a dense cache sized for the longest", fmt_bytes(paged["dense_max_bytes"]), "", f"{paged['dense_max_bytes'] / paged['exact_bytes']:.4f}"),
+    ]
+    return book.table(rows, ["quantity", "model", "measured", "ratio"], caption=paged["method"])
 
 
 def ceilings_line(c: dict) -> str:
