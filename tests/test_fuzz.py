@@ -480,3 +480,114 @@ def _main(argv):
 
 if __name__ == "__main__":
     _main(sys.argv)
+
+
+# --- property tests (hypothesis): finite in, finite out or ValueError; monotonic where physics says so
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_NUMERIC_PARAMS: dict = {}
+for _c in CASES:
+    _m, _f, _p, _label, _kind, _opt, _valid = _c.values
+    if _kind == "number" and isinstance(_valid[_p], (int, float)) and not isinstance(_valid[_p], bool):
+        _NUMERIC_PARAMS.setdefault((_m, _f), {})[_p] = _valid[_p]
+
+
+def _near_or_wild(valid):
+    """A value near the valid one (scaled by 10**-6..10**6, same type), or any finite number."""
+    scale = st.floats(min_value=-6, max_value=6).map(lambda u: 10.0**u)
+    if isinstance(valid, int):
+        near = scale.map(lambda f: max(-(2**62), min(2**62, int(round(valid * f)))))
+        wild = st.integers(min_value=-(2**63), max_value=2**63)
+    else:
+        near = scale.map(lambda f: valid * f)
+        wild = st.floats(allow_nan=False, allow_infinity=False)
+    return st.one_of(near, near, wild, st.just(0 * valid))
+
+
+@pytest.mark.parametrize("module_name,fname", sorted(_NUMERIC_PARAMS), ids=lambda v: _short(v) if "." in v else v)
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(data=st.data())
+def test_property_finite_in_finite_out_or_value_error(module_name, fname, data):
+    """Every numeric parameter at once drawn finite: a finite result or a ValueError, nothing else."""
+    qual = f"{_short(module_name)}.{fname}"
+    valid = next(c.values[6] for c in CASES if c.values[0] == module_name and c.values[1] == fname)
+    kwargs = dict(valid)
+    for p, v in _NUMERIC_PARAMS[(module_name, fname)].items():
+        kwargs[p] = data.draw(_near_or_wild(v), label=p)
+    obj = getattr(importlib.import_module(module_name), fname)
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, TIMEOUT_S.get(qual, 2.0))
+    try:
+        result = obj(**kwargs)
+    except ValueError:
+        return
+    except _Timeout:
+        pytest.fail(f"{qual}({kwargs}) took longer than 2 s")
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    assert _finite(result), f"{qual}({kwargs}) returned a NaN/inf: {result!r}"[:500]
+
+
+_sizes = st.one_of(st.just(0.0), st.floats(min_value=1, max_value=1e15))
+
+
+@given(a=_sizes, b=_sizes, flop=st.one_of(st.just(0.0), st.floats(min_value=1, max_value=1e18)))
+def test_more_bytes_never_take_less_time_roofline(a, b, flop):
+    from widgets.models.memory_hierarchy import roofline_time_s
+
+    lo, hi = sorted((a, b))
+    assert roofline_time_s(flop, lo, 989.4e12, 4.8e12) <= roofline_time_s(flop, hi, 989.4e12, 4.8e12)
+
+
+@given(a=_sizes, b=_sizes, n=st.integers(min_value=2, max_value=1024),
+       op=st.sampled_from(("all_reduce", "all_gather", "reduce_scatter", "broadcast")),
+       algorithm=st.sampled_from(("ring", "tree")), latency_s=st.floats(min_value=0, max_value=1e-3))
+def test_more_bytes_never_take_less_time_collectives(a, b, n, op, algorithm, latency_s):
+    from widgets.models.collectives import collective_time_s
+
+    lo, hi = sorted((a, b))
+    try:
+        t_lo = collective_time_s(op, lo, n, 450e9, latency_s, algorithm)
+    except ValueError:
+        return  # e.g. an algorithm the op does not have
+    assert t_lo <= collective_time_s(op, hi, n, 450e9, latency_s, algorithm)
+
+
+@given(n=st.integers(min_value=2, max_value=2**16), op=st.sampled_from(("all_reduce", "all_gather", "reduce_scatter")))
+def test_more_ranks_never_raise_the_busbw_factor_above_its_limit(n, op):
+    from widgets.models.collectives import busbw_factor
+
+    limit = 2.0 if op == "all_reduce" else 1.0  # 2(n-1)/n and (n-1)/n (nccl-tests PERFORMANCE.md)
+    f, g = busbw_factor(op, n), busbw_factor(op, n + 1)
+    assert 0 < f <= g < limit
+
+
+@given(k1=st.integers(min_value=1, max_value=2**16), k2=st.integers(min_value=1, max_value=2**16))
+def test_a_longer_gemm_never_takes_less_time(k1, k2):
+    from widgets.models.tensor_cores import gemm_estimate
+
+    lo, hi = sorted((k1, k2))
+    t = [gemm_estimate(4096, 4096, k, 989.4e12, 4.8e12, 132).time_s for k in (lo, hi)]
+    assert t[0] <= t[1]
+
+
+@given(f=st.floats(min_value=0, max_value=1), w=st.floats(min_value=1, max_value=1e9))
+def test_amdahl_speedup_stays_under_both_limits(f, w):
+    from widgets.models.simt import amdahl_ceiling, amdahl_speedup
+
+    s = amdahl_speedup(f, w)
+    assert 1 - 1e-12 <= s <= w * (1 + 1e-12)
+    if f < 1:
+        assert s <= amdahl_ceiling(f) * (1 + 1e-12)
+
+
+@given(c1=st.integers(min_value=1, max_value=32768), c2=st.integers(min_value=1, max_value=32768),
+       b=st.integers(min_value=1, max_value=64))
+@settings(max_examples=30, deadline=None)
+def test_a_longer_context_never_makes_a_decode_step_faster(c1, c2, b):
+    from widgets.models.serving import decode_step
+
+    lo, hi = sorted((c1, c2))
+    assert decode_step("Llama-3-8B", "H200-SXM", b, lo).time_s <= decode_step("Llama-3-8B", "H200-SXM", b, hi).time_s

@@ -29,7 +29,7 @@ except ImportError:  # pragma: no cover - e.g. an in-browser kernel without nump
     np = None
 
 __all__ = ["MAX_INT", "number", "positive", "non_negative", "in_range", "fraction", "integer", "choice", "flag", "text",
-           "optional", "numbers_list", "array"]
+           "optional", "numbers_list", "array", "finite_result"]
 
 Mapping_types = (dict,)
 
@@ -212,3 +212,34 @@ def array(name: str, value, *, check_low: float | None = None, strict_low: bool 
             raise ValueError(f"{name} must be {op} {check_low:g}, got {_show(value)}")
     return a
 
+
+
+def finite_result(what: str, value, **inputs):
+    """Return ``value`` if it is finite (a scalar or array); otherwise ``ValueError`` naming the
+    inputs, largest magnitude first, since one of them is far outside any physical range.
+
+    For models whose inputs are each finite but whose result overflows (``1e308 * 2``):
+
+    >>> finite_result("peak_flop_per_s", 2 * 1e308, sms=132, clock_hz=1e308)
+    Traceback (most recent call last):
+    ...
+    ValueError: peak_flop_per_s overflows to inf: clock_hz=1e+308, sms=132 are too large together
+    """
+    try:
+        ok = math.isfinite(value)
+    except TypeError:
+        import numpy as np
+
+        ok = bool(np.all(np.isfinite(np.asarray(value, dtype=float))))
+    if ok:
+        return value
+
+    def size(v):
+        try:
+            return abs(float(v))
+        except (TypeError, ValueError, OverflowError):
+            return math.inf
+
+    named = ", ".join(f"{k}={_show(v)}" for k, v in sorted(inputs.items(), key=lambda kv: -size(kv[1])))
+    shown = "inf" if not isinstance(value, float) or not math.isnan(value) else "nan"
+    raise ValueError(f"{what} overflows to {shown}: {named} are too large together")
