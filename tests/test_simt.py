@@ -707,7 +707,7 @@ def test_models_import_without_torch_or_widgets():
         (m.random_branch_time, (0.5, 0, 1), "cost_taken"),
         (m.random_branch_time, (0.5, 1, -1), "cost_not_taken"),
         (m.random_branch_time, (0.5, 1, 1, 33), "lanes"),
-        (m.latency_hiding, (1e-6, 0, 132), "throughput_per_s"),
+        (m.latency_hiding, (1e-6, 0, 132), "bytes_per_s"),
         (m.latency_hiding, (-1e-6, 1e12, 132), "latency_s"),
         (m.littles_law_bytes_per_s, (8, 0, 128, 1e-6, 1e12), "sms"),
         (m.littles_law_bytes_per_s, (8, 132, 0, 1e-6, 1e12), "bytes_per_warp_in_flight"),
@@ -740,3 +740,76 @@ def test_experiment_series_helpers(ui):
     assert fig.layout.yaxis.title.text == "bandwidth [TB/s]" and len(fig.data) == 2
     am = {"points": [dict(workers=1, speedup=1.0, predicted_speedup=1.0), dict(workers=2, speedup=1.8, predicted_speedup=1.9)]}
     assert ui.amdahl_series(am, "Y") == {"Y: measured": ([1, 2], [1.0, 1.8]), "Y: predicted": ([1, 2], [1.0, 1.9])}
+
+
+# --------------------------------------------------------------------------------------------
+# Reliability (issue 12): finite in -> finite out or a ValueError naming the parameter;
+# monotonic where the physics says so
+# --------------------------------------------------------------------------------------------
+any_float = st.floats(allow_nan=True, allow_infinity=True, width=64)
+big_pos = st.floats(min_value=5e-324, max_value=1.7e308)
+
+
+def _finite_or_value_error(fn, *args, **kwargs):
+    try:
+        out = fn(*args, **kwargs)
+    except ValueError as exc:
+        assert str(exc)  # a sentence, never an empty message
+        return None
+    values = [out] if isinstance(out, (int, float)) else [v for v in vars(out).values() if isinstance(v, (int, float))]
+    assert all(math.isfinite(v) for v in values), (fn.__name__, args, kwargs, out)
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(a=any_float, b=any_float, c=any_float, n=st.one_of(st.integers(-5, 2**60), st.just(True)))
+def test_scalar_models_finite_or_value_error(a, b, c, n):
+    _finite_or_value_error(m.littles_law_in_flight, a, b)
+    _finite_or_value_error(m.launch_bound_time_s, n, a, b)
+    _finite_or_value_error(m.divergent_kernel_time_s, n, a, b)
+    _finite_or_value_error(m.fp32_issue_time_s, a, n, b)
+    _finite_or_value_error(m.amdahl_speedup, a, b)
+    _finite_or_value_error(m.parallel_fraction_from_times, a, b)
+    _finite_or_value_error(m.parallel_fraction_needed, a, b)
+    _finite_or_value_error(m.random_branch_time, a, b, c)
+    _finite_or_value_error(m.latency_hiding, a, b, n)
+    _finite_or_value_error(m.littles_law_bytes_per_s, a, n, b, c, 4.8e12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(lat=big_pos, bw=big_pos, sms=st.integers(1, 10**6))
+def test_latency_hiding_monotonic(lat, bw, sms):
+    h = _finite_or_value_error(m.latency_hiding, lat, bw, sms)
+    if h is None:
+        return
+    h2 = _finite_or_value_error(m.latency_hiding, lat * 2, bw, sms)
+    if h2 is not None:  # a longer latency never needs fewer warps
+        assert h2.warps_needed_per_sm >= h.warps_needed_per_sm and h2.achievable_fraction <= h.achievable_fraction
+
+
+@settings(max_examples=200, deadline=None)
+@given(n=st.integers(1, 10**6), k=st.floats(0, 1e3), h=st.floats(0, 1e3), flop=st.floats(0, 1e20))
+def test_launch_and_issue_time_monotonic(n, k, h, flop):
+    assert m.launch_bound_time_s(n + 1, k, h) >= m.launch_bound_time_s(n, k, h)  # more kernels never take less time
+    assert m.fp32_issue_time_s(flop * 2, 132, 1.98e9) >= m.fp32_issue_time_s(flop, 132, 1.98e9)
+
+
+def test_occupancy_sweep_checks_every_input():
+    """issue 12: the sweep ignored the fixed value of the swept parameter and accepted non-sequences."""
+    for bad, name in [(0, "values"), (None, "values"), ("x1", "values"), ([32, True], "values"), ([32, float("nan")], "values"), ([], "values")]:
+        with pytest.raises(ValueError, match=name):
+            m.occupancy_sweep("regs_per_thread", bad)
+    with pytest.raises(ValueError, match="regs_per_thread"):
+        m.occupancy_sweep("threads_per_block", [128], regs_per_thread=-1)
+    with pytest.raises(ValueError, match="regs_per_thread"):
+        m.occupancy_sweep("regs_per_thread", [32], regs_per_thread=None)
+    with pytest.raises(ValueError, match="values"):
+        m.occupancy_sweep("regs_per_thread", range(m.MAX_SWEEP + 1))
+
+
+def test_overflowing_products_are_rejected_by_name():
+    for fn, args, name in [(m.littles_law_in_flight, (1e308, 10.0), "latency_s"), (m.latency_hiding, (1e308, 10.0, 132), "bytes_per_s"),
+                           (m.launch_bound_time_s, (10, 1e308, 0.0), "kernel_s"), (m.divergent_kernel_time_s, (10, 1e308), "path_s"),
+                           (m.fp32_issue_time_s, (1e308, 1, 1e-300), "clock_hz")]:
+        with pytest.raises(ValueError, match=name):
+            fn(*args)

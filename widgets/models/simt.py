@@ -15,6 +15,7 @@ Units are in the names: ``smem_per_block_bytes`` [B], ``latency_s`` [s], ``bytes
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping, Sequence
@@ -143,6 +144,13 @@ def _int(name: str, value, minimum: int | None = None, maximum: int | None = Non
     if isinstance(value, bool):
         raise ValueError(f"{name} must be an integer, got {value!r}")
     return _check.integer(name, value, minimum=minimum, maximum=maximum)
+
+
+def _finite(value: float, names: str) -> float:
+    """``value`` if finite; else a ValueError naming the inputs whose size overflowed a float."""
+    if not math.isfinite(value):
+        raise ValueError(f"{names} too large: the result overflows a float ({value!r})")
+    return value
 
 
 def arch_limits(arch: str = "sm_90") -> ArchLimits:
@@ -316,6 +324,7 @@ def occupancy(
 
 
 SWEEPABLE = ("threads_per_block", "regs_per_thread", "smem_per_block_bytes")
+MAX_SWEEP = 100_000  # values per sweep: a calculator's curve, never an unbounded loop
 
 
 def occupancy_sweep(parameter: str, values: Sequence[int], *, threads_per_block: int = 256, regs_per_thread: int = 32,
@@ -327,10 +336,15 @@ def occupancy_sweep(parameter: str, values: Sequence[int], *, threads_per_block:
     [8, 4, 2]
     """
     p = _check.choice("parameter", parameter, SWEEPABLE)
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise ValueError(f"values must be a sequence of {p} values, got {values!r}")
     vals = list(values)
-    if not vals:
-        raise ValueError(f"values must hold at least one {p}, got {values!r}")
+    if not 1 <= len(vals) <= MAX_SWEEP:
+        raise ValueError(f"values must hold 1 to {MAX_SWEEP:,} {p} values, got {len(vals):,}")
+    minimum = 0 if p == "smem_per_block_bytes" else 1
+    vals = [_int(f"values[{i}] ({p})", v, minimum=minimum) for i, v in enumerate(vals)]
     base = dict(threads_per_block=threads_per_block, regs_per_thread=regs_per_thread, smem_per_block_bytes=smem_per_block_bytes, arch=arch)
+    occupancy(**base)  # the fixed inputs are checked too, the swept one included
     return [occupancy(**{**base, p: v}) for v in vals]
 
 
@@ -483,7 +497,7 @@ def divergent_kernel_time_s(paths_taken: int, path_s: float, fixed_s: float = 0.
     n = _int("paths_taken", paths_taken, minimum=1, maximum=MAX_PATHS)
     q = _check.non_negative("path_s", path_s)
     f = _check.non_negative("fixed_s", fixed_s)
-    return f + n * q
+    return _finite(f + n * q, "fixed_s + paths_taken x path_s is")
 
 
 def fp32_issue_time_s(flop: float, sms: int, clock_hz: float, fp32_lanes_per_sm: int = 128) -> float:
@@ -499,7 +513,7 @@ def fp32_issue_time_s(flop: float, sms: int, clock_hz: float, fp32_lanes_per_sm:
     n = _int("sms", sms, minimum=1, maximum=1 << 20)
     c = _check.positive("clock_hz", clock_hz)
     lanes = _int("fp32_lanes_per_sm", fp32_lanes_per_sm, minimum=1, maximum=1 << 16)
-    return w / (2.0 * n * lanes * c)
+    return _finite(w / (2.0 * n * lanes * c), "flop / (sms x fp32_lanes_per_sm x clock_hz) is")
 
 
 # --------------------------------------------------------------------------------------------
@@ -514,7 +528,7 @@ def littles_law_in_flight(latency_s: float, throughput_per_s: float) -> float:
     """
     lat = _check.positive("latency_s", latency_s)
     thr = _check.positive("throughput_per_s", throughput_per_s)
-    return lat * thr
+    return _finite(lat * thr, "latency_s x throughput_per_s is")
 
 
 @dataclass(frozen=True)
@@ -563,7 +577,9 @@ def latency_hiding(
     >>> h.warps_needed_per_sm, h.loads_per_thread_needed
     (143, 3)
     """
-    in_flight = littles_law_in_flight(latency_s, bytes_per_s)
+    lat = _check.positive("latency_s", latency_s)
+    bw = _check.positive("bytes_per_s", bytes_per_s)
+    in_flight = _finite(lat * bw, "latency_s x bytes_per_s is")
     n = _int("sms", sms, minimum=1)
     e = _int("bytes_per_load", bytes_per_load, minimum=1)
     u = _int("loads_in_flight_per_thread", loads_in_flight_per_thread, minimum=1)
@@ -571,8 +587,8 @@ def latency_hiding(
     per_sm = in_flight / n
     per_warp_load = WARP_SIZE * e
     per_warp = per_warp_load * u
-    warps = int(np.ceil(per_sm / per_warp))
-    loads = int(np.ceil(per_sm / (w * per_warp_load)))
+    warps = math.ceil(per_sm / per_warp)
+    loads = math.ceil(per_sm / (w * per_warp_load))
     return LatencyHiding(
         bytes_in_flight=in_flight,
         bytes_in_flight_per_sm=per_sm,
@@ -580,7 +596,7 @@ def latency_hiding(
         warps_needed_per_sm=warps,
         occupancy_needed=warps / w,
         loads_per_thread_needed=loads,
-        achievable_fraction=min(1.0, w * per_warp / per_sm),
+        achievable_fraction=1.0 if per_sm == 0 else min(1.0, w * per_warp / per_sm),
     )
 
 
@@ -617,7 +633,7 @@ def launch_bound_time_s(n_kernels: int, kernel_s: float, launch_overhead_s: floa
     n = _int("n_kernels", n_kernels, minimum=1)
     k = _check.non_negative("kernel_s", kernel_s)
     h = _check.non_negative("launch_overhead_s", launch_overhead_s)
-    return n * max(k, h)
+    return _finite(n * max(k, h), "n_kernels x kernel_s or launch_overhead_s is")
 
 
 # --------------------------------------------------------------------------------------------
@@ -665,15 +681,20 @@ def parallel_fraction_from_times(serial_s: float, parallel_s: float) -> float:
 
 def parallel_fraction_needed(speedup: float, workers: float) -> float:
     """The parallel fraction a job needs for ``speedup`` on ``workers`` (Amdahl inverted);
-    ``ValueError`` if ``speedup`` exceeds ``workers``.
+    ``ValueError`` if ``speedup`` is not between 1 and ``workers``.
 
     >>> round(parallel_fraction_needed(10, 132), 4)
     0.9069
     """
     s = _check.positive("speedup", speedup)
     n = _check.positive("workers", workers)
-    if s > n:
-        raise ValueError(f"speedup must be <= workers ({n!r}), got {speedup!r}")
+    lo, hi = min(1.0, n), max(1.0, n)
+    if not lo <= s <= hi:
+        raise ValueError(f"speedup must lie between 1 and workers ({lo!r} to {hi!r}): Amdahl's law gives no other, got {speedup!r}")
     if n == 1:
         return 1.0 if s == 1 else 0.0
-    return (1 - 1 / s) / (1 - 1 / n)
+    if n > 1:  # 1 <= s <= n: no term overflows
+        p = (1.0 - 1.0 / s) / (1.0 - 1.0 / n)
+    else:  # n < 1 <= ... : n <= s <= 1, rearranged so that tiny s and n give no inf/inf
+        p = (n * (1.0 - s)) / (s * (1.0 - n))
+    return min(1.0, max(0.0, p))
