@@ -761,3 +761,47 @@ def test_vectorized_helpers_check_every_element():
         tc.dot_error(8, "bf16", input_rounding=0)
     with pytest.raises(ValueError, match="gpu must be one of"):
         tc.peak_check(None, "bf16")
+
+
+def test_gpu_sampler_summarizes_samples(monkeypatch):
+    """The NVML sampler's bookkeeping, with a stand-in reader (no GPU here): median, spread and
+    count of what it read, one sample even for a block shorter than its interval."""
+    from widgets.experiments import tensor_cores as ex
+
+    readings = iter([(1500.0, 600.0), (1400.0, 690.0), (1600.0, 650.0)] + [(1450.0, 640.0)] * 1000)
+
+    def fake_reader(self):
+        self._read = lambda: next(readings)
+        return "fake", ""
+
+    monkeypatch.setattr(ex.GpuSampler, "_reader", fake_reader)
+    with ex.GpuSampler(interval_s=10.0) as s:
+        pass
+    out = s.summary()
+    assert out["source"] == "fake" and out["sm_clock_mhz"]["samples"] >= 1
+    assert out["sm_clock_mhz"]["min"] <= out["sm_clock_mhz"]["median"] <= out["sm_clock_mhz"]["max"]
+    assert ex.GpuSampler._stats([]) is None
+    assert ex.GpuSampler._stats([3.0, 1.0, 2.0]) == {"median": 2.0, "min": 1.0, "max": 3.0, "samples": 3}
+
+
+def test_accuracy_rows_read_the_new_record_format():
+    """Records made after this change carry a sustained run with NVML samples: accuracy_rows then
+    adds a sustained row (prediction) and a clock-rescaled row (calibrated, since the clock comes
+    from the same run). The numbers here are synthetic, to exercise the code path only."""
+    import copy
+
+    from widgets.experiments import harness
+    from widgets.experiments import tensor_cores as ex
+
+    rec = copy.deepcopy(harness.load_reference("tensor_cores"))
+    for r in rec["results"]["throughput"]:
+        if r["dtype"] == "bf16":
+            r.update(data="randn", sustained={"seconds_per_window": 2.0, "windows": 3, "flop_per_s": 0.8 * r["flop_per_s"],
+                                              "sm_clock_mhz": {"median": 1500.0, "min": 1400.0, "max": 1600.0, "samples": 90}})
+    rec["results"]["throughput"].append({"dtype": "bf16", "n": 8192, "data": "zeros", "flop_per_s": 8e14, "note": "all-zero operands"})
+    by = {r.quantity: r for r in ex.accuracy_rows(rec)}
+    sus = by["bf16 GEMM 8192^3, sustained >= 2 s"]
+    assert sus.label == "prediction" and sus.predicted == by["bf16 GEMM 8192^3, burst"].predicted
+    cal = by["bf16 GEMM 8192^3, sustained, at the clock seen"]
+    assert cal.label == "calibrated" and cal.predicted == pytest.approx(sus.predicted * 1500 / 1830)
+    assert not any("zeros" in q for q in by)  # the zeros run is a demonstration, not a prediction

@@ -118,9 +118,10 @@ def _copies(bytes_per_pair: int) -> int:
 
 class GpuSampler:
     """Samples the SM clock [MHz] and board power [W] every ``interval_s`` in a background thread
-    while the ``with`` block runs (NVML through ``pynvml`` where installed, else torch's
-    ``torch.cuda.clock_rate``/``power_draw``, which use NVML too). Without a GPU, or without NVML,
-    it samples nothing and :meth:`summary` gives ``None`` with the reason."""
+    while the ``with`` block runs, and once more as it ends (so that even a block shorter than the
+    interval has a sample taken under load). NVML through ``pynvml`` where installed, else torch's
+    ``torch.cuda.clock_rate``/``power_draw`` (NVML too), else ``nvidia-smi``. Without a GPU, or
+    without any of them, it samples nothing and :meth:`summary` gives ``None`` with the reason."""
 
     def __init__(self, interval_s: float = 0.02):
         self.interval_s = interval_s
@@ -147,7 +148,24 @@ class GpuSampler:
             self._read()
             return "torch.cuda", ""
         except Exception as exc:
-            return None, f"{first}; torch.cuda.clock_rate: {type(exc).__name__}"
+            second = f"torch.cuda.clock_rate: {type(exc).__name__}"
+        try:
+            import subprocess
+
+            idx = str(torch.cuda.current_device())
+            cmd = ["nvidia-smi", "-i", idx, "--query-gpu=clocks.sm,power.draw", "--format=csv,noheader,nounits"]
+
+            def read():
+                out = subprocess.run(cmd, capture_output=True, text=True, timeout=5, check=True).stdout
+                clock, power = (float(x) for x in out.strip().splitlines()[0].split(","))
+                return clock, power
+
+            self._read = read
+            self._read()
+            self.interval_s = max(self.interval_s, 0.1)  # a process per sample
+            return "nvidia-smi", ""
+        except Exception as exc:
+            return None, f"{first}; {second}; nvidia-smi: {type(exc).__name__}"
 
     def __enter__(self):
         import threading
@@ -173,6 +191,12 @@ class GpuSampler:
         self._stop.set()
         if self._thread:
             self._thread.join()
+            try:  # one sample as the block ends, the GPU still at its loaded clock
+                c, w = self._read()
+                self.clock_mhz.append(float(c))
+                self.power_w.append(float(w))
+            except Exception:
+                pass
         return False
 
     @staticmethod
