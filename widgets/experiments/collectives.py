@@ -29,7 +29,7 @@ from typing import Optional, Sequence
 import torch
 
 from ..models import collectives as model
-from ..units import GiB, KiB, MiB
+from ..units import GiB, KiB, MiB, fmt_bytes
 
 CPU_RANKS = 4
 GPU_SWEEP_SIZES = tuple(4**k * KiB for k in range(11))  # 1 KiB ... 1 GiB, x4
@@ -371,10 +371,10 @@ def accuracy_rows(record: dict) -> list:
         for op, pts in by_op.items():
             p = pts[-1]
             t = model.collective_time_s(op, p.size_bytes, n, link, model.NCCL_NVLINK_STEP_LATENCY_S, "ring", model.NCCL_CALL_LATENCY_S)
-            rows.append(Row("collectives", f"{op} time, {p.size_bytes / 2**20:.0f} MiB", f"{n} ranks; {src}", t * 1e3, p.time_s * 1e3, "ms", "prediction", device,
+            rows.append(Row("collectives", f"{op} time, {fmt_bytes(p.size_bytes)}", f"{n} ranks; {src}", t * 1e3, p.time_s * 1e3, "ms", "prediction", device,
                             "the datasheet counts raw signalling; NCCL drives the links with a few channels that also read, add and write HBM"))  # fmt: skip
         t = model.ring_allreduce_time_s(small.size_bytes, n, link)
-        rows.append(Row("collectives", f"all_reduce time, {small.size_bytes} B", f"{n} ranks; NCCL's latency model (tuning.cc)", t * 1e6, small.time_s * 1e6, "us", "prediction", device,
+        rows.append(Row("collectives", f"all_reduce time, {fmt_bytes(small.size_bytes)}", f"{n} ranks; NCCL's latency model (tuning.cc)", t * 1e6, small.time_s * 1e6, "us", "prediction", device,
                         "the measured time is a call from Python through torch.distributed, back to back: launch cost, not NCCL's kernel latency"))  # fmt: skip
     for op, pts in by_op.items():
         if op == "all_reduce":
@@ -384,16 +384,16 @@ def accuracy_rows(record: dict) -> list:
             continue
         t = model.time_from_busbw_s(op, n, p.size_bytes, big.busbw_bytes_per_s) if model.busbw_factor(op, n) > 0 else None
         if t:
-            rows.append(Row("collectives", f"{op} time, {p.size_bytes / 2**20:.0f} MiB", f"busbw of all_reduce at the same size ({big.busbw_bytes_per_s / 1e9:.0f} GB/s)", t * 1e3, p.time_s * 1e3, "ms", "calibrated", device,
+            rows.append(Row("collectives", f"{op} time, {fmt_bytes(p.size_bytes)}", f"busbw of all_reduce at the same size ({big.busbw_bytes_per_s / 1e9:.0f} GB/s)", t * 1e3, p.time_s * 1e3, "ms", "calibrated", device,
                             "busbw carries over between collectives when the links are the bottleneck"))  # fmt: skip
     for r in ring:
         if r.size_bytes >= 256 * MiB:
-            rows.append(Row("collectives", f"hand-written ring time, {r.size_bytes / 2**20:.0f} MiB", "dist.all_reduce timed in the same run (same bytes per rank)", r.library_time_s * 1e3, r.ring_time_s * 1e3, "ms", "calibrated", device,
+            rows.append(Row("collectives", f"hand-written ring time, {fmt_bytes(r.size_bytes)}", "dist.all_reduce timed in the same run (same bytes per rank)", r.library_time_s * 1e3, r.ring_time_s * 1e3, "ms", "calibrated", device,
                             "the ring adds after each receive through HBM and does not pipeline slices"))  # fmt: skip
     fit = fit_sweep(sweep, ops=("all_reduce",))["all_reduce"]
     if fit:
         mid = min(ar, key=lambda p: abs(math.log(p.size_bytes / (16 * MiB))))
-        rows.append(Row("collectives", f"all_reduce time, {mid.size_bytes / 2**20:.0f} MiB", f"alpha {fit.latency_s * 1e6:.1f} us and beta fitted to this sweep", fit.predict_s(mid.size_bytes) * 1e3, mid.time_s * 1e3, "ms", "fit", device,
+        rows.append(Row("collectives", f"all_reduce time, {fmt_bytes(mid.size_bytes)}", f"alpha {fit.latency_s * 1e6:.1f} us and beta fitted to this sweep", fit.predict_s(mid.size_bytes) * 1e3, mid.time_s * 1e3, "ms", "fit", device,
                         "alpha is the per-call cost of a call from Python, not a link latency"))  # fmt: skip
         rows.append(Row("collectives", "all_reduce busbw, largest size vs fitted asymptote", "beta fitted to this sweep", fit.busbw_bytes_per_s / 1e9, big.busbw_bytes_per_s / 1e9, "GB/s", "fit", device,
                         "an asymptote is reached only as S grows without bound: it lies above every measured point"))  # fmt: skip
