@@ -26,6 +26,7 @@ needs is written once, in :data:`CHAPTER_NEEDS` and :func:`chapter_verdicts`, fr
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import importlib.metadata as md
 import importlib.util
@@ -155,12 +156,18 @@ def _version(dist: str) -> Optional[str]:
     except md.PackageNotFoundError:
         pass
     if dist == "cupy":
-        for provider in md.packages_distributions().get("cupy", []):
+        for provider in _providers("cupy"):
             try:
                 return md.version(provider)
             except md.PackageNotFoundError:
                 continue
     return None
+
+
+@functools.cache
+def _providers(module: str) -> tuple:
+    """Distributions that provide top-level ``module`` (scans every installed distribution once)."""
+    return tuple(md.packages_distributions().get(module, ()))
 
 
 def _run(cmd: list, timeout: float = 10.0) -> Optional[str]:
