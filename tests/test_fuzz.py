@@ -591,3 +591,63 @@ def test_a_longer_context_never_makes_a_decode_step_faster(c1, c2, b):
 
     lo, hi = sorted((c1, c2))
     assert decode_step("Llama-3-8B", "H200-SXM", b, lo).time_s <= decode_step("Llama-3-8B", "H200-SXM", b, hi).time_s
+
+
+# --- the validation layer itself -------------------------------------------------------------------
+class _Weird(float):
+    """A float subclass whose conversion fails, to prove no raw conversion message leaks."""
+
+    def __float__(self):
+        raise OverflowError("raw conversion message")
+
+
+@pytest.mark.parametrize("check", ["number", "positive", "non_negative", "fraction", "integer"])
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, "3", None, [1], True, np.bool_(True), 1j, _Weird(1.0)],
+                         ids=repr)
+def test_check_rejects_with_the_callers_name_and_the_value(check, bad):
+    from widgets import _check
+
+    with pytest.raises(ValueError) as err:
+        getattr(_check, check)("my_param", bad)
+    msg = str(err.value)
+    assert msg.startswith("my_param must be "), msg
+    assert "got " in msg and "raw conversion" not in msg and "cannot convert" not in msg
+
+
+def test_check_integer_is_exact_and_bounded():
+    from widgets import _check
+
+    assert _check.integer("n", np.int64(2**62), maximum=2**62) == 2**62 and type(_check.integer("n", np.int32(7))) is int
+    assert _check.integer("n", 4.0) == 4
+    for bad in (1e308, 2.0**60, 2.5, 2**53 + 1, -(2**70)):
+        with pytest.raises(ValueError, match=r"^n must be an integer"):
+            _check.integer("n", bad)
+    with pytest.raises(ValueError, match=r"^ranks must be an integer in \[2, 1024\], got 4096$"):
+        _check.integer("ranks", 4096, minimum=2, maximum=1024)
+    assert _check.MAX_INT == 2**53
+
+
+def test_check_flags_enums_text_lists_and_arrays():
+    from widgets import _check
+
+    assert _check.flag("tied", np.bool_(False)) is False
+    for bad in (1, 0, "yes", None):
+        with pytest.raises(ValueError, match="^tied must be True or False"):
+            _check.flag("tied", bad)
+    assert _check.choice("dtype", "BF16", ("fp32", "bf16")) == "bf16"
+    with pytest.raises(ValueError, match=r"^dtype must be one of 'fp32', 'bf16'; got 3"):
+        _check.choice("dtype", 3, ("fp32", "bf16"))
+    with pytest.raises(ValueError, match="^label must be a string"):
+        _check.text("label", 3)
+    assert _check.numbers_list("sizes", (1, 2.5, np.float64(3))) == [1.0, 2.5, 3.0]
+    for bad, where in (("1,,2", "sizes must be a list"), ([1, math.nan], r"sizes\[1\] must be a finite"),
+                       ([], "sizes must hold 1"), ({"a": 1}, "sizes must be a list"), (np.ones((2, 2)), "1-D")):
+        with pytest.raises(ValueError, match=where):
+            _check.numbers_list("sizes", bad)
+    assert _check.array("x", [1, 2]).tolist() == [1.0, 2.0]
+    for bad in ([1, math.inf], "12", [True, False], [[1], [1, 2]], None):
+        with pytest.raises(ValueError, match="^x must be"):
+            _check.array("x", bad)
+    assert _check.optional(_check.positive, "w", None) is None
+    with pytest.raises(ValueError, match="^w must be > 0"):
+        _check.optional(_check.positive, "w", 0)

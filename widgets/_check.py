@@ -8,8 +8,8 @@ that sentence instead of a traceback. Rules:
   a number, nor is a string, ``None``, a list or an array;
 - an *integer* is a Python ``int`` or numpy integer (returned as an exact Python ``int``, so no
   numpy arithmetic can wrap afterwards), or a float that holds an integer exactly (``2.0``, at most
-  ``2**53``); it lies in ``[minimum, maximum]``; without an explicit ``maximum`` the bound is
-  ``MAX_INT = 2**53`` (sizes in bytes or elements; the largest integer a float holds exactly).
+  ``2**53``); it lies in ``[minimum, maximum]``; without explicit bounds these are
+  ``-MAX_INT`` and ``MAX_INT = 2**53`` (sizes in bytes or elements; the largest integer a float holds exactly).
   Counts that drive a loop or an allocation (ranks, buckets, steps) must pass a smaller bound;
 - an *enum* is a string from a fixed list (case-insensitive); a *flag* is a ``bool``;
   a *name* (free text) is a ``str``.
@@ -106,18 +106,18 @@ def fraction(name: str, value, *, open_low: bool = False) -> float:
 
 
 def integer(name: str, value, *, minimum: int | None = None, maximum: int | None = None) -> int:
-    """An exact Python ``int`` in ``[minimum, maximum]`` (``maximum`` defaults to ``MAX_INT``).
+    """An exact Python ``int`` in ``[minimum, maximum]`` (defaults ``-MAX_INT`` and ``MAX_INT``).
 
     >>> integer("n", 8, minimum=2)
     8
     >>> integer("n", 1e308)
     Traceback (most recent call last):
     ...
-    ValueError: n must be an integer <= 9007199254740992, got 1e+308
+    ValueError: n must be an integer in [-9007199254740992, 9007199254740992], got 1e+308
     """
-    if maximum is None:
-        maximum = MAX_INT
-    span = f" in [{minimum}, {maximum}]" if minimum is not None else f" <= {maximum}"
+    minimum = -MAX_INT if minimum is None else minimum
+    maximum = MAX_INT if maximum is None else maximum
+    span = f" in [{minimum}, {maximum}]"
     if _is_bool(value) or not isinstance(value, numbers.Real):
         raise ValueError(f"{name} must be an integer{span}, got {_show(value)}")
     if isinstance(value, numbers.Integral):
@@ -132,7 +132,7 @@ def integer(name: str, value, *, minimum: int | None = None, maximum: int | None
         if abs(f) > MAX_INT:  # never build a 309-digit int out of 1e308
             raise ValueError(f"{name} must be an integer{span}, got {_show(value)}")
         v = int(f)
-    if minimum is not None and v < minimum:
+    if v < minimum:
         raise ValueError(f"{name} must be an integer{span}, got {_show(value)}")
     if v > maximum:
         raise ValueError(f"{name} must be an integer{span}, got {_show(value)}")
