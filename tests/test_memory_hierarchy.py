@@ -429,7 +429,7 @@ def test_recorded_h200_reference_meets_the_targets():
     calibrated on stride 1 while lanes share sectors (strides < 16). Beyond, only the 64-B granule
     fits, and it is labelled a fit (chosen after the data), not a prediction."""
     from widgets.experiments import harness
-    from widgets.experiments import memory_hierarchy_analysis as an
+    from widgets.models import memory_hierarchy_records as an
 
     ref = harness.load_reference("memory_hierarchy")
     prov = ref["provenance"]
@@ -462,7 +462,7 @@ def test_registers_are_not_the_largest_on_chip_memory():  # [HWP]
 def test_the_ladder_is_not_ten_times_per_rung():
     """The chapter once said each rung is "about ten times slower": the record says otherwise."""
     from widgets.experiments import harness
-    from widgets.experiments import memory_hierarchy_analysis as an
+    from widgets.models import memory_hierarchy_records as an
 
     rungs = an.ladder(harness.load_reference("memory_hierarchy"), get_gpu("H200-SXM"))
     assert [r["level"] for r in rungs] == ["shared memory (all SMs)", "L2", "HBM", "host link (each way)"]
@@ -507,7 +507,7 @@ def test_accuracy_rows_recompute_from_raw_times():
     import copy
 
     from widgets.experiments import harness
-    from widgets.experiments import memory_hierarchy_analysis as an
+    from widgets.models import memory_hierarchy_records as an
 
     ref = harness.load_reference("memory_hierarchy")
     slow = copy.deepcopy(ref)
@@ -562,7 +562,7 @@ def _synthetic_ncu(strides=(1, 2, 4, 8, 16, 32, 64), n=2**20, dram_granule=64):
 
 
 def test_ncu_comparison_on_a_synthetic_record():
-    from widgets.experiments import memory_hierarchy_analysis as an
+    from widgets.models import memory_hierarchy_records as an
 
     rows = an.ncu_comparison(_synthetic_ncu())
     by = {r["stride"]: r for r in rows}
@@ -593,7 +593,7 @@ def test_ncu_script_parses_ncu_csv(tmp_path):
     import textwrap
     from pathlib import Path
 
-    from widgets.experiments import memory_hierarchy_analysis as an
+    from widgets.models import memory_hierarchy_records as an
 
     root = Path(__file__).resolve().parents[1]
     fake = tmp_path / "ncu"

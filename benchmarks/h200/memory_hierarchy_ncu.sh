@@ -9,7 +9,7 @@
 # caches flushed before the profiled launch (ncu's default --cache-control all), and writes
 # $OUT/memory_hierarchy_ncu.json: provenance (gpu, driver, ncu version, date, commit, command)
 # and, per stride, the counters below and the bytes per requested byte. The chapter compares it
-# with the sector model through widgets.experiments.memory_hierarchy_analysis.ncu_comparison.
+# with the sector model through widgets.models.memory_hierarchy_records.ncu_comparison.
 # Needs torch, triton and ncu; installs nothing.
 set -euo pipefail
 

@@ -341,7 +341,7 @@ def measure_strided_access(
 # --------------------------------------------------------------------------------------------
 def _point_dict(p) -> dict:
     """The raw measurement of a point; ratios and verdicts are recomputed from it, not stored
-    (see ``memory_hierarchy_analysis``)."""
+    (see ``memory_hierarchy_records``)."""
     d = asdict(p)
     if hasattr(p, "bytes_per_s"):
         d["bytes_per_s"] = p.bytes_per_s
@@ -382,7 +382,7 @@ def run_all() -> dict:
 
 
 def accuracy_rows(record: dict) -> list:
-    """The chapter's comparisons, recomputed from ``record`` (see ``memory_hierarchy_analysis``)."""
-    from .memory_hierarchy_analysis import accuracy_rows as rows
+    """The chapter's comparisons, recomputed from ``record`` (see ``memory_hierarchy_records``)."""
+    from ..models.memory_hierarchy_records import accuracy_rows as rows
 
     return rows(record)

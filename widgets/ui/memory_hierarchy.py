@@ -431,7 +431,7 @@ def hierarchy_table(gpus=("H200-SXM", "H100-SXM", "A100-SXM-80GB", "B200", "MI30
 
 
 def ladder_table(rungs: list) -> str:
-    """The ladder of bandwidths (``memory_hierarchy_analysis.ladder``) as HTML."""
+    """The ladder of bandwidths (``memory_hierarchy_records.ladder``) as HTML."""
     from ..book import table
 
     rows = [
@@ -517,7 +517,7 @@ def ladder_svg(record: dict, gpu: str = "H200-SXM") -> str:
     viewBox, so 12-unit text is 12 px on a phone."""
     from html import escape
 
-    from ..experiments.memory_hierarchy_analysis import ladder
+    from ..models.memory_hierarchy_records import ladder
     from ..units import fmt_bytes
 
     g = get_gpu(gpu)

@@ -1,6 +1,7 @@
 """What the memory-hierarchy chapter compares, recomputed from a record's raw measurements.
 
-Torch-free (standard library, numpy and the models): the chapter, the tests and the book's
+Torch-free (standard library and numpy; it lives in ``widgets.models`` so that importing it never
+starts torch or Triton, unlike ``widgets.experiments``): the chapter, the tests and the book's
 accuracy ledger read records through these functions, so every ratio comes from the measured
 times and today's models, never from a number stored in the record.
 
@@ -20,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any, Optional
 
 from ..accuracy import Row
-from ..models import memory_hierarchy as model
+from . import memory_hierarchy as model
 
 TOPIC = "memory_hierarchy"
 FLOAT_BYTES = 4
@@ -92,9 +93,13 @@ def sweep_points(record: Mapping) -> tuple[list, list, int]:
     """``(ws_bytes, bytes_per_s, l2_bytes)`` of the working-set sweep, bandwidth recomputed as
     bytes read / median time."""
     sweep = _field(_results(record), "working_set_sweep", "results.")
-    l2 = int(_positive(_field(sweep, "l2_bytes", "results.working_set_sweep."), "working_set_sweep.l2_bytes"))
+    l2_raw = _field(sweep, "l2_bytes", "results.working_set_sweep.")
+    l2 = 0 if l2_raw in (0, None) else int(_positive(l2_raw, "working_set_sweep.l2_bytes"))  # 0/None: no L2 (a CPU run)
     ws, bw = [], []
-    for i, p in enumerate(_field(sweep, "points", "results.working_set_sweep.")):
+    points = _field(sweep, "points", "results.working_set_sweep.")
+    if not isinstance(points, list):
+        raise ValueError(f"record field results.working_set_sweep.points must be a list, got {type(points).__name__}")
+    for i, p in enumerate(points):
         ws.append(int(_positive(_field(p, "ws_bytes", f"points[{i}]."), f"points[{i}].ws_bytes")))
         read = _positive(_field(p, "bytes_read", f"points[{i}]."), f"points[{i}].bytes_read")
         bw.append(read / _positive(_field(p, "time_s", f"points[{i}]."), f"points[{i}].time_s"))
@@ -107,6 +112,10 @@ def l2_plateau_and_hbm_level(record: Mapping) -> tuple[float, float]:
     """Median bandwidth of the sweep for working sets from 4 MiB to half the L2 (the L2 plateau)
     and for working sets of 8 L2s or more (HBM) [B/s]."""
     ws, bw, l2 = sweep_points(record)
+    if not l2:
+        raise ValueError(
+            "record field results.working_set_sweep.l2_bytes is 0: the run had no L2 to measure (a CPU run)"
+        )
     inside = sorted(b for w, b in zip(ws, bw) if 4 * MiB <= w <= l2 // 2)
     beyond = sorted(b for w, b in zip(ws, bw) if w >= 8 * l2)
     if not inside or not beyond:
@@ -123,6 +132,9 @@ def ladder(record: Mapping, gpu) -> list[dict]:
     """The bandwidth of each rung, where it comes from, and how much faster it is than the rung
     below: shared memory (derived: 32 banks x 4 B x SMs x boost clock), L2 and HBM (measured in
     ``record``), host link (catalog)."""
+    from ..hardware import get_gpu
+
+    gpu = get_gpu(gpu)  # a catalog name or a GPU record; ValueError naming the valid ones
     plateau, hbm = l2_plateau_and_hbm_level(record)
     rungs = [
         (
@@ -159,8 +171,18 @@ def strided_points(record: Mapping) -> list[dict]:
         raise ValueError("record field results.strided_access must be a non-empty list")
     rows = []
     for i, p in enumerate(pts):
-        s = _field(p, "stride_elems", f"strided_access[{i}].")
-        n = _field(p, "n_elems", f"strided_access[{i}].")
+        s = model._int(
+            f"strided_access[{i}].stride_elems",
+            _field(p, "stride_elems", f"strided_access[{i}]."),
+            minimum=1,
+            maximum=model.MAX_INDEX,
+        )
+        n = model._int(
+            f"strided_access[{i}].n_elems",
+            _field(p, "n_elems", f"strided_access[{i}]."),
+            minimum=1,
+            maximum=model.MAX_INDEX,
+        )
         t = _positive(_field(p, "time_s", f"strided_access[{i}]."), f"strided_access[{i}].time_s")
         rows.append(
             {
@@ -208,19 +230,20 @@ def accuracy_rows(record: Mapping) -> list[Row]:
         Row(TOPIC, f"HBM bandwidth: {label}", ds, datasheet, measured, "B/s", "prediction", device)
         for label, measured in bandwidths(record).items()
     ]
-    _, hbm_level = l2_plateau_and_hbm_level(record)
-    rows.append(
-        Row(
-            TOPIC,
-            "HBM bandwidth: re-read kernel, working set >= 8x L2",
-            ds,
-            datasheet,
-            hbm_level,
-            "B/s",
-            "prediction",
-            device,
+    if sweep_points(record)[2]:  # a GPU run (a CPU run records no L2)
+        _, hbm_level = l2_plateau_and_hbm_level(record)
+        rows.append(
+            Row(
+                TOPIC,
+                "HBM bandwidth: re-read kernel, working set >= 8x L2",
+                ds,
+                datasheet,
+                hbm_level,
+                "B/s",
+                "prediction",
+                device,
+            )
         )
-    )
     for p in strided_points(record):
         s = p["stride"]
         rows.append(
@@ -295,8 +318,10 @@ def ncu_comparison(ncu_record: Mapping) -> list[dict]:
         raise ValueError("ncu record field 'points' must be a non-empty list")
     rows = []
     for i, p in enumerate(points):
-        s = _field(p, "stride", f"points[{i}].")
-        n = _field(p, "n_elems", f"points[{i}].")
+        s = model._int(f"points[{i}].stride", _field(p, "stride", f"points[{i}]."), minimum=1, maximum=model.MAX_INDEX)
+        n = model._int(
+            f"points[{i}].n_elems", _field(p, "n_elems", f"points[{i}]."), minimum=1, maximum=model.MAX_INDEX
+        )
         metrics = _field(p, "metrics", f"points[{i}].")
         m = {k: _counter(metrics, k, f"points[{i}].metrics.") for k in NCU_METRICS}
         requested = int(n) * FLOAT_BYTES
@@ -322,6 +347,10 @@ def ncu_comparison(ncu_record: Mapping) -> list[dict]:
 
 def _counter(metrics: Mapping, key: str, where: str) -> Optional[float]:
     """A counter's value; None when the record says it could not be collected (null)."""
+    if not isinstance(metrics, Mapping):
+        raise ValueError(
+            f"ncu record field {where.rstrip('.')} must be a dict of counters, got {type(metrics).__name__}"
+        )
     if key not in metrics:
         raise ValueError(f"ncu record field {where}{key!r} is missing")
     v = metrics[key]
