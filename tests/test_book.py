@@ -10,7 +10,6 @@ the whole book once (``tests/conftest.py``; set GPUBOOK_BUILT_HTML to reuse a bu
 import json
 import re
 from pathlib import Path
-from urllib.parse import quote
 
 import pytest
 import yaml
@@ -86,7 +85,9 @@ def test_first_code_cell_installs_the_package(chapter):
         f"found:\n{source.strip()[:400]}"
     )
     tags = set(first.get("metadata", {}).get("tags", []))
-    assert not tags & {"remove-cell", "remove-input", "hide-input"}, f"{chapter}: the install line must be visible ({tags})"
+    assert not tags & {"remove-cell", "remove-input", "hide-input"}, (
+        f"{chapter}: the install line must be visible ({tags})"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -121,8 +122,16 @@ def test_no_page_loads_anything_from_the_network(built_book):
 @pytest.mark.build
 def test_assets_are_served_by_the_book(built_book):
     static = built_book / "_static"
-    for name in ("plotly.min.js", "plotly-cartesian.min.js", "plotly_templates.js", "plotly_theme.js",
-                 "gpubook.css", "require.min.js", "embed-amd.js", "mathjax/tex-chtml.js"):
+    for name in (
+        "plotly.min.js",
+        "plotly-cartesian.min.js",
+        "plotly_templates.js",
+        "plotly_theme.js",
+        "gpubook.css",
+        "require.min.js",
+        "embed-amd.js",
+        "mathjax/tex-chtml.js",
+    ):
         assert (static / name).exists(), name
     page = (built_book / "chapters" / "memory_hierarchy.html").read_text()
     assert "_static/mathjax/tex-chtml.js" in page
@@ -201,7 +210,9 @@ def test_static_calculators_carry_their_slider_steps(built_book, chapter):
 
 
 CITATION = re.compile(r'<a class="reference internal" href="[^"#]*references\.html#([^"]+)"[^>]*>([^<]+)</a>')
-BIB_ENTRY = re.compile(r'<div class="citation" id="([^"]+)"[^>]*>\s*<span class="label"><span class="fn-bracket">\[</span>([^<]+)<')
+BIB_ENTRY = re.compile(
+    r'<div class="citation" id="([^"]+)"[^>]*>\s*<span class="label"><span class="fn-bracket">\[</span>([^<]+)<'
+)
 
 
 @pytest.mark.build

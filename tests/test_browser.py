@@ -213,12 +213,12 @@ def test_no_build_machine_output_and_no_reprs(server, browser, path):
         problems.append(f'a "this device" column: {device_cols[:3]}')
     if "FAIL:" in everything:
         i = everything.index("FAIL:")
-        problems.append(f"prints FAIL: ...{everything[i:i + 80]!r}")
+        problems.append(f"prints FAIL: ...{everything[i : i + 80]!r}")
     for rx, what in REPRS:
         m = rx.search(t["outputs"])
         if m:
             s = t["outputs"]
-            problems.append(f"an output shows {what}: ...{s[max(0, m.start() - 40):m.end() + 40]!r}")
+            problems.append(f"an output shows {what}: ...{s[max(0, m.start() - 40) : m.end() + 40]!r}")
     assert not problems, f"{path}: " + "; ".join(problems)
 
 
@@ -232,7 +232,9 @@ def test_launch_buttons(server, browser, chapter):
     page = v.page
     org_repo = REPO_URL.split("://", 1)[1].split("/", 1)[1]
     colab = f"https://colab.research.google.com/github/{org_repo}/blob/{BRANCH}/chapters/{chapter}.ipynb"
-    hrefs = page.evaluate("() => Array.from(document.querySelectorAll('.article-header-buttons a, .header-article-items a')).map(a => a.href)")
+    hrefs = page.evaluate(
+        "() => Array.from(document.querySelectorAll('.article-header-buttons a, .header-article-items a')).map(a => a.href)"
+    )
     launch = page.locator("button[aria-label='Launch interactive content'], .dropdown-launch-buttons button").count()
     _close(v)
     problems = []
@@ -276,7 +278,8 @@ def test_static_calculators_have_two_controls_that_each_change_the_figure(server
         name = page.evaluate("gd => ((gd.layout.title || {}).text || '').split('<br>')[0].slice(0, 50)", gd)
         where = f"figure {name!r}"
         n_controls = page.evaluate(
-            "gd => (gd.layout.sliders || []).filter(s => s.visible !== false).length + (gd.layout.updatemenus || []).filter(m => m.visible !== false).length",
+            "gd => (gd.layout.sliders || []).filter(s => s.visible !== false).length"
+            " + (gd.layout.updatemenus || []).filter(m => m.visible !== false).length",
             gd,
         )
         if n_controls < 2:
@@ -295,7 +298,7 @@ def test_static_calculators_have_two_controls_that_each_change_the_figure(server
             page.wait_for_timeout(500)
             if not _changed(before, page.evaluate(FIG_STATE, gd)):
                 problems.append(f"{where}: choosing another entry of dropdown {i} did not change the figure")
-        for i, group in enumerate(fig.locator(".updatemenu-button").all()[:1]):  # button-type menus
+        for group in fig.locator(".updatemenu-button").all()[:1]:  # button-type menus
             before = page.evaluate(FIG_STATE, gd)
             group.click()
             page.wait_for_timeout(500)
@@ -343,7 +346,7 @@ def test_every_guess_is_answered_behind_a_click(server, browser, chapter):
     page = v.page
     problems = []
     items = page.evaluate(GUESSES)
-    for i, it in enumerate(items):
+    for it in items:
         if not it["answer"] and not it["next_is_answer"]:
             problems.append(f"guess {it['title']!r} is not followed by a .guess-answer")
     answers = page.locator(".guess-answer")
@@ -423,7 +426,7 @@ PLOT_COLOURS = """() => Array.from(document.querySelectorAll('.plotly-graph-div'
 def _luminance(colour: str) -> float:
     m = re.match(r"#([0-9a-f]{6})", colour.lower())
     if m:
-        rgb = [int(m.group(1)[i:i + 2], 16) for i in (0, 2, 4)]
+        rgb = [int(m.group(1)[i : i + 2], 16) for i in (0, 2, 4)]
     else:
         rgb = [float(x) for x in re.findall(r"[\d.]+", colour)[:3]]
     return (0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2]) / 255
@@ -449,7 +452,9 @@ def test_plots_and_tables_follow_dark_mode(server, browser, chapter):
     if bright:
         problems.append(f"{len(bright)} tables or plots sit on a light panel in dark mode")
     # back to light: every plot gets its own light look again
-    page.evaluate("() => { document.documentElement.dataset.mode = 'light'; document.documentElement.dataset.theme = 'light'; }")
+    page.evaluate(
+        "() => { document.documentElement.dataset.mode = 'light'; document.documentElement.dataset.theme = 'light'; }"
+    )
     page.wait_for_timeout(600)
     light = page.evaluate(PLOT_COLOURS)
     dark_bg_text = [c for c in light if _luminance(c["font"]) > 0.5]

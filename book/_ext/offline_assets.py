@@ -195,10 +195,14 @@ def has_maths(body: str) -> bool:
 def _is_mathjax(js, mathjax_path: str) -> bool:
     name = str(getattr(js, "filename", js) or "")
     body = (getattr(js, "attributes", {}) or {}).get("body") or ""
-    return bool(mathjax_path) and name.split("?")[0].endswith(mathjax_path) or body.lstrip().startswith("window.MathJax")
+    return (
+        bool(mathjax_path) and name.split("?")[0].endswith(mathjax_path) or body.lstrip().startswith("window.MathJax")
+    )
 
 
-_FONTAWESOME_JS = re.compile(r'[ \t]*(?:<!-- So that users can add custom icons -->\s*)?<script src="[^"]*_static/scripts/fontawesome\.js[^"]*"></script>\n?')
+_FONTAWESOME_JS = re.compile(
+    r'[ \t]*(?:<!-- So that users can add custom icons -->\s*)?<script src="[^"]*_static/scripts/fontawesome\.js[^"]*"></script>\n?'
+)
 
 
 def _drop_fontawesome_js(app, exception) -> None:
@@ -243,7 +247,7 @@ def _point_widget_manager_at_static(scripts: list, context) -> list:
             out.append(
                 _JavaScript(
                     "",
-                    body='require.config({paths: {"@jupyter-widgets/html-manager/dist": "%s"}});' % static,
+                    body=f'require.config({{paths: {{"@jupyter-widgets/html-manager/dist": "{static}"}}}});',
                 )
             )
         out.append(js)
