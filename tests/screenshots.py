@@ -1,6 +1,6 @@
 """Screenshots of each chapter of the built book, for reviewers who do not build it.
 
-    .venv/bin/python tests/screenshots.py [_build/html]
+    .venv/bin/python tests/screenshots.py [_build/html [out_dir]]
 
 writes ``benchmarks/screenshots/<chapter>_1400.png`` (1400x900) and ``<chapter>_390.png``
 (390x844, a phone) of the top of each chapter and of its first static calculator, in light mode.
@@ -26,7 +26,7 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-def main(html_dir: Path) -> int:
+def main(html_dir: Path, out: Path = OUT) -> int:
     from playwright.sync_api import sync_playwright
 
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -36,7 +36,7 @@ def main(html_dir: Path) -> int:
     if not (html_dir / "index.html").exists():
         print(f"no built book at {html_dir}: run `make book` first", file=sys.stderr)
         return 1
-    OUT.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(html_dir)))
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{httpd.server_address[1]}"
@@ -47,9 +47,13 @@ def main(html_dir: Path) -> int:
         for chapter in chapters:
             for label, (w, h) in SIZES.items():
                 page = browser.new_page(viewport={"width": w, "height": h}, device_scale_factor=1)
-                page.goto(f"{base}/chapters/{chapter}.html", wait_until="load")
+                response = page.goto(f"{base}/chapters/{chapter}.html", wait_until="load")
+                if not response or response.status != 200:
+                    print(f"chapters/{chapter}.html: not in the build, skipped", file=sys.stderr)
+                    page.close()
+                    continue
                 page.wait_for_timeout(800)
-                path = OUT / f"{chapter}_{label}.png"
+                path = out / f"{chapter}_{label}.png"
                 page.screenshot(path=str(path))
                 written.append(path)
                 calc = page.locator(".plotly-graph-div").first
@@ -57,16 +61,17 @@ def main(html_dir: Path) -> int:
                     calc.scroll_into_view_if_needed()
                     page.evaluate("() => window.scrollBy(0, -60)")
                     page.wait_for_timeout(400)
-                    path = OUT / f"{chapter}_{label}_figure.png"
+                    path = out / f"{chapter}_{label}_figure.png"
                     page.screenshot(path=str(path))
                     written.append(path)
                 page.close()
         browser.close()
     httpd.shutdown()
     for path in written:
-        print(f"{path.relative_to(ROOT)}  {path.stat().st_size / 1e3:.0f} kB")
+        print(f"{path}  {path.stat().st_size / 1e3:.0f} kB")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "_build" / "html"))
+    html = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "_build" / "html"
+    sys.exit(main(html, Path(sys.argv[2]) if len(sys.argv) > 2 else OUT))
