@@ -96,8 +96,8 @@ def _templates_js() -> str:
             "light": pio.templates["book_light"].to_plotly_json(),
             "dark": pio.templates["book_dark"].to_plotly_json(),
         }
-    except (ImportError, KeyError) as exc:  # the page script then derives a dark look itself
-        logger.info(f"offline_assets: no book_light/book_dark plotly templates ({exc})")
+    except Exception as exc:  # noqa: BLE001  (the page script would derive a dark look itself)
+        logger.warning(f"offline_assets: cannot export the figure kit's book_light/book_dark plotly templates: {exc!r}")
         templates = {}
     return "window.GPUBOOK_TEMPLATES = " + json.dumps(templates, separators=(",", ":")) + ";\n"
 
