@@ -125,6 +125,7 @@ VALID: dict[str, dict] = {
     "tensor_cores.accumulation_error": dict(k=4096, significand_bits=24),
     "tensor_cores.tensor_core_accumulation_error": dict(k=65536, dtype="fp8"),
     "tensor_cores.fit_significand_bits": dict(k=4096, typical_error=1e-4),
+    "tensor_cores.fit_promotion_interval": dict(typical_error=1.5e-4, significand_bits=14),
     # collectives
     "collectives.collective_semantics": dict(op="all_reduce", n=4),
     "collectives.busbw_factor": dict(op="all_reduce", n=8),
@@ -162,7 +163,7 @@ VALID: dict[str, dict] = {
     "serving.cost_per_million_tokens": dict(gpu_hour_price=3.0, gpus=1, tokens_per_s=1000.0),
     "serving.custom_model": dict(_LLAMA8),
     "serving.decode_ridge_batch": dict(
-        param_bytes=16e9, flop_per_seq=16e9, kv_bytes_per_seq=1e8, peak_flop_per_s=989.4e12, hbm_bytes_per_s=4.8e12),
+        param_bytes=16e9, flop_per_seq=16e9, kv_bytes_per_seq=1e7, peak_flop_per_s=989.4e12, hbm_bytes_per_s=4.8e12),
     "serving.decode_step": dict(model="Llama-3-8B"),
     "serving.decode_step_flop": dict(params=8e9, batch=1),
     "serving.decode_step_time_s": dict(param_bytes=16e9, kv_bytes=1e9, hbm_bytes_per_s=4.8e12),
