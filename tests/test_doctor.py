@@ -272,3 +272,57 @@ def test_probe_reports_a_missing_myst_front_end(monkeypatch):
     assert any("jupyterlab-myst" in n for n in dr.probe().notes)
     monkeypatch.setattr(dr, "_version", lambda d: real(d) or "1.0")
     assert not any("jupyterlab-myst" in n for n in dr.probe().notes)
+
+
+# --------------------------------------------------------------------------------------------
+# The needs table follows the code: what a chapter's modules import is what the doctor requires
+# --------------------------------------------------------------------------------------------
+_DIST_OF = {"torch": "torch", "triton": "triton", "numba": "numba-cuda", "plotly": "plotly", "ipywidgets": "ipywidgets"}
+
+
+def _imports(topic: str) -> tuple[set, set]:
+    """Distributions imported by the topic's experiment and ui modules and the package modules they
+    import: (at module level, anywhere)."""
+    import ast
+
+    todo = [ROOT / "widgets" / "experiments" / f"{topic}.py", ROOT / "widgets" / "ui" / f"{topic}.py"]
+    seen, top, anywhere = set(), set(), set()
+    while todo:
+        path = todo.pop()
+        if path in seen or not path.exists():
+            continue
+        seen.add(path)
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                base = path.parent
+                for _ in range(node.level - 1):
+                    base = base.parent
+                targets = [node.module] if node.module else [a.name for a in node.names]
+                todo += [base / (t.replace(".", "/") + ".py") for t in targets]
+                continue
+            if isinstance(node, ast.Import):
+                roots = [a.name.split(".")[0] for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                roots = [(node.module or "").split(".")[0]]
+            else:
+                continue
+            dists = {_DIST_OF[r] for r in roots if r in _DIST_OF}
+            anywhere |= dists
+            if node in tree.body:
+                top |= dists
+    return top, anywhere
+
+
+@pytest.mark.parametrize("topic", dr.CHAPTERS)
+def test_chapter_needs_follow_the_imports(topic):
+    top, anywhere = _imports(topic)
+    needs = set(dr.CHAPTER_NEEDS[topic])
+    assert top <= needs, f"{topic} imports {sorted(top - needs)} at module level, but the doctor does not require it"
+    assert needs <= anywhere, f"the doctor requires {sorted(needs - anywhere)} for {topic}, which its modules never import"
+
+
+def test_chapters_are_the_experiment_topics():
+    from widgets.experiments import TOPICS
+
+    assert tuple(dr.CHAPTERS) == tuple(TOPICS)
