@@ -536,8 +536,9 @@ def amdahl_predictions(res: dict) -> dict:
         pt["measured_over_predicted"] = pt["speedup"] / pt["predicted_speedup"]
         if in_run:
             pt["ceiling_same_run"] = one["time_s"] / pt["serial_s"] if pt["serial_s"] > 0 else None
+    ceiling = model.amdahl_ceiling(p)
     return {"serial_s": serial_s, "parallel_one_worker_s": parallel_s, "parallel_fraction": p,
-            "ceiling": model.amdahl_ceiling(p), "in_run_parts": in_run}
+            "ceiling": ceiling if ceiling != float("inf") else None, "in_run_parts": in_run}  # null, not Infinity, in JSON
 
 
 # --------------------------------------------------------------------------------------------

@@ -655,6 +655,8 @@ def amdahl_compare_rows(ref: dict | None, here: dict | None, workers=(2, 8, 32, 
                          label="calibrated" if p else None, reference=f"{p['speedup']:.1f}x" if p else "not recorded",
                          ratio=_ratio(p["speedup"], p["predicted_speedup"]) if p else None, here=f"{q['speedup']:.2f}x" if q else None))
     how = "p from the one-worker steps" if (ia or ih or {}).get("in_run_parts", True) else "p from a separately timed serial part"
-    rows.append(dict(quantity=f"ceiling 1/(1-p), {how}", reference=f"{ia['ceiling']:.1f}x" if ia else "not recorded",
-                     here=f"{ih['ceiling']:.1f}x" if ih else None))
+    def ceiling(info):
+        return None if not info else ("none (no serial part measured)" if info["ceiling"] is None else f"{info['ceiling']:.1f}x")
+
+    rows.append(dict(quantity=f"ceiling 1/(1-p), {how}", reference=ceiling(ia) or "not recorded", here=ceiling(ih)))
     return rows
