@@ -451,6 +451,19 @@ def test_plots_and_tables_follow_dark_mode(server, browser, chapter):
     bright = [c for c in panels if not c.endswith(", 0)") and _luminance(c) > 0.5]
     if bright:
         problems.append(f"{len(bright)} tables or plots sit on a light panel in dark mode")
+    # a slider step applies a frame: the figure stays dark
+    rails = page.locator(".plotly-graph-div .slider-container .slider-rail-touch-rect")
+    for j in range(rails.count()):
+        box = rails.nth(j).bounding_box() if rails.nth(j).is_visible() else None
+        if box and box["width"] > 5:
+            rails.nth(j).scroll_into_view_if_needed()
+            box = rails.nth(j).bounding_box()
+            page.mouse.click(box["x"] + 0.7 * box["width"], box["y"] + box["height"] / 2)
+            page.wait_for_timeout(600)
+            after = [c for c in page.evaluate(PLOT_COLOURS) if _luminance(c["font"]) < 0.5]
+            if after:
+                problems.append(f"{len(after)} plots turn back to dark text after a slider step in dark mode")
+            break
     # back to light: every plot gets its own light look again
     page.evaluate(
         "() => { document.documentElement.dataset.mode = 'light'; document.documentElement.dataset.theme = 'light'; }"
