@@ -734,3 +734,50 @@ def test_ladder_diagram_is_drawn_from_the_catalog_and_record():
     g = get_gpu("H200-SXM")
     assert "60 MiB" in svg and "33 MiB in all" in svg and "256 KiB per SM" in svg
     assert g.l2_bytes == 60 * 2**20
+
+
+def test_monitor_and_spread_lines():
+    from widgets.models import memory_hierarchy_records as an
+
+    assert an.monitor_line(None) is None and an.monitor_line({"sm_clock_hz": None, "power_w": None}) is None
+    line = an.monitor_line(
+        {
+            "sm_clock_hz": {"median": 1.98e9, "min": 1.755e9, "max": 1.98e9},
+            "power_w": {"median": 455.0, "min": 300.0, "max": 520.0},
+            "samples": 40,
+        }
+    )
+    assert (
+        line
+        == "During these runs NVML read SM clock 1,980 MHz (median; 1,755 to 1,980) and board power 455 W (300 to 520), 40 samples."
+    )
+    assert an.spread_s({"time_min_s": 1.0, "time_max_s": 2.0}) == (1.0, 2.0)
+    assert an.spread_s({"time_s": 1.0}) is None and an.spread_s({"time_min_s": 0.0, "time_max_s": 0.0}) is None
+
+
+def test_ncu_script_fails_clearly_without_counters(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    fake = tmp_path / "ncu"
+    fake.write_text(
+        f"#!{sys.executable}\n"
+        "import sys\n"
+        "a = sys.argv[1:]\n"
+        "open(a[a.index('--log-file') + 1], 'w').write('==ERROR== ERR_NVGPUCTRPERM - no permission to access counters\\n')\n"
+    )
+    fake.chmod(0o755)
+    env = dict(os.environ, NCU=str(fake), OUT=str(tmp_path), STRIDES="1", PYTHON=sys.executable)
+    root = Path(__file__).resolve().parents[1]
+    res = subprocess.run(
+        ["bash", "benchmarks/h200/memory_hierarchy_ncu.sh", "abc"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert res.returncode != 0 and "ERR_NVGPUCTRPERM" in res.stderr
+    assert not (tmp_path / "memory_hierarchy_ncu.json").exists()

@@ -54,8 +54,11 @@ def number(text):
 
 def parse(path):
     """Counter values from ncu's CSV (wide 'raw' page, or the long 'details' layout)."""
-    rows = [r for r in csv.reader(line for line in open(path) if not line.startswith("==")) if r]
-    head = next(i for i, r in enumerate(rows) if "ID" in r)
+    text = open(path).read()
+    rows = [r for r in csv.reader(line for line in text.splitlines() if not line.startswith("==")) if r]
+    head = next((i for i, r in enumerate(rows) if "ID" in r), None)
+    if head is None or len(rows) < head + 2:
+        sys.exit(f"ncu produced no counter table in {path} (permissions? wrong kernel name?):\n{text[-2000:]}")
     header = rows[head]
     found = {}
     if "Metric Name" in header:  # long layout: one row per metric
@@ -65,6 +68,8 @@ def parse(path):
                 v = number(r[value_i])
                 found[r[name_i]] = None if v is None else v * SCALE.get(r[unit_i].lower(), 1)
     else:  # wide layout: header row, unit row, one row per profiled launch
+        if len(rows) < head + 3:
+            sys.exit(f"ncu profiled no launch in {path}:\n{text[-2000:]}")
         units, values = rows[head + 1], rows[head + 2]
         for m in metrics:
             if m in header:

@@ -359,3 +359,33 @@ def _counter(metrics: Mapping, key: str, where: str) -> Optional[float]:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
         raise ValueError(f"ncu record field {where}{key!r} must be a finite number >= 0 or null, got {v!r}")
     return float(v)
+
+
+# ---------------------------------------------------------------------------------------------
+# Clock and power seen during a run (NVML), and the spread of repeated timings
+# ---------------------------------------------------------------------------------------------
+def monitor_line(monitor: Any) -> Optional[str]:
+    """One sentence on the SM clock and board power NVML saw during a run, or None when the record
+    has none (old records, CPU runs)."""
+    if not isinstance(monitor, Mapping):
+        return None
+    clock, power = monitor.get("sm_clock_hz"), monitor.get("power_w")
+    parts = []
+    if isinstance(clock, Mapping) and all(isinstance(clock.get(k), (int, float)) for k in ("median", "min", "max")):
+        parts.append(
+            f"SM clock {clock['median'] / 1e6:,.0f} MHz (median; {clock['min'] / 1e6:,.0f} to {clock['max'] / 1e6:,.0f})"
+        )
+    if isinstance(power, Mapping) and all(isinstance(power.get(k), (int, float)) for k in ("median", "min", "max")):
+        parts.append(f"board power {power['median']:,.0f} W ({power['min']:,.0f} to {power['max']:,.0f})")
+    if not parts:
+        return None
+    n = monitor.get("samples")
+    return "During these runs NVML read " + " and ".join(parts) + (f", {n} samples." if isinstance(n, int) else ".")
+
+
+def spread_s(point: Mapping) -> Optional[tuple[float, float]]:
+    """(fastest, slowest) of a point's repeats [s], when the record has them (newer records)."""
+    lo, hi = point.get("time_min_s") or point.get("min_s"), point.get("time_max_s") or point.get("max_s")
+    if isinstance(lo, (int, float)) and isinstance(hi, (int, float)) and 0 < lo <= hi and math.isfinite(hi):
+        return float(lo), float(hi)
+    return None
