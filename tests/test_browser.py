@@ -135,6 +135,7 @@ def _open(browser, server, path, *, width=1400, height=900, dark=False) -> Visit
     page.on("requestfinished", on_finished)
     page.on("requestfailed", lambda r: v.failed.append(f"{r.url} ({r.failure})"))
     page.goto(f"{server}/{path}.html", wait_until="load")
+    page.wait_for_function("() => performance.getEntriesByType('navigation')[0].loadEventEnd > 0")
     v.load_s = page.evaluate("() => performance.getEntriesByType('navigation')[0].loadEventEnd / 1000")
     try:
         page.wait_for_load_state("networkidle", timeout=15000)
