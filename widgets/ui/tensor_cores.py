@@ -413,8 +413,11 @@ def sweep_plot(ns, series: dict, title: str = "", readout: str | None = None) ->
 
 def precision_model(r: dict, kind: str, ks) -> np.ndarray:
     """The model's typical error for the rows like ``r`` (a ``measure_precision`` row) over ``ks``:
-    the Hopper accumulator of its data type and mode (fp32 sums for fp16/bf16/tf32/fp32)."""
+    the Hopper accumulator of its data type and mode (fp32 sums for fp16/bf16/tf32/fp32); rows
+    whose method is a CPU emulation (inputs rounded, fp32 matmul) get the fp32-sums model."""
     d, fast = r["dtype"], bool(r.get("fast_accum"))
+    if str(r.get("method", "")).startswith("emulated"):
+        return tc.typical_dot_error(list(ks), d, "fp32", input_rounding=(kind == "total"))
     if kind == "total":
         return np.array([tc.tensor_core_dot_error(int(k), d, fast) for k in ks])
     return np.array([tc.tensor_core_accumulation_error(int(k), d, fast).typical_error for k in ks])
