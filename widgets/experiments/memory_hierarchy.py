@@ -45,29 +45,31 @@ class GpuMonitor:
 
     @staticmethod
     def _reader():
+        """A function returning (SM clock [Hz], power [W]), or None. torch's helpers come first:
+        they map the CUDA device to its NVML index (CUDA_VISIBLE_DEVICES); raw pynvml next."""
+        try:
+
+            def read_torch():
+                return torch.cuda.clock_rate() * 1e6, torch.cuda.power_draw() / 1e3
+
+            read_torch()
+            return read_torch
+        except Exception:
+            pass
         try:
             import pynvml
 
             pynvml.nvmlInit()
-            handle = pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
+            handle = pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())  # assumes no device remapping
 
-            def read():
+            def read_nvml():
                 return (
                     pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM) * 1e6,
                     pynvml.nvmlDeviceGetPowerUsage(handle) / 1e3,
                 )
 
-            read()
-            return read
-        except Exception:
-            pass
-        try:
-
-            def read():
-                return torch.cuda.clock_rate() * 1e6, torch.cuda.power_draw() / 1e3
-
-            read()
-            return read
+            read_nvml()
+            return read_nvml
         except Exception:
             return None
 
@@ -290,10 +292,11 @@ class StridedPoint:
 def measure_strided_access(
     strides: Sequence[int] = (1, 2, 4, 8, 16, 32), n_elems: Optional[int] = None, *, repeat: int = 20
 ) -> list:
-    """Read ``n_elems`` floats with each lane stride and compare with the sector model.
+    """Read ``n_elems`` floats with each lane stride and time each (median and spread of repeats).
 
-    The model's bandwidth is the measured stride-1 bandwidth of the same kernel (in its best
-    launch configuration), so the ratio isolates what the stride costs.
+    The points carry the *calibrated* sector model (bandwidth: this kernel's stride-1 run, in its
+    best launch configuration) and the 64-byte-granule *fit*; the chapter's *prediction* uses the
+    datasheet bandwidth instead (``widgets.models.memory_hierarchy_records.strided_points``).
     """
     strides = [int(s) for s in strides]
     if not strides or min(strides) < 1:

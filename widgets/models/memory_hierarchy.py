@@ -278,7 +278,9 @@ def strided_read_bytes(
 ) -> int:
     """Bytes a grid of warps moves from memory to read ``n_elems`` elements with lane stride
     ``stride_elems`` (warp ``w`` starts at element ``32 * w * stride``), at a transfer
-    granularity of ``granule_bytes`` (32 B sectors; DRAM may fetch 64 B).
+    granularity of ``granule_bytes``: 32 B sectors (the L1/L2 unit, CUDA Best Practices Guide),
+    or 64 B to model the hypothesis, fitted to the H200's strided data, that DRAM moves pairs of
+    sectors.
 
     >>> strided_read_bytes(1024, 1)  # contiguous: exactly the useful bytes
     4096
