@@ -482,15 +482,17 @@ def test_precision_figure_frames():
     from widgets.ui import tensor_cores as ui
 
     fig = ui.precision_figure()
-    ks = list(ui.PRECISION_KS)
+    ks, curve = list(ui.PRECISION_KS), list(ui.PRECISION_CURVE_KS)
     assert len(fig.frames) == len(ui.PRECISION_CHOICES) * len(ks)
     i = ui.PRECISION_CHOICES.index(("bf16", "fp32"))
-    total = _frame(fig, f"{i}:{ks.index(1024)}").data[0]
-    assert total.y[ks.index(1024)] == pytest.approx(tc.dot_error(1024, "bf16", "fp32").typical_error)
+    f = _frame(fig, f"{i}:{ks.index(1024)}")
+    assert f.data[0].y[curve.index(1024)] == pytest.approx(tc.dot_error(1024, "bf16", "fp32").typical_error)
+    assert f.data[3].x[0] == 1024 and f.data[3].y[0] == pytest.approx(tc.dot_error(1024, "bf16", "fp32").typical_error)
     j = ui.PRECISION_CHOICES.index(("fp8", "Hopper precise"))
     acc = _frame(fig, f"{j}:0").data[2]
-    assert acc.y[-1] == pytest.approx(tc.tensor_core_accumulation_error(ks[-1], "fp8", False).typical_error)
+    assert acc.y[-1] == pytest.approx(tc.tensor_core_accumulation_error(curve[-1], "fp8", False).typical_error)
     assert max(acc.y[5:]) / min(acc.y[5:]) < 1.01  # flat once K passes the promotion interval
+    assert len(fig.to_json()) < 200_000
 
 
 def _texts(box) -> str:

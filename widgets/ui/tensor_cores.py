@@ -172,7 +172,7 @@ GEMM_MS = (128, 256, 512, 1024, 2048, 4096, 8192)
 def gemm_figure(choices=GEMM_CHOICES, ms=GEMM_MS, k: int = 8192, tile_m: int = 128, tile_n: int = 256, ns=None) -> go.Figure:
     """Static GEMM estimator, three inputs: the dropdown picks (GPU, data type), the slider M; the
     curve is the predicted throughput against N (the wave-quantization saw-tooth) at ``k``."""
-    ns = np.arange(128, 16384 + 1, 128) if ns is None else np.asarray(ns)
+    ns = np.arange(256, 16384 + 1, 256) if ns is None else np.asarray(ns)
     choices, ms = [tuple(c) for c in choices], list(ms)
     ymax = max(get_gpu(g).peak(d) for g, d in choices) / 1e12
 
@@ -284,7 +284,8 @@ def _precision_layout() -> dict:
 # what summing in the input format would cost.
 PRECISION_CHOICES = (("bf16", "fp32"), ("fp16", "fp32"), ("fp8", "Hopper fast"), ("fp8", "Hopper precise"),
                      ("bf16", "bf16"), ("fp16", "fp16"))
-PRECISION_KS = tuple(2**p for p in range(4, 21))
+PRECISION_KS = tuple(4**p for p in range(2, 11))  # the slider: 16 to 1048576
+PRECISION_CURVE_KS = tuple(2**p for p in range(4, 21))  # the curves
 
 
 def precision_errors(dtype: str, path: str, ks) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -304,19 +305,19 @@ def precision_errors(dtype: str, path: str, ks) -> tuple[np.ndarray, np.ndarray,
     return total, inputs, acc
 
 
-def _precision_frame(choice, k, ks=PRECISION_KS):
+def _precision_frame(choice, k, ks=PRECISION_CURVE_KS):
     dtype, path = choice
     total, inputs, acc = precision_errors(dtype, path, ks)
-    i = list(ks).index(k)
+    at, at_in, at_acc = (float(x[0]) for x in precision_errors(dtype, path, [k]))
     traces = [
         go.Scatter(x=list(ks), y=total, mode="lines", name="typical total error", line=dict(color=COLORS[0]),
                    hovertemplate="K = %{x}: %{y:.3g}<extra>total</extra>"),
         go.Scatter(x=list(ks), y=inputs, mode="lines", name="input rounding", line=dict(color=COLORS[1], dash="dot")),
         go.Scatter(x=list(ks), y=acc, mode="lines", name="accumulation", line=dict(color=COLORS[2], dash="dash")),
-        go.Scatter(x=[k], y=[total[i]], mode="markers", name="this K", marker=dict(size=11, color=COLORS[3]), showlegend=False),
+        go.Scatter(x=[k], y=[at], mode="markers", name="this K", marker=dict(size=11, color=COLORS[3]), showlegend=False),
     ]
     title = f"{dtype} inputs, sums: {path}"
-    readout = f"K = {k}: typical {total[i]:.2g} (inputs {inputs[i]:.2g}, sums {acc[i]:.2g})"
+    readout = f"K = {k}: typical {at:.2g} (inputs {at_in:.2g}, sums {at_acc:.2g})"
     return traces, title, readout
 
 
@@ -327,7 +328,7 @@ def precision_figure(choices=PRECISION_CHOICES, ks=PRECISION_KS) -> go.Figure:
     return grid_figure(
         slider=("K", ks, str),
         choices=("inputs, sums", choices, lambda c: f"{c[0]}, sums {c[1]}"),
-        frame=lambda c, k: _precision_frame(c, k, ks),
+        frame=_precision_frame,
         layout=_precision_layout(),
         active=(0, ks.index(4096) if 4096 in ks else 0),
     )
