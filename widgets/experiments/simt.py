@@ -195,7 +195,8 @@ def measure_memory_latency(ws_bytes: Optional[Sequence[int]] = None, *, hops: Op
         nxt.sum()  # touch the whole buffer once (a small one is then L2-resident)
         nd, pd = k.device_array(nxt), k.device_array(pos)
         t = harness.time_fn(lambda: k.pointer_chase_kernel[1, 1](nd, hops, pd), warmup=2, repeat=repeat)
-        points.append(dict(ws_bytes=n * 8, hops=hops, time_s=t.median_s, latency_s=t.median_s / hops))
+        points.append(dict(ws_bytes=n * 8, hops=hops, **_spread(t), latency_s=t.median_s / hops,
+                           latency_min_s=t.min_s / hops, latency_max_s=t.max_s / hops))
         del nxt, pos, nd, pd
     big = max(points, key=lambda p: p["ws_bytes"])
     small = min(points, key=lambda p: p["ws_bytes"])
