@@ -47,7 +47,7 @@ def cpu_machine(**kw):
         ("sm_89", True, True, True, False, False),  # L4, RTX 4090
         ("sm_90", True, True, True, True, True),  # H100, H200
         ("sm_100", True, True, True, True, False),  # B200: tcgen05, not wgmma
-        ("sm_120", True, True, True, False, False),  # RTX 5090
+        ("sm_120", True, True, True, True, False),  # RTX 5090: TMA, no wgmma
     ],
 )
 def test_capability_rules(arch, fp16, bf16, fp8, tma, wgmma):

@@ -133,8 +133,8 @@ def compute_capability(arch: str) -> tuple:
 def capabilities(arch: Optional[str], vendor: Optional[str] = "NVIDIA") -> dict:
     """What the chapters ask of an NVIDIA GPU, from its compute capability (CUDA C++ Programming
     Guide, compute capabilities; PyTorch's ``torch._scaled_mm``): tensor-core math in fp16 from
-    sm_70, bf16 and tf32 from sm_80, fp8 from sm_89; TMA from sm_90; wgmma on sm_90 only (sm_100
-    uses tcgen05 instead, consumer sm_120 has neither)."""
+    sm_70, bf16 and tf32 from sm_80, fp8 from sm_89; the tensor memory accelerator (TMA) from
+    sm_90; wgmma on sm_90 only (sm_100 uses tcgen05 instead; consumer sm_120 has neither)."""
     if arch is None or vendor != "NVIDIA":
         return {"fp16_tc": False, "bf16_tc": False, "tf32_tc": False, "fp8_tc": False, "tma": False, "wgmma": False}
     cc = compute_capability(arch)
@@ -143,7 +143,7 @@ def capabilities(arch: Optional[str], vendor: Optional[str] = "NVIDIA") -> dict:
         "bf16_tc": cc >= (8, 0),
         "tf32_tc": cc >= (8, 0),
         "fp8_tc": cc >= (8, 9),
-        "tma": cc >= (9, 0) and cc < (12, 0),
+        "tma": cc >= (9, 0),
         "wgmma": cc == (9, 0),
     }
 
