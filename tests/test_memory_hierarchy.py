@@ -781,3 +781,10 @@ def test_ncu_script_fails_clearly_without_counters(tmp_path):
     )
     assert res.returncode != 0 and "ERR_NVGPUCTRPERM" in res.stderr
     assert not (tmp_path / "memory_hierarchy_ncu.json").exists()
+
+
+def test_the_chapters_swizzle_exercise_solution():
+    """The numbers in the solution of exercise mh-ex-swizzle (derived by hand there)."""
+    assert mh.tma_swizzle_offset(2 * 64 + 16, 64) == 128
+    assert mh.tma_column_wavefronts(64, 64, chunk=1) == 4
+    assert mh.tma_column_wavefronts(0, 64, chunk=1) == 16
