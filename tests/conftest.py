@@ -21,8 +21,6 @@ OUT = ROOT / "_build" / "test-book"
 # Prefer `@pytest.mark.slow` on the test itself; this list marks the existing ones without editing
 # each topic's file. (file name, test function name)
 SLOW_TESTS = {
-    ("test_collectives.py", "test_worker_sweep_is_correct_and_consistent"),
-    ("test_collectives.py", "test_record_round_trip"),
     ("test_collectives.py", "test_measure_sweep_public_api"),
     ("test_harness.py", "test_measure_cli_writes_a_record"),
     ("test_memory_hierarchy.py", "test_experiments_run_scaled_down"),
@@ -44,6 +42,8 @@ SLOW_TESTS = {
     ("test_tensor_cores.py", "test_triton_vs_torch_smoke"),
     ("test_tensor_cores.py", "test_cpu_records_are_strict_json"),
 }
+# Fixtures that launch real work: every test using one is slow (torchrun with gloo, ~10 s).
+SLOW_FIXTURES = {"cpu_run"}
 
 
 def chromium_path() -> str | None:
@@ -65,7 +65,8 @@ def pytest_collection_modifyitems(config, items):
     why = browser_unavailable()
     required = os.environ.get("GPUBOOK_REQUIRE_BROWSER", "") not in ("", "0")
     for item in items:
-        if (item.path.name, getattr(item, "originalname", item.name)) in SLOW_TESTS:
+        slow_fixture = SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ()))
+        if slow_fixture or (item.path.name, getattr(item, "originalname", item.name)) in SLOW_TESTS:
             item.add_marker(pytest.mark.slow)
         if why and item.get_closest_marker("browser") is not None:
             if required:
