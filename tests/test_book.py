@@ -7,6 +7,7 @@ The configuration and notebook checks run without a build; the checks marked ``b
 the whole book once (``tests/conftest.py``; set GPUBOOK_BUILT_HTML to reuse a build).
 """
 
+import html
 import json
 import re
 from pathlib import Path
@@ -215,11 +216,16 @@ BIB_ENTRY = re.compile(
 )
 
 
+def _label(text: str) -> str:
+    """A label as read: entities decoded, non-breaking and repeated spaces as one space."""
+    return " ".join(html.unescape(text).replace("\xa0", " ").split())
+
+
 @pytest.mark.build
 def test_citation_labels_are_distinct(built_book):
     """Every label a reader sees names one bibliography entry, and the entry carries the same label
     (four NVIDIA guides of 2025 used to cite as the same "[NVIDIA, 2025]")."""
-    bib = dict(BIB_ENTRY.findall((built_book / "book" / "references.html").read_text()))
+    bib = {k: _label(v) for k, v in BIB_ENTRY.findall((built_book / "book" / "references.html").read_text())}
     assert bib, "no bibliography entries on the references page"
     labels = list(bib.values())
     repeated = sorted({x for x in labels if labels.count(x) > 1})
@@ -227,7 +233,7 @@ def test_citation_labels_are_distinct(built_book):
     targets, problems = {}, []
     for page in toc_files():
         for target, label in CITATION.findall((built_book / f"{page}.html").read_text()):
-            label = label.strip()
+            label = _label(label)
             targets.setdefault(label, set()).add(target)
             if bib.get(target) != label:
                 problems.append(f"{page}: cites [{label}] but the entry {target} is labelled [{bib.get(target)}]")
