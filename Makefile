@@ -29,7 +29,7 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(if $(TORCH_INDEX),$(PY) -m pip install -q "$(TORCH_PIN)" --index-url $(TORCH_INDEX))
-	$(PY) -m pip install -q --no-compile -r requirements.txt  # .pyc files are written on first import instead
+	$(PY) -m pip install -q --no-compile -r requirements.txt  # imports compile only what they use (all: ~25 CPU s here)
 	$(PY) -m pip install -q --no-deps -e .
 	touch $@
 
