@@ -728,7 +728,10 @@ def test_ladder_diagram_is_drawn_from_the_catalog_and_record():
 
     path = Path(__file__).resolve().parents[1] / ui.LADDER_SVG
     svg = path.read_text()
-    assert svg == ui.ladder_svg(harness.load_reference("memory_hierarchy"))
+    assert svg == ui.ladder_svg(harness.load_reference("memory_hierarchy")), (
+        "the ladder SVG is stale (new record or catalog): regenerate it with "
+        'python -c "from widgets.ui import memory_hierarchy as u; u.write_ladder_svg()"'
+    )
     assert "<title" in svg and "<desc" in svg and 'viewBox="0 0 360 ' in svg
     assert min(int(s) for s in re.findall(r'font-size="(\d+)"', svg)) >= 12
     g = get_gpu("H200-SXM")
