@@ -454,7 +454,43 @@ BAD = [
     (lambda: cm.hierarchical_allreduce(GiB, 0, 4, 1e9, 1e9), "gpus_per_node"),
     (lambda: cm.hierarchical_allreduce(GiB, 8, 4, 1e9, 0), "inter_bytes_per_s"),
     (lambda: cm.hierarchical_allreduce(GiB, 8, 4, 1e9, 1e9, inter_latency_s=-1), "inter_latency_s"),
+    (lambda: cm.pipelined_chain_time_s(1e9, 8, 1e9, 0.0, chunks=0), "chunks"),
+    (lambda: cm.collective_time_s("broadcast", 1e9, 8, 1e9, chunks=2**31), "chunks"),
+    (lambda: cm.collective_time_s("all_reduce", 1e9, 8, 1e9, call_latency_s=-1), "call_latency_s"),
+    (lambda: cm.optimal_chain_chunks(1e9, 2**21, 1e9, 1e-6), "n"),
+    (lambda: cm.in_network_allreduce_time_s(1e9, 8, 0), "link_bytes_per_s"),
+    (lambda: cm.cross_node_allreduce(GiB, 8, 0, 1e9, 1e9), "nodes"),
+    (lambda: cm.cross_node_allreduce(GiB, 8, 2, 1e9, 1e9, nics_per_node=0), "nics_per_node"),
+    (lambda: cm.cross_node_allreduce(GiB, 8, 2, 1e9, float("nan")), "nic_bytes_per_s"),
+    (lambda: cm.cross_node_allreduce(GiB, 2**11, 2**10, 1e9, 1e9), "gpus_per_node"),
+    (lambda: cm.tree_inter_node_bytes_factor(True), "nodes"),
+    (lambda: cm.collective_time_s("all_reduce", 2.0**61, 8, 1e9), "size_bytes"),
+    (lambda: cm.collective_time_s("all_reduce", 1e9, 8, 1e9, 1e7), "latency_s"),
+    (lambda: cm.dp_step(1e9, 1.0, 0.1, 8, 1e9), "bucket_bytes"),  # a billion buckets: refused, not looped over
+    (lambda: cm.collective_semantics("all_reduce", 2**62), "n"),  # would list 2**62 ranks
+    (lambda: cm.fit_alpha_beta([1, 2], [1e-3, 2e-3, 3e-3]), "sizes_bytes"),
+    (lambda: cm.fit_alpha_beta([1, True], [1e-3, 2e-3]), "sizes_bytes"),
 ]
+
+
+@settings(max_examples=200, deadline=None)
+@given(s=st.floats(0, 2.0**60), n=st.integers(1, 2**20), b=st.floats(1e-3, 1e30), a=st.floats(0, 1e6),
+       op=st.sampled_from(cm.OPS), alg=st.sampled_from(cm.ALGORITHMS))  # fmt: skip
+def test_finite_in_finite_out(s, n, b, a, op, alg):
+    """Any input within the documented bounds gives a finite, non-negative time."""
+    for t in (cm.collective_time_s(op, s, n, b, a, alg, a), cm.ring_allreduce_time_s(s, n, b, a, a), cm.in_network_allreduce_time_s(s, n, b, a)):
+        assert math.isfinite(t) and t >= 0
+    x = cm.ring_tree_crossover_bytes(op, n, b, a)
+    assert x >= 0 and not math.isnan(x)
+
+
+@settings(max_examples=100, deadline=None)
+@given(s=st.floats(1, 1e12), n=st.integers(2, 4096), b=st.floats(1e6, 1e13), a=st.floats(0, 1e-3))
+def test_more_ranks_never_raise_the_factor_above_its_limit(s, n, b, a):
+    for op in cm.OPS:
+        assert cm.busbw_factor(op, n) <= (2.0 if op == "all_reduce" else 1.0)
+    assert cm.ring_allreduce_time_s(2 * s, n, b, a) > cm.ring_allreduce_time_s(s, n, b, a)  # more bytes never take less time
+    assert cm.ring_allreduce_time_s(s, n, b, a, 0) <= cm.ring_allreduce_time_s(s, n + 1, b, a, 0)  # nor more ranks
 
 
 @pytest.mark.parametrize("call, name", BAD)

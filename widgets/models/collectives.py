@@ -55,6 +55,41 @@ NETWORK_LINKS = {
 }
 
 
+# Physical bounds on inputs, so that finite input always gives a finite result.
+MAX_BYTES = 2.0**60  # 1 EiB
+MIN_RATE, MAX_RATE = 1e-3, 1e30  # bytes per second (the upper end admits any busbw a measured time gives)
+MAX_SECONDS = 1e6  # a latency or compute time
+MIN_TIME_S, MAX_TIME_S = 1e-12, 1e9  # a measured time
+
+
+def _bytes(name: str, value, positive: bool = False) -> float:
+    v = _check.positive(name, value) if positive else _check.non_negative(name, value)
+    if v > MAX_BYTES:
+        raise ValueError(f"{name} must be <= 2**60 B (1 EiB), got {value!r}")
+    return v
+
+
+def _rate(name: str, value) -> float:
+    v = _check.positive(name, value)
+    if not MIN_RATE <= v <= MAX_RATE:
+        raise ValueError(f"{name} must be in [{MIN_RATE:g}, {MAX_RATE:g}] B/s, got {value!r}")
+    return v
+
+
+def _seconds(name: str, value) -> float:
+    v = _check.non_negative(name, value)
+    if v > MAX_SECONDS:
+        raise ValueError(f"{name} must be in [0, {MAX_SECONDS:g}] s, got {value!r}")
+    return v
+
+
+def _duration(name: str, value) -> float:
+    v = _check.positive(name, value)
+    if not MIN_TIME_S <= v <= MAX_TIME_S:
+        raise ValueError(f"{name} must be in [{MIN_TIME_S:g}, {MAX_TIME_S:g}] s, got {value!r}")
+    return v
+
+
 def _op(op) -> str:
     return _check.choice("op", op, OPS)
 
@@ -139,8 +174,8 @@ def algbw_bytes_per_s(size_bytes: float, time_s: float) -> float:
     >>> round(algbw_bytes_per_s(2**30, 3.25e-3) / 1e9, 1)  # 1 GiB in 3.25 ms [GB/s]
     330.4
     """
-    s = _check.non_negative("size_bytes", size_bytes)
-    t = _check.positive("time_s", time_s)
+    s = _bytes("size_bytes", size_bytes)
+    t = _duration("time_s", time_s)
     return s / t
 
 
@@ -161,8 +196,8 @@ def time_from_busbw_s(op: str, n: int, size_bytes: float, busbw: float) -> float
     >>> round(time_from_busbw_s("all_reduce", 8, 2**30, 450e9) * 1e3, 3)  # ms
     4.176
     """
-    s = _check.non_negative("size_bytes", size_bytes)
-    b = _check.positive("busbw", busbw)
+    s = _bytes("size_bytes", size_bytes)
+    b = _rate("busbw", busbw)
     f = busbw_factor(op, n)
     return f * s / b if f > 0 else math.inf
 
@@ -182,7 +217,7 @@ def nccl_tests_size_bytes(op: str, n: int, rank_buffer_bytes: float) -> float:
     True
     """
     o, k = _op(op), _ranks(n)
-    b = _check.non_negative("rank_buffer_bytes", rank_buffer_bytes)
+    b = _bytes("rank_buffer_bytes", rank_buffer_bytes)
     return b * k if o in ("all_gather", "reduce_scatter") else b
 
 
@@ -225,10 +260,10 @@ def optimal_chain_chunks(size_bytes: float, n: int, link_bytes_per_s: float, lat
     >>> optimal_chain_chunks(2**30, 2, 100e9, 1e-6)  # two ranks: one hop, nothing to pipeline
     1
     """
-    s = _check.non_negative("size_bytes", size_bytes)
+    s = _bytes("size_bytes", size_bytes)
     k = _ranks(n)
-    b = _check.positive("link_bytes_per_s", link_bytes_per_s)
-    lat = _check.non_negative("latency_s", latency_s)
+    b = _rate("link_bytes_per_s", link_bytes_per_s)
+    lat = _seconds("latency_s", latency_s)
     if k <= 2 or s == 0:
         return 1
     if lat == 0:
@@ -253,10 +288,10 @@ def pipelined_chain_time_s(size_bytes: float, n: int, link_bytes_per_s: float, l
     >>> round(pipelined_chain_time_s(1e9, 8, 100e9, 0.0, chunks=100) * 1e3, 3)  # 106 steps of 0.1 ms
     10.6
     """
-    s = _check.non_negative("size_bytes", size_bytes)
+    s = _bytes("size_bytes", size_bytes)
     k = _ranks(n)
-    b = _check.positive("link_bytes_per_s", link_bytes_per_s)
-    lat = _check.non_negative("latency_s", latency_s)
+    b = _rate("link_bytes_per_s", link_bytes_per_s)
+    lat = _seconds("latency_s", latency_s)
     c = optimal_chain_chunks(s, k, b, lat) if chunks is None else _ranks(chunks, maximum=MAX_CHUNKS, name="chunks")
     if k == 1:
         return 0.0
@@ -332,10 +367,10 @@ def collective_time_s(
     """
     o, k = _op(op), _ranks(n)
     a = _check.choice("algorithm", algorithm, ALGORITHMS)
-    s = _check.non_negative("size_bytes", size_bytes)
-    b = _check.positive("link_bytes_per_s", link_bytes_per_s)
-    lat = _check.non_negative("latency_s", latency_s)
-    call = _check.non_negative("call_latency_s", call_latency_s)
+    s = _bytes("size_bytes", size_bytes)
+    b = _rate("link_bytes_per_s", link_bytes_per_s)
+    lat = _seconds("latency_s", latency_s)
+    call = _seconds("call_latency_s", call_latency_s)
     if chunks is not None:
         _ranks(chunks, maximum=MAX_CHUNKS, name="chunks")
     if k == 1:
@@ -368,11 +403,11 @@ def ring_allreduce_time_s(
     >>> ring_allreduce_time_s(2**30, 1, 450e9)  # one GPU: nothing to do
     0.0
     """
-    s = _check.non_negative("size_bytes", size_bytes)
+    s = _bytes("size_bytes", size_bytes)
     k = _ranks(n)
-    b = _check.positive("link_bytes_per_s", link_bytes_per_s)
-    lat = _check.non_negative("latency_s", latency_s)
-    call = _check.non_negative("call_latency_s", call_latency_s)
+    b = _rate("link_bytes_per_s", link_bytes_per_s)
+    lat = _seconds("latency_s", latency_s)
+    call = _seconds("call_latency_s", call_latency_s)
     if k == 1:
         return 0.0
     return call + 2.0 * (k - 1) * lat + 2.0 * (k - 1) / k * s / b
@@ -386,10 +421,10 @@ def in_network_allreduce_time_s(size_bytes: float, n: int, link_bytes_per_s: flo
     >>> round(in_network_allreduce_time_s(2**30, 8, 450e9) * 1e3, 3)  # [ms]; the ring: 4.176
     2.386
     """
-    s = _check.non_negative("size_bytes", size_bytes)
+    s = _bytes("size_bytes", size_bytes)
     k = _ranks(n)
-    b = _check.positive("link_bytes_per_s", link_bytes_per_s)
-    lat = _check.non_negative("latency_s", latency_s)
+    b = _rate("link_bytes_per_s", link_bytes_per_s)
+    lat = _seconds("latency_s", latency_s)
     return 0.0 if k == 1 else lat + s / b
 
 
@@ -408,15 +443,15 @@ def ring_tree_crossover_bytes(op: str, n: int, link_bytes_per_s: float, latency_
     0.0
     """
     o, k = _op(op), _ranks(n)
-    b = _check.positive("link_bytes_per_s", link_bytes_per_s)
-    lat = _check.non_negative("latency_s", latency_s)
+    b = _rate("link_bytes_per_s", link_bytes_per_s)
+    lat = _seconds("latency_s", latency_s)
     if k == 1:
         return 0.0
     if o in ("broadcast", "reduce"):
         def tree_minus_ring(s):
             return collective_time_s(o, s, k, b, lat, "tree") - collective_time_s(o, s, k, b, lat, "ring")
 
-        lo, hi = 0.0, 1e21  # bytes
+        lo, hi = 0.0, MAX_BYTES
         if tree_minus_ring(lo) >= 0:
             return 0.0
         if tree_minus_ring(hi) < 0:
@@ -495,9 +530,11 @@ def fit_alpha_beta(sizes_bytes, times_s) -> tuple[float, float]:
     if np.unique(s).size < 2:
         raise ValueError(f"sizes_bytes must hold at least 2 distinct sizes, got {sizes_bytes!r}")
     if t.shape != s.shape:
-        raise ValueError(f"times_s must have one time per size ({s.size}), got {t.size}")
-    if np.any(t <= 0):
-        raise ValueError(f"times_s must hold finite times > 0, got {times_s!r}")
+        raise ValueError(f"times_s must have one time per size in sizes_bytes ({s.size}), got {t.size}")
+    if np.any(t < MIN_TIME_S) or np.any(t > MAX_TIME_S):
+        raise ValueError(f"times_s must hold times in [{MIN_TIME_S:g}, {MAX_TIME_S:g}] s, got {times_s!r}")
+    if np.any(s > MAX_BYTES):
+        raise ValueError(f"sizes_bytes must hold sizes <= 2**60 B, got {sizes_bytes!r}")
     # Scaled, centred least squares (no normal equations: they cancel for sizes like 1e12, 1e12+1024).
     t_scale, s_scale = float(np.max(t)), float(np.max(s))
     tn = t / t_scale
@@ -631,9 +668,9 @@ class DataParallelStep:
 
 def _buckets(grad_bytes, bucket_bytes, backward_s) -> tuple:
     """(gradient bytes, backward time, bucket sizes), at most ``MAX_BUCKETS`` buckets."""
-    g = _check.positive("grad_bytes", grad_bytes)
-    bb = _check.positive("bucket_bytes", bucket_bytes)
-    bwd = _check.non_negative("backward_s", backward_s)
+    g = _bytes("grad_bytes", positive=True, value=grad_bytes)
+    bb = _bytes("bucket_bytes", positive=True, value=bucket_bytes)
+    bwd = _seconds("backward_s", backward_s)
     if g / bb > MAX_BUCKETS:
         raise ValueError(f"bucket_bytes must be at least grad_bytes / {MAX_BUCKETS} = {g / MAX_BUCKETS:.6g} B, got {bucket_bytes!r}")
     full, rest = divmod(g, bb)
@@ -743,10 +780,10 @@ def best_bucket_bytes(
         candidates = [2.0**k for k in range(20, 31)]
     if isinstance(candidates, (str, bytes)) or not hasattr(candidates, "__len__") or len(candidates) > 1000:
         raise ValueError(f"candidates must be a list of at most 1000 bucket sizes, got {candidates!r}")
-    cands = [_check.positive("candidates", c) for c in candidates]
+    cands = [_bytes("candidates", positive=True, value=c) for c in candidates]
     if not cands:
         raise ValueError(f"candidates must hold at least one bucket size, got {candidates!r}")
-    g = _check.positive("grad_bytes", grad_bytes)
+    g = _bytes("grad_bytes", positive=True, value=grad_bytes)
     cands = [c for c in cands if g / c <= MAX_BUCKETS]
     if not cands:
         raise ValueError(f"candidates must hold a bucket size >= grad_bytes / {MAX_BUCKETS}, got {candidates!r}")
@@ -854,17 +891,17 @@ def cross_node_allreduce(
     >>> round(x.busbw_bytes_per_s(x.single_nic_ring_s) / 1e9)  # one NIC per ring crossing
     25
     """
-    s = _check.non_negative("size_bytes", size_bytes)
+    s = _bytes("size_bytes", size_bytes)
     g = _ranks(gpus_per_node, name="gpus_per_node")
     m = _ranks(nodes, name="nodes")
     if g * m > MAX_RANKS:
         raise ValueError(f"gpus_per_node * nodes must be <= {MAX_RANKS}, got {g} * {m}")
-    bi = _check.positive("intra_bytes_per_s", intra_bytes_per_s)
-    nic = _check.positive("nic_bytes_per_s", nic_bytes_per_s)
+    bi = _rate("intra_bytes_per_s", intra_bytes_per_s)
+    nic = _rate("nic_bytes_per_s", nic_bytes_per_s)
     k = g if nics_per_node is None else _ranks(nics_per_node, name="nics_per_node", maximum=1024)
-    ai = _check.non_negative("intra_latency_s", intra_latency_s)
-    ae = _check.non_negative("inter_latency_s", inter_latency_s)
-    call = _check.non_negative("call_latency_s", call_latency_s)
+    ai = _seconds("intra_latency_s", intra_latency_s)
+    ae = _seconds("inter_latency_s", inter_latency_s)
+    call = _seconds("call_latency_s", call_latency_s)
     n = g * m
     if n == 1:
         return CrossNodeAllReduce(s, 1, 0.0, 0.0, 0.0)
@@ -928,13 +965,13 @@ def hierarchical_allreduce(
     >>> round(h.total_s * 1e3, 2), round(h.flat_ring_s * 1e3, 2)  # ms
     (8.2, 5.2)
     """
-    s = _check.non_negative("size_bytes", size_bytes)
+    s = _bytes("size_bytes", size_bytes)
     g = _ranks(gpus_per_node, name="gpus_per_node")
     m = _ranks(nodes, name="nodes")
-    bi = _check.positive("intra_bytes_per_s", intra_bytes_per_s)
-    be = _check.positive("inter_bytes_per_s", inter_bytes_per_s)
-    ai = _check.non_negative("intra_latency_s", intra_latency_s)
-    ae = _check.non_negative("inter_latency_s", inter_latency_s)
+    bi = _rate("intra_bytes_per_s", intra_bytes_per_s)
+    be = _rate("inter_bytes_per_s", inter_bytes_per_s)
+    ai = _seconds("intra_latency_s", intra_latency_s)
+    ae = _seconds("inter_latency_s", inter_latency_s)
     k = g if nics_per_node is None else _ranks(nics_per_node, name="nics_per_node", maximum=1024)
     x = cross_node_allreduce(s, g, m, bi, be, k, ai, ae, 0.0)
     rs = collective_time_s("reduce_scatter", s, g, bi, ai)
