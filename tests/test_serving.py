@@ -193,7 +193,8 @@ def test_ridge_with_kv_in_the_same_roofline_can_vanish():
     Llama-3-8B at 2048 tokens reads more KV per sequence (256 MiB) than its FLOP take on an H200."""
     m, g = sv.LLAMA_3_8B, get_gpu("H200-SXM")
     kv = m.kv_bytes_per_sequence(2048, 2)
-    assert sv.decode_ridge_batch(2 * m.flop_params, 2 * m.flop_params, kv, g.peak("bf16"), g.hbm_bytes_per_s) == math.inf
+    with pytest.raises(ValueError, match="never turns compute-bound"):  # no such batch (was inf: no inf from finite input)
+        sv.decode_ridge_batch(2 * m.flop_params, 2 * m.flop_params, kv, g.peak("bf16"), g.hbm_bytes_per_s)
     assert math.isfinite(sv.decode_ridge_batch(2 * m.flop_params, 2 * m.flop_params, m.kv_bytes_per_sequence(128, 2), g.peak("bf16"), g.hbm_bytes_per_s))
 
 
@@ -591,10 +592,16 @@ def test_negative_and_non_finite_quantities_rejected(v):
 def test_bad_names_list_the_valid_ones():
     with pytest.raises(ValueError, match="dtype must be one of"):
         sv.bytes_per_elem("fp6")
-    with pytest.raises(ValueError, match="model must be one of"):
+    with pytest.raises(ValueError, match="name must be one of"):  # the caller's parameter name
         sv.get_model("GPT-5")
-    with pytest.raises(ValueError, match="name must be one of"):
+    with pytest.raises(ValueError, match="^model must be one of"):
+        sv.decode_step("GPT-5")
+    with pytest.raises(ValueError, match="^gpu must be one of"):
         sv.decode_step("Llama-3-8B", "TPU-v5e")
+    with pytest.raises(ValueError, match="^weight_dtype must be one of"):
+        sv.memory_budget("Llama-3-8B", weight_dtype="fp6")
+    with pytest.raises(ValueError, match="^kv_dtype must be one of"):
+        sv.plan_capacity("Llama-3-8B", kv_dtype="fp6")
     with pytest.raises(ValueError, match="kv_heads"):
         sv.custom_model(32, 4096, 8, 16, 128, 14336)
 

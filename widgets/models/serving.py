@@ -47,6 +47,9 @@ DEFAULT_ALLREDUCE_LATENCY_S = None
 # Largest count (layers, heads, tokens, batch...) a model accepts: beyond any real model, small
 # enough that every product stays exact in a float.
 MAX_COUNT = 2**40
+# Largest physical quantity (bytes, FLOP, B/s, FLOP/s, s, prices) a model accepts: 1e30 is beyond
+# any machine, and products of a few such numbers stay far from float overflow.
+MAX_QUANTITY = 1e30
 
 
 def bytes_per_elem(dtype: str) -> float:
@@ -60,10 +63,37 @@ def bytes_per_elem(dtype: str) -> float:
 
 
 def _bpe(name: str, value) -> float:
-    """A bytes-per-element argument: a positive number or a dtype name."""
+    """A bytes-per-element argument: a positive number (at most 8) or a dtype name."""
     if isinstance(value, str):
-        return bytes_per_elem(value)
-    return _check.positive(name, value)
+        return DTYPE_BYTES[_check.choice(name, value, DTYPE_BYTES)]
+    v = _check.positive(name, value)
+    if v > 8:
+        raise ValueError(f"{name} must be a dtype name or a number in (0, 8] bytes, got {value!r}")
+    return v
+
+
+def _dtype_bytes(name: str, value) -> float:
+    """Bytes per element of the dtype named by the parameter ``name``."""
+    return DTYPE_BYTES[_check.choice(name, value, DTYPE_BYTES)]
+
+
+def _gpu(value, name: str = "gpu") -> GPU:
+    """A catalog GPU (by name) or a GPU record, the error naming the caller's parameter."""
+    try:
+        return get_gpu(value)
+    except (ValueError, TypeError, AttributeError):
+        from ..hardware import gpu_names
+
+        raise ValueError(f"{name} must be one of {', '.join(gpu_names())} or a GPU record; got {value!r}") from None
+
+
+def _quantity(name: str, value, *, zero: bool = True) -> float:
+    """A physical quantity (bytes, FLOP, rates, seconds): finite, >= 0 (> 0 unless ``zero``), at most
+    ``MAX_QUANTITY``, so that products of a few of them stay finite."""
+    v = _check.non_negative(name, value) if zero else _check.positive(name, value)
+    if v > MAX_QUANTITY:
+        raise ValueError(f"{name} must be <= {MAX_QUANTITY:g}, got {value!r}")
+    return v
 
 
 # --------------------------------------------------------------------------------------------
@@ -142,7 +172,7 @@ def kv_cache_bytes(bytes_per_token: float, context_tokens: int, batch: int = 1, 
     >>> kv_cache_bytes(131072, 8192, 16) / 2**30  # Llama-3-8B, bf16, 16 x 8k tokens: 16 GiB
     16.0
     """
-    b = _check.positive("bytes_per_token", bytes_per_token)
+    b = _quantity("bytes_per_token", bytes_per_token, zero=False)
     n = _check.integer("batch", batch, minimum=0)
     return b * cached_tokens(context_tokens, sliding_window) * n
 
@@ -156,7 +186,7 @@ def weight_bytes(params: float, bytes_per_elem: float = 2) -> float:
     >>> weight_bytes(8.03e9, 2) / 1e9
     16.06
     """
-    p = _check.non_negative("params", params)
+    p = _quantity("params", params)
     return p * _bpe("bytes_per_elem", bytes_per_elem)
 
 
@@ -184,11 +214,12 @@ def dense_transformer_params(
     d = _check.integer("head_dim", head_dim, minimum=1)
     f = _check.integer("intermediate_size", intermediate_size, minimum=1)
     v = _check.integer("vocab_size", vocab_size, minimum=1)
+    tied = _check.flag("tied_embeddings", tied_embeddings)
     attn = h * q * d + 2 * h * kv * d + q * d * h
     mlp = 3 * h * f
     per_layer = attn + mlp + 2 * h
     emb = v * h
-    return n * per_layer + h + emb + (0 if tied_embeddings else emb)
+    return n * per_layer + h + emb + (0 if tied else emb)
 
 
 def experts_touched_fraction(batch: float, experts_per_token: int, n_experts: int) -> float:
@@ -201,7 +232,7 @@ def experts_touched_fraction(batch: float, experts_per_token: int, n_experts: in
     >>> round(experts_touched_fraction(1, 8, 256), 5), round(experts_touched_fraction(64, 8, 256), 3)
     (0.03125, 0.869)
     """
-    b = _check.non_negative("batch", batch)
+    b = _quantity("batch", batch)
     k = _check.integer("experts_per_token", experts_per_token, minimum=1)
     e = _check.integer("n_experts", n_experts, minimum=1)
     if k > e:
@@ -248,8 +279,8 @@ class ModelConfig:
             raise ValueError(f"name must be a non-empty string, got {self.name!r}")
         for name in ("layers", "hidden_size", "heads", "kv_heads", "head_dim", "intermediate_size", "vocab_size"):
             object.__setattr__(self, name, _check.integer(name, getattr(self, name), minimum=1, maximum=MAX_COUNT))
-        _check.positive("params", self.params)
-        _check.positive("active_params", self.active_params)
+        _quantity("params", self.params, zero=False)
+        _quantity("active_params", self.active_params, zero=False)
         if not isinstance(self.tied_embeddings, bool):
             raise ValueError(f"tied_embeddings must be True or False, got {self.tied_embeddings!r}")
         for name, low in (("kv_lora_rank", 1), ("rope_head_dim", 0)):
@@ -276,6 +307,8 @@ class ModelConfig:
             raise ValueError("an MLA model needs kv_lora_rank and rope_head_dim")
         if self.sliding_window is not None:
             _check.integer("sliding_window", self.sliding_window, minimum=1)
+        if not isinstance(self.sources, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in self.sources.items()):
+            raise ValueError(f"sources must be a mapping of strings to strings, got {self.sources!r}")
         object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
 
     # -- bytes ---------------------------------------------------------------------------------
@@ -309,7 +342,7 @@ class ModelConfig:
         """Parameters a forward pass over ``tokens`` tokens reads: everything but the embedding
         table (the head stays, tied or not), with the routed experts scaled by the fraction
         ``tokens`` random tokens touch."""
-        t = _check.non_negative("tokens", tokens)
+        t = _quantity("tokens", tokens)
         emb = 0 if self.tied_embeddings else self.embedding_params
         if not self.n_routed_experts:
             return float(self.params - emb)
@@ -448,13 +481,17 @@ def get_model(name) -> ModelConfig:
     >>> get_model("llama-3-8b").kv_heads
     8
     """
-    if isinstance(name, ModelConfig):
-        return name
-    if isinstance(name, str):
+    return _model(name, "name")
+
+
+def _model(value, param: str = "model") -> ModelConfig:
+    if isinstance(value, ModelConfig):
+        return value
+    if isinstance(value, str):
         for key, m in PRESETS.items():
-            if key.lower() == name.lower():
+            if key.lower() == value.lower():
                 return m
-    raise ValueError(f"model must be one of {', '.join(PRESETS)} or a ModelConfig; got {name!r}")
+    raise ValueError(f"{param} must be one of {', '.join(PRESETS)} or a ModelConfig; got {value!r}")
 
 
 def custom_model(
@@ -489,7 +526,7 @@ def prefill_flop(params: float, tokens: int) -> float:
     >>> prefill_flop(8e9, 1000) / 1e12  # an 8B model, 1000-token prompt: 16 TFLOP
     16.0
     """
-    p = _check.non_negative("params", params)
+    p = _quantity("params", params)
     t = _check.integer("tokens", tokens, minimum=0)
     return 2.0 * p * t
 
@@ -515,9 +552,9 @@ def decode_step_flop(params: float, batch: int, attention_flop_per_seq: float = 
     >>> decode_step_flop(8e9, 64) / 1e12
     1.024
     """
-    p = _check.non_negative("params", params)
+    p = _quantity("params", params)
     b = _check.integer("batch", batch, minimum=0)
-    a = _check.non_negative("attention_flop_per_seq", attention_flop_per_seq)
+    a = _quantity("attention_flop_per_seq", attention_flop_per_seq)
     return b * (2.0 * p + a)
 
 
@@ -545,10 +582,10 @@ def decode_step_time_s(param_bytes: float, kv_bytes: float, hbm_bytes_per_s: flo
     >>> round(decode_step_time_s(15e9, 0.13e9, 4.8e12) * 1e3, 2)
     3.15
     """
-    w = _check.non_negative("param_bytes", param_bytes)
-    kv = _check.non_negative("kv_bytes", kv_bytes)
-    bw = _check.positive("hbm_bytes_per_s", hbm_bytes_per_s)
-    return (w + kv) / bw
+    w = _quantity("param_bytes", param_bytes)
+    kv = _quantity("kv_bytes", kv_bytes)
+    bw = _quantity("hbm_bytes_per_s", hbm_bytes_per_s, zero=False)
+    return _check.finite_result("step time", (w + kv) / bw, param_bytes=param_bytes, kv_bytes=kv_bytes, hbm_bytes_per_s=hbm_bytes_per_s)
 
 
 def decode_ridge_batch(
@@ -565,20 +602,23 @@ def decode_ridge_batch(
     bandwidth``: the GPU's ridge intensity times the bytes per weight over 2 (206 for bf16 on an
     H200; 240 on a TPU v5e). Counting the KV cache in the same roofline (``kv_bytes_per_seq > 0``)
     adds bytes that grow with the batch as fast as the FLOP do; when ``kv_bytes_per_seq /
-    bandwidth`` reaches ``flop_per_seq / peak`` the step never turns compute-bound (``math.inf``).
+    bandwidth`` reaches ``flop_per_seq / peak`` the step never turns compute-bound: ``ValueError``
+    saying so (there is no such batch).
 
     >>> round(decode_ridge_batch(2 * 8e9, 2 * 8e9, 0, 989.4e12, 4.8e12), 1)  # bf16 on an H200
     206.1
     """
-    w = _check.non_negative("param_bytes", param_bytes)
-    f = _check.positive("flop_per_seq", flop_per_seq)
-    kv = _check.non_negative("kv_bytes_per_seq", kv_bytes_per_seq)
-    p = _check.positive("peak_flop_per_s", peak_flop_per_s)
-    bw = _check.positive("hbm_bytes_per_s", hbm_bytes_per_s)
-    denom = f / p - kv / bw
-    if denom <= 0:
-        return math.inf
-    return (w / bw) / denom
+    w = _quantity("param_bytes", param_bytes)
+    f = _quantity("flop_per_seq", flop_per_seq, zero=False)
+    kv = _quantity("kv_bytes_per_seq", kv_bytes_per_seq)
+    p = _quantity("peak_flop_per_s", peak_flop_per_s, zero=False)
+    bw = _quantity("hbm_bytes_per_s", hbm_bytes_per_s, zero=False)
+    if f * bw <= kv * p:
+        raise ValueError(f"kv_bytes_per_seq={kv_bytes_per_seq!r} over hbm_bytes_per_s={hbm_bytes_per_s!r} is not below flop_per_seq="
+                         f"{flop_per_seq!r} over peak_flop_per_s={peak_flop_per_s!r}: the step never turns compute-bound, "
+                         "there is no ridge batch (param_bytes does not matter)")
+    return _check.finite_result("ridge batch", (w / bw) / (f / p - kv / bw), param_bytes=param_bytes, flop_per_seq=flop_per_seq,
+                                kv_bytes_per_seq=kv_bytes_per_seq, peak_flop_per_s=peak_flop_per_s, hbm_bytes_per_s=hbm_bytes_per_s)
 
 
 # --------------------------------------------------------------------------------------------
@@ -591,8 +631,8 @@ def e2e_latency_s(ttft_s: float, tpot_s: float, output_tokens: int) -> float:
     >>> round(e2e_latency_s(0.2, 0.02, 101), 6)
     2.2
     """
-    a = _check.non_negative("ttft_s", ttft_s)
-    b = _check.non_negative("tpot_s", tpot_s)
+    a = _quantity("ttft_s", ttft_s)
+    b = _quantity("tpot_s", tpot_s)
     n = _check.integer("output_tokens", output_tokens, minimum=1)
     return a + (n - 1) * b
 
@@ -604,8 +644,8 @@ def tpot_s(e2e_s: float, ttft_s: float, output_tokens: int) -> float:
     >>> round(tpot_s(2.2, 0.2, 101), 6)
     0.02
     """
-    e = _check.non_negative("e2e_s", e2e_s)
-    a = _check.non_negative("ttft_s", ttft_s)
+    e = _quantity("e2e_s", e2e_s)
+    a = _quantity("ttft_s", ttft_s)
     n = _check.integer("output_tokens", output_tokens, minimum=2)
     if a > e:
         raise ValueError(f"ttft_s must be <= e2e_s={e2e_s!r}, got {ttft_s!r}")
@@ -621,8 +661,8 @@ def littles_law_concurrency(arrival_rate_per_s: float, latency_s: float) -> floa
     >>> littles_law_concurrency(10, 6.4)  # 10 requests/s, 6.4 s each: 64 in flight
     64.0
     """
-    lam = _check.non_negative("arrival_rate_per_s", arrival_rate_per_s)
-    w = _check.non_negative("latency_s", latency_s)
+    lam = _quantity("arrival_rate_per_s", arrival_rate_per_s)
+    w = _quantity("latency_s", latency_s)
     return lam * w
 
 
@@ -632,9 +672,9 @@ def decode_tokens_per_s(batch: float, tpot_s: float) -> float:
     >>> decode_tokens_per_s(64, 0.02)
     3200.0
     """
-    b = _check.non_negative("batch", batch)
-    t = _check.positive("tpot_s", tpot_s)
-    return b / t
+    b = _quantity("batch", batch)
+    t = _quantity("tpot_s", tpot_s, zero=False)
+    return _check.finite_result("tokens per second", b / t, batch=batch, tpot_s=tpot_s)
 
 
 def cost_per_million_tokens(gpu_hour_price: float, gpus: float, tokens_per_s: float) -> float:
@@ -644,10 +684,10 @@ def cost_per_million_tokens(gpu_hour_price: float, gpus: float, tokens_per_s: fl
     >>> round(cost_per_million_tokens(3.0, 1, 3200), 4)  # $3/GPU-hour at 3200 tokens/s
     0.2604
     """
-    price = _check.non_negative("gpu_hour_price", gpu_hour_price)
-    g = _check.positive("gpus", gpus)
-    tps = _check.positive("tokens_per_s", tokens_per_s)
-    return price * g / 3600.0 / tps * 1e6
+    price = _quantity("gpu_hour_price", gpu_hour_price)
+    g = _quantity("gpus", gpus, zero=False)
+    tps = _quantity("tokens_per_s", tokens_per_s, zero=False)
+    return _check.finite_result("cost", price * g / 3600.0 / tps * 1e6, gpu_hour_price=gpu_hour_price, gpus=gpus, tokens_per_s=tokens_per_s)
 
 
 def allreduce_time_s(message_bytes: float, gpus: int, link_bytes_per_s: float, latency_s: Optional[float] = DEFAULT_ALLREDUCE_LATENCY_S) -> float:
@@ -656,12 +696,14 @@ def allreduce_time_s(message_bytes: float, gpus: int, link_bytes_per_s: float, l
     and each of the ``2(n-1)`` steps pays ``latency_s`` (None: the collectives model's default
     latencies); 0 for one GPU.
     """
-    m = _check.non_negative("message_bytes", message_bytes)
+    m = _quantity("message_bytes", message_bytes)
+    if m > 2**60:
+        raise ValueError(f"message_bytes must be <= 2**60 B (1 EiB), the collectives model's bound; got {message_bytes!r}")
     n = _check.integer("gpus", gpus, minimum=1, maximum=MAX_COUNT)
-    bw = _check.positive("link_bytes_per_s", link_bytes_per_s)
+    bw = _quantity("link_bytes_per_s", link_bytes_per_s, zero=False)
     if latency_s is None:
         return ring_allreduce_time_s(m, n, bw)
-    return ring_allreduce_time_s(m, n, bw, _check.non_negative("latency_s", latency_s))
+    return ring_allreduce_time_s(m, n, bw, _quantity("latency_s", latency_s))
 
 
 # --------------------------------------------------------------------------------------------
@@ -738,18 +780,20 @@ def memory_budget(
     >>> b.fits, b.max_concurrent_seqs
     (True, 110)
     """
-    m = get_model(model)
-    g = get_gpu(gpu)
+    m = _model(model)
+    g = _gpu(gpu)
     n_tp = _check.integer("tp", tp, minimum=1)
-    bsz = _check.integer("batch", batch, minimum=0)
+    bsz = _check.integer("batch", batch, minimum=0, maximum=MAX_COUNT)
     reserve = _check.fraction("reserve_fraction", reserve_fraction)
+    chunk = _check.integer("prefill_chunk_tokens", prefill_chunk_tokens, minimum=0, maximum=MAX_COUNT)
+    ctx = _check.integer("context_tokens", context_tokens, minimum=0, maximum=MAX_COUNT)
     hbm = float(g.memory_bytes)  # what the device reports as usable where known, else the datasheet's
-    w = weight_bytes(m.params, bytes_per_elem(weight_dtype)) / n_tp
-    act0 = activation_bytes(prefill_chunk_tokens, m.hidden_size, m.intermediate_size, m.vocab_size, 0, 2) / n_tp
+    w = weight_bytes(m.params, _dtype_bytes("weight_dtype", weight_dtype)) / n_tp
+    act0 = activation_bytes(chunk, m.hidden_size, m.intermediate_size, m.vocab_size, 0, 2) / n_tp
     logits_per_seq = activation_bytes(0, m.hidden_size, m.intermediate_size, m.vocab_size, 1, 2) / n_tp
     act = act0 + bsz * logits_per_seq
     overhead = reserve * hbm
-    per_seq = m.kv_bytes_per_sequence(context_tokens, bytes_per_elem(kv_dtype)) * _kv_share(m, n_tp)
+    per_seq = m.kv_bytes_per_sequence(ctx, _dtype_bytes("kv_dtype", kv_dtype)) * _kv_share(m, n_tp)
     kv = per_seq * bsz
     free = hbm - w - act - overhead - kv
     room = hbm - w - act0 - overhead  # what sequences can share: their KV cache and their logits
@@ -799,12 +843,12 @@ class DecodeStep:
 
 
 def _rates(gpu: GPU, compute_dtype: str, hbm_bytes_per_s, peak_flop_per_s):
-    bw = gpu.hbm_bytes_per_s if hbm_bytes_per_s is None else _check.positive("hbm_bytes_per_s", hbm_bytes_per_s)
+    bw = gpu.hbm_bytes_per_s if hbm_bytes_per_s is None else _quantity("hbm_bytes_per_s", hbm_bytes_per_s, zero=False)
     if peak_flop_per_s is None:
         key = _check.choice("compute_dtype", compute_dtype, tuple(gpu.peak_flop_per_s) or ("bf16",))
         peak = gpu.peak(key)
     else:
-        peak = _check.positive("peak_flop_per_s", peak_flop_per_s)
+        peak = _quantity("peak_flop_per_s", peak_flop_per_s, zero=False)
     if not bw or bw <= 0:
         raise ValueError(f"hbm_bytes_per_s must be given for {gpu.name} (the catalog has none)")
     return bw, peak
@@ -847,24 +891,24 @@ def decode_step(
     >>> decode_step("DeepSeek-V3", "H200-SXM", batch=1, context_tokens=4096).attention_bound
     'compute'
     """
-    m = get_model(model)
-    g = get_gpu(gpu)
-    b = _check.positive("batch", batch)
+    m = _model(model)
+    g = _gpu(gpu)
+    b = _quantity("batch", batch, zero=False)
     if b > MAX_COUNT:
         raise ValueError(f"batch must be <= {MAX_COUNT}, got {batch!r}")
     c = _check.integer("context_tokens", context_tokens, minimum=0, maximum=MAX_COUNT)
     n_tp = _check.integer("tp", tp, minimum=1, maximum=1024)
-    tp_pre = _check.non_negative("prefill_tokens", prefill_tokens)
+    tp_pre = _quantity("prefill_tokens", prefill_tokens)
     if tp_pre > MAX_COUNT:
         raise ValueError(f"prefill_tokens must be <= {MAX_COUNT}, got {prefill_tokens!r}")
-    lat = None if allreduce_latency_s is None else _check.non_negative("allreduce_latency_s", allreduce_latency_s)
-    if tp_pre > 0:
-        if prompt_tokens is None:
-            raise ValueError("prompt_tokens must be given (an integer >= 1) when prefill_tokens > 0, got None")
+    lat = None if allreduce_latency_s is None else _quantity("allreduce_latency_s", allreduce_latency_s)
+    if prompt_tokens is not None:
         p_tok = _check.integer("prompt_tokens", prompt_tokens, minimum=1, maximum=MAX_COUNT)
+    elif tp_pre > 0:
+        raise ValueError("prompt_tokens must be given (an integer >= 1) when prefill_tokens > 0, got None")
     else:
         p_tok = 1
-    wd, kd = bytes_per_elem(weight_dtype), bytes_per_elem(kv_dtype)
+    wd, kd = _dtype_bytes("weight_dtype", weight_dtype), _dtype_bytes("kv_dtype", kv_dtype)
     bw, peak = _rates(g, compute_dtype, hbm_bytes_per_s, peak_flop_per_s)
     w = weight_bytes(m.step_params(b + tp_pre), wd) / n_tp
     share = _kv_share(m, n_tp)
@@ -886,6 +930,8 @@ def decode_step(
         if not link:
             raise ValueError(f"tp must be 1 on {g.name}: it has no GPU-to-GPU link in the catalog")
         comm = 2 * m.layers * allreduce_time_s((b + tp_pre) * m.hidden_size * 2.0, n_tp, link, lat)
+    _check.finite_result("step time", linear_s + attention_s + comm, hbm_bytes_per_s=bw, peak_flop_per_s=peak, batch=batch,
+                         allreduce_latency_s=allreduce_latency_s)
     w1 = weight_bytes(m.step_params(1), wd) / n_tp
     ridge = decode_ridge_batch(w1, 2.0 * m.flop_params / n_tp, 0.0, peak, bw)
     flop = lin_flop + attn_flop
@@ -916,14 +962,14 @@ def prefill_time_s(
     >>> round(prefill_time_s("Llama-3-8B", "H200-SXM", 4096) * 1e3, 1)
     62.2
     """
-    m = get_model(model)
-    g = get_gpu(gpu)
+    m = _model(model)
+    g = _gpu(gpu)
     p = _check.integer("prompt_tokens", prompt_tokens, minimum=1, maximum=MAX_COUNT)
     n_tp = _check.integer("tp", tp, minimum=1, maximum=1024)
     bw, peak = _rates(g, compute_dtype, hbm_bytes_per_s, peak_flop_per_s)
     flop = m.prompt_flop(p) / n_tp
-    w = weight_bytes(m.step_params(p), bytes_per_elem(weight_dtype)) / n_tp
-    return max(flop / peak, w / bw)
+    w = weight_bytes(m.step_params(p), _dtype_bytes("weight_dtype", weight_dtype)) / n_tp
+    return _check.finite_result("prefill time", max(flop / peak, w / bw), hbm_bytes_per_s=bw, peak_flop_per_s=peak)
 
 
 @dataclass(frozen=True)
@@ -961,12 +1007,12 @@ def latency(
     >>> round(r.ttft_s * 1e3, 1), round(r.tpot_s * 1e3, 2), round(r.tokens_per_s)
     (14.7, 4.13, 7741)
     """
-    m = get_model(model)
+    m = _model(model)
     o = _check.integer("output_tokens", output_tokens, minimum=1)
     ttft = prefill_time_s(m, gpu, prompt_tokens, weight_dtype, tp, hbm_bytes_per_s=hbm_bytes_per_s, peak_flop_per_s=peak_flop_per_s)
     step = decode_step(m, gpu, batch, prompt_tokens + o // 2, weight_dtype, kv_dtype, tp, hbm_bytes_per_s=hbm_bytes_per_s, peak_flop_per_s=peak_flop_per_s)
     return Latency(
-        model=m.name, gpu=get_gpu(gpu).name, batch=step.batch, prompt_tokens=prompt_tokens, output_tokens=o, ttft_s=ttft,
+        model=m.name, gpu=_gpu(gpu).name, batch=step.batch, prompt_tokens=prompt_tokens, output_tokens=o, ttft_s=ttft,
         tpot_s=step.time_s, e2e_s=e2e_latency_s(ttft, step.time_s, o), tokens_per_s=step.tokens_per_s, step=step,
     )
 
@@ -1047,9 +1093,9 @@ def steady_batch(
     ...     prefill_tokens=b * 1024 / 256, prompt_tokens=1024).time_s), 2)
     (19.1, 19.1)
     """
-    m = get_model(model)
-    g = get_gpu(gpu)
-    lam = _check.positive("arrival_rate_per_s", arrival_rate_per_s)
+    m = _model(model)
+    g = _gpu(gpu)
+    lam = _quantity("arrival_rate_per_s", arrival_rate_per_s, zero=False)
     p_tok = _check.integer("prompt_tokens", prompt_tokens, minimum=1, maximum=MAX_COUNT)
     o = _check.integer("output_tokens", output_tokens, minimum=1, maximum=MAX_COUNT)
     n_tp = _check.integer("tp", tp, minimum=1, maximum=1024)
@@ -1096,13 +1142,13 @@ def plan_capacity(
     >>> p.gpus, round(p.batch, 1), round(p.cost_per_million_output_tokens, 3)
     (1, 19.1, 0.163)
     """
-    m = get_model(model)
-    g = get_gpu(gpu)
-    lam = _check.positive("arrival_rate_per_s", arrival_rate_per_s)
+    m = _model(model)
+    g = _gpu(gpu)
+    lam = _quantity("arrival_rate_per_s", arrival_rate_per_s, zero=False)
     p_tok = _check.integer("prompt_tokens", prompt_tokens, minimum=1, maximum=MAX_COUNT)
     o = _check.integer("output_tokens", output_tokens, minimum=1, maximum=MAX_COUNT)
-    target = _check.positive("tpot_target_s", tpot_target_s)
-    price = _check.non_negative("gpu_hour_price", gpu_hour_price)
+    target = _quantity("tpot_target_s", tpot_target_s, zero=False)
+    price = _quantity("gpu_hour_price", gpu_hour_price)
     n_tp = _check.integer("tp", tp, minimum=1, maximum=1024)
     if not isinstance(chunked_prefill, bool):
         raise ValueError(f"chunked_prefill must be True or False, got {chunked_prefill!r}")
@@ -1174,7 +1220,7 @@ def paged_kv_cache_bytes(bytes_per_token: float, context_tokens, block_tokens: i
     >>> paged_kv_cache_bytes(131072, [1000, 24], 16) / 131072  # 63 + 2 blocks of 16 tokens
     1040.0
     """
-    b = _check.positive("bytes_per_token", bytes_per_token)
+    b = _quantity("bytes_per_token", bytes_per_token, zero=False)
     k = _check.integer("block_tokens", block_tokens, minimum=1, maximum=MAX_COUNT)
     if isinstance(context_tokens, (list, tuple)):
         if len(context_tokens) > 10**6:
@@ -1191,6 +1237,11 @@ def kv_bytes_by_attention(layers: int, heads: int, head_dim: int, kv_heads: int,
     >>> {k: v / 1024 for k, v in kv_bytes_by_attention(61, 128, 128, 8).items()}
     {'MHA': 3904.0, 'GQA': 244.0, 'MQA': 30.5, 'MLA': 68.625}
     """
+    _check.integer("layers", layers, minimum=1, maximum=MAX_COUNT)
+    h = _check.integer("heads", heads, minimum=1, maximum=MAX_COUNT)
+    kv = _check.integer("kv_heads", kv_heads, minimum=1, maximum=MAX_COUNT)
+    if kv > h:
+        raise ValueError(f"kv_heads must be <= heads={h}, got {kv_heads!r}")
     return {
         "MHA": kv_cache_bytes_per_token(layers, heads, head_dim, bytes_per_elem),
         "GQA": kv_cache_bytes_per_token(layers, kv_heads, head_dim, bytes_per_elem),
