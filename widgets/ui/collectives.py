@@ -362,6 +362,9 @@ def _dp_traces(grad_bytes, bucket_bytes, backward_s, n, link, latency) -> list:
     tl = cm.dp_timeline(grad_bytes, bucket_bytes, backward_s, n, link, latency)
     xs = [0.0] + [e * 1e3 for _, _, e, _ in tl]
     ys = [0.0] + list(np.cumsum([b for *_, b in tl]) / 1e9)
+    if len(xs) > 201:  # thousands of small buckets: draw 200 of the steps (the page stays light), ends kept
+        keep = np.unique(np.linspace(0, len(xs) - 1, 201).round().astype(int))
+        xs, ys = [xs[i] for i in keep], [ys[i] for i in keep]
     return [
         go.Scatter(x=[0, backward_s * 1e3], y=[0, grad_bytes / 1e9], mode="lines", name="gradients ready (backward)", line=dict(color=COLORS[0])),
         go.Scatter(x=xs, y=ys, mode="lines", line_shape="hv", name="gradients all-reduced", line=dict(color=COLORS[1])),
@@ -442,7 +445,7 @@ def dp_step_calculator():
             ("all-reduce per bucket", fmt_time(p.comm_per_bucket_s)),
             ("communication in all", fmt_time(p.total_comm_s)),
             ("exposed after backward", fmt_time(p.exposed_comm_s)),
-            ("hidden behind backward", f"{p.hidden_fraction:.1%}"),
+            ("hidden behind backward", percent(p.hidden_fraction)),
         ]), fig  # fmt: skip
 
     return live_form(compute, controls, show, title="Data-parallel step: exposed communication")
