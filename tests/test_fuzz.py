@@ -652,3 +652,101 @@ def test_check_flags_enums_text_lists_and_arrays():
     assert _check.optional(_check.positive, "w", None) is None
     with pytest.raises(ValueError, match="^w must be > 0"):
         _check.optional(_check.positive, "w", 0)
+
+
+# --- calculators: every invalid state shows a sentence naming a real field, never inf/nan ----------
+UI_TOPICS = ("memory_hierarchy", "simt", "tensor_cores", "collectives", "serving")
+UI_BAD = {
+    "IntText": {"zero": 0, "neg1": -1, "2**31": 2**31, "2**62": 2**62},
+    "FloatText": {"zero": 0.0, "neg1": -1.0, "nan": math.nan, "inf": math.inf, "-inf": -math.inf, "1e308": 1e308,
+                  "1e-308": 1e-308},
+    "Text": {"empty": "", "double-comma": "1,,2", "word": "x", "nan": "1, nan", "inf": "inf, 1", "neg": "-4, 4",
+             "huge": "1e308, 1"},
+}
+# States no calculator may accept: a number that is not finite, a list that is not a list of numbers.
+UI_MUST_FAIL = {"FloatText": ("nan", "inf", "-inf"), "Text": ("empty", "double-comma", "word", "nan", "inf", "neg")}
+_FORMATTER_PARAMS = ("value", "seconds", "flop_per_byte", "digits", "unit")
+
+
+def _calculators():
+    out = []
+    for topic in UI_TOPICS:
+        try:
+            mod = importlib.import_module(f"widgets.ui.{topic}")
+        except Exception:  # noqa: BLE001 - reported by the topic's own tests
+            continue
+        for name, fn in vars(mod).items():
+            if name.endswith("_calculator") and callable(fn) and getattr(fn, "__module__", "") == mod.__name__:
+                out.append((topic, name))
+    return out
+
+
+def _ui_cases():
+    import os
+
+    if os.environ.get("GPUBOOK_BUILD") == "1":
+        return []
+    try:
+        import ipywidgets  # noqa: F401
+    except ImportError:
+        return []
+    cases = []
+    for topic, name in _calculators():
+        box = getattr(importlib.import_module(f"widgets.ui.{topic}"), name)()
+        for key, control in getattr(box, "controls", {}).items():
+            kind = type(control).__name__
+            bad = dict(UI_BAD.get(kind, {}))
+            if hasattr(control, "min") and hasattr(control, "max"):  # sliders, bounded boxes: the ends
+                bad = {"min": control.min, "max": control.max}
+            if hasattr(control, "options") and not isinstance(control.options, (str, bytes)):
+                bad = {f"option{i}": opt for i, opt in enumerate(control.options)}
+            for label in bad:
+                cases.append(pytest.param(topic, name, key, label, id=f"ui.{topic}.{name}.{key}.{label}"))
+    return cases
+
+
+def _text_of(items) -> str:
+    return " ".join(re.sub(r"<[^>]+>", " ", i) for i in items if isinstance(i, str))
+
+
+@pytest.mark.parametrize("topic,name,key,label", _ui_cases())
+def test_calculator_invalid_states(topic, name, key, label):
+    import html as _html
+    import warnings
+
+    box = getattr(importlib.import_module(f"widgets.ui.{topic}"), name)()
+    control = box.controls[key]
+    kind = type(control).__name__
+    if label in ("min", "max"):
+        value = getattr(control, label)
+    elif label.startswith("option"):
+        opt = list(control.options)[int(label[6:])]
+        value = opt[1] if isinstance(opt, tuple) and len(opt) == 2 else opt
+    else:
+        value = UI_BAD[kind][label]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            control.value = value
+        except Exception as exc:  # noqa: BLE001 - only the model's ValueError may stop a refresh
+            import traitlets
+
+            if isinstance(exc, traitlets.TraitError):
+                pytest.skip(f"the control itself refuses {value!r}")
+            pytest.fail(f"{name}: setting {key}={value!r} raised {type(exc).__name__}: {exc}")
+    text = _html.unescape(_text_of(box.shown))
+    if label in UI_MUST_FAIL.get(kind, ()):
+        assert "Invalid input:" in text, f"{name} accepted {key}={value!r} and shows: {text[:300]}"
+    assert not re.search(r"(?<![A-Za-z])(inf|nan|infinity)(?![A-Za-z])", text, re.I) or "Invalid input" in text and not re.search(
+        r"(?<![A-Za-z])(infx)(?![A-Za-z])", text), f"{name} with {key}={value!r} shows inf/nan: {text[:400]}"
+    if "Invalid input:" in text:
+        sentence = text.split("Invalid input:", 1)[1].strip()
+        first = sentence.split(" must ", 1)[0].strip() if " must " in sentence else ""
+        assert first not in _FORMATTER_PARAMS, (
+            f"{name} with {key}={value!r}: the form says {sentence[:200]!r}, naming a formatter's parameter, "
+            "not a field of the form or a model's parameter")
+    else:
+        numbers_entered = [c.value for c in box.controls.values() if isinstance(c.value, (int, float))]
+        if all(v >= 0 for v in numbers_entered if not isinstance(v, bool)):
+            neg = re.search(r"(?<![\w.+\-^])-\d", text)  # not 1e-5, 2^-24, 1-2
+            assert not neg, f"{name} with {key}={value!r} shows a negative number no one entered: ...{text[max(0, neg.start() - 80):neg.start() + 40]}..."
