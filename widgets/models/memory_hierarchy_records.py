@@ -258,7 +258,7 @@ def accuracy_rows(record: Mapping) -> list[Row]:
                 device,
                 note=""
                 if s < 16
-                else "lanes 64 B or more apart: about twice the 32-B sector model; a 64-B DRAM granule accounts for it (a fit, open to the ncu counters)",
+                else "lanes 64 B or more apart: about twice the 32-B sector model; a 64-B DRAM granule fits it (a fit; see the ncu counters)",
             )
         )
     for p in strided_points(record):
