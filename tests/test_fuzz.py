@@ -750,3 +750,53 @@ def test_calculator_invalid_states(topic, name, key, label):
         if all(v >= 0 for v in numbers_entered if not isinstance(v, bool)):
             neg = re.search(r"(?<![\w.+\-^])-\d", text)  # not 1e-5, 2^-24, 1-2
             assert not neg, f"{name} with {key}={value!r} shows a negative number no one entered: ...{text[max(0, neg.start() - 80):neg.start() + 40]}..."
+
+
+# --- the examples of the reliability issue (#12), each exact or a ValueError naming its parameter --
+def _exact_or_named(fn, expected, param):
+    try:
+        got = fn()
+    except ValueError as exc:
+        assert re.search(rf"(?<![A-Za-z0-9_]){re.escape(param)}(?![A-Za-z0-9_])", str(exc)), str(exc)
+        return
+    assert got == expected
+
+
+def test_issue_examples_no_numpy_wraparound():
+    from widgets.models import memory_hierarchy as mh
+
+    # exact answers: a stride of 2**k elements puts every lane in its own 32-B sector / bank 0
+    _exact_or_named(lambda: mh.warp_load_sectors(2**62, 4), 32, "stride_elems")
+    _exact_or_named(lambda: mh.bank_conflict_wavefronts(2**62), 32, "stride_elems")
+    _exact_or_named(lambda: mh.strided_read_bytes(2, 2**60, 16), 64, "stride_elems")
+    assert mh.warp_load_sectors(2**40, 4) == 32 and mh.strided_read_bytes(2, 2**40, 16) == 64
+
+
+def test_issue_examples_bounded_work_and_no_cancellation():
+    import time
+
+    from widgets.models import collectives as c
+
+    sizes = [1e12, 1e12 + 1024]
+    lat, bw = c.fit_alpha_beta(sizes, [20e-6 + s / 300e9 for s in sizes])
+    assert math.isfinite(lat) and math.isfinite(bw) and abs(bw / 300e9 - 1) < 1e-3
+    for call, param in ((lambda: c.dp_step(1e9, 10, 0.1, 8, 450e9), "bucket_bytes"),
+                        (lambda: c.collective_semantics("all_reduce", 2**62), "n")):
+        t0 = time.perf_counter()
+        try:
+            call()
+        except ValueError as exc:
+            assert param in str(exc)
+        assert time.perf_counter() - t0 < 1.0
+
+
+def test_issue_examples_serving_inputs_are_checked():
+    from widgets.models import serving as s
+
+    with pytest.raises(ValueError, match="allreduce_latency_s"):
+        s.decode_step("Llama-3-8B", tp=1, allreduce_latency_s=math.nan)
+    kw = {f.name: getattr(s.DEEPSEEK_V3, f.name) for f in dataclasses.fields(s.DEEPSEEK_V3)}
+    for field, bad in (("moe_layers", -5), ("kv_lora_rank", -1), ("tied_embeddings", 1), ("experts_per_token", None)):
+        if field in kw:
+            with pytest.raises(ValueError, match=field):
+                s.ModelConfig(**{**kw, field: bad})
