@@ -1012,6 +1012,20 @@ def test_accuracy_rows_recompute_the_record():
     assert len(paged) == 2 and all(x.ratio == 1.0 for x in paged)
 
 
+def test_accuracy_rows_of_a_device_without_datasheet_figures():
+    """A CPU or an unknown GPU has no datasheet: its record has no prediction rows of that kind,
+    and accuracy_rows still works (it used to raise KeyError)."""
+    from widgets.experiments import harness
+    from widgets.experiments import serving as ex
+
+    rec = json.loads(json.dumps(harness.load_reference("serving")))
+    rec["results"]["ceilings"]["datasheet_bytes_per_s"] = None
+    rec["results"]["ceilings"]["datasheet_flop_per_s"] = None
+    rows = ex.accuracy_rows(rec)
+    assert rows and not any("datasheet" in x.inputs for x in rows)
+    assert all(x.label != "prediction" or "transient" in x.quantity for x in rows)
+
+
 def test_paged_kv_cache_fills_like_a_server():
     """A real paged cache: blocks taken on demand, keys read back through the block table, the
     pool's bytes equal to the blocks' and the blocks taken equal to ceil(length / block) each."""

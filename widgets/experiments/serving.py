@@ -857,10 +857,10 @@ def accuracy_rows(record: dict) -> list:
         rows.append(Row("serving", f"prefill (TTFT) of {t['prompts'][-1]} tokens", OPTION_INPUTS[opt], t["model_s"][opt][-1], t["prefill_s"][-1], "s",
                         label, device, "compute-bound: the roof is the dense peak (datasheet) or the measured GEMM rate"))
     g = cmp["gemv"]
-    rows.append(Row("serving", "one layer's weight matmuls, batch 1", OPTION_INPUTS["datasheet"], g["model_s"]["datasheet"][0], g["best_s"][0], "s",
-                    "prediction", device))
-    rows.append(Row("serving", "one layer's weight matmuls, batch 1", OPTION_INPUTS["copy"], g["model_s"]["copy"][0], g["best_s"][0], "s",
-                    "calibrated", device))
+    for opt in ("datasheet", "copy"):
+        if opt in g["model_s"]:
+            rows.append(Row("serving", "one layer's weight matmuls, batch 1", OPTION_INPUTS[opt], g["model_s"][opt][0], g["best_s"][0], "s",
+                            OPTION_LABELS[opt], device))
     kv = res["kv_memory"]
     if kv.get("prefill_peak_extra_bytes"):
         cfg = kv["config"]
