@@ -138,3 +138,14 @@ def test_colab_t4_claim_is_the_doctors_verdict():
     assert len(doctor.CHAPTERS) == 5
     blocked = [v.chapter for v in verdicts if not v.runs]
     assert all(f"({c})" in README for c in blocked)
+
+
+
+def test_pip_installs_of_the_extra_are_held_to_the_tested_pins():
+    lines = [ln for ln in README.splitlines() if re.search(r"pip install -e \S*\[chapters\]", ln)]
+    assert lines, "the README gives the pip install of the [chapters] extra"
+    for ln in lines:
+        assert "-c requirements.txt" in ln, f"hold the extra to the tested versions: {ln!r}"
+    said = re.search(r"pinned\s+torch\s+([\d.]+)\s+and\s+plotly\s+([\d.]+)", README)
+    assert said, "the README names the pinned torch and plotly"
+    assert (said.group(1), said.group(2)) == (pins()["torch"], pins()["plotly"])
