@@ -29,11 +29,14 @@ from typing import Any, Callable, Optional
 
 import torch
 
+from .. import _check
+
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 REQUIRED_PROVENANCE = ("date", "command", "device", "python", "torch")
 REFERENCE_GPU = "h200"
 CPU_MAX_REPEAT = 3
+MAX_REPEAT = 100_000  # bounds a timing loop
 
 
 def on_gpu() -> bool:
@@ -84,8 +87,12 @@ def time_fn(
     On the CPU (interpreted kernels, a demonstration of the method) warm-up is capped at 1 call
     and repeats at ``CPU_MAX_REPEAT``, so chapters stay quick without a GPU.
     """
-    if repeat < 1 or warmup < 0:
-        raise ValueError(f"repeat must be >= 1 and warmup >= 0, got repeat={repeat!r}, warmup={warmup!r}")
+    if not callable(fn):
+        raise ValueError(f"fn must be a callable that runs the work once, got {fn!r:.80}")
+    if setup is not None and not callable(setup):
+        raise ValueError(f"setup must be None or a callable, got {setup!r:.80}")
+    repeat = _check.integer("repeat", repeat, minimum=1, maximum=MAX_REPEAT)
+    warmup = _check.integer("warmup", warmup, minimum=0, maximum=MAX_REPEAT)
     if not on_gpu():
         warmup, repeat = min(warmup, 1), min(repeat, CPU_MAX_REPEAT)
     for _ in range(warmup):
