@@ -791,10 +791,10 @@ def test_recorded_two_h200_reference_meets_the_targets():
     assert r["info"]["env"]["NCCL_NVLS_ENABLE"] == "0"
     assert r["all_correct"] and r["ring_correct"]
     assert r["all_reduce_largest_size_bytes"] == 2**30
-    assert r["all_reduce_busbw_at_largest_bytes_per_s"] >= 0.9 * 330e9
-    assert r["ring_max_slowdown_at_256MiB_and_above"] <= 2.0
-    # the recorded busbw is the nccl-tests conversion of the recorded time
-    assert mc.busbw_factor("all_reduce", 2) == 1.0
+    # Recomputed from the raw times (not the derived numbers stored beside them):
+    big = max((p for p in r["sweep"] if p["op"] == "all_reduce"), key=lambda p: p["size_bytes"])
+    assert mc.busbw_bytes_per_s("all_reduce", 2, big["size_bytes"], big["time_s"]) >= 0.9 * 330e9
+    assert max(x["ring_time_s"] / x["library_time_s"] for x in r["ring"] if x["size_bytes"] >= 256 * MiB) <= 2.0
 
 
 def test_accuracy_rows_recompute_the_two_h200_record():

@@ -32,6 +32,9 @@ from ..models import collectives as model
 from ..units import GiB, KiB, MiB, fmt_bytes
 
 CPU_RANKS = 4
+# The reference record of this chapter: two H200s (widgets/data/h200x2/collectives.json); a
+# single-GPU machine runs the scaled-down gloo experiment on its CPU instead.
+REFERENCE_GPU = "h200x2"
 GPU_SWEEP_SIZES = tuple(4**k * KiB for k in range(11))  # 1 KiB ... 1 GiB, x4
 CPU_SWEEP_SIZES = tuple(8**k * 4 * KiB for k in range(5))  # 4 KiB ... 16 MiB, x8
 GPU_RING_SIZES = (1 * MiB, 16 * MiB, 64 * MiB, 256 * MiB, 1 * GiB)
