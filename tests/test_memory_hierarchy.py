@@ -791,3 +791,29 @@ def test_the_chapters_swizzle_exercise_solution():
     assert mh.tma_swizzle_offset(2 * 64 + 16, 64) == 128
     assert mh.tma_column_wavefronts(64, 64, chunk=1) == 4
     assert mh.tma_column_wavefronts(0, 64, chunk=1) == 16
+
+
+def test_gpu_monitor_samples_while_the_block_runs(monkeypatch):
+    """The NVML sampler (GPU path) with a stand-in reader; on a CPU it records None."""
+    import time
+
+    from widgets.experiments import harness
+    from widgets.experiments import memory_hierarchy as exp
+
+    with exp.GpuMonitor() as cpu:
+        pass
+    if not harness.on_gpu():
+        assert cpu.summary() is None
+    readings = iter(range(10**6))
+    monkeypatch.setattr(harness, "on_gpu", lambda: True)
+    monkeypatch.setattr(
+        exp.GpuMonitor, "_reader", staticmethod(lambda: lambda: (1.7e9 + 1e6 * (next(readings) % 3), 400.0))
+    )
+    with exp.GpuMonitor(interval_s=0.001) as mon:
+        time.sleep(0.05)
+    s = mon.summary()
+    assert s["samples"] >= 3 and s["sm_clock_hz"]["min"] == 1.7e9 and s["sm_clock_hz"]["max"] == 1.702e9
+    assert s["power_w"] == {"median": 400.0, "min": 400.0, "max": 400.0}
+    import json
+
+    json.dumps(s, allow_nan=False)  # strict JSON
