@@ -807,3 +807,14 @@ def test_accuracy_rows_read_the_new_record_format():
     cal = by["bf16 GEMM 8192^3, sustained, at the clock seen"]
     assert cal.label == "calibrated" and cal.predicted == pytest.approx(sus.predicted * 1500 / 1830)
     assert not any("zeros" in q for q in by)  # the zeros run is a demonstration, not a prediction
+
+
+def test_check_mma_clocks(capsys):
+    from widgets.ui import tensor_cores as ui
+
+    assert ui.check_mma_clocks(8, 4)  # A100: 4096 FLOP at 2048 / 4 per clock
+    assert not ui.check_mma_clocks(2, 4)
+    assert "four tensor cores" in capsys.readouterr().out
+    assert not ui.check_mma_clocks(8, 1)
+    assert not ui.check_mma_clocks("eight", 4)
+    assert ui.check_mma_clocks(4, 4, gpu="H200-SXM")

@@ -531,3 +531,21 @@ def peak_table(gpus=PEAK_GPUS) -> str:
                 rows.append([g, d, c.sms, c.flop_per_clock_per_sm, f"{c.clock_hz / 1e6:.0f} MHz", fmt_flop_per_s(c.peak_flop_per_s, 4),
                              fmt_flop_per_s(c.catalog_flop_per_s, 4), f"{c.implied_clock_hz / 1e6:.0f} MHz"])
     return html_table(["GPU", "dtype", "SMs", "FLOP/clock/SM", "clock", "first principles", "catalog", "clock the catalog implies"], rows)
+
+
+def check_mma_clocks(clocks, warps, gpu: str = "A100-SXM-80GB", dtype: str = "bf16") -> bool:
+    """Are ``clocks`` (fewest clocks of one warp's ``mma.sync.m16n8k16``) and ``warps`` (fewest
+    warps issuing them to keep every tensor core of the SM busy) right for ``gpu``?"""
+    rate = tc.FLOP_PER_CLOCK_PER_SM[gpu][dtype]
+    want = tc.instruction_clocks(16, 8, 16, rate)
+    try:
+        c = float(clocks)
+    except (TypeError, ValueError):
+        return _verdict(False, f"clocks must be a number, got {clocks!r}")
+    if c == tc.instruction_clocks(16, 8, 16, rate, tensor_cores_used=tc.TENSOR_CORES_PER_SM):
+        return _verdict(False, "that is the SM-wide rate: one warp's mma.sync runs on one of the SM's four tensor cores")
+    if c != want:
+        return _verdict(False, f"{c:g} clocks is wrong: 2 x 16 x 8 x 16 FLOP at a quarter of {rate} FLOP per clock")
+    if isinstance(warps, bool) or warps != tc.TENSOR_CORES_PER_SM:
+        return _verdict(False, "warps: one per sub-partition, each feeding its own tensor core")
+    return _verdict(True, f"{want:g} clocks per mma.sync on one tensor core; {tc.TENSOR_CORES_PER_SM} warps, one per sub-partition")
