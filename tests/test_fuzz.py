@@ -1,7 +1,7 @@
 """Fuzz every public function of ``widgets.models.*``, ``widgets.units`` and ``widgets.hardware``.
 
-Each parameter in turn gets a bad value (0, -1, NaN, +-inf, 1e308, 2**62, a string, None, a list,
-True, and an unknown name for a string parameter); every other parameter keeps a valid value (the
+Each parameter in turn gets a bad value (0, -1, NaN, +-inf, 1e308, 5e-324, 2**62, a string, None, a
+list, True, and an unknown name for a string parameter); every other parameter keeps a valid value (the
 signature default, or the table ``VALID`` below). A call must either
 
 - raise ``ValueError`` whose message names the parameter it was given (word match), or
@@ -242,6 +242,7 @@ BAD_VALUES = {
     "inf": math.inf,
     "-inf": -math.inf,
     "1e308": 1e308,
+    "5e-324": 5e-324,  # the smallest float: finite, so the answer must be finite too (or a ValueError)
     "2**62": 2**62,
     "str": "x1",
     "None": None,

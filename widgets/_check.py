@@ -216,14 +216,15 @@ def array(name: str, value, *, check_low: float | None = None, strict_low: bool 
 
 def finite_result(what: str, value, **inputs):
     """Return ``value`` if it is finite (a scalar or array); otherwise ``ValueError`` naming the
-    inputs, largest magnitude first, since one of them is far outside any physical range.
+    inputs, the farthest from 1 in orders of magnitude first (a huge factor or a tiny divisor),
+    since one of them is far outside any physical range.
 
-    For models whose inputs are each finite but whose result overflows (``1e308 * 2``):
+    For models whose inputs are each finite but whose result overflows (``1e308 * 2``, ``1 / 5e-324``):
 
     >>> finite_result("peak_flop_per_s", 2 * 1e308, sms=132, clock_hz=1e308)
     Traceback (most recent call last):
     ...
-    ValueError: peak_flop_per_s overflows to inf: clock_hz=1e+308, sms=132 are too large together
+    ValueError: peak_flop_per_s overflows to inf: clock_hz=1e+308, sms=132: one of these is far outside any physical range
     """
     try:
         ok = math.isfinite(value)
@@ -234,12 +235,13 @@ def finite_result(what: str, value, **inputs):
     if ok:
         return value
 
-    def size(v):
+    def orders(v):
         try:
-            return abs(float(v))
+            f = abs(float(v))
         except (TypeError, ValueError, OverflowError):
             return math.inf
+        return abs(math.log10(f)) if f > 0 else 0.0
 
-    named = ", ".join(f"{k}={_show(v)}" for k, v in sorted(inputs.items(), key=lambda kv: -size(kv[1])))
-    shown = "inf" if not isinstance(value, float) or not math.isnan(value) else "nan"
-    raise ValueError(f"{what} overflows to {shown}: {named} are too large together")
+    named = ", ".join(f"{k}={_show(v)}" for k, v in sorted(inputs.items(), key=lambda kv: -orders(kv[1])))
+    shown = "nan" if isinstance(value, float) and math.isnan(value) else "inf"
+    raise ValueError(f"{what} overflows to {shown}: {named}: one of these is far outside any physical range")
