@@ -192,7 +192,7 @@ def memory_calculator():
             ("weights (per GPU)", fmt_bytes(b.weight_bytes)),
             ("activations, runtime reserve", f"{fmt_bytes(b.activation_bytes)}, {fmt_bytes(b.overhead_bytes)}"),
             ("KV cache of the batch", fmt_bytes(b.kv_bytes)),
-            ("GPU memory", fmt_bytes(b.hbm_bytes)),
+            ("GPU memory (usable, as the device reports it)", fmt_bytes(b.hbm_bytes)),
             ("fits?", "yes" if b.fits else f"no: {fmt_bytes(-b.free_bytes)} short"),
             ("max concurrent sequences", _fmt_int(b.max_concurrent_seqs)),
         ]
