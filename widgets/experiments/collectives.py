@@ -341,7 +341,8 @@ def _results(record: dict) -> dict:
 
 def accuracy_rows(record: dict) -> list:
     """Every comparison the chapter makes, recomputed from the raw times in ``record`` with
-    today's models (works with records made before and after the spread and NVML fields).
+    today's models (works with records made before and after the spread and NVML fields). A gloo
+    (CPU) record gives no rows.
 
     - **prediction** (NCCL runs on a catalog GPU): each collective's time at the largest size
       from the datasheet link bandwidth and NCCL's own latency model; the smallest all-reduce's
@@ -357,6 +358,10 @@ def accuracy_rows(record: dict) -> list:
 
     res = _results(record)
     prov = record.get("provenance", {}) if "results" in record else {}
+    if res["backend"] != "nccl":
+        # gloo on a CPU (a machine with fewer than two GPUs) times loopback sockets and shared cores:
+        # the chapter compares nothing with it, so the ledger gets no rows from it.
+        return []
     sweep, ring = from_record(res)
     n = sweep.n
     gpu_name = prov.get("gpu") or sweep.device
