@@ -161,3 +161,18 @@ def test_an_unknown_topic_is_rejected_by_the_parser(topics, tmp_path, capsys):
         measure.main(["--topic", "nope", "--out", str(tmp_path)])
     assert exc.value.code == 2 and "invalid choice: 'nope'" in capsys.readouterr().err
     assert topics == []
+
+
+def test_the_real_cli_refuses_a_file_as_out_before_measuring(tmp_path):
+    import subprocess
+    import time
+
+    f = tmp_path / "record.json"
+    f.write_text("{}")
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "widgets.measure", "--out", str(f)], capture_output=True, text=True,
+                          timeout=300, cwd=str(harness.REPO_ROOT))
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [f"python -m widgets.measure: error: --out {f} is a file, not a folder"]
+    assert "[run ]" not in proc.stdout and f.read_text() == "{}"
+    assert time.perf_counter() - t0 < 120  # no experiment ran
