@@ -584,8 +584,10 @@ def test_ncu_comparison_on_a_synthetic_record():
     assert an.ncu_comparison(nulled)[0]["dram_bytes"] is None
 
 
-def test_ncu_script_parses_ncu_csv(tmp_path):
-    """Run the ncu script with a stand-in `ncu` that writes the CSV layout of `--page raw`."""
+@pytest.mark.parametrize("page", ["details", "raw"])
+def test_ncu_script_parses_ncu_csv(tmp_path, page):
+    """Run the ncu script with a stand-in `ncu` that writes the CSV layout of `--page details`
+    (one row per metric, the script's default) or `--page raw` (one wide row)."""
     import json
     import os
     import subprocess
@@ -612,12 +614,18 @@ def test_ncu_script_parses_ncu_csv(tmp_path):
             l2 = n * 4 * min(stride, 8) // 32
             dram = n * 4 * min(stride, 16)
             names = ["dram__bytes_read.sum", "dram__sectors_read.sum", "lts__t_sectors.sum", "lts__t_sectors_srcunit_tex_op_read.sum"]
+            units = ["byte", "sector", "sector", "sector"]
+            vals = [f"{dram:,}", f"{dram // 32:,}", f"{l2 + 5:,}", f"{l2:,}"]
             with open(log, "w") as f:
                 f.write("==PROF== Connected to process 1\\n")
-                f.write(",".join(f'"{h}"' for h in ["ID", "Kernel Name"] + names) + "\\n")
-                f.write('"","","byte","sector","sector","sector"\\n')
-                vals = ["0", "strided_read_kernel", f"{dram:,}", f"{dram // 32:,}", f"{l2 + 5:,}", f"{l2:,}"]
-                f.write(",".join(f'"{v}"' for v in vals) + "\\n")
+                if args[args.index("--page") + 1] == "details":  # long layout: a row per metric
+                    f.write('"ID","Kernel Name","Section Name","Metric Name","Metric Unit","Metric Value"\\n')
+                    for m, u, v in zip(names, units, vals):
+                        f.write(f'"0","strided_read_kernel","Command line profiler metrics","{m}","{u}","{v}"\\n')
+                else:  # wide layout (--page raw): header, units, values
+                    f.write(",".join(f'"{h}"' for h in ["ID", "Kernel Name"] + names) + "\\n")
+                    f.write(",".join(f'"{u}"' for u in ["", ""] + units) + "\\n")
+                    f.write(",".join(f'"{v}"' for v in ["0", "strided_read_kernel"] + vals) + "\\n")
             """
         )
     )
@@ -627,6 +635,7 @@ def test_ncu_script_parses_ncu_csv(tmp_path):
         NCU=str(fake),
         OUT=str(tmp_path),
         N_ELEMS="100000",  # counts above 1,000: ncu's thousands separators must be parsed
+        NCU_PAGE=page,
         STRIDES="1 2 16 64",
         PYTHON=sys.executable,
     )

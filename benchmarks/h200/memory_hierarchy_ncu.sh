@@ -19,6 +19,7 @@ NCU="${NCU:-ncu}"
 PY="${PYTHON:-python3}"
 N_ELEMS="${N_ELEMS:-16777216}"          # 64 MiB of floats requested at every stride
 STRIDES="${STRIDES:-1 2 4 8 16 32 64}"
+NCU_PAGE="${NCU_PAGE:-details}"        # details: a CSV row per metric; raw: one wide row (both parsed)
 METRICS="dram__sectors_read.sum,dram__bytes_read.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors.sum"
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 TMP="$(mktemp -d)"
@@ -30,7 +31,7 @@ command -v "$NCU" >/dev/null || { echo "ncu not found (set NCU=/path/to/ncu)" >&
 for s in $STRIDES; do
   echo "[ncu] stride $s" >&2
   "$NCU" --clock-control none --metrics "$METRICS" -k regex:strided_read_kernel \
-         --launch-skip 1 --launch-count 1 --csv --page raw --print-units base \
+         --launch-skip 1 --launch-count 1 --csv --page "$NCU_PAGE" --print-units base \
          --log-file "$TMP/stride_$s.csv" \
          "$PY" "$HERE/memory_hierarchy_ncu_driver.py" --stride "$s" --n-elems "$N_ELEMS"
 done
