@@ -258,8 +258,8 @@ def _time_sustained(fn, advance, flop: int, *, seconds: float, per_call_s: float
 
 def measure_gemm(dtype: str, n: int, *, repeat: int, fast_accum: bool = True, sustained_s: float | None = None,
                  windows: int | None = None, data: str = "randn", seed: int = 0) -> dict:
-    """One ``n^3`` GEMM: a **burst** (``repeat`` calls of about a millisecond each, timed one by
-    one; median and spread) and a **sustained** run (back to back for ``windows`` x at least
+    """One ``n^3`` GEMM: a **burst** (after a 1-s rest on a GPU, ``repeat`` calls of about a
+    millisecond each, timed one by one; median and spread) and a **sustained** run (back to back for ``windows`` x at least
     ``sustained_s`` seconds: 2 s on a GPU), with the SM clock and board power sampled (NVML) during
     each. ``data`` is ``"randn"`` (standard normal) or ``"zeros"``: the power a tensor core draws
     depends on the bits it multiplies."""
@@ -271,13 +271,19 @@ def measure_gemm(dtype: str, n: int, *, repeat: int, fast_accum: bool = True, su
     copies = _copies(2 * n * n * e)
     fn, advance = _gemm_fn(dtype, n, n, n, copies, gen, fast_accum=fast_accum, data=data)
     flop = model.matmul_flop(n, n, n)
+    rest_s = 1.0 if gpu else 0.0  # let the clock recover from the previous sustained run first
+    if rest_s:
+        import time
+
+        harness.synchronize()
+        time.sleep(rest_s)
     with tf32_enabled(dtype == "tf32"):
         with GpuSampler() as sampler:
             t = harness.time_fn(fn, warmup=3, repeat=repeat, setup=advance)
         burst = sampler.summary()
         sustained = _time_sustained(fn, advance, flop, seconds=sustained_s, per_call_s=t.median_s, windows=windows)
     return {"dtype": dtype, "n": n, "data": data, "time_s": t.median_s, "min_s": t.min_s, "max_s": t.max_s,
-            "repeat": t.repeat, "flop_per_s": flop / t.median_s,
+            "repeat": t.repeat, "flop_per_s": flop / t.median_s, "rest_s_before_burst": rest_s,
             "burst_sm_clock_mhz": burst["sm_clock_mhz"], "burst_power_w": burst["power_w"],
             "nvml": burst["source"], "nvml_reason": burst["reason"], "sustained": sustained, "copies": copies}
 
