@@ -507,6 +507,7 @@ def _near_or_wild(valid):
     return st.one_of(near, near, wild, st.just(0 * valid))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module_name,fname", sorted(_NUMERIC_PARAMS), ids=lambda v: _short(v) if "." in v else v)
 @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 @given(data=st.data())
@@ -710,6 +711,7 @@ def _text_of(items) -> str:
     return " ".join(re.sub(r"<[^>]+>", " ", i) for i in items if isinstance(i, str))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("topic,name,key,label", _ui_cases())
 def test_calculator_invalid_states(topic, name, key, label):
     import html as _html
