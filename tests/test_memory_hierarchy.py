@@ -388,6 +388,7 @@ def test_exercise_checks_can_fail(capsys):
     assert ui.check_padding(1) is True
     assert ui.check_padding(0) is False
     assert ui.check_padding(3) is False  # works, but not the smallest
+    assert ui.check_padding(True) is False and ui.check_padding(2**70) is False and ui.check_padding(1.0) is False
     assert ui.check_sector_counter(lambda s, e, o: None) is False
     assert ui.check_sector_counter(lambda s, e, o: -(-32 * e // 32)) is False  # ignores the stride
     good = lambda s, e, o: len({((o + i * s) * e) // 32 for i in range(32)})  # noqa: E731

@@ -371,7 +371,7 @@ def check_sector_counter(fn, trials: int = 200, seed: int = 0) -> bool:
             got = fn(stride, e, offset)
         except Exception as exc:  # a reader's bug: report it, don't crash the notebook
             return _verdict(False, f"your function raised {exc!r} for stride={stride}, elem_bytes={e}, offset={offset}")
-        if got != want:
+        if isinstance(got, bool) or got != want:
             return _verdict(
                 False, f"stride={stride}, elem_bytes={e}, offset={offset}: expected {want} sectors, got {got!r}"
             )
@@ -383,8 +383,12 @@ def check_padding(padding_elems: int, row_elems: int = 32, elem_bytes: int = 8) 
     ``row_elems``-wide tile of ``elem_bytes`` elements take the ideal number of wavefronts?"""
     ideal = mh.ideal_wavefronts(elem_bytes)
     best = next(p for p in range(0, 64) if mh.bank_conflict_wavefronts(row_elems + p, elem_bytes) == ideal)
-    if not isinstance(padding_elems, (int, np.integer)) or padding_elems < 0:
-        return _verdict(False, f"padding must be a non-negative integer, got {padding_elems!r}")
+    if (
+        isinstance(padding_elems, bool)
+        or not isinstance(padding_elems, (int, np.integer))
+        or not 0 <= padding_elems <= 64
+    ):
+        return _verdict(False, f"padding must be a whole number of elements from 0 to 64, got {padding_elems!r}")
     wf = mh.bank_conflict_wavefronts(row_elems + int(padding_elems), elem_bytes)
     if wf != ideal:
         return _verdict(False, f"padding {padding_elems} gives {wf} wavefronts; the ideal is {ideal}")
