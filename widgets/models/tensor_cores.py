@@ -568,8 +568,8 @@ def instruction_clocks(m: int, n: int, k: int, flop_per_clock_per_sm: float, *, 
     ``mma.sync`` uses ONE tensor core (its sub-partition's), so it takes at least four times as long
     as the SM-wide arithmetic suggests; a Hopper ``wgmma`` is issued by a warpgroup of four warps
     and uses all four. This is a lower bound: on Hopper, ``mma.sync`` does not reach the ``wgmma``
-    rate at all (Luo et al. 2025 measure it well below), so the SM's datasheet peak is reachable only
-    through ``wgmma``.
+    rate, and the SM's datasheet peak is reachable only through the asynchronous ``wgmma`` (whose
+    benefit Luo et al. 2025 measure).
 
     Parameters
     ----------
