@@ -813,3 +813,13 @@ def test_overflowing_products_are_rejected_by_name():
                            (m.fp32_issue_time_s, (1e308, 1, 1e-300), "clock_hz")]:
         with pytest.raises(ValueError, match=name):
             fn(*args)
+
+
+def test_issue_slots_per_iteration():
+    # hand-derived: 16,896 warps on 132 SMs x 4 schedulers = 32 warps per scheduler; at 1 GHz an
+    # iteration of 10 instructions each takes 320 ns for all of them
+    assert m.issue_slots_per_iteration(320e-9, 1e9, 132, 16896) == pytest.approx(10.0)
+    for args, name in [((-1, 1e9, 132, 10), "per_iteration_s"), ((1e-9, 0, 132, 10), "clock_hz"), ((1e-9, 1e9, 0, 10), "sms"),
+                       ((1e-9, 1e9, 132, 0), "warps"), ((1e-9, 1e9, 132, 10, True), "schedulers_per_sm"), ((1e300, 1e300, 132, 1), "per_iteration_s")]:
+        with pytest.raises(ValueError, match=name):
+            m.issue_slots_per_iteration(*args)

@@ -308,11 +308,31 @@ def measure_divergence(n_paths: Sequence[int] = (1, 2, 4, 8, 16, 32), *, iters: 
         d = model.warp_divergence(lanes.tolist(), [1.0] * n)
         points.append(dict(n_paths=int(n), lanes_per_path=lanes.tolist(), paths_taken=d.paths_taken, model_slowdown=d.slowdown,
                            simt_efficiency=d.simt_efficiency, **_spread(t), **nvml))
+    # One path with twice the iterations: the slope is the time per iteration, free of the fixed part.
+    double_t = harness.time_fn(lambda: k.divergent_kernel[grid, block](od, 1, 2 * iters, ld), warmup=1, repeat=repeat)
+    double_nvml = gpu_clock_power()
     result = {"threads": block * grid, "threads_per_block": block, "sms": sms, "iters": iters, "flop_per_path": 2 * 4 * iters * block * grid,
               "fixed_time_s": fixed_t.median_s, "fixed_time_min_s": fixed_t.min_s, "fixed_time_max_s": fixed_t.max_s,
+              "one_path_double_iters_time_s": double_t.median_s, "one_path_double_iters_sm_clock_mhz": double_nvml["sm_clock_mhz"],
+              "sass_opcodes": _sass_opcodes(k.divergent_kernel) if harness.on_gpu() else None,
               "points": points, "device": harness.device_name(), "simulated": k.SIMULATED}
     result.update(divergence_predictions(result))
     return result
+
+
+def _sass_opcodes(kernel) -> Optional[dict]:
+    """Opcode counts of a compiled numba kernel's SASS (``inspect_sass``, which needs ``nvdisasm``);
+    None where that is not available. Whole kernel, every specialization it was compiled for."""
+    import re
+    from collections import Counter
+
+    try:
+        sass = kernel.inspect_sass()
+    except Exception:  # no nvdisasm, or an older numba-cuda: record null
+        return None
+    text = "\n".join(sass.values()) if isinstance(sass, dict) else str(sass)
+    ops = re.findall(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*)", text)
+    return dict(Counter(ops).most_common()) or None
 
 
 def divergence_predictions(res: dict) -> dict:

@@ -500,6 +500,24 @@ def divergent_kernel_time_s(paths_taken: int, path_s: float, fixed_s: float = 0.
     return _finite(f + n * q, "fixed_s + paths_taken x path_s is")
 
 
+def issue_slots_per_iteration(per_iteration_s: float, clock_hz: float, sms: int, warps: int, schedulers_per_sm: int = 4) -> float:
+    """Issue slots one warp spends per loop iteration when ``warps`` warps, spread over ``sms``
+    SMs of ``schedulers_per_sm`` schedulers (each issuing one warp-instruction per clock), take
+    ``per_iteration_s`` per iteration all together: ``per_iteration_s x clock x schedulers x sms
+    / warps``. For an issue-bound loop this is its instruction count per iteration; more means
+    the schedulers also waited (latency, memory).
+
+    >>> issue_slots_per_iteration(1e-9 * 16896 / (4 * 132), 1e9, 132, 16896)  # 1 instruction per iteration
+    1.0
+    """
+    t = _check.non_negative("per_iteration_s", per_iteration_s)
+    c = _check.positive("clock_hz", clock_hz)
+    n = _int("sms", sms, minimum=1, maximum=1 << 20)
+    w = _int("warps", warps, minimum=1)
+    k = _int("schedulers_per_sm", schedulers_per_sm, minimum=1, maximum=64)
+    return _finite(t * c * k * n / w, "per_iteration_s x clock_hz is")
+
+
 def fp32_issue_time_s(flop: float, sms: int, clock_hz: float, fp32_lanes_per_sm: int = 128) -> float:
     """The shortest time ``flop`` of FP32 fused multiply-adds can take when every FP32 lane of
     every SM completes one FMA (2 FLOP) each clock: ``flop / (2 x sms x lanes x clock)`` [s].

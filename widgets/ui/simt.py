@@ -229,8 +229,13 @@ def divergence_figure(n_paths=DIVERGENCE_PATHS, choices=DIVERGENCE_CHOICES, *, a
 
 def parse_numbers(text: str, name: str, kind=float) -> list:
     """``"16, 16"`` -> ``[16, 16]``; a ValueError naming ``name`` otherwise."""
+    items = [v.strip() for v in str(text).replace(";", ",").split(",")]
+    if items and not items[-1] and len(items) > 1:
+        items = items[:-1]  # one trailing comma is harmless
+    if not items or any(not v for v in items):
+        raise ValueError(f"{name} must be numbers separated by single commas, got {text!r}")
     try:
-        return [kind(v) for v in str(text).replace(";", ",").split(",") if v.strip()]
+        return [kind(v) for v in items]
     except ValueError:
         raise ValueError(f"{name} must be numbers separated by commas, got {text!r}") from None
 
