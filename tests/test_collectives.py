@@ -604,12 +604,15 @@ def test_sweep_figure_fits_each_series():
     sizes = [4**k * 1024 for k in range(8)]
     times = [30e-6 + s / 300e9 for s in sizes]  # busbw for all_reduce on 2 ranks = algbw
     fig = ui.sweep_figure({"synthetic": {"all_reduce": (sizes, times, 2)}}, ops=("all_reduce", "all_gather"))
-    assert len(fig.frames) == 2
-    readout = _readout(fig.frames[0])
+    assert len(fig.frames) == 4 and len(fig.layout.updatemenus[0].buttons) == 2  # two inputs: view and collective
+    readout = _readout(_frame(fig, 0, 0))
     assert "300 GB/s" in readout and "30 µs" in readout
-    assert len(fig.frames[1].data[0].x) == 0  # no data for all_gather: empty traces, same count
+    assert _frame(fig, 0, 0).data[0].y[-1] == pytest.approx(sizes[-1] / times[-1] / 1e9)  # busbw view
+    assert _frame(fig, 1, 0).data[0].y[-1] == pytest.approx(times[-1])  # time view
+    assert _frame(fig, 1, 0).data[1].y[0] == pytest.approx(30e-6 + _frame(fig, 1, 0).data[1].x[0] / 300e9)
+    assert len(_frame(fig, 0, 1).data[0].x) == 0  # no data for all_gather: empty traces, same count
     flat = ui.sweep_figure({"noisy": {"all_reduce": (sizes, times[::-1], 2)}}, ops=("all_reduce",))
-    assert "no fit" in _readout(flat.frames[0]) and len(flat.frames[0].data[0].x) == len(sizes)
+    assert "no fit" in _readout(_frame(flat, 0, 0)) and len(_frame(flat, 0, 0).data[0].x) == len(sizes)
 
 
 @pytest.fixture

@@ -213,10 +213,18 @@ class RingPoint:
         return self.ring_time_s / self.library_time_s
 
 
+RING_SPREAD_KEYS = ("ring_time_min_s", "ring_time_max_s", "library_time_min_s", "library_time_max_s")
+
+
+def _ring_point(n: int, r: dict) -> RingPoint:
+    """A RingPoint from a worker row or a recorded one (the spread is None in older records)."""
+    spread = (r.get(k) for k in RING_SPREAD_KEYS)
+    return RingPoint(n, int(r["size_bytes"]), float(r["ring_time_s"]), float(r["library_time_s"]), bool(r["correct"]), *spread)
+
+
 def ring_from_worker(result: dict) -> list:
     n = int(result["world_size"])
-    return [RingPoint(n, int(r["size_bytes"]), float(r["ring_time_s"]), float(r["library_time_s"]), bool(r["correct"]),
-                      *(r.get(k) for k in ("ring_time_min_s", "ring_time_max_s", "library_time_min_s", "library_time_max_s"))) for r in result.get("ring", [])]  # fmt: skip
+    return [_ring_point(n, r) for r in result.get("ring", [])]
 
 
 def from_record(results: dict) -> tuple:
@@ -224,8 +232,7 @@ def from_record(results: dict) -> tuple:
     sweep = Sweep(results["backend"], int(results["world_size"]), results["device"], info=results.get("info", {}))
     fields = {f.name for f in dataclasses.fields(SweepPoint)}
     sweep.points = [SweepPoint(**{k: v for k, v in p.items() if k in fields}) for p in results["sweep"]]
-    ring = [RingPoint(r["n"], r["size_bytes"], r["ring_time_s"], r["library_time_s"], r["correct"],
-                      *(r.get(k) for k in ("ring_time_min_s", "ring_time_max_s", "library_time_min_s", "library_time_max_s"))) for r in results["ring"]]  # fmt: skip
+    ring = [_ring_point(int(r.get("n", sweep.n)), r) for r in results["ring"]]
     return sweep, ring
 
 
@@ -374,35 +381,38 @@ def accuracy_rows(record: dict) -> list:
     big, small = ar[-1], ar[0]
     catalog = catalog_name_for(gpu_name) if sweep.backend == "nccl" else None
     link = get_gpu(catalog).interconnect_bytes_per_s if catalog else None
+    def add(quantity, inputs, predicted, measured, unit, label, note):
+        rows.append(Row("collectives", quantity, inputs, predicted, measured, unit, label, device, note))
+
     if link:
-        src = f"{catalog} datasheet link {link / 1e9:.0f} GB/s per direction; NCCL latencies {model.NCCL_CALL_LATENCY_S * 1e6:.1f} us + {model.NCCL_NVLINK_STEP_LATENCY_S * 1e6:.2f} us/step"
+        src = (f"{catalog} datasheet link {link / 1e9:.0f} GB/s per direction; NCCL latencies "
+               f"{model.NCCL_CALL_LATENCY_S * 1e6:.1f} us + {model.NCCL_NVLINK_STEP_LATENCY_S * 1e6:.2f} us/step")
         for op, pts in by_op.items():
             p = pts[-1]
             t = model.collective_time_s(op, p.size_bytes, n, link, model.NCCL_NVLINK_STEP_LATENCY_S, "ring", model.NCCL_CALL_LATENCY_S)
-            rows.append(Row("collectives", f"{op} time, {fmt_bytes(p.size_bytes)}", f"{n} ranks; {src}", t * 1e3, p.time_s * 1e3, "ms", "prediction", device,
-                            "the datasheet counts raw signalling; NCCL drives the links with a few channels that also read, add and write HBM"))  # fmt: skip
+            add(f"{op} time, {fmt_bytes(p.size_bytes)}", f"{n} ranks; {src}", t * 1e3, p.time_s * 1e3, "ms", "prediction",
+                "the datasheet counts raw signalling; NCCL drives the links with a few channels that also read, add and write HBM")
         t = model.ring_allreduce_time_s(small.size_bytes, n, link)
-        rows.append(Row("collectives", f"all_reduce time, {fmt_bytes(small.size_bytes)}", f"{n} ranks; NCCL's latency model (tuning.cc)", t * 1e6, small.time_s * 1e6, "us", "prediction", device,
-                        "the measured time is a call from Python through torch.distributed, back to back: launch cost, not NCCL's kernel latency"))  # fmt: skip
+        add(f"all_reduce time, {fmt_bytes(small.size_bytes)}", f"{n} ranks; NCCL's latency model (tuning.cc)", t * 1e6,
+            small.time_s * 1e6, "us", "prediction",
+            "the measured time is a call from Python through torch.distributed, back to back: launch cost, not NCCL's kernel latency")
     for op, pts in by_op.items():
-        if op == "all_reduce":
-            continue
         p = pts[-1]
-        if p.size_bytes != big.size_bytes:
+        if op == "all_reduce" or p.size_bytes != big.size_bytes or model.busbw_factor(op, n) == 0:
             continue
-        t = model.time_from_busbw_s(op, n, p.size_bytes, big.busbw_bytes_per_s) if model.busbw_factor(op, n) > 0 else None
-        if t:
-            rows.append(Row("collectives", f"{op} time, {fmt_bytes(p.size_bytes)}", f"busbw of all_reduce at the same size ({big.busbw_bytes_per_s / 1e9:.0f} GB/s)", t * 1e3, p.time_s * 1e3, "ms", "calibrated", device,
-                            "busbw carries over between collectives when the links are the bottleneck"))  # fmt: skip
+        t = model.time_from_busbw_s(op, n, p.size_bytes, big.busbw_bytes_per_s)
+        add(f"{op} time, {fmt_bytes(p.size_bytes)}", f"busbw of all_reduce at the same size ({big.busbw_bytes_per_s / 1e9:.0f} GB/s)",
+            t * 1e3, p.time_s * 1e3, "ms", "calibrated", "busbw carries over between collectives when the links are the bottleneck")
     for r in ring:
         if r.size_bytes >= 256 * MiB:
-            rows.append(Row("collectives", f"hand-written ring time, {fmt_bytes(r.size_bytes)}", "dist.all_reduce timed in the same run (same bytes per rank)", r.library_time_s * 1e3, r.ring_time_s * 1e3, "ms", "calibrated", device,
-                            "the ring adds after each receive through HBM and does not pipeline slices"))  # fmt: skip
+            add(f"hand-written ring time, {fmt_bytes(r.size_bytes)}", "dist.all_reduce timed in the same run (same bytes per rank)",
+                r.library_time_s * 1e3, r.ring_time_s * 1e3, "ms", "calibrated",
+                "the ring adds after each receive through HBM and does not pipeline slices")
     fit = fit_sweep(sweep, ops=("all_reduce",))["all_reduce"]
     if fit:
         mid = min(ar, key=lambda p: abs(math.log(p.size_bytes / (16 * MiB))))
-        rows.append(Row("collectives", f"all_reduce time, {fmt_bytes(mid.size_bytes)}", f"alpha {fit.latency_s * 1e6:.1f} us and beta fitted to this sweep", fit.predict_s(mid.size_bytes) * 1e3, mid.time_s * 1e3, "ms", "fit", device,
-                        "alpha is the per-call cost of a call from Python, not a link latency"))  # fmt: skip
-        rows.append(Row("collectives", "all_reduce busbw, largest size vs fitted asymptote", "beta fitted to this sweep", fit.busbw_bytes_per_s / 1e9, big.busbw_bytes_per_s / 1e9, "GB/s", "fit", device,
-                        "an asymptote is reached only as S grows without bound: it lies above every measured point"))  # fmt: skip
+        add(f"all_reduce time, {fmt_bytes(mid.size_bytes)}", f"alpha {fit.latency_s * 1e6:.1f} us and beta fitted to this sweep",
+            fit.predict_s(mid.size_bytes) * 1e3, mid.time_s * 1e3, "ms", "fit", "alpha is the per-call cost of a call from Python, not a link latency")
+        add("all_reduce busbw, largest size vs fitted asymptote", "beta fitted to this sweep", fit.busbw_bytes_per_s / 1e9,
+            big.busbw_bytes_per_s / 1e9, "GB/s", "fit", "an asymptote is reached only as S grows without bound: it lies above every measured point")
     return rows

@@ -287,7 +287,13 @@ def ring(ctx: Ctx, sizes, iters: int, warmup: int, small_iters: int) -> list:
         correct = ctx.all_true(bool(torch.equal(mine, ref)))
         it = small_iters if elems * ELEM_BYTES <= 16 * 2**20 else iters
         work = torch.zeros_like(data)
-        tr, tl = ctx.time_pair_s(lambda: ring_allreduce_(work, ctx, schedule, recv), lambda: dist.all_reduce(work), it, warmup)
+        def ring_call(w=work, buf=recv):
+            return ring_allreduce_(w, ctx, schedule, buf)
+
+        def library_call(w=work):
+            return dist.all_reduce(w)
+
+        tr, tl = ctx.time_pair_s(ring_call, library_call, it, warmup)
         t_ring, t_lib = tr["time_s"], tl["time_s"]
         rows.append({"size_bytes": elems * ELEM_BYTES, "ring_time_s": t_ring, "library_time_s": t_lib, "correct": correct, "iters": it,
                      "ring_time_min_s": tr["time_min_s"], "ring_time_max_s": tr["time_max_s"],
@@ -324,7 +330,11 @@ def main(argv=None) -> int:
         "torch": torch.__version__,
         "dtype": "float32",
         "env": {k: os.environ.get(k) for k in ENV_KEYS},
-        "timing": f"median (and fastest, slowest) of {BATCHES} batches of back-to-back calls ({args.iters} per batch, {args.small_iters} at <= 16 MiB, after {args.warmup} warm-up), each batch averaged, then the mean over ranks; the hand-written ring and all_reduce batches interleaved; SM clock and power (NVML) read after each batch, median",
+        "timing": (
+            f"median (and fastest, slowest) of {BATCHES} batches of back-to-back calls ({args.iters} per batch, "
+            f"{args.small_iters} at <= 16 MiB, after {args.warmup} warm-up), each batch averaged, then the mean over ranks; "
+            "the hand-written ring and all_reduce batches interleaved; SM clock and power (NVML) read after each batch, median"
+        ),
         "sweep": sweep(ctx, ops, _ints(args.sizes), args.iters, args.warmup, args.small_iters),
         "ring": ring(ctx, _ints(args.ring_sizes), args.iters, args.warmup, args.small_iters),
     }

@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 from ..hardware import get_gpu
 from ..models import collectives as cm
 from ..units import GiB, MiB, fmt_bytes, fmt_bytes_per_s, fmt_time
-from ._core import frames_figure, grid_figure, live_form, percent, plural, style_figure, table_html
+from ._core import grid_figure, live_form, percent, plural, style_figure, table_html
 from ._core import verdict as _verdict
 
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2")
@@ -521,37 +521,46 @@ def bandwidth_ladder_figure(n: int = 8, size_bytes=None, gpus=LADDER_GPUS, sizes
     )
 
 
+SWEEP_VIEWS = ("bus bandwidth [GB/s]", "time per call [s]")
+
+
 def sweep_figure(series: dict, ops=cm.OPS) -> go.Figure:
-    """Measured busbw against size per op (slider), with the alpha-beta fit of each series.
+    """Measured collectives against size, with the alpha-beta line fitted to each series (a fit,
+    not a prediction). The menu picks what is drawn (bus bandwidth or time per call), the slider
+    the collective.
 
     ``series`` maps a label to ``{op: (sizes_bytes, times_s, n)}``; each label gets its points and
-    the model's curve ``latency + S / bandwidth`` fitted to them (``fit_alpha_beta``)."""
+    the line ``latency + S / bandwidth`` fitted to them (``fit_alpha_beta``)."""
     labels = list(series)
 
-    def frame(op):
+    def frame(view, op):
         traces, notes = [], []
+        busbw = view == SWEEP_VIEWS[0]
         for label, color in zip(labels, COLORS):
             sizes, times, n = series[label].get(op, ([], [], 2))
             sizes, times = np.asarray(sizes, dtype=float), np.asarray(times, dtype=float)
             grid, fit_y, meas_y = [], [], []
             if sizes.size:
-                meas_y = [cm.busbw_bytes_per_s(op, n, s, t) / 1e9 for s, t in zip(sizes, times)]
+                meas_y = [cm.busbw_bytes_per_s(op, n, s, t) / 1e9 for s, t in zip(sizes, times)] if busbw else list(times)
                 try:
                     lat, bw = cm.fit_alpha_beta(sizes, times)
                 except ValueError as exc:
                     notes.append(f"{label}: no fit ({exc})")
                 else:
                     grid = np.logspace(np.log10(sizes.min()), np.log10(sizes.max()), 60)
-                    fit_y = [cm.busbw_bytes_per_s(op, n, s, lat + s / bw) / 1e9 for s in grid]
+                    fit_y = [cm.busbw_bytes_per_s(op, n, s, lat + s / bw) / 1e9 if busbw else lat + s / bw for s in grid]
                     notes.append(f"{label}: alpha {fmt_time(lat)}, busbw {_gbps(bw * cm.busbw_factor(op, n))}")
             traces.append(go.Scatter(x=sizes, y=meas_y, mode="markers", name=f"{label}: measured", marker=dict(color=color, size=8)))
             traces.append(go.Scatter(x=grid, y=fit_y, mode="lines", name=f"{label}: alpha-beta fit", line=dict(color=color, dash="dot")))
-        return traces, f"{op} | fit: " + "; ".join(notes)
+        return traces, f"{op}: {view.split(' [')[0]}", "fit: " + "; ".join(notes)
 
-    return frames_figure(
-        list(ops), frame, slider_prefix="collective: ",
+    return grid_figure(
+        slider=("collective", list(ops), str),
+        choices=("show", list(SWEEP_VIEWS), str),
+        frame=frame,
         layout=dict(xaxis=dict(type="log", title="S [B] (nccl-tests convention)", exponentformat="SI"),
-                    yaxis=dict(type="log", title="busbw [GB/s]")),
+                    yaxis=dict(type="log", title="busbw [GB/s] or time [s] (menu)", exponentformat="SI")),
+        height=500,
     )  # fmt: skip
 
 
