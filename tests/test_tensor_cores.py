@@ -641,8 +641,8 @@ def test_recorded_h200_reference_meets_the_targets():
 def test_recorded_fp8_accumulation_is_not_fp32():
     """The committed H200 record: fp8 GEMMs do NOT accumulate in fp32 (their accumulation error is
     25x to 1200x the fp32 model: the claim issue 10 found wrong), and they sit within a factor 2 of
-    the ~14-bit accumulator that DeepSeek-V3's report (Sec. 3.3.2) measured on an H800: growing like
-    sqrt(K) with fast accumulation, flat in K when promoted to fp32 (precise mode). fp16/bf16
+    the ~14-bit accumulator that DeepSeek-V3's report (Sec. 3.3, "Increasing Accumulation
+    Precision") measured on an H800: growing like sqrt(K) with fast accumulation, flat in K when promoted to fp32 (precise mode). fp16/bf16
     accumulation stays within 3.5x of the fp32 model (Fasi et al. 2021: a truncating fp32 adder)."""
     from widgets.experiments import harness
 

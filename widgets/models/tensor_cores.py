@@ -625,16 +625,18 @@ class Accumulator:
 # The hardware's accumulators (sm_90, Hopper). Keys: (input dtype, fast_accum).
 ACCUMULATORS = {
     # Hopper fp8 wgmma keeps partial sums in about 14 bits (DeepSeek-V3 Technical Report,
-    # Sec. 3.3.2 "Increasing Accumulation Precision": "limited to retaining around 14 bits", measured
+    # Sec. 3.3, "Increasing Accumulation Precision": "limited to retaining around 14 bits", measured
     # on H800 with K = 4096). cuBLAS's use_fast_accum=True leaves the whole K loop there.
     ("fp8", True): Accumulator(
         "Hopper fp8, fast accumulation", 14, None, False,
-        "DeepSeek-V3 report, Sec. 3.3.2: ~14 bits retained (measured on H800)", "calibrated"),
+        "DeepSeek-V3 report, Sec. 3.3 (Increasing Accumulation Precision): ~14 bits retained (measured on H800)",
+        "calibrated"),
     # Precise mode promotes the partial sums to fp32 every few wgmma; the interval is not documented
     # for cuBLAS; DeepSeek's own kernels promote every N_C = 128 elements (4 WGMMAs), the figure used here.
     ("fp8", False): Accumulator(
         "Hopper fp8, promoted to fp32 every 128", 14, 128, False,
-        "DeepSeek-V3 report, Sec. 3.3.2: ~14 bits, promotion interval N_C = 128", "calibrated"),
+        "DeepSeek-V3 report, Sec. 3.3 (Increasing Accumulation Precision): ~14 bits, promotion interval N_C = 128",
+        "calibrated"),
     # fp16/bf16/tf32 inputs accumulate in fp32 (PTX ISA, mma/wgmma .f32 accumulators); Fasi, Higham,
     # Mikaitis and Pranesh (2021) found the adder of V100/T4/A100 aligns and normalizes by truncation,
     # which the independent-error model below does not see: measured errors may exceed it (up to ~3x here).
