@@ -120,8 +120,10 @@ def fresh_clone(args) -> dict:
         "machine_after": machine(),
         "package_caches": {"pip": str(Path.home() / ".cache" / "pip"), "pip_cache_present": (Path.home() / ".cache" / "pip").exists(),
                            "npm_cache_present": (Path.home() / ".npm").exists(),
-                           "note": "packages may come from this machine's caches and local wheels, as they do for CI here"},
+                           "note": "packages may come from this machine's caches, local wheels and local indexes (pip config), "
+                                   "as they do for CI here"},
         "steps": steps,
+        "make_test_passed": steps["make_test"]["returncode"] == 0,
         "pytest_summary": pytest_summary(log.splitlines()),
         "book_build_in_make_test_s": book_build_s(log),
         "total_s": round(total, 1),
