@@ -683,10 +683,18 @@ def test_accuracy_rows_from_the_committed_record():
     assert bf.label == "prediction"
     fp8 = [r for r in rows if r.quantity.startswith("fp8 GEMM accumulation")]
     assert fp8 and all(r.label == "calibrated" for r in fp8)
-    # predictions sit within 25% except where the chapter says why (misaligned shapes)
+    # burst predictions sit near the 25% band (the clock and tile overheads the chapter explains);
+    # misaligned shapes and the fixed-tile Triton kernel are said not to; a sustained run sits lower
+    # still (power cap) but never above its own burst
     for r in rows:
-        if r.label == "prediction" and "8191" not in r.quantity and "Triton" not in r.quantity:
+        if r.label == "prediction" and r.quantity.endswith("burst"):
             assert 0.65 < r.ratio < 1.25, r
+        if "sustained >=" in r.quantity:
+            burst = by[r.quantity.split(", sustained")[0] + ", burst"]
+            assert 0.4 < r.ratio < 1.1 and r.measured <= 1.05 * burst.measured, r
+    t = rec["results"]["triton"]
+    if t.get("interleaved"):  # records from the interleaved experiment: the ratio is from that run only
+        assert t["ratio"] == pytest.approx(np.median(t["torch_times_s"]) / np.median(t["triton_times_s"]))
 
 
 def test_cpu_records_are_strict_json():
