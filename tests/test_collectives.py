@@ -691,7 +691,8 @@ def cpu_run():
     from widgets.experiments import collectives as ex
 
     p = dataclasses.replace(ex.plan(2), backend="gloo", nproc=2, iters=2, small_iters=2, warmup=1)  # gloo even on a GPU machine
-    return ex.launch(p, ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce"), (4096, 65536, 1 << 20), (65536, 1 << 20), timeout_s=180)
+    ops = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce")
+    return ex.launch(p, ops, (4096, 65536, 1 << 20), (65536, 1 << 20), timeout_s=180)
 
 
 def test_worker_sweep_is_correct_and_consistent(cpu_run):
@@ -753,9 +754,9 @@ def test_record_round_trip(cpu_run):
 
 
 def test_plan_and_command():
-    from widgets.experiments import collectives as ex
-
     import torch
+
+    from widgets.experiments import collectives as ex
 
     p = ex.plan()
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0

@@ -22,9 +22,10 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Optional
 
 import torch
 
@@ -105,7 +106,8 @@ def launch(p: Plan, ops: Sequence[str], sizes: Sequence[int], ring_sizes: Sequen
     with tempfile.TemporaryDirectory(prefix="collectives_") as tmp:
         out = os.path.join(tmp, "result.json")
         cmd = worker_command(p, out, ops, sizes, ring_sizes)
-        proc = subprocess.Popen(cmd, env=worker_env(p), cwd=str(REPO_ROOT), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        proc = subprocess.Popen(cmd, env=worker_env(p), cwd=str(REPO_ROOT), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, start_new_session=True)  # fmt: skip
         try:
             log, _ = proc.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -165,7 +167,8 @@ class Sweep:
 
     def series(self) -> dict:
         """``{op: (sizes_bytes, times_s, n)}``, as ``widgets.ui.collectives.sweep_figure`` takes it."""
-        return {op: ([p.size_bytes for p in self.rows(op)], [p.time_s for p in self.rows(op)], self.n) for op in dict.fromkeys(p.op for p in self.points)}
+        ops = dict.fromkeys(p.op for p in self.points)
+        return {op: ([p.size_bytes for p in self.rows(op)], [p.time_s for p in self.rows(op)], self.n) for op in ops}
 
 
 def sweep_from_worker(result: dict) -> Sweep:
@@ -318,7 +321,8 @@ def results_dict(sweep: Sweep, ring: list) -> dict:
         "size_convention": "S = whole buffer, as nccl-tests prints it: all_gather output, reduce_scatter input, all_to_all send buffer",
         "sweep": [asdict(p) for p in sweep.points],
         "all_correct": sweep.all_correct,
-        "ring": [{**asdict(r), "ring_busbw_bytes_per_s": r.ring_busbw_bytes_per_s, "library_busbw_bytes_per_s": r.library_busbw_bytes_per_s, "slowdown": r.slowdown} for r in ring],
+        "ring": [{**asdict(r), "ring_busbw_bytes_per_s": r.ring_busbw_bytes_per_s, "library_busbw_bytes_per_s": r.library_busbw_bytes_per_s,
+                  "slowdown": r.slowdown} for r in ring],  # fmt: skip
         "ring_correct": all(r.correct for r in ring),
         "ring_max_slowdown_at_256MiB_and_above": max((r.slowdown for r in big), default=None),
         "fits": {op: (asdict(f) if f else None) for op, f in fits.items()},
@@ -412,7 +416,8 @@ def accuracy_rows(record: dict) -> list:
     if fit:
         mid = min(ar, key=lambda p: abs(math.log(p.size_bytes / (16 * MiB))))
         add(f"all_reduce time, {fmt_bytes(mid.size_bytes)}", f"alpha {fit.latency_s * 1e6:.1f} us and beta fitted to this sweep",
-            fit.predict_s(mid.size_bytes) * 1e3, mid.time_s * 1e3, "ms", "fit", "alpha is the per-call cost of a call from Python, not a link latency")
+            fit.predict_s(mid.size_bytes) * 1e3, mid.time_s * 1e3, "ms", "fit",
+            "alpha is the per-call cost of a call from Python, not a link latency")
         add("all_reduce busbw, largest size vs fitted asymptote", "beta fitted to this sweep", fit.busbw_bytes_per_s / 1e9,
             big.busbw_bytes_per_s / 1e9, "GB/s", "fit", "an asymptote is reached only as S grows without bound: it lies above every measured point")
     return rows

@@ -300,7 +300,8 @@ def ring(ctx: Ctx, sizes, iters: int, warmup: int, small_iters: int) -> list:
                      "library_time_min_s": tl["time_min_s"], "library_time_max_s": tl["time_max_s"],
                      "batches": tr["batches"], "sm_clock_mhz": tr["sm_clock_mhz"], "power_w": tr["power_w"]})  # fmt: skip
         if ctx.rank == 0:
-            print(f"{'ring':>15} {elems * ELEM_BYTES:>12d} B  {t_ring * 1e6:10.1f} us  (library {t_lib * 1e6:.1f} us)  {'ok' if correct else 'WRONG'}", flush=True)
+            print(f"{'ring':>15} {elems * ELEM_BYTES:>12d} B  {t_ring * 1e6:10.1f} us  (library {t_lib * 1e6:.1f} us)  "
+                  f"{'ok' if correct else 'WRONG'}", flush=True)
         del data, recv, mine, ref, work
     return rows
 

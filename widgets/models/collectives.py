@@ -50,8 +50,10 @@ DEFAULT_STEP_LATENCY_S = NCCL_NVLINK_STEP_LATENCY_S
 
 # Network links per GPU, per direction [B/s] (one NIC per GPU, as in DGX/HGX H100 and H200 nodes).
 NETWORK_LINKS = {
-    "InfiniBand NDR / 400 GbE RoCE": (400e9 / 8, "400 Gb/s per port (IBTA NDR 4x; IEEE 802.3 400GbE), / 8 bits: 50 GB/s per direction; NVIDIA DGX H200 datasheet: 8 x ConnectX-7 400 Gb/s, one per GPU"),
-    "InfiniBand HDR / 200 GbE RoCE": (200e9 / 8, "200 Gb/s per port (IBTA HDR 4x; IEEE 802.3 200GbE), / 8 bits: 25 GB/s per direction; NVIDIA DGX A100 datasheet: 8 x ConnectX-6 200 Gb/s"),
+    "InfiniBand NDR / 400 GbE RoCE": (400e9 / 8, "400 Gb/s per port (IBTA NDR 4x; IEEE 802.3 400GbE), / 8 bits: 50 GB/s per direction; "
+                                      "NVIDIA DGX H200 datasheet: 8 x ConnectX-7 400 Gb/s, one per GPU"),
+    "InfiniBand HDR / 200 GbE RoCE": (200e9 / 8, "200 Gb/s per port (IBTA HDR 4x; IEEE 802.3 200GbE), / 8 bits: 25 GB/s per direction; "
+                                      "NVIDIA DGX A100 datasheet: 8 x ConnectX-6 200 Gb/s"),
 }
 
 

@@ -62,10 +62,12 @@ def collectives_table_html(n: int = 4) -> str:
         return "<br>".join(f"rank {r}: " + " ".join(_piece_html(p) for p in pieces) for r, pieces in enumerate(pieces_per_rank))
 
     rows = "".join(
-        f"<tr{_TR}><td{_TD}><code>{op}</code></td><td{_TD}>{cell(cm.collective_semantics(op, n)[0])}</td><td{_TD}>{cell(cm.collective_semantics(op, n)[1])}</td></tr>"
+        f"<tr{_TR}><td{_TD}><code>{op}</code></td><td{_TD}>{cell(cm.collective_semantics(op, n)[0])}</td>"
+        f"<td{_TD}>{cell(cm.collective_semantics(op, n)[1])}</td></tr>"
         for op in cm.OPS
     )
-    return f'<table class="calc-result" style="border-collapse:collapse"><tr{_TR}><th{_TD}>collective</th><th{_TD}>before</th><th{_TD}>after</th></tr>{rows}</table>'
+    head = f"<tr{_TR}><th{_TD}>collective</th><th{_TD}>before</th><th{_TD}>after</th></tr>"
+    return f'<table class="calc-result" style="border-collapse:collapse">{head}{rows}</table>'
 
 
 # --------------------------------------------------------------------------------------------
@@ -171,7 +173,8 @@ def collective_time_calculator():
         ]
         fig = go.Figure(_time_traces(r["op"], r["n"], r["link"], r["lat"], mark_bytes=r["size"]))
         fig.update_layout(**_time_layout())
-        style_figure(fig, title=f"{r['op']}, {plural(r['n'], 'rank')}", readout=collective_time_summary(r["op"], r["n"], r["link"], r["lat"], r["size"]), height=480)
+        readout = collective_time_summary(r["op"], r["n"], r["link"], r["lat"], r["size"])
+        style_figure(fig, title=f"{r['op']}, {plural(r['n'], 'rank')}", readout=readout, height=480)
         return table_html(rows), fig
 
     return live_form(compute, controls, show, title="Collective time: ring or tree")
@@ -216,7 +219,9 @@ def busbw_figure(links=None, size_bytes: float = GiB, ranks=RANKS[:7]) -> go.Fig
     return grid_figure(
         slider=("ranks", ranks, str),
         choices=("busbw", names, str),
-        frame=lambda name, n: (_busbw_traces(n, links[name], size_bytes), f"busbw {_gbps(links[name])}, {plural(n, 'rank')}", busbw_summary(n, links[name], size_bytes)),
+        frame=lambda name, n: (
+            _busbw_traces(n, links[name], size_bytes), f"busbw {_gbps(links[name])}, {plural(n, 'rank')}", busbw_summary(n, links[name], size_bytes)
+        ),
         layout=dict(barmode="group", yaxis=dict(title="GB/s", range=[0, top])),
         active=(0, ranks.index(8) if 8 in ranks else 0),
         height=480,
@@ -339,7 +344,8 @@ def ring_allreduce_calculator():
         fig = go.Figure(_ring_traces(n, step))
         fig.update_layout(**_ring_layout(n))
         style_figure(fig, title=f"ring all-reduce, {plural(n, 'rank')}", readout=ring_step_summary(n, step), height=200 + 60 * n)
-        rows = [] if step == 0 else [(f"rank {t.src} -> rank {t.dst}", f"chunk {t.chunk} ({t.phase})") for t in cm.ring_allreduce_schedule(n)[step - 1]]
+        sends = [] if step == 0 else cm.ring_allreduce_schedule(n)[step - 1]
+        rows = [(f"rank {t.src} -> rank {t.dst}", f"chunk {t.chunk} ({t.phase})") for t in sends]
         return (table_html(rows) if rows else "<p>start: nothing sent yet</p>"), fig
 
     return live_form(compute, controls, show, title="Ring all-reduce, step by step")
@@ -469,7 +475,8 @@ def bandwidth_ladder(gpu: str) -> list:
     g = get_gpu(gpu)
     rows = []
     if g.interconnect_bytes_per_s:
-        rows.append(("NVLink / NVSwitch" if g.vendor == "NVIDIA" else "Infinity Fabric", g.interconnect_bytes_per_s, g.sources.get("interconnect_bytes_per_s", "")))
+        name = "NVLink / NVSwitch" if g.vendor == "NVIDIA" else "Infinity Fabric"
+        rows.append((name, g.interconnect_bytes_per_s, g.sources.get("interconnect_bytes_per_s", "")))
     rows.append(("PCIe (to the host)", g.host_bytes_per_s, g.sources.get("host_bytes_per_s", "")))
     for name, (bw, src) in cm.NETWORK_LINKS.items():
         rows.append((name, bw, src))
@@ -481,7 +488,8 @@ def bandwidth_ladder_table(gpu: str = "H200-SXM", n: int = 8, size_bytes: float 
     head = (f"<tr{_TR}><th{_TD}>link ({html.escape(get_gpu(gpu).name)})</th><th{_TD}>per GPU, per direction</th>"
             f"<th{_TD}>{_size(size_bytes)} ring all-reduce, n = {n}</th><th{_TD}>source</th></tr>")  # fmt: skip
     body = "".join(
-        f"<tr{_TR}><td{_TD}>{html.escape(name)}</td><td{_TD}><b>{_gbps(bw)}</b></td><td{_TD}>{fmt_time(cm.ring_allreduce_time_s(size_bytes, n, bw, 0, 0))}</td>"
+        f"<tr{_TR}><td{_TD}>{html.escape(name)}</td><td{_TD}><b>{_gbps(bw)}</b></td>"
+        f"<td{_TD}>{fmt_time(cm.ring_allreduce_time_s(size_bytes, n, bw, 0, 0))}</td>"
         f"<td{_TD}><small>{html.escape(src)}</small></td></tr>"
         for name, bw, src in bandwidth_ladder(gpu)
     )
@@ -507,7 +515,8 @@ def bandwidth_ladder_figure(n: int = 8, size_bytes=None, gpus=LADDER_GPUS, sizes
                      customdata=names, hovertemplate="%{customdata}: %{y:.4g} GB/s per direction<extra></extra>")  # fmt: skip
         g = get_gpu(gpu)
         gpu_link = g.interconnect_bytes_per_s or 0.0
-        readout = f"GPU link {_gbps(gpu_link) if gpu_link else 'none'}, PCIe {_gbps(g.host_bytes_per_s)}; bar labels: ring all-reduce of {_size(size)}, {plural(n, 'GPU')}"
+        readout = (f"GPU link {_gbps(gpu_link) if gpu_link else 'none'}, PCIe {_gbps(g.host_bytes_per_s)}; "
+                   f"bar labels: ring all-reduce of {_size(size)}, {plural(n, 'GPU')}")
         return [bar], g.name, readout
 
     top = max(get_gpu(g).interconnect_bytes_per_s or 0 for g in gpus) / 1e9 * 3
@@ -570,7 +579,8 @@ def ring_vs_library_figure(series: dict) -> go.Figure:
     fig = go.Figure()
     for (label, (sizes, ring, lib)), color in zip(series.items(), COLORS):
         fig.add_trace(go.Scatter(x=sizes, y=np.asarray(lib) / 1e9, mode="lines+markers", name=f"{label}: all_reduce", line=dict(color=color)))
-        fig.add_trace(go.Scatter(x=sizes, y=np.asarray(ring) / 1e9, mode="lines+markers", name=f"{label}: hand-written ring", line=dict(color=color, dash="dash")))
+        fig.add_trace(go.Scatter(x=sizes, y=np.asarray(ring) / 1e9, mode="lines+markers", name=f"{label}: hand-written ring",
+                                 line=dict(color=color, dash="dash")))
     fig.update_layout(xaxis=dict(type="log", title="S [B]", exponentformat="SI"), yaxis=dict(type="log", title="busbw [GB/s]"))
     return style_figure(fig, title="hand-written ring vs all_reduce", readout="busbw of each, against message size", height=460)
 
