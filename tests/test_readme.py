@@ -149,3 +149,42 @@ def test_pip_installs_of_the_extra_are_held_to_the_tested_pins():
     said = re.search(r"pinned\s+torch\s+([\d.]+)\s+and\s+plotly\s+([\d.]+)", README)
     assert said, "the README names the pinned torch and plotly"
     assert (said.group(1), said.group(2)) == (pins()["torch"], pins()["plotly"])
+
+
+# --------------------------------------------------------------------------------------------
+# What the README says about the browser marker (tests/conftest.py), run in a scratch project
+# --------------------------------------------------------------------------------------------
+def _run_browser_probe(tmp_path, env_extra):
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    (tmp_path / "tests").mkdir()
+    shutil.copy(ROOT / "tests" / "conftest.py", tmp_path / "tests" / "conftest.py")
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    (tmp_path / "tests" / "test_probe.py").write_text(
+        "import pytest\n\n@pytest.mark.browser\ndef test_needs_chromium():\n    pass\n\ndef test_plain():\n    pass\n"
+    )
+    bin_dir = tmp_path / "bin"  # a PATH with python but without chromium
+    bin_dir.mkdir()
+    (bin_dir / "python").symlink_to(sys.executable)
+    env = {k: v for k, v in os.environ.items() if k not in ("GPUBOOK_REQUIRE_BROWSER", "PYTEST_ADDOPTS")}
+    env.update(PATH=str(bin_dir), **env_extra)
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "tests"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.slow
+def test_browser_tests_skip_with_the_reason_without_chromium(tmp_path):
+    proc = _run_browser_probe(tmp_path, {})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1 passed, 1 skipped" in proc.stdout and "Chromium is not installed" in proc.stdout
+
+
+@pytest.mark.slow
+def test_ci_refuses_to_skip_the_browser_tests(tmp_path):
+    proc = _run_browser_probe(tmp_path, {"GPUBOOK_REQUIRE_BROWSER": "1"})
+    assert proc.returncode != 0
+    assert "GPUBOOK_REQUIRE_BROWSER" in proc.stdout + proc.stderr
+    assert "GPUBOOK_REQUIRE_BROWSER=$${CI:+1}" in MAKEFILE
