@@ -60,6 +60,10 @@ def main(html_dir: Path, out: Path = OUT) -> int:
                 if calc.count():
                     calc.scroll_into_view_if_needed()
                     page.evaluate("() => window.scrollBy(0, -60)")
+                    # figures are drawn when they come near the viewport
+                    page.wait_for_function(
+                        "() => document.querySelector('.plotly-graph-div')._fullLayout", timeout=20000
+                    )
                     page.wait_for_timeout(400)
                     path = out / f"{chapter}_{label}_figure.png"
                     page.screenshot(path=str(path))

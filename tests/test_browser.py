@@ -149,6 +149,20 @@ def _close(v: Visit):
     v.page.context.close()
 
 
+def _draw_all(page):
+    """Scroll to every figure (the page draws each one when it comes near the viewport) and wait
+    until all are drawn."""
+    figs = page.locator(".plotly-graph-div")
+    for i in range(figs.count()):
+        figs.nth(i).scroll_into_view_if_needed()
+        page.wait_for_timeout(50)
+    page.wait_for_function(
+        "() => Array.from(document.querySelectorAll('.plotly-graph-div')).every(gd => gd._fullLayout)", timeout=30000
+    )
+    page.evaluate("() => window.scrollTo(0, 0)")
+    page.wait_for_timeout(200)
+
+
 # ---------------------------------------------------------------------------------------------
 # weight, time, console, network: every page
 
@@ -203,6 +217,7 @@ REPRS = [
 @pytest.mark.parametrize("path", PAGES)
 def test_no_build_machine_output_and_no_reprs(server, browser, path):
     v = _open(browser, server, path)
+    _draw_all(v.page)
     t = v.page.evaluate(TEXTS)
     _close(v)
     problems = []
@@ -252,8 +267,8 @@ def test_launch_buttons(server, browser, chapter):
     assert not problems, f"{chapter}: " + "; ".join(problems)
 
 
-FIG_STATE = """gd => ({title: JSON.stringify((gd.layout.title || {}).text || ''),
-  data: JSON.stringify(gd.data.map(t => [t.x, t.y, t.z, t.text, t.name, t.visible])),
+FIG_STATE = """gd => ({title: JSON.stringify([gd.layout.title || '', gd.layout.annotations || [], gd.layout.shapes || []]),
+  data: JSON.stringify(gd.data),
   sliders: (gd.layout.sliders || []).map(s => s.active),
   menus: (gd.layout.updatemenus || []).map(m => m.active)})"""
 
@@ -271,6 +286,7 @@ def test_static_calculators_have_two_controls_that_each_change_the_figure(server
     v = _open(browser, server, f"chapters/{chapter}")
     page = v.page
     problems = []
+    _draw_all(page)
     ids = page.evaluate(CALCULATORS)
     for fig_id in ids:
         fig = page.locator(f'[id="{fig_id}"]')
@@ -440,6 +456,7 @@ def test_plots_and_tables_follow_dark_mode(server, browser, chapter):
     problems = []
     if page.evaluate("() => document.documentElement.dataset.theme") != "dark":
         problems.append("the page did not start in dark mode")
+    _draw_all(page)
     dark = page.evaluate(PLOT_COLOURS)
     light_text = [c for c in dark if _luminance(c["font"]) < 0.5]
     if light_text:

@@ -1,4 +1,10 @@
-/* Plots follow the page's light/dark mode.
+/* Plots follow the page's light/dark mode, and are drawn when the reader gets near them.
+ *
+ * Drawing: the figures' inline scripts call Plotly.newPlot while the page is parsed; before the
+ * page's load event, each call is postponed until its figure comes within 600 px of the viewport
+ * (IntersectionObserver), so a chapter with many figures loads as fast as one with none and never
+ * draws the figures nobody scrolls to. The promise newPlot returns resolves once the figure is
+ * drawn, so the frames the script adds afterwards (addFrames) still follow it.
  *
  * pydata-sphinx-theme sets data-theme="light"|"dark" on <html> (also when the mode is "auto").
  * On load and on every change of that attribute, each plotly figure gets
@@ -155,6 +161,34 @@
     var pending = 0;
     document.querySelectorAll(".plotly-graph-div").forEach(function (gd) { if (!apply(gd)) pending++; });
     if (pending && tries > 0) setTimeout(function () { applyAll(tries - 1); }, 100);
+  }
+
+  // ---- draw each figure when it comes near the viewport ----
+  var P = window.Plotly;
+  if (P && P.newPlot && !P._gbLazy && "IntersectionObserver" in window) {
+    var draw = P.newPlot, pageLoaded = document.readyState === "complete";
+    window.addEventListener("load", function () { pageLoaded = true; });
+    var near = new IntersectionObserver(function (entries) {
+      entries.forEach(function (e) {
+        if (!e.isIntersecting || !e.target._gbDraw) return;
+        near.unobserve(e.target);
+        var job = e.target._gbDraw;
+        e.target._gbDraw = null;
+        job();
+      });
+    }, { rootMargin: "600px 0px" });
+    P._gbLazy = true;
+    P.newPlot = function (gd, data, layout, config) {
+      var el = typeof gd === "string" ? document.getElementById(gd) : gd;
+      if (pageLoaded || !el) return draw.apply(P, arguments);
+      var args = arguments;
+      return new Promise(function (resolve, reject) {
+        el._gbDraw = function () {
+          draw.apply(P, args).then(function (g) { apply(g); resolve(g); }, reject);
+        };
+        near.observe(el);
+      });
+    };
   }
 
   new MutationObserver(function () { applyAll(20); })
