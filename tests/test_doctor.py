@@ -170,10 +170,22 @@ def test_cpu_without_occupancy_header_leaves_that_part_out():
     assert any("left out" in s for s in v.scaled)
 
 
-def test_two_gpus_without_nccl_scale_collectives_down():
+def test_two_gpus_without_nccl_cannot_run_collectives():
+    """plan() picks NCCL whenever torch sees two GPUs: without NCCL that run fails."""
     m = replace(dr.simulate("H200-SXM", gpus=2), nccl=None)
-    assert verdicts(m)["collectives"].status == "scaled"
-    assert verdicts(replace(m, gloo=False))["collectives"].status == "needs"
+    assert verdicts(m)["collectives"].status == "needs" and "NCCL" in verdicts(m)["collectives"].needs[0]
+    one = replace(dr.simulate("H200-SXM"), nccl=None)
+    assert verdicts(one)["collectives"].status == "scaled"  # one GPU: gloo on the CPU
+    assert verdicts(replace(one, gloo=False))["collectives"].status == "needs"
+
+
+def test_collectives_rule_follows_the_experiments_plan():
+    ex = pytest.importorskip("widgets.experiments.collectives")
+    import inspect
+
+    src = inspect.getsource(ex.plan)
+    assert "if gpus >= 2:" in src and '"nccl"' in src, "plan() changed: update doctor._collectives"
+    assert ex.CPU_RANKS == 4 and max(ex.CPU_SWEEP_SIZES) == 16 * 2**20, "the doctor's text says 4 processes, up to 16 MiB"
 
 
 def test_serving_memory_rule_uses_free_memory():

@@ -279,7 +279,7 @@ def gpu_facts(name: str) -> dict:
 
 def simulate(name: str, gpus: int = 1, base: Optional[Machine] = None) -> Machine:
     """The machine a reader with ``gpus`` x ``name`` would have, with the book's requirements
-    installed (torch with CUDA, NCCL, Triton, numba-cuda and its NVRTC; nvcc not assumed)."""
+    installed (torch with CUDA or ROCm and NCCL/RCCL, Triton, numba-cuda and its NVRTC; nvcc not assumed)."""
     if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
         raise ValueError(f"gpus must be an integer >= 1, got {gpus!r}")
     facts = gpu_facts(name)
@@ -291,7 +291,7 @@ def simulate(name: str, gpus: int = 1, base: Optional[Machine] = None) -> Machin
     return replace(
         base, packages=packages, gpu_name=facts["name"], vendor=facts["vendor"], arch=facts["arch"],
         total_bytes=facts["memory_bytes"], free_bytes=facts["memory_bytes"], n_gpus=gpus,
-        torch_cuda=base.torch_cuda or "assumed", driver=None, nccl=("assumed" if nvidia else None), gloo=True,
+        torch_cuda=base.torch_cuda or "assumed", driver=None, nccl="assumed", gloo=True,
         nvrtc=nvidia, simulated=True,
         notes=(f"simulated: {gpus} x {facts['name']} ({facts['source']}), the book's requirements installed, the GPU idle",),
     )
@@ -415,17 +415,16 @@ def _tensor_cores(m: Machine, cap: dict):
 
 def _collectives(m: Machine, cap: dict):
     scaled, needs, caveats = [], [], []
-    if m.nvidia and m.n_gpus >= 2 and m.nccl:
+    if m.gpu and m.n_gpus >= 2:  # the experiment's plan(): NCCL whenever torch sees two or more GPUs
+        if not m.nccl:
+            needs.append(f"NCCL in torch (the experiment uses NCCL across the {m.n_gpus} GPUs it sees)")
+        elif not m.nvidia:
+            caveats.append(f"NCCL's {m.vendor} counterpart (RCCL) is untested here")
         return scaled, needs, caveats
     if not m.gloo:
         needs.append("torch.distributed with the gloo backend")
         return scaled, needs, caveats
-    if m.n_gpus >= 2 and not m.nccl:
-        why = "no NCCL in this torch"
-    elif m.n_gpus == 1:
-        why = "one GPU"
-    else:
-        why = "no GPU"
+    why = "one GPU" if m.n_gpus == 1 else "no GPU"
     scaled.append(f"collectives run on the CPU with gloo, 4 processes, up to 16 MiB ({why}; NCCL across 2+ GPUs runs them fully)")
     return scaled, needs, caveats
 
