@@ -406,7 +406,8 @@ def _tensor_cores(m: Machine, cap: dict):
     if not cap["fp16_tc"]:
         needs.append(f"tensor cores (sm_70 or newer; this GPU is {m.arch})")
     if not cap["bf16_tc"]:
-        scaled.append(f"bf16 and tf32 have no tensor-core path on {m.arch} (need sm_80): those rows measure emulated math")
+        scaled.append(f"tf32 and bf16 have no tensor-core path on {m.arch} (both need sm_80): the tf32 row measures plain fp32, "
+                      "the bf16 row no tensor cores")
         caveats.append(f"the bf16 shape sweep and Triton GEMM are untested on {m.arch}")
     if not cap["fp8_tc"]:
         scaled.append(f"fp8 rows left out (fp8 tensor cores need sm_89; this GPU is {m.arch})")
