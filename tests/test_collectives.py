@@ -836,3 +836,17 @@ def test_accuracy_rows_of_a_cpu_record_are_empty(cpu_run):
     sweep_rows = results["sweep"]
     assert all(p["time_min_s"] <= p["time_s"] <= p["time_max_s"] for p in sweep_rows)  # median and spread
     assert all(p["sm_clock_mhz"] is None and p["power_w"] is None for p in sweep_rows)  # no NVML on the CPU path
+
+
+def test_static_figures_stay_light():
+    """Every static calculator of the chapter carries its precomputed frames; keep each under 300 KB of
+    JSON so that the page stays within the book's weight budget (issue 9: a chapter under 5 MB)."""
+    import plotly.io as pio
+
+    from widgets.ui import collectives as ui
+
+    figs = [ui.collective_time_figure(), ui.busbw_figure(), ui.ring_allreduce_figure(4), ui.bandwidth_ladder_figure(n=8),
+            ui.dp_step_figure(2.6e9, 0.2, 16, latency_s=cm.NCCL_NET_STEP_LATENCY_S, links={"8 NICs": 400e9, "1 NIC": 50e9})]  # fmt: skip
+    for fig in figs:
+        assert len(pio.to_json(fig)) < 300_000
+        assert len(fig.layout.sliders) >= 1 and len(fig.layout.updatemenus) == 1  # two inputs each
