@@ -2,7 +2,7 @@
 #   make book   -- install what is needed (.venv, node_modules), build the HTML into _build/html
 #   make test   -- install what is needed (also headless Chromium), run the whole test suite
 # While developing:
-#   make unit   -- models, calculators, units, catalog, doctor and notebook checks, doctests (< 60 s; no notebook, no build)
+#   make unit   -- models, calculators, units, catalog, doctor and notebook checks, doctests (target < 60 s; no notebook run, no build)
 #   make lint   -- ruff (pinned in requirements.txt, configured in pyproject.toml)
 #   make bench  -- time a fresh clone's `make test` (writes benchmarks/fresh_clone_make_test.json)
 VENV ?= .venv
