@@ -454,17 +454,24 @@ def presets_table() -> str:
 
 
 def sweep_plot(x, series: dict, *, x_title: str, y_title: str = "time [ms]", log_x: bool = True, log_y: bool = True, scale: float = 1e3,
-               title: str = "") -> go.Figure:
+               title: str = "", spread: dict | None = None) -> go.Figure:
     """Lines of ``series`` (label -> y values, or (x, y) pairs) against ``x``; measured series are
-    drawn with markers, model series (labels starting with "model") dashed."""
+    drawn with markers, model series (labels starting with "model") dashed. ``spread`` maps a
+    label to ``(min values, max values)`` of the repeats: drawn as error bars around the median."""
     fig = go.Figure()
+    spread = spread or {}
     for i, (label, ys) in enumerate(series.items()):
         color = series_color(i)
         xs, ys = (ys if isinstance(ys, tuple) else (x, ys))
         model_line = label.lower().startswith("model")
+        err = None
+        if label in spread and spread[label][0] and spread[label][1]:
+            lo, hi = spread[label]
+            err = dict(type="data", symmetric=False, array=[(h - m) * scale for h, m in zip(hi, ys)],
+                       arrayminus=[(m - lo_) * scale for lo_, m in zip(lo, ys)], thickness=1.5, width=4)
         fig.add_trace(go.Scatter(
             x=list(xs), y=[None if v is None else v * scale for v in ys], name=label, line=dict(color=color, dash="dash" if model_line else "solid"),
-            mode="lines" if model_line else "lines+markers",
+            mode="lines" if model_line else "lines+markers", error_y=err,
         ))
     fig.update_layout(xaxis=dict(type="log" if log_x else "linear", title=x_title), yaxis=dict(type="log" if log_y else "linear", title=y_title))
     return style_figure(fig, title=title or None, height=420)
