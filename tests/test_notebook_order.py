@@ -1,0 +1,44 @@
+"""Random test order never shuffles a notebook's cells (root conftest.py)."""
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _root_conftest():
+    spec = importlib.util.spec_from_file_location("root_conftest", ROOT / "conftest.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+class _Cell:
+    def __init__(self, path, n):
+        self.path, self.cell_num = Path(path), n
+
+
+class _Test:
+    path = Path("tests/test_x.py")
+
+
+def test_cells_go_back_in_order_in_their_slots():
+    a = [_Cell("a.ipynb", n) for n in range(4)]
+    b = [_Cell("b.ipynb", n) for n in range(2)]
+    t = _Test()
+    items = [a[2], t, b[1], a[0], a[3], b[0], a[1]]
+    _root_conftest()._keep_notebook_cells_in_order(items)
+    assert items == [a[0], t, b[0], a[1], a[2], b[1], a[3]]
+
+
+def test_a_shuffling_seed_collects_cells_in_order(tmp_path):
+    nb = ROOT / "book" / "accuracy.ipynb"
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "randomly", "--randomly-seed=12345",
+         "-p", "no:cacheprovider", "--nbval-lax", str(nb)],
+        capture_output=True, text=True, cwd=ROOT,
+    )  # fmt: skip
+    cells = [int(line.rsplit(" ", 1)[1]) for line in out.stdout.splitlines() if "::Cell " in line]
+    assert len(cells) > 2 and cells == sorted(cells), out.stdout[-2000:]
