@@ -469,37 +469,55 @@ def precision_ks(gpu: bool | None = None) -> list[int]:
     return [2**p for p in range(8, 17)] if gpu else [2**p for p in range(6, 12, 1)]
 
 
-def measure_precision(ks=None, *, size: int | None = None, seed: int = 0) -> list[dict]:
+def measure_precision(ks=None, *, size: int | None = None, seed: int = 0, repeats: int = 3) -> list[dict]:
     """Relative error of ``A[size,K] @ B[K,size]`` in each data type against fp64, as K grows.
 
-    Inputs: standard normal in fp64. Two errors per dtype and K:
-    ``total`` = ||C_dtype - C_exact||_F / ||C_exact||_F (inputs rounded to the dtype, then the
-    product), and ``accumulation`` = the same against the fp64 product of the ROUNDED inputs (the
-    GEMM's own error). ``max_componentwise`` = max |c_hat - c| / (|A| |B|), to compare with the
-    deterministic bound. fp8 is E4M3 with per-tensor scales.
+    Inputs: standard normal in fp64, ``repeats`` independent draws (seeds ``seed``,
+    ``seed + 1``, ...). Per dtype and K, the median over the draws (and the spread, ``*_min`` and
+    ``*_max``) of ``total`` = ||C_dtype - C_exact||_F / ||C_exact||_F (inputs rounded to the dtype,
+    then the product) and ``accumulation`` = the same against the fp64 product of the ROUNDED inputs
+    (the GEMM's own error); ``max_componentwise`` = the largest |c_hat - c| / (|A| |B|) of any draw,
+    to compare with the deterministic bound. fp8 is E4M3 with per-tensor scales.
     """
+    import statistics as stats
+
     gpu = harness.on_gpu()
     ks = list(ks or precision_ks(gpu))
     size = size or (256 if gpu else 64)
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or not 1 <= repeats <= 100:
+        raise ValueError(f"repeats must be an integer in [1, 100], got {repeats!r}")
     dev = harness.device()
-    gen = torch.Generator(device=dev).manual_seed(seed)
+    gens = [torch.Generator(device=dev).manual_seed(seed + r) for r in range(repeats)]
     out = []
     variants = [("fp32", False), ("tf32", False), ("bf16", False), ("fp16", False), ("fp8", False)]
     if has_fp8():
         variants.append(("fp8", True))
     for k in ks:
-        a = torch.randn((size, k), generator=gen, device=dev, dtype=torch.float64)
-        b = torch.randn((k, size), generator=gen, device=dev, dtype=torch.float64)
-        exact = a @ b
-        for d, fast in variants:
-            c, ar, br, method, out_dtype = _lowp_matmul(d, a, b, fast_accum=fast)
-            exact_r = ar @ br
-            absab = ar.abs() @ br.abs()
+        runs = {v: [] for v in variants}
+        meta = {}
+        for gen in gens:
+            a = torch.randn((size, k), generator=gen, device=dev, dtype=torch.float64)
+            b = torch.randn((k, size), generator=gen, device=dev, dtype=torch.float64)
+            exact = a @ b
+            for d, fast in variants:
+                c, ar, br, method, out_dtype = _lowp_matmul(d, a, b, fast_accum=fast)
+                exact_r = ar @ br
+                absab = ar.abs() @ br.abs()
+                meta[(d, fast)] = (method, out_dtype)
+                runs[(d, fast)].append((
+                    float(torch.linalg.norm(c - exact) / torch.linalg.norm(exact)),
+                    float(torch.linalg.norm(c - exact_r) / torch.linalg.norm(exact_r)),
+                    float(((c - exact_r).abs() / absab).max()),
+                ))
+        for (d, fast), vals in runs.items():
+            tot, acc, comp = zip(*vals)
+            method, out_dtype = meta[(d, fast)]
             out.append({
                 "dtype": d, "k": k, "m": size, "method": method, "fast_accum": fast, "out_dtype": out_dtype,
-                "total": float(torch.linalg.norm(c - exact) / torch.linalg.norm(exact)),
-                "accumulation": float(torch.linalg.norm(c - exact_r) / torch.linalg.norm(exact_r)),
-                "max_componentwise": float(((c - exact_r).abs() / absab).max()),
+                "repeats": repeats,
+                "total": stats.median(tot), "total_min": min(tot), "total_max": max(tot),
+                "accumulation": stats.median(acc), "accumulation_min": min(acc), "accumulation_max": max(acc),
+                "max_componentwise": max(comp),
             })
     return out
 
