@@ -315,9 +315,28 @@ def measure_divergence(n_paths: Sequence[int] = (1, 2, 4, 8, 16, 32), *, iters: 
               "fixed_time_s": fixed_t.median_s, "fixed_time_min_s": fixed_t.min_s, "fixed_time_max_s": fixed_t.max_s,
               "one_path_double_iters_time_s": double_t.median_s, "one_path_double_iters_sm_clock_mhz": double_nvml["sm_clock_mhz"],
               "sass_opcodes": _sass_opcodes(k.divergent_kernel) if harness.on_gpu() else None,
+              **_kernel_occupancy(k.divergent_kernel, block),
               "points": points, "device": harness.device_name(), "simulated": k.SIMULATED}
     result.update(divergence_predictions(result))
     return result
+
+
+def _kernel_occupancy(kernel, threads_per_block: int) -> dict:
+    """Registers per thread of a compiled numba kernel and the warps per SM the occupancy model
+    gives it (None for each on a CPU or where numba cannot say)."""
+    out = {"regs_per_thread": None, "model_warps_per_sm": None}
+    if not harness.on_gpu():
+        return out
+    try:
+        regs = kernel.get_regs_per_thread()
+        regs = max(regs.values()) if isinstance(regs, dict) else int(regs)
+        out["regs_per_thread"] = int(regs)
+        arch = _local_arch()
+        if arch in model.ARCHS:
+            out["model_warps_per_sm"] = model.occupancy(threads_per_block, max(int(regs), 1), 0, arch).warps_per_sm
+    except Exception:  # an older numba-cuda: record null
+        pass
+    return out
 
 
 def _sass_opcodes(kernel) -> Optional[dict]:
