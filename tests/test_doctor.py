@@ -338,3 +338,16 @@ def test_chapters_are_the_experiment_topics():
     from widgets.experiments import TOPICS
 
     assert tuple(dr.CHAPTERS) == tuple(TOPICS)
+
+
+def test_room_plan_is_the_single_verdicts_side_by_side(capsys):
+    text, ok = dr.room(["T4", "A100-SXM-80GB"])
+    lines = {ln.split()[0]: ln.split()[1:] for ln in text.splitlines()[1:-1]}
+    for chapter in dr.CHAPTERS:
+        t4, a100 = (verdicts(dr.simulate(n))[chapter].status for n in ("T4", "A100-SXM-80GB"))
+        word = {"full": "fully", "scaled": "scaled", "needs": "NEEDS"}
+        assert lines[chapter] == [word[t4], word[a100]]
+    assert not ok  # serving needs more than a T4's memory
+    assert dr.room(["A100-SXM-80GB", "H200-SXM"])[1]
+    assert dr.main(["--as", "T4", "--as", "A100-SXM-80GB"]) == 1
+    assert "A100-SXM-80GB" in capsys.readouterr().out

@@ -3,6 +3,7 @@
     python -m widgets.doctor              # this machine
     python -m widgets.doctor --as T4      # a GPU you do not have (any catalog GPU, or T4)
     python -m widgets.doctor --as H200-SXM --gpus 2
+    python -m widgets.doctor --as T4 --as L4 --as A100-SXM-80GB   # a room plan: chapters x GPUs
 
 The table lists Python and the packages the chapters use, the notebook front end (ipywidgets,
 JupyterLab, jupyterlab-myst), torch with its CUDA and the driver, the GPU (name, compute
@@ -499,16 +500,39 @@ def table(m: Machine, verdicts: list[Verdict]) -> str:
     return "\n".join(f"{a:<{width}}  {b}".rstrip() for a, b in rows)
 
 
+def room(names, gpus: int = 1) -> tuple[str, bool]:
+    """For an instructor planning a room: one row per chapter, one column per GPU in ``names``,
+    each cell the verdict's first word (fully / scaled / NEEDS). Returns the text and whether every
+    chapter runs on every GPU."""
+    cols = []
+    for name in names:
+        m = simulate(name, gpus)
+        cols.append((m.gpu_name, {v.chapter: v for v in chapter_verdicts(m)}))
+    word = {"full": "fully", "scaled": "scaled", "needs": "NEEDS"}
+    width = max(len(c) for c in CHAPTERS)
+    heads = [n for n, _ in cols]
+    lines = [f"{'chapter':<{width}}  " + "  ".join(f"{h:<13}" for h in heads).rstrip()]
+    for c in CHAPTERS:
+        lines.append(f"{c:<{width}}  " + "  ".join(f"{word[v[c].status]:<13}" for _, v in cols).rstrip())
+    lines.append(f"({gpus} GPU{'s' if gpus != 1 else ''} each; python -m widgets.doctor --as NAME explains a column)")
+    return "\n".join(lines), all(v.runs for _, vs in cols for v in vs.values())
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m widgets.doctor", description=__doc__.splitlines()[0])
-    ap.add_argument("--as", dest="as_gpu", metavar="GPU", help="answer for this GPU instead (a catalog name, or T4)")
+    ap.add_argument("--as", dest="as_gpu", metavar="GPU", action="append",
+                    help="answer for this GPU instead (a catalog name, or T4); give it several times for a room plan")
     ap.add_argument("--gpus", type=int, default=1, help="with --as: how many of them (default 1)")
     args = ap.parse_args(argv)
     if args.gpus != 1 and not args.as_gpu:
         ap.error("--gpus goes with --as (this machine's GPUs are counted, not given)")
     t0 = time.perf_counter()
     try:
-        m = simulate(args.as_gpu, args.gpus, base=Machine(packages={d: _version(d) for d in (*PACKAGES, *FRONT_END)})) \
+        if args.as_gpu and len(args.as_gpu) > 1:
+            text, ok = room(args.as_gpu, args.gpus)
+            print(text)
+            return 0 if ok else 1
+        m = simulate(args.as_gpu[0], args.gpus, base=Machine(packages={d: _version(d) for d in (*PACKAGES, *FRONT_END)})) \
             if args.as_gpu else probe()
     except ValueError as exc:
         ap.error(str(exc))
