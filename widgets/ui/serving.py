@@ -515,9 +515,22 @@ def paged_kv_table(paged: dict) -> str:
     return book.table(rows, ["quantity", "model", "measured", "ratio"], caption=paged["method"])
 
 
+def nvml_phrase(n) -> str:
+    """What NVML read during a timing (``NvmlSampler.summary()``), as a phrase."""
+    if not n or n.get("sm_clock_mhz_median") is None:
+        return "no clock or power reading" + (f" ({n['reason']})" if n and n.get("reason") else "")
+    return f"SM clock {n['sm_clock_mhz_median']:,.0f} MHz (min {n['sm_clock_mhz_min']:,.0f}), power {n['power_w_median']:,.0f} W (max {n['power_w_max']:,.0f})"
+
+
 def ceilings_line(c: dict) -> str:
-    """One line for a ``measure_ceilings`` record."""
-    return f"{c['device']}: copy {fmt_bytes_per_s(c['copy_bytes_per_s'])}, {c['dtype']} GEMM {c['gemm_flop_per_s'] / 1e12:.3g} TFLOP/s"
+    """One line for a ``measure_ceilings`` record: medians, the spread of the repeats and NVML's
+    readings where the record has them."""
+    line = f"{c['device']}: copy {fmt_bytes_per_s(c['copy_bytes_per_s'])}, {c['dtype']} GEMM {c['gemm_flop_per_s'] / 1e12:.3g} TFLOP/s (medians)"
+    if c.get("copy_bytes_per_s_min") is not None:
+        line += (f"; repeats spread copy {fmt_bytes_per_s(c['copy_bytes_per_s_min'])} to {fmt_bytes_per_s(c['copy_bytes_per_s_max'])}, "
+                 f"GEMM {c['gemm_flop_per_s_min'] / 1e12:.3g} to {c['gemm_flop_per_s_max'] / 1e12:.3g} TFLOP/s; "
+                 f"during the GEMM: {nvml_phrase(c.get('gemm_nvml'))}")
+    return line
 
 
 # --------------------------------------------------------------------------------------------
