@@ -70,8 +70,13 @@ def run_timed(cmd, cwd: Path, env: dict | None = None, log: Path | None = None, 
     if check and proc.returncode != 0:
         sys.stderr.write(out[-4000:])
         raise SystemExit(f"command failed ({proc.returncode}): {cmd}")
-    return {"command": cmd if isinstance(cmd, str) else " ".join(map(str, cmd)), "wall_s": round(wall, 1),
-            "cpu_s": round(cpu, 1), "returncode": proc.returncode, "tail": out.strip().splitlines()[-3:]}
+    return {
+        "command": cmd if isinstance(cmd, str) else " ".join(map(str, cmd)),
+        "wall_s": round(wall, 1),
+        "cpu_s": round(cpu, 1),
+        "returncode": proc.returncode,
+        "tail": out.strip().splitlines()[-3:],
+    }
 
 
 def du_bytes(path: Path) -> int | None:
@@ -118,10 +123,13 @@ def fresh_clone(args) -> dict:
         "commit": commit(clone),
         "machine_before": before,
         "machine_after": machine(),
-        "package_caches": {"pip": str(Path.home() / ".cache" / "pip"), "pip_cache_present": (Path.home() / ".cache" / "pip").exists(),
-                           "npm_cache_present": (Path.home() / ".npm").exists(),
-                           "note": "packages may come from this machine's caches, local wheels and local indexes (pip config), "
-                                   "as they do for CI here"},
+        "package_caches": {
+            "pip": str(Path.home() / ".cache" / "pip"),
+            "pip_cache_present": (Path.home() / ".cache" / "pip").exists(),
+            "npm_cache_present": (Path.home() / ".npm").exists(),
+            "note": "packages may come from this machine's caches, local wheels and local indexes (pip config), "
+            "as they do for CI here",
+        },
         "steps": steps,
         "make_test_passed": steps["make_test"]["returncode"] == 0,
         "pytest_summary": pytest_summary(log.splitlines()),
@@ -142,16 +150,43 @@ def fresh_clone(args) -> dict:
 def unit(args) -> dict:
     runs = [run_timed(["make", "unit"], ROOT, check=False) for _ in range(args.repeat)]
     walls = [r["wall_s"] for r in runs]
-    return {"what": "`make unit` in the working tree", "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "commit": commit(), "machine": machine(), "runs": runs, "median_wall_s": statistics.median(walls),
-            "target_s": TARGET_UNIT_S, "note": "the machine is shared: see load_average; cpu_s is the work done (both workers)"}
+    return {
+        "what": "`make unit` in the working tree",
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "commit": commit(),
+        "machine": machine(),
+        "runs": runs,
+        "median_wall_s": statistics.median(walls),
+        "target_s": TARGET_UNIT_S,
+        "note": "the machine is shared: see load_average; cpu_s is the work done (both workers)",
+    }
 
 
 def build_nbval(args) -> dict:
     results = {}
     out_dir = Path(tempfile.mkdtemp(prefix="gpubook-bench-"))
-    build = [str(BIN / "jupyter-book"), "build", str(ROOT), "--all", "-W", "-n", "--keep-going", "--path-output", str(out_dir)]
-    nbval = [str(BIN / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax", "--nbval-current-env", "chapters"]
+    build = [
+        str(BIN / "jupyter-book"),
+        "build",
+        str(ROOT),
+        "--all",
+        "-W",
+        "-n",
+        "--keep-going",
+        "--path-output",
+        str(out_dir),
+    ]
+    nbval = [
+        str(BIN / "python"),
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--nbval-lax",
+        "--nbval-current-env",
+        "chapters",
+    ]
     for name, cmd, before in (
         ("clean_build_s", build, lambda: shutil.rmtree(out_dir / "_build", ignore_errors=True)),
         ("nbval_s", nbval, lambda: None),
@@ -160,8 +195,16 @@ def build_nbval(args) -> dict:
         for _ in range(args.repeat):
             before()
             times.append(run_timed(cmd, ROOT)["wall_s"])
-        results[name] = {"min": min(times), "median": statistics.median(times), "max": max(times), "runs": times, "command": " ".join(cmd)}
-        print(f"{name:14s} min {min(times):7.1f} s   median {statistics.median(times):7.1f} s   max {max(times):7.1f} s")
+        results[name] = {
+            "min": min(times),
+            "median": statistics.median(times),
+            "max": max(times),
+            "runs": times,
+            "command": " ".join(cmd),
+        }
+        print(
+            f"{name:14s} min {min(times):7.1f} s   median {statistics.median(times):7.1f} s   max {max(times):7.1f} s"
+        )
     shutil.rmtree(out_dir, ignore_errors=True)
     return {
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -191,7 +234,11 @@ def main(argv=None) -> int:
     out = Path(args.out) if args.out else BENCH / name
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(record, indent=1) + "\n")
-    print(json.dumps({k: v for k, v in record.items() if k in ("total_s", "under_target", "pytest_summary", "median_wall_s")}))
+    print(
+        json.dumps(
+            {k: v for k, v in record.items() if k in ("total_s", "under_target", "pytest_summary", "median_wall_s")}
+        )
+    )
     print(f"written {out}")
     return 0
 

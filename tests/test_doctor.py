@@ -53,7 +53,13 @@ def cpu_machine(**kw):
 def test_capability_rules(arch, fp16, bf16, fp8, tma, wgmma):
     cap = dr.capabilities(arch)
     assert (cap["fp16_tc"], cap["bf16_tc"], cap["tf32_tc"], cap["fp8_tc"], cap["tma"], cap["wgmma"]) == (
-        fp16, bf16, bf16, fp8, tma, wgmma)
+        fp16,
+        bf16,
+        bf16,
+        fp8,
+        tma,
+        wgmma,
+    )
 
 
 def test_compute_capability_parses_and_rejects():
@@ -96,7 +102,9 @@ def test_as_l4():
 def test_as_a100():
     v = verdicts(dr.simulate("A100-SXM-80GB"))
     assert v["tensor_cores"].status == "scaled"
-    assert [s for s in v["tensor_cores"].scaled if "fp8" in s] and not [s for s in v["tensor_cores"].scaled if "bf16" in s]
+    assert [s for s in v["tensor_cores"].scaled if "fp8" in s] and not [
+        s for s in v["tensor_cores"].scaled if "bf16" in s
+    ]
     assert v["serving"].status == "full"
     assert v["simt"].status == "full"
 
@@ -185,7 +193,9 @@ def test_collectives_rule_follows_the_experiments_plan():
 
     src = inspect.getsource(ex.plan)
     assert "if gpus >= 2:" in src and '"nccl"' in src, "plan() changed: update doctor._collectives"
-    assert ex.CPU_RANKS == 4 and max(ex.CPU_SWEEP_SIZES) == 16 * 2**20, "the doctor's text says 4 processes, up to 16 MiB"
+    assert ex.CPU_RANKS == 4 and max(ex.CPU_SWEEP_SIZES) == 16 * 2**20, (
+        "the doctor's text says 4 processes, up to 16 MiB"
+    )
 
 
 def test_serving_memory_rule_uses_free_memory():
@@ -207,7 +217,10 @@ def test_serving_memory_need_matches_the_experiment_and_the_h200_record():
     from widgets.models import serving as sv
 
     cfg = sv.LLAMA_3_70B.with_layers(dr.SERVING_LAYERS)
-    assert sv.kv_cache_bytes_per_token(cfg.layers, cfg.heads, cfg.head_dim, 2) * dr.SERVING_MHA_TOKENS == mha["measured_bytes"]
+    assert (
+        sv.kv_cache_bytes_per_token(cfg.layers, cfg.heads, cfg.head_dim, 2) * dr.SERVING_MHA_TOKENS
+        == mha["measured_bytes"]
+    )
     # 5.5B bf16 weights (10.2 GiB) + the 16 GiB MHA cache, +10%: between 24 GiB (L4) and 80 GiB (A100)
     assert 24 * GiB < dr.serving_gpu_bytes() < 40 * GiB
 
@@ -218,8 +231,24 @@ def test_serving_memory_need_matches_the_experiment_and_the_h200_record():
 def test_table_lists_every_item_the_issue_names():
     m = dr.simulate("L4")
     text = dr.table(m, dr.chapter_verdicts(m))
-    for item in ("Python", "front end", "jupyterlab", "ipywidgets", "torch", "driver", "GPU", "sm_89", "GPU memory",
-                 "Triton", "numba-cuda", "nvcc / NVRTC", "NCCL", "tensor cores", "TMA / wgmma", *dr.CHAPTERS):
+    for item in (
+        "Python",
+        "front end",
+        "jupyterlab",
+        "ipywidgets",
+        "torch",
+        "driver",
+        "GPU",
+        "sm_89",
+        "GPU memory",
+        "Triton",
+        "numba-cuda",
+        "nvcc / NVRTC",
+        "NCCL",
+        "tensor cores",
+        "TMA / wgmma",
+        *dr.CHAPTERS,
+    ):
         assert item in text, item
 
 
@@ -239,7 +268,9 @@ def test_main_rejects_an_unknown_gpu(capsys):
 @pytest.mark.slow
 def test_doctor_on_this_machine_in_under_a_minute():
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "widgets.doctor"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "widgets.doctor"], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     elapsed = time.perf_counter() - t0
     assert elapsed < 60, elapsed
     assert "chapter memory_hierarchy" in proc.stdout and "Python" in proc.stdout
@@ -273,7 +304,9 @@ def test_probe_notices_a_gpu_that_torch_cannot_use(monkeypatch):
     monkeypatch.setattr(dr, "_run", fake_run)
     m = dr.probe()
     assert m.n_gpus == 0 and any("RTX 3090" in n and "CPU" in n for n in m.notes)
-    monkeypatch.setattr(dr, "_run", lambda cmd, timeout=10.0: None if cmd[0] == "nvidia-smi" else real_run(cmd, timeout))
+    monkeypatch.setattr(
+        dr, "_run", lambda cmd, timeout=10.0: None if cmd[0] == "nvidia-smi" else real_run(cmd, timeout)
+    )
     assert not any("nvidia-smi" in n for n in dr.probe().notes)
 
 
@@ -331,7 +364,9 @@ def test_chapter_needs_follow_the_imports(topic):
     top, anywhere = _imports(topic)
     needs = set(dr.CHAPTER_NEEDS[topic])
     assert top <= needs, f"{topic} imports {sorted(top - needs)} at module level, but the doctor does not require it"
-    assert needs <= anywhere, f"the doctor requires {sorted(needs - anywhere)} for {topic}, which its modules never import"
+    assert needs <= anywhere, (
+        f"the doctor requires {sorted(needs - anywhere)} for {topic}, which its modules never import"
+    )
 
 
 def test_chapters_are_the_experiment_topics():

@@ -20,7 +20,9 @@ ROOT = Path(__file__).resolve().parents[1]
 def _notebooks() -> list[Path]:
     """Every notebook git tracks (falls back to a glob outside a git checkout), never the build's."""
     try:
-        out = subprocess.run(["git", "ls-files", "*.ipynb"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+        out = subprocess.run(
+            ["git", "ls-files", "*.ipynb"], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout
         paths = [ROOT / line for line in out.splitlines() if line.strip()]
     except (OSError, subprocess.CalledProcessError):
         paths = []
@@ -65,7 +67,8 @@ def test_notebook_is_committed_without_outputs(path):
     nb = json.loads(path.read_text(encoding="utf-8"))
     found = problems(nb)
     assert not found, (
-        f"{path.relative_to(ROOT)} is not output-free:\n  " + "\n  ".join(found[:20])
+        f"{path.relative_to(ROOT)} is not output-free:\n  "
+        + "\n  ".join(found[:20])
         + f"\nclear it: .venv/bin/jupyter nbconvert --clear-output --inplace {path.relative_to(ROOT)}"
     )
 
@@ -106,11 +109,25 @@ def test_checker_accepts_a_clean_notebook():
     [
         (_code(outputs=[{"output_type": "stream", "name": "stdout", "text": "1"}]), "output"),
         (_code(execution_count=3), "execution_count 3"),
-        ({"nbformat": 4, "nbformat_minor": 5, "cells": [{"cell_type": "code", "metadata": {}, "source": "",
-                                                         "outputs": [], "execution_count": None}]}, "no cell id"),
+        (
+            {
+                "nbformat": 4,
+                "nbformat_minor": 5,
+                "cells": [{"cell_type": "code", "metadata": {}, "source": "", "outputs": [], "execution_count": None}],
+            },
+            "no cell id",
+        ),
         ({"nbformat": 3, "cells": []}, "nbformat"),
-        ({"nbformat": 4, "nbformat_minor": 5, "cells": [{"cell_type": "markdown", "id": "m", "metadata": {}, "source": "",
-                                                         "attachments": {"a.png": {}}}]}, "attachments"),
+        (
+            {
+                "nbformat": 4,
+                "nbformat_minor": 5,
+                "cells": [
+                    {"cell_type": "markdown", "id": "m", "metadata": {}, "source": "", "attachments": {"a.png": {}}}
+                ],
+            },
+            "attachments",
+        ),
     ],
 )
 def test_checker_catches_each_problem(nb, needle):

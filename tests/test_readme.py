@@ -140,7 +140,6 @@ def test_colab_t4_claim_is_the_doctors_verdict():
     assert all(f"({c})" in README for c in blocked)
 
 
-
 def test_pip_installs_of_the_extra_are_held_to_the_tested_pins():
     lines = [ln for ln in README.splitlines() if re.search(r"pip install -e \S*\[chapters\]", ln)]
     assert lines, "the README gives the pip install of the [chapters] extra"
@@ -171,8 +170,14 @@ def _run_browser_probe(tmp_path, env_extra):
     (bin_dir / "python").symlink_to(sys.executable)
     env = {k: v for k, v in os.environ.items() if k not in ("GPUBOOK_REQUIRE_BROWSER", "PYTEST_ADDOPTS")}
     env.update(PATH=str(bin_dir), **env_extra)
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "tests"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "tests"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 @pytest.mark.slow

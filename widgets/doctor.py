@@ -61,8 +61,12 @@ INSTALL_HINT = 'pip install "gpu-book-widgets[chapters]" (or make install)'
 # GPUs that ``--as`` knows although the catalog (widgets.hardware) does not have them yet. Adding
 # them to the catalog, with sources, is a separate piece of work; the catalog wins when it has one.
 EXTRA_GPUS: dict[str, dict] = {
-    "T4": dict(vendor="NVIDIA", arch="sm_75", memory_bytes=16 * 10**9,
-               source="NVIDIA T4 datasheet: Turing, 16 GB GDDR6 (about 15 GiB usable); compute capability 7.5"),
+    "T4": dict(
+        vendor="NVIDIA",
+        arch="sm_75",
+        memory_bytes=16 * 10**9,
+        source="NVIDIA T4 datasheet: Turing, 16 GB GDDR6 (about 15 GiB usable); compute capability 7.5",
+    ),
 }
 
 # The serving chapter's GPU run (widgets/experiments/serving.py): a Llama-3-70B-shaped decoder cut
@@ -182,7 +186,11 @@ def _run(cmd: list, timeout: float = 10.0) -> Optional[str]:
 
 
 def _nvcc_version() -> Optional[str]:
-    cands = [os.environ.get("NVCC"), shutil.which("nvcc"), os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "nvcc")]
+    cands = [
+        os.environ.get("NVCC"),
+        shutil.which("nvcc"),
+        os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "nvcc"),
+    ]
     for cand in cands:
         if cand and os.path.exists(cand):
             out = _run([cand, "--version"])
@@ -219,7 +227,10 @@ def probe() -> Machine:
             hip = getattr(torch.version, "hip", None)
             free, total = torch.cuda.mem_get_info(0)
             kw.update(
-                gpu_name=props.name, n_gpus=n, total_bytes=int(total), free_bytes=int(free),
+                gpu_name=props.name,
+                n_gpus=n,
+                total_bytes=int(total),
+                free_bytes=int(free),
                 vendor="AMD" if hip else "NVIDIA",
                 arch=(getattr(props, "gcnArchName", "rocm").split(":")[0] if hip else f"sm_{props.major}{props.minor}"),
             )
@@ -234,10 +245,16 @@ def probe() -> Machine:
     if torch is not None and not kw.get("n_gpus"):
         smi = _run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"])
         if smi:
-            why = "torch is a CPU-only build" if not kw.get("torch_cuda") else "torch cannot reach it (driver too old for its CUDA?)"
+            why = (
+                "torch is a CPU-only build"
+                if not kw.get("torch_cuda")
+                else "torch cannot reach it (driver too old for its CUDA?)"
+            )
             notes.append(f"nvidia-smi sees {smi.splitlines()[0].strip()}, but {why}: the chapters will run on the CPU")
     if packages.get("jupyterlab") and not packages.get("jupyterlab-myst"):
-        notes.append("JupyterLab without jupyterlab-myst shows the prose's {glue} roles and admonitions raw: pip install jupyterlab-myst")
+        notes.append(
+            "JupyterLab without jupyterlab-myst shows the prose's {glue} roles and admonitions raw: pip install jupyterlab-myst"
+        )
     kw["nvcc"] = _nvcc_version()
     kw["nvrtc"] = importlib.util.find_spec("cuda") is not None and _find("cuda.bindings.nvrtc")
     kw["c_compiler"] = bool(shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc") or shutil.which("clang"))
@@ -272,11 +289,20 @@ def gpu_facts(name: str) -> dict:
         except ValueError:
             g = None
         if g is not None:
-            return dict(name=g.name, vendor=g.vendor, arch=g.arch, memory_bytes=int(g.hbm_bytes), source="widgets.hardware catalog")
+            return dict(
+                name=g.name,
+                vendor=g.vendor,
+                arch=g.arch,
+                memory_bytes=int(g.hbm_bytes),
+                source="widgets.hardware catalog",
+            )
         for key, facts in EXTRA_GPUS.items():
             if key.lower() == name.lower():
                 return dict(name=key, **facts)
-    known = [*hardware.gpu_names(), *(k for k in EXTRA_GPUS if k.lower() not in {n.lower() for n in hardware.gpu_names()})]
+    known = [
+        *hardware.gpu_names(),
+        *(k for k in EXTRA_GPUS if k.lower() not in {n.lower() for n in hardware.gpu_names()}),
+    ]
     raise ValueError(f"as_gpu must be one of {', '.join(known)}; got {name!r}")
 
 
@@ -288,15 +314,38 @@ def simulate(name: str, gpus: int = 1, base: Optional[Machine] = None) -> Machin
     facts = gpu_facts(name)
     base = base or Machine()
     packages = dict(base.packages)
-    for dist in ("numpy", "torch", "triton", "numba", "numba-cuda", "cuda-bindings", "plotly", "myst-nb", "ipywidgets", "ipykernel"):
+    for dist in (
+        "numpy",
+        "torch",
+        "triton",
+        "numba",
+        "numba-cuda",
+        "cuda-bindings",
+        "plotly",
+        "myst-nb",
+        "ipywidgets",
+        "ipykernel",
+    ):
         packages[dist] = packages.get(dist) or "assumed"
     nvidia = facts["vendor"] == "NVIDIA"
     return replace(
-        base, packages=packages, gpu_name=facts["name"], vendor=facts["vendor"], arch=facts["arch"],
-        total_bytes=facts["memory_bytes"], free_bytes=facts["memory_bytes"], n_gpus=gpus,
-        torch_cuda=base.torch_cuda or "assumed", driver=None, nccl="assumed", gloo=True,
-        nvrtc=nvidia, simulated=True,
-        notes=(f"simulated: {gpus} x {facts['name']} ({facts['source']}), the book's requirements installed, the GPU idle",),
+        base,
+        packages=packages,
+        gpu_name=facts["name"],
+        vendor=facts["vendor"],
+        arch=facts["arch"],
+        total_bytes=facts["memory_bytes"],
+        free_bytes=facts["memory_bytes"],
+        n_gpus=gpus,
+        torch_cuda=base.torch_cuda or "assumed",
+        driver=None,
+        nccl="assumed",
+        gloo=True,
+        nvrtc=nvidia,
+        simulated=True,
+        notes=(
+            f"simulated: {gpus} x {facts['name']} ({facts['source']}), the book's requirements installed, the GPU idle",
+        ),
     )
 
 
@@ -380,9 +429,13 @@ def _simt(m: Machine, cap: dict):
 
     scaled, needs, caveats = [], [], []
     if not m.gpu:
-        scaled.append(_cpu_note("latency and divergence kernels in numba-cuda's simulator; launch and Amdahl on the host"))
+        scaled.append(
+            _cpu_note("latency and divergence kernels in numba-cuda's simulator; launch and Amdahl on the host")
+        )
         if not (m.c_compiler and m.occupancy_header):
-            scaled.append("the occupancy comparison left out (needs cuda_occupancy.h, shipped with Triton or CUDA, and a C compiler)")
+            scaled.append(
+                "the occupancy comparison left out (needs cuda_occupancy.h, shipped with Triton or CUDA, and a C compiler)"
+            )
         else:
             scaled.append("occupancy answered by NVIDIA's calculator (cuda_occupancy.h) for sm_90, not by a driver")
         scaled.append("bandwidth against occupancy shown for one simulated SM")
@@ -394,7 +447,9 @@ def _simt(m: Machine, cap: dict):
         needs.append("a CUDA C compiler: nvcc (the CUDA toolkit) or NVRTC (pip install cuda-bindings)")
     if m.arch not in simt_model.ARCHS:
         have = ", ".join(simt_model.ARCHS)
-        scaled.append(f"the occupancy model has no {m.arch} rules (it has {have}): the driver's answers are shown without the model's")
+        scaled.append(
+            f"the occupancy model has no {m.arch} rules (it has {have}): the driver's answers are shown without the model's"
+        )
     return scaled, needs, caveats
 
 
@@ -409,8 +464,10 @@ def _tensor_cores(m: Machine, cap: dict):
     if not cap["fp16_tc"]:
         needs.append(f"tensor cores (sm_70 or newer; this GPU is {m.arch})")
     if not cap["bf16_tc"]:
-        scaled.append(f"tf32 and bf16 have no tensor-core path on {m.arch} (both need sm_80): the tf32 row measures plain fp32, "
-                      "the bf16 row no tensor cores")
+        scaled.append(
+            f"tf32 and bf16 have no tensor-core path on {m.arch} (both need sm_80): the tf32 row measures plain fp32, "
+            "the bf16 row no tensor cores"
+        )
         caveats.append(f"the bf16 shape sweep and Triton GEMM are untested on {m.arch}")
     if not cap["fp8_tc"]:
         scaled.append(f"fp8 rows left out (fp8 tensor cores need sm_89; this GPU is {m.arch})")
@@ -429,7 +486,9 @@ def _collectives(m: Machine, cap: dict):
         needs.append("torch.distributed with the gloo backend")
         return scaled, needs, caveats
     why = "one GPU" if m.n_gpus == 1 else "no GPU"
-    scaled.append(f"collectives run on the CPU with gloo, 4 processes, up to 16 MiB ({why}; NCCL across 2+ GPUs runs them fully)")
+    scaled.append(
+        f"collectives run on the CPU with gloo, 4 processes, up to 16 MiB ({why}; NCCL across 2+ GPUs runs them fully)"
+    )
     return scaled, needs, caveats
 
 
@@ -479,7 +538,11 @@ def machine_rows(m: Machine) -> list[tuple[str, str]]:
     if m.gpu:
         cc = f"sm_{m.cc[0]}{m.cc[1]}" if m.cc else m.arch
         rows.append(("GPU", f"{m.n_gpus} x {m.gpu_name}, {cc}"))
-        mem = f"{_gib(m.free_bytes)} free of {_gib(m.total_bytes)}" if m.free_bytes is not None and m.total_bytes else "unknown"
+        mem = (
+            f"{_gib(m.free_bytes)} free of {_gib(m.total_bytes)}"
+            if m.free_bytes is not None and m.total_bytes
+            else "unknown"
+        )
         rows.append(("GPU memory", mem))
         if m.nvidia:
             have = [k for k in ("fp16_tc", "bf16_tc", "tf32_tc", "fp8_tc") if cap[k]]
@@ -522,8 +585,13 @@ def room(names, gpus: int = 1) -> tuple[str, bool]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m widgets.doctor", description=__doc__.splitlines()[0])
-    ap.add_argument("--as", dest="as_gpu", metavar="GPU", action="append",
-                    help="answer for this GPU instead (a catalog name, or T4); give it several times for a room plan")
+    ap.add_argument(
+        "--as",
+        dest="as_gpu",
+        metavar="GPU",
+        action="append",
+        help="answer for this GPU instead (a catalog name, or T4); give it several times for a room plan",
+    )
     ap.add_argument("--gpus", type=int, default=1, help="with --as: how many of them (default 1)")
     args = ap.parse_args(argv)
     if args.gpus != 1 and not args.as_gpu:
@@ -534,8 +602,13 @@ def main(argv=None) -> int:
             text, ok = room(args.as_gpu, args.gpus)
             print(text)
             return 0 if ok else 1
-        m = simulate(args.as_gpu[0], args.gpus, base=Machine(packages={d: _version(d) for d in (*PACKAGES, *FRONT_END)})) \
-            if args.as_gpu else probe()
+        m = (
+            simulate(
+                args.as_gpu[0], args.gpus, base=Machine(packages={d: _version(d) for d in (*PACKAGES, *FRONT_END)})
+            )
+            if args.as_gpu
+            else probe()
+        )
     except ValueError as exc:
         ap.error(str(exc))
     verdicts = chapter_verdicts(m)
