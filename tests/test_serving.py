@@ -1027,6 +1027,27 @@ def test_accuracy_rows_of_a_device_without_datasheet_figures():
     assert all(x.label != "prediction" or "transient" in x.quantity for x in rows)
 
 
+@settings(max_examples=50, deadline=None)
+@given(lengths=st.lists(st.integers(0, 100_000), min_size=1, max_size=50), block=st.integers(1, 512), bpt=st.floats(1, 1e7))
+def test_paged_cache_holds_the_tokens_and_less_than_a_block_more(lengths, block, bpt):
+    paged = sv.paged_kv_cache_bytes(bpt, lengths, block)
+    exact = sum(lengths) * bpt
+    assert math.isfinite(paged) and exact * (1 - 1e-12) <= paged < exact + len(lengths) * block * bpt * (1 + 1e-12)
+
+
+def test_ceilings_line_shows_spread_and_nvml():
+    from widgets.ui import serving as ui
+
+    c = dict(device="NVIDIA H200", copy_bytes_per_s=4.19e12, gemm_flop_per_s=747e12, dtype="bfloat16", copy_bytes_per_s_min=4.1e12,
+             copy_bytes_per_s_max=4.2e12, gemm_flop_per_s_min=700e12, gemm_flop_per_s_max=760e12,
+             gemm_nvml=dict(sm_clock_mhz_median=1755.0, sm_clock_mhz_min=1500.0, power_w_median=650.0, power_w_max=699.0, samples=9, reason=None))
+    line = ui.ceilings_line(c)
+    assert "1,755 MHz" in line and "650 W" in line and "700 to 760 TFLOP/s" in line
+    old = {k: c[k] for k in ("device", "copy_bytes_per_s", "gemm_flop_per_s", "dtype")}  # a record before the spread was kept
+    assert "repeats" not in ui.ceilings_line(old)
+    assert ui.nvml_phrase(dict(sm_clock_mhz_median=None, reason="no GPU: nothing to sample")).startswith("no clock or power reading")
+
+
 def test_paged_kv_cache_fills_like_a_server():
     """A real paged cache: blocks taken on demand, keys read back through the block table, the
     pool's bytes equal to the blocks' and the blocks taken equal to ceil(length / block) each."""
