@@ -386,3 +386,18 @@ def test_room_plan_is_the_single_verdicts_side_by_side(capsys):
     assert dr.room(["A100-SXM-80GB", "H200-SXM"])[1]
     assert dr.main(["--as", "T4", "--as", "A100-SXM-80GB"]) == 1
     assert "A100-SXM-80GB" in capsys.readouterr().out
+
+
+def test_chapter_line_for_a_first_cell():
+    line = dr.chapter_line("tensor_cores", dr.simulate("T4"))
+    assert line.startswith("On 1 x T4 (simulated) this chapter runs, scaled down:") and "sm_89" in line
+    assert "needs" in dr.chapter_line("serving", dr.simulate("T4"))
+    assert "no GPU" in dr.chapter_line("simt", cpu_machine())
+    with pytest.raises(ValueError, match="chapter must be one of"):
+        dr.chapter_line("attention", cpu_machine())
+
+
+@pytest.mark.slow
+def test_probe_notes_colab(monkeypatch):
+    monkeypatch.setenv("COLAB_RELEASE_TAG", "release-test")
+    assert any("Colab" in n for n in dr.probe().notes)

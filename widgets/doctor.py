@@ -520,6 +520,22 @@ _RULES = {
 }
 
 
+def chapter_line(chapter: str, machine: Optional[Machine] = None) -> str:
+    """One sentence for a chapter's first cell: what this machine (or ``machine``) can run of it.
+
+    >>> chapter_line("collectives", simulate("H200-SXM", gpus=2))
+    'On 2 x H200-SXM (simulated) this chapter runs fully. Whole table: python -m widgets.doctor'
+    """
+    if chapter not in CHAPTERS:
+        raise ValueError(f"chapter must be one of {', '.join(CHAPTERS)}; got {chapter!r}")
+    m = machine if machine is not None else probe()
+    v = next(x for x in chapter_verdicts(m) if x.chapter == chapter)
+    where = f"{m.n_gpus} x {m.gpu_name}" if m.gpu else "this machine (no GPU)"
+    if m.simulated:
+        where += " (simulated)"
+    return f"On {where} this chapter {v.text()}. Whole table: python -m widgets.doctor"
+
+
 # --------------------------------------------------------------------------------------------
 # The table
 # --------------------------------------------------------------------------------------------
