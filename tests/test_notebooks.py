@@ -40,6 +40,8 @@ def problems(nb: dict) -> list[str]:
     """What keeps ``nb`` (a parsed .ipynb) from being committed: outputs, execution counts,
     missing cell ids, a wrong nbformat. An empty list means it is clean."""
     found = []
+    if "widgets" in nb.get("metadata", {}):
+        found.append("saved widget state in the notebook's metadata (widgets)")
     if nb.get("nbformat") != 4:
         found.append(f"nbformat is {nb.get('nbformat')!r}, expected 4")
     for i, cell in enumerate(nb.get("cells", [])):
@@ -53,6 +55,9 @@ def problems(nb: dict) -> list[str]:
                 found.append(f"{where}: execution_count {cell['execution_count']!r}")
         elif cell.get("outputs") or "execution_count" in cell:
             found.append(f"{where}: a {cell.get('cell_type')} cell with outputs or an execution count")
+        timing = {"execution", "ExecuteTime"} & set(cell.get("metadata", {}))
+        if timing:
+            found.append(f"{where}: run timing in its metadata ({', '.join(sorted(timing))})")
         if cell.get("attachments"):
             found.append(f"{where}: attachments (base64 images are not allowed)")
     return found
@@ -128,6 +133,8 @@ def test_checker_accepts_a_clean_notebook():
             },
             "attachments",
         ),
+        (_code(metadata={"execution": {"iopub.status.busy": "2026-12-01T10:00:00Z"}}), "run timing"),
+        ({**_code(), "metadata": {"widgets": {"application/vnd.jupyter.widget-state+json": {}}}}, "widget state"),
     ],
 )
 def test_checker_catches_each_problem(nb, needle):
