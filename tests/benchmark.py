@@ -101,7 +101,12 @@ def book_build_s(log: str) -> float | None:
     return max(setups) if setups else None
 
 
-def fresh_clone(args) -> dict:
+def fresh_install(args) -> dict:
+    """``make install`` alone in a fresh clone: the first set-up's time and disk (no tests)."""
+    return fresh_clone(args, test=False)
+
+
+def fresh_clone(args, test: bool = True) -> dict:
     where = Path(tempfile.mkdtemp(prefix="gpubook-fresh-"))
     clone = where / "clone"
     subprocess.run(["git", "clone", "--quiet", "--no-hardlinks", str(ROOT), str(clone)], check=True)
@@ -113,6 +118,20 @@ def fresh_clone(args) -> dict:
     steps = {}
     steps["make_install"] = run_timed("make install", clone, env, where / "install.log")
     print(f"make install  {steps['make_install']['wall_s']:7.1f} s", flush=True)
+    if not test:
+        record = {
+            "what": "a fresh clone's `make install` alone (the first set-up, before `make book` or `make test`)",
+            "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "commit": commit(clone),
+            "machine_before": before,
+            "machine_after": machine(),
+            "steps": steps,
+            "disk_bytes": {name: du_bytes(clone / name) for name in (".venv", "node_modules")},
+            "note": "packages come from this machine's pip configuration (local wheels and indexes) and npm's cache",
+        }
+        if not args.keep:
+            shutil.rmtree(where, ignore_errors=True)
+        return record
     steps["make_test"] = run_timed("make test", clone, env, where / "test.log", check=False)
     print(f"make test     {steps['make_test']['wall_s']:7.1f} s  (exit {steps['make_test']['returncode']})", flush=True)
     log = (where / "test.log").read_text()
@@ -217,6 +236,7 @@ def build_nbval(args) -> dict:
 
 MODES = {
     "fresh-clone": (fresh_clone, "fresh_clone_make_test.json"),
+    "fresh-install": (fresh_install, "fresh_clone_make_install.json"),
     "unit": (unit, "make_unit.json"),
     "build-nbval": (build_nbval, "build_and_nbval.json"),
 }
