@@ -521,6 +521,13 @@ def test_live_forms_recompute_and_show_errors():
     box.controls["dtype"].value = "fp8_e4m3"
     box.controls["k"].value = 100
     assert "<td>largest finite</td><td><b>448</b>" in _texts(box)
+    box.controls["accumulate"].value = "Hopper fp8, fast"
+    box.controls["k"].value = 65536
+    want = tc.tensor_core_dot_error(65536, "fp8", True)
+    assert f"<td>typical error, random data (of |x.y|)</td><td><b>{want:.3g}</b>" in _texts(box)
+    assert "14 bits" in _texts(box) and "DeepSeek" in _texts(box)
+    box.controls["dtype"].value = "bf16"
+    assert "Invalid input" in _texts(box) and "fp8 inputs only" in _texts(box)
 
 
 def test_checks_pass_and_fail(capsys):

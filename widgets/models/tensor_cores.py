@@ -144,7 +144,7 @@ def implied_clock_hz(peak_flop_per_s: float, sms: int, flop_per_clock_per_sm: fl
     """
     p = _bounded("peak_flop_per_s", peak_flop_per_s, MAX_FLOP_PER_S)
     s = _check.integer("sms", sms, minimum=1, maximum=MAX_SMS)
-    r = _bounded("flop_per_clock_per_sm", flop_per_clock_per_sm, MAX_FLOP_PER_CLOCK_PER_SM)
+    r = _bounded("flop_per_clock_per_sm", flop_per_clock_per_sm, MAX_FLOP_PER_CLOCK_PER_SM, minimum=1e-6)
     return p / (s * r)
 
 
@@ -340,8 +340,8 @@ def gemm_estimate(
     (16, 959, 'compute')
     """
     flop = matmul_flop(m, n, k)
-    p = _bounded("peak_flop_per_s", peak_flop_per_s, MAX_FLOP_PER_S)
-    bw = _bounded("bytes_per_s", bytes_per_s, MAX_FLOP_PER_S)
+    p = _bounded("peak_flop_per_s", peak_flop_per_s, MAX_FLOP_PER_S, minimum=1.0)
+    bw = _bounded("bytes_per_s", bytes_per_s, MAX_FLOP_PER_S, minimum=1.0)
     tiles, waves, weff = gemm_waves(m, n, tile_m, tile_n, sms)
     teff = tile_efficiency(m, n, tile_m, tile_n)
     moved = gemm_bytes(m, n, k, in_bytes, out_bytes)
@@ -576,7 +576,7 @@ def instruction_clocks(m: int, n: int, k: int, flop_per_clock_per_sm: float, *, 
     m, n, k : int
         The instruction shape, each >= 1 (and <= 2**20).
     flop_per_clock_per_sm : float
-        The SM's dense FLOP per clock for the data type, > 0.
+        The SM's dense FLOP per clock for the data type, 10**-6 to 10**9.
     tensor_cores_used : int
         Tensor cores the instruction runs on, 1 <= ... <= ``tensor_cores_per_sm``.
     tensor_cores_per_sm : int
@@ -594,7 +594,7 @@ def instruction_clocks(m: int, n: int, k: int, flop_per_clock_per_sm: float, *, 
     m_ = _check.integer("m", m, minimum=1, maximum=2**20)
     n_ = _check.integer("n", n, minimum=1, maximum=2**20)
     k_ = _check.integer("k", k, minimum=1, maximum=2**20)
-    r = _check.positive("flop_per_clock_per_sm", flop_per_clock_per_sm)
+    r = _bounded("flop_per_clock_per_sm", flop_per_clock_per_sm, MAX_FLOP_PER_CLOCK_PER_SM, minimum=1e-6)
     per_sm = _check.integer("tensor_cores_per_sm", tensor_cores_per_sm, minimum=1, maximum=64)
     used = _check.integer("tensor_cores_used", tensor_cores_used, minimum=1, maximum=per_sm)
     return 2.0 * m_ * n_ * k_ / (r * used / per_sm)
@@ -657,7 +657,7 @@ def accumulator(dtype: str, fast_accum: bool = False) -> Accumulator:
     if not isinstance(fast_accum, bool):
         raise ValueError(f"fast_accum must be True or False, got {fast_accum!r}")
     d = _ALIASES.get(dtype, dtype) if isinstance(dtype, str) else dtype
-    d = "fp8" if d == "fp8_e4m3" else d
+    d = "fp8" if d in ("fp8_e4m3", "fp8_e5m2") else d  # both fp8 formats use the same accumulator
     valid = sorted({key[0] for key in ACCUMULATORS})
     d = _check.choice("dtype", d, valid)
     if (d, fast_accum) not in ACCUMULATORS:
@@ -745,7 +745,7 @@ def fit_significand_bits(k: int, typical_error: float, *, promote_every_k: int |
     14.0
     """
     kk = _check.integer("k", k, minimum=1, maximum=MAX_K)
-    err = _check.positive("typical_error", typical_error)
+    err = _bounded("typical_error", typical_error, 1.0, minimum=1e-30)
     c = kk if promote_every_k is None else min(kk, _check.integer("promote_every_k", promote_every_k, minimum=1, maximum=MAX_K))
     # err^2 = c u^2 RV / 2 (the fp32 part neglected)  ->  u = err / sqrt(c RV / 2)
     u = err / math.sqrt(c * ROUNDING_VARIANCE / 2)
@@ -785,6 +785,6 @@ def fit_promotion_interval(typical_error: float, significand_bits: int) -> float
     >>> round(fit_promotion_interval(accumulation_error(65536, 14, promote_every_k=128).typical_error, 14))
     128
     """
-    err = _check.positive("typical_error", typical_error)
+    err = _bounded("typical_error", typical_error, 1.0, minimum=1e-30)
     p = _check.integer("significand_bits", significand_bits, minimum=2, maximum=64)
     return (err / 2.0**-p) ** 2 * 2 / ROUNDING_VARIANCE

@@ -334,25 +334,55 @@ def precision_figure(choices=PRECISION_CHOICES, ks=PRECISION_KS) -> go.Figure:
     )
 
 
+HOPPER_SUMS = {"Hopper fp8, fast": True, "Hopper fp8, promoted": False}
+
+
 def precision_calculator():
-    """Live precision explorer: input format, K, accumulation format -> range and expected error."""
+    """Live precision explorer: input format, K, where the sums are kept (an IEEE-like format, or
+    Hopper's fp8 accumulator with or without promotion) -> range and expected error."""
     import ipywidgets as w
 
     controls = {
         "dtype": w.Dropdown(options=list(PRECISION_DTYPES), value="bf16", description="inputs"),
         "k": w.IntText(value=4096, description="K"),
-        "accumulate": w.Dropdown(options=["fp32", "tf32", "bf16", "fp16"], value="fp32", description="sums in"),
+        "accumulate": w.Dropdown(options=["fp32", *HOPPER_SUMS, "tf32", "bf16", "fp16"], value="fp32", description="sums in"),
     }
 
     def compute(dtype, k, accumulate):
-        return tc.dot_error(k, dtype, accumulate)
+        e = tc.dot_error(k, dtype)
+        if accumulate not in HOPPER_SUMS:
+            return tc.dot_error(k, dtype, accumulate), None, accumulate
+        if e.dtype not in ("fp8_e4m3", "fp8_e5m2"):
+            raise ValueError(f"accumulate: Hopper's narrow accumulator serves fp8 inputs only, got dtype={dtype!r}; "
+                             "pick fp32 sums for other formats")
+        return e, tc.tensor_core_accumulation_error(k, dtype, HOPPER_SUMS[accumulate]), accumulate
 
-    def show(e: tc.DotError):
-        fig = go.Figure(_precision_traces(e.dtype, e.accumulate))
-        fig.add_trace(go.Scatter(x=[e.k], y=[e.typical_error], mode="markers", name="this K", marker=dict(size=11, color=COLORS[3])))
+    def show(result):
+        e, acc, path = result
+        if acc is None:
+            rows, total, curve = precision_rows(e), e.typical_error, path
+        else:
+            total = tc.tensor_core_dot_error(e.k, e.dtype, HOPPER_SUMS[path])
+            a = tc.accumulator(e.dtype, HOPPER_SUMS[path])
+            rows = precision_rows(e)[:4] + [
+                ("accumulator (effective)", f"{a.significand_bits} bits, u = {acc.u_acc:.3g}" +
+                 (f", promoted to fp32 every {a.promote_every_k}" if a.promote_every_k else ", never promoted")),
+                ("deterministic bound (of sum |x y|)", f"{2 * e.u_in + acc.deterministic_bound:.3g}"),
+                ("probabilistic bound (of sum |x y|)", f"{2 * e.u_in + acc.probabilistic_bound:.3g}"),
+                ("typical error, random data (of |x.y|)", f"{total:.3g}"),
+                ("source (calibrated)", a.source),
+            ]
+            curve = "Hopper fast" if HOPPER_SUMS[path] else "Hopper precise"
+        tot, inputs, accs = precision_errors(e.dtype, curve, PRECISION_CURVE_KS)
+        fig = go.Figure([
+            go.Scatter(x=list(PRECISION_CURVE_KS), y=tot, mode="lines", name="typical total error", line=dict(color=COLORS[0])),
+            go.Scatter(x=list(PRECISION_CURVE_KS), y=inputs, mode="lines", name="input rounding", line=dict(color=COLORS[1], dash="dot")),
+            go.Scatter(x=list(PRECISION_CURVE_KS), y=accs, mode="lines", name="accumulation", line=dict(color=COLORS[2], dash="dash")),
+            go.Scatter(x=[e.k], y=[total], mode="markers", name="this K", marker=dict(size=11, color=COLORS[3])),
+        ])
         fig.update_layout(**_precision_layout())
-        style_figure(fig, title=f"{e.dtype} inputs, sums in {e.accumulate}", readout=f"K = {e.k}: typical {e.typical_error:.2g}")
-        return table_html(precision_rows(e)), fig
+        style_figure(fig, title=f"{e.dtype} inputs, sums in {path}", readout=f"K = {e.k}: typical {total:.2g}")
+        return table_html(rows), fig
 
     return live_form(compute, controls, show, title="Precision explorer: a dot product of length K")
 
