@@ -1,6 +1,6 @@
 """Fuzz every public function of ``widgets.models.*``, ``widgets.units`` and ``widgets.hardware``.
 
-Each parameter in turn gets a bad value (0, -1, NaN, +-inf, 1e308, 5e-324, 2**62, a string, None, a
+Each parameter in turn gets a bad value (0, -1, NaN, +-inf, 1e308, 5e-324, 2**62, a string, None, a numpy array, a
 list, True, and an unknown name for a string parameter); every other parameter keeps a valid value (the
 signature default, or the table ``VALID`` below). A call must either
 
@@ -247,6 +247,7 @@ BAD_VALUES = {
     "str": "x1",
     "None": None,
     "list": [1, 2],
+    "array": np.array([1.0, 2.0]),  # a numpy array where a scalar belongs ("truth value ... ambiguous")
     "True": True,
     "unknown": UNKNOWN_NAME,
 }
@@ -350,7 +351,7 @@ def must_fail(qual: str, param: str, label: str, kind: str, optional: bool) -> b
     # a number
     if label in ("nan", "inf", "-inf", "str", "True"):
         return True
-    if label == "list":
+    if label in ("list", "array"):
         return not _matches(param, qual, ARRAY_OK)
     if label == "neg1":
         return not _matches(param, qual, NEGATIVE_OK)
