@@ -185,8 +185,8 @@ def style_figure(
     The title is short and wrapped to fit a phone; ``readout`` (the model's numbers) goes on its
     own line under it; the legend sits below the plot, never over the data.
     """
-    if isinstance(height, bool) or not isinstance(height, int) or not 200 <= height <= 2000:
-        raise ValueError(f"height must be an integer number of pixels in [200, 2000], got {height!r}")
+    if isinstance(height, bool) or not isinstance(height, int) or not 200 <= height <= 4000:
+        raise ValueError(f"height must be an integer number of pixels in [200, 4000], got {height!r}")
     if title is None and fig.layout.title.text:
         title = fig.layout.title.text
     spec, title_px = _title(title, readout)

@@ -43,7 +43,7 @@ def ratio_figure(rows: list[Row]) -> go.Figure:
     fig.update_xaxes(type="log", title_text="measured / model")
     fig.update_yaxes(autorange="reversed", categoryorder="array", categoryarray=names, tickfont=dict(size=11))
     style_figure(fig, title="Measured against the model", readout=f"shaded: within {TARGET:.0%} of the model",
-                 height=max(440, 150 + 22 * len(rows)), legend=True)  # fmt: skip
+                 height=min(4000, max(440, 150 + 20 * len(rows))), legend=True)  # fmt: skip
     return fig
 
 
