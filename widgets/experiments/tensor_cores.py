@@ -374,21 +374,25 @@ def measure_shape_sweep(*, repeat: int | None = None, triton_sweep: bool = True)
     ``alignment``: square ``n^3`` for n near multiples of 8/64/128, through torch (cuBLAS).
     ``n_sweep``: ``M x N x K`` at fixed M, K across N, through torch and through the Triton kernel
     with ONE fixed tile (128 x 256 on a GPU): the Triton kernel runs exactly the schedule the
-    tile-and-wave model assumes; cuBLAS picks its own tiles per shape.
+    tile-and-wave model assumes; cuBLAS picks its own tiles per shape. Each block records the SM
+    clock and power sampled while it ran (``*_nvml``; ``None`` values without a GPU).
     """
     gpu = harness.on_gpu()
     repeat = repeat or (15 if gpu else 2)
     dtype = "bf16"
     align = []
-    for s in alignment_sizes(gpu):
-        r = _time_gemm(dtype, s, s, s, repeat=repeat)
-        align.append({"n": s, "time_s": r["time_s"], "min_s": r["min_s"], "max_s": r["max_s"], "flop_per_s": r["flop_per_s"]})
+    with GpuSampler() as s_align:
+        for s in alignment_sizes(gpu):
+            r = _time_gemm(dtype, s, s, s, repeat=repeat)
+            align.append({"n": s, "time_s": r["time_s"], "min_s": r["min_s"], "max_s": r["max_s"], "flop_per_s": r["flop_per_s"]})
     m, k, ns = n_sweep_shape(gpu)
     torch_pts = []
-    for n in ns:
-        r = _time_gemm(dtype, m, n, k, repeat=repeat)
-        torch_pts.append({"n": n, "time_s": r["time_s"], "min_s": r["min_s"], "max_s": r["max_s"], "flop_per_s": r["flop_per_s"]})
-    out = {"dtype": dtype, "alignment": align, "n_sweep": {"m": m, "k": k, "torch": torch_pts}}
+    with GpuSampler() as s_torch:
+        for n in ns:
+            r = _time_gemm(dtype, m, n, k, repeat=repeat)
+            torch_pts.append({"n": n, "time_s": r["time_s"], "min_s": r["min_s"], "max_s": r["max_s"], "flop_per_s": r["flop_per_s"]})
+    out = {"dtype": dtype, "alignment": align, "alignment_nvml": s_align.summary(),
+           "n_sweep": {"m": m, "k": k, "torch": torch_pts, "torch_nvml": s_torch.summary()}}
     if triton_sweep:
         from . import tensor_cores_triton as tt
 
@@ -397,13 +401,15 @@ def measure_shape_sweep(*, repeat: int | None = None, triton_sweep: bool = True)
         gen = torch.Generator(device=harness.device()).manual_seed(1)
         a = _randn((m, k), tdtype, gen)
         pts = []
-        for n in ns:
-            b = _randn((k, n), tdtype, gen)
-            c = torch.empty((m, n), device=a.device, dtype=tdtype)
-            t = harness.time_fn(lambda: tt.matmul(a, b, config=cfg, out=c), warmup=2 if gpu else 1, repeat=repeat)
-            pts.append({"n": n, "time_s": t.median_s, "min_s": t.min_s, "max_s": t.max_s,
-                        "flop_per_s": model.matmul_flop(m, n, k) / t.median_s})
+        with GpuSampler() as s_triton:
+            for n in ns:
+                b = _randn((k, n), tdtype, gen)
+                c = torch.empty((m, n), device=a.device, dtype=tdtype)
+                t = harness.time_fn(lambda: tt.matmul(a, b, config=cfg, out=c), warmup=2 if gpu else 1, repeat=repeat)
+                pts.append({"n": n, "time_s": t.median_s, "min_s": t.min_s, "max_s": t.max_s,
+                            "flop_per_s": model.matmul_flop(m, n, k) / t.median_s})
         out["n_sweep"]["triton"] = pts
+        out["n_sweep"]["triton_nvml"] = s_triton.summary()
         out["n_sweep"]["triton_config"] = list(cfg)
     return out
 
