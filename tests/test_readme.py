@@ -193,3 +193,18 @@ def test_ci_refuses_to_skip_the_browser_tests(tmp_path):
     assert proc.returncode != 0
     assert "GPUBOOK_REQUIRE_BROWSER" in proc.stdout + proc.stderr
     assert "GPUBOOK_REQUIRE_BROWSER=$${CI:+1}" in MAKEFILE
+
+
+def test_first_set_up_figures_are_the_benchmark_record():
+    """The README's install time and sizes are the ones `tests/benchmark.py fresh-install` recorded."""
+    import json
+
+    rec = json.loads((ROOT / "benchmarks" / "fresh_clone_make_install.json").read_text())
+    m = re.search(
+        r"`make install` took (\d+) s and left\s+`\.venv` at ([\d.]+) GiB and `node_modules` at ([\d.]+) GiB", README
+    )
+    assert m, "the README states the first set-up's time and disk"
+    assert int(m.group(1)) == round(rec["steps"]["make_install"]["wall_s"])
+    assert float(m.group(2)) == round(rec["disk_bytes"][".venv"] / 2**30, 1)
+    assert float(m.group(3)) == round(rec["disk_bytes"]["node_modules"] / 2**30, 2)
+    assert rec["steps"]["make_install"]["returncode"] == 0
