@@ -65,6 +65,7 @@ def test_capability_rules(arch, fp16, bf16, fp8, tma, wgmma):
 def test_compute_capability_parses_and_rejects():
     assert dr.compute_capability("sm_75") == (7, 5)
     assert dr.compute_capability("sm_120") == (12, 0)
+    assert dr.compute_capability("sm_90a") == (9, 0) and dr.compute_capability("sm_100f") == (10, 0)
     for bad in ("gfx942", "sm_", "sm_9", "75", None, "sm_9a"):
         with pytest.raises(ValueError, match="arch must"):
             dr.compute_capability(bad)

@@ -33,6 +33,7 @@ import importlib.metadata as md
 import importlib.util
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -126,15 +127,18 @@ class Machine:
 
 
 def compute_capability(arch: str) -> tuple:
-    """``"sm_89"`` -> ``(8, 9)``; ``"sm_120"`` -> ``(12, 0)``.
+    """``"sm_89"`` -> ``(8, 9)``; ``"sm_120"`` -> ``(12, 0)``; ``"sm_90a"`` -> ``(9, 0)`` (the
+    arch-specific suffixes ``a`` and ``f`` do not change the capability).
 
     >>> compute_capability("sm_75")
     (7, 5)
     """
-    if not isinstance(arch, str) or not arch.startswith("sm_") or not arch[3:].isdigit() or len(arch) < 5:
-        raise ValueError(f"arch must look like 'sm_75' or 'sm_120' (sm_ then major and minor digits), got {arch!r}")
-    digits = arch[3:]
-    return int(digits[:-1]), int(digits[-1])
+    m = re.fullmatch(r"sm_(\d+)(\d)[af]?", arch) if isinstance(arch, str) else None
+    if m is None:
+        raise ValueError(
+            f"arch must look like 'sm_75', 'sm_120' or 'sm_90a' (sm_, major and minor digits), got {arch!r}"
+        )
+    return int(m.group(1)), int(m.group(2))
 
 
 def capabilities(arch: Optional[str], vendor: Optional[str] = "NVIDIA") -> dict:
