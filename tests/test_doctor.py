@@ -402,3 +402,18 @@ def test_chapter_line_for_a_first_cell():
 def test_probe_notes_colab(monkeypatch):
     monkeypatch.setenv("COLAB_RELEASE_TAG", "release-test")
     assert any("Colab" in n for n in dr.probe().notes)
+
+
+@pytest.mark.slow
+def test_probe_treats_a_broken_torch_as_missing(monkeypatch):
+    real = dr.importlib.import_module
+
+    def broken(name, *a, **kw):
+        if name == "torch":
+            raise OSError("libcudart.so.13: cannot open shared object file")
+        return real(name, *a, **kw)
+
+    monkeypatch.setattr(dr.importlib, "import_module", broken)
+    m = dr.probe()
+    assert m.packages["torch"] is None and any("libcudart" in n for n in m.notes)
+    assert all(v.status == "needs" for v in dr.chapter_verdicts(m))

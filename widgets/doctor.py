@@ -215,7 +215,8 @@ def probe() -> Machine:
         torch = importlib.import_module("torch")
     except Exception as exc:  # not installed, or broken: the chapters need it
         torch = None
-        notes.append(f"torch does not import: {type(exc).__name__}: {exc}")
+        packages["torch"] = None  # installed but broken counts as missing: every chapter needs it
+        notes.append(f"torch does not import: {type(exc).__name__}: {str(exc)[:200]}")
     if torch is not None:
         kw["torch_cuda"] = torch.version.cuda or getattr(torch.version, "hip", None)
         try:
