@@ -42,6 +42,8 @@ def problems(nb: dict) -> list[str]:
     found = []
     if "widgets" in nb.get("metadata", {}):
         found.append("saved widget state in the notebook's metadata (widgets)")
+    if not nb.get("metadata", {}).get("kernelspec", {}).get("name"):
+        found.append("no kernelspec in the notebook's metadata (the build would not know which kernel to start)")
     if nb.get("nbformat") != 4:
         found.append(f"nbformat is {nb.get('nbformat')!r}, expected 4")
     for i, cell in enumerate(nb.get("cells", [])):
@@ -102,7 +104,7 @@ def test_chapters_keep_their_hidden_setup_cells():
 def _code(**kw):
     cell = {"cell_type": "code", "id": "a", "metadata": {}, "source": "1", "outputs": [], "execution_count": None}
     cell.update(kw)
-    return {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [cell]}
+    return {"nbformat": 4, "nbformat_minor": 5, "metadata": {"kernelspec": {"name": "python3"}}, "cells": [cell]}
 
 
 def test_checker_accepts_a_clean_notebook():
@@ -134,7 +136,8 @@ def test_checker_accepts_a_clean_notebook():
             "attachments",
         ),
         (_code(metadata={"execution": {"iopub.status.busy": "2026-12-01T10:00:00Z"}}), "run timing"),
-        ({**_code(), "metadata": {"widgets": {"application/vnd.jupyter.widget-state+json": {}}}}, "widget state"),
+        ({**_code(), "metadata": {"kernelspec": {"name": "python3"}, "widgets": {}}}, "widget state"),
+        ({**_code(), "metadata": {}}, "no kernelspec"),
     ],
 )
 def test_checker_catches_each_problem(nb, needle):

@@ -208,3 +208,19 @@ def test_first_set_up_figures_are_the_benchmark_record():
     assert float(m.group(2)) == round(rec["disk_bytes"][".venv"] / 2**30, 1)
     assert float(m.group(3)) == round(rec["disk_bytes"]["node_modules"] / 2**30, 2)
     assert rec["steps"]["make_install"]["returncode"] == 0
+
+
+def test_every_test_conftest_marks_slow_still_exists():
+    """tests/conftest.py marks existing tests slow by name: a renamed test would silently rejoin
+    `make unit`. Every (file, name) it lists must still be a test function in that file."""
+    import ast
+
+    from conftest import SLOW_TESTS
+
+    for file, name in sorted(SLOW_TESTS):
+        path = ROOT / "tests" / file
+        assert path.exists(), f"conftest.SLOW_TESTS names {file}, which is gone"
+        names = {
+            n.name for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))) if isinstance(n, ast.FunctionDef)
+        }
+        assert name in names, f"conftest.SLOW_TESTS names {file}::{name}, which is gone (renamed?)"
