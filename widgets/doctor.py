@@ -473,7 +473,7 @@ def _tensor_cores(m: Machine, cap: dict):
             f"tf32 and bf16 have no tensor-core path on {m.arch} (both need sm_80): the tf32 row measures plain fp32, "
             "the bf16 row no tensor cores"
         )
-        caveats.append(f"the bf16 shape sweep and Triton GEMM are untested on {m.arch}")
+        caveats.append(f"bf16 GEMMs (cuBLAS and Triton) and the bf16 shape sweep are untested on {m.arch}")
     if not cap["fp8_tc"]:
         scaled.append(f"fp8 rows left out (fp8 tensor cores need sm_89; this GPU is {m.arch})")
     return scaled, needs, caveats
