@@ -656,9 +656,11 @@ def accumulator(dtype: str, fast_accum: bool = False) -> Accumulator:
     """
     if not isinstance(fast_accum, bool):
         raise ValueError(f"fast_accum must be True or False, got {fast_accum!r}")
-    d = _ALIASES.get(dtype, dtype) if isinstance(dtype, str) else dtype
-    d = "fp8" if d in ("fp8_e4m3", "fp8_e5m2") else d  # both fp8 formats use the same accumulator
     valid = sorted({key[0] for key in ACCUMULATORS})
+    if not isinstance(dtype, str):
+        raise ValueError(f"dtype must be one of {', '.join(map(repr, valid))}; got {dtype!r}")
+    d = _ALIASES.get(dtype.lower(), dtype)
+    d = "fp8" if d in ("fp8_e4m3", "fp8_e5m2") else d  # both fp8 formats use the same accumulator
     d = _check.choice("dtype", d, valid)
     if (d, fast_accum) not in ACCUMULATORS:
         raise ValueError(f"fast_accum=True exists only for fp8; got dtype={dtype!r}")
