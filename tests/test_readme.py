@@ -130,7 +130,7 @@ def test_modules_named_in_the_readme_exist():
 def test_colab_t4_claim_is_the_doctors_verdict():
     from widgets import doctor
 
-    m = re.search(r"On Colab's T4 GPU runtime (\w+) of the five chapters run", README)
+    m = re.search(r"on Colab's T4 GPU runtime (\w+) of the five\s+chapters run", README)
     assert m, "the README says how many chapters a Colab T4 runs"
     words = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "all": 5}
     verdicts = doctor.chapter_verdicts(doctor.simulate("T4"))
@@ -224,3 +224,11 @@ def test_every_test_conftest_marks_slow_still_exists():
             n.name for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))) if isinstance(n, ast.FunctionDef)
         }
         assert name in names, f"conftest.SLOW_TESTS names {file}::{name}, which is gone (renamed?)"
+
+
+def test_colab_install_line_uses_the_repository_in_config():
+    import yaml
+
+    url = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"].rstrip("/")
+    lines = [ln for ln in README.splitlines() if "%pip install" in ln]
+    assert lines and all(f"@ git+{url}" in ln for ln in lines), (lines, url)
