@@ -417,3 +417,11 @@ def test_probe_treats_a_broken_torch_as_missing(monkeypatch):
     m = dr.probe()
     assert m.packages["torch"] is None and any("libcudart" in n for n in m.notes)
     assert all(v.status == "needs" for v in dr.chapter_verdicts(m))
+
+
+def test_json_output_round_trips(capsys):
+    assert dr.main(["--as", "L4", "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["machine"]["arch"] == "sm_89" and data["machine"]["capabilities"]["fp8_tc"] is True
+    assert data["chapters"]["serving"]["status"] == "needs" and data["every_chapter_runs"] is False
+    assert set(data["chapters"]) == set(dr.CHAPTERS)

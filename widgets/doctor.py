@@ -31,6 +31,7 @@ import functools
 import importlib
 import importlib.metadata as md
 import importlib.util
+import json
 import os
 import platform
 import re
@@ -38,7 +39,7 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Optional
 
 from .units import GiB
@@ -586,6 +587,17 @@ def table(m: Machine, verdicts: list[Verdict]) -> str:
     return "\n".join(f"{a:<{width}}  {b}".rstrip() for a, b in rows)
 
 
+def as_dict(m: Machine, verdicts: list[Verdict]) -> dict:
+    """The machine and its verdicts as plain JSON-able data."""
+    machine = {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(m).items()}
+    machine["capabilities"] = capabilities(m.arch if m.nvidia else None, m.vendor)
+    chapters = {
+        v.chapter: {"status": v.status, "scaled": list(v.scaled), "needs": list(v.needs), "caveats": list(v.caveats)}
+        for v in verdicts
+    }
+    return {"machine": machine, "chapters": chapters, "every_chapter_runs": all(v.runs for v in verdicts)}
+
+
 def room(names, gpus: int = 1) -> tuple[str, bool]:
     """For an instructor planning a room: one row per chapter, one column per GPU in ``names``,
     each cell the verdict's first word (fully / scaled / NEEDS). Returns the text and whether every
@@ -614,6 +626,9 @@ def main(argv=None) -> int:
         help="answer for this GPU instead (a catalog name, or T4); give it several times for a room plan",
     )
     ap.add_argument("--gpus", type=int, default=1, help="with --as: how many of them (default 1)")
+    ap.add_argument(
+        "--json", action="store_true", help="print the machine and the verdicts as JSON (e.g. to collect a class's)"
+    )
     args = ap.parse_args(argv)
     if args.gpus != 1 and not args.as_gpu:
         ap.error("--gpus goes with --as (this machine's GPUs are counted, not given)")
@@ -633,8 +648,11 @@ def main(argv=None) -> int:
     except ValueError as exc:
         ap.error(str(exc))
     verdicts = chapter_verdicts(m)
-    print(table(m, verdicts))
     ok = all(x.runs for x in verdicts)
+    if args.json:
+        print(json.dumps(as_dict(m, verdicts), indent=1))
+        return 0 if ok else 1
+    print(table(m, verdicts))
     print(f"\n{'every chapter runs' if ok else 'some chapters cannot run'} ({time.perf_counter() - t0:.1f} s)")
     return 0 if ok else 1
 
