@@ -94,6 +94,12 @@ def _template(dark: bool) -> go.layout.Template:
             hoverlabel=dict(font_size=12),
             legend=dict(bgcolor="rgba(0,0,0,0)"),
             title=dict(font=dict(size=16)),
+            # two buttons only (save, reset): a full modebar covers the title on a phone
+            modebar=dict(
+                remove=["zoom", "pan", "select", "lasso", "zoomIn", "zoomOut", "autoScale", "toggleSpikelines",
+                        "hoverClosestCartesian", "hoverCompareCartesian"],  # fmt: skip
+                bgcolor="rgba(0,0,0,0)",
+            ),
         )
     )
 
