@@ -3,7 +3,8 @@
     .venv/bin/python tests/screenshots.py [_build/html [out_dir]]
 
 writes ``benchmarks/screenshots/<chapter>_1400.png`` (1400x900) and ``<chapter>_390.png``
-(390x844, a phone) of the top of each chapter and of its first static calculator, in light mode.
+(390x844, a phone) of the top of each chapter, and ``<chapter>_<width>_figure.png`` of its first
+static calculator alone, in light mode.
 Viewport-only screenshots at device scale 1 keep each PNG small. Needs Debian's ``chromium``.
 """
 
@@ -66,7 +67,7 @@ def main(html_dir: Path, out: Path = OUT) -> int:
                     )
                     page.wait_for_timeout(400)
                     path = out / f"{chapter}_{label}_figure.png"
-                    page.screenshot(path=str(path))
+                    calc.screenshot(path=str(path))  # the figure alone: a smaller PNG
                     written.append(path)
                 page.close()
         browser.close()
