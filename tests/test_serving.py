@@ -32,7 +32,6 @@ from __future__ import annotations
 import json
 import math
 
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -388,6 +387,10 @@ def test_capacity_plan_infeasible_cases():
     assert sv.plan_capacity("Llama-3-70B", "H200-SXM", 1, 1024, 256, 0.05, tp=2).feasible
     p = sv.plan_capacity("Llama-3-8B", "H200-SXM", 1, 1024, 256, 0.001)
     assert not p.feasible and "target" in p.reason
+    # no NaN in a plan that cannot be made (issue 12): its rates, times and costs are 0
+    assert all(math.isfinite(v) for v in (p.batch, p.tpot_s, p.e2e_s, p.utilization, p.cost_per_million_output_tokens))
+    with pytest.raises(ValueError, match="arrival_rate_per_s"):
+        sv.plan_capacity("Llama-3-8B", "H200-SXM", 5e-324)
 
 
 # --------------------------------------------------------------------------------------------

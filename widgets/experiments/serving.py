@@ -28,12 +28,12 @@ from __future__ import annotations
 
 import functools
 import gc
-import math
 import random
 import statistics
 import threading
-from dataclasses import asdict, dataclass, field
-from typing import Optional, Sequence
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Optional
 
 import torch
 import torch.nn.functional as F
@@ -43,8 +43,19 @@ from ..hardware import catalog_name_for, describe_local_gpu, gpu_names
 from ..models import serving as model
 from ..units import GiB, MiB
 from . import harness
-from .serving_decoder import (Decoder, DecoderConfig, KVCache, Linear, capture, cpu_config, decode_step, enable_fused, gpu_config,
-                              prefill, tune_linears)
+from .serving_decoder import (
+    Decoder,
+    DecoderConfig,
+    KVCache,
+    Linear,
+    capture,
+    cpu_config,
+    decode_step,
+    enable_fused,
+    gpu_config,
+    prefill,
+    tune_linears,
+)
 
 GPU_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 CPU_BATCHES = (1, 2, 4, 8, 16)

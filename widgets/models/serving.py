@@ -21,12 +21,12 @@ Conventions
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Mapping, Optional
+from typing import Optional
 
 from ..hardware import GPU, get_gpu
-
 from . import _check
 from .collectives import ring_allreduce_time_s
 
@@ -85,6 +85,17 @@ def _gpu(value, name: str = "gpu") -> GPU:
         from ..hardware import gpu_names
 
         raise ValueError(f"{name} must be one of {', '.join(gpu_names())} or a GPU record; got {value!r}") from None
+
+
+MIN_ARRIVAL_RATE_PER_S = 1e-9  # one request in 30 years: below it no server is planned
+
+
+def _rate(name: str, value) -> float:
+    """A request rate [1/s] in [MIN_ARRIVAL_RATE_PER_S, MAX_QUANTITY]."""
+    v = _quantity(name, value, zero=False)
+    if v < MIN_ARRIVAL_RATE_PER_S:
+        raise ValueError(f"{name} must be >= {MIN_ARRIVAL_RATE_PER_S:g} requests/s, got {value!r}")
+    return v
 
 
 def _quantity(name: str, value, *, zero: bool = True) -> float:
@@ -399,7 +410,7 @@ class ModelConfig:
         body = self.flop_params - self.head_params
         return prefill_flop(body, t) + prefill_flop(self.head_params, 1) + self.prefill_attention_flop(t)
 
-    def with_layers(self, layers: int) -> "ModelConfig":
+    def with_layers(self, layers: int) -> ModelConfig:
         """The same architecture with ``layers`` layers (parameters recounted for a dense model)."""
         n = _check.integer("layers", layers, minimum=1)
         if self.n_routed_experts:
@@ -1095,7 +1106,7 @@ def steady_batch(
     """
     m = _model(model)
     g = _gpu(gpu)
-    lam = _quantity("arrival_rate_per_s", arrival_rate_per_s, zero=False)
+    lam = _rate("arrival_rate_per_s", arrival_rate_per_s)
     p_tok = _check.integer("prompt_tokens", prompt_tokens, minimum=1, maximum=MAX_COUNT)
     o = _check.integer("output_tokens", output_tokens, minimum=1, maximum=MAX_COUNT)
     n_tp = _check.integer("tp", tp, minimum=1, maximum=1024)
@@ -1144,7 +1155,7 @@ def plan_capacity(
     """
     m = _model(model)
     g = _gpu(gpu)
-    lam = _quantity("arrival_rate_per_s", arrival_rate_per_s, zero=False)
+    lam = _rate("arrival_rate_per_s", arrival_rate_per_s)
     p_tok = _check.integer("prompt_tokens", prompt_tokens, minimum=1, maximum=MAX_COUNT)
     o = _check.integer("output_tokens", output_tokens, minimum=1, maximum=MAX_COUNT)
     target = _quantity("tpot_target_s", tpot_target_s, zero=False)
@@ -1159,8 +1170,8 @@ def plan_capacity(
     tpot = _tpot_fn(m, g, p_tok, o, weight_dtype, kv_dtype, n_tp, chunked_prefill, kw)
 
     def infeasible(reason: str, b_lat: float = 0.0) -> CapacityPlan:
-        nan = math.nan
-        return CapacityPlan(False, reason, 0, 0, b_mem, b_lat, nan, nan, t_p, nan, nan, nan, nan, nan)
+        # no plan: every rate, time and cost of it is 0 (never NaN), and ``feasible`` says why
+        return CapacityPlan(False, reason, 0, 0, b_mem, b_lat, 0.0, 0.0, t_p, 0.0, 0.0, 0.0, 0.0, 0.0)
 
     if b_mem < 1:
         return infeasible(f"{m.name} in {weight_dtype} does not leave room for one {p_tok + o}-token sequence on {n_tp} x {g.name}: raise tp or use a smaller dtype")

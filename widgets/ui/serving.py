@@ -13,9 +13,9 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..hardware import get_gpu, gpu_names
+from ..models import _check
 from ..models import serving as sv
 from ..units import GiB, fmt_bytes, fmt_bytes_per_s, fmt_flop, fmt_time
-from ..models import _check
 from ._core import grid_figure, live_form, plural, series_color, style_figure, table_html
 from ._core import verdict as _verdict
 
