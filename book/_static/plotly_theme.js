@@ -29,7 +29,9 @@
   var CONTROLS_DARK = {
     sliderdefaults: { bgcolor: SURFACE, bordercolor: EDGE, activebgcolor: "#4a5560", tickcolor: MUTED,
                       font: { color: FG }, currentvalue: { font: { color: FG } } },
-    updatemenudefaults: { bgcolor: SURFACE, bordercolor: EDGE, font: { color: FG } },
+    // plotly.js paints the hovered and the chosen entry of a dropdown with a fixed light colour
+    // (#F4FAFF): a dark menu would put light text on it. Menus stay light, with dark text.
+    updatemenudefaults: { bgcolor: "#e9edf1", bordercolor: EDGE, font: { color: "#222222" } },
     legend: { bgcolor: "rgba(0,0,0,0)", font: { color: FG } },
     hoverlabel: { font: { color: FG }, bgcolor: SURFACE, bordercolor: EDGE }
   };
@@ -84,6 +86,7 @@
       } else if (typeof v === "string") {
         var d = null;
         if (k === "color") d = /(^|\.)line$/.test(path) ? darkLine(v) : darkText(v);
+        else if (/^updatemenus\[/.test(p)) d = null; // menus keep their light look (see CONTROLS_DARK)
         else if (/bgcolor$/.test(k)) d = darkFill(v, inControl);
         else if (/(gridcolor|linecolor|tickcolor|bordercolor)$/.test(k)) d = darkLine(v);
         if (d) out[p] = d;
