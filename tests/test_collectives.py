@@ -704,6 +704,8 @@ def test_worker_sweep_is_correct_and_consistent(cpu_run):
     assert sweep.all_correct and len(sweep.points) == 6 * 3
     for p in sweep.points:
         assert p.time_s > 0 and p.busbw_bytes_per_s == pytest.approx(cm.busbw_factor(p.op, 2) * p.size_bytes / p.time_s)
+        # host-side time per call (review finding 10): on gloo the calls block, so it is the same clock as time_s
+        assert p.host_time_s is not None and p.host_time_s > 0
     assert {p.size_bytes for p in sweep.rows("all_gather")} == {4096, 65536, 1 << 20}
     table = ex.format_table(sweep)
     assert "busbw (GB/s)" in table and "WRONG" not in table
@@ -735,6 +737,7 @@ def test_hand_written_ring_matches_all_reduce(cpu_run):
     ring = ex.ring_from_worker(cpu_run)
     assert [r.size_bytes for r in ring] == [65536, 1 << 20]
     assert all(r.correct and r.ring_time_s > 0 and r.library_time_s > 0 for r in ring)
+    assert all(r.ring_host_time_s > 0 and r.library_host_time_s > 0 for r in ring)
     assert ring[0].slowdown == pytest.approx(ring[0].ring_time_s / ring[0].library_time_s)
 
 

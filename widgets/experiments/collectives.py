@@ -141,6 +141,7 @@ class SweepPoint:
     time_max_s: Optional[float] = None
     sm_clock_mhz: Optional[float] = None  # NVML, median over the batches (None without a GPU or pynvml)
     power_w: Optional[float] = None
+    host_time_s: Optional[float] = None  # wall clock of the Python loop issuing the calls, per call (None in older records)
 
 
 @dataclass
@@ -182,7 +183,7 @@ def sweep_from_worker(result: dict) -> Sweep:
                     op, n, int(r["size_bytes"]), float(r["time_s"]), bool(r["correct"]),
                     model.algbw_bytes_per_s(r["size_bytes"], r["time_s"]),
                     model.busbw_bytes_per_s(op, n, r["size_bytes"], r["time_s"]),
-                    r.get("time_min_s"), r.get("time_max_s"), r.get("sm_clock_mhz"), r.get("power_w"),
+                    r.get("time_min_s"), r.get("time_max_s"), r.get("sm_clock_mhz"), r.get("power_w"), r.get("host_time_s"),
                 )
             )  # fmt: skip
     return s
@@ -201,6 +202,8 @@ class RingPoint:
     ring_time_max_s: Optional[float] = None
     library_time_min_s: Optional[float] = None
     library_time_max_s: Optional[float] = None
+    ring_host_time_s: Optional[float] = None  # wall clock of the Python loop issuing the calls (None in older records)
+    library_host_time_s: Optional[float] = None
 
     @property
     def ring_busbw_bytes_per_s(self) -> float:
@@ -216,7 +219,7 @@ class RingPoint:
         return self.ring_time_s / self.library_time_s
 
 
-RING_SPREAD_KEYS = ("ring_time_min_s", "ring_time_max_s", "library_time_min_s", "library_time_max_s")
+RING_SPREAD_KEYS = ("ring_time_min_s", "ring_time_max_s", "library_time_min_s", "library_time_max_s", "ring_host_time_s", "library_host_time_s")
 
 
 def _ring_point(n: int, r: dict) -> RingPoint:

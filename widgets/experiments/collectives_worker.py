@@ -76,21 +76,30 @@ class Ctx:
             torch.cuda.synchronize(self.device)
         dist.barrier()
 
-    def _batch_s(self, fn, iters: int) -> float:
-        """Seconds per call of one batch of ``iters`` back-to-back calls (CUDA events on a GPU)."""
+    def _batch_s(self, fn, iters: int) -> tuple:
+        """``(device, host)`` seconds per call of one batch of ``iters`` back-to-back calls.
+
+        device: CUDA events around the batch on a GPU (the wall clock on the CPU). host: the wall
+        clock around the Python loop that issues the calls, before waiting for the device: the
+        host-side cost of one call (torch.distributed, the NCCL enqueue, the kernel launch) when it
+        is below the device time, or equal to it once the launch queue fills. On the CPU (gloo
+        blocks until each call ends) the two are the same measurement."""
         self.sync()
         if self.cuda:
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
+            h0 = time.perf_counter()
             for _ in range(iters):
                 fn()
+            host = (time.perf_counter() - h0) / iters
             end.record()
             end.synchronize()
-            return start.elapsed_time(end) * 1e-3 / iters
+            return start.elapsed_time(end) * 1e-3 / iters, host
         t0 = time.perf_counter()
         for _ in range(iters):
             fn()
-        return (time.perf_counter() - t0) / iters
+        t = (time.perf_counter() - t0) / iters
+        return t, t
 
     def _mean_over_ranks(self, values) -> list:
         t = torch.tensor([float(v) for v in values], dtype=torch.float64, device=self.device)
@@ -111,19 +120,22 @@ class Ctx:
             for _ in range(warmup):
                 f()
         per = [[] for _ in fns]
+        host = [[] for _ in fns]
         clocks, powers = [], []
         for _ in range(batches):
             for i, f in enumerate(fns):
-                per[i].append(self._batch_s(f, iters))
+                t_dev, t_host = self._batch_s(f, iters)
+                per[i].append(t_dev)
+                host[i].append(t_host)
             c, w = _nvml_sample(self.device) if self.cuda else (None, None)
             if c is not None:
                 clocks.append(c)
             if w is not None:
                 powers.append(w)
         out = []
-        for times in per:
-            med, lo, hi = self._mean_over_ranks([statistics.median(times), min(times), max(times)])
-            out.append({"time_s": med, "time_min_s": lo, "time_max_s": hi, "batches": batches,
+        for times, host_times in zip(per, host):
+            med, lo, hi, h = self._mean_over_ranks([statistics.median(times), min(times), max(times), statistics.median(host_times)])
+            out.append({"time_s": med, "time_min_s": lo, "time_max_s": hi, "batches": batches, "host_time_s": h,
                         "sm_clock_mhz": statistics.median(clocks) if clocks else None,
                         "power_w": statistics.median(powers) if powers else None})  # fmt: skip
         return tuple(out) if fn_b is not None else (out[0],)
@@ -300,7 +312,8 @@ def ring(ctx: Ctx, sizes, iters: int, warmup: int, small_iters: int) -> list:
         rows.append({"size_bytes": elems * ELEM_BYTES, "ring_time_s": t_ring, "library_time_s": t_lib, "correct": correct, "iters": it,
                      "ring_time_min_s": tr["time_min_s"], "ring_time_max_s": tr["time_max_s"],
                      "library_time_min_s": tl["time_min_s"], "library_time_max_s": tl["time_max_s"],
-                     "batches": tr["batches"], "sm_clock_mhz": tr["sm_clock_mhz"], "power_w": tr["power_w"]})  # fmt: skip
+                     "batches": tr["batches"], "sm_clock_mhz": tr["sm_clock_mhz"], "power_w": tr["power_w"],
+                     "ring_host_time_s": tr["host_time_s"], "library_host_time_s": tl["host_time_s"]})  # fmt: skip
         if ctx.rank == 0:
             print(f"{'ring':>15} {elems * ELEM_BYTES:>12d} B  {t_ring * 1e6:10.1f} us  (library {t_lib * 1e6:.1f} us)  "
                   f"{'ok' if correct else 'WRONG'}", flush=True)
@@ -336,7 +349,8 @@ def main(argv=None) -> int:
         "timing": (
             f"median (and fastest, slowest) of {BATCHES} batches of back-to-back calls ({args.iters} per batch, "
             f"{args.small_iters} at <= 16 MiB, after {args.warmup} warm-up), each batch averaged, then the mean over ranks; "
-            "the hand-written ring and all_reduce batches interleaved; SM clock and power (NVML) read after each batch, median"
+            "the hand-written ring and all_reduce batches interleaved; SM clock and power (NVML) read after each batch, median; "
+            "host_time_s: the wall clock around the loop that issues a batch's calls (before waiting for the GPU), per call, median"
         ),
         "sweep": sweep(ctx, ops, _ints(args.sizes), args.iters, args.warmup, args.small_iters),
         "ring": ring(ctx, _ints(args.ring_sizes), args.iters, args.warmup, args.small_iters),
