@@ -639,6 +639,65 @@ def test_divergence_model_with_a_fixed_part(exp):
     assert four["naive_predicted_time_s"] == pytest.approx(4 * one["time_s"])
 
 
+_SASS_LOOP = """
+        /*0000*/                   MOV R1, c[0x0][0x28] ;        /* 0x00000a0000017a02 */
+.L_x_0:
+        /*0010*/                   FFMA R2, R2, R3, 0.0010000000474974513054 ;  /* 0x3a83126f02027423 */
+        /*0020*/                   FFMA R4, R4, R3, 0.0010000000474974513054 ;
+        /*0030*/                   FFMA R5, R5, R3, 0.0010000000474974513054 ;
+        /*0040*/                   FFMA R6, R6, R3, 0.0010000000474974513054 ;
+        /*0050*/                   IADD3 R7, P1, R7, 0x1, RZ ;
+        /*0060*/                   IADD3.X R8, RZ, R8, RZ, P1, !PT ;
+        /*0070*/                   ISETP.GE.U32.AND P0, PT, R7, R9, PT ;
+        /*0080*/                   ISETP.GE.AND.EX P0, PT, R8, R10, PT, P0 ;
+        /*0090*/               @!P0 BRA `(.L_x_0) ;
+        /*00a0*/                   ISETP.NE.AND P2, PT, R11, RZ, PT ;
+        /*00b0*/               @P2 BRA `(.L_x_1) ;
+        /*00c0*/                   STG.E [R12.64], R2 ;
+.L_x_1:
+        /*00d0*/                   EXIT ;
+"""
+
+
+def test_sass_inner_loop_counts_one_iteration(exp):
+    """The inner loop is the body from its label to the backward branch (a forward branch is no
+    loop): 4 FFMAs + a 64-bit counter (2 IADD3), a 64-bit compare (2 ISETP) and the branch =
+    9 instructions per iteration, not the whole kernel's count."""
+    loops = exp.sass_loops(_SASS_LOOP)
+    assert len(loops) == 1 and loops[0]["innermost"]
+    lp = exp.sass_inner_loop(_SASS_LOOP)
+    assert lp["instructions"] == 9 and lp["ffma"] == 4 and lp["instructions_per_iteration"] == 9
+    assert lp["opcodes"] == {"FFMA": 4, "IADD3": 2, "ISETP": 2, "BRA": 1}
+    # The same body unrolled twice: 8 FFMAs, 13 instructions -> 6.5 per iteration.
+    body = _SASS_LOOP.split("\n")
+    unrolled = "\n".join(body[:7] + body[3:7] + body[7:])
+    assert exp.sass_inner_loop(unrolled)["instructions_per_iteration"] == pytest.approx(13 * 4 / 8)
+    assert exp.sass_inner_loop("        /*0000*/  EXIT ;") is None
+
+
+def test_divergence_records_how_the_launch_was_timed(exp):
+    """On a GPU the launch preparation is hidden behind a spacer kernel (review: numba's host-side
+    launch work sat inside the CUDA events and was ~94% of the 'fixed part'); on the CPU the
+    record says it was not, and the optional GPU readings are null, not missing."""
+    res = exp.measure_divergence(n_paths=(1, 2), iters=2, repeat=1)
+    assert res["launch_hidden"] is False and res["spacer_cycles"] is None and "no GPU" in res["timing"]
+    for key in ("fixed_time_with_launch_s", "one_path_time_with_launch_s", "host_launch_s", "sass_inner_loop"):
+        assert key in res and res[key] is None
+
+
+def test_kernel_bound_launch_loop(exp):
+    """The launch model's max() in its other regime: kernels that outlast the host's launch. On
+    the CPU only the eager loop runs; the graph time and the prediction are null."""
+    res = exp.measure_launch_overhead(n_kernels=20, calibration_kernels=10, repeat=2)
+    kb = res["kernel_bound"]
+    assert kb["eager_s"] > 0 and kb["graph_per_kernel_s"] is None and kb["predicted_eager_s"] is None
+    assert kb["host_per_launch_s"] == res["host_per_launch_s"]
+    rec = {"results": {"launch_overhead": dict(res, graph_per_kernel_s=1e-6, kernel_bound=dict(
+        kb, n_kernels=200, nbytes=64 * 2**20, eager_s=6.1e-3, graph_per_kernel_s=30e-6, host_per_launch_s=10e-6))}}
+    row = next(r for r in exp.accuracy_rows(rec) if r.quantity.startswith("200 add_"))
+    assert row.predicted == pytest.approx(200 * 30e-6) and row.label == "calibrated"
+
+
 # --------------------------------------------------------------------------------------------
 # The accuracy ledger, recomputed from the committed H200 record
 # --------------------------------------------------------------------------------------------

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import sys
 import time
 import traceback
+from collections import Counter
 from typing import Optional, Sequence
 
 import numpy as np
@@ -279,14 +281,39 @@ def _occupancy_bandwidth_cpu(repeat: int = 3) -> dict:
 # --------------------------------------------------------------------------------------------
 # 4. Divergence
 # --------------------------------------------------------------------------------------------
+# A GPU sleep enqueued before each timed call's start event (``harness.time_fn``'s ``setup``): the
+# host prepares the numba launch (~50 us on an H200 host) while the GPU still sleeps, so the
+# CUDA events see the kernel only. ~1 ms at 2 GHz, far longer than the host preparation.
+SPACER_CYCLES = 2_000_000
+
+
+def _gpu_spacer():
+    """A ``setup`` for ``harness.time_fn`` that keeps the GPU busy while the host prepares the
+    launch, or None (and why) where ``torch.cuda._sleep`` is missing or this is not a GPU."""
+    if not harness.on_gpu():
+        return None, "no GPU: host clock around each call"
+    try:
+        torch.cuda._sleep(1000)
+        torch.cuda.synchronize()
+    except Exception as exc:  # a torch without _sleep: time with the launch inside the events
+        return None, f"torch.cuda._sleep unavailable ({exc!r}): launch preparation inside the events"
+    return (lambda: torch.cuda._sleep(SPACER_CYCLES)), None
+
+
 @_quietly
 def measure_divergence(n_paths: Sequence[int] = (1, 2, 4, 8, 16, 32), *, iters: Optional[int] = None, repeat: int = 10) -> dict:
     """Time the same work with the lanes of every warp spread over ``n`` paths (lane % n).
 
-    The kernel is also timed with no work on its path (``iters = 0``): what the launch, the
-    set-up and the stores cost whatever the number of paths. The model, calibrated on that run
-    and on the one-path run, is ``t(n) = fixed + n x (t(1) - fixed)``
-    (``model.divergent_kernel_time_s``); the naive ``n x t(1)`` is recorded beside it.
+    On a GPU every timed launch is preceded by a spacer kernel (a GPU sleep) enqueued before the
+    start event: the host's launch preparation (numba's argument handling, ~50 us) happens while
+    the GPU is still busy, so the CUDA events time the kernel alone (``launch_hidden``). The
+    no-work kernel and the one-path kernel are also timed the plain way (launch inside the
+    events) and the host time of one numba launch is recorded, to show what the launch adds.
+
+    The kernel is also timed with no work on its path (``iters = 0``): what the kernel's set-up
+    and stores cost whatever the number of paths. The model, calibrated on that run and on the
+    one-path run, is ``t(n) = fixed + n x (t(1) - fixed)`` (``model.divergent_kernel_time_s``);
+    the naive ``n x t(1)`` is recorded beside it.
     """
     if harness.on_gpu():
         sms = torch.cuda.get_device_properties(0).multi_processor_count
@@ -298,10 +325,15 @@ def measure_divergence(n_paths: Sequence[int] = (1, 2, 4, 8, 16, 32), *, iters: 
     out = torch.zeros(block * grid, device=harness.device())
     lane_paths = torch.zeros(model.WARP_SIZE, dtype=torch.int32, device=harness.device())
     od, ld = k.device_array(out), k.device_array(lane_paths)
-    fixed_t = harness.time_fn(lambda: k.divergent_kernel[grid, block](od, 1, 0, ld), warmup=2, repeat=repeat)
+    spacer, spacer_note = _gpu_spacer()
+
+    def launch(n, it):
+        return lambda: k.divergent_kernel[grid, block](od, n, it, ld)
+
+    fixed_t = harness.time_fn(launch(1, 0), warmup=2, repeat=repeat, setup=spacer)
     points = []
     for n in n_paths:
-        t = harness.time_fn(lambda: k.divergent_kernel[grid, block](od, n, iters, ld), warmup=2, repeat=repeat)
+        t = harness.time_fn(launch(n, iters), warmup=2, repeat=repeat, setup=spacer)
         nvml = gpu_clock_power()
         harness.synchronize()
         lanes = np.bincount(lane_paths.cpu().numpy(), minlength=n)[:n]
@@ -309,12 +341,28 @@ def measure_divergence(n_paths: Sequence[int] = (1, 2, 4, 8, 16, 32), *, iters: 
         points.append(dict(n_paths=int(n), lanes_per_path=lanes.tolist(), paths_taken=d.paths_taken, model_slowdown=d.slowdown,
                            simt_efficiency=d.simt_efficiency, **_spread(t), **nvml))
     # One path with twice the iterations: the slope is the time per iteration, free of the fixed part.
-    double_t = harness.time_fn(lambda: k.divergent_kernel[grid, block](od, 1, 2 * iters, ld), warmup=1, repeat=repeat)
+    double_t = harness.time_fn(launch(1, 2 * iters), warmup=1, repeat=repeat, setup=spacer)
     double_nvml = gpu_clock_power()
+    # The same kernels with the launch preparation inside the events (no spacer), and the host
+    # time of one launch (GPU idle at its start): what the plain CUDA-event timing would add.
+    with_launch = {"fixed_time_with_launch_s": None, "one_path_time_with_launch_s": None, "host_launch_s": None}
+    if spacer is not None:
+        try:
+            with_launch["fixed_time_with_launch_s"] = harness.time_fn(launch(1, 0), warmup=1, repeat=repeat).median_s
+            with_launch["one_path_time_with_launch_s"] = harness.time_fn(launch(1, iters), warmup=1, repeat=repeat).median_s
+            with_launch["host_launch_s"] = _enqueue_time(launch(1, iters), repeat=repeat)
+        except Exception as exc:  # optional readings: record null and why
+            with_launch["with_launch_error"] = repr(exc)
+    gpu = harness.on_gpu()
     result = {"threads": block * grid, "threads_per_block": block, "sms": sms, "iters": iters, "flop_per_path": 2 * 4 * iters * block * grid,
+              "launch_hidden": spacer is not None, "spacer_cycles": SPACER_CYCLES if spacer is not None else None,
+              "timing": ("CUDA events after a GPU-sleep spacer (host launch preparation hidden)" if spacer is not None
+                         else spacer_note),
               "fixed_time_s": fixed_t.median_s, "fixed_time_min_s": fixed_t.min_s, "fixed_time_max_s": fixed_t.max_s,
+              **with_launch,
               "one_path_double_iters_time_s": double_t.median_s, "one_path_double_iters_sm_clock_mhz": double_nvml["sm_clock_mhz"],
-              "sass_opcodes": _sass_opcodes(k.divergent_kernel) if harness.on_gpu() else None,
+              "sass_opcodes": _sass_opcodes(k.divergent_kernel) if gpu else None,
+              "sass_inner_loop": _sass_inner_loop_of(k.divergent_kernel) if gpu else None,
               **_kernel_occupancy(k.divergent_kernel, block),
               "points": points, "device": harness.device_name(), "simulated": k.SIMULATED}
     result.update(divergence_predictions(result))
@@ -352,6 +400,69 @@ def _sass_opcodes(kernel) -> Optional[dict]:
     text = "\n".join(sass.values()) if isinstance(sass, dict) else str(sass)
     ops = re.findall(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*)", text)
     return dict(Counter(ops).most_common()) or None
+
+
+_SASS_INSN = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*)([^;]*);")
+_SASS_LABEL = re.compile(r"^\s*(\.L_[A-Za-z0-9_]+):")
+_SASS_TARGET = re.compile(r"`?\(\s*(\.L_[A-Za-z0-9_]+)\s*\)|(0x[0-9a-f]+)")
+
+
+def sass_loops(sass: str) -> list[dict]:
+    """Every loop of one SASS listing (``nvdisasm`` text): a backward ``BRA`` to a label (or
+    address) earlier in the listing closes a loop whose body runs from that label to the branch.
+    One dict per loop: ``start``/``end`` (instruction indices), ``instructions`` (in the body,
+    the branch included), ``ffma`` (FFMAs in the body), ``opcodes`` (counts) and ``innermost``
+    (no other loop inside it)."""
+    insns, labels, addr_index = [], {}, {}
+    for line in str(sass).splitlines():
+        m = _SASS_LABEL.match(line)
+        if m:
+            labels[m.group(1)] = len(insns)
+            continue
+        m = _SASS_INSN.search(line)
+        if m:
+            addr_index[int(m.group(1), 16)] = len(insns)
+            insns.append((m.group(2), m.group(3)))
+    loops = []
+    for i, (op, rest) in enumerate(insns):
+        if op != "BRA":
+            continue
+        t = _SASS_TARGET.search(rest)
+        if not t:
+            continue
+        start = labels.get(t.group(1)) if t.group(1) else addr_index.get(int(t.group(2), 16))
+        if start is None or start > i:
+            continue
+        body = [o for o, _ in insns[start:i + 1]]
+        loops.append(dict(start=start, end=i, instructions=len(body), ffma=body.count("FFMA"),
+                          opcodes=dict(Counter(body).most_common())))
+    for lp in loops:
+        lp["innermost"] = not any(o is not lp and lp["start"] <= o["start"] and o["end"] <= lp["end"] for o in loops)
+    return loops
+
+
+def sass_inner_loop(sass: str, ffma_per_iteration: int = 4) -> Optional[dict]:
+    """The inner FMA loop of a SASS listing: the innermost loop with the most FFMAs (an unrolled
+    main body beats its remainder loop), with its ``instructions_per_iteration`` (instructions
+    in the body x ``ffma_per_iteration`` / FFMAs in it: the body may be unrolled). None when the
+    listing has no loop with an FFMA."""
+    loops = [lp for lp in sass_loops(sass) if lp["innermost"] and lp["ffma"] > 0]
+    if not loops:
+        return None
+    lp = max(loops, key=lambda x: (x["ffma"], -x["start"]))
+    return {"instructions": lp["instructions"], "ffma": lp["ffma"], "iterations_per_body": lp["ffma"] / ffma_per_iteration,
+            "instructions_per_iteration": lp["instructions"] * ffma_per_iteration / lp["ffma"], "opcodes": lp["opcodes"]}
+
+
+def _sass_inner_loop_of(kernel) -> Optional[dict]:
+    """``sass_inner_loop`` of a compiled numba kernel (its first specialization); None where the
+    SASS is not available (no nvdisasm) or has no FMA loop: an optional reading never fails."""
+    try:
+        sass = kernel.inspect_sass()
+        text = next(iter(sass.values())) if isinstance(sass, dict) else str(sass)
+        return sass_inner_loop(text)
+    except Exception:
+        return None
 
 
 def divergence_predictions(res: dict) -> dict:
@@ -420,8 +531,53 @@ def measure_launch_overhead(n_kernels: Optional[int] = None, *, calibration_kern
         per_kernel = graph_t.median_s / n
         result.update(graph_s=graph_t.median_s, graph_min_s=graph_t.min_s, graph_max_s=graph_t.max_s, graph_per_kernel_s=per_kernel,
                       speedup=eager_t.median_s / graph_t.median_s)
+    result["kernel_bound"] = _kernel_bound_loop(result["host_per_launch_s"], repeat=repeat)
     result.update(launch_prediction(result))
     return result
+
+
+KERNEL_BOUND_BYTES = 64 * MiB  # x.add_(1) reads and writes it: ~30 us per kernel on an H200, longer than a launch
+
+
+def _kernel_bound_loop(host_per_launch_s: float, *, n_kernels: Optional[int] = None, repeat: int = 10) -> dict:
+    """The launch model's other regime: an eager loop whose kernels (``add_`` on a 64 MiB
+    tensor) outlast the host's launch time. Predicted as ``n x max(GPU time per kernel from a
+    graph replay of the same launches, host time per launch from the tiny-kernel loop)``. On the
+    CPU (no graph, no asynchrony) only the eager loop runs, on a small tensor. An optional
+    reading: a failure records null eager and prediction and why, never an exception."""
+    gpu = harness.on_gpu()
+    n = n_kernels or (200 if gpu else 20)
+    nbytes = KERNEL_BOUND_BYTES if gpu else 4 * MiB
+    out = {"n_kernels": n, "nbytes": nbytes, "eager_s": None, "graph_s": None, "graph_per_kernel_s": None,
+           "host_per_launch_s": host_per_launch_s, "predicted_eager_s": None, "bound": None}
+    try:
+        y = torch.zeros(nbytes // 4, device=harness.device())
+
+        def launches(count):
+            for _ in range(count):
+                y.add_(1.0)
+
+        launches(2)
+        harness.synchronize()
+        eager_t = harness.time_fn(lambda: launches(n), warmup=1, repeat=repeat)
+        out.update(eager_s=eager_t.median_s, eager_min_s=eager_t.min_s, eager_max_s=eager_t.max_s, **gpu_clock_power())
+        if gpu:
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                launches(n)
+            torch.cuda.current_stream().wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                launches(n)
+            graph_t = harness.time_fn(graph.replay, warmup=1, repeat=repeat)
+            per_kernel = graph_t.median_s / n
+            out.update(graph_s=graph_t.median_s, graph_per_kernel_s=per_kernel,
+                       predicted_eager_s=model.launch_bound_time_s(n, per_kernel, host_per_launch_s),
+                       bound="kernel" if per_kernel >= host_per_launch_s else "host")
+    except Exception as exc:  # optional reading: null and why
+        out["error_reason"] = repr(exc)
+    return out
 
 
 def launch_prediction(res: dict) -> dict:
@@ -547,6 +703,8 @@ def measure_amdahl(workers: Optional[Sequence[int]] = None, *, serial_iters: Opt
         for pool in pools.values():
             pool.shutdown()
     result = {"worker": "SM (one 1024-thread block each)" if harness.on_gpu() else "CPU thread", "units": units,
+              "spin_iters": iters if harness.on_gpu() else None,
+              "spin_sass_inner_loop": _sass_inner_loop_of(k.spin_kernel) if harness.on_gpu() else None,
               "serial_iters": serial_iters, "timing": "host clock around each part of every step (in-run parts)",
               "points": points, "device": harness.device_name()}
     result.update(amdahl_predictions(result))
@@ -686,6 +844,14 @@ def accuracy_rows(record: dict) -> list:
                             lp["predicted_eager_s"], lo["eager_s"], "s", lp["label"], device,
                             f"host time per launch from a separate {lo['calibration_n_kernels']}-launch loop" if lp["label"] == "calibrated"
                             else "record predates the separate launch loop: host time from the same loop (ratio 1 by construction)"))
+
+        kb = lo.get("kernel_bound") or {}
+        if kb.get("eager_s") is not None and kb.get("graph_per_kernel_s") is not None:
+            pred = model.launch_bound_time_s(kb["n_kernels"], kb["graph_per_kernel_s"], kb["host_per_launch_s"])
+            rows.append(Row("simt", f"{kb['n_kernels']} add_ kernels on {kb['nbytes'] / MiB:.0f} MiB launched eagerly",
+                            "n x max(GPU time per kernel from the graph replay, host time per launch from the tiny-kernel loop)",
+                            pred, kb["eager_s"], "s", "calibrated", device,
+                            "kernel-bound regime: each kernel outlasts the host's launch"))
 
     am = ok("amdahl")
     if am and am.get("points"):
