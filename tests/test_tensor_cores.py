@@ -833,3 +833,63 @@ def test_check_mma_clocks(capsys):
     assert not ui.check_mma_clocks(8, 1)
     assert not ui.check_mma_clocks("eight", 4)
     assert ui.check_mma_clocks(4, 4, gpu="H200-SXM")
+
+
+def test_precision_experiment_shape_leaves_no_reason_to_split_k():
+    """Review finding 3: at M = N = 256 cuBLAS splits K differently as K grows, and the error then
+    measures split choices. On a GPU the product is 2048 x 2048 (128 tiles of 128 x 256, about
+    one per SM of an H200's 132), compared with fp64 on a block; on a CPU all of a small one."""
+    from widgets.experiments import tensor_cores as ex
+
+    size, sample = ex.precision_shape(True)
+    assert size >= 2048 and (size // 128) * (size // 256) >= 0.9 * 132
+    assert 0 < sample <= size
+    assert ex.precision_shape(False)[0] == ex.precision_shape(False)[1]
+    rows = ex.measure_precision(ks=[64], size=40, sample=16, repeats=1)
+    assert all(r["m"] == 40 and r["sample"] == 16 for r in rows)
+    assert all(r["kernels"] is None and r["kernels_reason"] == "no GPU" for r in rows)
+
+
+def test_gpu_sampler_reads_instant_power_field():
+    """Review finding 7: NVML's nvmlDeviceGetPowerUsage is a 1-s average on Ampere and later; the
+    sampler reads NVML_FI_DEV_POWER_INSTANT (nvmlDeviceGetFieldValues) and says which it read."""
+    from types import SimpleNamespace
+
+    from widgets.experiments import tensor_cores as ex
+
+    v = SimpleNamespace(valueType=1, value=SimpleNamespace(uiVal=612000), nvmlReturn=0)
+    assert ex._nvml_field_value(v) == 612000.0
+    v = SimpleNamespace(valueType=0, value=SimpleNamespace(dVal=1.5))
+    assert ex._nvml_field_value(v) == 1.5
+
+    def fake_reader(self):
+        self._read = lambda: (1800.0, 650.0)
+        self.power_kind = "instant (NVML_FI_DEV_POWER_INSTANT)"
+        return "fake", ""
+
+    import pytest as _pytest
+
+    mp = _pytest.MonkeyPatch()
+    mp.setattr(ex.GpuSampler, "_reader", fake_reader)
+    try:
+        with ex.GpuSampler(interval_s=10.0) as s:
+            pass
+    finally:
+        mp.undo()
+    out = s.summary()
+    assert out["power_kind"].startswith("instant") and out["power_w"]["samples"] >= 1
+    assert ex.GpuSampler().summary()["power_kind"] is None  # no GPU here: nothing read
+
+
+def test_precision_triton_runs_a_known_schedule():
+    """Review finding 3 (second remedy): the book's Triton GEMM, one fp32 accumulator per output
+    and a known K loop, against fp64 (interpreter here, fp16): its own error stays far below the
+    input rounding and below the deterministic fp32-accumulation bound."""
+    from widgets.experiments import tensor_cores as ex
+
+    r = ex.measure_precision_triton(ks=[64, 256], size=32, repeats=1)
+    assert r["out_dtype"] == "fp32" and [x["k"] for x in r["rows"]] == [64, 256]
+    for x in r["rows"]:
+        bound = tc.dot_error(x["k"], "fp32", input_rounding=False).deterministic_bound
+        assert 0 < x["accumulation"] < x["total"] and x["max_componentwise"] <= bound, x
+    assert ex._optional(lambda: 1 / 0)["error"].startswith("ZeroDivisionError")

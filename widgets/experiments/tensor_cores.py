@@ -10,6 +10,7 @@ not GPU performance.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import statistics
 import warnings
@@ -116,17 +117,31 @@ def _copies(bytes_per_pair: int) -> int:
     return max(1, min(8, math.ceil(2 * l2 / bytes_per_pair)))
 
 
+def _nvml_field_value(v) -> float:
+    """The number in an NVML ``nvmlFieldValue_t`` (its union member chosen by ``valueType``)."""
+    members = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}
+    return float(getattr(v.value, members.get(int(getattr(v, "valueType", 1)), "uiVal")))
+
+
 class GpuSampler:
     """Samples the SM clock [MHz] and board power [W] every ``interval_s`` in a background thread
     while the ``with`` block runs, and once more as it ends (so that even a block shorter than the
     interval has a sample taken under load). NVML through ``pynvml`` where installed, else torch's
     ``torch.cuda.clock_rate``/``power_draw`` (NVML too), else ``nvidia-smi``. Without a GPU, or
-    without any of them, it samples nothing and :meth:`summary` gives ``None`` with the reason."""
+    without any of them, it samples nothing and :meth:`summary` gives ``None`` with the reason.
 
-    def __init__(self, interval_s: float = 0.02):
+    Power: on Ampere and later ``nvmlDeviceGetPowerUsage`` (and torch's ``power_draw``, and
+    nvidia-smi's ``power.draw``) is an average over the last second, so a burst of ~30 ms reads
+    mostly the rest before it. Through pynvml the sampler reads the instantaneous field
+    ``NVML_FI_DEV_POWER_INSTANT`` (``nvmlDeviceGetFieldValues``) where the driver has it, and says
+    which it read in ``power_kind``. The sample counts are kept: a median of a handful of samples
+    does not resolve a short block."""
+
+    def __init__(self, interval_s: float = 0.01):
         self.interval_s = interval_s
         self.clock_mhz: list[float] = []
         self.power_w: list[float] = []
+        self.power_kind = None
         self.source, self.reason = self._reader()
 
     def _reader(self):
@@ -140,12 +155,30 @@ class GpuSampler:
             self._read = lambda: (pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM),
                                   pynvml.nvmlDeviceGetPowerUsage(h) / 1e3)
             self._read()
+            self.power_kind = "1-s average (nvmlDeviceGetPowerUsage)"
+            try:  # the instantaneous power field, where this pynvml and driver have it
+                field = pynvml.NVML_FI_DEV_POWER_INSTANT
+
+                def read_instant():
+                    v = pynvml.nvmlDeviceGetFieldValues(h, [field])[0]
+                    if int(getattr(v, "nvmlReturn", 0)) != 0:
+                        raise RuntimeError(f"NVML field {field}: return {v.nvmlReturn}")
+                    return pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM), _nvml_field_value(v) / 1e3
+
+                c, w = read_instant()
+                if not (0 < w < 5000):
+                    raise RuntimeError(f"implausible instant power {w} W")
+                self._read = read_instant
+                self.power_kind = "instant (NVML_FI_DEV_POWER_INSTANT)"
+            except Exception as exc:
+                self.power_kind += f"; no instant field: {type(exc).__name__}"
             return "pynvml", ""
         except Exception as exc:  # no pynvml, or NVML refuses
             first = f"pynvml: {type(exc).__name__}"
         try:
             self._read = lambda: (float(torch.cuda.clock_rate()), torch.cuda.power_draw() / 1e3)
             self._read()
+            self.power_kind = "1-s average (torch.cuda.power_draw)"
             return "torch.cuda", ""
         except Exception as exc:
             second = f"torch.cuda.clock_rate: {type(exc).__name__}"
@@ -163,6 +196,7 @@ class GpuSampler:
             self._read = read
             self._read()
             self.interval_s = max(self.interval_s, 0.1)  # a process per sample
+            self.power_kind = "1-s average (nvidia-smi power.draw)"
             return "nvidia-smi", ""
         except Exception as exc:
             return None, f"{first}; {second}; nvidia-smi: {type(exc).__name__}"
@@ -206,9 +240,11 @@ class GpuSampler:
         return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "samples": len(xs)}
 
     def summary(self) -> dict:
-        """``{"sm_clock_mhz": {median, min, max, samples} | None, "power_w": ... | None, "source", "reason"}``."""
+        """``{"sm_clock_mhz": {median, min, max, samples} | None, "power_w": ... | None, "source",
+        "power_kind", "reason"}``."""
         return {"sm_clock_mhz": self._stats(self.clock_mhz), "power_w": self._stats(self.power_w),
-                "source": self.source, "reason": self.reason if not self.clock_mhz else ""}
+                "source": self.source, "power_kind": self.power_kind if self.power_w else None,
+                "reason": self.reason if not self.clock_mhz else ""}
 
 
 def _time_gemm(dtype: str, m: int, n: int, k: int, *, repeat: int, fast_accum: bool = True, seed: int = 0,
@@ -253,7 +289,8 @@ def _time_sustained(fn, advance, flop: int, *, seconds: float, per_call_s: float
     return {"seconds_per_window": seconds, "calls_per_window": calls, "windows": windows,
             "window_flop_per_s": per_window, "flop_per_s": statistics.median(per_window),
             "min_flop_per_s": min(per_window), "max_flop_per_s": max(per_window),
-            "sm_clock_mhz": s["sm_clock_mhz"], "power_w": s["power_w"], "nvml": s["source"], "nvml_reason": s["reason"]}
+            "sm_clock_mhz": s["sm_clock_mhz"], "power_w": s["power_w"], "nvml": s["source"], "nvml_reason": s["reason"],
+            "power_kind": s["power_kind"]}
 
 
 def measure_gemm(dtype: str, n: int, *, repeat: int, fast_accum: bool = True, sustained_s: float | None = None,
@@ -285,7 +322,7 @@ def measure_gemm(dtype: str, n: int, *, repeat: int, fast_accum: bool = True, su
     return {"dtype": dtype, "n": n, "data": data, "time_s": t.median_s, "min_s": t.min_s, "max_s": t.max_s,
             "repeat": t.repeat, "flop_per_s": flop / t.median_s, "rest_s_before_burst": rest_s,
             "burst_sm_clock_mhz": burst["sm_clock_mhz"], "burst_power_w": burst["power_w"],
-            "nvml": burst["source"], "nvml_reason": burst["reason"], "sustained": sustained, "copies": copies}
+            "nvml": burst["source"], "nvml_reason": burst["reason"], "power_kind": burst["power_kind"], "sustained": sustained, "copies": copies}
 
 
 def reference_gpu():
@@ -475,21 +512,66 @@ def precision_ks(gpu: bool | None = None) -> list[int]:
     return [2**p for p in range(8, 17)] if gpu else [2**p for p in range(6, 12, 1)]
 
 
-def measure_precision(ks=None, *, size: int | None = None, seed: int = 0, repeats: int = 3) -> list[dict]:
+def precision_shape(gpu: bool | None = None) -> tuple[int, int]:
+    """(size, sample) of the precision experiment: the ``size x size`` product computed in the data
+    type and the ``sample x sample`` block of it compared with fp64. On a GPU 2048 (128 output
+    tiles of 128 x 256 for 132 SMs: no split-K needed to fill the GPU) and a 256 x 256 block; on
+    a CPU 64, all of it."""
+    gpu = harness.on_gpu() if gpu is None else gpu
+    return (2048, 256) if gpu else (64, 64)
+
+
+def _gpu_kernel_names(fn) -> tuple[list[str] | None, str]:
+    """Names of the GPU kernels ``fn()`` launches (torch.profiler), PyTorch's own elementwise and
+    reduction kernels (dtype conversions, scales) left out; (None, reason) where that fails or
+    there is no GPU. Tells which cuBLAS kernel ran and whether it split K (a ``splitK``/``reduce``
+    kernel after the GEMM)."""
+    if not harness.on_gpu():
+        return None, "no GPU"
+    try:
+        from torch.profiler import ProfilerActivity, profile
+
+        harness.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            fn()
+            harness.synchronize()
+        names = []
+        for e in prof.events():
+            name = str(getattr(e, "name", ""))
+            if not str(getattr(e, "device_type", "")).endswith("CUDA") or not name:
+                continue
+            if "at::native" in name or name.startswith(("Memcpy", "Memset")):
+                continue
+            if name[:200] not in names:
+                names.append(name[:200])
+        return names, ""
+    except Exception as exc:  # an optional reading: never fail the experiment over it
+        return None, f"torch.profiler: {type(exc).__name__}: {str(exc)[:120]}"
+
+
+def measure_precision(ks=None, *, size: int | None = None, sample: int | None = None, seed: int = 0,
+                      repeats: int = 3, kernels: bool = True) -> list[dict]:
     """Relative error of ``A[size,K] @ B[K,size]`` in each data type against fp64, as K grows.
 
     Inputs: standard normal in fp64, ``repeats`` independent draws (seeds ``seed``,
-    ``seed + 1``, ...). Per dtype and K, the median over the draws (and the spread, ``*_min`` and
-    ``*_max``) of ``total`` = ||C_dtype - C_exact||_F / ||C_exact||_F (inputs rounded to the dtype,
-    then the product) and ``accumulation`` = the same against the fp64 product of the ROUNDED inputs
-    (the GEMM's own error); ``max_componentwise`` = the largest |c_hat - c| / (|A| |B|) of any draw,
-    to compare with the deterministic bound. fp8 is E4M3 with per-tensor scales.
+    ``seed + 1``, ...). The whole ``size x size`` product is computed in the data type (on a GPU
+    ``size = 2048``: 128 output tiles of 128 x 256, about one per SM, so cuBLAS has no reason to
+    split K and each output is one accumulator walking all of K; the kernels that ran are recorded
+    per K in ``kernels`` to check that), and its top-left ``sample x sample`` block (256 x 256 on a
+    GPU; the whole product on a CPU) is compared with fp64. Per dtype and K, the median over the
+    draws (and the spread, ``*_min`` and ``*_max``) of ``total`` = ||C_dtype - C_exact||_F /
+    ||C_exact||_F (inputs rounded to the dtype, then the product) and ``accumulation`` = the same
+    against the fp64 product of the ROUNDED inputs (the GEMM's own error); ``max_componentwise`` =
+    the largest |c_hat - c| / (|A| |B|) of any draw, to compare with the deterministic bound. fp8 is
+    E4M3 with per-tensor scales.
     """
     import statistics as stats
 
     gpu = harness.on_gpu()
     ks = list(ks or precision_ks(gpu))
-    size = size or (256 if gpu else 64)
+    size0, sample0 = precision_shape(gpu)
+    size = size or size0
+    sample = min(size, sample or (sample0 if size == size0 else size))
     if isinstance(repeats, bool) or not isinstance(repeats, int) or not 1 <= repeats <= 100:
         raise ValueError(f"repeats must be an integer in [1, 100], got {repeats!r}")
     dev = harness.device()
@@ -501,12 +583,16 @@ def measure_precision(ks=None, *, size: int | None = None, seed: int = 0, repeat
     for k in ks:
         runs = {v: [] for v in variants}
         meta = {}
-        for gen in gens:
+        names = {}
+        for g, gen in enumerate(gens):
             a = torch.randn((size, k), generator=gen, device=dev, dtype=torch.float64)
             b = torch.randn((k, size), generator=gen, device=dev, dtype=torch.float64)
-            exact = a @ b
+            exact = a[:sample] @ b[:, :sample]
             for d, fast in variants:
                 c, ar, br, method, out_dtype = _lowp_matmul(d, a, b, fast_accum=fast)
+                if g == 0 and kernels:
+                    names[(d, fast)] = _gpu_kernel_names(functools.partial(_lowp_matmul, d, a, b, fast_accum=fast))
+                c, ar, br = c[:sample, :sample], ar[:sample], br[:, :sample]
                 exact_r = ar @ br
                 absab = ar.abs() @ br.abs()
                 meta[(d, fast)] = (method, out_dtype)
@@ -515,17 +601,69 @@ def measure_precision(ks=None, *, size: int | None = None, seed: int = 0, repeat
                     float(torch.linalg.norm(c - exact_r) / torch.linalg.norm(exact_r)),
                     float(((c - exact_r).abs() / absab).max()),
                 ))
+                del c, ar, br, exact_r, absab
+            del a, b
         for (d, fast), vals in runs.items():
             tot, acc, comp = zip(*vals)
             method, out_dtype = meta[(d, fast)]
+            kn, why = names.get((d, fast), (None, "not recorded"))
             out.append({
-                "dtype": d, "k": k, "m": size, "method": method, "fast_accum": fast, "out_dtype": out_dtype,
-                "repeats": repeats,
+                "dtype": d, "k": k, "m": size, "n": size, "sample": sample, "method": method, "fast_accum": fast,
+                "out_dtype": out_dtype, "repeats": repeats,
                 "total": stats.median(tot), "total_min": min(tot), "total_max": max(tot),
                 "accumulation": stats.median(acc), "accumulation_min": min(acc), "accumulation_max": max(acc),
-                "max_componentwise": max(comp),
+                "max_componentwise": max(comp), "kernels": kn, "kernels_reason": why,
             })
     return out
+
+
+def measure_precision_triton(ks=None, *, size: int | None = None, sample: int | None = None, seed: int = 0,
+                             repeats: int = 3) -> dict:
+    """The book's own Triton GEMM (:mod:`.tensor_cores_triton`, ONE fixed tile, so each output is
+    ONE fp32 accumulator walking all of K in steps of BLOCK_K: no split-K, no library choice), with
+    an fp32 output, against fp64 as K grows: the accumulation error of a known schedule. Same
+    inputs, shapes and statistics as :func:`measure_precision`. bf16 on a GPU (128 x 256 x 64
+    tiles); fp16 on a CPU, where the interpreter runs the kernel (bf16 is not interpretable)."""
+    import statistics as stats
+
+    from . import tensor_cores_triton as tt
+
+    gpu = harness.on_gpu()
+    ks = list(ks or precision_ks(gpu))
+    size0, sample0 = precision_shape(gpu)
+    size = size or size0
+    sample = min(size, sample or (sample0 if size == size0 else size))
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or not 1 <= repeats <= 100:
+        raise ValueError(f"repeats must be an integer in [1, 100], got {repeats!r}")
+    cfg = tt.GPU_CONFIGS[0] if gpu else tt.CPU_CONFIG
+    dtype = "bf16" if gpu else "fp16"
+    dev = harness.device()
+    gens = [torch.Generator(device=dev).manual_seed(seed + r) for r in range(repeats)]
+    rows = []
+    for k in ks:
+        vals = []
+        for gen in gens:
+            a = torch.randn((size, k), generator=gen, device=dev, dtype=torch.float64)
+            b = torch.randn((k, size), generator=gen, device=dev, dtype=torch.float64)
+            a_r, b_r = a.to(_TORCH_DTYPE[dtype]), b.to(_TORCH_DTYPE[dtype])
+            c = torch.empty((size, size), device=dev, dtype=torch.float32)
+            tt.matmul(a_r, b_r, config=cfg, out=c)
+            ar, br = a_r[:sample].double(), b_r[:, :sample].double()
+            cs, exact, exact_r = c[:sample, :sample].double(), a[:sample] @ b[:, :sample], ar @ br
+            vals.append((
+                float(torch.linalg.norm(cs - exact) / torch.linalg.norm(exact)),
+                float(torch.linalg.norm(cs - exact_r) / torch.linalg.norm(exact_r)),
+                float(((cs - exact_r).abs() / (ar.abs() @ br.abs())).max()),
+            ))
+            del a, b, a_r, b_r, c
+        tot, acc, comp = zip(*vals)
+        rows.append({"k": k, "total": stats.median(tot), "total_min": min(tot), "total_max": max(tot),
+                     "accumulation": stats.median(acc), "accumulation_min": min(acc), "accumulation_max": max(acc),
+                     "max_componentwise": max(comp)})
+    return {"dtype": dtype, "m": size, "n": size, "sample": sample, "repeats": repeats, "config": list(cfg),
+            "out_dtype": "fp32", "interpreted": tt.INTERPRETED,
+            "method": f"Triton kernel, {cfg[0]}x{cfg[1]} tile, BLOCK_K={cfg[2]}, one fp32 accumulator per output",
+            "rows": rows}
 
 
 # --------------------------------------------------------------------------------------------
@@ -578,7 +716,16 @@ def measure_triton_vs_torch(n: int | None = None, *, repeat: int | None = None, 
         "ratio": t_torch / t_tri,
         "pair_ratio_median": statistics.median(pair_ratio), "pair_ratio_min": min(pair_ratio), "pair_ratio_max": max(pair_ratio),
         "sm_clock_mhz": s["sm_clock_mhz"], "power_w": s["power_w"], "nvml": s["source"], "nvml_reason": s["reason"],
+        "power_kind": s["power_kind"],
     }
+
+
+def _optional(fn, *args, **kwargs):
+    """``fn()``, or ``{"error": reason}`` if it fails: an optional experiment never loses the topic."""
+    try:
+        return fn(*args, **kwargs)
+    except Exception as exc:
+        return {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}
 
 
 def run_all() -> dict:
@@ -590,6 +737,7 @@ def run_all() -> dict:
         "throughput": measure_dtype_throughput(),
         "shape_sweep": measure_shape_sweep(),
         "precision": measure_precision(),
+        "precision_triton": _optional(measure_precision_triton),
         "triton": measure_triton_vs_torch(),
     }
 
