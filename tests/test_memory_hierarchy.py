@@ -422,6 +422,31 @@ def test_experiments_run_scaled_down():
     assert pts[1].sector_model_time_s == pytest.approx(2 * pts[0].sector_model_time_s)
     with pytest.raises(ValueError, match="strides"):
         exp.measure_strided_access((0,))
+    # the order reading near the L2 (on the CPU: the largest size) uses the grid-strided order
+    assert [p.ws_bytes for p in sweep.order_points] == [64 * 1024]
+    assert all(p.step == p.programs for p in sweep.order_points)
+
+
+def test_reread_order_visits_every_chunk():
+    """Review finding 2: with step = grid size and n_chunks a multiple of it (66 MiB = 4224 chunks
+    = 4 x 1056 programs on the H200) each program cycled through 4 private chunks of the working
+    set. reread_step picks a step coprime to n_chunks, so every program visits every chunk."""
+    import math
+
+    from widgets.experiments import memory_hierarchy as exp
+
+    programs = 132 * 8
+    for ws_mib in (56, 60, 62, 64, 66, 68, 72, 1024):
+        n_chunks = ws_mib * 2**20 // (4 * 4096)
+        step = exp.reread_step(n_chunks, programs)
+        assert step >= programs and math.gcd(step, n_chunks) == 1
+        for pid in (0, 1, programs - 1):
+            assert len({(pid + i * step) % n_chunks for i in range(n_chunks)}) == n_chunks
+    # the old order at 66 MiB: program 0 re-read the same 4 chunks, its private cycle
+    assert len({(0 + i * programs) % 4224 for i in range(4224)}) == 4
+    assert exp.reread_step(4224, programs) == 1057
+    with pytest.raises(ValueError, match="n_chunks"):
+        exp.reread_step(0, programs)
 
 
 def test_recorded_h200_reference_meets_the_targets():

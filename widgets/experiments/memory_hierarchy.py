@@ -7,6 +7,7 @@ Triton's interpreter at small sizes: the numbers then show the method, not a GPU
 
 from __future__ import annotations
 
+import math
 import statistics
 import threading
 import time
@@ -201,6 +202,8 @@ class WorkingSetPoint:
     time_min_s: float = 0.0
     time_max_s: float = 0.0
     repeat: int = 0
+    step: int = 0  # chunks between a program's successive reads (see reread_step)
+    programs: int = 0
 
     @property
     def bytes_per_s(self) -> float:
@@ -213,6 +216,9 @@ class WorkingSetSweep:
     l2_bytes: int = 0
     device: str = ""
     gpu_monitor: Optional[dict] = None
+    # The same sizes near the L2's capacity re-read in the grid-strided order (step = number of
+    # programs): how much the visiting order alone moves the rate near the cliff.
+    order_points: list = field(default_factory=list)
 
     def as_arrays(self):
         return [p.ws_bytes for p in self.points], [p.bytes_per_s for p in self.points]
@@ -220,8 +226,30 @@ class WorkingSetSweep:
 
 def default_working_sets() -> list[int]:
     if harness.on_gpu():
-        return [s * MiB for s in (2, 4, 8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 128, 192, 256, 512, 1024)]
+        near_l2 = (60, 62, 64, 66, 68, 72)  # around the H200's 60 MiB L2: the cliff's position
+        sizes = (2, 4, 8, 16, 24, 32, 40, 48, 56, *near_l2, 80, 96, 128, 192, 256, 512, 1024)
+        return [s * MiB for s in sizes]
     return [s * KiB for s in (64, 256, 1024)]
+
+
+def reread_step(n_chunks: int, n_programs: int) -> int:
+    """The smallest step >= ``n_programs`` that is coprime to ``n_chunks``: each program of
+    ``reread_kernel`` then visits every chunk of the working set (a full cycle), so the order does
+    not depend on ``n_chunks`` mod ``n_programs``."""
+    n_chunks, n_programs = int(n_chunks), int(n_programs)
+    if n_chunks < 1 or n_programs < 1:
+        raise ValueError(f"n_chunks and n_programs must be >= 1, got {n_chunks!r}, {n_programs!r}")
+    step = n_programs
+    while math.gcd(step, n_chunks) != 1:
+        step += 1
+    return step
+
+
+def _near_l2(sizes: Sequence[int], l2: int) -> list[int]:
+    """The sizes between 0.9x and 1.25x the L2 (on the CPU, where l2 is 0: the largest)."""
+    if l2 <= 0:
+        return [max(sizes)]
+    return [s for s in sizes if 0.9 * l2 <= s <= 1.25 * l2]
 
 
 def measure_working_set_sweep(
@@ -241,24 +269,34 @@ def measure_working_set_sweep(
     buf = _random(_cdiv(largest, FLOAT_BYTES * block) * block)
     partial = torch.empty(programs, device=buf.device, dtype=torch.float32)
     sweep = WorkingSetSweep(l2_bytes=harness.l2_bytes(), device=harness.device_name())
+    iters = max(1, _cdiv(int(total), programs * block * FLOAT_BYTES))
+
+    def point(ws, step=None):
+        n_chunks = max(1, int(ws) // (FLOAT_BYTES * block))
+        step = reread_step(n_chunks, programs) if step is None else step
+        t = harness.time_fn(
+            lambda: reread_kernel[(programs,)](buf, partial, n_chunks, iters, step, BLOCK=block),
+            repeat=repeat,
+        )
+        return WorkingSetPoint(
+            n_chunks * block * FLOAT_BYTES,
+            programs * iters * block * FLOAT_BYTES,
+            t.median_s,
+            t.min_s,
+            t.max_s,
+            t.repeat,
+            step,
+            programs,
+        )
+
     with GpuMonitor() as monitor:
         for ws in sizes:
-            n_chunks = max(1, int(ws) // (FLOAT_BYTES * block))
-            iters = max(1, _cdiv(int(total), programs * block * FLOAT_BYTES))
-            t = harness.time_fn(
-                lambda: reread_kernel[(programs,)](buf, partial, n_chunks, iters, programs, BLOCK=block),
-                repeat=repeat,
-            )
-            sweep.points.append(
-                WorkingSetPoint(
-                    n_chunks * block * FLOAT_BYTES,
-                    programs * iters * block * FLOAT_BYTES,
-                    t.median_s,
-                    t.min_s,
-                    t.max_s,
-                    t.repeat,
-                )
-            )
+            sweep.points.append(point(ws))
+        for ws in _near_l2(sizes, sweep.l2_bytes):
+            try:  # an optional reading: never lose the sweep for it
+                sweep.order_points.append(point(ws, step=programs))
+            except Exception as e:  # pragma: no cover - GPU-only failure path
+                sweep.order_points.append({"ws_bytes": int(ws), "error": f"{type(e).__name__}: {e}"})
     sweep.gpu_monitor = monitor.summary()
     return sweep
 
@@ -307,30 +345,39 @@ def measure_strided_access(
     n = int(n_elems)
     src = _random(n * max(strides))
     configs = [(1024, 4), (4096, 8), (8192, 8)] if harness.on_gpu() else [(1024, 4)]
+    # The stride-1 run reads more elements (up to 24x, below 2**31) so that it lasts over a
+    # millisecond on a GPU (1 GiB took 256 us on the H200, under-reading the bandwidth); the
+    # kernel does not specialise ``stride``, so stride 1 is the same machine code as the others.
+    n_of = {s: n for s in strides}
+    if harness.on_gpu():
+        n_of[1] = min(src.numel(), 24 * n, 2**31 - 1)
 
     def run(stride, block, warps):
-        partial = torch.empty(_cdiv(n, block), device=src.device, dtype=torch.float32)
+        m = n_of.get(stride, n)
+        partial = torch.empty(_cdiv(m, block), device=src.device, dtype=torch.float32)
         grid = (partial.numel(),)
         return harness.time_fn(
-            lambda: strided_read_kernel[grid](src, partial, n, stride, BLOCK=block, num_warps=warps), repeat=repeat
+            lambda: strided_read_kernel[grid](src, partial, m, stride, BLOCK=block, num_warps=warps), repeat=repeat
         )
 
-    # The calibrated model's bandwidth: the same kernel's best contiguous (stride-1) read over a
-    # few launch configurations; that configuration is then used for every stride.
+    # The calibrated model's bandwidth here: the same kernel's best contiguous (stride-1) read over
+    # a few launch configurations; that configuration is then used for every stride. (The chapter
+    # calibrates on experiment 1's Triton read instead; see ``memory_hierarchy_records``.)
+    n_of[1] = n_of.get(1, n)
     best = min(((t := run(1, b, w)).median_s, i, t) for i, (b, w) in enumerate(configs))
     block, warps = configs[best[1]]
     timings = {1: best[2]}
     for s in strides:
         if s not in timings:
             timings[s] = run(s, block, warps)
-    bw = model.strided_read_bytes(n, 1) / timings[1].median_s
+    bw = model.strided_read_bytes(n_of[1], 1) / timings[1].median_s
     return [
         StridedPoint(
             stride_elems=s,
-            n_elems=n,
+            n_elems=n_of[s],
             time_s=timings[s].median_s,
-            sector_model_time_s=model.strided_read_time_s(n, s, bw),
-            granule64_model_time_s=model.strided_read_time_s(n, s, bw, granule_bytes=64),
+            sector_model_time_s=model.strided_read_time_s(n_of[s], s, bw),
+            granule64_model_time_s=model.strided_read_time_s(n_of[s], s, bw, granule_bytes=64),
             block=block,
             num_warps=warps,
             time_min_s=timings[s].min_s,
@@ -377,6 +424,7 @@ def run_all() -> dict:
             "device": sweep.device,
             "gpu_monitor": sweep.gpu_monitor,
             "points": [_point_dict(p) for p in sweep.points],
+            "order_points": [p if isinstance(p, dict) else _point_dict(p) for p in sweep.order_points],
         },
         "strided_access": [_point_dict(p) for p in strided],
         "strided_gpu_monitor": monitor.summary(),
