@@ -354,7 +354,7 @@ def ring_allreduce_calculator():
 # --------------------------------------------------------------------------------------------
 # 4. Data parallelism: bucketed all-reduce behind the backward pass
 # --------------------------------------------------------------------------------------------
-BUCKETS_MIB = (1, 4, 16, 25, 64, 256, 1024, 4096)
+BUCKETS_MIB = (1, 4, 8, 16, 25, 32, 64, 256, 1024, 4096)
 
 
 def dp_summary(p: cm.DataParallelStep) -> str:
@@ -364,8 +364,8 @@ def dp_summary(p: cm.DataParallelStep) -> str:
     )
 
 
-def _dp_traces(grad_bytes, bucket_bytes, backward_s, n, link, latency) -> list:
-    tl = cm.dp_timeline(grad_bytes, bucket_bytes, backward_s, n, link, latency)
+def _dp_traces(grad_bytes, bucket_bytes, backward_s, n, link, latency, **lat) -> list:
+    tl = cm.dp_timeline(grad_bytes, bucket_bytes, backward_s, n, link, latency, **lat)
     xs = [0.0] + [e * 1e3 for _, _, e, _ in tl]
     ys = [0.0] + list(np.cumsum([b for *_, b in tl]) / 1e9)
     if len(xs) > 201:  # thousands of small buckets: draw 200 of the steps (the page stays light), ends kept
@@ -394,21 +394,26 @@ def dp_step_figure(
     latency_s: float = ASSUMED_STEP_LATENCY_S,
     buckets_mib=BUCKETS_MIB,
     links=None,
+    call_latency_s: float = 0.0,
+    nodes: int = 1,
+    inter_latency_s=None,
 ) -> go.Figure:
     """Static: gradients produced during backward and all-reduced bucket by bucket. The dropdown
     picks the bus bandwidth (``links``: label -> B/s; default ``link_bytes_per_s`` alone), the
-    slider the bucket size; the red bar is the exposed communication."""
+    slider the bucket size; the red bar is the exposed communication. The latencies are those of
+    ``cm.dp_step``."""
     if links is None:
         if link_bytes_per_s is None:
             raise ValueError("link_bytes_per_s or links must be given")
         links = {f"busbw {_gbps(link_bytes_per_s)}": link_bytes_per_s}
     links = dict(links)
     sizes = [b * MiB for b in buckets_mib]
-    x_max = max(cm.dp_step(grad_bytes, s, backward_s, n, b, latency_s).finish_s for s in sizes for b in links.values())
+    lat = dict(call_latency_s=call_latency_s, nodes=nodes, inter_latency_s=inter_latency_s)
+    x_max = max(cm.dp_step(grad_bytes, s, backward_s, n, b, latency_s, **lat).finish_s for s in sizes for b in links.values())
 
     def frame(name, b):
-        p = cm.dp_step(grad_bytes, b, backward_s, n, links[name], latency_s)
-        return _dp_traces(grad_bytes, b, backward_s, n, links[name], latency_s), f"bucket {_size(b)}, {name}", dp_summary(p)
+        p = cm.dp_step(grad_bytes, b, backward_s, n, links[name], latency_s, **lat)
+        return _dp_traces(grad_bytes, b, backward_s, n, links[name], latency_s, **lat), f"bucket {_size(b)}, {name}", dp_summary(p)
 
     return grid_figure(
         slider=("bucket", sizes, _size),
@@ -429,20 +434,25 @@ def dp_step_calculator():
         "params_billion": w.FloatText(value=1.3, description="params [1e9]"),
         "grad_elem_bytes": w.Dropdown(options=[("bf16 (2 B)", 2), ("fp32 (4 B)", 4)], value=2, description="gradients"),
         "bucket_mib": w.FloatLogSlider(value=25, base=2, min=0, max=13, step=0.25, description="bucket [MiB]"),
-        "backward_ms": w.FloatText(value=200, description="backward [ms]"),
+        "backward_ms": w.FloatText(value=15, description="backward [ms]"),
         "n": w.IntText(value=16, description="ranks n"),
+        "nodes": w.IntText(value=2, description="nodes"),
         "link_gb_per_s": w.FloatText(value=8 * cm.NETWORK_LINKS["InfiniBand NDR / 400 GbE RoCE"][0] / 1e9, description="busbw [GB/s]"),
-        "latency_us": w.FloatText(value=cm.NCCL_NET_STEP_LATENCY_S * 1e6, description="alpha [µs]"),
+        "latency_us": w.FloatText(value=cm.NCCL_NVLINK_STEP_LATENCY_S * 1e6, description="alpha NVLink [µs]"),
+        "inter_latency_us": w.FloatText(value=cm.NCCL_NET_STEP_LATENCY_S * 1e6, description="alpha net [µs]"),
+        "call_latency_us": w.FloatText(value=cm.NCCL_CALL_LATENCY_S * 1e6, description="per call [µs]"),
     }
 
-    def compute(params_billion, grad_elem_bytes, bucket_mib, backward_ms, n, link_gb_per_s, latency_us):
+    def compute(params_billion, grad_elem_bytes, bucket_mib, backward_ms, n, nodes, link_gb_per_s, latency_us, inter_latency_us, call_latency_us):
         g = _positive_product("params_billion", params_billion, 1e9 * grad_elem_bytes)
         args = (g, bucket_mib * MiB, backward_ms * 1e-3, n, link_gb_per_s * 1e9, latency_us * 1e-6)
-        return args, cm.dp_step(*args)
+        lat = dict(call_latency_s=_positive_product("call_latency_us", call_latency_us, 1e-6, zero=True), nodes=nodes,
+                   inter_latency_s=_positive_product("inter_latency_us", inter_latency_us, 1e-6, zero=True))
+        return (args, lat), cm.dp_step(*args, **lat)
 
     def show(r):
-        args, p = r
-        fig = go.Figure(_dp_traces(*args))
+        (args, lat), p = r
+        fig = go.Figure(_dp_traces(*args, **lat))
         fig.update_layout(**_dp_layout(args[0], max(p.finish_s, args[2])))
         style_figure(fig, title=f"bucket {_size(p.bucket_bytes)}", readout=dp_summary(p), height=460)
         return table_html([
@@ -457,9 +467,10 @@ def dp_step_calculator():
     return live_form(compute, controls, show, title="Data-parallel step: exposed communication")
 
 
-def _positive_product(name: str, value, scale: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be > 0, got {value!r}")
+def _positive_product(name: str, value, scale: float, zero: bool = False) -> float:
+    """``value * scale`` for a real ``value`` > 0 (>= 0 with ``zero``)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value < 0 or (value == 0 and not zero):
+        raise ValueError(f"{name} must be {'>= 0' if zero else '> 0'}, got {value!r}")
     return float(value) * scale
 
 
@@ -603,15 +614,17 @@ def check_ring_send_chunk(fn, max_ranks: int = 9) -> bool:
     return _verdict(True, f"every rank sends the right chunk at every step, for n = 2 to {max_ranks}")
 
 
-def check_best_bucket(answer_bytes, grad_bytes: float, backward_s: float, n: int, link_bytes_per_s: float, latency_s: float, candidates) -> bool:
+def check_best_bucket(answer_bytes, grad_bytes: float, backward_s: float, n: int, link_bytes_per_s: float, latency_s: float, candidates,
+                      call_latency_s: float = 0.0, nodes: int = 1, inter_latency_s=None) -> bool:
     """Is ``answer_bytes`` the bucket size among ``candidates`` with the least exposed
-    communication (ties to the larger bucket), for these inputs?"""
-    best = cm.best_bucket_bytes(grad_bytes, backward_s, n, link_bytes_per_s, latency_s, candidates)
+    communication (ties to the larger bucket), for these inputs (latencies as in ``cm.dp_step``)?"""
+    lat = dict(call_latency_s=call_latency_s, nodes=nodes, inter_latency_s=inter_latency_s)
+    best = cm.best_bucket_bytes(grad_bytes, backward_s, n, link_bytes_per_s, latency_s, candidates, **lat)
     try:
-        mine = cm.dp_step(grad_bytes, answer_bytes, backward_s, n, link_bytes_per_s, latency_s)
+        mine = cm.dp_step(grad_bytes, answer_bytes, backward_s, n, link_bytes_per_s, latency_s, "ring", **lat)
     except ValueError as exc:
         return _verdict(False, str(exc))
-    top = cm.dp_step(grad_bytes, best, backward_s, n, link_bytes_per_s, latency_s)
+    top = cm.dp_step(grad_bytes, best, backward_s, n, link_bytes_per_s, latency_s, "ring", **lat)
     if answer_bytes == best:
         return _verdict(True, f"{_size(best)} exposes {fmt_time(top.exposed_comm_s)}, the least of the candidates")
     return _verdict(False, f"{_size(answer_bytes)} exposes {fmt_time(mine.exposed_comm_s)}; a candidate exposes only {fmt_time(top.exposed_comm_s)}")
