@@ -908,6 +908,10 @@ def test_decode_and_ttft_smoke():
     ttft = ex.measure_ttft(dec, prompts=(4, 8), repeat=2)
     assert len(ttft.prefill_s) == 2
     assert len(ex.ttft_model_s(ttft, "H200-SXM", 1e10, 1e11, "fp32")) == 2
+    # the SM clock while the prefills ran (review 6): a reading on a GPU, a null and a reason without one
+    assert set(ttft.nvml) >= {"sm_clock_mhz_median", "power_w_median", "samples", "reason"}
+    if not harness.on_gpu():
+        assert ttft.nvml["sm_clock_mhz_median"] is None and ttft.nvml["reason"]
 
 
 def test_kv_memory_matches_the_formula():

@@ -431,6 +431,7 @@ class TTFTSweep:
     device: str
     prefill_min_s: Optional[list] = None
     prefill_max_s: Optional[list] = None
+    nvml: Optional[dict] = None  # SM clock and power sampled while the prefills ran (nulls and a reason without NVML)
 
 
 @_one_cpu_thread
@@ -440,6 +441,18 @@ def measure_ttft(decoder=None, prompts: Optional[Sequence[int]] = None, repeat: 
     m, _ = decoder if decoder is not None else build_decoder()
     prompts = list(prompts or (GPU_PROMPTS if on_gpu else CPU_PROMPTS))
     out, lo, hi = [], [], []
+    sampler = NvmlSampler()
+    with sampler:
+        _time_prefills(m, prompts, on_gpu, repeat, out, lo, hi)
+    try:
+        nvml = sampler.summary()
+    except Exception as exc:  # an optional reading: never lose the sweep over it
+        nvml = dict(sm_clock_mhz_median=None, sm_clock_mhz_min=None, power_w_median=None, power_w_max=None, samples=0,
+                    reason=f"NVML summary failed: {type(exc).__name__}")
+    return TTFTSweep(asdict(m.cfg), prompts, out, on_gpu, harness.device_name(), lo, hi, nvml)
+
+
+def _time_prefills(m, prompts, on_gpu, repeat, out, lo, hi):
     for p in prompts:
         cache = KVCache(m.cfg, 1, p + 1, device=m.device, dtype=m.dtype)
         tokens = torch.randint(0, m.cfg.vocab, (1, p), device=m.device, generator=torch.Generator(device=m.device).manual_seed(p))
@@ -450,7 +463,6 @@ def measure_ttft(decoder=None, prompts: Optional[Sequence[int]] = None, repeat: 
         hi.append(t.max_s)
         del fn, cache
         _free()
-    return TTFTSweep(asdict(m.cfg), prompts, out, on_gpu, harness.device_name(), lo, hi)
 
 
 def decode_model_s(sweep: DecodeSweep, gpu: str = "H200-SXM", hbm_bytes_per_s: Optional[float] = None, peak_flop_per_s: Optional[float] = None) -> dict:
