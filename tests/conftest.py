@@ -23,6 +23,10 @@ OUT = ROOT / "_build" / "test-book"
 SLOW_TESTS = {
     ("test_collectives.py", "test_measure_sweep_public_api"),
     ("test_harness.py", "test_measure_cli_writes_a_record"),
+    ("test_harness.py", "test_provenance_first_does_not_break_an_interpreted_kernel"),
+    ("test_notebook_order.py", "test_a_shuffling_seed_collects_cells_in_order"),
+    ("test_memory_hierarchy.py", "test_static_calculators_have_two_inputs"),
+    ("test_memory_hierarchy.py", "test_static_frames_carry_the_models_numbers"),
     ("test_memory_hierarchy.py", "test_experiments_run_scaled_down"),
     ("test_serving.py", "test_kv_memory_matches_the_formula"),
     ("test_serving.py", "test_decode_with_cache_matches_a_full_forward"),
