@@ -9,9 +9,10 @@ Labels follow the book's rule (``widgets.accuracy``):
 
 - **prediction**: the model's inputs are datasheet figures (the HBM bandwidth of the catalog),
   independent of what is measured;
-- **calibrated**: the strided-read model at the bandwidth the same kernel reached with stride 1
-  (a different run of the micro-benchmark, named in the row);
-- **fit**: the 64-byte DRAM granule, a hypothesis chosen after seeing the strided data.
+- **calibrated**: the strided-read model at the bandwidth experiment 1's Triton read reached
+  (``triton_read_bytes_per_s``, a different, named micro-benchmark), with 32-byte sectors, or with
+  the 64-byte DRAM granule that the Nsight Compute counter run measured
+  (``memory_hierarchy_ncu.json``, see ``ncu_granule_bytes``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,16 @@ from . import memory_hierarchy as model
 TOPIC = "memory_hierarchy"
 FLOAT_BYTES = 4
 MiB = 2**20
+
+# The L2 plateau: working sets from 16 MiB to 0.95 x the L2 (smaller ones read faster still, see
+# ``small_working_set_rates``; near the L2's size the rate depends on the visiting order).
+PLATEAU_MIN_BYTES = 16 * MiB
+PLATEAU_MAX_FRACTION_OF_L2 = 0.95
+SMALL_WS_MAX_BYTES = 8 * MiB
+NEAR_L2_FRACTIONS = (0.9, 1.25)  # the window around the L2's size where the cliff falls
+# The DRAM granule the Nsight Compute run measured on the H200 (memory_hierarchy_ncu.json: 16 DRAM
+# bytes per 4-B float at strides >= 16, i.e. 64 B per lane); ``ncu_granule_bytes`` recomputes it.
+NCU_GRANULE_BYTES = 64
 
 # The counters the Nsight Compute script reads (benchmarks/h200/memory_hierarchy_ncu.sh).
 NCU_METRICS = (
@@ -108,24 +119,66 @@ def sweep_points(record: Mapping) -> tuple[list, list, int]:
     return ws, bw, l2
 
 
-def l2_plateau_and_hbm_level(record: Mapping) -> tuple[float, float]:
-    """Median bandwidth of the sweep for working sets from 4 MiB to half the L2 (the L2 plateau)
-    and for working sets of 8 L2s or more (HBM) [B/s]."""
-    ws, bw, l2 = sweep_points(record)
+def _median(xs):
+    xs = sorted(xs)
+    m = len(xs) // 2
+    return xs[m] if len(xs) % 2 else (xs[m - 1] + xs[m]) / 2
+
+
+def _l2_of(record: Mapping) -> int:
+    l2 = sweep_points(record)[2]
     if not l2:
         raise ValueError(
             "record field results.working_set_sweep.l2_bytes is 0: the run had no L2 to measure (a CPU run)"
         )
-    inside = sorted(b for w, b in zip(ws, bw) if 4 * MiB <= w <= l2 // 2)
-    beyond = sorted(b for w, b in zip(ws, bw) if w >= 8 * l2)
+    return l2
+
+
+def l2_plateau_and_hbm_level(record: Mapping) -> tuple[float, float]:
+    """Median bandwidth of the sweep for working sets from 16 MiB to 0.95 x the L2 (the L2
+    plateau; smaller working sets are still faster, so they are left out) and for working sets of
+    8 L2s or more (HBM) [B/s]."""
+    ws, bw, _ = sweep_points(record)
+    l2 = _l2_of(record)
+    inside = [b for w, b in zip(ws, bw) if PLATEAU_MIN_BYTES <= w <= PLATEAU_MAX_FRACTION_OF_L2 * l2]
+    beyond = [b for w, b in zip(ws, bw) if w >= 8 * l2]
     if not inside or not beyond:
-        raise ValueError("the working-set sweep needs points between 4 MiB and half the L2 and at 8x the L2 or more")
+        raise ValueError("the working-set sweep needs points between 16 MiB and 0.95x the L2 and at 8x the L2 or more")
+    return _median(inside), _median(beyond)
 
-    def median(xs):
-        m = len(xs) // 2
-        return xs[m] if len(xs) % 2 else (xs[m - 1] + xs[m]) / 2
 
-    return median(inside), median(beyond)
+def small_working_set_rates(record: Mapping) -> list[tuple[int, float]]:
+    """``(ws_bytes, bytes_per_s)`` of the working sets of 8 MiB or less (read faster than the
+    plateau on the H200)."""
+    ws, bw, _ = sweep_points(record)
+    return [(w, b) for w, b in zip(ws, bw) if w <= SMALL_WS_MAX_BYTES]
+
+
+def near_l2_points(record: Mapping) -> list[dict]:
+    """The sweep's points from 0.9x to 1.25x the L2, in both visiting orders where the record has
+    them: ``{"ws_bytes", "bytes_per_s", "order"}``, ``order`` "coprime step" (the sweep; older
+    records: "grid stride") or "grid stride" (``order_points``: step = number of programs)."""
+    l2 = _l2_of(record)
+    lo, hi = NEAR_L2_FRACTIONS
+    sweep = _field(_results(record), "working_set_sweep", "results.")
+    out = []
+    for key in ("points", "order_points"):
+        pts = sweep.get(key) or []
+        if not isinstance(pts, list):
+            raise ValueError(f"record field results.working_set_sweep.{key} must be a list, got {type(pts).__name__}")
+        for i, p in enumerate(pts):
+            if not isinstance(p, Mapping) or "time_s" not in p:  # an optional reading that failed
+                continue
+            w = int(_positive(_field(p, "ws_bytes", f"{key}[{i}]."), f"{key}[{i}].ws_bytes"))
+            if not lo * l2 <= w <= hi * l2:
+                continue
+            rate = _positive(_field(p, "bytes_read", f"{key}[{i}]."), f"{key}[{i}].bytes_read") / _positive(
+                p["time_s"], f"{key}[{i}].time_s"
+            )
+            step, programs = p.get("step"), p.get("programs")
+            coprime = key == "points" and step is not None and step != programs
+            out.append({"ws_bytes": w, "bytes_per_s": rate, "order": "coprime step" if coprime else "grid stride"})
+    return sorted(out, key=lambda r: (r["ws_bytes"], r["order"]))
 
 
 def ladder(record: Mapping, gpu) -> list[dict]:
@@ -140,11 +193,15 @@ def ladder(record: Mapping, gpu) -> list[dict]:
         (
             "shared memory (all SMs)",
             model.smem_bytes_per_s(gpu.sms, gpu.boost_clock_hz),
-            "derived: 32 banks x 4 B per clock",
+            "peak, derived: 32 banks x 4 B per clock at boost clock",
         ),
-        ("L2", plateau, "measured: working set inside the L2"),
-        ("HBM", hbm, "measured: working set >= 8x the L2"),
-        ("host link (each way)", gpu.host_bytes_per_s, "catalog: PCIe"),
+        ("L2", plateau, "measured: one kernel re-reading 16 MiB to 0.95x the L2"),
+        ("HBM", hbm, "measured: the same kernel, working set >= 8x the L2"),
+        (
+            "host link (each way)",
+            gpu.host_bytes_per_s,
+            "peak: PCIe link rate (catalog); pinned-memory copies reach less, pageable copies less still",
+        ),
     ]
     out = []
     for i, (name, rate, source) in enumerate(rungs):
@@ -158,13 +215,17 @@ def ladder(record: Mapping, gpu) -> list[dict]:
 # ---------------------------------------------------------------------------------------------
 # 3. Strided reads
 # ---------------------------------------------------------------------------------------------
-def strided_points(record: Mapping) -> list[dict]:
+def strided_points(record: Mapping, *, granule_bytes: int = NCU_GRANULE_BYTES) -> list[dict]:
     """Each stride's measurement and the three models' times [s], recomputed:
 
     - ``predicted_s``: 32-byte sectors at the datasheet HBM bandwidth (``hbm_bytes_per_s`` of
       the catalog GPU named in the provenance, else the H200's);
-    - ``calibrated_s``: 32-byte sectors at the bandwidth this kernel reached with stride 1;
-    - ``granule64_s``: 64-byte DRAM granules at that same bandwidth (the fit).
+    - ``calibrated_s``: 32-byte sectors at the bandwidth experiment 1's Triton read reached
+      (``results.hbm_bandwidth.triton_read_bytes_per_s``: a different, named micro-benchmark);
+    - ``granule64_s``: DRAM granules of ``granule_bytes`` (64 B: what the ncu counter run measured,
+      ``ncu_granule_bytes``) at that same bandwidth (calibrated).
+
+    ``stride1_bytes_per_s`` is the strided kernel's own stride-1 bandwidth, for comparison.
     """
     pts = _field(_results(record), "strided_access", "results.")
     if not isinstance(pts, list) or not pts:
@@ -197,16 +258,26 @@ def strided_points(record: Mapping) -> list[dict]:
     if not one:
         raise ValueError("record field results.strided_access has no stride-1 point to calibrate on")
     bw_stride1 = model.strided_read_bytes(one[0]["n_elems"], 1) / one[0]["time_s"]
+    bw_read = calibration_bytes_per_s(record)
     datasheet = _datasheet_hbm(record)
     for r in rows:
         n, s = r["n_elems"], r["stride"]
         r["useful_bytes_per_s"] = n * FLOAT_BYTES / r["time_s"]
         r["predicted_s"] = model.strided_read_time_s(n, s, datasheet)
-        r["calibrated_s"] = model.strided_read_time_s(n, s, bw_stride1)
-        r["granule64_s"] = model.strided_read_time_s(n, s, bw_stride1, granule_bytes=64)
+        r["calibrated_s"] = model.strided_read_time_s(n, s, bw_read)
+        r["granule64_s"] = model.strided_read_time_s(n, s, bw_read, granule_bytes=granule_bytes)
         r["datasheet_bytes_per_s"] = datasheet
+        r["calibration_bytes_per_s"] = bw_read
         r["stride1_bytes_per_s"] = bw_stride1
     return rows
+
+
+def calibration_bytes_per_s(record: Mapping) -> float:
+    """The strided model's calibration: experiment 1's Triton read bandwidth [B/s]."""
+    bw = _field(_results(record), "hbm_bandwidth", "results.")
+    return _positive(
+        _field(bw, "triton_read_bytes_per_s", "results.hbm_bandwidth."), "hbm_bandwidth.triton_read_bytes_per_s"
+    )
 
 
 def _datasheet_hbm(record: Mapping) -> float:
@@ -257,18 +328,20 @@ def accuracy_rows(record: Mapping) -> list[Row]:
                 "prediction",
                 device,
                 note=""
-                if s < 16
-                else "lanes 64 B or more apart: about twice the 32-B sector model; a 64-B DRAM granule fits it (a fit; see the ncu counters)",
+                if s * FLOAT_BYTES < NCU_GRANULE_BYTES
+                else (
+                    "lanes 64 B or more apart: the ncu counters show the L2 fetching 64 B from DRAM per missed "
+                    "32-B sector, twice the sector model's bytes"
+                ),
             )
         )
+    cal = "Triton read (experiment 1)"
     for p in strided_points(record):
-        if p["stride"] == 1:
-            continue  # equal by construction
         rows.append(
             Row(
                 TOPIC,
                 f"strided read time, stride {p['stride']}",
-                "32-B sectors at this kernel's stride-1 bandwidth",
+                f"32-B sectors at the {cal} bandwidth",
                 p["calibrated_s"],
                 p["time_s"],
                 "s",
@@ -277,17 +350,19 @@ def accuracy_rows(record: Mapping) -> list[Row]:
             )
         )
     for p in strided_points(record):
-        if p["stride"] >= 16:
+        if p["stride"] * FLOAT_BYTES >= NCU_GRANULE_BYTES:
             rows.append(
                 Row(
                     TOPIC,
                     f"strided read time, stride {p['stride']}",
-                    "64-B DRAM granule at stride-1 bandwidth (hypothesis chosen after the data)",
+                    f"{NCU_GRANULE_BYTES}-B DRAM granule (from the ncu counter run) at the {cal} bandwidth",
                     p["granule64_s"],
                     p["time_s"],
                     "s",
-                    "fit",
+                    "calibrated",
                     device,
+                    note="equal DRAM bytes at strides 16 and 32; the rest of the gap is DRAM efficiency, "
+                    "which this model does not capture",
                 )
             )
     return rows
@@ -343,6 +418,18 @@ def ncu_comparison(ncu_record: Mapping) -> list[dict]:
             }
         )
     return sorted(rows, key=lambda r: r["stride"])
+
+
+def ncu_granule_bytes(ncu_record: Mapping) -> Optional[float]:
+    """The DRAM bytes moved per lane where lanes are 64 B or more apart (each lane then misses its
+    own 32-B sector), median over those strides: the L2's DRAM fetch granule as the counters see it
+    [B]. None when the record has no such stride or no DRAM counter."""
+    per_lane = [
+        r["dram_bytes"] * FLOAT_BYTES
+        for r in ncu_comparison(ncu_record)
+        if r["stride"] * FLOAT_BYTES >= NCU_GRANULE_BYTES and r["dram_bytes"] is not None
+    ]
+    return _median(per_lane) if per_lane else None
 
 
 def _counter(metrics: Mapping, key: str, where: str) -> Optional[float]:

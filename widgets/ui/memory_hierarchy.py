@@ -539,7 +539,7 @@ def ladder_svg(record: dict, gpu: str = "H200-SXM") -> str:
             f"{fmt_bytes(l1)} per SM · {fmt_bytes(l1 * g.sms)} in all"
             if l1
             else f"{fmt_bytes(g.smem_per_sm_bytes)} shared per SM",
-            f"{fmt_bytes_per_s(smem_bw)} (32 banks × 4 B per clock)",
+            f"{fmt_bytes_per_s(smem_bw)} peak (32 banks × 4 B/clock)",
         ),
         (
             "L2 cache",
@@ -551,7 +551,7 @@ def ladder_svg(record: dict, gpu: str = "H200-SXM") -> str:
             f"{fmt_bytes(g.hbm_bytes)}",
             f"{fmt_bytes_per_s(g.hbm_bytes_per_s)} datasheet · {fmt_bytes_per_s(rungs['HBM']['bytes_per_s'])} measured",
         ),
-        ("Host memory", "across PCIe", f"{fmt_bytes_per_s(g.host_bytes_per_s)} each way"),
+        ("Host memory", "across PCIe", f"{fmt_bytes_per_s(g.host_bytes_per_s)} each way, peak (pinned)"),
     ]
     ratios = [rungs["shared memory (all SMs)"]["times_next"], rungs["L2"]["times_next"], rungs["HBM"]["times_next"]]
     fills = ["#d6e9f5", "#dcefe6", "#fbeacc", "#f6dccd", "#e8e8e8"]
