@@ -804,9 +804,10 @@ def accuracy_rows(record: dict) -> list:
         agree = sum(model.occupancy(r["threads_per_block"], r["regs_per_thread"], r["smem_per_block_bytes"], occ["arch"]).blocks_per_sm
                     == (r["blocks_per_sm"] or 0) for r in cfg)
         rows.append(Row("simt", "occupancy: launches whose blocks per SM the model gets exactly",
-                        f"{len(cfg)} launches ({occ['arch']}), thread/register/shared-memory counts; runtime's answer measured",
+                        f"{len(cfg)} launches ({occ['arch']}), thread/register/shared-memory counts; the driver's calculator answers",
                         float(len(cfg)), float(agree), "launches", "prediction", device,
-                        "measured = launches where the model equals cuOccupancyMaxActiveBlocksPerMultiprocessor"))
+                        "measured = launches where the model equals cuOccupancyMaxActiveBlocksPerMultiprocessor "
+                        "(NVIDIA's occupancy calculator in the driver, not a hardware reading)"))
 
     bw = ok("occupancy_bandwidth")
     if bw and bw.get("latency_s") and bw.get("peak_bytes_per_s"):

@@ -35,8 +35,9 @@ WARP = 32
 def divergent_kernel(out, n_paths, iters, lane_paths):
     """Every thread does the same work (``iters`` x 4 FMAs), on the path ``lane % n_paths``.
 
-    Each path is its own code (its own constant), so a warp whose lanes sit on ``k`` different
-    paths must issue all ``k`` of them, one after another.
+    One inner loop, run once for each path ``p`` (with a constant that depends on ``p``) by the
+    lanes whose path is ``p`` while the warp's other lanes are masked off: a warp whose lanes sit
+    on ``k`` different paths runs that loop ``k`` times, one after another.
     """
     i = cuda.grid(1)
     lane = cuda.threadIdx.x % WARP

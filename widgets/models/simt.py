@@ -518,6 +518,26 @@ def issue_slots_per_iteration(per_iteration_s: float, clock_hz: float, sms: int,
     return _finite(t * c * k * n / w, "per_iteration_s x clock_hz is")
 
 
+def issue_time_s(instructions_per_iteration: float, iterations: float, sms: int, warps: int, clock_hz: float,
+                 schedulers_per_sm: int = 4) -> float:
+    """The time an issue-bound loop takes: ``warps`` warps spread over ``sms`` SMs of
+    ``schedulers_per_sm`` schedulers, each scheduler issuing one warp-instruction per clock, each
+    warp running ``iterations`` iterations of ``instructions_per_iteration`` instructions:
+    ``instructions x iterations x warps / (sms x schedulers x clock)`` [s]. The inverse of
+    ``issue_slots_per_iteration``; it assumes the warps are spread evenly (whole waves).
+
+    >>> issue_time_s(10, 1, 132, 16896, 1e9)  # 32 warps per scheduler x 10 instructions at 1 GHz
+    3.2e-07
+    """
+    ins = _check.non_negative("instructions_per_iteration", instructions_per_iteration)
+    it = _check.non_negative("iterations", iterations)
+    n = _int("sms", sms, minimum=1, maximum=1 << 20)
+    w = _int("warps", warps, minimum=1)
+    c = _check.positive("clock_hz", clock_hz)
+    k = _int("schedulers_per_sm", schedulers_per_sm, minimum=1, maximum=64)
+    return _finite(ins * it * w / (n * k * c), "instructions_per_iteration x iterations / clock_hz is")
+
+
 def fp32_issue_time_s(flop: float, sms: int, clock_hz: float, fp32_lanes_per_sm: int = 128) -> float:
     """The shortest time ``flop`` of FP32 fused multiply-adds can take when every FP32 lane of
     every SM completes one FMA (2 FLOP) each clock: ``flop / (2 x sms x lanes x clock)`` [s].

@@ -633,6 +633,19 @@ def launch_compare_rows(ref: dict | None, here: dict | None) -> list:
                      here=t(here.get("graph_per_kernel_s")) if here else None))
     rows.append(dict(quantity="graph speed-up", reference=f"{ref['speedup']:.1f}x" if ref and ref.get("speedup") else "n/a",
                      here=(f"{here['speedup']:.1f}x" if here.get("speedup") else "n/a (no GPU)") if here else None))
+    kb_ref, kb_here = ((r or {}).get("kernel_bound") or {} for r in (ref, here))
+    if kb_ref.get("eager_s") is not None or kb_here.get("eager_s") is not None:
+        kb = kb_ref if kb_ref.get("eager_s") is not None else kb_here
+        pred = (m.launch_bound_time_s(kb_ref["n_kernels"], kb_ref["graph_per_kernel_s"], kb_ref["host_per_launch_s"])
+                if kb_ref.get("eager_s") is not None and kb_ref.get("graph_per_kernel_s") is not None else None)
+        rows.append(dict(quantity=f"{kb['n_kernels']:,} kernels on {kb['nbytes'] / 2**20:.0f} MiB, eager (kernel-bound)",
+                         model=t(pred) if pred else None, label="calibrated" if pred else None,
+                         reference=t(kb_ref.get("eager_s")) if kb_ref else "not recorded",
+                         ratio=_ratio(kb_ref.get("eager_s"), pred) if pred else None,
+                         here=t(kb_here.get("eager_s")) if kb_here else None))
+        rows.append(dict(quantity="those kernels from a CUDA graph, per kernel",
+                         reference=t(kb_ref.get("graph_per_kernel_s")) if kb_ref else "not recorded",
+                         here=t(kb_here.get("graph_per_kernel_s")) if kb_here else None))
     return rows
 
 
