@@ -743,6 +743,59 @@ def run_all() -> dict:
 
 
 # --------------------------------------------------------------------------------------------
+# Reading the precision records: growth per kernel regime, and where promotion must happen
+# --------------------------------------------------------------------------------------------
+def _loglog_fit(ks, errs) -> tuple[float, float]:
+    """Least-squares line through (log2 K, log2 error): (slope, log2 error at K = 1)."""
+    x = [math.log2(k) for k in ks]
+    y = [math.log2(e) for e in errs]
+    mx, my = sum(x) / len(x), sum(y) / len(y)
+    sxx = sum((a - mx) ** 2 for a in x)
+    slope = sum((a - mx) * (b - my) for a, b in zip(x, y)) / sxx
+    return slope, my - slope * mx
+
+
+def error_regimes(rows: list[dict], kind: str = "accumulation") -> list[dict]:
+    """Split ``rows`` (precision rows of ONE dtype and mode) into kernel regimes and fit the
+    growth of the error with K in each: ``[{"ks", "errors", "slope", "kernels"}]`` (slope of
+    log error against log K; 0.5 is the sqrt(K) of independent rounding errors). A regime is a run
+    of K with the same recorded kernel names; a record without kernel names is split wherever the
+    error falls as K doubles (a new kernel or split). Regimes of one K get ``slope`` None."""
+    rs = sorted((r for r in rows if r.get(kind)), key=lambda r: r["k"])
+    groups: list[list[dict]] = []
+    for r in rs:
+        if groups:
+            prev = groups[-1][-1]
+            named = r.get("kernels") is not None and prev.get("kernels") is not None
+            same = (r["kernels"] == prev["kernels"]) if named else r[kind] >= prev[kind]
+            if same:
+                groups[-1].append(r)
+                continue
+        groups.append([r])
+    out = []
+    for g in groups:
+        ks, errs = [r["k"] for r in g], [r[kind] for r in g]
+        out.append({"ks": ks, "errors": errs, "slope": _loglog_fit(ks, errs)[0] if len(g) > 1 else None,
+                    "kernels": g[0].get("kernels")})
+    return out
+
+
+def promotion_crossover_k(fast_rows: list[dict], precise_rows: list[dict]) -> dict | None:
+    """A **fit**, free of any accumulator model: extrapolate the fast-mode accumulation error of
+    the first kernel regime (its own power law in K) down to the precise mode's flat level (the
+    median over K); the K where they meet is about how many products precise mode sums before it
+    promotes to fp32 (DeepSeek promote every 128; CUTLASS's sm90 fp8 mainloop every 4 MMAs of
+    k = 32, also 128). ``{"k", "slope", "level", "ks"}``, or None without two fast points."""
+    regimes = error_regimes(fast_rows)
+    levels = [r["accumulation"] for r in precise_rows if r.get("accumulation")]
+    if not regimes or regimes[0]["slope"] is None or not levels or regimes[0]["slope"] <= 0:
+        return None
+    slope, icept = _loglog_fit(regimes[0]["ks"], regimes[0]["errors"])
+    level = statistics.median(levels)
+    return {"k": 2 ** ((math.log2(level) - icept) / slope), "slope": slope, "level": level, "ks": regimes[0]["ks"]}
+
+
+# --------------------------------------------------------------------------------------------
 # The accuracy ledger: every comparison the chapter makes, recomputed from a record
 # --------------------------------------------------------------------------------------------
 def _estimate(m: int, n: int, k: int, dtype: str, gpu: str, tile_m: int = 128, tile_n: int = 256):
@@ -757,10 +810,13 @@ def accuracy_rows(record: dict) -> list:
     recomputed with today's models from the raw measurements (works with records made before the
     sustained runs and NVML samples were added: those rows are then left out).
 
-    Labels: the tile-and-wave throughput and the precision of fp32-accumulated GEMMs are
-    **predictions** (datasheet peaks, format definitions); the fp8 accumulation errors use the
-    ~14-bit accumulator measured by DeepSeek on an H800, so they are **calibrated**; the throughput
-    rescaled by the SM clock seen during the same run is **calibrated** too.
+    Labels: the tile-and-wave throughput and the total error of bf16/fp16/tf32 GEMMs (input
+    rounding and fp32 sums) are **predictions** (datasheet peaks, format definitions), at every K
+    recorded; so is the fp32 (no tensor core) accumulation error. The accumulation errors of the
+    tensor-core paths are **calibrated**: the truncating fp32 adder (Fasi et al. 2021, Khattak and
+    Mikaitis 2025) and the ~14-bit fp8 accumulator (DeepSeek, on an H800) were measured by others.
+    The throughput rescaled by the SM clock seen during the same run is a **fit** (the clock comes
+    from the run it predicts).
     """
     from ..accuracy import Row
 
@@ -794,8 +850,8 @@ def accuracy_rows(record: dict) -> list:
                 if clk and d in clock0:
                     rows.append(Row(topic, f"{d_label} GEMM {n}^3, sustained, at the clock seen",
                                     f"peak x wave efficiency x (median SM clock {clk:.0f} MHz / {clock0[d] / 1e6:.0f} MHz)",
-                                    e.flop_per_s * clk * 1e6 / clock0[d], sus["flop_per_s"], "FLOP/s", "calibrated", device,
-                                    "clock sampled by NVML during the same run"))
+                                    e.flop_per_s * clk * 1e6 / clock0[d], sus["flop_per_s"], "FLOP/s", "fit", device,
+                                    "clock sampled by NVML during the same run: a constant from the measured run itself"))
         for p in R["shape_sweep"]["alignment"]:
             if p["n"] in (4096, 8192, 8191):
                 e = _estimate(p["n"], p["n"], p["n"], "bf16", gpu)
@@ -814,21 +870,29 @@ def accuracy_rows(record: dict) -> list:
                                     "FLOP/s", "prediction", device, f"{e.waves} waves"))
     for r in R["precision"]:
         d, k, fast = r["dtype"], r["k"], bool(r.get("fast_accum"))
-        if k not in (256, 4096, 65536) or r.get("accumulation") is None:
+        if r.get("accumulation") is None or r.get("total") is None:
             continue
-        if d in ("bf16", "fp16") and k == 4096:
+        shape = f"{r.get('m', '?')}x{r.get('n', r.get('m', '?'))}, K = {k}"
+        note = r["method"] + (f"; kernels: {', '.join(n[:60] for n in r['kernels'])}" if r.get("kernels") else "")
+        if d in ("bf16", "fp16", "tf32"):
             out = None if r["out_dtype"] == "fp32" else r["out_dtype"]
-            rows.append(Row(topic, f"{d} GEMM error vs fp64, K = {k}", "input rounding (u of the format) + fp32 sums",
+            rows.append(Row(topic, f"{d} GEMM error vs fp64, {shape}", "input rounding (u of the format) + fp32 sums",
                             model.dot_error(k, d, output=out).typical_error, r["total"], "relative error", "prediction",
-                            device, r["method"]))
-        if d in ("fp16", "bf16") and k == 65536:
-            rows.append(Row(topic, f"{d} GEMM accumulation error, K = {k}", "fp32 accumulator, independent round-to-nearest errors",
-                            model.tensor_core_accumulation_error(k, d).typical_error, r["accumulation"], "relative error",
-                            "prediction", device, "Fasi et al. 2021: the adder truncates, so it may exceed this"))
-        if d == "fp8" and r["method"].startswith("torch._scaled_mm"):
-            acc = model.accumulator("fp8", fast)
-            rows.append(Row(topic, f"fp8 GEMM accumulation error, K = {k}, {'fast' if fast else 'precise'}",
-                            f"{acc.significand_bits}-bit accumulator" + (f", promoted every {acc.promote_every_k}" if acc.promote_every_k else ""),
-                            model.tensor_core_accumulation_error(k, "fp8", fast).typical_error, r["accumulation"],
-                            "relative error", acc.label, device, acc.source))
+                            device, note))
+        if d in ("bf16", "fp16", "tf32", "fp32") or (d == "fp8" and r["method"].startswith("torch._scaled_mm")):
+            acc = model.accumulator(d, fast)
+            how = (f"{acc.significand_bits}-bit accumulator" + (", truncating" if acc.truncate else "")
+                   + (f", promoted every {acc.promote_every_k}" if acc.promote_every_k else ""))
+            mode = f", {'fast' if fast else 'precise'}" if d == "fp8" else ""
+            rows.append(Row(topic, f"{d} GEMM accumulation error{mode}, {shape}", how,
+                            model.tensor_core_accumulation_error(k, d, fast).typical_error, r["accumulation"],
+                            "relative error", acc.label, device, f"{note}; {acc.source}"))
+    pt = R.get("precision_triton")
+    if isinstance(pt, dict) and pt.get("rows") and not pt.get("interpreted", True):
+        acc = model.accumulator(pt["dtype"])
+        for r in pt["rows"]:
+            rows.append(Row(topic, f"Triton {pt['dtype']} GEMM accumulation error, {pt['m']}x{pt['n']}, K = {r['k']}",
+                            "fp32 accumulator, truncating, one accumulator per output",
+                            model.tensor_core_accumulation_error(r["k"], pt["dtype"]).typical_error, r["accumulation"],
+                            "relative error", acc.label, device, f"{pt['method']}; {acc.source}"))
     return rows

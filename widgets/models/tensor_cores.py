@@ -139,8 +139,10 @@ def implied_clock_hz(peak_flop_per_s: float, sms: int, flop_per_clock_per_sm: fl
 
     >>> round(implied_clock_hz(989.4e12, 132, 4096) / 1e6)   # H100 SXM bf16: the tensor clock
     1830
-    >>> round(implied_clock_hz(67e12, 132, 256) / 1e6)       # FP32: the maximum boost clock
+    >>> round(implied_clock_hz(67e12, 132, 256) / 1e6)       # FP32: the 1980 MHz maximum boost
     1983
+
+    (67 TFLOP/s is rounded to two digits; the published maximum boost clock is 1980 MHz.)
     """
     p = _bounded("peak_flop_per_s", peak_flop_per_s, MAX_FLOP_PER_S)
     s = _check.integer("sms", sms, minimum=1, maximum=MAX_SMS)
@@ -485,15 +487,49 @@ class DotError:
     u_in: float
     u_acc: float
     deterministic_bound: float  # relative to sum |x_i y_i|
-    probabilistic_bound: float  # relative to sum |x_i y_i|, Higham & Mary (2019), lambda given
+    probabilistic_bound: float  # relative to sum |x_i y_i|, Higham & Mary (2019), holds with `probability`
     typical_error: float  # rms relative error, normwise, for random zero-mean inputs
     max_normal: float
     min_normal: float
     min_subnormal: float
+    lam: float  # the lambda of the probabilistic bound
+    probability: float  # the probability (at least) that the probabilistic bound holds, Q(lam, n)
+
+
+def bound_probability(lam: float = 1.0, n: int = 1, u: float = 2.0**-24) -> float:
+    """Higham & Mary (2019, SISC 41(5), Theorem 3.1): a computation with ``n`` independent
+    mean-zero rounding errors of size at most ``u`` stays within ``lam sqrt(n) u`` (first order)
+    with probability at least ``Q(lam, n) = 1 - 2 n exp(-lam^2 (1-u)^2 / 2)``, clipped at 0
+    (nothing guaranteed). The n-free form ``1 - 2 exp(-lam^2/2)`` is Connolly, Higham & Mary
+    (2021, SISC 43(1)), which needs mean independence, not independence, of the errors.
+
+    >>> round(bound_probability(1.0, 1, 2**-24), 3)   # lambda = 1 guarantees nothing
+    0.0
+    >>> round(bound_probability(lam_for_probability(0.99, 4096, 2**-24), 4096, 2**-24), 6)
+    0.99
+    """
+    lam_ = _bounded("lam", lam, MAX_LAM)
+    nn = _check.integer("n", n, minimum=1, maximum=MAX_K)
+    uu = _bounded("u", u, 0.5)
+    return max(0.0, 1.0 - 2.0 * nn * math.exp(-(lam_**2) * (1.0 - uu) ** 2 / 2.0))
+
+
+def lam_for_probability(probability: float = 0.99, n: int = 1, u: float = 2.0**-24) -> float:
+    """The lambda for which Higham & Mary's bound holds with at least ``probability`` over ``n``
+    rounding errors of size ``u``: ``lam = sqrt(2 ln(2n / (1 - probability))) / (1 - u)``.
+
+    >>> round(lam_for_probability(0.99, 4096, 2**-24), 2)
+    5.22
+    """
+    pr = _bounded("probability", probability, 1.0 - 1e-12, minimum=1e-12)
+    nn = _check.integer("n", n, minimum=1, maximum=MAX_K)
+    uu = _bounded("u", u, 0.5)
+    return math.sqrt(2.0 * math.log(2.0 * nn / (1.0 - pr))) / (1.0 - uu)
 
 
 def dot_error(
-    k: int, dtype: str, accumulate: str = "fp32", *, output: str | None = None, lam: float = 1.0, input_rounding: bool = True
+    k: int, dtype: str, accumulate: str = "fp32", *, output: str | None = None, lam: float | None = None,
+    probability: float = 0.99, input_rounding: bool = True
 ) -> DotError:
     """How accurate is a dot product of length ``k`` in ``dtype`` with ``accumulate`` sums?
 
@@ -503,7 +539,10 @@ def dot_error(
       inputs are rounded once each; a recursive sum of ``k`` terms commits ``k`` roundings.
     - probabilistic bound (Higham & Mary 2019, Theorem 3.1): rounding errors that are independent
       and of mean zero grow like ``sqrt(k)``: ``2 u_in + lam sqrt(k) u_acc`` holds with probability
-      at least ``1 - 2 exp(-lam^2 (1-u_acc)^2 / 2)``.
+      at least ``Q = 1 - 2 k exp(-lam^2 (1-u_acc)^2 / 2)`` (:func:`bound_probability`). By default
+      ``lam`` is chosen so that ``Q = probability`` (0.99: ``lam`` = 5.2 for k = 4096,
+      :func:`lam_for_probability`); a ``lam`` given instead is kept and ``probability`` reports its
+      ``Q`` (0 for lam = 1: nothing is guaranteed).
     - typical error: the rms of ``|c_hat - c| / |c|`` for random independent zero-mean inputs
       (normwise over many dot products). Each rounding error has variance ``u^2 / (8 ln 2)``; the
       two input roundings add ``2 u_in^2``; the recursive sum's partial sums grow like
@@ -525,16 +564,22 @@ def dot_error(
     kk = _check.integer("k", k, minimum=1, maximum=MAX_K)
     fin = _format(dtype, "dtype")
     facc = _format(accumulate, "accumulate")
-    lam_ = _bounded("lam", lam, MAX_LAM)
     u_out = 0.0 if output is None else _format(output, "output").unit_roundoff
     if not isinstance(input_rounding, bool):
         raise ValueError(f"input_rounding must be True or False, got {input_rounding!r}")
     u_in = fin.unit_roundoff if input_rounding else 0.0
     u_acc = facc.unit_roundoff
+    if lam is None:
+        lam_ = lam_for_probability(probability, kk, u_acc)
+    else:
+        lam_ = _bounded("lam", lam, MAX_LAM)
+        _bounded("probability", probability, 1.0 - 1e-12, minimum=1e-12)
+    q = bound_probability(lam_, kk, u_acc)
     det = 2 * u_in + kk * u_acc + u_out
-    prob = 2 * u_in + lam_ * math.sqrt(kk) * u_acc + u_out
+    prob = min(det, 2 * u_in + lam_ * math.sqrt(kk) * u_acc + u_out)  # the deterministic one always holds
     typical = math.sqrt((2 * u_in**2 + kk * u_acc**2 / 2 + u_out**2) * ROUNDING_VARIANCE)
-    return DotError(fin.name, kk, facc.name, u_in, u_acc, det, prob, typical, fin.max_normal, fin.min_normal, fin.min_subnormal)
+    return DotError(fin.name, kk, facc.name, u_in, u_acc, det, prob, typical, fin.max_normal, fin.min_normal,
+                    fin.min_subnormal, lam_, q)
 
 
 def typical_dot_error(k, dtype: str, accumulate: str = "fp32", *, output: str | None = None, input_rounding: bool = True):
@@ -552,10 +597,11 @@ def typical_dot_error(k, dtype: str, accumulate: str = "fp32", *, output: str | 
 # --------------------------------------------------------------------------------------------
 # One instruction: which tensor core runs it, and for how many clocks
 # --------------------------------------------------------------------------------------------
-# Tensor cores per SM: one per SM sub-partition (processing block) on Volta through Hopper
+# Tensor cores per SM: four, one per SM sub-partition (processing block), on Ampere and Hopper
 # (A100 whitepaper, "four third-generation Tensor Cores per SM"; H100 whitepaper, "four
-# fourth-generation Tensor Cores per SM"). A warp lives on one sub-partition and its mma.sync
-# runs on that sub-partition's tensor core only; a Hopper warpgroup (four warps, one per
+# fourth-generation Tensor Cores per SM"). Volta and Turing had eight per SM, two per processing
+# block (V100 whitepaper: 640 in 80 SMs). A warp lives on one sub-partition and its mma.sync runs
+# on that sub-partition's tensor core(s) only; a Hopper warpgroup (four warps, one per
 # sub-partition) drives all four with one wgmma.
 TENSOR_CORES_PER_SM = 4
 
@@ -637,12 +683,21 @@ ACCUMULATORS = {
         "Hopper fp8, promoted to fp32 every 128", 14, 128, False,
         "DeepSeek-V3 report, Sec. 3.3 (Increasing Accumulation Precision): ~14 bits, promotion interval N_C = 128",
         "calibrated"),
-    # fp16/bf16/tf32 inputs accumulate in fp32 (PTX ISA, mma/wgmma .f32 accumulators); Fasi, Higham,
-    # Mikaitis and Pranesh (2021) found the adder of V100/T4/A100 aligns and normalizes by truncation,
-    # which the independent-error model below does not see: measured errors may exceed it (up to ~3x here).
-    ("bf16", False): Accumulator("fp32 accumulator", 24, None, False, "PTX ISA: .f32 accumulator", "prediction"),
-    ("fp16", False): Accumulator("fp32 accumulator", 24, None, False, "PTX ISA: .f32 accumulator", "prediction"),
-    ("tf32", False): Accumulator("fp32 accumulator", 24, None, False, "PTX ISA: .f32 accumulator", "prediction"),
+    # fp16/bf16/tf32 inputs accumulate in fp32 registers (PTX ISA, mma/wgmma .f32 accumulators; fp16
+    # inputs may also use .f16 accumulators, which cuBLAS's fp32-compute GEMMs do not). Inside the
+    # instruction the adder aligns and normalizes by truncation: Fasi, Higham, Mikaitis and Pranesh
+    # (2021) on V100/T4/A100, Khattak and Mikaitis (2025, arXiv:2512.07004) on H100 and B200. The model
+    # takes a truncating fp32 adder, u = 2^-23, with independent errors: the truncation is measured
+    # by others, so comparisons that use it are calibrated.
+    ("bf16", False): Accumulator(
+        "fp32 accumulator, truncating adder", 24, None, True,
+        "PTX ISA (.f32 accumulator); Fasi et al. 2021, Khattak & Mikaitis 2025 (truncation)", "calibrated"),
+    ("fp16", False): Accumulator(
+        "fp32 accumulator, truncating adder", 24, None, True,
+        "PTX ISA (.f32 accumulator); Fasi et al. 2021, Khattak & Mikaitis 2025 (truncation)", "calibrated"),
+    ("tf32", False): Accumulator(
+        "fp32 accumulator, truncating adder", 24, None, True,
+        "PTX ISA (.f32 accumulator); Fasi et al. 2021, Khattak & Mikaitis 2025 (truncation)", "calibrated"),
     ("fp32", False): Accumulator("fp32 (FFMA, no tensor cores)", 24, None, False, "IEEE 754 binary32", "prediction"),
 }
 
@@ -678,12 +733,14 @@ class AccumulationError:
     u_acc: float  # unit roundoff of one addition in the narrow accumulator
     chunks: int  # partial sums added in fp32
     typical_error: float
-    probabilistic_bound: float
+    probabilistic_bound: float  # holds with `probability` (Higham & Mary 2019)
     deterministic_bound: float
+    lam: float
+    probability: float
 
 
 def accumulation_error(k: int, significand_bits: int, *, promote_every_k: int | None = None, truncate: bool = False,
-                       lam: float = 1.0) -> AccumulationError:
+                       lam: float | None = None, probability: float = 0.99) -> AccumulationError:
     """Error of summing ``k`` products in a ``significand_bits`` accumulator, promoted to fp32
     every ``promote_every_k`` products (``None``: never).
 
@@ -692,13 +749,21 @@ def accumulation_error(k: int, significand_bits: int, *, promote_every_k: int | 
     (``u32 = 2^-24``), first order:
 
     - deterministic bound (Higham 2002, Sec. 3.1, applied twice): ``c u + ceil(k/c) u32``;
-    - probabilistic bound (Higham & Mary 2019): ``lam (sqrt(c) u + sqrt(ceil(k/c)) u32)``;
+    - probabilistic bound (Higham & Mary 2019): ``lam (sqrt(c) u + sqrt(ceil(k/c)) u32)``, with
+      ``lam`` chosen so that it holds with ``probability`` over the ``c + ceil(k/c)`` roundings
+      (:func:`lam_for_probability`), unless given;
     - typical rms relative error, independent zero-mean rounding errors of variance
       ``u^2 / (8 ln 2)`` on partial sums that grow like ``sqrt(j)``:
       ``sqrt((c u^2 + (k/c) u32^2) / (16 ln 2))`` (the second term only when promoted).
 
     Without promotion the error grows like ``sqrt(k)``; with it, it stops growing at
     ``u sqrt(c / (16 ln 2))``: what Hopper's fp8 "precise" mode shows.
+
+    ``truncate`` doubles ``u`` (a truncating adder's error can reach a whole unit in the last
+    place) but keeps the errors independent and of mean zero. Truncation toward zero is biased: on
+    partial sums of one sign its errors add up like ``k``, not ``sqrt(k)``, so a truncating
+    accumulator's error grows faster than this model says (measured growth between the two is
+    what Hopper's fp8 fast accumulation shows).
 
     Examples
     --------
@@ -714,7 +779,6 @@ def accumulation_error(k: int, significand_bits: int, *, promote_every_k: int | 
     p = _check.integer("significand_bits", significand_bits, minimum=2, maximum=64)
     if not isinstance(truncate, bool):
         raise ValueError(f"truncate must be True or False, got {truncate!r}")
-    lam_ = _bounded("lam", lam, MAX_LAM)
     u = 2.0 ** -(p - 1) if truncate else 2.0**-p
     u32 = 2.0**-24
     if promote_every_k is None:
@@ -723,10 +787,17 @@ def accumulation_error(k: int, significand_bits: int, *, promote_every_k: int | 
         c = min(kk, _check.integer("promote_every_k", promote_every_k, minimum=1, maximum=MAX_K))
         chunks = -(-kk // c)
         hi = u32
+    n_round = c + (chunks if promote_every_k is not None else 0)
+    if lam is None:
+        lam_ = lam_for_probability(probability, n_round, min(u, 0.25))
+    else:
+        lam_ = _bounded("lam", lam, MAX_LAM)
+        _bounded("probability", probability, 1.0 - 1e-12, minimum=1e-12)
+    q = bound_probability(lam_, n_round, min(u, 0.25))
     typical = math.sqrt((c * u**2 + chunks * hi**2) * ROUNDING_VARIANCE / 2)
-    prob = lam_ * (math.sqrt(c) * u + math.sqrt(chunks) * hi)
     det = c * u + chunks * hi
-    return AccumulationError(kk, p, None if promote_every_k is None else c, u, chunks, typical, prob, det)
+    prob = min(det, lam_ * (math.sqrt(c) * u + math.sqrt(chunks) * hi))  # the deterministic one always holds
+    return AccumulationError(kk, p, None if promote_every_k is None else c, u, chunks, typical, prob, det, lam_, q)
 
 
 def tensor_core_accumulation_error(k: int, dtype: str, fast_accum: bool = False) -> AccumulationError:
@@ -777,16 +848,3 @@ def tensor_core_dot_error(k: int, dtype: str, fast_accum: bool = False) -> float
     fin = number_format(dtype)
     acc = tensor_core_accumulation_error(k, dtype, fast_accum).typical_error
     return math.sqrt(2 * fin.unit_roundoff**2 * ROUNDING_VARIANCE + acc**2)
-
-
-def fit_promotion_interval(typical_error: float, significand_bits: int) -> float:
-    """The promotion interval c that makes a promoted accumulator's (flat) typical error equal a
-    measured one, ``c = (err / u)^2 x 16 ln 2``: the inverse of :func:`accumulation_error`, for a
-    **fit** [products].
-
-    >>> round(fit_promotion_interval(accumulation_error(65536, 14, promote_every_k=128).typical_error, 14))
-    128
-    """
-    err = _bounded("typical_error", typical_error, 1.0, minimum=1e-30)
-    p = _check.integer("significand_bits", significand_bits, minimum=2, maximum=64)
-    return (err / 2.0**-p) ** 2 * 2 / ROUNDING_VARIANCE
