@@ -360,7 +360,8 @@ def accuracy_rows(record: dict) -> list:
 
     - **prediction** (NCCL runs on a catalog GPU): each collective's time at the largest size
       from the datasheet link bandwidth and NCCL's own latency model; the smallest all-reduce's
-      time from NCCL's latency model (the measured one is Python's per-call cost: far off).
+      time from NCCL's latency model (the measured one is far off: most likely the host-side cost
+      of a call from Python, which records made from now on carry as ``host_time_s``).
     - **calibrated**: each other collective at the largest size from the all-reduce bus bandwidth
       measured at that size (a different call); the hand-written ring from ``dist.all_reduce``
       timed in the same run (>= 256 MiB).
@@ -402,7 +403,8 @@ def accuracy_rows(record: dict) -> list:
         t = model.ring_allreduce_time_s(small.size_bytes, n, link)
         add(f"all_reduce time, {fmt_bytes(small.size_bytes)}", f"{n} ranks; NCCL's latency model (tuning.cc)", t * 1e6,
             small.time_s * 1e6, "us", "prediction",
-            "the measured time is a call from Python through torch.distributed, back to back: launch cost, not NCCL's kernel latency")
+            "the measured time is a call from Python through torch.distributed, back to back: most likely host-side launch cost "
+            "(not measured in this record), not NCCL's kernel latency")
     for op, pts in by_op.items():
         p = pts[-1]
         if op == "all_reduce" or p.size_bytes != big.size_bytes or model.busbw_factor(op, n) == 0:
@@ -420,7 +422,7 @@ def accuracy_rows(record: dict) -> list:
         mid = min(ar, key=lambda p: abs(math.log(p.size_bytes / (16 * MiB))))
         add(f"all_reduce time, {fmt_bytes(mid.size_bytes)}", f"alpha {fit.latency_s * 1e6:.1f} us and beta fitted to this sweep",
             fit.predict_s(mid.size_bytes) * 1e3, mid.time_s * 1e3, "ms", "fit",
-            "alpha is the per-call cost of a call from Python, not a link latency")
+            "alpha is the per-call cost of a call from Python (most likely host-side launch cost), not a link latency")
         add("all_reduce busbw, largest size vs fitted asymptote", "beta fitted to this sweep", fit.busbw_bytes_per_s / 1e9,
             big.busbw_bytes_per_s / 1e9, "GB/s", "fit", "an asymptote is reached only as S grows without bound: it lies above every measured point")
     return rows

@@ -51,6 +51,9 @@ NCCL_NVLINK_STEP_LATENCY_S = 0.6e-6
 NCCL_NET_STEP_LATENCY_S = 2.7e-6
 DEFAULT_CALL_LATENCY_S = NCCL_CALL_LATENCY_S
 DEFAULT_STEP_LATENCY_S = NCCL_NVLINK_STEP_LATENCY_S
+# Across nodes NCCL multiplies a large ring all-reduce's latency by this on Ampere and later
+# (tuning.cc, "Plateau effect of ring": 1.4 for compute capability >= 8.0, 1.9 below); not in this model.
+NCCL_RING_PLATEAU_FACTOR = 1.4
 # NCCL's cost model credits NVLink SHARP (NVLS) with this share of the NVLink bandwidth on Hopper
 # (NVIDIA/nccl v2.28.9-1, src/graph/tuning.cc, ``nvlsEfficiency``: 0.85 Hopper, 0.74 Blackwell).
 NCCL_NVLS_EFFICIENCY_HOPPER = 0.85
