@@ -621,21 +621,24 @@ def serial_host_work(n: int) -> int:
 
 
 @_quietly
-def measure_amdahl(workers: Optional[Sequence[int]] = None, *, serial_iters: Optional[int] = None, repeat: int = 5) -> dict:
+def measure_amdahl(workers: Optional[Sequence[int]] = None, *, serial_iters: Optional[int] = None, repeat: Optional[int] = None) -> dict:
     """A step = serial host work, then a parallel part split over ``workers``; speed-up of the
     whole step against one worker, measured and predicted by Amdahl's law.
 
     Every step is timed in its parts on one clock (the host's): the serial part, the parallel
     part (up to the device's synchronization) and the whole, in the same runs, the worker counts
-    interleaved. The parallel fraction ``p`` comes from the one-worker steps' own parts; the
-    law then predicts the other worker counts (labelled *calibrated*: ``p`` is a constant
-    measured on the one-worker runs). On a GPU the CUDA-event time of each step is recorded
+    interleaved. The serial part is the same work at every worker count, and the host's time
+    for it swings between runs (6.5 to 14 ms in the first in-run H200 record), so its estimate
+    is the median over every step's serial part (``serial_samples_s``); the parallel part is the
+    one-worker steps'. The law then predicts the speed-ups of the whole steps (labelled
+    *calibrated*: ``p`` comes from the parts, not from the speed-ups). On a GPU the CUDA-event time of each step is recorded
     beside it (``device_event_s``), to show what a device clock sees of host work.
 
     On a GPU a worker is an SM: the parallel part is a fixed amount of arithmetic split over
     ``workers`` blocks of 1024 threads (one block per SM). On the CPU a worker is a thread
     running NumPy on its share of an array.
     """
+    repeat = repeat or (9 if harness.on_gpu() else 3)
     if harness.on_gpu():
         sms = torch.cuda.get_device_properties(0).multi_processor_count
         workers = sorted({1, *(workers or [w for w in (1, 2, 4, 8, 16, 32, 64, 128) if w <= sms])})
@@ -697,7 +700,7 @@ def measure_amdahl(workers: Optional[Sequence[int]] = None, *, serial_iters: Opt
         serial, par, whole, events = (list(v) for v in zip(*runs[w]))
         points.append(dict(workers=int(w), time_s=float(np.median(whole)), time_min_s=min(whole), time_max_s=max(whole), repeat=repeat,
                            serial_s=float(np.median(serial)), serial_min_s=min(serial), serial_max_s=max(serial),
-                           parallel_s=float(np.median(par)),
+                           serial_samples_s=[float(v) for v in serial], parallel_s=float(np.median(par)),
                            device_event_s=float(np.median(events)) if events[0] is not None else None))
     if not harness.on_gpu():
         for pool in pools.values():
@@ -715,16 +718,18 @@ def amdahl_predictions(res: dict) -> dict:
     """Recompute the Amdahl comparison of a ``measure_amdahl`` result (or record).
 
     New records time the serial and parallel parts inside every step: ``p`` comes from the
-    one-worker steps' own parts, each point gets its speed-up, the law's prediction and the
-    ceiling of its own run, ``T(1) / serial part of the steps at n workers`` (a step can never
+    median serial part of every step (the samples where recorded, else each point's median) and
+    the one-worker steps' parallel part; each point gets its speed-up, the law's prediction and
+    the ceiling of its own run, ``T(1) / serial part of the steps at n workers`` (a step can never
     be shorter than its serial part, so the measured speed-up can never exceed it). Records made
     before (``serial_s`` only at the top, timed in a separate loop) keep that ``p``.
     """
     pts = res["points"]
     one = next(p for p in pts if p["workers"] == 1)
     in_run = "serial_s" in one
-    if in_run:
-        serial_s, parallel_s = one["serial_s"], one["parallel_s"]
+    if in_run:  # the serial part is the same work at every n: its median over every step
+        samples = [v for pt in pts for v in (pt.get("serial_samples_s") or [pt["serial_s"]])]
+        serial_s, parallel_s = float(np.median(samples)), one["parallel_s"]
     else:
         serial_s, parallel_s = res["serial_s"], res["parallel_one_worker_s"]
     p = model.parallel_fraction_from_times(serial_s, parallel_s)
