@@ -249,7 +249,9 @@ def measure_ceilings(copy_nbytes: Optional[int] = None, gemm_n: Optional[int] = 
 @dataclass
 class GemvSweep:
     """The four weight matmuls of one decoder layer (fused QKV, output, fused gate-up, down) on
-    ``batch`` rows: time of cuBLAS alone and of the faster of cuBLAS and the Triton skinny kernel."""
+    ``batch`` rows: time of cuBLAS alone (``cublas_s``) and of the layer as tuned (``best_s``: the
+    decoder's choice per shape, cuBLAS or the Triton skinny kernel, picked on short timings for
+    batches up to 64, so at some points a little slower than cuBLAS alone)."""
 
     shapes: list  # [N, K] of each weight
     weight_bytes: int
@@ -835,9 +837,9 @@ def compare_record(results: dict, gpu: str = FALLBACK_GPU) -> dict:
     }
 
 
-def gemv_knee_batch(batches: Sequence[int], times_s: Sequence[float], factor: float = 1.5) -> Optional[int]:
+def gemv_knee_batch(batches: Sequence[int], times_s: Sequence[float], factor: float = 1.1) -> Optional[int]:
     """The first batch whose time exceeds ``factor`` times the batch-1 time (None if none does):
-    where the flat, weight-streaming part of the sweep ends."""
+    where the flat, weight-streaming part of the sweep ends (default: 10% slower than batch 1)."""
     for b, t in zip(batches, times_s):
         if t > factor * times_s[0]:
             return int(b)
@@ -858,8 +860,9 @@ def accuracy_rows(record: dict) -> list:
     """Every comparison of the serving chapter, recomputed from the raw measurements of
     ``record`` with today's models (nothing read from stored ratios or verdicts).
 
-    Works with records written before and after the paged-cache and spread fields were added:
-    rows that need a field an older record lacks are left out."""
+    Works with records written before and after the spread fields were added: rows that need a
+    field an older record lacks are left out. The paged cache's counts are a bookkeeping check,
+    not a prediction, and are not rows."""
     res = record["results"]
     gpu = record_gpu_name(record)
     device = record.get("provenance", {}).get("gpu") or res["ceilings"].get("device", "unknown")
@@ -893,14 +896,7 @@ def accuracy_rows(record: dict) -> list:
         rows.append(Row("serving", f"transient memory of a {kv['prefill_tokens']}-token prefill", "activation_bytes of the decoder's shapes",
                         est, kv["prefill_peak_extra_bytes"], "B", "prediction", device,
                         "the decoder keeps SiLU output and product apart and copies K and V per query group"))
-    pg = kv.get("paged")
-    if pg:
-        eb = model.bytes_per_elem(_sweep_dtype(DecodeSweep(**res["decode"])))
-        kvpt = model.kv_cache_bytes_per_token(kv["config"]["layers"], kv["config"]["kv_heads"], kv["config"]["head_dim"], eb)
-        block_bytes = model.paged_kv_cache_bytes(kvpt, pg["block_tokens"], pg["block_tokens"])
-        rows.append(Row("serving", f"paged KV pool of {pg['num_blocks']} blocks of {pg['block_tokens']} tokens", "paged_kv_cache_bytes",
-                        pg["num_blocks"] * block_bytes, pg["pool_measured_bytes"], "B", "prediction", device, pg["method"]))
-        pred_blocks = sum(model.paged_kv_blocks(c, pg["block_tokens"]) for c in pg["lengths"])
-        rows.append(Row("serving", f"blocks the block tables took ({pg['batch']} sequences)", "paged_kv_blocks of each sequence's length",
-                        pred_blocks, pg["blocks_used"], "blocks", "prediction", device))
+    # The paged cache's pool bytes and block counts are NOT rows: the pool is allocated with the
+    # formula's own shape and blocks are taken as ceil(len / block) by construction, so they check
+    # the allocator's bookkeeping, not a prediction (serving review 1). The chapter shows them.
     return rows

@@ -44,6 +44,10 @@ DEFAULT_PREFILL_CHUNK_TOKENS = 2048
 # the collectives chapter's default (``collectives.ring_allreduce_time_s``, the book's one all-reduce
 # model, with its per-call and per-step latencies). Used only when ``tp > 1``.
 DEFAULT_ALLREDUCE_LATENCY_S = None
+# Highest utilization (offered load over capacity) a capacity plan accepts: near 1 the queue in
+# front of the replicas grows without bound (an M/G/c queue's wait diverges as utilization -> 1),
+# so a plan keeps headroom. 0.8 is a common rule of thumb, not a constant of nature.
+DEFAULT_MAX_UTILIZATION = 0.8
 # Largest count (layers, heads, tokens, batch...) a model accepts: beyond any real model, small
 # enough that every product stays exact in a float.
 MAX_COUNT = 2**40
@@ -843,8 +847,8 @@ class DecodeStep:
     bound: str  # of the weight matmuls: "memory" below the ridge batch, "compute" above
     intensity: float  # FLOP per byte of the whole step
     ridge_batch: float  # where the weight matmuls turn compute-bound
-    attention_bound: str = "memory"  # of attention: "compute" when its FLOP/B is above the GPU's ridge (MLA)
-    attention_intensity: float = 0.0  # FLOP per byte of attention
+    attention_bound: str = "memory"  # of attention: "compute" when its FLOP/B per GPU is above the GPU's ridge (MLA on one GPU)
+    attention_intensity: float = 0.0  # FLOP per byte of attention on one GPU (falls n-fold when TP replicates the cache)
     prefill_tokens: float = 0.0  # prompt tokens fused into this step (chunked prefill)
 
     @property
@@ -879,13 +883,20 @@ def decode_step(
     allreduce_latency_s: Optional[float] = DEFAULT_ALLREDUCE_LATENCY_S,
     prefill_tokens: float = 0.0,
     prompt_tokens: Optional[int] = None,
+    allreduce_call_s: Optional[float] = None,
 ) -> DecodeStep:
     """Lower bound on one decode step, kernel by kernel: the weight matmuls
     ``max(W / bandwidth, 2 B P / peak)`` plus attention ``max(KV / bandwidth, FLOP / peak)``, per
     GPU, plus with ``tp > 1`` two all-reduces of the batch's hidden states per layer
     (Megatron-style tensor parallelism). Below the ridge batch both parts are memory-bound and
-    the step takes ``decode_step_time_s(W, KV, bandwidth)``; MLA's attention, whose intensity is
-    above the ridge, is compute-bound at any batch.
+    the step takes ``decode_step_time_s(W, KV, bandwidth)``. MLA's attention, whose intensity is
+    above the ridge when all query heads share one GPU's copy of the latent, is compute-bound at
+    any batch on one GPU; under tensor parallelism each GPU holds ``1/tp`` of the heads but the
+    whole latent, so its intensity falls ``tp``-fold and it is memory-bound again.
+
+    ``allreduce_call_s``, when given, is the time of each all-reduce call, replacing the ring
+    model: serving engines reduce decode-size messages with one-shot or two-shot all-reduces
+    inside CUDA graphs, whose time is mostly a fixed latency of a few to some tens of microseconds.
 
     With ``prefill_tokens > 0`` the step also carries that many tokens of prompts of
     ``prompt_tokens`` each (chunked prefill, Sarathi-Serve): they go through the same weight
@@ -901,6 +912,8 @@ def decode_step(
     ('memory', 3.15, 206)
     >>> decode_step("DeepSeek-V3", "H200-SXM", batch=1, context_tokens=4096).attention_bound
     'compute'
+    >>> decode_step("DeepSeek-V3", "H200-SXM", 64, 8192, "fp8", tp=8).attention_bound  # 242 / 8 FLOP/B
+    'memory'
     """
     m = _model(model)
     g = _gpu(gpu)
@@ -913,6 +926,7 @@ def decode_step(
     if tp_pre > MAX_COUNT:
         raise ValueError(f"prefill_tokens must be <= {MAX_COUNT}, got {prefill_tokens!r}")
     lat = None if allreduce_latency_s is None else _quantity("allreduce_latency_s", allreduce_latency_s)
+    call_s = None if allreduce_call_s is None else _quantity("allreduce_call_s", allreduce_call_s)
     if prompt_tokens is not None:
         p_tok = _check.integer("prompt_tokens", prompt_tokens, minimum=1, maximum=MAX_COUNT)
     elif tp_pre > 0:
@@ -940,13 +954,16 @@ def decode_step(
         link = g.interconnect_bytes_per_s
         if not link:
             raise ValueError(f"tp must be 1 on {g.name}: it has no GPU-to-GPU link in the catalog")
-        comm = 2 * m.layers * allreduce_time_s((b + tp_pre) * m.hidden_size * 2.0, n_tp, link, lat)
+        per_call = call_s if call_s is not None else allreduce_time_s((b + tp_pre) * m.hidden_size * 2.0, n_tp, link, lat)
+        comm = 2 * m.layers * per_call
     _check.finite_result("step time", linear_s + attention_s + comm, hbm_bytes_per_s=bw, peak_flop_per_s=peak, batch=batch,
                          allreduce_latency_s=allreduce_latency_s)
     w1 = weight_bytes(m.step_params(1), wd) / n_tp
     ridge = decode_ridge_batch(w1, 2.0 * m.flop_params / n_tp, 0.0, peak, bw)
     flop = lin_flop + attn_flop
-    a_int = m.decode_attention_flop_per_byte(kd)
+    # Per GPU: attention FLOP split n ways, the cache only by ``share`` (MLA's latent is replicated,
+    # as are GQA's KV heads when tp exceeds them): intensity falls by n * share.
+    a_int = m.decode_attention_flop_per_byte(kd) / (n_tp * share)
     return DecodeStep(
         batch=b, context_tokens=c, weight_bytes=w, kv_bytes=kv, flop=flop, memory_s=decode_step_time_s(w, kv + kv_pre, bw), compute_s=flop / peak,
         linear_s=linear_s, attention_s=attention_s, comm_s=comm, time_s=linear_s + attention_s + comm,
@@ -1043,12 +1060,15 @@ class CapacityPlan:
     max_batch_latency: float
     batch: float  # achieved mean decode batch per replica (Little's law)
     tpot_s: float
-    ttft_s: float
+    ttft_s: float  # the prompt's prefill alone: no queueing, not spread over chunked steps
     e2e_s: float
-    utilization: float  # offered load over the capacity of the replicas
+    utilization: float  # offered load over the capacity of the replicas (at most max_utilization)
     output_tokens_per_s: float
     cost_per_million_output_tokens: float
     cost_per_million_tokens: float  # prompt and output tokens together
+    max_utilization: float = DEFAULT_MAX_UTILIZATION  # the headroom the plan kept
+    prefill_steps: int = 0  # chunked prefill: fused steps a prompt's tokens are spread over, ceil(P / (B P / O))
+    ttft_chunked_s: float = 0.0  # those steps times TPOT: TTFT of a chunked prompt before any queueing
 
 
 def _tpot_fn(m, g, p_tok, o, weight_dtype, kv_dtype, n_tp, chunked_prefill, kw):
@@ -1137,6 +1157,7 @@ def plan_capacity(
     hbm_bytes_per_s: Optional[float] = None,
     peak_flop_per_s: Optional[float] = None,
     chunked_prefill: bool = True,
+    max_utilization: float = DEFAULT_MAX_UTILIZATION,
 ) -> CapacityPlan:
     """Replicas of ``tp`` GPUs needed to serve ``arrival_rate_per_s`` requests within a TPOT target.
 
@@ -1146,8 +1167,16 @@ def plan_capacity(
     weights once for both: ``TPOT(B)`` is one fused step, ``decode_step(..., prefill_tokens=B P / O)``.
     Without it each prefill runs alone and stalls the batch: ``TPOT(B) = t(B) + B t_p / O``.
     The largest ``B`` that fits in memory and meets the target sets a replica's capacity,
-    ``B / (output_tokens * TPOT(B))`` requests/s; the replica count covers the rate; the batch each
-    replica then runs is the fixed point of Little's law, ``B = rate_per_replica * output_tokens * TPOT(B)``.
+    ``B / (output_tokens * TPOT(B))`` requests/s; the replica count covers the rate with each
+    replica loaded to at most ``max_utilization`` of that capacity (headroom, so that requests do
+    not queue without bound); the batch each replica then runs is the fixed point of Little's law,
+    ``B = rate_per_replica * output_tokens * TPOT(B)``.
+
+    Approximations: Little's law counts a request in the batch for ``output_tokens`` steps
+    (it decodes for ``O - 1`` of them, and a prompt waiting for its chunks also holds KV cache);
+    the memory check gives every sequence ``P + O`` tokens of cache (a paged cache holds
+    ``P + O/2`` on average). ``ttft_s`` is the prefill alone, with no queueing; under chunked
+    prefill ``ttft_chunked_s`` spreads the prompt over ``prefill_steps`` fused steps (still no queueing).
 
     >>> p = plan_capacity("Llama-3-8B", "H200-SXM", 20, 1024, 256, 0.03, 3.0)
     >>> p.gpus, round(p.batch, 1), round(p.cost_per_million_output_tokens, 3)
@@ -1163,6 +1192,9 @@ def plan_capacity(
     n_tp = _check.integer("tp", tp, minimum=1, maximum=1024)
     if not isinstance(chunked_prefill, bool):
         raise ValueError(f"chunked_prefill must be True or False, got {chunked_prefill!r}")
+    u_max = _quantity("max_utilization", max_utilization, zero=False)
+    if not 0.01 <= u_max <= 1:
+        raise ValueError(f"max_utilization must be in [0.01, 1] (a fraction of a replica's capacity), got {max_utilization!r}")
     kw = dict(hbm_bytes_per_s=hbm_bytes_per_s, peak_flop_per_s=peak_flop_per_s)
     budget = memory_budget(m, g, p_tok + o, 1, weight_dtype, kv_dtype, n_tp)
     b_mem = budget.max_concurrent_seqs
@@ -1171,7 +1203,7 @@ def plan_capacity(
 
     def infeasible(reason: str, b_lat: float = 0.0) -> CapacityPlan:
         # no plan: every rate, time and cost of it is 0 (never NaN), and ``feasible`` says why
-        return CapacityPlan(False, reason, 0, 0, b_mem, b_lat, 0.0, 0.0, t_p, 0.0, 0.0, 0.0, 0.0, 0.0)
+        return CapacityPlan(False, reason, 0, 0, b_mem, b_lat, 0.0, 0.0, t_p, 0.0, 0.0, 0.0, 0.0, 0.0, u_max, 0, 0.0)
 
     if b_mem < 1:
         return infeasible(f"{m.name} in {weight_dtype} does not leave room for one {p_tok + o}-token sequence on {n_tp} x {g.name}: raise tp or use a smaller dtype")
@@ -1187,7 +1219,7 @@ def plan_capacity(
             lo, hi = (mid, hi) if tpot(mid) <= target else (lo, mid)
         b_lat = lo
     mu = b_lat / (o * tpot(b_lat))  # requests/s one replica can serve
-    replicas = max(1, math.ceil(lam / mu - 1e-12))
+    replicas = max(1, math.ceil(lam / (mu * u_max) - 1e-12))
     if replicas > MAX_COUNT:
         raise ValueError(f"arrival_rate_per_s={arrival_rate_per_s!r} needs more than {MAX_COUNT} replicas")
     lam_r = lam / replicas
@@ -1197,12 +1229,20 @@ def plan_capacity(
     t_ach = tpot(b_ach)
     gpus = replicas * n_tp
     out_tps = lam * o
+    if chunked_prefill:
+        steps = max(1, math.ceil(p_tok / (b_ach * p_tok / o) - 1e-9))
+        if steps > MAX_COUNT:
+            raise ValueError(f"arrival_rate_per_s={arrival_rate_per_s!r} is so low that a prompt would wait {steps} steps for its chunks")
+        ttft_chunked = steps * t_ach
+    else:
+        steps, ttft_chunked = 1, t_p
     return CapacityPlan(
         feasible=True, reason="", replicas=replicas, gpus=gpus, max_batch_memory=b_mem, max_batch_latency=b_lat, batch=b_ach,
         tpot_s=t_ach, ttft_s=t_p, e2e_s=e2e_latency_s(t_p, t_ach, o), utilization=lam / (replicas * mu),
         output_tokens_per_s=out_tps,
         cost_per_million_output_tokens=cost_per_million_tokens(price, gpus, out_tps),
         cost_per_million_tokens=cost_per_million_tokens(price, gpus, lam * (p_tok + o)),
+        max_utilization=u_max, prefill_steps=steps, ttft_chunked_s=ttft_chunked,
     )
 
 
