@@ -62,9 +62,11 @@ def children_cpu_s() -> float:
 def run_timed(cmd, cwd: Path, env: dict | None = None, log: Path | None = None, check: bool = True) -> dict:
     """Run ``cmd``; wall and CPU seconds (the children's), exit status and the output's tail."""
     cpu0, t0 = children_cpu_s(), time.perf_counter()
-    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, shell=isinstance(cmd, str))
+    proc = subprocess.run(
+        cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, shell=isinstance(cmd, str)
+    )
     wall, cpu = time.perf_counter() - t0, children_cpu_s() - cpu0
-    out = proc.stdout + proc.stderr
+    out = proc.stdout
     if log:
         log.write_text(out)
     if check and proc.returncode != 0:
@@ -76,6 +78,7 @@ def run_timed(cmd, cwd: Path, env: dict | None = None, log: Path | None = None, 
         "cpu_s": round(cpu, 1),
         "returncode": proc.returncode,
         "tail": out.strip().splitlines()[-3:],
+        "pytest_summary": pytest_summary(out.splitlines()),
     }
 
 
