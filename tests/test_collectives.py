@@ -265,6 +265,16 @@ def test_crossover_by_hand():
     assert cm.ring_tree_crossover_bytes("all_reduce", 8, 1e11, 0.0) == 0.0  # no latency: the ring always wins
 
 
+def test_crossover_over_infiniband_uses_the_network_alpha():
+    """The chapter's exercise (review finding 8): 64 ranks, recursive doubling against the ring. Over one
+    NDR adapter (50 GB/s) with NCCL's network step (2.7 us, tuning.cc) the crossover is
+    120 x 2.7 us x 50 GB/s / (6 - 126/64) = 3.83 MiB; over NVLink (450 GB/s, 0.6 us) 7.66 MiB: it scales with alpha B."""
+    ib = cm.ring_tree_crossover_bytes("all_reduce", 64, 50e9, cm.NCCL_NET_STEP_LATENCY_S)
+    nv = cm.ring_tree_crossover_bytes("all_reduce", 64, 450e9, cm.NCCL_NVLINK_STEP_LATENCY_S)
+    assert ib / 2**20 == pytest.approx(3.83, abs=0.005) and nv / 2**20 == pytest.approx(7.66, abs=0.005)
+    assert nv / ib == pytest.approx((450e9 * 0.6e-6) / (50e9 * 2.7e-6))
+
+
 @settings(max_examples=100, deadline=None)
 @given(op=st.sampled_from(("all_reduce", "broadcast", "reduce", "all_to_all")), n=st.integers(4, 512),
        b=st.floats(1e8, 1e12), a=st.floats(1e-7, 1e-4))  # fmt: skip
@@ -471,6 +481,18 @@ def test_published_cross_node_rows_need_trees(size, time_us, busbw_gbps):
     assert 0.75 <= busbw_gbps * 1e9 / tree_bound <= 1.0  # within 25 % of the tree's bound
     assert x.algorithm == "tree"
     assert busbw_gbps * 1e9 / x.busbw_bytes_per_s(x.single_nic_ring_s) > 10
+
+
+def test_busbw_carries_over_only_with_the_same_bottleneck():
+    """Review finding 6: the A3 Mega run's busbw (297.86 GB/s at 2 nodes, over the tree's 375 GB/s bound) does
+    not carry over to 4 nodes, where the tree sends 2S per node and the better of ring and tree is bounded at
+    min(200, 2 x 31/32 x 200 / 2) = 200 GB/s; the ring's bound (the node's NICs) is the same at 2 and 4 nodes."""
+    two = cm.cross_node_allreduce(GiB, 8, 2, 450e9, A3MEGA_NIC_BYTES_PER_S, intra_latency_s=0, inter_latency_s=0, call_latency_s=0)
+    four = cm.cross_node_allreduce(GiB, 8, 4, 450e9, A3MEGA_NIC_BYTES_PER_S, intra_latency_s=0, inter_latency_s=0, call_latency_s=0)
+    assert four.busbw_bytes_per_s(four.best_s) == pytest.approx(200e9)
+    assert four.busbw_bytes_per_s(four.best_s) < 297.86e9 < two.busbw_bytes_per_s(two.tree_s)
+    assert four.busbw_bytes_per_s(four.tree_s) == pytest.approx(193.75e9)
+    assert four.busbw_bytes_per_s(four.ring_s) == pytest.approx(two.busbw_bytes_per_s(two.ring_s))  # same bottleneck, same algorithm
 
 
 @settings(max_examples=100, deadline=None)
@@ -724,6 +746,12 @@ def test_live_forms_recompute_and_show_errors(shown):
     box.controls["backward_ms"].value = 200
     box.controls["params_billion"].value = 0
     assert "params_billion must be" in shown(box)
+    box.controls["params_billion"].value = 1.3
+    box.controls["nodes"].value = 0
+    assert "nodes must be" in shown(box)
+    box.controls["nodes"].value = 2
+    box.controls["call_latency_us"].value = -1
+    assert "call_latency_us must be" in shown(box)
 
 
 def test_checks_pass_and_fail(capsys):
