@@ -309,8 +309,15 @@ def test_accumulation_error_reduces_to_the_fp32_model():
     assert e.deterministic_bound == pytest.approx(1000 * 2**-14)
     assert tc.accumulation_error(1000, 14, lam=1.0).probabilistic_bound == pytest.approx(math.sqrt(1000) * 2**-14)
     assert e.probability == pytest.approx(0.99) and e.probabilistic_bound < e.deterministic_bound
+    # truncation (hand-derived, see accumulation_error): mu = 2^-p / (2 ln 2), s2 = 4^-p (1/(2 ln 2) - 1/(4 ln^2 2)),
+    # rel^2 = mu^2 (m+1)(2m+1)/6 + s2 (m+1)/2 with m = 1000 roundings
     t = tc.accumulation_error(1000, 14, truncate=True)
-    assert t.u_acc == 2**-13 and t.typical_error == pytest.approx(2 * e.typical_error)
+    mu, s2 = 2**-14 / (2 * math.log(2)), 4.0**-14 * (1 / (2 * math.log(2)) - 1 / (4 * math.log(2) ** 2))
+    assert t.u_acc == 2**-13 and t.typical_error == pytest.approx(math.sqrt(mu**2 * 1001 * 2001 / 6 + s2 * 1001 / 2))
+    assert t.probabilistic_bound == t.deterministic_bound and t.probability == 1.0  # biased: no Higham-Mary bound
+    # a block of 10 products per rounding: 100 roundings
+    assert tc.accumulation_error(1000, 14, block=10).typical_error == pytest.approx(
+        tc.accumulation_error(100, 14).typical_error)
 
 
 def test_promotion_stops_the_growth():
@@ -946,3 +953,32 @@ def test_error_regimes_and_promotion_crossover():
     c = ex.promotion_crossover_k(fast, precise)
     assert c["k"] == pytest.approx(128) and c["slope"] == pytest.approx(slope)
     assert ex.promotion_crossover_k(fast[:1], precise) is None
+
+
+def _simulate_truncated_accumulation(k, bits, block, trials, rng):
+    """Sum k products of standard normals, adding ``block`` of them (exactly) per step and chopping
+    the accumulator toward zero to ``bits`` significand bits after each step."""
+    x = rng.standard_normal((trials, k)) * rng.standard_normal((trials, k))
+
+    def chop(v):
+        m, e = np.frexp(v)
+        return np.ldexp(np.trunc(m * 2.0**bits) / 2.0**bits, e)
+
+    acc = np.zeros(trials)
+    for j in range(0, k, block):
+        acc = chop(acc + x[:, j:j + block].sum(axis=1))
+    exact = x.sum(axis=1)
+    return np.sqrt(np.mean((acc - exact) ** 2) / np.mean(exact**2))
+
+
+@pytest.mark.parametrize("k, block", [(256, 1), (2048, 16), (4096, 8)])
+def test_truncated_accumulation_matches_a_simulation(k, block):
+    """Review findings 2/3: a truncating adder's errors are biased and grow like k, not sqrt(k); the
+    model (bias plus spread, one truncation per block) matches a simulation within 25%."""
+    rng = np.random.default_rng(2)
+    got = _simulate_truncated_accumulation(k, 14, block, 400, rng)
+    want = tc.accumulation_error(k, 14, truncate=True, block=block).typical_error
+    assert got == pytest.approx(want, rel=0.25)
+    # and the growth is nearly linear: 4x the products, nearly 4x the error
+    big = tc.accumulation_error(4 * k, 14, truncate=True, block=block).typical_error
+    assert 3.3 < big / want <= 4.0

@@ -656,7 +656,8 @@ class Accumulator:
     ``significand_bits`` p (implicit bit included; fp32 has 24) sets the unit roundoff ``2^-p`` of
     each addition (``2^-(p-1)`` if the adder truncates); ``promote_every_k`` is the number of
     products summed in that precision before the partial sum is added into an fp32 register
-    (``None``: never, the whole sum stays in the narrow accumulator). ``source`` says where the
+    (``None``: never, the whole sum stays in the narrow accumulator); ``block`` is the number of
+    products added per rounding (per truncation, if the adder truncates). ``source`` says where the
     figures come from and ``label`` how a comparison that uses them must be labelled.
     """
 
@@ -666,6 +667,7 @@ class Accumulator:
     truncate: bool
     source: str
     label: str  # "prediction" or "calibrated"
+    block: int = 1
 
 
 # The hardware's accumulators (sm_90, Hopper). Keys: (input dtype, fast_accum).
@@ -688,16 +690,21 @@ ACCUMULATORS = {
     # instruction the adder aligns and normalizes by truncation: Fasi, Higham, Mikaitis and Pranesh
     # (2021) on V100/T4/A100, Khattak and Mikaitis (2025, arXiv:2512.07004) on H100 and B200. The model
     # takes a truncating fp32 adder, u = 2^-23, with independent errors: the truncation is measured
-    # by others, so comparisons that use it are calibrated.
+    # by others, so comparisons that use it are calibrated. One truncation per instruction step: the
+    # wgmma K of the type (16 products for fp16/bf16, 8 for tf32; PTX ISA) are added, aligned to the
+    # largest exponent, and the sum truncated into the accumulator (an assumption of this model).
     ("bf16", False): Accumulator(
-        "fp32 accumulator, truncating adder", 24, None, True,
-        "PTX ISA (.f32 accumulator); Fasi et al. 2021, Khattak & Mikaitis 2025 (truncation)", "calibrated"),
+        "fp32 accumulator, truncating adder, one truncation per 16 products", 24, None, True,
+        "PTX ISA (.f32 accumulator; wgmma k = 16 for bf16); Fasi et al. 2021, Khattak & Mikaitis 2025 (truncation)",
+        "calibrated", 16),
     ("fp16", False): Accumulator(
-        "fp32 accumulator, truncating adder", 24, None, True,
-        "PTX ISA (.f32 accumulator); Fasi et al. 2021, Khattak & Mikaitis 2025 (truncation)", "calibrated"),
+        "fp32 accumulator, truncating adder, one truncation per 16 products", 24, None, True,
+        "PTX ISA (.f32 accumulator; wgmma k = 16 for fp16); Fasi et al. 2021, Khattak & Mikaitis 2025 (truncation)",
+        "calibrated", 16),
     ("tf32", False): Accumulator(
-        "fp32 accumulator, truncating adder", 24, None, True,
-        "PTX ISA (.f32 accumulator); Fasi et al. 2021, Khattak & Mikaitis 2025 (truncation)", "calibrated"),
+        "fp32 accumulator, truncating adder, one truncation per 8 products", 24, None, True,
+        "PTX ISA (.f32 accumulator; wgmma k = 8 for tf32); Fasi et al. 2021, Khattak & Mikaitis 2025 (truncation)",
+        "calibrated", 8),
     ("fp32", False): Accumulator("fp32 (FFMA, no tensor cores)", 24, None, False, "IEEE 754 binary32", "prediction"),
 }
 
@@ -740,7 +747,7 @@ class AccumulationError:
 
 
 def accumulation_error(k: int, significand_bits: int, *, promote_every_k: int | None = None, truncate: bool = False,
-                       lam: float | None = None, probability: float = 0.99) -> AccumulationError:
+                       block: int = 1, lam: float | None = None, probability: float = 0.99) -> AccumulationError:
     """Error of summing ``k`` products in a ``significand_bits`` accumulator, promoted to fp32
     every ``promote_every_k`` products (``None``: never).
 
@@ -759,11 +766,17 @@ def accumulation_error(k: int, significand_bits: int, *, promote_every_k: int | 
     Without promotion the error grows like ``sqrt(k)``; with it, it stops growing at
     ``u sqrt(c / (16 ln 2))``: what Hopper's fp8 "precise" mode shows.
 
-    ``truncate`` doubles ``u`` (a truncating adder's error can reach a whole unit in the last
-    place) but keeps the errors independent and of mean zero. Truncation toward zero is biased: on
-    partial sums of one sign its errors add up like ``k``, not ``sqrt(k)``, so a truncating
-    accumulator's error grows faster than this model says (measured growth between the two is
-    what Hopper's fp8 fast accumulation shows).
+    ``block`` products are added per rounding, so a chunk of ``c`` products is rounded
+    ``m = ceil(c / block)`` times (``m`` replaces ``c`` above).
+
+    ``truncate``: the adder chops toward zero, so each rounding has a relative error ``theta`` in
+    ``[0, 2^-(p-1))`` (``u_acc = 2^-(p-1)``) of mean ``mu = 2^-p / (2 ln 2)`` and variance
+    ``s2 = 2^-2p (1/(2 ln 2) - 1/(4 ln^2 2))`` (log-uniform significands), always against the
+    sign of the partial sum ``s_i``. The error is ``-sum_i s_i theta_i``; with partial sums a random
+    walk, ``E[(sum_i s_i)^2] = block m (m+1)(2m+1)/6`` and ``sum_i E[s_i^2] = block m (m+1)/2``, so
+    relative to ``c^2 ~ c``: ``sqrt(mu^2 (m+1)(2m+1)/6 + s2 (m+1)/2)``. The bias term grows like
+    ``k``, not ``sqrt(k)``. The probabilistic bound needs mean-zero errors, so for a truncating adder
+    it is the deterministic one (``probability`` 1).
 
     Examples
     --------
@@ -774,11 +787,14 @@ def accumulation_error(k: int, significand_bits: int, *, promote_every_k: int | 
     >>> e = accumulation_error(65536, 14, promote_every_k=128)   # Hopper fp8, precise
     >>> e.chunks, round(e.typical_error, 6)
     (512, 0.000207)
+    >>> round(accumulation_error(65536, 24, truncate=True, block=16).typical_error, 6)   # bf16 on Hopper
+    0.000102
     """
     kk = _check.integer("k", k, minimum=1, maximum=MAX_K)
     p = _check.integer("significand_bits", significand_bits, minimum=2, maximum=64)
     if not isinstance(truncate, bool):
         raise ValueError(f"truncate must be True or False, got {truncate!r}")
+    blk = _check.integer("block", block, minimum=1, maximum=MAX_K)
     u = 2.0 ** -(p - 1) if truncate else 2.0**-p
     u32 = 2.0**-24
     if promote_every_k is None:
@@ -787,16 +803,23 @@ def accumulation_error(k: int, significand_bits: int, *, promote_every_k: int | 
         c = min(kk, _check.integer("promote_every_k", promote_every_k, minimum=1, maximum=MAX_K))
         chunks = -(-kk // c)
         hi = u32
-    n_round = c + (chunks if promote_every_k is not None else 0)
+    m = -(-c // blk)  # roundings per chunk
+    n_round = m + (chunks if promote_every_k is not None else 0)
     if lam is None:
         lam_ = lam_for_probability(probability, n_round, min(u, 0.25))
     else:
         lam_ = _bounded("lam", lam, MAX_LAM)
         _bounded("probability", probability, 1.0 - 1e-12, minimum=1e-12)
     q = bound_probability(lam_, n_round, min(u, 0.25))
-    typical = math.sqrt((c * u**2 + chunks * hi**2) * ROUNDING_VARIANCE / 2)
-    det = c * u + chunks * hi
-    prob = min(det, lam_ * (math.sqrt(c) * u + math.sqrt(chunks) * hi))  # the deterministic one always holds
+    det = m * u + chunks * hi
+    if truncate:
+        mu, s2 = 2.0**-p / (2 * math.log(2)), 4.0**-p * (1 / (2 * math.log(2)) - 1 / (4 * math.log(2) ** 2))
+        typical = math.sqrt(mu**2 * (m + 1) * (2 * m + 1) / 6 + s2 * (m + 1) / 2 + chunks * hi**2 * ROUNDING_VARIANCE / 2)
+        typical = min(typical, det)
+        prob, q = det, 1.0  # biased errors: Higham & Mary's bound does not apply
+    else:
+        typical = math.sqrt((m * u**2 + chunks * hi**2) * ROUNDING_VARIANCE / 2)
+        prob = min(det, lam_ * (math.sqrt(m) * u + math.sqrt(chunks) * hi))  # the deterministic one always holds
     return AccumulationError(kk, p, None if promote_every_k is None else c, u, chunks, typical, prob, det, lam_, q)
 
 
@@ -807,7 +830,7 @@ def tensor_core_accumulation_error(k: int, dtype: str, fast_accum: bool = False)
     0.00469
     """
     a = accumulator(dtype, fast_accum)
-    return accumulation_error(k, a.significand_bits, promote_every_k=a.promote_every_k, truncate=a.truncate)
+    return accumulation_error(k, a.significand_bits, promote_every_k=a.promote_every_k, truncate=a.truncate, block=a.block)
 
 
 def fit_significand_bits(k: int, typical_error: float, *, promote_every_k: int | None = None) -> float:

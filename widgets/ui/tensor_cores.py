@@ -249,7 +249,7 @@ def precision_rows(e: tc.DotError) -> list[tuple[str, str]]:
         ("smallest subnormal", f"{e.min_subnormal:.4g}"),
         (f"accumulation in {e.accumulate}: u", f"{e.u_acc:.3g}"),
         ("deterministic bound (of sum |x y|)", f"{e.deterministic_bound:.3g}"),
-        ("probabilistic bound (of sum |x y|)", f"{e.probabilistic_bound:.3g}"),
+        (f"probabilistic bound (of sum |x y|), holds with P >= {e.probability:.0%}", f"{e.probabilistic_bound:.3g} (lambda = {e.lam:.1f})"),
         ("typical error, random data (of |x.y|)", f"{e.typical_error:.3g}"),
     ]
 
@@ -264,7 +264,7 @@ def precision_summary(dtype: str, accumulate: str = "fp32") -> str:
 
 def _precision_traces(dtype: str, accumulate: str = "fp32", ks=KS) -> list:
     errs = [tc.dot_error(int(k), dtype, accumulate) for k in ks]
-    names = (("deterministic bound", "deterministic_bound", "dash"), ("probabilistic bound", "probabilistic_bound", "dot"),
+    names = (("deterministic bound", "deterministic_bound", "dash"), ("probabilistic bound (99%)", "probabilistic_bound", "dot"),
              ("typical, random data", "typical_error", "solid"))
     return [
         go.Scatter(x=ks, y=[getattr(e, attr) for e in errs], mode="lines", name=label, line=dict(color=c, dash=dash),
@@ -368,7 +368,7 @@ def precision_calculator():
                 ("accumulator (effective)", f"{a.significand_bits} bits, u = {acc.u_acc:.3g}" +
                  (f", promoted to fp32 every {a.promote_every_k}" if a.promote_every_k else ", never promoted")),
                 ("deterministic bound (of sum |x y|)", f"{2 * e.u_in + acc.deterministic_bound:.3g}"),
-                ("probabilistic bound (of sum |x y|)", f"{2 * e.u_in + acc.probabilistic_bound:.3g}"),
+                (f"probabilistic bound (of sum |x y|), P >= {acc.probability:.0%}", f"{2 * e.u_in + acc.probabilistic_bound:.3g}"),
                 ("typical error, random data (of |x.y|)", f"{total:.3g}"),
                 ("source (calibrated)", a.source),
             ]
