@@ -468,17 +468,15 @@ def _sass_inner_loop_of(kernel) -> Optional[dict]:
 def divergence_predictions(res: dict) -> dict:
     """Recompute the divergence model's times from a ``measure_divergence`` result (or record):
     ``path_s`` = t(1) - fixed, and per point the calibrated ``predicted_time_s`` and the naive
-    ``n x t(1)``. Records made before the fixed part was measured (no ``fixed_time_s``) get the
-    naive prediction only."""
+    ``n x t(1)``."""
     one = next((p for p in res["points"] if p["paths_taken"] == 1), None)
     if one is None:
         return {"path_s": None}
-    fixed = res.get("fixed_time_s")
-    path_s = max(one["time_s"] - fixed, 0.0) if fixed is not None else None
+    fixed = res["fixed_time_s"]
+    path_s = max(one["time_s"] - fixed, 0.0)
     for p in res["points"]:
         p["naive_predicted_time_s"] = one["time_s"] * p["model_slowdown"]
-        p["predicted_time_s"] = (model.divergent_kernel_time_s(p["paths_taken"], path_s, fixed) if fixed is not None
-                                 else p["naive_predicted_time_s"])
+        p["predicted_time_s"] = model.divergent_kernel_time_s(p["paths_taken"], path_s, fixed)
         p["measured_over_predicted"] = p["time_s"] / p["predicted_time_s"]
     return {"path_s": path_s}
 
@@ -583,12 +581,11 @@ def _kernel_bound_loop(host_per_launch_s: float, *, n_kernels: Optional[int] = N
 def launch_prediction(res: dict) -> dict:
     """The eager time the launch model predicts from a ``measure_launch_overhead`` result (or
     record): ``n x max(GPU time per kernel, host time per launch)``; None without a graph run.
-    ``label`` is *calibrated* when the host time came from the separate loop, *fit* for records
-    made before it existed (host time taken from the very loop it predicts)."""
+    *Calibrated*: the host time comes from a separate launch loop, the kernel time from the graph."""
     if res.get("graph_per_kernel_s") is None:
         return {"predicted_eager_s": None, "label": None}
     pred = model.launch_bound_time_s(res["n_kernels"], res["graph_per_kernel_s"], res["host_per_launch_s"])
-    return {"predicted_eager_s": pred, "label": "calibrated" if res.get("calibration_n_kernels") else "fit"}
+    return {"predicted_eager_s": pred, "label": "calibrated"}
 
 
 def _int_arg(name: str, value) -> int:
@@ -721,27 +718,22 @@ def amdahl_predictions(res: dict) -> dict:
     median serial part of every step (the samples where recorded, else each point's median) and
     the one-worker steps' parallel part; each point gets its speed-up, the law's prediction and
     the ceiling of its own run, ``T(1) / serial part of the steps at n workers`` (a step can never
-    be shorter than its serial part, so the measured speed-up can never exceed it). Records made
-    before (``serial_s`` only at the top, timed in a separate loop) keep that ``p``.
+    be shorter than its serial part, so the measured speed-up can never exceed it).
     """
     pts = res["points"]
     one = next(p for p in pts if p["workers"] == 1)
-    in_run = "serial_s" in one
-    if in_run:  # the serial part is the same work at every n: its median over every step
-        samples = [v for pt in pts for v in (pt.get("serial_samples_s") or [pt["serial_s"]])]
-        serial_s, parallel_s = float(np.median(samples)), one["parallel_s"]
-    else:
-        serial_s, parallel_s = res["serial_s"], res["parallel_one_worker_s"]
+    # the serial part is the same work at every n: its median over every step
+    samples = [v for pt in pts for v in (pt.get("serial_samples_s") or [pt["serial_s"]])]
+    serial_s, parallel_s = float(np.median(samples)), one["parallel_s"]
     p = model.parallel_fraction_from_times(serial_s, parallel_s)
     for pt in pts:
         pt["speedup"] = one["time_s"] / pt["time_s"]
         pt["predicted_speedup"] = model.amdahl_speedup(p, pt["workers"])
         pt["measured_over_predicted"] = pt["speedup"] / pt["predicted_speedup"]
-        if in_run:
-            pt["ceiling_same_run"] = one["time_s"] / pt["serial_s"] if pt["serial_s"] > 0 else None
+        pt["ceiling_same_run"] = one["time_s"] / pt["serial_s"] if pt["serial_s"] > 0 else None
     ceiling = model.amdahl_ceiling(p)
     return {"serial_s": serial_s, "parallel_one_worker_s": parallel_s, "parallel_fraction": p,
-            "ceiling": ceiling if ceiling != float("inf") else None, "in_run_parts": in_run}  # null, not Infinity, in JSON
+            "ceiling": ceiling if ceiling != float("inf") else None}  # null, not Infinity, in JSON
 
 
 # --------------------------------------------------------------------------------------------
@@ -786,9 +778,8 @@ def accuracy_rows(record: dict) -> list:
     Labels: the occupancy counts are a *prediction* (counting rules only, nothing measured goes
     in); bandwidth against occupancy is *calibrated* (the latency comes from the pointer chase);
     divergence is *calibrated* on the one-path and no-work runs; launch overhead is *calibrated*
-    on a separate launch loop and the graph replay (*fit* for records made before that loop
-    existed); Amdahl is *calibrated* on the one-worker steps. Accepts records made before the
-    in-run Amdahl parts and the divergence fixed part existed (and says so in ``note``).
+    on a separate launch loop and the graph replay, in both regimes (host-bound tiny kernels,
+    kernel-bound large ones); Amdahl is *calibrated* on the steps' serial and parallel parts.
     """
     import copy
 
@@ -831,15 +822,14 @@ def accuracy_rows(record: dict) -> list:
     if div and div.get("points"):
         d = copy.deepcopy(div)
         divergence_predictions(d)
-        fixed = d.get("fixed_time_s") is not None
         for p in d["points"]:
             if p["paths_taken"] < 2:
                 continue
             rows.append(Row("simt", f"divergent kernel time, {p['paths_taken']} paths",
-                            "fixed + n x (t(1) - fixed), fixed part from the no-work run" if fixed else "n x t(1)",
+                            "fixed + n x (t(1) - fixed), fixed part from the no-work run",
                             p["predicted_time_s"], p["time_s"], "s", "calibrated", device,
-                            "calibrated on the one-path and no-work runs" if fixed
-                            else "record predates the no-work run: naive n x one-path time"))
+                            "calibrated on the one-path and no-work runs" + (", launch hidden behind a GPU sleep"
+                                                                            if d.get("launch_hidden") else "")))
 
     lo = ok("launch_overhead")
     if lo:
@@ -848,8 +838,7 @@ def accuracy_rows(record: dict) -> list:
             rows.append(Row("simt", f"{lo['n_kernels']} tiny kernels launched eagerly",
                             "n x max(GPU time per kernel from the graph replay, host time per launch)",
                             lp["predicted_eager_s"], lo["eager_s"], "s", lp["label"], device,
-                            f"host time per launch from a separate {lo['calibration_n_kernels']}-launch loop" if lp["label"] == "calibrated"
-                            else "record predates the separate launch loop: host time from the same loop (ratio 1 by construction)"))
+                            f"host time per launch from a separate {lo['calibration_n_kernels']}-launch loop"))
 
         kb = lo.get("kernel_bound") or {}
         if kb.get("eager_s") is not None and kb.get("graph_per_kernel_s") is not None:
@@ -867,8 +856,7 @@ def accuracy_rows(record: dict) -> list:
             if p["workers"] < 2:
                 continue
             rows.append(Row("simt", f"Amdahl speed-up on {p['workers']} {'SMs' if 'SM' in a['worker'] else 'workers'}",
-                            f"p = {info['parallel_fraction']:.4f} from the one-worker steps",
+                            f"p = {info['parallel_fraction']:.4f} from the median serial part of every step and the one-worker parallel part",
                             p["predicted_speedup"], p["speedup"], "x", "calibrated", device,
-                            "serial and parallel parts timed inside the same steps" if info["in_run_parts"]
-                            else "record predates in-run parts: serial part timed in a separate loop, steps with CUDA events"))
+                            "serial and parallel parts timed inside the same steps"))
     return rows
