@@ -485,6 +485,27 @@ def test_registers_are_not_the_largest_on_chip_memory():  # [HWP]
     assert mh.L1_SHARED_BYTES_PER_SM["sm_80"] == 192 * 1024  # [AWP]
 
 
+def test_blackwell_l1_and_mi300x_infinity_cache():  # review finding 10
+    """cc 10.0 has a unified 256 KB L1/shared array per SM (CUDA C++ Programming Guide, compute
+    capability 10.0), so the B200 row shows it, not "n/a"; the MI300X's 256 MB Infinity Cache (AMD CDNA 3
+    white paper) is a named constant the chapter's footnote reads."""
+    from widgets.ui import memory_hierarchy as ui
+
+    assert mh.L1_SHARED_BYTES_PER_SM[get_gpu("B200").arch] == 256 * 1024
+    html = ui.hierarchy_table(("B200",))
+    assert "n/a" not in html and html.count("256 KiB") >= 2
+    assert mh.MEMORY_SIDE_CACHE_BYTES[get_gpu("MI300X").arch] == 256 * 2**20
+
+
+def test_the_ladder_says_peak_or_measured():  # review finding 5
+    from widgets.experiments import harness
+    from widgets.models import memory_hierarchy_records as an
+
+    rungs = an.ladder(harness.load_reference("memory_hierarchy"), get_gpu("H200-SXM"))
+    assert [r["source"].split(":")[0] for r in rungs] == ["peak, derived", "measured", "measured", "peak"]
+    assert "pinned" in rungs[-1]["source"] and "pageable" in rungs[-1]["source"]
+
+
 def test_the_ladder_is_not_ten_times_per_rung():
     """The chapter once said each rung is "about ten times slower": the record says otherwise."""
     from widgets.experiments import harness

@@ -31,6 +31,12 @@ L1_SHARED_BYTES_PER_SM = {
     "sm_80": 192 * 1024,  # NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020): 192 KB combined per SM
     "sm_89": 128 * 1024,  # NVIDIA Ada Tuning Guide, "Increased L1 capacity": 128 KB unified L1/shared per SM
     "sm_90": 256 * 1024,  # NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022): 256 KB combined per SM
+    "sm_100": 256 * 1024,  # CUDA C++ Programming Guide, compute capability 10.0: unified data cache of 256 KB per SM
+}
+
+# A last-level cache between the L2 and device memory that the table's L2 column does not show [B].
+MEMORY_SIDE_CACHE_BYTES = {
+    "gfx942": 256 * 2**20,  # AMD CDNA 3 architecture white paper (MI300X): 256 MB AMD Infinity Cache
 }
 
 # Bounds on inputs (documented so that no call overflows, wraps around or loops without limit).
@@ -395,7 +401,8 @@ def swizzled_column_wavefronts(row_elems: int = 32, column: int = 0, elem_bytes:
 
 
 def _swizzle_mode(swizzle_bytes) -> int:
-    if swizzle_bytes == 0 and not isinstance(swizzle_bytes, bool) and isinstance(swizzle_bytes, (int, np.integer)):
+    # the type first: comparing an array with 0 would raise numpy's "truth value is ambiguous"
+    if isinstance(swizzle_bytes, (int, np.integer)) and not isinstance(swizzle_bytes, bool) and swizzle_bytes == 0:
         return 0
     if (
         isinstance(swizzle_bytes, bool)
