@@ -101,7 +101,7 @@ def occupancy_configs(arch: str = "sm_90") -> list[tuple]:
 
 
 def measure_occupancy_api(configs: Optional[Sequence[tuple]] = None) -> dict:
-    """Blocks per SM as the CUDA runtime's occupancy API reports them, for real kernels.
+    """Blocks per SM as the CUDA driver's occupancy calculator reports them, for real kernels.
 
     On a GPU: one kernel is compiled per register budget (``--maxrregcount``) from a body that
     needs far more registers than any budget, its ACTUAL register count is read back

@@ -472,7 +472,8 @@ MAX_PATHS = 1 << 20  # a bound on path counts (a warp has 32 lanes; kernels loop
 
 def divergent_kernel_time_s(paths_taken: int, path_s: float, fixed_s: float = 0.0) -> float:
     """Time of a kernel whose warps each issue ``paths_taken`` equally long paths one after
-    another, plus a part that does not depend on the paths (launch, set-up, stores, tail):
+    another, plus a part that does not depend on the paths (the kernel's set-up and stores, and the
+    host's launch preparation too when it falls inside the timing window):
     ``fixed_s + paths_taken x path_s`` [s].
 
     Divergence multiplies only the per-path work. A kernel timed as ``t1`` with one path is

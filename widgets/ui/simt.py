@@ -577,7 +577,7 @@ def _ratio(measured, model_value) -> str | None:
 
 
 def occupancy_api_compare_rows(ref: dict | None, here: dict | None) -> list:
-    """How many of the runtime's (or the header's) answers the occupancy model reproduces."""
+    """How many of the driver's (or the header's) answers the occupancy model reproduces."""
     def agree(res):
         if not res or not res.get("configs") or res.get("arch") not in m.ARCHS:
             return None
