@@ -593,6 +593,19 @@ def test_accuracy_rows_recompute_from_raw_times():
 # ---------------------------------------------------------------------------------------------
 # Hardware counters: the ncu record and its comparison with the model
 # ---------------------------------------------------------------------------------------------
+def test_bandwidth_spreads_bracket_the_medians():  # review finding 8: runs differ, show the spread
+    from widgets.experiments import harness
+    from widgets.models import memory_hierarchy_records as an
+
+    ref = harness.load_reference("memory_hierarchy")
+    medians, spreads = an.bandwidths(ref), an.bandwidth_spreads(ref)
+    assert set(spreads) == set(medians)
+    for label, (lo, hi) in spreads.items():
+        assert lo <= medians[label] * (1 + 1e-12) and medians[label] <= hi * (1 + 1e-12), label
+    old = {"results": {"hbm_bandwidth": {k: v for k, v in ref["results"]["hbm_bandwidth"].items() if k != "timings"}}}
+    assert an.bandwidth_spreads(old) == {}
+
+
 def test_plateau_window_leaves_out_small_and_near_l2_working_sets():
     """Review finding 3: the plateau is the median of 16 MiB to 0.95 x L2 (4 and 8 MiB still read
     faster; near the L2 the order matters), not of 4 MiB to L2/2."""

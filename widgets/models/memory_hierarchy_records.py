@@ -91,6 +91,27 @@ def bandwidths(record: Mapping) -> dict:
     }
 
 
+def bandwidth_spreads(record: Mapping) -> dict:
+    """``{label: (slowest, fastest) B/s}`` of the four HBM kernels over their repeats, from the
+    recorded times (``results.hbm_bandwidth.timings``); kernels without a recorded spread are left
+    out."""
+    bw = _field(_results(record), "hbm_bandwidth", "results.")
+    timings = bw.get("timings") or {}
+    nbytes = bw.get("nbytes")
+    out = {}
+    if not isinstance(timings, Mapping) or not isinstance(nbytes, (int, float)) or isinstance(nbytes, bool):
+        return out
+    keys = {"triton_copy": 2, "torch_copy": 2, "triton_read": 1, "torch_sum": 1}  # bytes moved per byte of buffer
+    for (_key, label), name in zip(BANDWIDTH_KERNELS, keys):
+        t = timings.get(name)
+        if isinstance(t, Mapping):
+            spread = spread_s(t)
+            if spread and nbytes > 0:
+                moved = keys[name] * nbytes
+                out[label] = (moved / spread[1], moved / spread[0])
+    return out
+
+
 def copy_vs_torch(record: Mapping) -> float:
     """Triton copy bandwidth over torch's copy, from the two measured rates."""
     b = bandwidths(record)
