@@ -828,6 +828,8 @@ def test_live_forms_recompute_and_show_errors():
     assert "Infeasible" in _html(box)
     box.controls["tp"].value = 2
     assert "<td>GPUs</td>" in _html(box)
+    # review 3: the planner says its TTFT has no queueing, and the headroom it kept
+    assert "no queueing" in _html(box) and "at most 80%" in _html(box)
 
 
 def test_checks_pass_and_fail(capsys):
