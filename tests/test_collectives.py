@@ -380,6 +380,25 @@ def test_dp_step_by_hand():
     assert len(timeline) == 10 and timeline[-1][2] == pytest.approx(ten.finish_s)
 
 
+def test_collective_time_latency_split_by_hand():
+    """16 ranks in 2 nodes, alpha 1 us inside a node, 10 us across (NCCL tuning.cc nInterSteps for the ring):
+    all-reduce 28 x 1 + 2 x 10; all-gather 14 x 1 + 1 x 10; pairwise all-to-all 15 x 10; chain broadcast:
+    every step at 10 us (NCCL charges a multi-node broadcast's steps at the network latency); recursive
+    doubling lg 16 = 4 steps, lg 2 = 1 across: 3 x 1 + 10."""
+    kw = dict(latency_s=1e-6, nodes=2, inter_latency_s=10e-6)
+    assert cm.collective_time_s("all_reduce", 0, 16, 1e11, **kw) == pytest.approx(48e-6)
+    assert cm.collective_time_s("all_gather", 0, 16, 1e11, **kw) == pytest.approx(24e-6)
+    assert cm.collective_time_s("reduce_scatter", 0, 16, 1e11, **kw) == pytest.approx(24e-6)
+    assert cm.collective_time_s("all_to_all", 0, 16, 1e11, **kw) == pytest.approx(150e-6)
+    assert cm.collective_time_s("broadcast", 1e9, 16, 1e11, chunks=4, **kw) == pytest.approx(
+        cm.pipelined_chain_time_s(1e9, 16, 1e11, 10e-6, chunks=4))
+    assert cm.collective_time_s("all_reduce", 0, 16, 1e11, algorithm="tree", **kw) == pytest.approx(13e-6)
+    one_node = cm.collective_time_s("all_reduce", 1e9, 16, 1e11, 1e-6, nodes=1, inter_latency_s=10e-6)
+    assert one_node == pytest.approx(cm.collective_time_s("all_reduce", 1e9, 16, 1e11, 1e-6))
+    with pytest.raises(ValueError, match="nodes"):
+        cm.collective_time_s("all_reduce", 0, 16, 1e11, nodes=32)
+
+
 def test_dp_step_latency_split_and_call_latency():
     """A ring all-reduce over 16 ranks in 2 nodes: 30 steps, 2 of them across the network (NCCL's
     tuning model), plus one call latency per bucket: 6.6 + 28 x 0.6 + 2 x 2.7 = 28.8 us per bucket."""
@@ -390,6 +409,8 @@ def test_dp_step_latency_split_and_call_latency():
     assert p.comm_per_bucket_s == pytest.approx(x.ring_s)  # the same latency split as the cross-node model
     flat = cm.dp_step(1e9, 1e8, 0.1, 16, 100e9, 2.7e-6)  # every step at the network alpha, no call latency (the old example)
     assert flat.comm_per_bucket_s == pytest.approx(30 * 2.7e-6 + 1.875e-3)
+    # collective_time_s takes the same split: one bucket's all-reduce
+    assert cm.collective_time_s("all_reduce", 1e8, 16, 100e9, **lat) == pytest.approx(p.comm_per_bucket_s)
     tl = cm.dp_timeline(1e9, 1e8, 0.1, 16, 100e9, **lat)
     assert tl[-1][2] == pytest.approx(p.finish_s)
     with pytest.raises(ValueError, match="nodes"):

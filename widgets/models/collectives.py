@@ -334,6 +334,8 @@ def collective_time_s(
     algorithm: str = "ring",
     call_latency_s: float = 0.0,
     chunks=None,
+    nodes: int = 1,
+    inter_latency_s=None,
 ) -> float:
     """Alpha-beta time of one collective [s]: ``call_latency_s + steps * latency_s + c * S / B``.
 
@@ -367,6 +369,16 @@ def collective_time_s(
         A fixed cost per call [s], >= 0 (NCCL's is ``NCCL_CALL_LATENCY_S``).
     chunks : int or None
         Pipeline chunks of the ring broadcast and reduce (ignored by the other ops).
+    nodes : int
+        Nodes the ``n`` ranks span (ranks numbered node by node), 1 to ``n``. Steps that cross
+        the network pay ``inter_latency_s`` instead of ``latency_s``: of a ring's steps,
+        ``2(nodes-1)`` for all-reduce and ``nodes-1`` for all-gather and reduce-scatter (NCCL's
+        tuning model, ``nInterSteps``), every step of the pairwise all-to-all (each step has some
+        pair in different nodes) and every step of the chain broadcast and reduce (NCCL's model
+        charges them all at the network latency once the ranks span nodes); of a logarithmic
+        algorithm's steps, ``ceil(log2 nodes)``.
+    inter_latency_s : float or None
+        Alpha of a step across the network [s], >= 0 (None: ``latency_s``).
 
     Examples
     --------
@@ -383,14 +395,31 @@ def collective_time_s(
     b = _rate("link_bytes_per_s", link_bytes_per_s)
     lat = _seconds("latency_s", latency_s)
     call = _seconds("call_latency_s", call_latency_s)
+    m = _ranks(nodes, maximum=k, name="nodes")
+    ae = lat if inter_latency_s is None else _seconds("inter_latency_s", inter_latency_s)
     if chunks is not None:
         _ranks(chunks, maximum=MAX_CHUNKS, name="chunks")
     if k == 1:
         return 0.0
     if a == "ring" and o in ("broadcast", "reduce"):
-        return call + pipelined_chain_time_s(s, k, b, lat, chunks)
+        return call + pipelined_chain_time_s(s, k, b, lat if m == 1 else ae, chunks)
     alphas, c = _linear_terms(o, k, a)
-    return call + alphas * lat + c * s / b
+    inter = _inter_node_steps(o, k, m, a)
+    return call + (alphas - inter) * lat + inter * ae + c * s / b
+
+
+def _inter_node_steps(op: str, n: int, nodes: int, algorithm: str) -> int:
+    """Steps of ``op`` (not the chain broadcast and reduce) that cross the network when ``n``
+    ranks span ``nodes`` nodes, numbered node by node (see :func:`collective_time_s`)."""
+    if nodes == 1:
+        return 0
+    if algorithm == "tree":
+        return min(_log2_ceil(nodes), _log2_ceil(n))
+    if op == "all_reduce":
+        return 2 * (nodes - 1)
+    if op in ("all_gather", "reduce_scatter"):
+        return nodes - 1
+    return n - 1  # pairwise all-to-all
 
 
 def ring_allreduce_time_s(
@@ -754,7 +783,7 @@ def _allreduce_costs(n, link_bytes_per_s, latency_s, algorithm, call_latency_s, 
     if k == 1:
         return k, b, 0.0, 0.0
     steps, factor = _linear_terms("all_reduce", k, a)
-    inter = 2 * (m - 1) if a == "ring" else _log2_ceil(m)
+    inter = _inter_node_steps("all_reduce", k, m, a)
     return k, b, call + (steps - inter) * ai + inter * ae, factor
 
 
