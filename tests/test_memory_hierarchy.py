@@ -497,6 +497,21 @@ def test_blackwell_l1_and_mi300x_infinity_cache():  # review finding 10
     assert mh.MEMORY_SIDE_CACHE_BYTES[get_gpu("MI300X").arch] == 256 * 2**20
 
 
+def test_chapter_claims_fixed_by_the_review():
+    """Review findings 6, 7, 2: a global-load intensity below the ridge decides nothing about HBM (HBM
+    bytes <= global-load bytes); a read-only kernel beat the copy, so the copy is not every kernel's
+    ceiling; the LRU claim had no source."""
+    import json
+    from pathlib import Path
+
+    nb = json.loads((Path(__file__).resolve().parents[1] / "chapters" / "memory_hierarchy.ipynb").read_text())
+    text = "\n".join("".join(c["source"]) for c in nb["cells"])
+    assert "'below'} the HBM ridge" not in text and "not decided by this count" in text
+    assert "Treat the *measured* copy bandwidth" not in text and "same mix of reads and writes" in text
+    assert "LRU" not in text
+    assert "aligned to the pattern's repeat" in text  # finding 9
+
+
 def test_the_ladder_says_peak_or_measured():  # review finding 5
     from widgets.experiments import harness
     from widgets.models import memory_hierarchy_records as an

@@ -413,7 +413,7 @@ def hierarchy_table(gpus=("H200-SXM", "H100-SXM", "A100-SXM-80GB", "B200", "MI30
         "L2",
         "device memory",
         "memory bandwidth",
-        "host link (each way)",
+        "host link (each way, peak; pinned)",
     ]
     rows = []
     for name in gpus:
