@@ -1,6 +1,7 @@
 """Smoke test of the collectives worker's GPU path on ONE GPU (the two-GPU record cannot be re-measured
 this session): NCCL with a single rank, CUDA-event timing of interleaved batches, median and spread, and
-the NVML SM clock and power read after each batch. A one-rank all-reduce moves no data, so the times
+the NVML SM clock and power read after each batch, and the host-side time per call (the wall clock
+around the loop that issues a batch). A one-rank all-reduce moves no data, so the times
 are only NCCL's and Python's per-call cost; the point is that the code path runs and records what it
 should (clock and power not null where pynvml is installed).
 
@@ -31,8 +32,9 @@ def main() -> int:
     print(exp.format_table(sweep))
     for pt in sweep.points:
         print(f"{pt.op:>12} {pt.size_bytes:>10d} B: median {pt.time_s * 1e6:8.1f} us, spread [{pt.time_min_s * 1e6:.1f}, "
-              f"{pt.time_max_s * 1e6:.1f}] us, SM clock {pt.sm_clock_mhz} MHz, power {pt.power_w} W")
-    ok = sweep.all_correct and all(pt.time_min_s <= pt.time_s <= pt.time_max_s for pt in sweep.points)
+              f"{pt.time_max_s * 1e6:.1f}] us, host {pt.host_time_s * 1e6:.1f} us per call, SM clock {pt.sm_clock_mhz} MHz, "
+              f"power {pt.power_w} W")
+    ok = sweep.all_correct and all(pt.time_min_s <= pt.time_s <= pt.time_max_s and pt.host_time_s > 0 for pt in sweep.points)
     nvml = "read" if all(pt.sm_clock_mhz for pt in sweep.points) else "not available (null recorded)"
     print("smoke test:", "ok" if ok else "FAILED", "| NVML:", nvml)
     out = os.environ.get("OUT")
