@@ -982,3 +982,21 @@ def test_truncated_accumulation_matches_a_simulation(k, block):
     # and the growth is nearly linear: 4x the products, nearly 4x the error
     big = tc.accumulation_error(4 * k, 14, truncate=True, block=block).typical_error
     assert 3.3 < big / want <= 4.0
+
+
+def test_chapter_claims_fixed_by_the_review():
+    """Review findings 1, 4, 9, 10, 13: four tensor cores per SM only since Ampere (V100 whitepaper:
+    640 in 80 SMs, eight per SM); no promotion interval inverted from a sqrt(K) model; no 'each thread
+    accumulates its share of K' for SGEMM; the 1980 MHz maximum boost (not 1983) and the bf16 rate
+    at it (132 x 1.98 GHz x 4096 = 1070 TFLOP/s) are in the chapter."""
+    import json
+    from pathlib import Path
+
+    nb = json.loads((Path(__file__).resolve().parents[1] / "chapters" / "tensor_cores.ipynb").read_text())
+    text = "\n".join("".join(c["source"]) for c in nb["cells"])
+    assert "Since Volta, every SM has four" not in text and "Volta and Turing had eight per SM" in text
+    assert "fit_promotion_interval" not in text and "promotion about every" not in text
+    assert "each thread accumulates its share" not in text
+    assert "h200_bf16_at_boost" in text and tc.DATASHEET_CLOCK_HZ["H200-SXM"]["fp32"] == 1.98e9
+    assert tc.peak_flop_per_s(132, 1.98e9, 4096) == pytest.approx(1070.5e12, rel=1e-3)
+    assert not hasattr(tc, "fit_promotion_interval")
