@@ -389,7 +389,8 @@ class ModelConfig:
         GQA: ``4 H d / (2 H_kv d b) = 2 (H / H_kv) / b``, 4 FLOP/B for Llama 3 in bf16: far below any
         GPU's ridge. Absorbed MLA: all ``H`` heads read one shared latent, ``2 H (2 d_c + d_R) /
         ((d_c + d_R) b)``, about 242 FLOP/B for DeepSeek-V3 in bf16: above an H200's ridge (206), so
-        MLA decode attention is compute-bound (FlashMLA's deep-dive, ``h_q (d_k + d_v) / d_k``).
+        MLA decode attention is compute-bound when all heads run on one GPU (FlashMLA's deep-dive,
+        ``h_q (d_k + d_v) / d_k``); ``decode_step`` divides this by what tensor parallelism replicates.
 
         >>> round(DEEPSEEK_V3.decode_attention_flop_per_byte(2), 1), LLAMA_3_8B.decode_attention_flop_per_byte(2)
         (241.8, 4.0)
