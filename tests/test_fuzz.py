@@ -91,6 +91,8 @@ VALID: dict[str, dict] = {
     "simt.warp_divergence": dict(lanes_per_path=[16, 16], cost_per_path=[100, 100]),
     "simt.lanes_round_robin": dict(n_paths=4),
     "simt.fp32_issue_time_s": dict(flop=66.9e12, sms=132, clock_hz=1.98e9),
+    "simt.issue_slots_per_iteration": dict(per_iteration_s=1e-9 * 16896 / (4 * 132), clock_hz=1e9, sms=132, warps=16896),
+    "simt.issue_time_s": dict(instructions_per_iteration=10, iterations=1, sms=132, warps=16896, clock_hz=1e9),
     "simt.divergent_kernel_time_s": dict(paths_taken=32, path_s=2e-4, fixed_s=1e-4),
     "simt.random_branch_time": dict(p_taken=0.5, cost_taken=10.0, cost_not_taken=5.0),
     "simt.littles_law_in_flight": dict(latency_s=500e-9, throughput_per_s=4.8e12),
@@ -147,6 +149,7 @@ VALID: dict[str, dict] = {
     "collectives.best_bucket_bytes": dict(grad_bytes=1e9, backward_s=0.1, n=8, link_bytes_per_s=100e9, latency_s=20e-6),
     "collectives.optimal_chain_chunks": dict(size_bytes=2**30, n=8, link_bytes_per_s=100e9, latency_s=1e-6),
     "collectives.pipelined_chain_time_s": dict(size_bytes=1e9, n=8, link_bytes_per_s=100e9),
+    "collectives.rabenseifner_allreduce_time_s": dict(size_bytes=1e9, n=8, link_bytes_per_s=100e9),
     "collectives.in_network_allreduce_time_s": dict(size_bytes=2**30, n=8, link_bytes_per_s=450e9),
     "collectives.tree_inter_node_bytes_factor": dict(nodes=16),
     "collectives.cross_node_allreduce": dict(
