@@ -846,7 +846,8 @@ def accuracy_rows(record: dict) -> list:
                 rows.append(Row(topic, f"{d_label} GEMM {n}^3, sustained >= {sus['seconds_per_window']:g} s",
                                 f"catalog dense peak x wave efficiency{how}", e.flop_per_s, sus["flop_per_s"], "FLOP/s",
                                 "prediction", device, "median of the windows; random data"))
-                clk = (sus.get("sm_clock_mhz") or {}).get("median")
+                clk_s = sus.get("sm_clock_mhz") or {}
+                clk = clk_s.get("median") if clk_s.get("samples", 0) >= 10 else None  # fewer samples resolve nothing
                 if clk and d in clock0:
                     rows.append(Row(topic, f"{d_label} GEMM {n}^3, sustained, at the clock seen",
                                     f"peak x wave efficiency x (median SM clock {clk:.0f} MHz / {clock0[d] / 1e6:.0f} MHz)",
