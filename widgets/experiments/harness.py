@@ -416,6 +416,6 @@ def describe_run(topic: str) -> str:
     if on_gpu():
         return f"Measuring {topic} on {device_name()} (torch {torch.__version__}, CUDA {torch.version.cuda})."
     return (
-        f"No GPU here: {topic} runs scaled down on the CPU, so its numbers show the method, not GPU "
+        f"No GPU here: {topic} run scaled down on the CPU, so the numbers show the method, not GPU "
         "performance. The recorded H200 result is shown beside it."
     )

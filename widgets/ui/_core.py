@@ -79,6 +79,7 @@ def _template(dark: bool) -> go.layout.Template:
         zerolinecolor=grid,
         linecolor=grid,
         exponentformat="SI",
+        minorloglabels="none",  # log axes label decades only ("2 5 10 2 5" reads as nonsense)
         separatethousands=False,
         automargin=True,
         title=dict(standoff=8),
@@ -174,6 +175,24 @@ def _lines(title: str | None, readout: str | None) -> int:
     return _title(title, readout)[1]
 
 
+LEGEND_ROW_PX = 24
+LEGEND_ROW_CHARS = 40  # legend entries per row on a 360-px phone: about this many characters
+
+
+def _legend_px(traces) -> int:
+    """Pixels to keep under the x axis for a horizontal legend that wraps on a phone."""
+    names = [str(t.name or "") for t in traces if t.showlegend is not False and t.name]
+    if len(names) < 2:
+        return 0
+    rows, width = 1, 0
+    for n in names:
+        w = len(n) + 6  # the symbol and the gap
+        if width and width + w > LEGEND_ROW_CHARS:
+            rows, width = rows + 1, 0
+        width += w
+    return 12 + LEGEND_ROW_PX * rows
+
+
 # ---------------------------------------------------------------------------------------------
 # figures
 
@@ -198,7 +217,8 @@ def style_figure(
     spec, title_px = _title(title, readout)
     show_legend = legend if legend is not None else sum(1 for t in fig.data if t.showlegend is not False) > 1
     top = title_px + 16
-    bottom = 60 + (48 if show_legend else 0)
+    bottom = 60 + (max(36, _legend_px(fig.data)) if show_legend else 0)
+    height += max(0, bottom - 96)
     plot_h = max(120, height - top - bottom)
     fig.update_layout(
         template=TEMPLATE,
@@ -271,7 +291,9 @@ def grid_figure(
     top = title_px + 16 + (44 if has_menu else 0)
     traces0 = grid[ci0, si0][0]
     show_legend = sum(1 for t in traces0 if t.showlegend is not False) > 1
-    bottom = 60 + (48 if show_legend else 0) + 84
+    legend_px = max(_legend_px(tr) for tr, _ti, _ro in grid.values()) if show_legend else 0
+    bottom = 60 + legend_px + 84
+    height += max(0, legend_px - 36)  # a legend that wraps takes room from below, not from the plot
     plot_h = max(140, height - top - bottom)
 
     def fname(ci: int, si: int) -> str:
@@ -300,7 +322,7 @@ def grid_figure(
                 x=0,
                 len=1,
                 xanchor="left",
-                y=-(60 + (48 if show_legend else 0)) / plot_h,
+                y=-(60 + legend_px) / plot_h,
                 yanchor="top",
                 pad=dict(t=8, b=4),
             )

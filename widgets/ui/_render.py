@@ -28,7 +28,7 @@ class BookRenderer(MimetypeRenderer):
             full_html=False,
             auto_play=False,
             validate=False,
-            config={"displaylogo": False, "responsive": True},
+            config={"displaylogo": False, "responsive": True, "displayModeBar": False},
         )
         if os.environ.get("GPUBOOK_PLOTLY") == "html":
             return {"text/html": html}

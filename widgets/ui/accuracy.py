@@ -16,34 +16,56 @@ def _fmt(v: float) -> str:
     return f"{v:.4g}"
 
 
+TOPIC_SHORT = {"memory_hierarchy": "mem", "simt": "simt", "tensor_cores": "tc", "collectives": "coll", "serving": "serve"}
+LABEL_CHARS = 26  # a tick label that leaves a phone-wide plot room for its data
+
+
+def _short(row: Row) -> str:
+    text = f"{TOPIC_SHORT.get(row.topic, row.topic)}: {row.quantity}"
+    if len(text) <= LABEL_CHARS:
+        return text
+    head = LABEL_CHARS // 2 - 2
+    return text[:head] + "…" + text[-(LABEL_CHARS - head - 1):]  # keep the end: it names the case
+
+
 def ratio_figure(rows: list[Row]) -> go.Figure:
-    """measured / predicted for every row, one colour per label, the target band shaded."""
+    """measured / model for every row, one colour and symbol per label, the target band shaded.
+
+    Rows sit at integer positions with short tick labels (the full name is in the hover and in
+    the table below the figure), so the data keep most of a phone's width.
+    """
     if not rows:
         raise ValueError("rows must hold at least one comparison")
-    names = [f"{r.topic}: {r.quantity} ({r.device})" for r in rows]
     fig = go.Figure()
     for label in LABELS:
-        sel = [(n, r) for n, r in zip(names, rows) if r.label == label]
+        sel = [(i, r) for i, r in enumerate(rows) if r.label == label]
         if not sel:
             continue
         fig.add_trace(
             go.Scatter(
                 x=[r.ratio for _, r in sel],
-                y=[n for n, _ in sel],
+                y=[i for i, _ in sel],
                 mode="markers",
                 name=label,
-                marker=dict(color=LABEL_COLORS[label], symbol=LABEL_SYMBOLS[label], size=10),
-                customdata=[[_fmt(r.predicted), _fmt(r.measured), r.unit] for _, r in sel],
-                hovertemplate="%{y}<br>predicted %{customdata[0]} %{customdata[2]}, measured %{customdata[1]}"
-                " %{customdata[2]}<br>ratio %{x:.3f}<extra></extra>",
+                marker=dict(color=LABEL_COLORS[label], symbol=LABEL_SYMBOLS[label], size=9),
+                customdata=[[f"{r.topic}: {r.quantity} ({r.device})", _fmt(r.predicted), _fmt(r.measured), r.unit]
+                            for _, r in sel],  # fmt: skip
+                hovertemplate="%{customdata[0]}<br>model %{customdata[1]} %{customdata[3]}, measured %{customdata[2]}"
+                " %{customdata[3]}<br>ratio %{x:.3f}<extra></extra>",
             )
         )
     fig.add_vrect(x0=1 - TARGET, x1=1 + TARGET, fillcolor="#009E73", opacity=0.12, line_width=0)
     fig.add_vline(x=1, line=dict(color="#888", dash="dot"))
-    fig.update_xaxes(type="log", title_text="measured / model")
-    fig.update_yaxes(autorange="reversed", categoryorder="array", categoryarray=names, tickfont=dict(size=11))
+    import math
+
+    lo = min(min(r.ratio for r in rows), 1 - TARGET) / 1.3
+    hi = max(max(r.ratio for r in rows), 1 + TARGET) * 1.3
+    fig.update_xaxes(type="log", title_text="measured / model", dtick=1, range=[math.log10(lo), math.log10(hi)])
+    fig.update_yaxes(range=[len(rows) - 0.5, -0.5], tickmode="array", tickvals=list(range(len(rows))),
+                     ticktext=[_short(r) for r in rows], tickfont=dict(size=10), showgrid=False)  # fmt: skip
     style_figure(fig, title="Measured against the model", readout=f"shaded: within {TARGET:.0%} of the model",
-                 height=min(4000, max(440, 150 + 20 * len(rows))), legend=True)  # fmt: skip
+                 height=min(4000, max(440, 160 + 17 * len(rows))), legend=True)  # fmt: skip
+    fig.update_layout(margin=dict(l=8))
     return fig
 
 
