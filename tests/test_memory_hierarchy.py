@@ -889,6 +889,14 @@ def test_ladder_diagram_is_drawn_from_the_catalog_and_record():
     )
     assert "<title" in svg and "<desc" in svg and 'viewBox="0 0 360 ' in svg
     assert min(int(s) for s in re.findall(r'font-size="(\d+)"', svg)) >= 12
+    # every line fits the panel: in a wide font (DejaVu Sans, Chromium at 360 px) the bold title
+    # took 0.66 em per character and the 12-px subtitle 0.5 em (the reader saw "Where the bytes
+    # come from: H200-SX" cut off: 35 bold characters need ~370 units)
+    for x, size, bold, text in re.findall(
+        r'<text x="(\d+)" y="[\d.]+" font-size="(\d+)"( font-weight="700")?[^>]*>([^<]*)</text>', svg
+    ):
+        em = 0.66 if bold else 0.52
+        assert int(x) + len(text) * int(size) * em <= 358, f"{text!r} may not fit the 360-unit panel"
     g = get_gpu("H200-SXM")
     assert "60 MiB" in svg and "33 MiB in all" in svg and "256 KiB per SM" in svg
     assert g.l2_bytes == 60 * 2**20

@@ -567,7 +567,8 @@ def ladder_svg(record: dict, gpu: str = "H200-SXM") -> str:
         + ", ".join(f"{r:.1f} times" for r in ratios)
         + ".</desc>",
         f'<rect x="1" y="1" width="{width - 2}" height="{height - 2}" rx="10" fill="#fbfbfa" stroke="#bbbbbb"/>',
-        f'<text x="16" y="28" font-size="16" font-weight="700" fill="#222">Where the bytes come from: {escape(g.name)}</text>',
+        # short enough for the 328 units left of the panel at 16 px bold in a wide font (DejaVu Sans)
+        f'<text x="16" y="28" font-size="16" font-weight="700" fill="#222">The {escape(g.name)} memory ladder</text>',
         '<text x="16" y="46" font-size="12" fill="#444">smaller and faster at the top; larger and slower below</text>',
     ]
     for i, (name, size, bw) in enumerate(levels):
