@@ -358,6 +358,24 @@ def test_static_frames_carry_the_models_numbers():
     assert "conflict-free" in _frame(fig, 1, 0).layout.title.subtitle.text
 
 
+def test_roofline_labels_are_plain_numbers():
+    """The reader saw the slider say "3.16e+03" and the readout "1e+04 FLOP/B": every slider label
+    and readout of the roofline figure is a plain number (thousands separated by commas)."""
+    import re
+
+    from widgets.ui import memory_hierarchy as ui
+
+    assert ui.intensity_label(3162.3) == "3,162" and ui.intensity_label(1e4) == "10,000"
+    assert ui.intensity_label(17.78) == "17.8" and ui.intensity_label(0.1) == "0.1"
+    fig = ui.roofline_figure()
+    labels = [st.label for sl in fig.layout.sliders for st in sl.steps]
+    readouts = [f.layout.title.subtitle.text for f in fig.frames]
+    assert "3,160" in labels and "10,000" in labels
+    assert any(r.startswith("10,000 FLOP/B -> ") for r in readouts)
+    for text in labels + readouts:
+        assert not re.search(r"\de[+-]\d", text), text
+
+
 def _texts(box):
     return " ".join(item for item in box.shown if isinstance(item, str))
 

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 
 from ..hardware import DTYPES, get_gpu, gpu_names
 from ..models import memory_hierarchy as mh
-from ..units import fmt_bytes_per_s, fmt_flop_per_s, fmt_intensity
+from ..units import fmt_bytes_per_s, fmt_flop_per_s
 from ._core import gpu_color, grid_figure, live_form, percent, plural, series_color, style_figure, table_html
 from ._core import verdict as _verdict
 
@@ -55,7 +55,7 @@ def _roofline_traces(point: mh.RooflinePoint) -> list:
             mode="markers",
             name="ridge point",
             marker=dict(symbol="diamond", size=10, color=color),
-            hovertemplate="ridge %{x:.3g} FLOP/B<extra></extra>",
+            hovertemplate="ridge %{x:,.3~r} FLOP/B<extra></extra>",
         ),
         go.Scatter(
             x=[point.intensity],
@@ -63,7 +63,7 @@ def _roofline_traces(point: mh.RooflinePoint) -> list:
             mode="markers",
             name="your kernel",
             marker=dict(size=13, color=series_color(1), line=dict(color="#222", width=1)),
-            hovertemplate="%{x:.3g} FLOP/B -> %{y:.4g} TFLOP/s<extra></extra>",
+            hovertemplate="%{x:,.3~r} FLOP/B -> %{y:,.4~r} TFLOP/s<extra></extra>",
         ),
     ]
 
@@ -75,14 +75,21 @@ def _roofline_layout() -> dict:
     )
 
 
+def intensity_label(flop_per_byte: float) -> str:
+    """A reader's number, never e-notation: ``3160.0`` -> ``'3,160'``, ``17.8`` -> ``'17.8'``,
+    ``0.178`` -> ``'0.178'`` (``units.fmt_intensity`` prints ``'1e+04'`` for 10,000)."""
+    v = float(flop_per_byte)
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
+
+
 def roofline_title(p: mh.RooflinePoint) -> str:
     return f"Roofline: {p.gpu} {p.dtype}"
 
 
 def roofline_summary(p: mh.RooflinePoint) -> str:
     return (
-        f"{fmt_intensity(p.intensity)} -> {fmt_flop_per_s(p.attainable_flop_per_s)}: {p.bound}-bound, "
-        f"{percent(p.fraction_of_peak)} of peak; ridge {fmt_intensity(p.ridge_intensity)}"
+        f"{intensity_label(p.intensity)} FLOP/B -> {fmt_flop_per_s(p.attainable_flop_per_s)}: {p.bound}-bound, "
+        f"{percent(p.fraction_of_peak)} of peak; ridge {intensity_label(p.ridge_intensity)} FLOP/B"
     )
 
 
@@ -96,7 +103,7 @@ def roofline_figure(choices=ROOFLINE_CHOICES, intensities=ROOFLINE_INTENSITIES) 
 
     active = (0, min(range(len(values)), key=lambda k: abs(values[k] - 10)))
     return grid_figure(
-        slider=("intensity [FLOP/B]", values, lambda v: f"{v:.3g}"),
+        slider=("intensity [FLOP/B]", values, intensity_label),
         choices=("GPU · dtype", choices, lambda c: f"{c[0]} · {c[1]}"),
         frame=frame,
         layout=_roofline_layout(),
@@ -119,7 +126,7 @@ def roofline_calculator():
         rows = [
             ("dense peak", fmt_flop_per_s(p.peak_flop_per_s)),
             ("HBM bandwidth", fmt_bytes_per_s(p.bytes_per_s)),
-            ("ridge point", fmt_intensity(p.ridge_intensity)),
+            ("ridge point", f"{intensity_label(p.ridge_intensity)} FLOP/B"),
             ("attainable", fmt_flop_per_s(p.attainable_flop_per_s)),
             ("bound", f"{p.bound} ({percent(p.fraction_of_peak)} of peak)"),
         ]
