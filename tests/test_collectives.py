@@ -671,14 +671,26 @@ def test_ring_figure_steps():
     from widgets.ui import collectives as ui
 
     fig = ui.ring_allreduce_figure(4)
-    assert len(fig.layout.updatemenus[0].buttons) == 4 and len(fig.layout.sliders[0].steps) == 9
+    # two inputs: the rank count (dropdown) and the step (one slider per rank count)
+    assert len(fig.layout.updatemenus[0].buttons) == 4 and len(fig.layout.sliders) == 4
+    assert fig.layout.meta["inputs"] == ["ranks", "step"]
+    # each slider has exactly its ring's 2(n-1) + 1 positions (a reader saw 2 ranks run to step 8)
+    assert [len(sl.steps) for sl in fig.layout.sliders] == [3, 5, 7, 9]
+    assert [sl.steps[-1].label for sl in fig.layout.sliders] == ["2", "4", "6", "8"]
+    assert len(fig.frames) == 3 + 5 + 7 + 9  # no unreachable frames
+    assert {f.name for f in fig.frames} == {st.args[0][0] for sl in fig.layout.sliders for st in sl.steps}
     c4 = [2, 3, 4, 5].index(4)
     assert (np.asarray(_frame(fig, c4, 0).data[0].z) == 1).all()
     assert (np.asarray(_frame(fig, c4, 6).data[0].z) == 4).all()
-    assert _frame(fig, c4, 3).data[0].text[0][1] == "0+1+2+3"  # after reduce-scatter rank 0 owns chunk 1
+    heat = _frame(fig, c4, 3).data[0]
+    assert list(heat.y) == ["rank 3", "rank 2", "rank 1", "rank 0"]  # listed upwards: rank 0 drawn on top
+    assert heat.text[list(heat.y).index("rank 0")][1] == "0+1+2+3"  # after reduce-scatter rank 0 owns chunk 1
+    assert heat.z[list(heat.y).index("rank 0")][1] == 4
     assert list(_frame(fig, c4, 1).data[1].y) == ["rank 1", "rank 2", "rank 3", "rank 0"]
-    assert "finished after 6 steps" in _readout(_frame(fig, c4, 8))
-    assert "finished after 2 steps" in _readout(_frame(fig, 0, 3))
+    assert "step 6 of 6" in _readout(_frame(fig, c4, 6)) and "done" in _readout(_frame(fig, c4, 6))
+    assert "done" not in _readout(_frame(fig, c4, 5))
+    assert "step 2 of 2" in _readout(_frame(fig, 0, 2)) and "done" in _readout(_frame(fig, 0, 2))
+    assert fig.layout.xaxis.side != "top"  # the chunk labels are not under the dropdown
 
 
 def test_busbw_and_dp_and_ladder_figures():

@@ -271,18 +271,22 @@ def ring_step_summary(n: int, step: int) -> str:
     t = cm.ring_allreduce_schedule(n)[step - 1]
     phase = t[0].phase.replace("_", "-")
     verb = "adds it to its copy" if t[0].phase == "reduce_scatter" else "overwrites its copy"
-    return f"step {step} of {2 * (n - 1)} ({phase}): rank r sends chunk (r - {step - 1}) mod {n} to rank r + 1, which {verb}"
+    done = "; done: every rank holds the whole sum" if step == 2 * (n - 1) else ""
+    return f"step {step} of {2 * (n - 1)} ({phase}): rank r sends chunk (r - {step - 1}) mod {n} to rank r + 1, which {verb}{done}"
 
 
 def _ring_traces(n: int, step: int) -> list:
     have = cm.ring_allreduce_contributions(n, step)
     count = have.sum(axis=2)
+    # rows listed from the last rank to rank 0, so rank 0 is drawn on top: plotly.js 3 forgets an
+    # axis' autorange "reversed" once the static figure's dropdown restyles it
+    rows = range(n - 1, -1, -1)
     if n <= 5:
-        text = [["+".join(str(s) for s in range(n) if have[r, c, s]) for c in range(n)] for r in range(n)]
+        text = [["+".join(str(s) for s in range(n) if have[r, c, s]) for c in range(n)] for r in rows]
     else:
-        text = [[f"{count[r, c]}/{n}" for c in range(n)] for r in range(n)]
+        text = [[f"{count[r, c]}/{n}" for c in range(n)] for r in rows]
     heat = go.Heatmap(
-        z=count, x=[f"chunk {c}" for c in range(n)], y=[f"rank {r}" for r in range(n)], text=text, texttemplate="%{text}",
+        z=count[::-1], x=[f"chunk {c}" for c in range(n)], y=[f"rank {r}" for r in rows], text=text, texttemplate="%{text}",
         zmin=1, zmax=n, colorscale="Blues", showscale=False, showlegend=False,
         hovertemplate="%{y}, %{x}: holds the data of ranks %{text}<extra></extra>",
     )  # fmt: skip
@@ -299,14 +303,16 @@ def _ring_traces(n: int, step: int) -> list:
 
 
 def _ring_layout(n: int | None = None) -> dict:
-    return dict(yaxis=dict(autorange="reversed"), xaxis=dict(side="top"))
+    # chunk labels below the grid: above it they sat under the static figure's dropdown
+    return dict(xaxis=dict(side="bottom"))
 
 
 def ring_allreduce_figure(n: int = 4, ranks=(2, 3, 4, 5)) -> go.Figure:
     """Static: the ring all-reduce step by step. The dropdown picks the number of ranks, the
-    slider the step (a ring of ``n`` ranks is finished after ``2(n-1)`` steps; later positions
-    show the finished state). Each cell lists the ranks whose data that rank's copy of that
-    chunk holds; circles mark what was received in the step."""
+    slider the step: each rank count has its own slider with exactly the ``2(n-1) + 1`` positions
+    of its ring (start, ``n-1`` reduce-scatter steps, ``n-1`` all-gather steps). Each cell lists
+    the ranks whose data that rank's copy of that chunk holds; circles mark what was received in
+    the step."""
     ranks = list(ranks)
     k = int(n)
     if k not in ranks:
@@ -314,12 +320,12 @@ def ring_allreduce_figure(n: int = 4, ranks=(2, 3, 4, 5)) -> go.Figure:
     steps = list(range(2 * (max(ranks) - 1) + 1))
 
     def frame(m, s):
-        last = 2 * (m - 1)
-        st = min(s, last)
-        readout = ring_step_summary(m, st) if s <= last else f"finished after {plural(last, 'step')}: every rank holds the whole sum"
-        return _ring_traces(m, st), f"ring all-reduce, {plural(m, 'rank')}", readout
+        # grid_figure asks every rank count for every step of the longest ring; the positions past
+        # this ring's last step are cut from its slider below, so they are never shown
+        st = min(s, 2 * (m - 1))
+        return _ring_traces(m, st), f"ring all-reduce, {plural(m, 'rank')}", ring_step_summary(m, st)
 
-    return grid_figure(
+    fig = grid_figure(
         slider=("step", steps, str),
         choices=("ranks", ranks, lambda m: plural(m, "rank")),
         frame=frame,
@@ -327,6 +333,11 @@ def ring_allreduce_figure(n: int = 4, ranks=(2, 3, 4, 5)) -> go.Figure:
         active=(ranks.index(k), 0),
         height=520,
     )
+    for ci, m in enumerate(ranks):
+        fig.layout.sliders[ci].steps = fig.layout.sliders[ci].steps[: 2 * (m - 1) + 1]
+    shown = {st.args[0][0] for sl in fig.layout.sliders for st in sl.steps}
+    fig.frames = [f for f in fig.frames if f.name in shown]  # page weight: no unreachable frames
+    return fig
 
 
 def ring_allreduce_calculator():
