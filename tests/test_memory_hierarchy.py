@@ -305,18 +305,21 @@ def test_working_set_model_limits():
 def test_static_calculators_have_two_inputs():
     from widgets.ui import memory_hierarchy as ui
 
+    # swizzle: each row width's slider has its row / 16 chunks (128-B rows 8, 64-B 4, 32-B 2)
+    swizzle_steps = [row // 16 for _mode, row in ui.SWIZZLE_CHOICES]
+    assert swizzle_steps == [8, 8, 4, 4, 2, 2]
     for fig, n_choices, n_values in (
-        (ui.roofline_figure(), 6, 21),
-        (ui.coalescing_figure(), 6, 21),
-        (ui.bank_conflict_figure(), 5, 24),
-        (ui.swizzle_figure(), 6, 8),
+        (ui.roofline_figure(), 6, [21] * 6),
+        (ui.coalescing_figure(), 6, [21] * 6),
+        (ui.bank_conflict_figure(), 5, [24] * 5),
+        (ui.swizzle_figure(), 6, swizzle_steps),
     ):
-        assert len(fig.frames) == n_choices * n_values
+        assert len(fig.frames) == sum(n_values)
         assert len(fig.layout.updatemenus) == 1 and len(fig.layout.updatemenus[0].buttons) == n_choices
         assert len(fig.layout.sliders) == n_choices
-        assert all(
-            len(sl.steps) == n_values and all(st.method == "animate" for st in sl.steps) for sl in fig.layout.sliders
-        )
+        assert [len(sl.steps) for sl in fig.layout.sliders] == n_values
+        assert all(st.method == "animate" for sl in fig.layout.sliders for st in sl.steps)
+        assert {f.name for f in fig.frames} == {st.args[0][0] for sl in fig.layout.sliders for st in sl.steps}
         assert len(fig.to_json()) < 400_000  # page weight
 
 
@@ -356,6 +359,10 @@ def test_static_frames_carry_the_models_numbers():
     fig = ui.swizzle_figure()
     assert "8-way conflict" in _frame(fig, 0, 0).layout.title.subtitle.text
     assert "conflict-free" in _frame(fig, 1, 0).layout.title.subtitle.text
+    heat = _frame(fig, 1, 0).data[0]  # 128B swizzle, chunk 0: row r lands in slot r (XOR with r)
+    assert list(heat.y) == [f"row {r}" for r in range(7, -1, -1)]  # listed upwards: row 0 drawn on top
+    assert [list(heat.z[list(heat.y).index(f"row {r}")]).index(1) for r in range(8)] == list(range(8))
+    assert "chunk 3" in _frame(fig, 2, 3).layout.title.text and "3:4" not in {f.name for f in fig.frames}
 
 
 def test_roofline_labels_are_plain_numbers():

@@ -311,11 +311,13 @@ SWIZZLE_CHOICES = ((0, 128), (128, 128), (0, 64), (64, 64), (0, 32), (32, 32))  
 
 def _swizzle_trace(mode: int, row_bytes: int, chunk: int) -> go.Heatmap:
     """Which 16-byte slot (x) of its 128-byte bank row each of 8 rows' chunk ``chunk`` lands in."""
-    rows = range(8)
-    z = [[0] * 8 for _ in rows]
+    # rows listed from row 7 up to row 0, so row 0 is drawn on top: plotly.js 3 forgets an axis'
+    # autorange "reversed" once the static figure's dropdown restyles it
+    rows = range(7, -1, -1)
+    z = []
     for r in rows:
         slot = (mh.tma_swizzle_offset(r * row_bytes + 16 * chunk, mode) % 128) // 16
-        z[r][slot] = 1
+        z.append([int(k == slot) for k in range(8)])
     return go.Heatmap(
         z=z,
         x=[f"{4 * k}-{4 * k + 3}" for k in range(8)],
@@ -340,15 +342,17 @@ def swizzle_summary(mode: int, row_bytes: int, chunk: int) -> str:
 
 def swizzle_figure(choices=SWIZZLE_CHOICES, chunks=tuple(range(8))) -> go.Figure:
     """Static TMA-swizzle calculator: a dropdown over (swizzle mode, row width), a slider over
-    which 16-byte chunk of each row a warp reads (lane i reads row i)."""
+    which 16-byte chunk of each row a warp reads (lane i reads row i). Each row width's slider
+    has exactly its ``row / 16`` chunks."""
+    choices, chunks = list(choices), list(chunks)
 
     def frame(choice, c):
         mode, row = choice
-        c = min(c, row // 16 - 1)
+        c = min(c, row // 16 - 1)  # positions past the row's last chunk are cut from its slider below
         name = f"{mode}B swizzle" if mode else "no swizzle"
         return [_swizzle_trace(mode, row, c)], f"{name}, {row}-B rows, chunk {c}", swizzle_summary(mode, row, c)
 
-    return grid_figure(
+    fig = grid_figure(
         slider=("16-byte chunk read", list(chunks), str),
         choices=(
             "swizzle · row width",
@@ -356,10 +360,15 @@ def swizzle_figure(choices=SWIZZLE_CHOICES, chunks=tuple(range(8))) -> go.Figure
             lambda c: (f"{c[0]}B swizzle" if c[0] else "none") + f" · {c[1]}-B rows",
         ),
         frame=frame,
-        layout=dict(xaxis=dict(title="banks (a 16-byte chunk covers 4)"), yaxis=dict(autorange="reversed")),
+        layout=dict(xaxis=dict(title="banks (a 16-byte chunk covers 4)")),
         active=(0, 0),
         height=440,
     )
+    for ci, (_mode, row) in enumerate(choices):
+        fig.layout.sliders[ci].steps = [st for c, st in zip(chunks, fig.layout.sliders[ci].steps) if c < row // 16]
+    shown = {st.args[0][0] for sl in fig.layout.sliders for st in sl.steps}
+    fig.frames = [f for f in fig.frames if f.name in shown]  # page weight: no unreachable frames
+    return fig
 
 
 # --------------------------------------------------------------------------------------------
