@@ -281,14 +281,15 @@ def _ring_traces(n: int, step: int) -> list:
     # rows listed from the last rank to rank 0, so rank 0 is drawn on top: plotly.js 3 forgets an
     # axis' autorange "reversed" once the static figure's dropdown restyles it
     rows = range(n - 1, -1, -1)
-    if n <= 5:
-        text = [["+".join(str(s) for s in range(n) if have[r, c, s]) for c in range(n)] for r in rows]
+    ranks = [["+".join(str(s) for s in range(n) if have[r, c, s]) for c in range(n)] for r in rows]
+    if n <= 5:  # a complete chunk says "all": "0+1+2+3+4" overflows a cell on a 360-px phone
+        text = [["all" if count[r, c] == n else ranks[i][c] for c in range(n)] for i, r in enumerate(rows)]
     else:
         text = [[f"{count[r, c]}/{n}" for c in range(n)] for r in rows]
     heat = go.Heatmap(
         z=count[::-1], x=[f"chunk {c}" for c in range(n)], y=[f"rank {r}" for r in rows], text=text, texttemplate="%{text}",
-        zmin=1, zmax=n, colorscale="Blues", showscale=False, showlegend=False,
-        hovertemplate="%{y}, %{x}: holds the data of ranks %{text}<extra></extra>",
+        customdata=ranks, zmin=1, zmax=n, colorscale="Blues", showscale=False, showlegend=False,
+        hovertemplate="%{y}, %{x}: holds the data of ranks %{customdata}<extra></extra>",
     )  # fmt: skip
     if step == 0:
         moved = go.Scatter(x=[None], y=[None], mode="markers", name="received this step", showlegend=False)
@@ -311,8 +312,8 @@ def ring_allreduce_figure(n: int = 4, ranks=(2, 3, 4, 5)) -> go.Figure:
     """Static: the ring all-reduce step by step. The dropdown picks the number of ranks, the
     slider the step: each rank count has its own slider with exactly the ``2(n-1) + 1`` positions
     of its ring (start, ``n-1`` reduce-scatter steps, ``n-1`` all-gather steps). Each cell lists
-    the ranks whose data that rank's copy of that chunk holds; circles mark what was received in
-    the step."""
+    the ranks whose data that rank's copy of that chunk holds ("all" once complete); circles mark
+    what was received in the step."""
     ranks = list(ranks)
     k = int(n)
     if k not in ranks:
