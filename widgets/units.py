@@ -110,7 +110,15 @@ def fmt_time(seconds: float, digits: int = 3) -> str:
 
 
 def fmt_intensity(flop_per_byte: float, digits: int = 3) -> str:
-    """``fmt_intensity(206.2)`` -> ``'206 FLOP/B'``."""
+    """``fmt_intensity(206.2)`` -> ``'206 FLOP/B'``; large values keep plain digits.
+
+    >>> fmt_intensity(1365.3)
+    '1,365 FLOP/B'
+    >>> fmt_intensity(0.0833)
+    '0.0833 FLOP/B'
+    """
     v = _check_finite("flop_per_byte", flop_per_byte)
     digits = _check_digits(digits)
+    if abs(v) >= 10 ** digits:  # no e-notation: 1.37e+03 reads badly in prose and readouts
+        return f"{v:,.0f} FLOP/B"
     return f"{v:.{digits}g} FLOP/B"
