@@ -330,7 +330,7 @@ def cases():
                 if p.name not in valid:
                     continue
                 kind = _param_kind(qual, p, valid[p.name])
-                for label, bad in BAD_VALUES.items():
+                for label in BAD_VALUES:
                     if label == "unknown" and kind not in ("enum", "text"):
                         continue
                     out.append(pytest.param(module_name, fname, p.name, label, kind, _optional(p), valid,
@@ -756,7 +756,8 @@ def test_calculator_invalid_states(topic, name, key, label):
         numbers_entered = [c.value for c in box.controls.values() if isinstance(c.value, (int, float))]
         if all(v >= 0 for v in numbers_entered if not isinstance(v, bool)):
             neg = re.search(r"(?<![\w.+\-^])-\d", text)  # not 1e-5, 2^-24, 1-2
-            assert not neg, f"{name} with {key}={value!r} shows a negative number no one entered: ...{text[max(0, neg.start() - 80):neg.start() + 40]}..."
+            context = text[max(0, neg.start() - 80) : neg.start() + 40]
+            assert not neg, f"{name} with {key}={value!r} shows a negative number no one entered: ...{context}..."
 
 
 # --- the examples of the reliability issue (#12), each exact or a ValueError naming its parameter --

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Iterable
+from collections.abc import Iterable
 
 try:  # the checks need only the standard library; numpy scalars and arrays are accepted when present
     import numpy as np

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import html
 import os
-from typing import Any, Callable, Iterable, Mapping, Optional, TypeVar
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Optional, TypeVar
 
 T = TypeVar("T")
 

@@ -25,9 +25,10 @@ This module imports only the standard library; ``describe_local_gpu`` imports to
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping, Optional
+from typing import Optional
 
 from . import _check
 from .units import GiB, KiB, MiB
@@ -86,7 +87,7 @@ class GPU:
 MAX_SMS = 100_000  # bounds a count that sizes loops and arrays in the models
 
 
-def _validate_gpu(g: "GPU") -> None:
+def _validate_gpu(g: GPU) -> None:
     """Check a GPU record field by field (``ValueError`` naming the field); store exact ints.
 
     Rates, clocks and power may be 0: ``describe_local_gpu`` writes 0 for a figure the runtime

@@ -7,10 +7,10 @@ Experiment modules write ``from ._triton import triton, tl, INTERPRETED``.
 
 import warnings
 
-from . import TRITON_IMPORTED_TOO_EARLY, TRITON_INTERPRETED
-
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
+
+from . import TRITON_IMPORTED_TOO_EARLY, TRITON_INTERPRETED
 
 INTERPRETED = TRITON_INTERPRETED
 

@@ -23,9 +23,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import torch
 
@@ -239,7 +240,7 @@ def gpu_clock_power(index: int = 0) -> Optional[dict]:
 def provenance(command: Optional[str] = None) -> dict:
     """Where and how a measurement was made."""
     info = {
-        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "command": command or " ".join([Path(sys.executable).name] + sys.argv),
         "device": device_name(),
         "python": platform.python_version(),

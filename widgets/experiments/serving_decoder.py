@@ -20,8 +20,9 @@ Weights are random (fixed seed): timing does not depend on their values.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Optional
 
 import torch
 import torch.nn.functional as F
@@ -83,7 +84,7 @@ class DecoderConfig:
     name: str = "decoder"
 
     @classmethod
-    def from_model(cls, m: model.ModelConfig) -> "DecoderConfig":
+    def from_model(cls, m: model.ModelConfig) -> DecoderConfig:
         if m.attention == "mla" or m.n_routed_experts:
             raise ValueError(f"the decoder implements dense grouped-query attention models, not {m.name}")
         return cls(m.layers, m.hidden_size, m.heads, m.kv_heads, m.head_dim, m.intermediate_size, m.vocab_size, m.name)

@@ -163,7 +163,7 @@ def rope_cache(qkv: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, k_cache:
 
 
 @triton.jit
-def silu_mul_kernel(gu_ptr, out_ptr, I, BLOCK: tl.constexpr):
+def silu_mul_kernel(gu_ptr, out_ptr, I, BLOCK: tl.constexpr):  # noqa: E741 (I: the paper's intermediate size)
     row = tl.program_id(0)
     offs = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < I

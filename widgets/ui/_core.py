@@ -18,7 +18,8 @@ from __future__ import annotations
 import html
 import math
 import textwrap
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import plotly.graph_objects as go
 import plotly.io as pio
