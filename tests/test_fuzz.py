@@ -756,7 +756,7 @@ def test_calculator_invalid_states(topic, name, key, label):
         numbers_entered = [c.value for c in box.controls.values() if isinstance(c.value, (int, float))]
         if all(v >= 0 for v in numbers_entered if not isinstance(v, bool)):
             neg = re.search(r"(?<![\w.+\-^])-\d", text)  # not 1e-5, 2^-24, 1-2
-            context = text[max(0, neg.start() - 80) : neg.start() + 40]
+            context = text[max(0, neg.start() - 80) : neg.start() + 40] if neg else ""
             assert not neg, f"{name} with {key}={value!r} shows a negative number no one entered: ...{context}..."
 
 
