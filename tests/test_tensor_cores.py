@@ -480,6 +480,28 @@ def test_peak_figure_frames_match_the_model():
     assert len(fig.to_json()) < 400_000  # small page
 
 
+def test_peak_figure_says_na_where_the_catalog_has_no_figure():
+    """MI300X has no fp32 entry in FLOP_PER_CLOCK_PER_SM: its frames mark fp32 "n/a" (not a silent
+    gap); GPUs with every data type get an empty n/a trace. Slider ticks carry no unit (the unit is
+    in the slider's name), so the last one fits; the log axis labels decades only."""
+    from widgets.ui import tensor_cores as ui
+
+    fig = ui.peak_figure()
+    last = len(ui.PEAK_CLOCKS_MHZ) - 1
+    for i, gpu in enumerate(ui.PEAK_GPUS):
+        f = _frame(fig, f"{i}:{last}")
+        missing = [d for d in ui.PEAK_DTYPES if d not in tc.FLOP_PER_CLOCK_PER_SM[gpu]]
+        assert list(f.data[2].x or ()) == missing and list(f.data[2].text or ()) == ["n/a"] * len(missing)
+        for d in missing:
+            assert f.data[0].y[ui.PEAK_DTYPES.index(d)] is None
+    assert "fp32" not in tc.FLOP_PER_CLOCK_PER_SM["MI300X"]  # the case the reader hit
+    assert list(_frame(fig, f"{ui.PEAK_GPUS.index('MI300X')}:{last}").data[2].x) == ["fp32"]
+    labels = [s.label for s in fig.layout.sliders[0].steps]
+    assert labels[-1] == "2200" and all(lab.isdigit() for lab in labels)
+    assert "MHz" in fig.layout.sliders[0].currentvalue.prefix
+    assert fig.layout.yaxis.type == "log" and fig.layout.yaxis.dtick == 1
+
+
 def test_gemm_figure_shows_the_sawtooth():
     from widgets.ui import tensor_cores as ui
 

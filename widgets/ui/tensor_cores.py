@@ -49,6 +49,7 @@ def peak_rows(c: tc.PeakCheck) -> list[tuple[str, str]]:
 
 
 PEAK_CLOCKS_MHZ = tuple(range(1000, 2201, 100))  # the slider of the static peak calculator
+PEAK_NA_Y_TFLOP_PER_S = 30.0  # where "n/a" sits on the log axis (just above its bottom, 10 TFLOP/s)
 
 
 def _peak_frame(gpu: str, clock_mhz: float) -> tuple[list, str, str]:
@@ -64,11 +65,17 @@ def _peak_frame(gpu: str, clock_mhz: float) -> tuple[list, str, str]:
         else:
             at_clock.append(None)
             catalog.append(None)
+    missing = [d for d in PEAK_DTYPES if d not in rates]
     traces = [
         go.Bar(x=list(PEAK_DTYPES), y=at_clock, name=f"SMs x {clock_mhz:.0f} MHz x FLOP/clock/SM", marker_color=gpu_color(gpu),
                hovertemplate="%{x}: %{y:.4g} TFLOP/s<extra>at this clock</extra>"),
         go.Bar(x=list(PEAK_DTYPES), y=catalog, name="catalog (datasheet, dense)", marker_color="#999999",
                hovertemplate="%{x}: %{y:.4g} TFLOP/s<extra>catalog</extra>"),
+        # where the catalog has no figure for a data type, say so instead of leaving a silent gap
+        # (the trace is there, possibly empty, in every frame: grid_figure needs the same traces)
+        go.Scatter(x=missing, y=[PEAK_NA_Y_TFLOP_PER_S] * len(missing), mode="text", text=["n/a"] * len(missing),
+                   textposition="middle center", textfont=dict(size=14, color="#888888"), showlegend=False,
+                   name="n/a", hovertemplate=f"%{{x}}: n/a, the catalog has no {gpu} figure<extra></extra>"),
     ]
     d = "bf16" if "bf16" in rates else next(iter(rates))
     c = tc.peak_check(gpu, d)
@@ -82,7 +89,8 @@ def _peak_layout() -> dict:
     return dict(
         barmode="group",
         xaxis=dict(title="data type"),
-        yaxis=dict(title="dense peak [TFLOP/s]", type="log", range=[1, 3.6]),
+        # decades only (dtick=1 on a log axis: 10, 100, 1000), whatever plotly would pick for the height
+        yaxis=dict(title="dense peak [TFLOP/s]", type="log", range=[1, 3.6], dtick=1),
     )
 
 
@@ -93,7 +101,8 @@ def peak_figure(gpus=PEAK_GPUS, clocks_mhz=PEAK_CLOCKS_MHZ) -> go.Figure:
     ci = gpus.index("H200-SXM") if "H200-SXM" in gpus else 0
     si = min(range(len(clocks)), key=lambda i: abs(clocks[i] - 1800))
     return grid_figure(
-        slider=("SM clock", clocks, lambda v: f"{v:.0f} MHz"),
+        # the unit lives in the name, so the last tick ("2200") fits at the slider's right end
+        slider=("SM clock (MHz)", clocks, lambda v: f"{v:.0f}"),
         choices=("GPU", gpus, str),
         frame=_peak_frame,
         layout=_peak_layout(),
