@@ -413,7 +413,7 @@ def test_amdahl_published():
 @given(p=st.floats(0, 1), n=st.floats(1, 1e6))
 def test_amdahl_invariants(p, n):
     s = m.amdahl_speedup(p, n)
-    assert 1 - 1e-12 <= s <= min(n, m.amdahl_ceiling(p)) * (1 + 1e-12)
+    assert 1 - 1e-12 <= s <= (min(n, m.amdahl_ceiling(p)) if p < 1 else n) * (1 + 1e-12)
     assert m.amdahl_speedup(p, n * 2) >= s * (1 - 1e-12)
 
 
@@ -426,6 +426,15 @@ def test_amdahl_invariants(p, n):
 def test_amdahl_rejects_bad_input(fn, args, name):
     with pytest.raises(ValueError, match=name):
         fn(*args)
+
+
+def test_amdahl_ceiling_at_p_1_is_an_error_not_inf():
+    """No model returns inf for finite input: p = 1 has no finite ceiling, so it raises a
+    sentence naming the parameter and the valid range; just below 1 the ceiling is finite."""
+    with pytest.raises(ValueError, match=r"parallel_fraction = 1 has no finite ceiling.*valid: \[0, 1\)"):
+        m.amdahl_ceiling(1.0)
+    assert math.isfinite(m.amdahl_ceiling(math.nextafter(1.0, 0.0)))
+    assert m.amdahl_ceiling(0.0) == 1.0
 
 
 # --------------------------------------------------------------------------------------------
@@ -506,7 +515,9 @@ def test_latency_and_amdahl_figures_match_model(ui):
             assert f.layout.title.text == ui.amdahl_title(p, n)
             assert f.data[1].y[-1] == pytest.approx(m.amdahl_speedup(p, 4096))
             assert f.data[3].y[0] == pytest.approx(m.amdahl_speedup(p, n))
-    assert "inf" not in ui.amdahl_readout(1.0)
+    assert "inf" not in ui.amdahl_readout(1.0) and "no limit" in ui.amdahl_readout(1.0)
+    last = _frame(fig, 0, 3)  # p = 1: no ceiling line, no inf anywhere in the frame
+    assert list(last.data[2].y) == [None, None] and "inf" not in last.to_json().lower().replace("info", "")
 
 
 def _texts(box):
@@ -537,6 +548,9 @@ def test_calculators_show_the_error_sentence(ui):
     box = ui.amdahl_calculator()
     box.controls["workers"].value = 8
     assert "Invalid input" not in _texts(box) and f"{m.amdahl_speedup(0.95, 8):.4g}x" in _texts(box)
+    box.controls["parallel_fraction"].value = 1.0  # no finite ceiling: said in words, never "infx"
+    text = _texts(box)
+    assert "no limit" in text and "infx" not in text and "Invalid input" not in text and "Traceback" not in text
     box = ui.latency_hiding_calculator()
     box.controls["loads"].value = 4
     want = m.latency_hiding(600e-9, 4.8e12, 132, loads_in_flight_per_thread=4).warps_needed_per_sm
@@ -595,6 +609,22 @@ def test_memory_latency_and_bandwidth_experiments(exp):
     bw = exp.measure_occupancy_bandwidth(repeat=1)
     pts = bw["variants"]["float x1"]["points"]
     assert bw["simulated"] and all(p["bytes_per_s"] > 0 for p in pts)
+
+
+def test_amdahl_predictions_without_a_serial_part_record_null_and_why(exp):
+    """Hand-made run with no serial time: p = 1, so the ceiling is null with the model's reason
+    (strict JSON, no Infinity), and the points still get the law's prediction."""
+    import json
+
+    pts = [dict(workers=n, time_s=1.0 / n, serial_s=0.0, parallel_s=1.0 / n) for n in (1, 2, 4)]
+    info = exp.amdahl_predictions({"points": pts})
+    assert info["parallel_fraction"] == 1.0 and info["ceiling"] is None
+    assert "parallel_fraction = 1 has no finite ceiling" in info["ceiling_reason"]
+    assert [p["predicted_speedup"] for p in pts] == [1.0, 2.0, 4.0]
+    json.dumps(info, allow_nan=False)
+    pts[0]["serial_s"] = pts[1]["serial_s"] = pts[2]["serial_s"] = 0.05
+    info = exp.amdahl_predictions({"points": pts})
+    assert info["ceiling"] == pytest.approx(m.amdahl_ceiling(info["parallel_fraction"])) and "ceiling_reason" not in info
 
 
 def test_launch_overhead_experiment(exp):
@@ -840,6 +870,7 @@ def test_scalar_models_finite_or_value_error(a, b, c, n):
     _finite_or_value_error(m.divergent_kernel_time_s, n, a, b)
     _finite_or_value_error(m.fp32_issue_time_s, a, n, b)
     _finite_or_value_error(m.amdahl_speedup, a, b)
+    _finite_or_value_error(m.amdahl_ceiling, a)
     _finite_or_value_error(m.parallel_fraction_from_times, a, b)
     _finite_or_value_error(m.parallel_fraction_needed, a, b)
     _finite_or_value_error(m.random_branch_time, a, b, c)

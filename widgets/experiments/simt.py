@@ -731,9 +731,12 @@ def amdahl_predictions(res: dict) -> dict:
         pt["predicted_speedup"] = model.amdahl_speedup(p, pt["workers"])
         pt["measured_over_predicted"] = pt["speedup"] / pt["predicted_speedup"]
         pt["ceiling_same_run"] = one["time_s"] / pt["serial_s"] if pt["serial_s"] > 0 else None
-    ceiling = model.amdahl_ceiling(p)
-    return {"serial_s": serial_s, "parallel_one_worker_s": parallel_s, "parallel_fraction": p,
-            "ceiling": ceiling if ceiling != float("inf") else None}  # null, not Infinity, in JSON
+    out = {"serial_s": serial_s, "parallel_one_worker_s": parallel_s, "parallel_fraction": p}
+    if p < 1:
+        out["ceiling"] = model.amdahl_ceiling(p)
+    else:  # no serial time measured: the model has no finite ceiling (null, not Infinity, in JSON)
+        out["ceiling"], out["ceiling_reason"] = None, model.NO_CEILING
+    return out
 
 
 # --------------------------------------------------------------------------------------------

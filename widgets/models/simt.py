@@ -694,14 +694,22 @@ def amdahl_speedup(parallel_fraction: float, workers: float) -> float:
     return 1.0 / ((1.0 - p) + p / n)
 
 
+NO_CEILING = ("parallel_fraction = 1 has no finite ceiling: with no serial part the speed-up grows with the workers; "
+              "valid: [0, 1)")
+
+
 def amdahl_ceiling(parallel_fraction: float) -> float:
-    """The speed-up with infinitely many workers, ``1 / (1 - p)`` (``inf`` when p = 1).
+    """The speed-up with infinitely many workers, ``1 / (1 - p)``, for ``0 <= p < 1``. With
+    p = 1 there is no serial part and no finite ceiling: that raises ``ValueError`` (no model
+    returns inf for finite input).
 
     >>> round(amdahl_ceiling(0.95), 6)
     20.0
     """
     p = _check.fraction("parallel_fraction", parallel_fraction)
-    return float("inf") if p == 1.0 else 1.0 / (1.0 - p)
+    if p == 1.0:
+        raise ValueError(NO_CEILING)
+    return 1.0 / (1.0 - p)
 
 
 def parallel_fraction_from_times(serial_s: float, parallel_s: float) -> float:

@@ -366,19 +366,20 @@ WORKERS = np.unique(np.round(np.logspace(0, 12, 97, base=2)).astype(int))
 
 def _amdahl_traces(p: float) -> list:
     s = np.array([m.amdahl_speedup(p, n) for n in WORKERS])
-    ceiling = m.amdahl_ceiling(p)
+    ceiling = m.amdahl_ceiling(p) if p < 1 else None  # p = 1: no finite ceiling, no line
     traces = [
         go.Scatter(x=WORKERS, y=WORKERS, mode="lines", name="ideal (p = 1)", line=dict(color="#999999", dash="dot")),
         go.Scatter(x=WORKERS, y=s, mode="lines", name=f"p = {p:g}", line=dict(color=COLORS[0])),
-        go.Scatter(x=[WORKERS[0], WORKERS[-1]], y=[ceiling, ceiling] if np.isfinite(ceiling) else [None, None], mode="lines",
+        go.Scatter(x=[WORKERS[0], WORKERS[-1]], y=[ceiling, ceiling] if ceiling is not None else [None, None], mode="lines",
                    name="ceiling 1/(1-p)", line=dict(color=COLORS[3], dash="dash")),
     ]
     return traces
 
 
 def _ceiling_text(p: float) -> str:
-    c = m.amdahl_ceiling(p)
-    return "no ceiling (p = 1)" if not np.isfinite(c) else f"never more than {c:.4g}x"
+    if p >= 1:
+        return "no limit (p = 1: the speed-up grows with the workers)"
+    return f"never more than {m.amdahl_ceiling(p):.4g}x"
 
 
 def amdahl_title(p: float, workers: int = 132) -> str:
@@ -429,12 +430,13 @@ def amdahl_calculator():
     }
 
     def compute(parallel_fraction, workers):
-        return parallel_fraction, workers, m.amdahl_speedup(parallel_fraction, workers), m.amdahl_ceiling(parallel_fraction)
+        return parallel_fraction, workers, m.amdahl_speedup(parallel_fraction, workers), \
+            (m.amdahl_ceiling(parallel_fraction) if parallel_fraction < 1 else None)
 
     def show(result):
         p, n, s, c = result
         rows = [("speed-up", f"{s:.4g}x"), ("efficiency (speed-up / workers)", percent(s / n)),
-                ("ceiling (infinite workers)", f"{c:.4g}x" if np.isfinite(c) else "none: with p = 1 the speed-up grows with the workers"),
+                ("ceiling (infinite workers)", f"{c:.4g}x" if c is not None else "no limit: with p = 1 (no serial part) the speed-up grows with the workers"),
                 ("serial fraction", f"{1 - p:.3g}")]
         fig = go.Figure(_amdahl_traces(p))
         fig.add_trace(go.Scatter(x=[n], y=[s], mode="markers", marker=dict(size=12, color=COLORS[2], line=dict(color="#444444", width=1)), name="you"))
