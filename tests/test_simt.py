@@ -489,6 +489,10 @@ def test_divergence_figure_frames_match_model(ui):
             assert f.layout.title.text == ui.divergence_title(d)
             z = np.asarray(f.data[0].z)
             assert z.shape == (32, n) and z.sum() == 32  # each lane busy in exactly one path
+            if ci == 0:  # round robin: the top row (last listed, y = 31) is lane 0, on path 0
+                assert z[-1, 0] == 1 and f.data[0].text[-1][0] == "0"
+    # no reversed axis anywhere (plotly.js 3 drops it when the dropdown updates)
+    assert "reversed" not in fig.to_json()
     # path 0 eight times longer, 2 paths: the warp takes 9 where independent lanes take 8
     d = m.warp_divergence(m.lanes_round_robin(2), [8.0, 1.0])
     assert (d.warp_time, d.ideal_time) == (9.0, 8.0)

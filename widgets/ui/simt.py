@@ -181,9 +181,13 @@ def _divergence_traces(d: m.Divergence, round_robin: bool) -> list:
 
 def _divergence_trace(d: m.Divergence, round_robin: bool) -> go.Heatmap:
     z, edges = _lane_grid(d.lanes_per_path, d.cost_per_path, round_robin)
-    return go.Heatmap(z=z, x=edges, y=list(range(m.WARP_SIZE)), zmin=0, zmax=1, showscale=False,
+    # Lane 0 on top without a reversed axis (plotly.js 3 drops autorange="reversed" when the
+    # dropdown of a grid_figure updates): the rows are listed top-down, lane 31 at y = 0.
+    lanes = list(range(m.WARP_SIZE - 1, -1, -1))
+    return go.Heatmap(z=z[::-1], x=edges, y=list(range(m.WARP_SIZE)), zmin=0, zmax=1, showscale=False,
                       colorscale=[[0, "rgba(150,150,150,0.25)"], [1, COLORS[0]]], xgap=1, ygap=1,
-                      hovertemplate="lane %{y}: %{z}<extra>1 = busy, 0 = masked off</extra>")
+                      text=[[str(lane)] * z.shape[1] for lane in lanes],
+                      hovertemplate="lane %{text}: %{z}<extra>1 = busy, 0 = masked off</extra>")
 
 
 def divergence_title(d: m.Divergence) -> str:
@@ -200,7 +204,9 @@ def divergence_summary(d: m.Divergence) -> str:
 
 
 def _divergence_layout() -> dict:
-    return dict(xaxis=dict(title="time (path lengths)", rangemode="tozero"), yaxis=dict(title="lane", autorange="reversed"))
+    return dict(xaxis=dict(title="time (path lengths)", rangemode="tozero"), yaxis=dict(
+        title="lane", range=[-0.5, m.WARP_SIZE - 0.5], tickvals=[m.WARP_SIZE - 1 - lane for lane in (0, 8, 16, 24, 31)],
+        ticktext=["0", "8", "16", "24", "31"]))
 
 
 # (label, lane layout round-robin?, cost of path k of n): the dropdown of the static calculator.
