@@ -987,3 +987,12 @@ def test_kernel_bound_launch_record():
     assert kb["eager_s"] >= 0.95 * pred
     row = next(r for r in exp.accuracy_rows(_h200_record()) if "kernels on" in r.quantity)
     assert row.predicted == pytest.approx(pred) and row.label == "calibrated"
+
+
+def test_static_calculators_dropdown_labels_fit_a_phone(ui):
+    """Reader report: labels were cut off at 390 px. Every choice label fits 30 characters."""
+    figs = [ui.occupancy_figure(), ui.divergence_figure(), ui.latency_hiding_figure(600e-9, 4.8e12, 132, loads=(1, 2)),
+            ui.amdahl_figure((0.5, 0.9))]
+    for fig in figs:
+        labels = [b.label for menu in fig.layout.updatemenus for b in menu.buttons]
+        assert labels and all(len(label) <= 30 for label in labels), labels

@@ -117,7 +117,7 @@ ARCH_GPUS = {"sm_80": "A100", "sm_86": "RTX 3090", "sm_89": "L4", "sm_90": "H100
 
 def _occ_choice_label(c) -> str:
     arch, r, smem = c
-    return f"{arch} ({ARCH_GPUS[arch]}) · {r} regs · {fmt_bytes(smem) if smem else 'no'} smem"
+    return f"{arch} · {r} regs · {fmt_bytes(smem) if smem else 'no'} smem"  # <= 30 characters: fits a phone
 
 
 def occupancy_figure(choices=OCC_CHOICES, block_sizes=OCC_BLOCK_SIZES, *, active=(0, 5)) -> go.Figure:
@@ -211,9 +211,9 @@ def _divergence_layout() -> dict:
 
 # (label, lane layout round-robin?, cost of path k of n): the dropdown of the static calculator.
 DIVERGENCE_CHOICES = (
-    ("lane i on path i mod n, equal paths", True, lambda k, n: 1.0),
+    ("round-robin lanes, equal paths", True, lambda k, n: 1.0),
     ("lanes in groups, equal paths", False, lambda k, n: 1.0),
-    ("lane i on path i mod n, path 0 is 8x longer", True, lambda k, n: 8.0 if k == 0 else 1.0),
+    ("round-robin, path 0 8x longer", True, lambda k, n: 8.0 if k == 0 else 1.0),
 )
 DIVERGENCE_PATHS = (1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32)
 
