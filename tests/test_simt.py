@@ -996,3 +996,15 @@ def test_static_calculators_dropdown_labels_fit_a_phone(ui):
     for fig in figs:
         labels = [b.label for menu in fig.layout.updatemenus for b in menu.buttons]
         assert labels and all(len(label) <= 30 for label in labels), labels
+
+
+def test_occupancy_figure_stacks_its_panels_for_a_phone(ui):
+    """Reader report: side by side, the three panels collided at 390 px. Each panel is full
+    width with its own axis title, the panels do not overlap vertically, and ticks are few."""
+    lay = ui.occupancy_figure().layout
+    ys = [lay.yaxis.domain, lay.yaxis2.domain, lay.yaxis3.domain]
+    assert all(lay[f"xaxis{s}"].domain in (None, (0, 1)) for s in ("", "2", "3"))
+    assert all(a[0] >= b[1] + 0.1 for a, b in zip(ys, ys[1:]))  # room for tick labels and the title between
+    assert [lay[f"xaxis{s}"].title.text for s in ("", "2", "3")] == ["threads per block", "registers per thread",
+                                                                        "shared memory per block [KiB]"]
+    assert list(lay.yaxis.tickvals) == [0, 50, 100]

@@ -84,21 +84,24 @@ def _occupancy_traces(threads_per_block: int, regs_per_thread: int, smem_per_blo
         axes = dict(xaxis=f"x{i if i > 1 else ''}", yaxis=f"y{i if i > 1 else ''}")
         traces.append(go.Scatter(x=xs, y=[100 * o.occupancy for o in sweep], mode="lines", line=dict(color=COLORS[0], shape="hv"),
                                  showlegend=False, hovertemplate="%{x}: %{y:.1f} %<extra></extra>", **axes))
-        traces.append(go.Scatter(x=[x_here], y=[100 * here.occupancy], mode="markers", showlegend=False,
+        traces.append(go.Scatter(x=[x_here], y=[100 * here.occupancy], mode="markers", showlegend=False, cliponaxis=False,
                                  marker=dict(size=12, color=LIMITER_COLORS[here.limiter], line=dict(color="#444444", width=1)),
                                  hovertemplate=f"this kernel: %{{y:.1f}} % ({here.limiter.replace('_', ' ')})<extra></extra>", **axes))
     return traces
 
 
 def _occupancy_layout(arch: str) -> dict:
-    y = dict(range=[0, 105], title="occupancy [%]")
+    """Three panels stacked (each full width, its own axis title), so the figure reads on a
+    360-px phone as well as on a desktop; few ticks per axis."""
+    y = dict(range=[0, 105], title="occupancy [%]", tickvals=[0, 50, 100])
+    x = dict(nticks=6)
     return dict(
-        xaxis=dict(domain=[0.0, 0.29], title="threads/block", range=[0, 1056]),
-        xaxis2=dict(domain=[0.355, 0.645], title="regs/thread", range=[0, 260]),
-        xaxis3=dict(domain=[0.71, 1.0], title="smem/block [KiB]", range=[0, m.arch_limits(arch).smem_per_block_optin_bytes / KiB + 5]),
-        yaxis=y,
-        yaxis2=dict(y, anchor="x2", title=None),
-        yaxis3=dict(y, anchor="x3", title=None),
+        xaxis=dict(x, title="threads per block", range=[0, 1056], anchor="y"),
+        xaxis2=dict(x, title="registers per thread", range=[0, 260], anchor="y2"),
+        xaxis3=dict(x, title="shared memory per block [KiB]", range=[0, m.arch_limits(arch).smem_per_block_optin_bytes / KiB + 5], anchor="y3"),
+        yaxis=dict(y, domain=[0.76, 1.0], anchor="x"),
+        yaxis2=dict(y, domain=[0.38, 0.62], anchor="x2"),
+        yaxis3=dict(y, domain=[0.0, 0.24], anchor="x3"),
     )
 
 
@@ -132,7 +135,7 @@ def occupancy_figure(choices=OCC_CHOICES, block_sizes=OCC_BLOCK_SIZES, *, active
         return _occupancy_traces(t, r, smem, arch, coarse=True), occupancy_title(o), occupancy_readout(o)
 
     return grid_figure(slider=("threads per block", block_sizes, str), choices=("kernel", choices, _occ_choice_label), frame=frame,
-                       layout=_occupancy_layout("sm_90"), active=active, height=520)
+                       layout=_occupancy_layout("sm_90"), active=active, height=820)
 
 
 def occupancy_calculator():
@@ -152,7 +155,7 @@ def occupancy_calculator():
     def show(o: m.Occupancy):
         fig = go.Figure(_occupancy_traces(o.threads_per_block, o.regs_per_thread, o.smem_per_block_bytes, o.arch))
         fig.update_layout(**_occupancy_layout(o.arch))
-        return table_html(occupancy_rows(o)), style_figure(fig, title=occupancy_title(o), readout=occupancy_readout(o), height=440)
+        return table_html(occupancy_rows(o)), style_figure(fig, title=occupancy_title(o), readout=occupancy_readout(o), height=740)
 
     return live_form(compute, controls, show, title="Occupancy (as cudaOccMaxActiveBlocksPerMultiprocessor computes it)")
 
