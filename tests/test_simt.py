@@ -138,14 +138,16 @@ def test_model_equals_cuda_occupancy_header(arch, carveout):
     blocks per SM, every per-resource limit and the set of limiting factors."""
     sc = _header()
     rng = random.Random(f"{arch}{carveout}")
-    configs = [(t, r, s) for t in (32, 64, 96, 128, 192, 256, 320, 384, 512, 640, 768, 1024, 1056) for r in (1, 16, 24, 32, 33, 37, 40, 48, 64, 65, 96, 128, 168, 255)
+    configs = [(t, r, s) for t in (32, 64, 96, 128, 192, 256, 320, 384, 512, 640, 768, 1024, 1056)
+               for r in (1, 16, 24, 32, 33, 37, 40, 48, 64, 65, 96, 128, 168, 255)
                for s in (0, 1, 12345, 48 * 1024, 99 * 1024, 100 * 1024, 163 * 1024, 227 * 1024, 227 * 1024 + 1)]
     configs += [(rng.randint(1, 1100), rng.randint(1, 255), rng.choice([0, rng.randint(0, 240_000)])) for _ in range(3000)]
     for (t, r, s), h in zip(configs, sc.header_occupancy(configs, arch, carveout_percent=carveout)):
         o = m.occupancy(t, r, s, arch, smem_carveout_percent=carveout)
         assert h["error"] == 0
         got = (o.blocks_per_sm, list(o.limiters), o.blocks_limit_warps, o.blocks_limit_registers, o.blocks_limit_shared_memory, o.blocks_limit_blocks)
-        want = (h["blocks_per_sm"], h["limiters"], h["blocks_limit_warps"], h["blocks_limit_registers"], h["blocks_limit_shared_memory"], h["blocks_limit_blocks"])
+        want = (h["blocks_per_sm"], h["limiters"], h["blocks_limit_warps"], h["blocks_limit_registers"],
+                h["blocks_limit_shared_memory"], h["blocks_limit_blocks"])
         assert got == want, (arch, carveout, t, r, s)
 
 
@@ -939,7 +941,8 @@ def test_issue_slots_per_iteration():
     # iteration of 10 instructions each takes 320 ns for all of them
     assert m.issue_slots_per_iteration(320e-9, 1e9, 132, 16896) == pytest.approx(10.0)
     for args, name in [((-1, 1e9, 132, 10), "per_iteration_s"), ((1e-9, 0, 132, 10), "clock_hz"), ((1e-9, 1e9, 0, 10), "sms"),
-                       ((1e-9, 1e9, 132, 0), "warps"), ((1e-9, 1e9, 132, 10, True), "schedulers_per_sm"), ((1e300, 1e300, 132, 1), "per_iteration_s")]:
+                       ((1e-9, 1e9, 132, 0), "warps"), ((1e-9, 1e9, 132, 10, True), "schedulers_per_sm"),
+                      ((1e300, 1e300, 132, 1), "per_iteration_s")]:
         with pytest.raises(ValueError, match=name):
             m.issue_slots_per_iteration(*args)
 

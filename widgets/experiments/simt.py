@@ -17,7 +17,8 @@ import sys
 import time
 import traceback
 from collections import Counter
-from typing import Optional, Sequence
+from collections.abc import Sequence
+from typing import Optional
 
 import numpy as np
 import torch
@@ -162,7 +163,8 @@ def _agreement(rows: list, arch: str) -> dict:
     """How many answers the model reproduces (a launch refused counts as 0 blocks)."""
     if arch not in model.ARCHS:
         return {"model_agrees": None, "model_disagrees": None}
-    bad = [r for r in rows if model.occupancy(r["threads_per_block"], r["regs_per_thread"], r["smem_per_block_bytes"], arch).blocks_per_sm != (r["blocks_per_sm"] or 0)]
+    bad = [r for r in rows if model.occupancy(r["threads_per_block"], r["regs_per_thread"], r["smem_per_block_bytes"], arch).blocks_per_sm
+           != (r["blocks_per_sm"] or 0)]
     return {"model_agrees": len(rows) - len(bad), "model_disagrees": len(bad)}
 
 
@@ -196,7 +198,7 @@ def measure_memory_latency(ws_bytes: Optional[Sequence[int]] = None, *, hops: Op
         pos = torch.zeros(1, dtype=torch.int64, device=nxt.device)
         nxt.sum()  # touch the whole buffer once (a small one is then L2-resident)
         nd, pd = k.device_array(nxt), k.device_array(pos)
-        t = harness.time_fn(lambda: k.pointer_chase_kernel[1, 1](nd, hops, pd), warmup=2, repeat=repeat)
+        t = harness.time_fn(lambda nd=nd, pd=pd: k.pointer_chase_kernel[1, 1](nd, hops, pd), warmup=2, repeat=repeat)
         points.append(dict(ws_bytes=n * 8, hops=hops, **_spread(t), latency_s=t.median_s / hops,
                            latency_min_s=t.min_s / hops, latency_max_s=t.max_s / hops))
         del nxt, pos, nd, pd

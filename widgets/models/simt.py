@@ -16,9 +16,9 @@ Units are in the names: ``smem_per_block_bytes`` [B], ``latency_s`` [s], ``bytes
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping, Sequence
 
 import numpy as np
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from ..models import _check
 from ..models import simt as m
-from ..units import KiB, fmt_bytes, fmt_bytes_per_s, fmt_time
+from ..units import KiB, fmt_bytes, fmt_time
 from ._core import gpu_color, grid_figure, live_form, percent, plural, series_color, style_figure, table_html
 from ._core import verdict as _verdict
 
@@ -304,7 +303,8 @@ def _latency_traces(latency_s, bytes_per_s, sms, bytes_per_warp, max_warps, h: m
 
 
 def _latency_layout(bytes_per_s: float, max_warps: int) -> dict:
-    return dict(xaxis=dict(title="resident warps per SM", range=[0, max_warps]), yaxis=dict(title="bandwidth [TB/s]", range=[0, bytes_per_s / 1e12 * 1.1]))
+    return dict(xaxis=dict(title="resident warps per SM", range=[0, max_warps]),
+                yaxis=dict(title="bandwidth [TB/s]", range=[0, bytes_per_s / 1e12 * 1.1]))
 
 
 def latency_hiding_title(h: m.LatencyHiding) -> str:
@@ -404,7 +404,8 @@ def amdahl_summary(p: float, workers: int = 132) -> str:
 
 
 def _amdahl_layout() -> dict:
-    return dict(xaxis=dict(type="log", title="workers", range=[0, np.log10(4096)]), yaxis=dict(type="log", title="speed-up", range=[0, np.log10(4096)]))
+    return dict(xaxis=dict(type="log", title="workers", range=[0, np.log10(4096)]),
+                yaxis=dict(type="log", title="speed-up", range=[0, np.log10(4096)]))
 
 
 AMDAHL_GPUS = ("H200-SXM", "A100-SXM-80GB", "B200", "L4", "MI300X")
@@ -445,10 +446,12 @@ def amdahl_calculator():
     def show(result):
         p, n, s, c = result
         rows = [("speed-up", f"{s:.4g}x"), ("efficiency (speed-up / workers)", percent(s / n)),
-                ("ceiling (infinite workers)", f"{c:.4g}x" if c is not None else "no limit: with p = 1 (no serial part) the speed-up grows with the workers"),
+                ("ceiling (infinite workers)", f"{c:.4g}x" if c is not None
+                 else "no limit: with p = 1 (no serial part) the speed-up grows with the workers"),
                 ("serial fraction", f"{1 - p:.3g}")]
         fig = go.Figure(_amdahl_traces(p))
-        fig.add_trace(go.Scatter(x=[n], y=[s], mode="markers", marker=dict(size=12, color=COLORS[2], line=dict(color="#444444", width=1)), name="you"))
+        fig.add_trace(go.Scatter(x=[n], y=[s], mode="markers", marker=dict(size=12, color=COLORS[2], line=dict(color="#444444", width=1)),
+                                 name="you"))
         fig.update_layout(**_amdahl_layout())
         return table_html(rows), style_figure(fig, title=amdahl_title(p, n), readout=amdahl_readout(p, n))
 
@@ -489,7 +492,8 @@ def bandwidth_occupancy_plot(series: dict, peak_bytes_per_s: float | None = None
     for (label, (warps, measured, predicted)), color in zip(series.items(), COLORS):
         fig.add_trace(go.Scatter(x=warps, y=np.asarray(measured) / scale, mode="markers+lines", name=f"{label}: measured", line=dict(color=color)))
         if predicted is not None and all(v is not None for v in predicted):
-            fig.add_trace(go.Scatter(x=warps, y=np.asarray(predicted) / scale, mode="lines", name=f"{label}: Little's law", line=dict(color=color, dash="dash")))
+            fig.add_trace(go.Scatter(x=warps, y=np.asarray(predicted) / scale, mode="lines", name=f"{label}: Little's law",
+                                     line=dict(color=color, dash="dash")))
     if peak_bytes_per_s:
         fig.add_hline(y=peak_bytes_per_s / scale, line_dash="dot", annotation_text="HBM datasheet")
     fig.update_layout(xaxis=dict(title="resident warps per SM"), yaxis=dict(title=f"bandwidth [{unit}]", rangemode="tozero"))
@@ -571,7 +575,8 @@ def check_warps_needed(fn, trials: int = 200, seed: int = 0) -> bool:
         try:
             got = fn(lat, bw, sms, per_warp)
         except Exception as exc:  # a reader's bug: report it, don't crash the notebook
-            return _verdict(False, f"your function raised {exc!r} for latency={lat:.3g} s, bandwidth={bw:.3g} B/s, sms={sms}, bytes_per_warp={per_warp}")
+            return _verdict(False, f"your function raised {exc!r} for latency={lat:.3g} s, bandwidth={bw:.3g} B/s, "
+                                   f"sms={sms}, bytes_per_warp={per_warp}")
         if got != h.warps_needed_per_sm:
             return _verdict(False, f"latency={lat:.3g} s, bandwidth={bw:.3g} B/s, sms={sms}, bytes_per_warp={per_warp}: expected "
                                    f"{h.warps_needed_per_sm} warps, got {got!r}")
