@@ -1170,3 +1170,50 @@ def test_experiment_dtype_and_gpu_come_from_registries():
         ex.model_dtype(torch.complex64)
     assert ex.record_gpu_name({"provenance": {"gpu": "NVIDIA H100 80GB HBM3"}}) == "H100-SXM"
     assert ex.record_gpu_name({"provenance": {"gpu": "CPU (x86_64)"}}) == ex.FALLBACK_GPU
+
+
+def test_memory_figure_x_range_fixed_per_choice_and_holds_every_bar():
+    """Reader report: the x range jumped between frames and 'does NOT fit' bars ran off the plot.
+    Every frame of a choice and its dropdown button carry one range that holds that choice's bars."""
+    from widgets.ui import serving as ui
+    fig = ui.memory_figure()
+    buttons = fig.layout.updatemenus[0].buttons
+    for fr in fig.frames:
+        ci = int(fr.name.split(":")[0])
+        lo, hi = fr.layout.xaxis.range
+        assert (lo, hi) == tuple(buttons[ci].args[1]["xaxis.range"])
+        assert sum(t.x[0] for t in fr.data) <= hi
+    assert fig.layout.xaxis.range == tuple(buttons[fig.layout.updatemenus[0].active].args[1]["xaxis.range"])
+    # the default choice (Llama-3-8B at 8k) is not squeezed by the largest choice's range
+    assert fig.layout.xaxis.range[1] < 2 * max(f.layout.xaxis.range[1] for f in fig.frames if f.name.startswith("0:"))
+    assert fig.layout.xaxis.range[1] < max(f.layout.xaxis.range[1] for f in fig.frames) / 3
+
+
+def test_capacity_figure_marker_on_curve_and_short_labels():
+    from widgets.ui import serving as ui
+    fig = ui.capacity_figure()
+    for fr in fig.frames:
+        curve, marker = fr.data[0], fr.data[1]
+        if marker.y[0] is None:
+            continue
+        i = list(curve.x).index(marker.x[0])
+        assert curve.y[i] == pytest.approx(marker.y[0])
+    labels = [b.label for b in fig.layout.updatemenus[0].buttons]
+    assert all(len(s) <= 30 for s in labels), labels
+    assert not any(" on " in s for s in labels)
+    readout = fig.layout.title.subtitle.text.replace("<br>", " ")
+    assert "floor" in readout and "/M tokens" in readout.split("floor")[1]
+
+
+def test_custom_fields_shown_only_for_custom_and_vocab_used():
+    from widgets.ui import serving as ui
+    box = ui.memory_calculator()
+    c = box.controls
+    assert c["layers"].layout.display == "none" and c["vocab_size"].disabled
+    c["model"].value = "custom"
+    assert c["layers"].layout.display != "none" and not c["vocab_size"].disabled
+    before = box.shown[-1]
+    m = ui.resolve_model("custom", vocab_size=128256)
+    assert m.vocab_size == 128256
+    c["vocab_size"].value = 128256  # a bigger embedding table: the weights grow
+    assert box.shown[-1] != before

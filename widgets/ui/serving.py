@@ -53,7 +53,25 @@ def _custom_controls(w):
         "kv_heads": w.BoundedIntText(value=8, min=1, max=512, description="KV heads"),
         "head_dim": w.BoundedIntText(value=128, min=8, max=1024, description="head dim"),
         "intermediate_size": w.BoundedIntText(value=14336, min=64, max=262144, description="FFN"),
+        "vocab_size": w.BoundedIntText(value=32000, min=1, max=1_000_000, description="vocab"),
     }
+
+
+CUSTOM_FIELDS = ("layers", "hidden_size", "heads", "kv_heads", "head_dim", "intermediate_size", "vocab_size")
+
+
+def _show_custom_only_when_chosen(controls: dict) -> None:
+    """The custom model's fields are shown only while the model dropdown says "custom" (they are
+    ignored for a preset, so showing them editable would mislead)."""
+
+    def sync(_change=None):
+        custom = controls["model"].value == CUSTOM
+        for k in CUSTOM_FIELDS:
+            controls[k].layout.display = None if custom else "none"
+            controls[k].disabled = not custom
+
+    controls["model"].observe(sync, names="value")
+    sync()
 
 
 # --------------------------------------------------------------------------------------------
@@ -117,11 +135,30 @@ def memory_figure(choices=MEMORY_CHOICES, gpu: str = "H200-SXM", batches=None, k
         return _memory_traces(x), f"{c[0]} ({c[1]}), {b} x {_ctx_label(c[2])} tokens", readout
 
     ci = choices.index(tuple(active)) if tuple(active) in choices else 0
-    return grid_figure(
+    # one fixed x range per choice (the largest bar of its slider, or the GPU), kept by every
+    # frame and by the dropdown, so no bar runs off and the range never jumps within a choice
+    ranges = [[0, max(cap, max(budgets[c, b].used_bytes for b in batches) / GiB) * 1.05] for c in choices]
+    fig = grid_figure(
         slider=("sequences", batches, str),
         choices=("model, weights, context", choices, lambda c: f"{c[0]} {c[1]}, {_ctx_label(c[2])} tokens"),
         frame=frame, layout=_memory_layout(cap, max_gib), active=(ci, batches.index(64) if 64 in batches else 0), height=420,
     )
+    _pin_x_range(fig, ranges, ci)
+    return fig
+
+
+def _pin_x_range(fig: go.Figure, ranges: list, ci0: int) -> None:
+    """Give every frame of choice ``ci`` (frames named ``"ci:si"``, or ``"si"`` with one choice)
+    and its dropdown button the x range ``ranges[ci]``."""
+    fig.update_layout(xaxis=dict(range=ranges[ci0], autorange=False))
+    for fr in fig.frames:
+        ci = int(fr.name.split(":")[0]) if ":" in fr.name else 0
+        fr.layout.xaxis = dict(range=ranges[ci], autorange=False)
+    for menu in fig.layout.updatemenus:
+        for ci, button in enumerate(menu.buttons):
+            args = list(button.args)
+            args[1] = {**args[1], "xaxis.range": ranges[ci], "xaxis.autorange": False}
+            button.args = args
 
 
 def budgets_guard(batches):
@@ -201,7 +238,9 @@ def memory_calculator():
         head, tail = memory_summary(b, ctx).split("<br>")
         return table_html(rows), style_figure(fig, title=f"{b.model}, {b.batch} x {_ctx_label(ctx)} tokens", readout=f"{head.split(': ', 1)[1]}; {tail}", height=380)
 
-    return live_form(compute, controls, show, title="KV cache and memory budget")
+    box = live_form(compute, controls, show, title="KV cache and memory budget")
+    _show_custom_only_when_chosen(controls)  # after live_form has laid the fields out
+    return box
 
 
 # --------------------------------------------------------------------------------------------
@@ -312,7 +351,9 @@ def latency_calculator():
         fig.update_layout(xaxis=dict(type="log", title="batch [sequences]"), yaxis=dict(type="log", title="time per decode step [ms]"))
         return table_html(rows), style_figure(fig, title=f"{m.name} on {tp} x {gpu}, batch {r.batch:g}", readout=_latency_readout(r))
 
-    return live_form(compute, controls, show, title="Latency model")
+    box = live_form(compute, controls, show, title="Latency model")
+    _show_custom_only_when_chosen(controls)  # after live_form has laid the fields out
+    return box
 
 
 # --------------------------------------------------------------------------------------------
@@ -333,6 +374,7 @@ def capacity_summary(p: sv.CapacityPlan, rate: float, target_s: float) -> str:
 
 def _capacity_frame(model, gpu, target_ms, prompt_tokens, output_tokens, price, tp, rates, rate, weight_dtype="bf16"):
     target = target_ms / 1e3
+    rates = sorted(set(rates) | {rate})  # the marker's rate is one of the curve's points
     plans = [sv.plan_capacity(model, gpu, r, prompt_tokens, output_tokens, target, price, tp, weight_dtype) for r in rates]
     ok = [p.feasible for p in plans]
     cost = [p.cost_per_million_output_tokens if f else None for p, f in zip(plans, ok)]
@@ -347,10 +389,12 @@ def _capacity_frame(model, gpu, target_ms, prompt_tokens, output_tokens, price, 
                    marker=dict(size=13, color=series_color(1), line=dict(color="#444444", width=1)), name=f"{rate:g} requests/s"),
     ]
     if here.feasible:
-        readout = (f"TPOT <= {target_ms:g} ms, {rate:g} req/s: {plural(here.gpus, 'GPU')}, batch {here.batch:.0f}, "
+        reps = f" ({plural(here.replicas, 'replica')})" if here.replicas > 1 else ""
+        readout = (f"TPOT <= {target_ms:g} ms, {rate:g} req/s: {plural(here.gpus, 'GPU')}{reps}, "
+                   f"batch {here.batch:.0f}, "
                    f"{_fmt_usd(here.cost_per_million_output_tokens)}/M tokens")
         if floor is not None:
-            readout += f"; floor {_fmt_usd(floor)}"
+            readout += f"; floor {_fmt_usd(floor)}/M tokens"
     else:
         readout = f"TPOT <= {target_ms:g} ms, {rate:g} req/s: infeasible ({here.reason.split(':')[0]})"
     return traces, f"{model}, {prompt_tokens}-token prompts", readout
@@ -359,7 +403,13 @@ def _capacity_frame(model, gpu, target_ms, prompt_tokens, output_tokens, price, 
 # (model, GPU, prompt tokens, weight dtype, tp) the static capacity planner offers
 CAPACITY_CHOICES = (("Llama-3-8B", "H200-SXM", 1024, "bf16", 1), ("Llama-3-8B", "H200-SXM", 8192, "bf16", 1),
                     ("Llama-3-8B", "H100-SXM", 1024, "bf16", 1), ("Llama-3-70B", "H200-SXM", 1024, "fp8", 1))
-CAPACITY_RATES = tuple(float(r) for r in np.round(np.logspace(0, 4, 13), 3))
+CAPACITY_RATES = tuple(float(r) for r in np.round(np.logspace(0, 4, 41), 3))
+
+
+def _capacity_label(c) -> str:
+    """A dropdown label short enough for a phone: ``Llama-3-8B bf16, H200, 1k-tok``."""
+    tp = f" TP{c[4]}" if c[4] > 1 else ""
+    return f"{c[0]} {c[3]}, {c[1].removesuffix('-SXM')}{tp}, {_ctx_label(c[2])}-tok"
 
 
 def capacity_figure(choices=CAPACITY_CHOICES, output_tokens: int = 256, gpu_hour_price: float = 3.0, rate: float = 20.0,
@@ -377,7 +427,7 @@ def capacity_figure(choices=CAPACITY_CHOICES, output_tokens: int = 256, gpu_hour
     choices = [tuple(c) for c in choices]
     return grid_figure(
         slider=("TPOT target [ms]", targets, lambda t: f"{t:g}"),
-        choices=("model, GPU, prompt", choices, lambda c: f"{c[0]} {c[3]} on {c[4]} x {c[1]}, {c[2]}-token prompts"),
+        choices=("model, GPU, prompt", choices, _capacity_label),
         frame=lambda c, t: _capacity_frame(c[0], c[1], t, c[2], output_tokens, gpu_hour_price, c[4], rates, r, c[3]),
         layout=dict(xaxis=dict(type="log", title="request rate [requests/s]"), yaxis=dict(type="log", title="USD per million output tokens")),
         active=(0, targets.index(50.0) if 50.0 in targets else 0),
