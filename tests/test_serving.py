@@ -194,7 +194,11 @@ def test_ridge_with_kv_in_the_same_roofline_can_vanish():
     kv = m.kv_bytes_per_sequence(2048, 2)
     with pytest.raises(ValueError, match="never turns compute-bound"):  # no such batch (was inf: no inf from finite input)
         sv.decode_ridge_batch(2 * m.flop_params, 2 * m.flop_params, kv, g.peak("bf16"), g.hbm_bytes_per_s)
-    assert math.isfinite(sv.decode_ridge_batch(2 * m.flop_params, 2 * m.flop_params, m.kv_bytes_per_sequence(128, 2), g.peak("bf16"), g.hbm_bytes_per_s))
+    assert math.isfinite(
+        sv.decode_ridge_batch(
+            2 * m.flop_params, 2 * m.flop_params, m.kv_bytes_per_sequence(128, 2), g.peak("bf16"), g.hbm_bytes_per_s
+        )
+    )
 
 
 def test_decode_step_hand_value():
@@ -937,7 +941,12 @@ def test_skinny_matmul_in_the_interpreter(m):
         x, w = x.cuda().bfloat16(), w.cuda().bfloat16()
     for cfg in (CONFIGS[0], CONFIGS[3]):
         got = skinny_matmul(x, w, cfg).float().cpu()
-        assert torch.allclose(got, ref, atol=1e-3 if x.dtype == torch.float32 else 0.05 * float(ref.abs().max()), rtol=1e-4 if x.dtype == torch.float32 else 0.02)
+        assert torch.allclose(
+            got,
+            ref,
+            atol=1e-3 if x.dtype == torch.float32 else 0.05 * float(ref.abs().max()),
+            rtol=1e-4 if x.dtype == torch.float32 else 0.02,
+        )
     with pytest.raises(ValueError, match="K"):
         skinny_matmul(x[:, :100], w[:, :100], CONFIGS[0])
 

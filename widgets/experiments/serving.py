@@ -222,7 +222,7 @@ def measure_ceilings(copy_nbytes: Optional[int] = None, gemm_n: Optional[int] = 
     with NvmlSampler() as copy_nvml:
         t = harness.time_fn(lambda: dst.copy_(src), repeat=repeat)
     moved = 2 * n * 4
-    del src, dst
+    src = dst = None  # free the buffers (rebinding, not del: the timed lambda reads these names)
     gemm_n = gemm_n or (8192 if harness.on_gpu() else 512)
     dt = _dtype()
     a = torch.randn(gemm_n, gemm_n, device=harness.device(), dtype=dt)
@@ -232,7 +232,7 @@ def measure_ceilings(copy_nbytes: Optional[int] = None, gemm_n: Optional[int] = 
     gpu = describe_local_gpu()
     ds_bw = gpu.hbm_bytes_per_s if gpu and gpu.hbm_bytes_per_s else None
     ds_peak = gpu.peak_flop_per_s.get(model_dtype(dt)) if gpu else None
-    del a, b
+    a = b = None  # free (rebinding, not del: the timed lambda reads these names)
     _free()
     flop = 2.0 * gemm_n**3
     return Ceilings(
@@ -288,29 +288,29 @@ def measure_batched_gemv(batches: Optional[Sequence[int]] = None, cfg: Optional[
 
     tune_linears(_Holder(), batches=[b for b in batches if b <= 64], repeat=repeat)
     eb = _elem_bytes()
-    wbytes = sum(l.weight.numel() * eb for l in lins)
+    wbytes = sum(lin.weight.numel() * eb for lin in lins)
     cub, best, flop, moved, bmin, bmax = [], [], [], [], [], []
     for b in batches:
-        xs = [torch.randn(b, l.weight.shape[1], device=harness.device(), dtype=dt) for l in lins]
+        xs = [torch.randn(b, lin.weight.shape[1], device=harness.device(), dtype=dt) for lin in lins]
 
         def run_cublas():
-            for l, x in zip(lins, xs):
-                F.linear(x, l.weight)
+            for lin, x in zip(lins, xs):
+                F.linear(x, lin.weight)
 
         def run_best():
-            for l, x in zip(lins, xs):
-                l(x)
+            for lin, x in zip(lins, xs):
+                lin(x)
 
         cub.append(harness.time_fn(run_cublas, repeat=repeat).median_s)
         tb = harness.time_fn(run_best, repeat=repeat)
         best.append(tb.median_s)
         bmin.append(tb.min_s)
         bmax.append(tb.max_s)
-        flop.append(sum(2.0 * b * l.weight.numel() for l in lins))
-        moved.append(wbytes + sum(b * (l.weight.shape[0] + l.weight.shape[1]) * eb for l in lins))
-        del xs
-    shapes = [list(l.weight.shape) for l in lins]
-    del lins
+        flop.append(sum(2.0 * b * lin.weight.numel() for lin in lins))
+        moved.append(wbytes + sum(b * (lin.weight.shape[0] + lin.weight.shape[1]) * eb for lin in lins))
+        xs = None  # free (rebinding, not del: run_cublas/run_best read it)
+    shapes = [list(lin.weight.shape) for lin in lins]
+    lins = None  # free (rebinding, not del: the closures above read it)
     _free()
     return GemvSweep(shapes, wbytes, batches, cub, best, flop, moved, harness.device_name(), bmin, bmax)
 
@@ -382,7 +382,7 @@ def time_decode_step_timing(m: Decoder, batch: int, context_tokens: int, graph: 
 
     fn = capture(step) if graph else step
     t = harness.time_fn(fn, warmup=3, repeat=repeat)
-    del fn, cache
+    fn = cache = None  # free (rebinding, not del: step() reads cache)
     _free()
     return t
 
@@ -463,11 +463,16 @@ def _time_prefills(m, prompts, on_gpu, repeat, out, lo, hi):
         out.append(t.median_s)
         lo.append(t.min_s)
         hi.append(t.max_s)
-        del fn, cache
+        fn = cache = None  # free (rebinding, not del: the timed lambdas read cache)
         _free()
 
 
-def decode_model_s(sweep: DecodeSweep, gpu: str = "H200-SXM", hbm_bytes_per_s: Optional[float] = None, peak_flop_per_s: Optional[float] = None) -> dict:
+def decode_model_s(
+    sweep: DecodeSweep,
+    gpu: str = "H200-SXM",
+    hbm_bytes_per_s: Optional[float] = None,
+    peak_flop_per_s: Optional[float] = None,
+) -> dict:
     """The model's step times for a sweep [s]: ``{"batch": [...], "context": [...]}``."""
     mc = DecoderConfig(**sweep.config).model_config()
     dt = _sweep_dtype(sweep)
@@ -490,7 +495,13 @@ def _sweep_dtype(sweep: DecodeSweep) -> str:
     return {2.0: "bf16", 4.0: "fp32"}[round(eb, 6)]
 
 
-def ttft_model_s(sweep: TTFTSweep, gpu: str = "H200-SXM", hbm_bytes_per_s: Optional[float] = None, peak_flop_per_s: Optional[float] = None, dtype: str = "bf16") -> list:
+def ttft_model_s(
+    sweep: TTFTSweep,
+    gpu: str = "H200-SXM",
+    hbm_bytes_per_s: Optional[float] = None,
+    peak_flop_per_s: Optional[float] = None,
+    dtype: str = "bf16",
+) -> list:
     """The model's prefill lower bound for each prompt of a sweep [s]."""
     mc = DecoderConfig(**sweep.config).model_config()
     return [model.prefill_time_s(mc, gpu, p, dtype, hbm_bytes_per_s=hbm_bytes_per_s, peak_flop_per_s=peak_flop_per_s) for p in sweep.prompts]
@@ -641,7 +652,13 @@ def _measure_alloc(make) -> int:
     return int(n)
 
 
-def measure_kv_memory(decoder=None, batch: Optional[int] = None, context_tokens: Optional[int] = None, window: Optional[int] = None, prefill_tokens: Optional[int] = None) -> KVMemory:
+def measure_kv_memory(
+    decoder=None,
+    batch: Optional[int] = None,
+    context_tokens: Optional[int] = None,
+    window: Optional[int] = None,
+    prefill_tokens: Optional[int] = None,
+) -> KVMemory:
     """Allocate KV caches of ``batch`` sequences of ``context_tokens`` for the decoder's layers in
     five layouts (its own GQA, MHA with a KV head per query head, MQA, a sliding window, an MLA
     latent of rank 512 + a 64-wide RoPE key) and compare the allocator's count with the formula.
@@ -662,14 +679,42 @@ def measure_kv_memory(decoder=None, batch: Optional[int] = None, context_tokens:
         return lambda: [torch.empty(batch, heads, tokens, cfg.head_dim, device=dev, dtype=dt) for _ in range(2 * cfg.layers)]
 
     variants = [
-        (f"GQA ({cfg.kv_heads} KV heads)", kv(cfg.kv_heads, ctx), model.kv_cache_bytes(model.kv_cache_bytes_per_token(cfg.layers, cfg.kv_heads, cfg.head_dim, eb), ctx, batch)),
-        (f"MHA ({cfg.heads} KV heads)", kv(cfg.heads, ctx), model.kv_cache_bytes(model.kv_cache_bytes_per_token(cfg.layers, cfg.heads, cfg.head_dim, eb), ctx, batch)),
-        ("MQA (1 KV head)", kv(1, ctx), model.kv_cache_bytes(model.kv_cache_bytes_per_token(cfg.layers, 1, cfg.head_dim, eb), ctx, batch)),
-        (f"GQA, sliding window {window}", kv(cfg.kv_heads, min(ctx, window)), model.kv_cache_bytes(model.kv_cache_bytes_per_token(cfg.layers, cfg.kv_heads, cfg.head_dim, eb), ctx, batch, window)),
-        (f"MLA (rank {rank} + RoPE {rope})", lambda: [torch.empty(batch, ctx, rank + rope, device=dev, dtype=dt) for _ in range(cfg.layers)],
-         model.kv_cache_bytes(model.mla_kv_cache_bytes_per_token(cfg.layers, rank, rope, eb), ctx, batch)),
-        ("the decoder's KVCache", lambda: (lambda c: c.k + c.v)(KVCache(cfg, batch, ctx, device=dev, dtype=dt)),
-         model.kv_cache_bytes(model.kv_cache_bytes_per_token(cfg.layers, cfg.kv_heads, cfg.head_dim, eb), ctx, batch)),
+        (
+            f"GQA ({cfg.kv_heads} KV heads)",
+            kv(cfg.kv_heads, ctx),
+            model.kv_cache_bytes(
+                model.kv_cache_bytes_per_token(cfg.layers, cfg.kv_heads, cfg.head_dim, eb), ctx, batch
+            ),
+        ),
+        (
+            f"MHA ({cfg.heads} KV heads)",
+            kv(cfg.heads, ctx),
+            model.kv_cache_bytes(model.kv_cache_bytes_per_token(cfg.layers, cfg.heads, cfg.head_dim, eb), ctx, batch),
+        ),
+        (
+            "MQA (1 KV head)",
+            kv(1, ctx),
+            model.kv_cache_bytes(model.kv_cache_bytes_per_token(cfg.layers, 1, cfg.head_dim, eb), ctx, batch),
+        ),
+        (
+            f"GQA, sliding window {window}",
+            kv(cfg.kv_heads, min(ctx, window)),
+            model.kv_cache_bytes(
+                model.kv_cache_bytes_per_token(cfg.layers, cfg.kv_heads, cfg.head_dim, eb), ctx, batch, window
+            ),
+        ),
+        (
+            f"MLA (rank {rank} + RoPE {rope})",
+            lambda: [torch.empty(batch, ctx, rank + rope, device=dev, dtype=dt) for _ in range(cfg.layers)],
+            model.kv_cache_bytes(model.mla_kv_cache_bytes_per_token(cfg.layers, rank, rope, eb), ctx, batch),
+        ),
+        (
+            "the decoder's KVCache",
+            lambda: (lambda c: c.k + c.v)(KVCache(cfg, batch, ctx, device=dev, dtype=dt)),
+            model.kv_cache_bytes(
+                model.kv_cache_bytes_per_token(cfg.layers, cfg.kv_heads, cfg.head_dim, eb), ctx, batch
+            ),
+        ),
     ]
     rows = [dict(name=n, formula_bytes=f, measured_bytes=_measure_alloc(make)) for n, make, f in variants]
 
@@ -776,7 +821,7 @@ def run_all() -> dict:
     gpu = local_gpu_name()
     cmp = compare_decode(steps, ceilings, gemv, gpu)
     for name, c in cmp.items():
-        print(f"  decode vs model ({name} bandwidth): ratios {['%.2f' % r for r in c['batch_ratio']]}; "
+        print(f"  decode vs model ({name} bandwidth): ratios {[f'{r:.2f}' for r in c['batch_ratio']]}; "
               f"worst error for batch 1-64: {c['max_error_batch_1_64']:.1%}", flush=True)
     opts = bandwidth_options(ceilings, gemv)
     ttft_cmp = {name: ttft_model_s(ttft, gpu, bw, option_peak(ceilings, name), steps.dtype) for name, bw in opts.items()}
@@ -882,8 +927,19 @@ def accuracy_rows(record: dict) -> list:
                         by["context_model_s"][-1], d["context_step_s"][-1], "s", label, device, note))
         t = cmp["ttft"]
         if opt != "gemv":  # compute-bound: the gemv option's roof is the same GEMM rate as the copy option's
-            rows.append(Row("serving", f"prefill (TTFT) of {t['prompts'][-1]} tokens", OPTION_INPUTS[opt], t["model_s"][opt][-1], t["prefill_s"][-1], "s",
-                            label, device, "compute-bound: the roof is the dense peak (datasheet) or the measured GEMM rate"))
+            rows.append(
+                Row(
+                    "serving",
+                    f"prefill (TTFT) of {t['prompts'][-1]} tokens",
+                    OPTION_INPUTS[opt],
+                    t["model_s"][opt][-1],
+                    t["prefill_s"][-1],
+                    "s",
+                    label,
+                    device,
+                    "compute-bound: the roof is the dense peak (datasheet) or the measured GEMM rate",
+                )
+            )
     g = cmp["gemv"]
     for opt in ("datasheet", "copy"):
         if opt in g["model_s"]:

@@ -420,7 +420,16 @@ class ModelConfig:
         n = _check.integer("layers", layers, minimum=1)
         if self.n_routed_experts:
             raise ValueError("with_layers supports dense models only")
-        p = dense_transformer_params(n, self.hidden_size, self.heads, self.kv_heads, self.head_dim, self.intermediate_size, self.vocab_size, self.tied_embeddings)
+        p = dense_transformer_params(
+            n,
+            self.hidden_size,
+            self.heads,
+            self.kv_heads,
+            self.head_dim,
+            self.intermediate_size,
+            self.vocab_size,
+            self.tied_embeddings,
+        )
         return replace(self, name=f"{self.name} ({n} layers)", layers=n, params=float(p), active_params=float(p))
 
 
@@ -1039,7 +1048,17 @@ def latency(
     m = _model(model)
     o = _check.integer("output_tokens", output_tokens, minimum=1)
     ttft = prefill_time_s(m, gpu, prompt_tokens, weight_dtype, tp, hbm_bytes_per_s=hbm_bytes_per_s, peak_flop_per_s=peak_flop_per_s)
-    step = decode_step(m, gpu, batch, prompt_tokens + o // 2, weight_dtype, kv_dtype, tp, hbm_bytes_per_s=hbm_bytes_per_s, peak_flop_per_s=peak_flop_per_s)
+    step = decode_step(
+        m,
+        gpu,
+        batch,
+        prompt_tokens + o // 2,
+        weight_dtype,
+        kv_dtype,
+        tp,
+        hbm_bytes_per_s=hbm_bytes_per_s,
+        peak_flop_per_s=peak_flop_per_s,
+    )
     return Latency(
         model=m.name, gpu=_gpu(gpu).name, batch=step.batch, prompt_tokens=prompt_tokens, output_tokens=o, ttft_s=ttft,
         tpot_s=step.time_s, e2e_s=e2e_latency_s(ttft, step.time_s, o), tokens_per_s=step.tokens_per_s, step=step,
@@ -1207,9 +1226,13 @@ def plan_capacity(
         return CapacityPlan(False, reason, 0, 0, b_mem, b_lat, 0.0, 0.0, t_p, 0.0, 0.0, 0.0, 0.0, 0.0, u_max, 0, 0.0)
 
     if b_mem < 1:
-        return infeasible(f"{m.name} in {weight_dtype} does not leave room for one {p_tok + o}-token sequence on {n_tp} x {g.name}: raise tp or use a smaller dtype")
+        return infeasible(
+            f"{m.name} in {weight_dtype} does not leave room for one {p_tok + o}-token sequence on {n_tp} x {g.name}: raise tp or use a smaller dtype"
+        )
     if tpot(1.0) > target:
-        return infeasible(f"even one sequence takes {tpot(1.0) * 1e3:.3g} ms per token, above the {target * 1e3:.3g} ms target: raise tp or use a smaller dtype")
+        return infeasible(
+            f"even one sequence takes {tpot(1.0) * 1e3:.3g} ms per token, above the {target * 1e3:.3g} ms target: raise tp or use a smaller dtype"
+        )
     # Largest batch (continuous: a mean occupancy) within memory and the target: TPOT grows with B.
     lo, hi = 1.0, float(b_mem)
     if tpot(hi) <= target:
@@ -1283,7 +1306,15 @@ def paged_kv_cache_bytes(bytes_per_token: float, context_tokens, block_tokens: i
     return float(blocks * k * b)
 
 
-def kv_bytes_by_attention(layers: int, heads: int, head_dim: int, kv_heads: int, kv_lora_rank: int = 512, rope_head_dim: int = 64, bytes_per_elem: float = 2) -> dict:
+def kv_bytes_by_attention(
+    layers: int,
+    heads: int,
+    head_dim: int,
+    kv_heads: int,
+    kv_lora_rank: int = 512,
+    rope_head_dim: int = 64,
+    bytes_per_elem: float = 2,
+) -> dict:
     """KV cache per token [B] of one layer stack under MHA, GQA (``kv_heads``), MQA and MLA.
 
     >>> {k: v / 1024 for k, v in kv_bytes_by_attention(61, 128, 128, 8).items()}

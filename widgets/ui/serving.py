@@ -165,7 +165,14 @@ def budgets_guard(batches):
     """Validate slider values (non-negative integers), so a bad list fails with a sentence."""
     out = []
     for b in batches:
-        if isinstance(b, bool) or not isinstance(b, (int, float, np.integer, np.floating)) or not math.isfinite(b) or not float(b).is_integer() or b < 0 or b > sv.MAX_COUNT:
+        if (
+            isinstance(b, bool)
+            or not isinstance(b, (int, float, np.integer, np.floating))
+            or not math.isfinite(b)
+            or not float(b).is_integer()
+            or b < 0
+            or b > sv.MAX_COUNT
+        ):
             raise ValueError(f"batches must hold integers in [0, {sv.MAX_COUNT}], got {b!r}")
         out.append(int(b))
     if not out:
@@ -236,7 +243,12 @@ def memory_calculator():
         fig = go.Figure(_memory_traces(b))
         fig.update_layout(**_memory_layout(b.hbm_bytes / GiB, b.used_bytes / GiB))
         head, tail = memory_summary(b, ctx).split("<br>")
-        return table_html(rows), style_figure(fig, title=f"{b.model}, {b.batch} x {_ctx_label(ctx)} tokens", readout=f"{head.split(': ', 1)[1]}; {tail}", height=380)
+        return table_html(rows), style_figure(
+            fig,
+            title=f"{b.model}, {b.batch} x {_ctx_label(ctx)} tokens",
+            readout=f"{head.split(': ', 1)[1]}; {tail}",
+            height=380,
+        )
 
     box = live_form(compute, controls, show, title="KV cache and memory budget")
     _show_custom_only_when_chosen(controls)  # after live_form has laid the fields out
@@ -269,15 +281,39 @@ def _latency_curves(model, gpu, prompt_tokens, output_tokens, weight_dtype, kv_d
     steps = [sv.decode_step(model, gpu, b, ctx, weight_dtype, kv_dtype, tp) for b in grid]
     ms = lambda xs: [x * 1e3 for x in xs]  # noqa: E731
     return [
-        go.Scatter(x=list(grid), y=ms([s.memory_s for s in steps]), mode="lines", name="memory time (weights + KV)", line=dict(color=series_color(0), dash="dot")),
-        go.Scatter(x=list(grid), y=ms([s.compute_s for s in steps]), mode="lines", name="compute time", line=dict(color=series_color(3), dash="dot")),
-        go.Scatter(x=list(grid), y=ms([s.time_s for s in steps]), mode="lines", name="decode step (TPOT)", line=dict(color="#777777")),
+        go.Scatter(
+            x=list(grid),
+            y=ms([s.memory_s for s in steps]),
+            mode="lines",
+            name="memory time (weights + KV)",
+            line=dict(color=series_color(0), dash="dot"),
+        ),
+        go.Scatter(
+            x=list(grid),
+            y=ms([s.compute_s for s in steps]),
+            mode="lines",
+            name="compute time",
+            line=dict(color=series_color(3), dash="dot"),
+        ),
+        go.Scatter(
+            x=list(grid),
+            y=ms([s.time_s for s in steps]),
+            mode="lines",
+            name="decode step (TPOT)",
+            line=dict(color="#777777"),
+        ),
     ]
 
 
 def _latency_marker(r: sv.Latency) -> go.Scatter:
-    return go.Scatter(x=[r.batch], y=[r.tpot_s * 1e3], mode="markers", marker=dict(size=13, color=series_color(1), line=dict(color="#444444", width=1)),
-                      name="this batch", hovertemplate="batch %{x}: %{y:.3g} ms per step<extra></extra>")
+    return go.Scatter(
+        x=[r.batch],
+        y=[r.tpot_s * 1e3],
+        mode="markers",
+        marker=dict(size=13, color=series_color(1), line=dict(color="#444444", width=1)),
+        name="this batch",
+        hovertemplate="batch %{x}: %{y:.3g} ms per step<extra></extra>",
+    )
 
 
 # (model, GPU, weight dtype, tensor parallelism) the static latency calculator offers
@@ -490,7 +526,17 @@ def capacity_calculator():
 # --------------------------------------------------------------------------------------------
 def presets_table() -> str:
     """The presets with their KV cache per token in bf16 (HTML)."""
-    head = ["model", "layers", "hidden", "heads / KV heads", "head dim", "attention", "parameters (active)", "KV per token (bf16)", "weights read per token at batch 1 (bf16)"]
+    head = [
+        "model",
+        "layers",
+        "hidden",
+        "heads / KV heads",
+        "head dim",
+        "attention",
+        "parameters (active)",
+        "KV per token (bf16)",
+        "weights read per token at batch 1 (bf16)",
+    ]
     rows = []
     for m in sv.PRESETS.values():
         att = m.attention.upper() + (f", window {m.sliding_window}" if m.sliding_window else "")
@@ -542,7 +588,15 @@ def ratio_plot(x, series: dict, *, x_title: str, title: str = "") -> go.Figure:
 def kv_memory_table(kv: dict) -> str:
     """Allocator against formula for each KV layout of a ``measure_kv_memory`` record (HTML)."""
     head = ["layout", "formula", "allocator", "measured / formula"]
-    rows = [[v["name"], fmt_bytes(v["formula_bytes"]), fmt_bytes(v["measured_bytes"]), f"{v['measured_bytes'] / v['formula_bytes']:.4f}"] for v in kv["variants"]]
+    rows = [
+        [
+            v["name"],
+            fmt_bytes(v["formula_bytes"]),
+            fmt_bytes(v["measured_bytes"]),
+            f"{v['measured_bytes'] / v['formula_bytes']:.4f}",
+        ]
+        for v in kv["variants"]
+    ]
     th = "".join(f"<th>{h}</th>" for h in head)
     body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
     return f'<table class="calc-result"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
@@ -556,12 +610,30 @@ def paged_kv_table(paged: dict) -> str:
     blocks_model = sum(sv.paged_kv_blocks(c, bt) for c in paged["lengths"])
     pool_model = sv.paged_kv_cache_bytes(paged["kv_bytes_per_token"], paged["num_blocks"] * bt, bt)
     rows = [
-        ("pool of {:,} blocks of {} tokens".format(paged["num_blocks"], bt), fmt_bytes(pool_model), fmt_bytes(paged["pool_measured_bytes"]),
-         f"{paged['pool_measured_bytes'] / pool_model:.4f}"),
-        (f"blocks taken by {paged['batch']} sequences", _fmt_int(blocks_model), _fmt_int(paged["blocks_used"]), f"{paged['blocks_used'] / blocks_model:.4f}"),
-        ("bytes those blocks hold", fmt_bytes(paged["exact_bytes"]) + " of tokens", fmt_bytes(paged["used_bytes"]),
-         f"{paged['used_bytes'] / paged['exact_bytes']:.4f}"),
-        ("a dense cache sized for the longest", fmt_bytes(paged["dense_max_bytes"]), "", f"{paged['dense_max_bytes'] / paged['exact_bytes']:.4f}"),
+        (
+            "pool of {:,} blocks of {} tokens".format(paged["num_blocks"], bt),
+            fmt_bytes(pool_model),
+            fmt_bytes(paged["pool_measured_bytes"]),
+            f"{paged['pool_measured_bytes'] / pool_model:.4f}",
+        ),
+        (
+            f"blocks taken by {paged['batch']} sequences",
+            _fmt_int(blocks_model),
+            _fmt_int(paged["blocks_used"]),
+            f"{paged['blocks_used'] / blocks_model:.4f}",
+        ),
+        (
+            "bytes those blocks hold",
+            fmt_bytes(paged["exact_bytes"]) + " of tokens",
+            fmt_bytes(paged["used_bytes"]),
+            f"{paged['used_bytes'] / paged['exact_bytes']:.4f}",
+        ),
+        (
+            "a dense cache sized for the longest",
+            fmt_bytes(paged["dense_max_bytes"]),
+            "",
+            f"{paged['dense_max_bytes'] / paged['exact_bytes']:.4f}",
+        ),
     ]
     return book.table(rows, ["quantity", "model", "measured", "ratio"], caption=paged["method"])
 
@@ -570,7 +642,8 @@ def nvml_phrase(n) -> str:
     """What NVML read during a timing (``NvmlSampler.summary()``), as a phrase."""
     if not n or n.get("sm_clock_mhz_median") is None:
         return "no clock or power reading" + (f" ({n['reason']})" if n and n.get("reason") else "")
-    return f"SM clock {n['sm_clock_mhz_median']:,.0f} MHz (min {n['sm_clock_mhz_min']:,.0f}), power {n['power_w_median']:,.0f} W (max {n['power_w_max']:,.0f})"
+    return (f"SM clock {n['sm_clock_mhz_median']:,.0f} MHz (min {n['sm_clock_mhz_min']:,.0f}), "
+            f"power {n['power_w_median']:,.0f} W (max {n['power_w_max']:,.0f})")
 
 
 def ceilings_line(c: dict) -> str:
@@ -615,7 +688,11 @@ def check_ridge_batch(answer) -> bool:
     s = sv.decode_step("Llama-3-8B", "H100-SXM", 1, 0)
     want = s.ridge_batch
     if _close(answer, want, 0.03):
-        return _verdict(True, f"about {want:.0f}: peak / bandwidth = {get_gpu('H100-SXM').peak('bf16') / get_gpu('H100-SXM').hbm_bytes_per_s:.0f} FLOP/B, and bf16 weights bring 2 FLOP per 2 bytes")
+        return _verdict(
+            True,
+            f"about {want:.0f}: peak / bandwidth = {get_gpu('H100-SXM').peak('bf16') / get_gpu('H100-SXM').hbm_bytes_per_s:.0f} FLOP/B, "
+            "and bf16 weights bring 2 FLOP per 2 bytes",
+        )
     if _close(answer, want * 2, 0.05):
         return _verdict(False, "each weight is 2 bytes and does 2 FLOP per sequence: the ratio is 1 FLOP per byte per sequence")
     return _verdict(False, f"{answer!r} is off; solve weight_bytes / bandwidth = batch x 2 x params / peak")
