@@ -203,9 +203,14 @@ print(x.cpu().tolist())
 """
 
 
-def test_provenance_first_does_not_break_an_interpreted_kernel():
+def test_provenance_first_does_not_break_an_interpreted_kernel(tmp_path):
+    # The script runs from a file, not ``python -c``: compiled (GPU) Triton reads a @jit
+    # function's source with inspect, which a ``-c`` string does not have.
+    script = tmp_path / "kernel_after_provenance.py"
+    script.write_text(_KERNEL_AFTER_PROVENANCE)
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    proc = subprocess.run([sys.executable, "-c", _KERNEL_AFTER_PROVENANCE], capture_output=True, text=True,
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(harness.REPO_ROOT), env.get("PYTHONPATH")) if p)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                           timeout=300, env=env, cwd=str(harness.REPO_ROOT))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip().splitlines()[-1] == "[8.0, 9.0, 10.0, 11.0]"  # 0..3 + sum 6 + cdiv(3, 2) = 2

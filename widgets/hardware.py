@@ -390,6 +390,9 @@ def describe_local_gpu(device: int = 0) -> Optional[GPU]:
         return None
     if not torch.cuda.is_available():
         return None
+    count = torch.cuda.device_count()
+    if device >= count:  # torch would raise an AssertionError ("Invalid device id")
+        raise ValueError(f"device must be a CUDA device index in [0, {count - 1}], got {device!r}")
     props = torch.cuda.get_device_properties(device)
     known = catalog_name_for(props.name)
     if known:

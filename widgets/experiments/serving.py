@@ -592,7 +592,8 @@ def measure_paged_kv(cfg: DecoderConfig, batch: int, max_prompt_tokens: int, dec
     _free()
     before = _allocated()
     cache = PagedKVCache(cfg, num_blocks, block_tokens, device, dtype)
-    if harness.on_gpu():
+    on_cuda = torch.device(device).type == "cuda"  # the cache's device, not whether a GPU exists
+    if on_cuda:
         torch.cuda.synchronize()
         pool_measured = _allocated() - before
     else:
@@ -626,7 +627,7 @@ def measure_paged_kv(cfg: DecoderConfig, batch: int, max_prompt_tokens: int, dec
         used_bytes=cache.blocks_used * block_bytes,
         exact_bytes=sum(final) * kvpt,
         dense_max_bytes=batch * max(final) * kvpt,
-        method="torch.cuda.memory_allocated before/after the pool" if harness.on_gpu() else "sum of tensor nbytes (CPU)",
+        method="torch.cuda.memory_allocated before/after the pool" if on_cuda else "sum of tensor nbytes (CPU)",
     )
     del cache, first, k_back, v_back
     _free()

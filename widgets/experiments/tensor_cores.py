@@ -574,6 +574,11 @@ def measure_precision(ks=None, *, size: int | None = None, sample: int | None = 
     sample = min(size, sample or (sample0 if size == size0 else size))
     if isinstance(repeats, bool) or not isinstance(repeats, int) or not 1 <= repeats <= 100:
         raise ValueError(f"repeats must be an integer in [1, 100], got {repeats!r}")
+    if has_fp8():  # torch._scaled_mm needs every GEMM dimension divisible by 16
+        if size % 16:
+            raise ValueError(f"size must be a multiple of 16 where fp8 runs through torch._scaled_mm, got {size!r}")
+        if any(k % 16 for k in ks):
+            raise ValueError(f"ks must be multiples of 16 where fp8 runs through torch._scaled_mm, got {ks!r}")
     dev = harness.device()
     gens = [torch.Generator(device=dev).manual_seed(seed + r) for r in range(repeats)]
     out = []
