@@ -18,8 +18,9 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Optional, Sequence
+from typing import Optional
 
 from ..models import simt as model
 
@@ -201,7 +202,8 @@ extern "C" __global__ void stream_read(const elem_t* __restrict__ x, float* __re
 
 
 def _nvcc() -> Optional[str]:
-    for cand in (os.environ.get("NVCC"), shutil.which("nvcc"), os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "nvcc"), "/usr/local/cuda/bin/nvcc"):
+    cuda_home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+    for cand in (os.environ.get("NVCC"), shutil.which("nvcc"), os.path.join(cuda_home, "bin", "nvcc"), "/usr/local/cuda/bin/nvcc"):
         if cand and os.path.isfile(cand) and os.access(cand, os.X_OK):
             return cand
     return None
@@ -246,7 +248,14 @@ def compile_cubin(source: str, arch: str, *, maxrregcount: Optional[int] = None,
 # The CUDA driver API through ctypes
 # --------------------------------------------------------------------------------------------
 # Enum values from cuda.h (CUDA 13.0).
-FUNC_ATTR = dict(max_threads_per_block=0, shared_size_bytes=1, local_size_bytes=3, num_regs=4, max_dynamic_shared_size_bytes=8, preferred_shared_memory_carveout=9)
+FUNC_ATTR = dict(
+    max_threads_per_block=0,
+    shared_size_bytes=1,
+    local_size_bytes=3,
+    num_regs=4,
+    max_dynamic_shared_size_bytes=8,
+    preferred_shared_memory_carveout=9,
+)
 DEVICE_ATTR = dict(
     max_threads_per_block=1,
     max_shared_memory_per_block=8,
