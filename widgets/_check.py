@@ -88,11 +88,11 @@ def non_negative(name: str, value) -> float:
     return v
 
 
-def in_range(name: str, value, low: float, high: float) -> float:
-    """A finite number in ``[low, high]``."""
+def in_range(name: str, value, low: float, high: float, unit: str = "") -> float:
+    """A finite number in ``[low, high]`` (``unit``, if given, follows the interval in the message)."""
     v = number(name, value)
     if not low <= v <= high:
-        raise ValueError(f"{name} must be in [{low:g}, {high:g}], got {_show(value)}")
+        raise ValueError(f"{name} must be in [{low:g}, {high:g}]{' ' + unit if unit else ''}, got {_show(value)}")
     return v
 
 

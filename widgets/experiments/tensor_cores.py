@@ -549,6 +549,17 @@ def _gpu_kernel_names(fn) -> tuple[list[str] | None, str]:
         return None, f"torch.profiler: {type(exc).__name__}: {str(exc)[:120]}"
 
 
+def _precision_args(gpu: bool, ks, size, sample, repeats) -> tuple[list, int, int]:
+    """The K values, matrix size and compared block of a precision run (defaults by device)."""
+    ks = list(ks or precision_ks(gpu))
+    size0, sample0 = precision_shape(gpu)
+    size = size or size0
+    sample = min(size, sample or (sample0 if size == size0 else size))
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or not 1 <= repeats <= 100:
+        raise ValueError(f"repeats must be an integer in [1, 100], got {repeats!r}")
+    return ks, size, sample
+
+
 def measure_precision(ks=None, *, size: int | None = None, sample: int | None = None, seed: int = 0,
                       repeats: int = 3, kernels: bool = True) -> list[dict]:
     """Relative error of ``A[size,K] @ B[K,size]`` in each data type against fp64, as K grows.
@@ -568,12 +579,7 @@ def measure_precision(ks=None, *, size: int | None = None, sample: int | None = 
     import statistics as stats
 
     gpu = harness.on_gpu()
-    ks = list(ks or precision_ks(gpu))
-    size0, sample0 = precision_shape(gpu)
-    size = size or size0
-    sample = min(size, sample or (sample0 if size == size0 else size))
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or not 1 <= repeats <= 100:
-        raise ValueError(f"repeats must be an integer in [1, 100], got {repeats!r}")
+    ks, size, sample = _precision_args(gpu, ks, size, sample, repeats)
     if has_fp8():  # torch._scaled_mm needs every GEMM dimension divisible by 16
         if size % 16:
             raise ValueError(f"size must be a multiple of 16 where fp8 runs through torch._scaled_mm, got {size!r}")
@@ -634,12 +640,7 @@ def measure_precision_triton(ks=None, *, size: int | None = None, sample: int | 
     from . import tensor_cores_triton as tt
 
     gpu = harness.on_gpu()
-    ks = list(ks or precision_ks(gpu))
-    size0, sample0 = precision_shape(gpu)
-    size = size or size0
-    sample = min(size, sample or (sample0 if size == size0 else size))
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or not 1 <= repeats <= 100:
-        raise ValueError(f"repeats must be an integer in [1, 100], got {repeats!r}")
+    ks, size, sample = _precision_args(gpu, ks, size, sample, repeats)
     cfg = tt.GPU_CONFIGS[0] if gpu else tt.CPU_CONFIG
     dtype = "bf16" if gpu else "fp16"
     dev = harness.device()

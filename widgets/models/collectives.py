@@ -82,24 +82,18 @@ def _bytes(name: str, value, positive: bool = False) -> float:
 
 
 def _rate(name: str, value) -> float:
-    v = _check.positive(name, value)
-    if not MIN_RATE <= v <= MAX_RATE:
-        raise ValueError(f"{name} must be in [{MIN_RATE:g}, {MAX_RATE:g}] B/s, got {value!r}")
-    return v
+    _check.positive(name, value)
+    return _check.in_range(name, value, MIN_RATE, MAX_RATE, "B/s")
 
 
 def _seconds(name: str, value) -> float:
-    v = _check.non_negative(name, value)
-    if v > MAX_SECONDS:
-        raise ValueError(f"{name} must be in [0, {MAX_SECONDS:g}] s, got {value!r}")
-    return v
+    _check.non_negative(name, value)
+    return _check.in_range(name, value, 0, MAX_SECONDS, "s")
 
 
 def _duration(name: str, value) -> float:
-    v = _check.positive(name, value)
-    if not MIN_TIME_S <= v <= MAX_TIME_S:
-        raise ValueError(f"{name} must be in [{MIN_TIME_S:g}, {MAX_TIME_S:g}] s, got {value!r}")
-    return v
+    _check.positive(name, value)
+    return _check.in_range(name, value, MIN_TIME_S, MAX_TIME_S, "s")
 
 
 def _op(op) -> str:
