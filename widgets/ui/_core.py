@@ -436,6 +436,16 @@ def table_html(rows: Iterable[tuple[str, str]]) -> str:
     return f'<table class="calc-result book-table">{body}</table>'
 
 
+def html_table(head, rows) -> str:
+    """A result table with a header row: ``head`` lists column titles, ``rows`` lists of cells.
+
+    Cells are HTML as given (calculators put ``<b>``, ``<br>`` and ``<code>`` in them), so callers
+    escape any text that comes from outside the book."""
+    th = "".join(f"<th>{h}</th>" for h in head)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
+    return f'<table class="calc-result"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
+
+
 # ---------------------------------------------------------------------------------------------
 # the live form
 

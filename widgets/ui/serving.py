@@ -16,7 +16,7 @@ from ..hardware import get_gpu, gpu_names
 from ..models import _check
 from ..models import serving as sv
 from ..units import GiB, fmt_bytes, fmt_bytes_per_s, fmt_flop, fmt_time
-from ._core import grid_figure, live_form, plural, series_color, style_figure, table_html
+from ._core import grid_figure, html_table, live_form, plural, series_color, style_figure, table_html
 from ._core import verdict as _verdict
 
 MEMORY_PARTS = (("weights", "#1f77b4"), ("activations", "#9467bd"), ("runtime reserve", "#7f7f7f"), ("KV cache", "#ff7f0e"), ("free", "#d9f0d3"))
@@ -545,9 +545,7 @@ def presets_table() -> str:
         params = f"{m.params / 1e9:.3g}B" + (f" ({m.active_params / 1e9:.3g}B)" if m.active_params != m.params else "")
         rows.append([m.name, m.layers, m.hidden_size, f"{m.heads} / {m.kv_heads}", m.head_dim, att, params,
                      fmt_bytes(m.kv_bytes_per_token(2)), f"{sv.weight_bytes(m.step_params(1), 2) / 1e9:.3g} GB"])
-    th = "".join(f"<th>{h}</th>" for h in head)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
-    return f'<table class="calc-result"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
+    return html_table(head, rows)
 
 
 def sweep_plot(x, series: dict, *, x_title: str, y_title: str = "time [ms]", log_x: bool = True, log_y: bool = True, scale: float = 1e3,
@@ -597,9 +595,7 @@ def kv_memory_table(kv: dict) -> str:
         ]
         for v in kv["variants"]
     ]
-    th = "".join(f"<th>{h}</th>" for h in head)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
-    return f'<table class="calc-result"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
+    return html_table(head, rows)
 
 
 def paged_kv_table(paged: dict) -> str:

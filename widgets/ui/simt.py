@@ -12,7 +12,17 @@ import plotly.graph_objects as go
 
 from ..models import simt as m
 from ..units import KiB, fmt_bytes, fmt_time
-from ._core import gpu_color, grid_figure, live_form, percent, plural, series_color, style_figure, table_html
+from ._core import (
+    gpu_color,
+    grid_figure,
+    html_table,
+    live_form,
+    percent,
+    plural,
+    series_color,
+    style_figure,
+    table_html,
+)
 from ._core import verdict as _verdict
 
 COLORS = tuple(series_color(i) for i in range(6))
@@ -533,13 +543,12 @@ def launch_table(rows: dict) -> str:
         return fmt_time(v) if v else "n/a"
 
     head = ["", "eager, per kernel", "host time per launch", "CUDA graph, per kernel", "graph speed-up"]
-    body = ""
-    for label, r in rows.items():
-        cells = [label, t(r["eager_per_kernel_s"]), t(r["host_per_launch_s"]), t(r.get("graph_per_kernel_s")),
-                 f"{r['speedup']:.1f}x" if r.get("speedup") else "n/a"]
-        body += "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
-    th = "".join(f"<th>{h}</th>" for h in head)
-    return f'<table class="calc-result"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
+    cells = [
+        [label, t(r["eager_per_kernel_s"]), t(r["host_per_launch_s"]), t(r.get("graph_per_kernel_s")),
+         f"{r['speedup']:.1f}x" if r.get("speedup") else "n/a"]
+        for label, r in rows.items()
+    ]
+    return html_table(head, cells)
 
 
 # --------------------------------------------------------------------------------------------

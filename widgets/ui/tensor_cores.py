@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 from ..hardware import get_gpu
 from ..models import tensor_cores as tc
 from ..units import fmt_bytes, fmt_flop, fmt_flop_per_s, fmt_time
-from ._core import gpu_color, grid_figure, live_form, series_color, style_figure, table_html
+from ._core import gpu_color, grid_figure, html_table, live_form, series_color, style_figure, table_html
 from ._core import verdict as _verdict
 
 PEAK_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")
@@ -403,9 +403,7 @@ def format_table(dtypes=("fp64", "fp32", "tf32", "bf16", "fp16", "fp8_e4m3", "fp
     for d in dtypes:
         f = tc.number_format(d)
         rows.append([f.name, f.exp_bits, f.man_bits, f"2^-{f.man_bits + 1}", f"{f.max_normal:.5g}", f"{f.min_normal:.3g}", f"{f.min_subnormal:.3g}"])
-    th = "".join(f"<th>{h}</th>" for h in head)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
-    return f'<table class="calc-result"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
+    return html_table(head, rows)
 
 
 # --------------------------------------------------------------------------------------------
@@ -553,11 +551,6 @@ def check_format_max(dtype: str, answer) -> bool:
     return _verdict(False, f"{a:g} is not the largest finite {f.name}: (2 - 2^-fraction bits) x 2^emax, minding which codes are NaN/inf")
 
 
-def html_table(head, rows) -> str:
-    """A plain HTML table: ``head`` is a list of column titles, ``rows`` lists of cells."""
-    th = "".join(f"<th>{h}</th>" for h in head)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
-    return f'<table class="calc-result"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
 
 
 def peak_table(gpus=PEAK_GPUS) -> str:
