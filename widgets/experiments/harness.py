@@ -9,12 +9,17 @@
   written atomically (a temporary file renamed over the target).
 - ``load_record`` / ``load_reference``: read a record back and check its schema; a broken file
   raises ``ValueError`` naming the file and the missing or bad field.
+- ``Result``: the base of every experiment's result type (a frozen dataclass with ``to_record()``
+  and ``from_record(dict)``); ``Failed``: what a fail-soft step records instead.
+- ``capabilities()``: what this device can do (``widgets.capabilities.Capabilities``), the one
+  question every experiment asks before choosing what to run (the doctor asks the same rules).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import functools
 import json
 import math
 import os
@@ -23,14 +28,17 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+import types
+import typing
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, TypeVar, Union
 
 import torch
 
 from .. import _check
+from ..capabilities import Capabilities
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -67,9 +75,6 @@ class Timing:
     max_s: float
     repeat: int
     device: str
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 def time_fn(
@@ -124,6 +129,27 @@ def time_fn(
     return Timing(statistics.median(times), min(times), max(times), repeat, device_name())
 
 
+def capabilities() -> Capabilities:
+    """What this device can do: name, vendor, arch (``sm_90``), free and total memory of GPU 0,
+    number of GPUs and whether torch has NCCL. Experiments choose what to run from it (never from
+    the GPU's name); tests replace it with a simulated GPU (``doctor.simulate("T4").capabilities``)."""
+    nccl = False
+    try:
+        import torch.distributed as dist
+
+        nccl = bool(dist.is_available() and dist.is_nccl_available())
+    except Exception:
+        nccl = False
+    if not on_gpu():
+        return Capabilities(device=device_name(), nccl=nccl)
+    props = torch.cuda.get_device_properties(0)
+    hip = getattr(torch.version, "hip", None)
+    free, total = torch.cuda.mem_get_info(0)
+    arch = getattr(props, "gcnArchName", "rocm").split(":")[0] if hip else f"sm_{props.major}{props.minor}"
+    return Capabilities(device=props.name, vendor="AMD" if hip else "NVIDIA", arch=arch, free_bytes=int(free),
+                        total_bytes=int(total), gpu_count=torch.cuda.device_count(), nccl=nccl)
+
+
 def free_device_bytes() -> int:
     """Free memory on the current GPU [B], or 0 without one."""
     if not on_gpu():
@@ -145,6 +171,128 @@ def choose_bytes(gpu_target_bytes: int, cpu_bytes: int, *, max_fraction_of_free:
     if not on_gpu():
         return int(cpu_bytes)
     return int(min(gpu_target_bytes, max_fraction_of_free * free_device_bytes()))
+
+
+R = TypeVar("R", bound="Result")
+
+
+class Result:
+    """Base of every experiment's result: subclass it with ``@dataclass(frozen=True)``.
+
+    ``to_record()`` is the plain JSON the topic's record holds (field name -> value; a nested
+    ``Result`` by its own ``to_record()``; tuples as lists; NaN/inf stay floats here and become
+    null with a reason in ``write_record``). ``from_record(d)`` reads it back, typed: nested results,
+    ``tuple[X, ...]``, ``list[X]``, ``dict[str, X]`` and ``X | None`` fields are rebuilt from their
+    annotations; a field missing from ``d`` takes its default (``ValueError`` naming the class and
+    field when it has none); keys the class does not know are ignored (older records). A mapping
+    holding ``"error"`` where a result was expected reads as :class:`Failed` when the annotation
+    allows it.
+    """
+
+    def to_record(self) -> dict:
+        if not dataclasses.is_dataclass(self):
+            raise TypeError(f"{type(self).__name__} must be a dataclass to be a Result")
+        return {f.name: _to_plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+    @classmethod
+    def from_record(cls: type[R], data: Mapping) -> R:
+        name = cls.__name__
+        if not isinstance(data, Mapping):
+            raise ValueError(f"{name}.from_record needs a mapping (a record's results), got {type(data).__name__}")
+        hints = _hints(cls)
+        kwargs, missing = {}, []
+        for f in dataclasses.fields(cls):
+            if not f.init:
+                continue
+            if f.name in data:
+                kwargs[f.name] = _from_plain(hints.get(f.name, Any), data[f.name], f"{name}.{f.name}")
+            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                missing.append(f.name)
+        if missing:
+            raise ValueError(f"{name}.from_record: missing field(s) {', '.join(missing)} (have {', '.join(sorted(data))})")
+        return cls(**kwargs)
+
+
+@dataclass(frozen=True)
+class Failed(Result):
+    """A fail-soft step: it did not run (or crashed), and why; the record keeps ``{"error": ...}``."""
+
+    error: str
+
+    @classmethod
+    def of(cls, exc: BaseException) -> "Failed":
+        return cls(f"{type(exc).__name__}: {str(exc)[:300]}")
+
+
+def attempt(fn: Callable[..., R], *args, **kwargs) -> Union[R, Failed]:
+    """``fn(*args, **kwargs)``, or :class:`Failed` with the error's type and message: one step
+    that fails (a kernel the arch cannot compile, out of memory) must not lose the others."""
+    try:
+        return fn(*args, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - recorded with its reason
+        return Failed.of(exc)
+
+
+@functools.cache
+def _hints(cls) -> dict:
+    return typing.get_type_hints(cls)
+
+
+def _to_plain(v):
+    if isinstance(v, Result):
+        return v.to_record()
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return {f.name: _to_plain(getattr(v, f.name)) for f in dataclasses.fields(v)}
+    if isinstance(v, (list, tuple)):
+        return [_to_plain(x) for x in v]
+    if isinstance(v, Mapping):
+        return {k: _to_plain(x) for k, x in v.items()}
+    return v
+
+
+def _is_result_type(t) -> bool:
+    return isinstance(t, type) and issubclass(t, Result)
+
+
+def _from_plain(t, v, where: str):
+    """``v`` (plain JSON) as the annotation ``t`` asks."""
+    if v is None or t is Any:
+        return v
+    origin = typing.get_origin(t)
+    if origin in (Union, types.UnionType):
+        args = [a for a in typing.get_args(t) if a is not type(None)]
+        if isinstance(v, Mapping) and "error" in v and Failed in args:
+            return Failed.from_record(v)
+        for a in args:
+            if _is_result_type(a) and isinstance(v, Mapping):
+                return _from_plain(a, v, where)
+        for a in args:
+            if not _is_result_type(a):
+                return _from_plain(a, v, where)
+        return v
+    if _is_result_type(t):
+        if not isinstance(v, Mapping):
+            raise ValueError(f"{where}: expected an object for {t.__name__}, got {type(v).__name__}")
+        return t.from_record(v)
+    if origin in (tuple, list):
+        if not isinstance(v, (list, tuple)):
+            raise ValueError(f"{where}: expected a list, got {type(v).__name__}")
+        args = typing.get_args(t)
+        if origin is tuple and args and not (len(args) == 2 and args[1] is Ellipsis):
+            items = [_from_plain(a, x, f"{where}[{i}]") for i, (a, x) in enumerate(zip(args, v))]
+        else:
+            a = args[0] if args else Any
+            items = [_from_plain(a, x, f"{where}[{i}]") for i, x in enumerate(v)]
+        return tuple(items) if origin is tuple else items
+    if origin is dict:
+        args = typing.get_args(t)
+        a = args[1] if len(args) == 2 else Any
+        if not isinstance(v, Mapping):
+            raise ValueError(f"{where}: expected an object, got {type(v).__name__}")
+        return {k: _from_plain(a, x, f"{where}.{k}") for k, x in v.items()}
+    if t is float and isinstance(v, int) and not isinstance(v, bool):
+        return float(v)
+    return v
 
 
 def _run(cmd: list[str]) -> str:
@@ -275,8 +423,11 @@ def provenance(command: Optional[str] = None) -> dict:
     return info
 
 
-def record(topic: str, results: dict, command: Optional[str] = None) -> dict:
-    """A measurement record: ``{"topic", "provenance", "results"}``."""
+def record(topic: str, results, command: Optional[str] = None) -> dict:
+    """A measurement record: ``{"topic", "provenance", "results"}`` (``results`` a topic's
+    :class:`Result`, written by its ``to_record()``, or a plain mapping)."""
+    if isinstance(results, Result):
+        results = results.to_record()
     return {"topic": topic, "provenance": provenance(command), "results": results}
 
 
@@ -300,6 +451,8 @@ def _plain(obj, where: str, nulls: dict):
         return out
     if isinstance(obj, (list, tuple)):
         return [_plain(v, f"{where}[{i}]", nulls) for i, v in enumerate(obj)]
+    if isinstance(obj, Result):
+        return _plain(obj.to_record(), where, nulls)
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return _plain(asdict(obj), where, nulls)
     if hasattr(obj, "tolist"):  # numpy scalars and arrays, torch tensors
