@@ -593,3 +593,417 @@ def roofline_point(gpu: str, dtype: str, intensity: float) -> RooflinePoint:
     attain = attainable_flop_per_s(i, peak, bw)
     ridge = ridge_intensity(peak, bw)
     return RooflinePoint(g.name, dtype.lower(), i, peak, bw, ridge, attain, "memory" if i < ridge else "compute")
+
+
+# --------------------------------------------------------------------------------------------
+# Kernel fusion (explained in :ref:`memory_hierarchy` > Kernel fusion)
+# --------------------------------------------------------------------------------------------
+MAX_CHAIN_OPS = 4096  # longest elementwise chain the fusion model accepts
+
+
+@dataclass(frozen=True)
+class FusionEstimate:
+    """Bytes and time of an elementwise chain run eagerly (one kernel per op) and fused (one kernel)."""
+
+    n_elems: int
+    n_ops: int
+    eager_bytes: int
+    fused_bytes: int
+    eager_s: float
+    fused_s: float
+    eager_launches: int
+    fused_launches: int
+
+    @property
+    def speedup(self) -> float:
+        """Eager time over fused time."""
+        return self.eager_s / self.fused_s
+
+
+def elementwise_chain_bytes(n_elems: int, n_ops: int, elem_bytes: int = 4, *, fused: bool = False) -> int:
+    """HBM bytes of a chain of ``n_ops`` unary elementwise ops (scalar operands) on ``n_elems`` elements.
+
+    Eager execution (one kernel per op, as PyTorch runs ``gelu(x * a + b) * c``) reads its input
+    and writes its output once per op: ``n_ops x 2 x n_elems x elem_bytes``. A fused kernel keeps
+    the intermediates in registers: one read and one write, ``2 x n_elems x elem_bytes``, whatever
+    the chain's length. Explained in :ref:`memory_hierarchy` > Kernel fusion.
+
+    Parameters
+    ----------
+    n_elems : int
+        Elements of the tensor [elements], >= 1.
+    n_ops : int
+        Ops in the chain [ops], 1 to 4096.
+    elem_bytes : int
+        Bytes per element [B]: 1, 2, 4, 8 or 16.
+    fused : bool
+        True for one fused kernel, False for one kernel per op.
+
+    Returns
+    -------
+    int
+        Bytes read plus bytes written [B].
+
+    Examples
+    --------
+    >>> elementwise_chain_bytes(2**20, 4) // 2**20, elementwise_chain_bytes(2**20, 4, fused=True) // 2**20
+    (32, 8)
+    """
+    n = _int("n_elems", n_elems, minimum=1, maximum=MAX_INDEX)
+    k = _int("n_ops", n_ops, minimum=1, maximum=MAX_CHAIN_OPS)
+    e = _elem_bytes(elem_bytes)
+    if not isinstance(fused, (bool, np.bool_)):
+        raise ValueError(f"fused must be True or False, got {fused!r}")
+    return 2 * n * e * (1 if fused else k)
+
+
+def fusion_estimate(
+    n_elems: int, n_ops: int, bytes_per_s: float, elem_bytes: int = 4, *, launch_s: float = 0.0
+) -> FusionEstimate:
+    """Time of an elementwise chain eager and fused: bytes over bandwidth plus a fixed cost per launch.
+
+    Each kernel is memory-bound (an elementwise op performs a few FLOP per element, far below the
+    ridge point), so its time is ``bytes / bytes_per_s + launch_s``. Explained in
+    :ref:`memory_hierarchy` > Kernel fusion.
+
+    Parameters
+    ----------
+    n_elems : int
+        Elements of the tensor [elements], >= 1.
+    n_ops : int
+        Ops in the chain [ops], 1 to 4096.
+    bytes_per_s : float
+        Memory bandwidth [B/s], > 0: the datasheet's (a prediction) or a measured copy's (calibrated).
+    elem_bytes : int
+        Bytes per element [B]: 1, 2, 4, 8 or 16.
+    launch_s : float
+        Fixed cost of one kernel launch [s], >= 0 (0: bandwidth only).
+
+    Returns
+    -------
+    FusionEstimate
+        Bytes [B], times [s] and launches of both ways; ``speedup`` = eager / fused.
+
+    Examples
+    --------
+    >>> f = fusion_estimate(2**28, 4, 4.8e12)  # 1 GiB of fp32, four ops, H200 datasheet bandwidth
+    >>> round(f.eager_s * 1e3, 3), round(f.fused_s * 1e3, 3), f.speedup
+    (1.79, 0.447, 4.0)
+    """
+    eager = elementwise_chain_bytes(n_elems, n_ops, elem_bytes)
+    fused = elementwise_chain_bytes(n_elems, n_ops, elem_bytes, fused=True)
+    bw = _quantity("bytes_per_s", bytes_per_s)
+    launch = _quantity("launch_s", launch_s, allow_zero=True)
+    k = int(n_ops)
+    return FusionEstimate(int(n_elems), k, eager, fused, eager / bw + k * launch, fused / bw + launch, k, 1)
+
+
+# --------------------------------------------------------------------------------------------
+# Matrix transpose (explained in :ref:`memory_hierarchy` > The matrix transpose)
+# --------------------------------------------------------------------------------------------
+TRANSPOSE_TILE = 32  # tile edge: one warp spans a tile row
+TRANSPOSE_KINDS = ("copy", "naive", "tiled", "padded")
+
+
+@dataclass(frozen=True)
+class TransposeCost:
+    """What one kernel moving an ``n x n`` matrix costs at each level, and the time each level needs."""
+
+    kind: str
+    n: int
+    hbm_bytes: int  # compulsory DRAM traffic: every element read once and written once
+    l2_bytes: int  # bytes of the 32-byte sectors the SMs' loads and stores request from the L2
+    smem_wavefronts: int  # shared-memory passes of the whole kernel (0 without shared memory)
+    hbm_s: float
+    l2_s: float
+    smem_s: float
+
+    @property
+    def time_s(self) -> float:
+        """The slowest level's time [s] (the levels overlap)."""
+        return max(self.hbm_s, self.l2_s, self.smem_s)
+
+    @property
+    def bound(self) -> str:
+        """The level that sets the time: ``"HBM"``, ``"L2"`` or ``"shared memory"``."""
+        return max((self.hbm_s, "HBM"), (self.l2_s, "L2"), (self.smem_s, "shared memory"))[1]
+
+
+def transpose_cost(
+    n: int,
+    kind: str,
+    hbm_bytes_per_s: float,
+    l2_bytes_per_s: float,
+    sms: int,
+    clock_hz: float,
+    elem_bytes: int = 4,
+) -> TransposeCost:
+    """Bytes, shared-memory wavefronts and time of transposing an ``n x n`` row-major matrix.
+
+    Every warp covers 32 consecutive columns of one row of a 32 x 32 tile (CUDA C++ Best
+    Practices Guide, "Shared Memory in Matrix Multiplication"; NVIDIA's transpose example):
+
+    - ``copy``: reads and writes one row of 32 elements per warp: both coalesced;
+    - ``naive``: ``out[x, y] = in[y, x]``: coalesced reads, but each warp's 32 writes land ``n``
+      elements apart, one sector per lane (:func:`warp_load_sectors` with stride ``n``);
+    - ``tiled``: the tile is staged in shared memory, so both global accesses are coalesced;
+      writing a tile row is conflict-free, reading a tile column has stride 32: a 32-way bank
+      conflict (:func:`bank_conflict_wavefronts`);
+    - ``padded``: the same with rows of 33 elements: the column read is conflict-free.
+
+    HBM moves ``2 n^2 e`` bytes in every case (the L2 merges the partial sectors of one tile's
+    writes before they reach DRAM); the L2 sees whole sectors; the shared-memory pipe of each SM
+    passes one wavefront per clock. The levels overlap, so the time is the slowest level's.
+    Explained in :ref:`memory_hierarchy` > The matrix transpose.
+
+    Parameters
+    ----------
+    n : int
+        Rows = columns of the matrix [elements], a multiple of 32, 32 to 2**20.
+    kind : str
+        ``"copy"``, ``"naive"``, ``"tiled"`` or ``"padded"``.
+    hbm_bytes_per_s : float
+        HBM bandwidth [B/s], > 0.
+    l2_bytes_per_s : float
+        L2 bandwidth for the SMs' sectors [B/s], > 0.
+    sms : int
+        Streaming multiprocessors, >= 1.
+    clock_hz : float
+        SM clock [Hz], > 0.
+    elem_bytes : int
+        Bytes per element [B]: 4 (the model's bank rules assume 4-byte elements).
+
+    Returns
+    -------
+    TransposeCost
+        Bytes [B], wavefronts and per-level times [s]; ``time_s`` and ``bound``.
+
+    Examples
+    --------
+    >>> c = transpose_cost(1024, "naive", 4.8e12, 9.6e12, 132, 1.98e9)
+    >>> c.l2_bytes // (1024 * 1024 * 4)  # 1 x for the reads, 8 x for the stride-n writes
+    9
+    >>> transpose_cost(1024, "tiled", 4.8e12, 9.6e12, 132, 1.98e9).smem_wavefronts // (1024 * 1024 // 32)
+    33
+    """
+    n_ = _int("n", n, minimum=TRANSPOSE_TILE, maximum=2**20)
+    if n_ % TRANSPOSE_TILE:
+        raise ValueError(f"n must be a multiple of {TRANSPOSE_TILE}, got {n!r}")
+    if not isinstance(kind, str) or kind.lower() not in TRANSPOSE_KINDS:
+        raise ValueError(f"kind must be one of {', '.join(TRANSPOSE_KINDS)}, got {kind!r}")
+    k = kind.lower()
+    hbm = _quantity("hbm_bytes_per_s", hbm_bytes_per_s)
+    l2 = _quantity("l2_bytes_per_s", l2_bytes_per_s)
+    s = _int("sms", sms, minimum=1, maximum=MAX_SMS)
+    f = _quantity("clock_hz", clock_hz)
+    e = _int("elem_bytes", elem_bytes, minimum=4, maximum=4)
+    warps = n_ * n_ // WARP_SIZE  # warp-wide accesses per direction (read or write)
+    coalesced = warp_load_sectors(1, e)
+    write_sectors = warp_load_sectors(n_, e) if k == "naive" else coalesced
+    l2_bytes = warps * (coalesced + write_sectors) * SECTOR_BYTES
+    if k in ("tiled", "padded"):
+        row = TRANSPOSE_TILE + (1 if k == "padded" else 0)
+        smem = warps * (bank_conflict_wavefronts(1, e) + bank_conflict_wavefronts(row, e))
+    else:
+        smem = 0
+    hbm_bytes = 2 * n_ * n_ * e
+    return TransposeCost(k, n_, hbm_bytes, l2_bytes, smem, hbm_bytes / hbm, l2_bytes / l2, smem / (s * f))
+
+
+# --------------------------------------------------------------------------------------------
+# Bytes in flight: Little's law, asynchronous copies (explained in :ref:`memory_hierarchy` >
+# Asynchronous copies and bytes in flight)
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class BytesInFlight:
+    """What it takes to keep a memory busy: Little's law per SM, and two ways to provide it."""
+
+    needed_per_sm_bytes: float  # bandwidth x latency / SMs
+    register_path_bytes: float  # warps x 32 lanes x bytes per load x independent loads per thread
+    stages_needed: int  # asynchronous-copy stages of ``stage_bytes`` each that cover the need
+    stage_bytes: int
+    smem_per_sm_bytes: int
+
+    @property
+    def register_fraction(self) -> float:
+        """Share of the needed bytes in flight that plain loads into registers provide (capped at 1)."""
+        return min(1.0, self.register_path_bytes / self.needed_per_sm_bytes)
+
+    @property
+    def stages_fit(self) -> bool:
+        """Whether the stages fit in the SM's shared memory."""
+        return self.stages_needed * self.stage_bytes <= self.smem_per_sm_bytes
+
+
+def littles_law_bytes_in_flight(bytes_per_s: float, latency_s: float) -> float:
+    """Little's law for memory: the bytes that must be requested and not yet returned to sustain
+    ``bytes_per_s`` when each request takes ``latency_s`` [B].
+
+    Explained in :ref:`memory_hierarchy` > Asynchronous copies and bytes in flight.
+
+    Parameters
+    ----------
+    bytes_per_s : float
+        Bandwidth to sustain [B/s], > 0.
+    latency_s : float
+        Time from a load's issue to its data's arrival [s], > 0.
+
+    Returns
+    -------
+    float
+        Bytes in flight [B].
+
+    Examples
+    --------
+    >>> round(littles_law_bytes_in_flight(4.8e12, 600e-9) / 2**20, 2)  # H200 datasheet rate, 600 ns [MiB]
+    2.75
+    """
+    bw = _quantity("bytes_per_s", bytes_per_s)
+    lat = _quantity("latency_s", latency_s)
+    return bw * lat
+
+
+def bytes_in_flight(
+    bytes_per_s: float,
+    latency_s: float,
+    sms: int,
+    *,
+    warps_per_sm: int = 64,
+    load_bytes_per_thread: int = 16,
+    loads_in_flight_per_thread: int = 1,
+    stage_bytes: int = 32 * 1024,
+    smem_per_sm_bytes: int = 228 * 1024,
+) -> BytesInFlight:
+    """Bytes in flight each SM needs, what plain loads provide, and how many async-copy stages do it.
+
+    A load into registers holds its destination registers until the data returns, so the bytes a
+    warp keeps in flight are its lanes' load widths times the independent loads it issues before
+    using the first (instruction-level parallelism). ``cp.async`` and the TMA copy into shared
+    memory instead: a kernel keeps ``stages`` buffers of ``stage_bytes`` in flight while it
+    computes on another (double or multi-buffering), without registers. Explained in
+    :ref:`memory_hierarchy` > Asynchronous copies and bytes in flight.
+
+    Parameters
+    ----------
+    bytes_per_s : float
+        Bandwidth to sustain [B/s], > 0.
+    latency_s : float
+        Memory latency under load [s], > 0.
+    sms : int
+        Streaming multiprocessors sharing the bandwidth, >= 1.
+    warps_per_sm : int
+        Resident warps per SM, 1 to 64.
+    load_bytes_per_thread : int
+        Width of each thread's load [B]: 1, 2, 4, 8 or 16.
+    loads_in_flight_per_thread : int
+        Independent loads each thread issues before it waits, 1 to 64.
+    stage_bytes : int
+        Bytes one asynchronous-copy stage moves per SM [B], 128 to 2**20.
+    smem_per_sm_bytes : int
+        Shared memory an SM can give the stages [B], >= 0.
+
+    Returns
+    -------
+    BytesInFlight
+        Needed bytes per SM [B], bytes plain loads provide [B], stages needed.
+
+    Examples
+    --------
+    >>> b = bytes_in_flight(4.8e12, 600e-9, 132)  # H200, 64 warps x 32 lanes x 16 B
+    >>> round(b.needed_per_sm_bytes / 1024, 1), b.register_path_bytes / 1024, b.stages_needed
+    (21.3, 32.0, 1)
+    """
+    need = littles_law_bytes_in_flight(bytes_per_s, latency_s) / _int("sms", sms, minimum=1, maximum=MAX_SMS)
+    w = _int("warps_per_sm", warps_per_sm, minimum=1, maximum=64)
+    lb = _elem_bytes(load_bytes_per_thread)
+    ilp = _int("loads_in_flight_per_thread", loads_in_flight_per_thread, minimum=1, maximum=64)
+    st = _int("stage_bytes", stage_bytes, minimum=128, maximum=2**20)
+    smem = _int("smem_per_sm_bytes", smem_per_sm_bytes, minimum=0, maximum=2**30)
+    return BytesInFlight(need, float(w * WARP_SIZE * lb * ilp), max(1, int(np.ceil(need / st))), st, smem)
+
+
+# --------------------------------------------------------------------------------------------
+# The L2 persistence window (explained in :ref:`memory_hierarchy` > The L2 persistence window)
+# --------------------------------------------------------------------------------------------
+def l2_persisting_hit_fraction(
+    working_set_bytes: float, window_bytes: float, carveout_bytes: float, hit_ratio: float = 1.0
+) -> float:
+    """Idealized share of a re-read working set that stays in the L2's persisting carve-out.
+
+    A ``cudaAccessPolicyWindow`` marks ``hit_ratio`` of the accesses to ``window_bytes`` (the
+    part of the working set the window covers) as persisting; the carve-out
+    (``cudaLimitPersistingL2CacheSize``, at most ``persistingL2CacheMaxSize``) keeps at most
+    ``carveout_bytes`` of them. The CUDA C++ Programming Guide's rule of thumb sets
+    ``hit_ratio = carveout / window`` when the window is the larger, so that the marked lines fit
+    and do not thrash. Idealized: every byte kept is re-read from the L2, the rest from HBM.
+    Explained in :ref:`memory_hierarchy` > The L2 persistence window.
+
+    Parameters
+    ----------
+    working_set_bytes : float
+        Bytes the kernel re-reads [B], > 0.
+    window_bytes : float
+        ``num_bytes`` of the access policy window [B], > 0.
+    carveout_bytes : float
+        L2 set aside for persisting accesses [B], >= 0.
+    hit_ratio : float
+        ``hitRatio`` of the window, in [0, 1].
+
+    Returns
+    -------
+    float
+        Fraction of the working set's bytes kept in the L2 [0-1].
+
+    Examples
+    --------
+    >>> l2_persisting_hit_fraction(64 * 2**20, 64 * 2**20, 48 * 2**20, hit_ratio=0.75)  # H100/H200 max
+    0.75
+    """
+    ws = _quantity("working_set_bytes", working_set_bytes)
+    win = _quantity("window_bytes", window_bytes)
+    carve = _quantity("carveout_bytes", carveout_bytes, allow_zero=True)
+    hr = _check.in_range("hit_ratio", hit_ratio, 0.0, 1.0)
+    marked = hr * min(win, ws)
+    return min(marked, carve) / ws
+
+
+# --------------------------------------------------------------------------------------------
+# Register spills (explained in :ref:`memory_hierarchy` > Register spills)
+# --------------------------------------------------------------------------------------------
+def spill_traffic_bytes(
+    threads: int, spill_store_bytes: int, spill_load_bytes: int, executions_per_thread: int = 1
+) -> int:
+    """Local-memory bytes a kernel's spills move [B]: what ``ptxas -v`` reports per thread
+    (``N bytes spill stores, M bytes spill loads``) times the threads and the times each thread
+    runs that code (a spill inside a loop runs once per iteration).
+
+    Local memory lives in device memory and is cached in L1 and L2: these bytes cost the L1's
+    bandwidth while they hit there, and the L2's or HBM's when they do not. Explained in
+    :ref:`memory_hierarchy` > Register spills.
+
+    Parameters
+    ----------
+    threads : int
+        Threads of the grid, >= 1.
+    spill_store_bytes : int
+        Spill stores per thread, as ``ptxas -v`` reports them [B], >= 0.
+    spill_load_bytes : int
+        Spill loads per thread [B], >= 0.
+    executions_per_thread : int
+        Times each thread runs the spilling code, >= 1.
+
+    Returns
+    -------
+    int
+        Bytes moved to and from local memory [B].
+
+    Examples
+    --------
+    >>> spill_traffic_bytes(132 * 2048, 8, 8, 1000) / 1e9  # 16 B per pass, 1000 passes, full H200
+    4.325376
+    """
+    t = _int("threads", threads, minimum=1, maximum=MAX_INDEX)
+    st = _int("spill_store_bytes", spill_store_bytes, minimum=0, maximum=2**20)
+    ld = _int("spill_load_bytes", spill_load_bytes, minimum=0, maximum=2**20)
+    ex = _int("executions_per_thread", executions_per_thread, minimum=1, maximum=2**40)
+    return t * (st + ld) * ex
