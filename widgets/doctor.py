@@ -34,7 +34,6 @@ import importlib.util
 import json
 import os
 import platform
-import re
 import shutil
 import subprocess
 import sys
@@ -42,6 +41,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Optional
 
+from .capabilities import Capabilities, arch_features, compute_capability
 from .units import GiB
 
 CHAPTERS = ("memory_hierarchy", "simt", "tensor_cores", "collectives", "serving")
@@ -126,38 +126,27 @@ class Machine:
         """Compute capability (major, minor) of an NVIDIA arch such as ``"sm_89"``; None otherwise."""
         return compute_capability(self.arch) if self.nvidia else None
 
-
-def compute_capability(arch: str) -> tuple:
-    """``"sm_89"`` -> ``(8, 9)``; ``"sm_120"`` -> ``(12, 0)``; ``"sm_90a"`` -> ``(9, 0)`` (the
-    arch-specific suffixes ``a`` and ``f`` do not change the capability).
-
-    >>> compute_capability("sm_75")
-    (7, 5)
-    """
-    m = re.fullmatch(r"sm_(\d+)(\d)[af]?", arch) if isinstance(arch, str) else None
-    if m is None:
-        raise ValueError(
-            f"arch must look like 'sm_75', 'sm_120' or 'sm_90a' (sm_, major and minor digits), got {arch!r}"
+    @property
+    def capabilities(self) -> Capabilities:
+        """This machine as the experiments see it (``harness.capabilities()`` on a real machine):
+        tests replace ``harness.capabilities`` with ``simulate("T4").capabilities``."""
+        return Capabilities(
+            device=self.gpu_name or "CPU",
+            vendor=self.vendor if self.gpu else None,
+            arch=self.arch if self.gpu else None,
+            free_bytes=int(self.free_bytes or 0) if self.gpu else 0,
+            total_bytes=int(self.total_bytes or 0) if self.gpu else 0,
+            gpu_count=self.n_gpus if self.gpu else 0,
+            nccl=bool(self.nccl),
+            simulated=self.simulated,
         )
-    return int(m.group(1)), int(m.group(2))
 
 
 def capabilities(arch: Optional[str], vendor: Optional[str] = "NVIDIA") -> dict:
-    """What the chapters ask of an NVIDIA GPU, from its compute capability (CUDA C++ Programming
-    Guide, compute capabilities; PyTorch's ``torch._scaled_mm``): tensor-core math in fp16 from
-    sm_70, bf16 and tf32 from sm_80, fp8 from sm_89; the tensor memory accelerator (TMA) from
-    sm_90; wgmma on sm_90 only (sm_100 uses tcgen05 instead; consumer sm_120 has neither)."""
-    if arch is None or vendor != "NVIDIA":
-        return {"fp16_tc": False, "bf16_tc": False, "tf32_tc": False, "fp8_tc": False, "tma": False, "wgmma": False}
-    cc = compute_capability(arch)
-    return {
-        "fp16_tc": cc >= (7, 0),
-        "bf16_tc": cc >= (8, 0),
-        "tf32_tc": cc >= (8, 0),
-        "fp8_tc": cc >= (8, 9),
-        "tma": cc >= (9, 0),
-        "wgmma": cc == (9, 0),
-    }
+    """What the chapters ask of an NVIDIA GPU, from its compute capability: the flags of
+    :func:`widgets.capabilities.arch_features`, the rules the experiments use too (fp16 tensor cores
+    from sm_70, bf16 and tf32 from sm_80, fp8 from sm_89, TMA from sm_90, wgmma on sm_90 only)."""
+    return arch_features(arch, vendor)
 
 
 def _version(dist: str) -> Optional[str]:
