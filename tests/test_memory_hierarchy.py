@@ -442,7 +442,9 @@ def test_experiments_run_scaled_down():
     sweep = exp.measure_working_set_sweep([16 * 1024, 64 * 1024], read_per_launch_bytes=128 * 1024)
     assert [p.ws_bytes for p in sweep.points] == [16 * 1024, 64 * 1024]
     assert all(p.bytes_per_s > 0 for p in sweep.points)
-    pts = exp.measure_strided_access((1, 2), n_elems=4096)
+    strided = exp.measure_strided_access((1, 2), n_elems=4096)
+    assert isinstance(strided, exp.StridedAccess) and len(strided) == 2
+    pts = strided.points
     assert pts[0].ratio == pytest.approx(1.0)
     # Per element read, stride 2 touches twice the sectors of stride 1 (on a GPU the stride-1 run
     # reads more elements than the others, so compare per element, not per run).

@@ -13,6 +13,7 @@ from __future__ import annotations
 import html
 import os
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, Optional, TypeVar
 
 T = TypeVar("T")
@@ -45,10 +46,77 @@ def device_note() -> None:
 
 
 def reference(topic: str) -> dict:
-    """The committed H200 reference record of ``topic``."""
+    """The committed H200 reference record of ``topic`` (raw JSON; :func:`setup` gives it typed)."""
     from .experiments import harness
 
     return harness.load_reference(topic)
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What a chapter's hidden setup cell needs, from :func:`setup`.
+
+    - ``ref``: the topic's reference results, typed (``widgets.experiments.<topic>.RESULTS``
+      read by ``from_record``); ``record``: the same record as raw JSON (provenance, and the
+      ``widgets.models.*_records`` readers that take a record);
+    - ``reference_gpu``: the catalog entry of the GPU the reference was measured on (H200-SXM);
+    - ``gpu``: the catalog entry of the reader's GPU, or ``None`` (no GPU, or one the catalog
+      lacks: then the chapter says so and uses ``reference_gpu``'s figures);
+    - ``capabilities``: what the reader's device can do (``harness.capabilities()``);
+    - ``here``: one line saying where this notebook's experiments run.
+    """
+
+    topic: str
+    record: dict
+    ref: Any
+    reference_gpu: Any
+    gpu: Any
+    capabilities: Any
+    here: str
+
+    def glue(self, key: str, value: Any) -> None:
+        """Make ``value`` available to the prose as ``{glue:text}`key```` (no output in the cell)."""
+        from myst_nb import glue
+
+        glue(key, value, display=False)
+
+    def glue_all(self, values: Mapping[str, Any]) -> None:
+        """:meth:`glue` for each ``key: value`` of ``values``."""
+        for key, value in values.items():
+            self.glue(key, value)
+
+    @property
+    def provenance(self) -> str:
+        """One sentence naming where and how the reference was measured (HTML)."""
+        return provenance_line(self.record)
+
+
+def setup(topic: str) -> Setup:
+    """Everything a chapter's hidden setup cell needs for ``topic``: the reference record (raw and
+    typed), the catalog GPUs (the reference's and the reader's) and the reader's device.
+
+    >>> S = setup("memory_hierarchy")   # doctest: +SKIP
+    >>> S.ref.hbm_bandwidth.triton_copy_bytes_per_s   # doctest: +SKIP
+    """
+    import importlib
+
+    from .experiments import TOPICS, harness
+    from .hardware import catalog_name_for, get_gpu
+
+    if topic not in TOPICS:
+        raise ValueError(f"topic must be one of {', '.join(TOPICS)}; got {topic!r}")
+    module = importlib.import_module(f"widgets.experiments.{topic}")
+    record = harness.load_reference(topic)
+    ref = module.RESULTS.from_record(record["results"])
+    prov = record["provenance"]
+    ref_name = catalog_name_for(prov.get("gpu") or "") or catalog_name_for(prov.get("device") or "")
+    if ref_name is None:
+        raise ValueError(f"the {topic} reference record was measured on {prov.get('gpu')!r}, which the catalog lacks")
+    cap = harness.capabilities()
+    here_name = catalog_name_for(cap.device) if cap.gpu else None
+    here = harness.describe_run(f"the {topic.replace('_', ' ')} experiments")
+    return Setup(topic=topic, record=record, ref=ref, reference_gpu=get_gpu(ref_name),
+                 gpu=get_gpu(here_name) if here_name else None, capabilities=cap, here=here)
 
 
 def provenance_line(record: Mapping[str, Any]) -> str:

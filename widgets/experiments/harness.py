@@ -220,7 +220,7 @@ class Failed(Result):
     error: str
 
     @classmethod
-    def of(cls, exc: BaseException) -> "Failed":
+    def of(cls, exc: BaseException) -> Failed:
         return cls(f"{type(exc).__name__}: {str(exc)[:300]}")
 
 
@@ -261,11 +261,17 @@ def _from_plain(t, v, where: str):
     origin = typing.get_origin(t)
     if origin in (Union, types.UnionType):
         args = [a for a in typing.get_args(t) if a is not type(None)]
-        if isinstance(v, Mapping) and "error" in v and Failed in args:
-            return Failed.from_record(v)
-        for a in args:
-            if _is_result_type(a) and isinstance(v, Mapping):
-                return _from_plain(a, v, where)
+        results = [a for a in args if _is_result_type(a)]
+        if isinstance(v, Mapping) and results:
+            if "error" in v:  # a failed step: the result types with an ``error`` field first
+                results.sort(key=lambda a: "error" not in {f.name for f in dataclasses.fields(a)})
+            errors = []
+            for a in results:
+                try:
+                    return a.from_record(v)
+                except ValueError as exc:
+                    errors.append(str(exc))
+            raise ValueError(f"{where}: matches none of {', '.join(a.__name__ for a in results)} ({'; '.join(errors)})")
         for a in args:
             if not _is_result_type(a):
                 return _from_plain(a, v, where)

@@ -1,7 +1,9 @@
 """Memory-hierarchy experiments: HBM bandwidth, the L2-to-HBM cliff, strided access.
 
 Every ``measure_*`` function times real kernels (Triton, see ``memory_hierarchy_kernels``) on the
-current device and returns a dataclass. On a machine without a GPU the kernels run through
+current device and returns a frozen dataclass (a ``harness.Result``: ``to_record()`` writes the
+record, ``from_record()`` reads the committed one back typed; :class:`MemoryHierarchyResults` is
+the whole topic). On a machine without a GPU the kernels run through
 Triton's interpreter at small sizes: the numbers then show the method, not a GPU.
 """
 
@@ -12,7 +14,7 @@ import statistics
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Optional
 
 import torch
@@ -123,8 +125,8 @@ def _random(n: int) -> torch.Tensor:
 # --------------------------------------------------------------------------------------------
 # 1. HBM bandwidth: copy and read
 # --------------------------------------------------------------------------------------------
-@dataclass
-class BandwidthResult:
+@dataclass(frozen=True)
+class BandwidthResult(harness.Result):
     """Bandwidths [B/s] of a copy (bytes read + written) and a read-only pass over ``nbytes``."""
 
     nbytes: int
@@ -194,8 +196,8 @@ def measure_hbm_bandwidth(nbytes: Optional[int] = None, *, repeat: int = 20) -> 
 # --------------------------------------------------------------------------------------------
 # 2. Working-set sweep: the L2-to-HBM cliff
 # --------------------------------------------------------------------------------------------
-@dataclass
-class WorkingSetPoint:
+@dataclass(frozen=True)
+class WorkingSetPoint(harness.Result):
     ws_bytes: int
     bytes_read: int
     time_s: float  # median of the repeats
@@ -209,16 +211,27 @@ class WorkingSetPoint:
     def bytes_per_s(self) -> float:
         return self.bytes_read / self.time_s
 
+    def to_record(self) -> dict:
+        return {**super().to_record(), "bytes_per_s": self.bytes_per_s}  # derived, kept for readers of the JSON
 
-@dataclass
-class WorkingSetSweep:
-    points: list = field(default_factory=list)
+
+@dataclass(frozen=True)
+class FailedPoint(harness.Result):
+    """A re-read of ``ws_bytes`` that did not run, and why."""
+
+    ws_bytes: int
+    error: str
+
+
+@dataclass(frozen=True)
+class WorkingSetSweep(harness.Result):
+    points: tuple[WorkingSetPoint, ...] = ()
     l2_bytes: int = 0
     device: str = ""
     gpu_monitor: Optional[dict] = None
     # The same sizes near the L2's capacity re-read in the grid-strided order (step = number of
     # programs): how much the visiting order alone moves the rate near the cliff.
-    order_points: list = field(default_factory=list)
+    order_points: tuple[WorkingSetPoint | FailedPoint, ...] = ()
 
     def as_arrays(self):
         return [p.ws_bytes for p in self.points], [p.bytes_per_s for p in self.points]
@@ -268,7 +281,7 @@ def measure_working_set_sweep(
     largest = max(sizes)
     buf = _random(_cdiv(largest, FLOAT_BYTES * block) * block)
     partial = torch.empty(programs, device=buf.device, dtype=torch.float32)
-    sweep = WorkingSetSweep(l2_bytes=harness.l2_bytes(), device=harness.device_name())
+    l2 = harness.l2_bytes()
     iters = max(1, _cdiv(int(total), programs * block * FLOAT_BYTES))
 
     def point(ws, step=None):
@@ -289,23 +302,24 @@ def measure_working_set_sweep(
             programs,
         )
 
+    points, order_points = [], []
     with GpuMonitor() as monitor:
         for ws in sizes:
-            sweep.points.append(point(ws))
-        for ws in _near_l2(sizes, sweep.l2_bytes):
+            points.append(point(ws))
+        for ws in _near_l2(sizes, l2):
             try:  # an optional reading: never lose the sweep for it
-                sweep.order_points.append(point(ws, step=programs))
+                order_points.append(point(ws, step=programs))
             except Exception as e:  # pragma: no cover - GPU-only failure path
-                sweep.order_points.append({"ws_bytes": int(ws), "error": f"{type(e).__name__}: {e}"})
-    sweep.gpu_monitor = monitor.summary()
-    return sweep
+                order_points.append(FailedPoint(int(ws), f"{type(e).__name__}: {e}"))
+    return WorkingSetSweep(points=tuple(points), l2_bytes=l2, device=harness.device_name(),
+                           gpu_monitor=monitor.summary(), order_points=tuple(order_points))
 
 
 # --------------------------------------------------------------------------------------------
 # 3. Strided access against the sector model
 # --------------------------------------------------------------------------------------------
-@dataclass
-class StridedPoint:
+@dataclass(frozen=True)
+class StridedPoint(harness.Result):
     stride_elems: int
     n_elems: int
     time_s: float  # median of the repeats
@@ -327,9 +341,23 @@ class StridedPoint:
         return self.time_s / self.sector_model_time_s
 
 
+@dataclass(frozen=True)
+class StridedAccess(harness.Result):
+    """One strided read per stride, and the SM clock and power while they ran (None on a CPU)."""
+
+    points: tuple[StridedPoint, ...]
+    gpu_monitor: Optional[dict] = None
+
+    def __iter__(self):
+        return iter(self.points)
+
+    def __len__(self) -> int:
+        return len(self.points)
+
+
 def measure_strided_access(
     strides: Sequence[int] = (1, 2, 4, 8, 16, 32), n_elems: Optional[int] = None, *, repeat: int = 20
-) -> list:
+) -> StridedAccess:
     """Read ``n_elems`` floats with each lane stride and time each (median and spread of repeats).
 
     The points carry the *calibrated* sector model (bandwidth: this kernel's stride-1 run, in its
@@ -364,14 +392,15 @@ def measure_strided_access(
     # a few launch configurations; that configuration is then used for every stride. (The chapter
     # calibrates on experiment 1's Triton read instead; see ``memory_hierarchy_records``.)
     n_of[1] = n_of.get(1, n)
-    best = min(((t := run(1, b, w)).median_s, i, t) for i, (b, w) in enumerate(configs))
-    block, warps = configs[best[1]]
-    timings = {1: best[2]}
-    for s in strides:
-        if s not in timings:
-            timings[s] = run(s, block, warps)
+    with GpuMonitor() as monitor:
+        best = min(((t := run(1, b, w)).median_s, i, t) for i, (b, w) in enumerate(configs))
+        block, warps = configs[best[1]]
+        timings = {1: best[2]}
+        for s in strides:
+            if s not in timings:
+                timings[s] = run(s, block, warps)
     bw = model.strided_read_bytes(n_of[1], 1) / timings[1].median_s
-    return [
+    points = [
         StridedPoint(
             stride_elems=s,
             n_elems=n_of[s],
@@ -386,16 +415,7 @@ def measure_strided_access(
         )
         for s in strides
     ]
-
-
-# --------------------------------------------------------------------------------------------
-def _point_dict(p) -> dict:
-    """The raw measurement of a point; ratios and verdicts are recomputed from it, not stored
-    (see ``memory_hierarchy_records``)."""
-    d = asdict(p)
-    if hasattr(p, "bytes_per_s"):
-        d["bytes_per_s"] = p.bytes_per_s
-    return d
+    return StridedAccess(points=tuple(points), gpu_monitor=monitor.summary())
 
 
 def l2_fetch_granularity_bytes() -> Optional[int]:
@@ -411,25 +431,39 @@ def l2_fetch_granularity_bytes() -> Optional[int]:
         return None
 
 
-def run_all() -> dict:
-    """Every memory-hierarchy experiment, as a JSON-able dict (see ``python -m widgets.measure``)."""
+@dataclass(frozen=True)
+class MemoryHierarchyResults(harness.Result):
+    """The topic's record (``widgets/data/h200/memory_hierarchy.json``'s ``results``), typed.
+
+    The strided points and their monitor sit at the top level (the record's layout since the first
+    H200 run); :attr:`strided` gives them back as one :class:`StridedAccess`."""
+
+    hbm_bandwidth: BandwidthResult
+    working_set_sweep: WorkingSetSweep
+    strided_access: tuple[StridedPoint, ...]
+    strided_gpu_monitor: Optional[dict] = None
+    l2_fetch_granularity_bytes: Optional[int] = None
+
+    @property
+    def strided(self) -> StridedAccess:
+        return StridedAccess(self.strided_access, self.strided_gpu_monitor)
+
+
+RESULTS = MemoryHierarchyResults  # the topic's result type (widgets.book.setup reads the record with it)
+
+
+def run_all() -> MemoryHierarchyResults:
+    """Every memory-hierarchy experiment (see ``python -m widgets.measure``)."""
     bw = measure_hbm_bandwidth()
     sweep = measure_working_set_sweep()
-    with GpuMonitor() as monitor:
-        strided = measure_strided_access()
-    return {
-        "hbm_bandwidth": asdict(bw),
-        "working_set_sweep": {
-            "l2_bytes": sweep.l2_bytes,
-            "device": sweep.device,
-            "gpu_monitor": sweep.gpu_monitor,
-            "points": [_point_dict(p) for p in sweep.points],
-            "order_points": [p if isinstance(p, dict) else _point_dict(p) for p in sweep.order_points],
-        },
-        "strided_access": [_point_dict(p) for p in strided],
-        "strided_gpu_monitor": monitor.summary(),
-        "l2_fetch_granularity_bytes": l2_fetch_granularity_bytes(),
-    }
+    strided = measure_strided_access()
+    return MemoryHierarchyResults(
+        hbm_bandwidth=bw,
+        working_set_sweep=sweep,
+        strided_access=strided.points,
+        strided_gpu_monitor=strided.gpu_monitor,
+        l2_fetch_granularity_bytes=l2_fetch_granularity_bytes(),
+    )
 
 
 def accuracy_rows(record: dict) -> list:
