@@ -103,7 +103,9 @@ def _out(arr, scalar):
 # Roofline
 # --------------------------------------------------------------------------------------------
 def arithmetic_intensity(flop: float, bytes_moved: float) -> float:
-    """Arithmetic intensity: FLOP performed per byte moved [FLOP/B].
+    """Arithmetic intensity: FLOP performed per byte moved.
+
+    Explained in :ref:`memory_hierarchy` > Arithmetic intensity and the roofline.
 
     Parameters
     ----------
@@ -111,6 +113,16 @@ def arithmetic_intensity(flop: float, bytes_moved: float) -> float:
         Floating-point operations the kernel performs [FLOP], >= 0.
     bytes_moved : float
         Bytes that cross the memory level of interest [B], > 0.
+
+    Returns
+    -------
+    float
+        The intensity [FLOP/B].
+
+    Raises
+    ------
+    ValueError
+        If an input is not a finite number in range (``flop`` may be 0).
 
     Examples
     --------
@@ -125,9 +137,31 @@ def arithmetic_intensity(flop: float, bytes_moved: float) -> float:
 
 
 def ridge_intensity(peak_flop_per_s: float, bytes_per_s: float) -> float:
-    """The ridge point of a roofline [FLOP/B]: the intensity at which memory time equals
-    compute time. Below it a kernel is memory-bound, above it compute-bound.
+    """The ridge point of a roofline: the intensity at which memory time equals compute time.
 
+    Below it a kernel is memory-bound, above it compute-bound.
+
+    Explained in :ref:`memory_hierarchy` > Arithmetic intensity and the roofline.
+
+    Parameters
+    ----------
+    peak_flop_per_s : float
+        Compute peak (dense) [FLOP/s], > 0.
+    bytes_per_s : float
+        Bandwidth of the memory level [B/s], > 0.
+
+    Returns
+    -------
+    float
+        Ridge intensity ``peak_flop_per_s / bytes_per_s`` [FLOP/B].
+
+    Raises
+    ------
+    ValueError
+        If an input is not a positive finite number.
+
+    Examples
+    --------
     >>> round(ridge_intensity(989.4e12, 4.8e12), 1)  # H200, dense bf16
     206.1
     """
@@ -137,10 +171,31 @@ def ridge_intensity(peak_flop_per_s: float, bytes_per_s: float) -> float:
 
 
 def attainable_flop_per_s(intensity, peak_flop_per_s: float, bytes_per_s: float):
-    """Roofline: ``min(peak, intensity x bandwidth)`` [FLOP/s].
+    """The roofline: ``min(peak, intensity x bandwidth)``.
 
-    ``intensity`` may be a scalar or an array [FLOP/B], every value > 0.
+    Explained in :ref:`memory_hierarchy` > Arithmetic intensity and the roofline.
 
+    Parameters
+    ----------
+    intensity : float or array_like of float
+        Arithmetic intensity of the kernel [FLOP/B]: a number or a 1-D array, every value > 0.
+    peak_flop_per_s : float
+        Compute peak (dense) [FLOP/s], > 0.
+    bytes_per_s : float
+        Bandwidth of the memory level [B/s], > 0.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        Attainable rate [FLOP/s]: a float for a scalar ``intensity``, an array otherwise.
+
+    Raises
+    ------
+    ValueError
+        If an input is not positive and finite, or ``intensity`` is not a number or a 1-D array.
+
+    Examples
+    --------
     >>> attainable_flop_per_s(10, 989.4e12, 4.8e12)
     48000000000000.0
     """
@@ -151,8 +206,33 @@ def attainable_flop_per_s(intensity, peak_flop_per_s: float, bytes_per_s: float)
 
 
 def roofline_time_s(flop: float, bytes_moved: float, peak_flop_per_s: float, bytes_per_s: float) -> float:
-    """Lower bound on a kernel's run time [s]: the larger of compute time and memory time.
+    """Lower bound on a kernel's run time: the larger of compute time and memory time.
 
+    Explained in :ref:`memory_hierarchy` > Arithmetic intensity and the roofline.
+
+    Parameters
+    ----------
+    flop : float
+        Floating-point operations [FLOP], >= 0.
+    bytes_moved : float
+        Bytes moved through the memory level [B], >= 0.
+    peak_flop_per_s : float
+        Compute peak (dense) [FLOP/s], > 0.
+    bytes_per_s : float
+        Bandwidth of the memory level [B/s], > 0.
+
+    Returns
+    -------
+    float
+        ``max(flop / peak_flop_per_s, bytes_moved / bytes_per_s)`` [s].
+
+    Raises
+    ------
+    ValueError
+        If an input is not a finite number in range.
+
+    Examples
+    --------
     >>> round(roofline_time_s(2 * 4096**3, 3 * 2 * 4096**2, 989.4e12, 4.8e12) * 1e6, 1)  # bf16 GEMM, H200 [us]
     138.9
     """
@@ -164,13 +244,35 @@ def roofline_time_s(flop: float, bytes_moved: float, peak_flop_per_s: float, byt
 
 
 def hierarchical_attainable_flop_per_s(peak_flop_per_s: float, levels: dict) -> tuple[float, str]:
-    """Roofline over several memory levels at once.
+    """Roofline over several memory levels at once, and the level that bounds it.
 
-    ``levels`` maps a level name to ``(intensity, bytes_per_s)``: the kernel's FLOP per byte
-    moved at that level, and that level's bandwidth. The attainable rate is the minimum of the
-    compute peak and every level's ``intensity x bandwidth``; the second value returned names
-    the bound (``"compute"`` or a level name).
+    The attainable rate is the minimum of the compute peak and every level's
+    ``intensity x bandwidth``.
 
+    Explained in :ref:`memory_hierarchy` > One roofline per level.
+
+    Parameters
+    ----------
+    peak_flop_per_s : float
+        Compute peak (dense) [FLOP/s], > 0.
+    levels : dict
+        Maps a level name (str) to ``(intensity, bytes_per_s)``: the kernel's FLOP per byte moved
+        at that level [FLOP/B] and that level's bandwidth [B/s]; 1 to 64 levels.
+
+    Returns
+    -------
+    rate : float
+        Attainable rate [FLOP/s].
+    bound : str
+        ``"compute"`` or the name of the level that bounds the rate.
+
+    Raises
+    ------
+    ValueError
+        If ``levels`` is empty, not a dict of pairs, or a number is not positive.
+
+    Examples
+    --------
     >>> hierarchical_attainable_flop_per_s(100.0, {"L2": (2.0, 40.0), "HBM": (4.0, 10.0)})
     (40.0, 'HBM')
     """
@@ -202,8 +304,37 @@ def _elem_bytes(elem_bytes) -> int:
 
 
 def warp_addresses(stride_elems: int, elem_bytes: int = 4, offset_elems: int = 0) -> np.ndarray:
-    """Byte address of each lane's element: lane ``i`` reads element ``offset + i*stride``
-    of an array that starts at byte 0 (128-byte aligned)."""
+    """Byte address of each lane's element in one warp-wide load.
+
+    Lane ``i`` reads element ``offset_elems + i * stride_elems`` of an array that starts at byte 0
+    (128-byte aligned).
+
+    Explained in :ref:`memory_hierarchy` > Coalescing: what a warp's 32 addresses turn into.
+
+    Parameters
+    ----------
+    stride_elems : int
+        Distance between consecutive lanes' elements [elements], >= 0.
+    elem_bytes : int, optional
+        Width of each lane's access [B]: 1, 2, 4, 8 or 16.
+    offset_elems : int, optional
+        Element lane 0 reads [elements], >= 0.
+
+    Returns
+    -------
+    numpy.ndarray
+        32 byte addresses, one per lane [B].
+
+    Raises
+    ------
+    ValueError
+        If an input is not an integer in range or ``elem_bytes`` is not a load width.
+
+    Examples
+    --------
+    >>> warp_addresses(2)[:4].tolist()
+    [0, 8, 16, 24]
+    """
     s = _int("stride_elems", stride_elems, minimum=0, maximum=MAX_INDEX)
     e = _elem_bytes(elem_bytes)
     o = _int("offset_elems", offset_elems, minimum=0, maximum=MAX_INDEX)
@@ -213,20 +344,34 @@ def warp_addresses(stride_elems: int, elem_bytes: int = 4, offset_elems: int = 0
 def warp_load_sectors(
     stride_elems: int, elem_bytes: int = 4, offset_elems: int = 0, *, sector_bytes: int = SECTOR_BYTES
 ) -> int:
-    """Number of distinct ``sector_bytes``-byte sectors (32 by default) one warp-wide load
-    touches when lane ``i`` reads element ``offset_elems + i * stride_elems``.
+    """Number of distinct sectors one warp-wide load touches.
+
+    Lane ``i`` reads element ``offset_elems + i * stride_elems``; a sector is ``sector_bytes``
+    (32 by default, the L1/L2 unit of the CUDA Best Practices Guide).
+
+    Explained in :ref:`memory_hierarchy` > Coalescing: what a warp's 32 addresses turn into.
 
     Parameters
     ----------
     stride_elems : int
         Distance between consecutive lanes' elements [elements], >= 0 (0 = every lane reads
         the same element).
-    elem_bytes : int
+    elem_bytes : int, optional
         Width of each lane's access [B]: 1, 2, 4, 8 or 16.
-    offset_elems : int
+    offset_elems : int, optional
         Where lane 0 starts [elements], >= 0; the array starts 128-byte aligned.
-    sector_bytes : int
+    sector_bytes : int, optional
         Granularity of the memory transaction [B]; 32 for a sector, 128 for a cache line.
+
+    Returns
+    -------
+    int
+        Sectors touched [-].
+
+    Raises
+    ------
+    ValueError
+        If an input is not an integer in range or ``elem_bytes`` is not a load width.
 
     Examples
     --------
@@ -249,7 +394,34 @@ def warp_load_sectors(
 
 
 def warp_load_lines(stride_elems: int, elem_bytes: int = 4, offset_elems: int = 0) -> int:
-    """Number of distinct 128-byte cache lines one warp-wide load touches."""
+    """Number of distinct 128-byte cache lines one warp-wide load touches.
+
+    Explained in :ref:`memory_hierarchy` > Coalescing: what a warp's 32 addresses turn into.
+
+    Parameters
+    ----------
+    stride_elems : int
+        Distance between consecutive lanes' elements [elements], >= 0.
+    elem_bytes : int, optional
+        Width of each lane's access [B]: 1, 2, 4, 8 or 16.
+    offset_elems : int, optional
+        Where lane 0 starts [elements], >= 0.
+
+    Returns
+    -------
+    int
+        Cache lines touched [-].
+
+    Raises
+    ------
+    ValueError
+        If an input is not an integer in range or ``elem_bytes`` is not a load width.
+
+    Examples
+    --------
+    >>> warp_load_lines(1), warp_load_lines(32)
+    (1, 32)
+    """
     return warp_load_sectors(stride_elems, elem_bytes, offset_elems, sector_bytes=LINE_BYTES)
 
 
@@ -265,8 +437,32 @@ class Coalescing:
 
 
 def coalescing(stride_elems: int, elem_bytes: int = 4, offset_elems: int = 0) -> Coalescing:
-    """Sectors, lines and efficiency (useful bytes / bytes moved) of one warp-wide load.
+    """Sectors, lines and efficiency of one warp-wide load.
 
+    Explained in :ref:`memory_hierarchy` > Coalescing: what a warp's 32 addresses turn into.
+
+    Parameters
+    ----------
+    stride_elems : int
+        Distance between consecutive lanes' elements [elements], >= 0.
+    elem_bytes : int, optional
+        Width of each lane's access [B]: 1, 2, 4, 8 or 16.
+    offset_elems : int, optional
+        Where lane 0 starts [elements], >= 0.
+
+    Returns
+    -------
+    Coalescing
+        Sectors and lines touched, bytes requested and moved, and the efficiency
+        ``requested_bytes / moved_bytes`` in (0, 1].
+
+    Raises
+    ------
+    ValueError
+        If an input is not an integer in range or ``elem_bytes`` is not a load width.
+
+    Examples
+    --------
     >>> coalescing(2).efficiency  # every other float: half of each sector is wasted
     0.5
     """
@@ -282,12 +478,37 @@ def coalescing(stride_elems: int, elem_bytes: int = 4, offset_elems: int = 0) ->
 def strided_read_bytes(
     n_elems: int, stride_elems: int, elem_bytes: int = 4, *, granule_bytes: int = SECTOR_BYTES
 ) -> int:
-    """Bytes a grid of warps moves from memory to read ``n_elems`` elements with lane stride
-    ``stride_elems`` (warp ``w`` starts at element ``32 * w * stride``), at a transfer
-    granularity of ``granule_bytes``: 32 B sectors (the L1/L2 unit, CUDA Best Practices Guide),
-    or 64 B to model the hypothesis, fitted to the H200's strided data, that DRAM moves pairs of
-    sectors.
+    """Bytes a grid of warps moves from memory to read elements with a lane stride.
 
+    Warp ``w`` starts at element ``32 * w * stride_elems``. The transfer granularity is
+    ``granule_bytes``: 32 B sectors (the L1/L2 unit, CUDA Best Practices Guide), or 64 B to model
+    the hypothesis, fitted to the H200's strided data, that DRAM moves pairs of sectors.
+
+    Explained in :ref:`memory_hierarchy` > 3. Strided access against the sector model.
+
+    Parameters
+    ----------
+    n_elems : int
+        Elements read [elements], >= 1.
+    stride_elems : int
+        Distance between consecutive lanes' elements [elements], >= 1.
+    elem_bytes : int, optional
+        Width of each element [B]: 1, 2, 4, 8 or 16.
+    granule_bytes : int, optional
+        Transfer granularity [B], 1 to 4096.
+
+    Returns
+    -------
+    int
+        Bytes moved [B], a whole number of granules.
+
+    Raises
+    ------
+    ValueError
+        If an input is not an integer in range or ``elem_bytes`` is not a load width.
+
+    Examples
+    --------
     >>> strided_read_bytes(1024, 1)  # contiguous: exactly the useful bytes
     4096
     >>> strided_read_bytes(1024, 2)  # stride 2: twice
@@ -309,8 +530,38 @@ def strided_read_bytes(
 def strided_read_time_s(
     n_elems: int, stride_elems: int, bytes_per_s: float, elem_bytes: int = 4, *, granule_bytes: int = SECTOR_BYTES
 ) -> float:
-    """Time to read ``n_elems`` strided elements when memory moves whole granules at
-    ``bytes_per_s`` [s]."""
+    """Time to read strided elements when memory moves whole granules at a given bandwidth.
+
+    Explained in :ref:`memory_hierarchy` > 3. Strided access against the sector model.
+
+    Parameters
+    ----------
+    n_elems : int
+        Elements read [elements], >= 1.
+    stride_elems : int
+        Distance between consecutive lanes' elements [elements], >= 1.
+    bytes_per_s : float
+        Bandwidth of the memory level [B/s], > 0.
+    elem_bytes : int, optional
+        Width of each element [B]: 1, 2, 4, 8 or 16.
+    granule_bytes : int, optional
+        Transfer granularity [B], 1 to 4096.
+
+    Returns
+    -------
+    float
+        ``strided_read_bytes(...) / bytes_per_s`` [s].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
+    >>> strided_read_time_s(1024, 2, 8192.0)
+    1.0
+    """
     bw = _quantity("bytes_per_s", bytes_per_s)
     return strided_read_bytes(n_elems, stride_elems, elem_bytes, granule_bytes=granule_bytes) / bw
 
@@ -326,6 +577,30 @@ def shared_wavefronts(byte_addresses, elem_bytes: int = 4) -> int:
     same word share it (broadcast). A warp's 8-byte accesses are served a half-warp at a time,
     16-byte accesses a quarter-warp at a time, so at least 2 and 4 wavefronts. Within each
     group the pass count is the largest number of distinct words any one bank must deliver.
+
+    Explained in :ref:`memory_hierarchy` > Shared memory and bank conflicts.
+
+    Parameters
+    ----------
+    byte_addresses : sequence of int
+        The 32 lanes' byte addresses [B], each >= 0 and a multiple of ``elem_bytes``.
+    elem_bytes : int, optional
+        Width of each lane's access [B]: 1, 2, 4, 8 or 16.
+
+    Returns
+    -------
+    int
+        Wavefronts [-].
+
+    Raises
+    ------
+    ValueError
+        If there are not 32 integer addresses, one is misaligned or out of range, or ``elem_bytes`` is not a load width.
+
+    Examples
+    --------
+    >>> shared_wavefronts([4 * i for i in range(32)]), shared_wavefronts([128 * i for i in range(32)])
+    (1, 32)
     """
     e = _elem_bytes(elem_bytes)
     if isinstance(byte_addresses, (str, bytes)) or not hasattr(byte_addresses, "__len__"):
@@ -358,10 +633,32 @@ def shared_wavefronts(byte_addresses, elem_bytes: int = 4) -> int:
 
 
 def bank_conflict_wavefronts(stride_elems: int, elem_bytes: int = 4) -> int:
-    """Shared-memory wavefronts for one warp-wide access where lane ``i`` reads element
-    ``i * stride_elems`` (as Nsight Compute counts them: 1 is conflict-free for 4-byte data,
-    2 for 8-byte, 4 for 16-byte).
+    """Shared-memory wavefronts for one warp-wide access with a lane stride.
 
+    Lane ``i`` reads element ``i * stride_elems``. Counted as Nsight Compute counts them: 1 is
+    conflict-free for 4-byte data, 2 for 8-byte, 4 for 16-byte.
+
+    Explained in :ref:`memory_hierarchy` > Shared memory and bank conflicts.
+
+    Parameters
+    ----------
+    stride_elems : int
+        Distance between consecutive lanes' elements [elements], >= 0.
+    elem_bytes : int, optional
+        Width of each lane's access [B]: 1, 2, 4, 8 or 16.
+
+    Returns
+    -------
+    int
+        Wavefronts [-].
+
+    Raises
+    ------
+    ValueError
+        If an input is not an integer in range or ``elem_bytes`` is not a load width.
+
+    Examples
+    --------
     >>> bank_conflict_wavefronts(1), bank_conflict_wavefronts(2), bank_conflict_wavefronts(32)
     (1, 2, 32)
     >>> bank_conflict_wavefronts(33)  # padding a 32-wide row by one word removes the conflict
@@ -373,19 +670,67 @@ def bank_conflict_wavefronts(stride_elems: int, elem_bytes: int = 4) -> int:
 
 
 def ideal_wavefronts(elem_bytes: int = 4) -> int:
-    """The fewest wavefronts a warp-wide access of this width can take (1, 1, 1, 2, 4)."""
+    """The fewest wavefronts a warp-wide shared-memory access of this width can take.
+
+    Explained in :ref:`memory_hierarchy` > Shared memory and bank conflicts.
+
+    Parameters
+    ----------
+    elem_bytes : int, optional
+        Width of each lane's access [B]: 1, 2, 4, 8 or 16.
+
+    Returns
+    -------
+    int
+        1, 1, 1, 2 or 4 wavefronts [-].
+
+    Raises
+    ------
+    ValueError
+        If ``elem_bytes`` is not a load width.
+
+    Examples
+    --------
+    >>> [ideal_wavefronts(e) for e in (1, 2, 4, 8, 16)]
+    [1, 1, 1, 2, 4]
+    """
     e = _elem_bytes(elem_bytes)
     return max(1, (WARP_SIZE * e) // (SMEM_BANKS * SMEM_BANK_BYTES))
 
 
 def swizzled_column_wavefronts(row_elems: int = 32, column: int = 0, elem_bytes: int = 4) -> tuple[int, int]:
-    """Reading one column of a ``32 x row_elems`` shared tile: wavefronts without and with an
-    element-wise XOR swizzle (element ``(r, c)`` stored at column ``c ^ (r % row_elems)``).
+    """Wavefronts to read one column of a shared tile, without and with an element-wise XOR swizzle.
 
-    This is a software swizzle at the granularity of one element, as hand-written transposes of
-    fp32 tiles use. The hardware's (TMA) swizzle modes and CuTe's GMMA layouts permute 16-byte
-    chunks instead: see :func:`tma_swizzle_offset`.
+    The tile is ``32 x row_elems``; the swizzle stores element ``(r, c)`` at column
+    ``c ^ (r % row_elems)``. This is a software swizzle at the granularity of one element, as
+    hand-written transposes of fp32 tiles use. The hardware's (TMA) swizzle modes and CuTe's GMMA
+    layouts permute 16-byte chunks instead: see :func:`tma_swizzle_offset`.
 
+    Explained in :ref:`memory_hierarchy` > Shared memory and bank conflicts.
+
+    Parameters
+    ----------
+    row_elems : int, optional
+        Row length of the tile [elements]: a power of two >= 32.
+    column : int, optional
+        The column read [-], 0 to ``row_elems - 1``.
+    elem_bytes : int, optional
+        Width of each element [B]: 1, 2, 4, 8 or 16.
+
+    Returns
+    -------
+    plain : int
+        Wavefronts without the swizzle [-].
+    swizzled : int
+        Wavefronts with the swizzle [-].
+
+    Raises
+    ------
+    ValueError
+        If ``row_elems`` is not a power of two >= 32 or another input is out of range.
+
+    Examples
+    --------
     >>> swizzled_column_wavefronts(32)
     (32, 1)
     """
@@ -424,6 +769,27 @@ def tma_swizzle_offset(byte_offset: int, swizzle_bytes: int = 128) -> int:
     ``cute/atom/mma_traits_sm90_gmma.hpp``; CUDA C++ Programming Guide, TMA swizzle: "swizzle
     16B chunks within a 128B span"). The 16 bytes inside a chunk keep their order.
 
+    Explained in :ref:`memory_hierarchy` > Calculator: the TMA swizzle.
+
+    Parameters
+    ----------
+    byte_offset : int
+        Offset of the byte in the unswizzled tile [B], >= 0.
+    swizzle_bytes : int, optional
+        Swizzle mode [B]: 0 (none), 32, 64 or 128.
+
+    Returns
+    -------
+    int
+        Offset of the byte in the swizzled tile [B].
+
+    Raises
+    ------
+    ValueError
+        If ``byte_offset`` is not an integer in range or ``swizzle_bytes`` is not a mode.
+
+    Examples
+    --------
     >>> [tma_swizzle_offset(128 * r) for r in range(8)]  # chunk 0 of rows 0..7
     [0, 144, 288, 432, 576, 720, 864, 1008]
     >>> tma_swizzle_offset(128 + 5)  # byte 5 of that chunk stays byte 5 of the moved chunk
@@ -438,15 +804,39 @@ def tma_swizzle_offset(byte_offset: int, swizzle_bytes: int = 128) -> int:
 
 
 def tma_column_wavefronts(swizzle_bytes: int = 128, row_bytes: int | None = None, chunk: int = 0) -> int:
-    """Wavefronts for a warp in which lane ``i`` reads 16-byte chunk number ``chunk`` of row ``i``
-    of a shared tile whose rows are ``row_bytes`` wide (default: the swizzle span, 128 B without
-    swizzle), laid out by the TMA with ``swizzle_bytes`` (0 = none). This is the access pattern
-    of ``ldmatrix`` on a tile of 16-bit values. The ideal for 16-byte accesses is 4 wavefronts
-    (a quarter-warp per pass).
+    """Wavefronts for a warp reading one 16-byte chunk of each row of a TMA-swizzled tile.
 
-    The TMA requires a swizzled box's inner dimension to fit in the swizzle span
-    (``cuTensorMapEncodeTiled``), so ``row_bytes <= swizzle_bytes`` when swizzling.
+    Lane ``i`` reads chunk number ``chunk`` of row ``i`` of a shared tile whose rows are
+    ``row_bytes`` wide, laid out by the TMA with ``swizzle_bytes`` (0 = none). This is the access
+    pattern of ``ldmatrix`` on a tile of 16-bit values. The ideal for 16-byte accesses is 4
+    wavefronts (a quarter-warp per pass). The TMA requires a swizzled box's inner dimension to fit
+    in the swizzle span (``cuTensorMapEncodeTiled``), so ``row_bytes <= swizzle_bytes`` when
+    swizzling.
 
+    Explained in :ref:`memory_hierarchy` > Calculator: the TMA swizzle.
+
+    Parameters
+    ----------
+    swizzle_bytes : int, optional
+        Swizzle mode [B]: 0 (none), 32, 64 or 128.
+    row_bytes : int or None, optional
+        Row width of the tile [B], a multiple of 16 from 16 to 1024; default the swizzle span
+        (128 B without swizzle).
+    chunk : int, optional
+        The 16-byte chunk each lane reads [-], 0 to ``row_bytes / 16 - 1``.
+
+    Returns
+    -------
+    int
+        Wavefronts [-].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range, or ``row_bytes`` exceeds the swizzle span.
+
+    Examples
+    --------
     >>> [tma_column_wavefronts(0, 128), tma_column_wavefronts(128)]  # 8-way conflict, then none
     [32, 4]
     >>> [tma_column_wavefronts(0, 64), tma_column_wavefronts(64)]
@@ -467,9 +857,31 @@ def tma_column_wavefronts(swizzle_bytes: int = 128, row_bytes: int | None = None
 
 
 def smem_bytes_per_s(sms: int, clock_hz: float) -> float:
-    """Aggregate shared-memory bandwidth from first principles [B/s]:
+    """Aggregate shared-memory bandwidth from first principles.
+
     32 banks x 4 B per clock per SM x SMs x clock.
 
+    Explained in :ref:`memory_hierarchy` > The hierarchy, level by level.
+
+    Parameters
+    ----------
+    sms : int
+        Streaming multiprocessors [-], >= 1.
+    clock_hz : float
+        SM clock [Hz], > 0.
+
+    Returns
+    -------
+    float
+        Shared-memory bandwidth of the whole GPU [B/s].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
     >>> round(smem_bytes_per_s(132, 1.98e9) / 1e12, 1)  # H100/H200 SXM
     33.5
     """
@@ -482,14 +894,37 @@ def smem_bytes_per_s(sms: int, clock_hz: float) -> float:
 # Tiling
 # --------------------------------------------------------------------------------------------
 def tiled_matmul_global_bytes(m: int, n: int, k: int, tile: int, elem_bytes: int = 4) -> int:
-    """Global-memory traffic [B] of a square-tiled matmul C[m,n] = A[m,k] B[k,n] when each
-    ``tile x tile`` block of C is computed from shared-memory tiles: every A element is loaded
-    ``ceil(n/tile)`` times, every B element ``ceil(m/tile)`` times, C stored once.
+    """Global-memory traffic of a square-tiled matmul ``C[m,n] = A[m,k] B[k,n]``.
 
-    These are the bytes the SMs request from the memory system (global loads and stores), not
-    the bytes HBM delivers: the L2 serves re-reads of a tile that another thread block fetched
-    recently, so HBM traffic lies between :func:`matmul_compulsory_bytes` and this figure.
+    Each ``tile x tile`` block of C is computed from shared-memory tiles: every A element is loaded
+    ``ceil(n/tile)`` times, every B element ``ceil(m/tile)`` times, C stored once. These are the
+    bytes the SMs request from the memory system (global loads and stores), not the bytes HBM
+    delivers: the L2 serves re-reads of a tile that another thread block fetched recently, so HBM
+    traffic lies between :func:`matmul_compulsory_bytes` and this figure.
 
+    Explained in :ref:`memory_hierarchy` > Tiling: re-use what you fetched.
+
+    Parameters
+    ----------
+    m, n, k : int
+        Matrix dimensions [elements], >= 1.
+    tile : int
+        Edge of the square tile [elements], >= 1.
+    elem_bytes : int, optional
+        Bytes per element [B], 1 to 16.
+
+    Returns
+    -------
+    int
+        Bytes loaded and stored [B].
+
+    Raises
+    ------
+    ValueError
+        If an input is not an integer in range.
+
+    Examples
+    --------
     >>> tiled_matmul_global_bytes(1024, 1024, 1024, 1, 4) // 2**20  # no reuse: 2*M*N*K loads
     8196
     """
@@ -503,9 +938,31 @@ def tiled_matmul_global_bytes(m: int, n: int, k: int, tile: int, elem_bytes: int
 
 
 def matmul_compulsory_bytes(m: int, n: int, k: int, elem_bytes: int = 4) -> int:
-    """The least HBM traffic [B] of C[m,n] = A[m,k] B[k,n]: A and B read once, C written once
-    (what remains when a cache absorbs every re-read).
+    """The least HBM traffic of ``C[m,n] = A[m,k] B[k,n]``: A and B read once, C written once.
 
+    This is what remains when a cache absorbs every re-read.
+
+    Explained in :ref:`memory_hierarchy` > Tiling: re-use what you fetched.
+
+    Parameters
+    ----------
+    m, n, k : int
+        Matrix dimensions [elements], >= 1.
+    elem_bytes : int, optional
+        Bytes per element [B], 1 to 16.
+
+    Returns
+    -------
+    int
+        ``(m*k + k*n + m*n) * elem_bytes`` [B].
+
+    Raises
+    ------
+    ValueError
+        If an input is not an integer in range.
+
+    Examples
+    --------
     >>> matmul_compulsory_bytes(1024, 1024, 1024, 2) // 2**20  # three 2 MiB bf16 matrices
     6
     """
@@ -517,9 +974,39 @@ def matmul_compulsory_bytes(m: int, n: int, k: int, elem_bytes: int = 4) -> int:
 
 
 def working_set_bytes_per_s(ws_bytes, cache_bytes: float, cache_bytes_per_s: float, mem_bytes_per_s: float):
-    """Idealized bandwidth of re-reading a working set of ``ws_bytes``: a fraction
-    ``min(1, cache/ws)`` of the bytes hits the cache, the rest comes from memory; time per
-    byte is the weighted sum of the two levels' times per byte."""
+    """Idealized bandwidth of re-reading a working set that partly fits a cache.
+
+    A fraction ``min(1, cache_bytes / ws_bytes)`` of the bytes hits the cache, the rest comes from
+    memory; the time per byte is the weighted sum of the two levels' times per byte.
+
+    Explained in :ref:`memory_hierarchy` > 2. The L2-to-HBM cliff.
+
+    Parameters
+    ----------
+    ws_bytes : float or array_like of float
+        Working-set size [B]: a number or a 1-D array, every value > 0.
+    cache_bytes : float
+        Cache capacity [B], > 0.
+    cache_bytes_per_s : float
+        Bandwidth when the bytes come from the cache [B/s], > 0.
+    mem_bytes_per_s : float
+        Bandwidth when they come from memory [B/s], > 0.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        Effective bandwidth [B/s]: a float for a scalar ``ws_bytes``, an array otherwise.
+
+    Raises
+    ------
+    ValueError
+        If an input is not positive and finite.
+
+    Examples
+    --------
+    >>> working_set_bytes_per_s(2.0, 1.0, 10.0, 1.0)  # half from each level
+    1.8181818181818181
+    """
     ws, scalar = _positive_array("ws_bytes", ws_bytes)
     c = _quantity("cache_bytes", cache_bytes)
     cb = _quantity("cache_bytes_per_s", cache_bytes_per_s)
@@ -529,9 +1016,35 @@ def working_set_bytes_per_s(ws_bytes, cache_bytes: float, cache_bytes_per_s: flo
 
 
 def bank_loads(stride_elems: int, elem_bytes: int = 4) -> np.ndarray:
-    """Distinct 4-byte words each of the 32 banks must deliver for one warp-wide access where
-    lane ``i`` reads element ``i * stride_elems`` (summed over the warp's half- or quarter-warp
-    groups for 8- and 16-byte accesses)."""
+    """Distinct 4-byte words each of the 32 banks must deliver for one warp-wide strided access.
+
+    Lane ``i`` reads element ``i * stride_elems``; for 8- and 16-byte accesses the words are summed
+    over the warp's half- or quarter-warp groups.
+
+    Explained in :ref:`memory_hierarchy` > Shared memory and bank conflicts.
+
+    Parameters
+    ----------
+    stride_elems : int
+        Distance between consecutive lanes' elements [elements], >= 0.
+    elem_bytes : int, optional
+        Width of each lane's access [B]: 1, 2, 4, 8 or 16.
+
+    Returns
+    -------
+    numpy.ndarray
+        32 counts of words, one per bank [-].
+
+    Raises
+    ------
+    ValueError
+        If an input is not an integer in range or ``elem_bytes`` is not a load width.
+
+    Examples
+    --------
+    >>> bank_loads(32)[:3].tolist()  # every lane in bank 0
+    [32, 0, 0]
+    """
     s = _int("stride_elems", stride_elems, minimum=0, maximum=MAX_INDEX)
     e = _elem_bytes(elem_bytes)
     words = set()
@@ -545,7 +1058,34 @@ def bank_loads(stride_elems: int, elem_bytes: int = 4) -> np.ndarray:
 
 
 def sector_usage(stride_elems: int, elem_bytes: int = 4, offset_elems: int = 0) -> dict:
-    """Useful bytes in each 32-byte sector one warp-wide load touches: ``{sector: bytes}``."""
+    """Useful bytes in each 32-byte sector one warp-wide load touches.
+
+    Explained in :ref:`memory_hierarchy` > Coalescing: what a warp's 32 addresses turn into.
+
+    Parameters
+    ----------
+    stride_elems : int
+        Distance between consecutive lanes' elements [elements], >= 0.
+    elem_bytes : int, optional
+        Width of each lane's access [B]: 1, 2, 4, 8 or 16.
+    offset_elems : int, optional
+        Where lane 0 starts [elements], >= 0.
+
+    Returns
+    -------
+    dict
+        ``{sector index: useful bytes [B]}``, in sector order.
+
+    Raises
+    ------
+    ValueError
+        If an input is not an integer in range or ``elem_bytes`` is not a load width.
+
+    Examples
+    --------
+    >>> sector_usage(2)[0]  # every other float: 16 of 32 bytes used
+    16
+    """
     addr = warp_addresses(stride_elems, elem_bytes, offset_elems)
     e = int(elem_bytes)
     used: dict[int, set] = {}
@@ -574,8 +1114,33 @@ class RooflinePoint:
 
 
 def roofline_point(gpu: str, dtype: str, intensity: float) -> RooflinePoint:
-    """The HBM roofline of catalog GPU ``gpu`` for ``dtype`` (dense peak) at ``intensity``.
+    """Where a kernel of a given intensity sits on a catalog GPU's HBM roofline for one dtype.
 
+    The peak is the dense peak of :mod:`widgets.hardware`'s record of ``gpu``.
+
+    Explained in :ref:`memory_hierarchy` > Arithmetic intensity and the roofline.
+
+    Parameters
+    ----------
+    gpu : str
+        A catalog GPU name (``widgets.hardware.gpu_names()``), case-insensitive.
+    dtype : str
+        A dtype with a peak for that GPU, e.g. ``"bf16"``.
+    intensity : float
+        Arithmetic intensity of the kernel [FLOP/B], > 0.
+
+    Returns
+    -------
+    RooflinePoint
+        Peak, bandwidth, ridge, attainable rate and the bound (``"memory"`` or ``"compute"``).
+
+    Raises
+    ------
+    ValueError
+        If ``gpu`` or ``dtype`` is unknown or ``intensity`` is not positive.
+
+    Examples
+    --------
     >>> p = roofline_point("H200-SXM", "bf16", 10)
     >>> p.bound, round(p.ridge_intensity)
     ('memory', 206)
