@@ -22,7 +22,9 @@ import torch
 from ..models import memory_hierarchy as model
 from ..units import GiB, KiB, MiB
 from . import harness
+from .memory_hierarchy_fusion import FusionResult, measure_fusion
 from .memory_hierarchy_kernels import copy_kernel, read_kernel, reread_kernel, strided_read_kernel
+from .memory_hierarchy_transpose import TransposeResult, measure_transpose
 
 FLOAT_BYTES = 4
 
@@ -443,6 +445,8 @@ class MemoryHierarchyResults(harness.Result):
     strided_access: tuple[StridedPoint, ...]
     strided_gpu_monitor: Optional[dict] = None
     l2_fetch_granularity_bytes: Optional[int] = None
+    fusion: FusionResult | harness.Failed | None = None  # memory_hierarchy_fusion (kernel fusion)
+    transpose: TransposeResult | harness.Failed | None = None  # memory_hierarchy_transpose
 
     @property
     def strided(self) -> StridedAccess:
@@ -463,11 +467,15 @@ def run_all() -> MemoryHierarchyResults:
         strided_access=strided.points,
         strided_gpu_monitor=strided.gpu_monitor,
         l2_fetch_granularity_bytes=l2_fetch_granularity_bytes(),
+        fusion=harness.attempt(measure_fusion),
+        transpose=harness.attempt(measure_transpose),
     )
 
 
 def accuracy_rows(record: dict) -> list:
     """The chapter's comparisons, recomputed from ``record`` (see ``memory_hierarchy_records``)."""
     from ..models.memory_hierarchy_records import accuracy_rows as rows
+    from .memory_hierarchy_fusion import accuracy_rows as fusion_rows
+    from .memory_hierarchy_transpose import accuracy_rows as transpose_rows
 
-    return rows(record)
+    return rows(record) + fusion_rows(record) + transpose_rows(record)

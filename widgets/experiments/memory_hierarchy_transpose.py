@@ -1,0 +1,279 @@
+"""The matrix transpose, measured: naive, shared-memory tiled, and tiled with padding (32 x 33).
+
+numba-cuda kernels with explicit thread indices (the chapter shows them with ``literalinclude``),
+after NVIDIA's transpose example: 32 x 32 tiles, thread blocks of 32 x 8 threads, each thread
+moving four elements. A copy kernel with the same tiles and launch is the baseline: effective
+bandwidth = (bytes read + bytes written) / time, as NVIDIA's example reports it.
+
+On a machine without a GPU the kernels run in numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``,
+set here before ``numba.cuda`` is imported) on a tiny matrix: the simulator runs every thread as
+a Python thread and has no banks or sectors, so it checks the kernels' results, not their speed.
+Every GPU step fails soft: a failure is recorded as :class:`harness.Failed` with its reason.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Optional, Union
+
+import torch
+
+from .. import _check
+from ..accuracy import Row
+from ..models import memory_hierarchy as model
+from . import harness
+
+SIMULATED = not torch.cuda.is_available()
+if SIMULATED:
+    os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
+
+import numpy as np  # noqa: E402
+
+if not hasattr(np, "row_stack"):  # numba-cuda's fp16 bindings call np.row_stack (removed in NumPy 2.5)
+    np.row_stack = np.vstack
+
+from numba import cuda, float32  # noqa: E402
+
+TOPIC = "memory_hierarchy"
+TILE = 32  # tile edge: a warp covers one tile row
+BLOCK_ROWS = 8  # a block of 32 x 8 threads moves a 32 x 32 tile, four elements per thread
+FLOAT_BYTES = 4
+KINDS = ("copy", "naive", "tiled", "padded")
+GPU_N = 16384  # 1 GiB of fp32 per matrix: far beyond the L2
+CPU_N = 64  # the simulator runs each thread as a Python thread
+SPACER_CYCLES = 2_000_000  # ~1 ms GPU sleep before each timed launch: hides numba's host-side launch work
+
+
+@cuda.jit
+def copy_kernel(src, dst):
+    """The baseline: the same tiles and threads as the transposes, both accesses coalesced."""
+    x = cuda.blockIdx.x * TILE + cuda.threadIdx.x
+    y = cuda.blockIdx.y * TILE + cuda.threadIdx.y
+    for j in range(0, TILE, BLOCK_ROWS):
+        dst[y + j, x] = src[y + j, x]
+
+
+@cuda.jit
+def transpose_naive_kernel(src, dst):
+    """dst[x, y] = src[y, x]: a warp reads 32 neighbours of a row (coalesced) and writes them
+    down a column of dst, n elements apart: one 32-byte sector per lane."""
+    x = cuda.blockIdx.x * TILE + cuda.threadIdx.x
+    y = cuda.blockIdx.y * TILE + cuda.threadIdx.y
+    for j in range(0, TILE, BLOCK_ROWS):
+        dst[x, y + j] = src[y + j, x]
+
+
+@cuda.jit
+def transpose_tiled_kernel(src, dst):
+    """Stage a 32 x 32 tile in shared memory: read rows of src, write rows of dst (both
+    coalesced); the transposition happens in shared memory, where a warp reads a tile COLUMN:
+    32 lanes 32 words apart, all in one bank (a 32-way conflict)."""
+    tile = cuda.shared.array((TILE, TILE), float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    x = cuda.blockIdx.x * TILE + tx
+    y = cuda.blockIdx.y * TILE + ty
+    for j in range(0, TILE, BLOCK_ROWS):
+        tile[ty + j, tx] = src[y + j, x]
+    cuda.syncthreads()
+    x = cuda.blockIdx.y * TILE + tx  # the block's tile lands at the mirrored position
+    y = cuda.blockIdx.x * TILE + ty
+    for j in range(0, TILE, BLOCK_ROWS):
+        dst[y + j, x] = tile[tx, ty + j]
+
+
+@cuda.jit
+def transpose_padded_kernel(src, dst):
+    """The tiled transpose with rows of 33 words: a column's 32 words fall in 32 banks."""
+    tile = cuda.shared.array((TILE, TILE + 1), float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    x = cuda.blockIdx.x * TILE + tx
+    y = cuda.blockIdx.y * TILE + ty
+    for j in range(0, TILE, BLOCK_ROWS):
+        tile[ty + j, tx] = src[y + j, x]
+    cuda.syncthreads()
+    x = cuda.blockIdx.y * TILE + tx
+    y = cuda.blockIdx.x * TILE + ty
+    for j in range(0, TILE, BLOCK_ROWS):
+        dst[y + j, x] = tile[tx, ty + j]
+
+
+KERNELS = {
+    "copy": copy_kernel,
+    "naive": transpose_naive_kernel,
+    "tiled": transpose_tiled_kernel,
+    "padded": transpose_padded_kernel,
+}
+
+
+def _err(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
+
+
+def _device_array(t: torch.Tensor):
+    """A torch tensor as a numba argument: a zero-copy device view on a GPU, NumPy in the simulator."""
+    return t.numpy() if SIMULATED else cuda.as_cuda_array(t.detach())
+
+
+def _spacer():
+    """``setup`` for ``harness.time_fn``: a GPU sleep enqueued before the start event, so numba's
+    host-side launch preparation overlaps it and the events time the kernel alone; or None (and
+    why) where that is not available."""
+    if SIMULATED:
+        return None, "simulator: host clock around each call"
+    try:
+        torch.cuda._sleep(1000)
+        torch.cuda.synchronize()
+    except Exception as exc:  # noqa: BLE001
+        return None, f"torch.cuda._sleep unavailable ({_err(exc)}): launch preparation inside the events"
+    return (lambda: torch.cuda._sleep(SPACER_CYCLES)), None
+
+
+@dataclass(frozen=True)
+class TransposeKernel(harness.Result):
+    """One kernel's time [s] (median and spread of ``repeat`` launches) and whether its result was right."""
+
+    median_s: float
+    min_s: float
+    max_s: float
+    repeat: int
+    correct: bool
+
+
+@dataclass(frozen=True)
+class TransposeResult(harness.Result):
+    """The four kernels on one ``n x n`` fp32 matrix (a :class:`harness.Failed` for one that failed)."""
+
+    n: int
+    elem_bytes: int
+    device: str
+    simulated: bool
+    timing_note: str
+    kernels: dict[str, Union[TransposeKernel, harness.Failed]]
+    tile: int = TILE
+    block_rows: int = BLOCK_ROWS
+
+
+def _time_kernel(kind: str, s, d, grid, block, spacer, repeat: int, src, dst, expected) -> TransposeKernel:
+    import warnings
+
+    kern = KERNELS[kind][grid, block]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # numba's low-occupancy warnings in the simulator
+        t = harness.time_fn(lambda: kern(s, d), repeat=repeat, setup=spacer)
+        harness.synchronize()
+    want = src if kind == "copy" else expected
+    return TransposeKernel(t.median_s, t.min_s, t.max_s, t.repeat, bool(torch.equal(dst, want)))
+
+
+def measure_transpose(n: Optional[int] = None, kinds: Sequence[str] = KINDS, *, repeat: int = 10) -> TransposeResult:
+    """Time each kernel on an ``n x n`` fp32 matrix (default 16384 on a GPU, 64 in the simulator)
+    and check its result against ``torch``'s transpose; a kernel that fails is recorded as
+    :class:`harness.Failed` with its error."""
+    if n is None:
+        n = GPU_N if not SIMULATED else CPU_N
+        if not SIMULATED:  # two matrices, at most 20 % of free memory
+            while n > 1024 and 2 * n * n * FLOAT_BYTES > 0.2 * harness.free_device_bytes():
+                n //= 2
+    n = _check.integer("n", n, minimum=TILE, maximum=2**16)
+    if n % TILE:
+        raise ValueError(f"n must be a multiple of {TILE}, got {n!r}")
+    bad = [k for k in kinds if k not in KERNELS]
+    if bad:
+        raise ValueError(f"kinds must be among {', '.join(KINDS)}, got {bad!r}")
+    dev = harness.device()
+    gen = torch.Generator(device=dev).manual_seed(0)
+    src = torch.rand((n, n), generator=gen, device=dev)
+    dst = torch.empty_like(src)
+    s, d = _device_array(src), _device_array(dst)
+    spacer, spacer_note = _spacer()
+    grid, block = (n // TILE, n // TILE), (TILE, BLOCK_ROWS)
+    expected = src.t().contiguous()
+    kernels = {
+        kind: harness.attempt(_time_kernel, kind, s, d, grid, block, spacer, repeat, src, dst, expected)
+        for kind in kinds
+    }
+    note = spacer_note or f"a {SPACER_CYCLES:,}-cycle GPU sleep before each timed launch hides the launch's host work"
+    return TransposeResult(n, FLOAT_BYTES, harness.device_name(), SIMULATED, note, kernels)
+
+
+# --------------------------------------------------------------------------------------------
+# Reading a record: every ratio recomputed from the raw times and today's model
+# --------------------------------------------------------------------------------------------
+def transpose_result(record: Mapping) -> Optional[TransposeResult]:
+    """The record's transpose results, typed, or None when it has none (older records) or they failed."""
+    results = record.get("results") if isinstance(record, Mapping) else None
+    t = results.get("transpose") if isinstance(results, Mapping) else None
+    if not isinstance(t, Mapping) or "error" in t:
+        return None
+    r = TransposeResult.from_record(t)
+    return r if r.kernels else None
+
+
+def _time(entry: Any) -> Optional[float]:
+    if isinstance(entry, TransposeKernel) and entry.correct:
+        v = entry.median_s
+        if isinstance(v, (int, float)) and math.isfinite(v) and v > 0:
+            return float(v)
+    return None
+
+
+def transpose_rows(record: Mapping, hbm_bytes_per_s: float, l2_bytes_per_s: float, sms: int, clock_hz: float) -> list[dict]:
+    """One dict per kernel: measured time [s] and effective bandwidth [B/s], the model's cost at
+    the given bandwidths and clock, and both as fractions of the copy's."""
+    t = transpose_result(record)
+    if t is None:
+        return []
+    n = t.n
+    moved = 2 * n * n * t.elem_bytes
+    copy_model = model.transpose_cost(n, "copy", hbm_bytes_per_s, l2_bytes_per_s, sms, clock_hz)
+    copy_t = _time(t.kernels.get("copy"))
+    rows = []
+    for kind in KINDS:
+        entry = t.kernels.get(kind)
+        if entry is None:
+            continue
+        c = model.transpose_cost(n, kind, hbm_bytes_per_s, l2_bytes_per_s, sms, clock_hz)
+        m = _time(entry)
+        rows.append({
+            "kind": kind, "n": n, "time_s": m, "bytes_per_s": moved / m if m else None,
+            "error": entry.error if isinstance(entry, harness.Failed) else None,
+            "correct": entry.correct if isinstance(entry, TransposeKernel) else None,
+            "model_s": c.time_s, "model_bound": c.bound, "l2_bytes": c.l2_bytes, "smem_wavefronts": c.smem_wavefronts,
+            "model_vs_copy": c.time_s / copy_model.time_s,
+            "measured_vs_copy": m / copy_t if m and copy_t else None,
+        })
+    return rows
+
+
+def accuracy_rows(record: Mapping) -> list[Row]:
+    """Each transpose's time relative to the copy's, predicted by the per-level model, labelled
+    **calibrated**: the model's HBM and L2 bandwidths are this record's Triton copy and L2 plateau
+    (experiments 1 and 2, different micro-benchmarks), its SM count and clock the record's
+    provenance (NVML's clock). Falsified if a kernel's time over the copy's is off by more than the
+    tolerance (e.g. the naive kernel limited by something other than L2 sectors)."""
+    t = transpose_result(record)
+    if t is None:
+        return []
+    from ..models.memory_hierarchy_records import bandwidths, device_of, l2_plateau_and_hbm_level
+
+    try:
+        hbm = bandwidths(record)["Triton copy (read + write)"]
+        l2 = l2_plateau_and_hbm_level(record)[0]
+        prov = record.get("provenance", {})
+        sms = int(prov["sms"])
+        clock = float((prov.get("clock_power") or {}).get("max_sm_clock_hz") or 0)
+        if not clock:
+            return []
+    except Exception:  # noqa: BLE001 - a record without these: no calibrated rows
+        return []
+    out = []
+    for r in transpose_rows(record, hbm, l2, sms, clock):
+        if r["kind"] == "copy" or r["measured_vs_copy"] is None:
+            continue
+        out.append(Row(TOPIC, f"Transpose {r['n']}x{r['n']} fp32, {r['kind']}: time / copy's time",
+                       f"max(HBM, L2 sectors, shared wavefronts); bound: {r['model_bound']}",
+                       r["model_vs_copy"], r["measured_vs_copy"], "x", "calibrated", device_of(record)))
+    return out
