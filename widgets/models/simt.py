@@ -154,8 +154,30 @@ def _finite(value: float, names: str) -> float:
 
 
 def arch_limits(arch: str = "sm_90") -> ArchLimits:
-    """The per-SM limits of ``arch`` (one of ``"sm_80"``, ``"sm_86"``, ``"sm_89"``, ``"sm_90"``).
+    """The per-SM limits of one compute capability, as the catalog holds them.
 
+    Explained in :ref:`simt` > Occupancy: how many warps fit.
+
+    Parameters
+    ----------
+    arch : str, optional
+        A compute capability of the catalog (``widgets.hardware.ARCHS``): ``"sm_75"`` (T4),
+        ``"sm_80"`` (A100), ``"sm_86"``, ``"sm_89"`` (L4, RTX 4090), ``"sm_90"`` (H100, H200),
+        ``"sm_100"`` (B200) or ``"sm_120"`` (RTX 5090).
+
+    Returns
+    -------
+    ArchLimits
+        Warp, block, register and shared-memory limits of one SM and their allocation
+        granularities, each with its source (``widgets.hardware.Arch``).
+
+    Raises
+    ------
+    ValueError
+        If ``arch`` is not in the catalog.
+
+    Examples
+    --------
     >>> arch_limits("sm_90").max_warps_per_sm
     64
     """
@@ -247,23 +269,29 @@ def occupancy(
     *,
     smem_carveout_percent: int = 100,
 ) -> Occupancy:
-    """Resident blocks and warps per SM for a kernel launch, as CUDA's occupancy calculator
-    (``cudaOccMaxActiveBlocksPerMultiprocessor`` in ``cuda_occupancy.h``) computes them.
+    """Resident blocks and warps per SM for a kernel launch, as CUDA's occupancy calculator computes them.
+
+    The calculator is ``cudaOccMaxActiveBlocksPerMultiprocessor`` in ``cuda_occupancy.h``; this
+    model reproduces it rule for rule.
+
+    Explained in :ref:`simt` > Occupancy: how many warps fit.
 
     Parameters
     ----------
     threads_per_block : int
-        Threads in one block, >= 1. More than 1024 cannot launch (0 blocks, limiter ``"warps"``).
+        Threads in one block [-], >= 1. More than 1024 cannot launch (0 blocks, limiter ``"warps"``).
     regs_per_thread : int
-        Registers per thread as compiled (``ptxas -v``, ``cudaFuncAttributes.numRegs``), >= 1.
+        Registers per thread as compiled (``ptxas -v``, ``cudaFuncAttributes.numRegs``) [-], >= 1.
         More than 255 cannot launch (0 blocks, limiter ``"registers"``).
-    smem_per_block_bytes : int
+    smem_per_block_bytes : int, optional
         Shared memory per block, static plus dynamic [B], >= 0, not counting the 1 KiB the driver
         reserves per block (added here). More than the opt-in limit cannot launch (0 blocks,
         limiter ``"shared_memory"``).
-    arch : str
-        ``"sm_80"`` (A100), ``"sm_86"``, ``"sm_89"`` (L4, RTX 4090) or ``"sm_90"`` (H100, H200).
-    smem_carveout_percent : int
+    arch : str, optional
+        A compute capability of the catalog (``widgets.hardware.ARCHS``): ``"sm_75"`` (T4),
+        ``"sm_80"`` (A100), ``"sm_86"``, ``"sm_89"`` (L4, RTX 4090), ``"sm_90"`` (H100, H200),
+        ``"sm_100"`` (B200) or ``"sm_120"`` (RTX 5090).
+    smem_carveout_percent : int, optional
         Preferred shared-memory carve-out of the unified L1/shared memory [%], 0..100; 100
         (the default) asks for the most shared memory, like ``cudaSharedmemCarveoutMaxShared``.
 
@@ -272,6 +300,11 @@ def occupancy(
     Occupancy
         ``blocks_per_sm``, ``warps_per_sm``, ``occupancy`` (fraction of the SM's warp slots),
         ``limiter`` and the limit of every resource.
+
+    Raises
+    ------
+    ValueError
+        If an input is not an integer in range or ``arch`` is not in the catalog.
 
     Examples
     --------
@@ -329,9 +362,41 @@ MAX_SWEEP = 100_000  # values per sweep: a calculator's curve, never an unbounde
 
 def occupancy_sweep(parameter: str, values: Sequence[int], *, threads_per_block: int = 256, regs_per_thread: int = 32,
                     smem_per_block_bytes: int = 0, arch: str = "sm_90") -> list:
-    """``occupancy(...)`` for each value of one input, the others held fixed: the curves of
-    NVIDIA's occupancy calculator.
+    """:func:`occupancy` for each value of one input, the others held fixed.
 
+    These are the curves of NVIDIA's occupancy calculator.
+
+    Explained in :ref:`simt` > Calculator: occupancy.
+
+    Parameters
+    ----------
+    parameter : str
+        The input swept: ``"threads_per_block"``, ``"regs_per_thread"`` or ``"smem_per_block_bytes"``.
+    values : sequence of int
+        Its values [-] (threads or registers) or [B] (shared memory), 1 to 100,000 of them.
+    threads_per_block : int, optional
+        Threads per block when not swept [-].
+    regs_per_thread : int, optional
+        Registers per thread when not swept [-].
+    smem_per_block_bytes : int, optional
+        Shared memory per block when not swept [B].
+    arch : str, optional
+        A compute capability of the catalog (``widgets.hardware.ARCHS``): ``"sm_75"`` (T4),
+        ``"sm_80"`` (A100), ``"sm_86"``, ``"sm_89"`` (L4, RTX 4090), ``"sm_90"`` (H100, H200),
+        ``"sm_100"`` (B200) or ``"sm_120"`` (RTX 5090).
+
+    Returns
+    -------
+    list of Occupancy
+        One result per value, in order.
+
+    Raises
+    ------
+    ValueError
+        If ``parameter`` is not sweepable, ``values`` is empty or too long, or any input is out of range.
+
+    Examples
+    --------
     >>> [o.blocks_per_sm for o in occupancy_sweep("regs_per_thread", [32, 64, 128])]
     [8, 4, 2]
     """
@@ -349,9 +414,33 @@ def occupancy_sweep(parameter: str, values: Sequence[int], *, threads_per_block:
 
 
 def max_regs_per_thread_for(threads_per_block: int, blocks_per_sm: int, arch: str = "sm_90") -> int:
-    """The most registers per thread that still lets ``blocks_per_sm`` blocks of
-    ``threads_per_block`` threads reside on one SM (0 if no register count does).
+    """The most registers per thread that still let a number of blocks reside on one SM.
 
+    Explained in :ref:`simt` > Occupancy: how many warps fit.
+
+    Parameters
+    ----------
+    threads_per_block : int
+        Threads in one block [-], >= 1.
+    blocks_per_sm : int
+        Blocks that must fit on one SM [-], >= 1.
+    arch : str, optional
+        A compute capability of the catalog (``widgets.hardware.ARCHS``): ``"sm_75"`` (T4),
+        ``"sm_80"`` (A100), ``"sm_86"``, ``"sm_89"`` (L4, RTX 4090), ``"sm_90"`` (H100, H200),
+        ``"sm_100"`` (B200) or ``"sm_120"`` (RTX 5090).
+
+    Returns
+    -------
+    int
+        Registers per thread [-]; 0 if no register count lets that many blocks reside.
+
+    Raises
+    ------
+    ValueError
+        If an input is not an integer in range or ``arch`` is not in the catalog.
+
+    Examples
+    --------
     >>> max_regs_per_thread_for(256, 8)  # full occupancy on an H100/H200 with 256-thread blocks
     32
     """
@@ -366,9 +455,33 @@ def max_regs_per_thread_for(threads_per_block: int, blocks_per_sm: int, arch: st
 
 
 def smem_per_block_for(blocks_per_sm: int, arch: str = "sm_90") -> int:
-    """The most shared memory per block [B] that still lets ``blocks_per_sm`` blocks share one
-    SM (at the largest carve-out): the way to *lower* occupancy on purpose.
+    """The most shared memory per block that still lets a number of blocks share one SM.
 
+    Computed at the largest carve-out; this is the way to *lower* occupancy on purpose.
+
+    Explained in :ref:`simt` > Occupancy: how many warps fit.
+
+    Parameters
+    ----------
+    blocks_per_sm : int
+        Blocks that must fit on one SM [-], 1 to the architecture's block limit.
+    arch : str, optional
+        A compute capability of the catalog (``widgets.hardware.ARCHS``): ``"sm_75"`` (T4),
+        ``"sm_80"`` (A100), ``"sm_86"``, ``"sm_89"`` (L4, RTX 4090), ``"sm_90"`` (H100, H200),
+        ``"sm_100"`` (B200) or ``"sm_120"`` (RTX 5090).
+
+    Returns
+    -------
+    int
+        Shared memory per block, static plus dynamic [B].
+
+    Raises
+    ------
+    ValueError
+        If ``blocks_per_sm`` is out of range or ``arch`` is not in the catalog.
+
+    Examples
+    --------
     >>> s = smem_per_block_for(4)
     >>> s, occupancy(128, 32, s).blocks_per_sm, occupancy(128, 32, s + 1).blocks_per_sm
     (57344, 4, 3)
@@ -410,12 +523,25 @@ def _sequence(name: str, value, check) -> tuple:
 def warp_divergence(lanes_per_path: Sequence[int], cost_per_path: Sequence[float]) -> Divergence:
     """Cost of a divergent branch in one warp (SIMT: a warp issues one path at a time).
 
+    Explained in :ref:`simt` > SIMT and branch divergence.
+
     Parameters
     ----------
     lanes_per_path : sequence of int
-        Lanes of the warp on each path, each >= 0, summing to at most 32 (fewer = inactive lanes).
+        Lanes of the warp on each path [-], each >= 0, summing to 1..32 (fewer = inactive lanes).
     cost_per_path : sequence of float
-        Time each path takes when a warp runs it, each > 0, in any unit.
+        Time each path takes when a warp runs it, each > 0, in any unit [cycles, instructions or s].
+
+    Returns
+    -------
+    Divergence
+        Paths taken, the warp's serialized time and the ideal time (in the unit of
+        ``cost_per_path``), the slowdown and the SIMT efficiency.
+
+    Raises
+    ------
+    ValueError
+        If the sequences differ in length, a value is out of range or more than 32 lanes are given.
 
     Examples
     --------
@@ -442,8 +568,27 @@ def warp_divergence(lanes_per_path: Sequence[int], cost_per_path: Sequence[float
 
 
 def lanes_round_robin(n_paths: int) -> tuple:
-    """Lanes per path when lane ``i`` takes path ``i % n_paths`` (``n_paths`` in 1..32).
+    """Lanes per path when lane ``i`` of a warp takes path ``i % n_paths``.
 
+    Explained in :ref:`simt` > SIMT and branch divergence.
+
+    Parameters
+    ----------
+    n_paths : int
+        Paths [-], 1 to 32.
+
+    Returns
+    -------
+    tuple of int
+        Lanes on each path [-], summing to 32.
+
+    Raises
+    ------
+    ValueError
+        If ``n_paths`` is not an integer in 1..32.
+
+    Examples
+    --------
     >>> lanes_round_robin(3)
     (11, 11, 10)
     """
@@ -452,9 +597,36 @@ def lanes_round_robin(n_paths: int) -> tuple:
 
 
 def random_branch_time(p_taken: float, cost_taken: float, cost_not_taken: float, lanes: int = WARP_SIZE) -> float:
-    """Expected time of an ``if/else`` whose condition is true in each lane independently with
-    probability ``p_taken``: each side runs unless no lane needs it.
+    """Expected time of an ``if/else`` whose condition is true in each lane independently.
 
+    Each side runs unless no lane needs it:
+    ``cost_taken x (1 - (1-p)^lanes) + cost_not_taken x (1 - p^lanes)``.
+
+    Explained in :ref:`simt` > SIMT and branch divergence.
+
+    Parameters
+    ----------
+    p_taken : float
+        Probability that the condition is true in one lane [-], 0..1.
+    cost_taken : float
+        Time of the ``if`` side, > 0, in any unit [cycles, instructions or s].
+    cost_not_taken : float
+        Time of the ``else`` side, > 0, in the same unit [cycles, instructions or s].
+    lanes : int, optional
+        Active lanes of the warp [-], 1..32.
+
+    Returns
+    -------
+    float
+        Expected time of the branch, in the unit of the costs [cycles, instructions or s].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
     >>> round(random_branch_time(0.5, 10, 10), 6)  # both sides almost always run
     20.0
     >>> random_branch_time(0.0, 10, 10)
@@ -471,22 +643,33 @@ MAX_PATHS = 1 << 20  # a bound on path counts (a warp has 32 lanes; kernels loop
 
 
 def divergent_kernel_time_s(paths_taken: int, path_s: float, fixed_s: float = 0.0) -> float:
-    """Time of a kernel whose warps each issue ``paths_taken`` equally long paths one after
-    another, plus a part that does not depend on the paths (the kernel's set-up and stores, and the
-    host's launch preparation too when it falls inside the timing window):
-    ``fixed_s + paths_taken x path_s`` [s].
+    """Time of a kernel whose warps each issue several equally long paths one after another.
 
-    Divergence multiplies only the per-path work. A kernel timed as ``t1`` with one path is
-    ``fixed_s + path_s``; with ``n`` paths it takes ``n x t1`` only when ``fixed_s`` is 0.
+    ``fixed_s + paths_taken x path_s``: the fixed part does not depend on the paths (the kernel's
+    set-up and stores, and the host's launch preparation too when it falls inside the timing
+    window). Divergence multiplies only the per-path work: a kernel timed as ``t1`` with one path
+    is ``fixed_s + path_s``; with ``n`` paths it takes ``n x t1`` only when ``fixed_s`` is 0.
+
+    Explained in :ref:`simt` > 2. Divergence.
 
     Parameters
     ----------
     paths_taken : int
-        Distinct paths each warp issues, 1..2**20.
+        Distinct paths each warp issues [-], 1..2**20.
     path_s : float
         Time the whole kernel spends on one path [s], >= 0.
-    fixed_s : float
+    fixed_s : float, optional
         Time that does not grow with the paths [s], >= 0.
+
+    Returns
+    -------
+    float
+        Kernel time [s].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or the result overflows.
 
     Examples
     --------
@@ -502,12 +685,40 @@ def divergent_kernel_time_s(paths_taken: int, path_s: float, fixed_s: float = 0.
 
 
 def issue_slots_per_iteration(per_iteration_s: float, clock_hz: float, sms: int, warps: int, schedulers_per_sm: int = 4) -> float:
-    """Issue slots one warp spends per loop iteration when ``warps`` warps, spread over ``sms``
-    SMs of ``schedulers_per_sm`` schedulers (each issuing one warp-instruction per clock), take
-    ``per_iteration_s`` per iteration all together: ``per_iteration_s x clock x schedulers x sms
-    / warps``. For an issue-bound loop this is its instruction count per iteration; more means
-    the schedulers also waited (latency, memory).
+    """Issue slots one warp spends per loop iteration, from a measured time.
 
+    ``warps`` warps, spread over ``sms`` SMs of ``schedulers_per_sm`` schedulers (each issuing one
+    warp-instruction per clock), take ``per_iteration_s`` per iteration all together:
+    ``per_iteration_s x clock x schedulers x sms / warps``. For an issue-bound loop this is its
+    instruction count per iteration; more means the schedulers also waited (latency, memory).
+
+    Explained in :ref:`simt` > 2. Divergence.
+
+    Parameters
+    ----------
+    per_iteration_s : float
+        Time per loop iteration of the whole grid [s], >= 0.
+    clock_hz : float
+        SM clock [Hz], > 0.
+    sms : int
+        SMs [-], >= 1.
+    warps : int
+        Warps of the grid [-], >= 1.
+    schedulers_per_sm : int, optional
+        Warp schedulers per SM [-], 1..64.
+
+    Returns
+    -------
+    float
+        Issue slots per warp per iteration [-].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or the result overflows.
+
+    Examples
+    --------
     >>> issue_slots_per_iteration(1e-9 * 16896 / (4 * 132), 1e9, 132, 16896)  # 1 instruction per iteration
     1.0
     """
@@ -521,12 +732,43 @@ def issue_slots_per_iteration(per_iteration_s: float, clock_hz: float, sms: int,
 
 def issue_time_s(instructions_per_iteration: float, iterations: float, sms: int, warps: int, clock_hz: float,
                  schedulers_per_sm: int = 4) -> float:
-    """The time an issue-bound loop takes: ``warps`` warps spread over ``sms`` SMs of
-    ``schedulers_per_sm`` schedulers, each scheduler issuing one warp-instruction per clock, each
-    warp running ``iterations`` iterations of ``instructions_per_iteration`` instructions:
-    ``instructions x iterations x warps / (sms x schedulers x clock)`` [s]. The inverse of
-    ``issue_slots_per_iteration``; it assumes the warps are spread evenly (whole waves).
+    """The time an issue-bound loop takes.
 
+    ``warps`` warps spread over ``sms`` SMs of ``schedulers_per_sm`` schedulers, each scheduler
+    issuing one warp-instruction per clock, each warp running ``iterations`` iterations of
+    ``instructions_per_iteration`` instructions:
+    ``instructions x iterations x warps / (sms x schedulers x clock)``. The inverse of
+    :func:`issue_slots_per_iteration`; it assumes the warps are spread evenly (whole waves).
+
+    Explained in :ref:`simt` > 2. Divergence.
+
+    Parameters
+    ----------
+    instructions_per_iteration : float
+        Warp-instructions per iteration [-], >= 0.
+    iterations : float
+        Iterations each warp runs [-], >= 0.
+    sms : int
+        SMs [-], >= 1.
+    warps : int
+        Warps of the grid [-], >= 1.
+    clock_hz : float
+        SM clock [Hz], > 0.
+    schedulers_per_sm : int, optional
+        Warp schedulers per SM [-], 1..64.
+
+    Returns
+    -------
+    float
+        Time [s].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or the result overflows.
+
+    Examples
+    --------
     >>> issue_time_s(10, 1, 132, 16896, 1e9)  # 32 warps per scheduler x 10 instructions at 1 GHz
     3.2e-07
     """
@@ -540,11 +782,37 @@ def issue_time_s(instructions_per_iteration: float, iterations: float, sms: int,
 
 
 def fp32_issue_time_s(flop: float, sms: int, clock_hz: float, fp32_lanes_per_sm: int = 128) -> float:
-    """The shortest time ``flop`` of FP32 fused multiply-adds can take when every FP32 lane of
-    every SM completes one FMA (2 FLOP) each clock: ``flop / (2 x sms x lanes x clock)`` [s].
-    A kernel slower than this is bound by something other than FMA issue (other instructions,
-    latency, memory, launch).
+    """The shortest time some FP32 fused multiply-adds can take.
 
+    Every FP32 lane of every SM completes one FMA (2 FLOP) each clock:
+    ``flop / (2 x sms x lanes x clock)``. A kernel slower than this is bound by something other
+    than FMA issue (other instructions, latency, memory, launch).
+
+    Explained in :ref:`simt` > 2. Divergence.
+
+    Parameters
+    ----------
+    flop : float
+        FP32 work [FLOP], >= 0.
+    sms : int
+        SMs [-], >= 1.
+    clock_hz : float
+        SM clock [Hz], > 0.
+    fp32_lanes_per_sm : int, optional
+        FP32 lanes per SM [-] (128 on sm_80 to sm_90).
+
+    Returns
+    -------
+    float
+        Time [s].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or the result overflows.
+
+    Examples
+    --------
     >>> round(fp32_issue_time_s(66.9e12, 132, 1.98e9) * 1e3, 1)  # 1 s of the H200's FP32 peak [ms]
     999.9
     """
@@ -559,9 +827,32 @@ def fp32_issue_time_s(flop: float, sms: int, clock_hz: float, fp32_lanes_per_sm:
 # Latency hiding: Little's law
 # --------------------------------------------------------------------------------------------
 def littles_law_in_flight(latency_s: float, throughput_per_s: float) -> float:
-    """Little's law: the work that must be in flight to sustain a throughput across a latency,
-    ``latency x throughput`` (items, bytes or instructions, in the unit of the throughput).
+    """Little's law: the work that must be in flight to sustain a throughput across a latency.
 
+    ``latency x throughput``, in the unit of the throughput's numerator (items, bytes or
+    instructions).
+
+    Explained in :ref:`simt` > Latency hiding: Little's law.
+
+    Parameters
+    ----------
+    latency_s : float
+        Latency of one item [s], > 0.
+    throughput_per_s : float
+        Throughput to sustain [1/s] (items, bytes or instructions per second), > 0.
+
+    Returns
+    -------
+    float
+        Items in flight [-] (bytes when the throughput is in B/s).
+
+    Raises
+    ------
+    ValueError
+        If an input is not positive or the result overflows.
+
+    Examples
+    --------
     >>> littles_law_in_flight(500e-9, 4.8e12)  # bytes in flight to stream HBM at 4.8 TB/s
     2400000.0
     """
@@ -592,8 +883,12 @@ def latency_hiding(
     loads_in_flight_per_thread: int = 1,
     max_warps_per_sm: int = 64,
 ) -> LatencyHiding:
-    """Warps (or independent loads per thread) an SM needs in flight to sustain ``bytes_per_s``
-    when every load takes ``latency_s``.
+    """Warps, or independent loads per thread, an SM needs in flight to sustain a bandwidth.
+
+    Every load takes ``latency_s``; by Little's law ``latency_s x bytes_per_s`` bytes must be in
+    flight, shared by the SMs.
+
+    Explained in :ref:`simt` > Latency hiding: Little's law.
 
     Parameters
     ----------
@@ -602,13 +897,24 @@ def latency_hiding(
     bytes_per_s : float
         Bandwidth to sustain, whole device [B/s], > 0.
     sms : int
-        SMs sharing that bandwidth, >= 1.
-    bytes_per_load : int
+        SMs sharing that bandwidth [-], >= 1.
+    bytes_per_load : int, optional
         Bytes one thread's load instruction moves [B]: 4 (float), 8, or 16 (float4).
-    loads_in_flight_per_thread : int
-        Independent loads each thread has outstanding at once, >= 1.
-    max_warps_per_sm : int
-        Warp slots per SM (64 on sm_80/sm_90, 48 on sm_86/sm_89).
+    loads_in_flight_per_thread : int, optional
+        Independent loads each thread has outstanding at once [-], >= 1.
+    max_warps_per_sm : int, optional
+        Warp slots per SM [-] (64 on sm_80/sm_90, 48 on sm_86/sm_89).
+
+    Returns
+    -------
+    LatencyHiding
+        Bytes in flight (device and per SM), warps needed per SM, the occupancy that needs, loads
+        per thread needed at full occupancy, and the fraction of the bandwidth reachable.
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or the product overflows.
 
     Examples
     --------
@@ -640,10 +946,38 @@ def latency_hiding(
 
 
 def littles_law_bytes_per_s(warps_per_sm, sms: int, bytes_per_warp_in_flight: float, latency_s: float, peak_bytes_per_s: float):
-    """Bandwidth a memory-bound kernel reaches with ``warps_per_sm`` resident warps, each keeping
-    ``bytes_per_warp_in_flight`` outstanding: ``min(peak, warps x SMs x bytes / latency)`` [B/s].
-    ``warps_per_sm`` may be a scalar or an array (each value >= 0).
+    """Bandwidth a memory-bound kernel reaches with a number of resident warps.
 
+    Each warp keeps ``bytes_per_warp_in_flight`` outstanding:
+    ``min(peak, warps x SMs x bytes / latency)``.
+
+    Explained in :ref:`simt` > 3. Bandwidth against occupancy.
+
+    Parameters
+    ----------
+    warps_per_sm : float or array_like of float
+        Resident warps per SM [-], each >= 0: a number or an array.
+    sms : int
+        SMs [-], >= 1.
+    bytes_per_warp_in_flight : float
+        Bytes one warp has outstanding [B], > 0.
+    latency_s : float
+        Memory latency [s], > 0.
+    peak_bytes_per_s : float
+        The memory's peak bandwidth [B/s], > 0.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        Bandwidth [B/s]: a float for a scalar ``warps_per_sm``, an array otherwise.
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
     >>> littles_law_bytes_per_s(8, 132, 128, 500e-9, 4.8e12) / 1e12  # 8 warps of float loads
     0.270336
     """
@@ -663,9 +997,34 @@ def littles_law_bytes_per_s(warps_per_sm, sms: int, bytes_per_warp_in_flight: fl
 # Launch overhead
 # --------------------------------------------------------------------------------------------
 def launch_bound_time_s(n_kernels: int, kernel_s: float, launch_overhead_s: float) -> float:
-    """Time for ``n_kernels`` back-to-back kernels when the host needs ``launch_overhead_s`` to
-    issue each and the GPU ``kernel_s`` to run it: the slower of the two sets the pace [s].
+    """Time for back-to-back kernels when the host must issue each one.
 
+    The host needs ``launch_overhead_s`` to issue each kernel and the GPU ``kernel_s`` to run it:
+    the slower of the two sets the pace, ``n_kernels x max(kernel_s, launch_overhead_s)``.
+
+    Explained in :ref:`simt` > When the CPU is the bottleneck: launch overhead.
+
+    Parameters
+    ----------
+    n_kernels : int
+        Kernels launched [-], >= 1.
+    kernel_s : float
+        GPU time of one kernel [s], >= 0.
+    launch_overhead_s : float
+        Host time to issue one kernel [s], >= 0.
+
+    Returns
+    -------
+    float
+        Time [s].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or the result overflows.
+
+    Examples
+    --------
     >>> launch_bound_time_s(1000, 2e-6, 8e-6)  # host-bound: the GPU idles 3/4 of the time
     0.008
     """
@@ -679,13 +1038,33 @@ def launch_bound_time_s(n_kernels: int, kernel_s: float, launch_overhead_s: floa
 # Amdahl's law
 # --------------------------------------------------------------------------------------------
 def amdahl_speedup(parallel_fraction: float, workers: float) -> float:
-    """Amdahl's law: speed-up of a job whose ``parallel_fraction`` of the run time (on one
-    worker) is spread over ``workers`` while the rest stays serial:
-    ``1 / ((1 - p) + p / n)``.
+    """Amdahl's law: speed-up of a job whose parallel part is spread over workers.
 
+    ``1 / ((1 - p) + p / n)``, with ``p`` the parallel fraction of the run time on one worker.
     ``workers`` may be any speed-up factor of the parallel part (>= 1 for "more workers"; a
     fraction models a slower device).
 
+    Explained in :ref:`simt` > Amdahl's law: bound the speed-up before you start.
+
+    Parameters
+    ----------
+    parallel_fraction : float
+        Parallel fraction ``p`` of the one-worker run time [-], 0..1.
+    workers : float
+        Workers, or speed-up of the parallel part [-], > 0.
+
+    Returns
+    -------
+    float
+        Speed-up [-].
+
+    Raises
+    ------
+    ValueError
+        If ``parallel_fraction`` is outside [0, 1] or ``workers`` is not positive.
+
+    Examples
+    --------
     >>> round(amdahl_speedup(0.95, 132), 2)
     17.48
     """
@@ -699,10 +1078,30 @@ NO_CEILING = ("parallel_fraction = 1 has no finite ceiling: with no serial part 
 
 
 def amdahl_ceiling(parallel_fraction: float) -> float:
-    """The speed-up with infinitely many workers, ``1 / (1 - p)``, for ``0 <= p < 1``. With
-    p = 1 there is no serial part and no finite ceiling: that raises ``ValueError`` (no model
-    returns inf for finite input).
+    """The speed-up with infinitely many workers, ``1 / (1 - p)``.
 
+    With ``p = 1`` there is no serial part and no finite ceiling: that raises ``ValueError`` (no
+    model returns inf for finite input).
+
+    Explained in :ref:`simt` > Amdahl's law: bound the speed-up before you start.
+
+    Parameters
+    ----------
+    parallel_fraction : float
+        Parallel fraction ``p`` of the one-worker run time [-], in [0, 1).
+
+    Returns
+    -------
+    float
+        Largest possible speed-up [-].
+
+    Raises
+    ------
+    ValueError
+        If ``parallel_fraction`` is outside [0, 1), including exactly 1.
+
+    Examples
+    --------
     >>> round(amdahl_ceiling(0.95), 6)
     20.0
     """
@@ -713,9 +1112,29 @@ def amdahl_ceiling(parallel_fraction: float) -> float:
 
 
 def parallel_fraction_from_times(serial_s: float, parallel_s: float) -> float:
-    """The parallel fraction of a run made of ``serial_s`` seconds that cannot be spread and
-    ``parallel_s`` seconds that can (both on one worker).
+    """The parallel fraction of a run, from its serial and parallel times on one worker.
 
+    Explained in :ref:`simt` > Amdahl's law: bound the speed-up before you start.
+
+    Parameters
+    ----------
+    serial_s : float
+        Time that cannot be spread over workers [s], >= 0.
+    parallel_s : float
+        Time that can [s], >= 0; not both 0.
+
+    Returns
+    -------
+    float
+        ``parallel_s / (serial_s + parallel_s)`` [-].
+
+    Raises
+    ------
+    ValueError
+        If a time is negative or both are 0.
+
+    Examples
+    --------
     >>> parallel_fraction_from_times(5e-3, 95e-3)
     0.95
     """
@@ -727,9 +1146,29 @@ def parallel_fraction_from_times(serial_s: float, parallel_s: float) -> float:
 
 
 def parallel_fraction_needed(speedup: float, workers: float) -> float:
-    """The parallel fraction a job needs for ``speedup`` on ``workers`` (Amdahl inverted);
-    ``ValueError`` if ``speedup`` is not between 1 and ``workers``.
+    """The parallel fraction a job needs to reach a speed-up on some workers (Amdahl inverted).
 
+    Explained in :ref:`simt` > Amdahl's law: bound the speed-up before you start.
+
+    Parameters
+    ----------
+    speedup : float
+        Speed-up wanted [-], between 1 and ``workers``.
+    workers : float
+        Workers, or speed-up of the parallel part [-], > 0.
+
+    Returns
+    -------
+    float
+        Parallel fraction [-], 0..1.
+
+    Raises
+    ------
+    ValueError
+        If ``speedup`` is not between 1 and ``workers`` or an input is not positive.
+
+    Examples
+    --------
     >>> round(parallel_fraction_needed(10, 132), 4)
     0.9069
     """
