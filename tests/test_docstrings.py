@@ -43,8 +43,9 @@ if (ROOT / "widgets" / "dtypes.py").exists():
     MODULES.append("widgets.dtypes")
 
 SECTION_RE = re.compile(r"^(?P<title>[A-Z][A-Za-z ]+)\n-{3,}\s*$", re.M)
-EXPLAINED_RE = re.compile(
-    r"Explained in :(?P<role>ref|doc):`(?P<target>[^`]+)`\s+>\s+(?P<heading>.+?)\.?\s*$", re.M)
+# "Explained in :ref:`label` > Heading." ends its paragraph (it may wrap over lines)
+EXPLAINED_RE = re.compile(r"Explained in\s+:(?P<role>ref|doc):`(?P<target>[^`]+)`\s+>\s+(?P<heading>.+?)\.?\s*(?:\n\s*\n|\Z)",
+                          re.S)
 NUMERIC_RE = re.compile(r"\b(int|float|complex|number)s?\b")
 UNIT_RE = re.compile(r"\[[^\]\s][^\]]*\]")
 
@@ -123,7 +124,7 @@ def problems(func) -> list[str]:
                      "('Explained in :ref:`<chapter label>` > <section heading>.')")
     else:
         table = LABELS if m.group("role") == "ref" else DOCS
-        heading = m.group("heading").strip()
+        heading = " ".join(m.group("heading").split())
         if m.group("target") not in table:
             found.append(f"names {m.group('role')} target {m.group('target')!r}, which does not exist")
         elif heading not in table[m.group("target")]:
