@@ -764,6 +764,12 @@ def run_all() -> dict:
     run("divergence", measure_divergence)
     run("launch_overhead", measure_launch_overhead)
     run("amdahl", measure_amdahl)
+    from . import simt_streams, simt_warp  # the depth pass: reductions, barriers, spills, streams
+
+    run("reductions", lambda: simt_warp.measure_reductions().to_record())
+    run("barriers", lambda: simt_warp.measure_barriers().to_record())
+    run("spills", lambda: simt_warp.measure_spills().to_record())
+    run("overlap", lambda: simt_streams.measure_overlap().to_record())
     failed = [name for name, r in results.items() if "error" in r]
     if failed:
         print(f"  simt: FAILED {failed}", file=sys.stderr, flush=True)

@@ -1184,3 +1184,155 @@ def parallel_fraction_needed(speedup: float, workers: float) -> float:
     else:  # n < 1 <= ... : n <= s <= 1, rearranged so that tiny s and n give no inf/inf
         p = (n * (1.0 - s)) / (s * (1.0 - n))
     return min(1.0, max(0.0, p))
+
+
+# --------------------------------------------------------------------------------------------
+# Reductions and atomics; streams and copy/compute overlap; waves and the tail
+# --------------------------------------------------------------------------------------------
+def reduction_time_s(bytes_read: float, read_bytes_per_s: float, same_address_atomics: float = 0.0,
+                     atomics_per_s: float | None = None) -> float:
+    """Time of a reduction: the larger of reading its input and its atomics to one address.
+
+    A reduction does one add per element loaded, far too little arithmetic to matter, so it is
+    memory-bound: at best it reads ``bytes_read`` at the read bandwidth. Atomics to the *same*
+    address are serialized at the memory that owns it (one L2 slice), so ``same_address_atomics``
+    of them take at least ``same_address_atomics / atomics_per_s``. The two proceed concurrently,
+    so the time is their maximum: a kernel slower than both is limited by something else
+    (barriers, too few loads in flight). Explained in :ref:`simt` > Reductions.
+
+    Parameters
+    ----------
+    bytes_read : float
+        Bytes of input read once [B].
+    read_bytes_per_s : float
+        Read bandwidth [B/s] (a copy's bytes read per second, or the datasheet's).
+    same_address_atomics : float
+        Atomic operations to one address that the kernel issues [count].
+    atomics_per_s : float or None
+        Throughput of atomics to one address [1/s]; None when the kernel issues none.
+
+    Returns
+    -------
+    float
+        Time [s].
+
+    >>> reduction_time_s(1 << 30, 4e12)  # 1 GiB at 4 TB/s
+    0.000268435456
+    >>> reduction_time_s(64 << 20, 4e12, same_address_atomics=1 << 24, atomics_per_s=2e9)  # atomic-bound
+    0.008388608
+    """
+    b = _check.non_negative("bytes_read", bytes_read)
+    bw = _check.positive("read_bytes_per_s", read_bytes_per_s)
+    a = _check.non_negative("same_address_atomics", same_address_atomics)
+    if atomics_per_s is None:
+        if a > 0:
+            raise ValueError(f"atomics_per_s is needed when same_address_atomics > 0 (got {same_address_atomics!r} atomics)")
+        atomic_s = 0.0
+    else:
+        atomic_s = a / _check.positive("atomics_per_s", atomics_per_s)
+    return _check.finite_result("reduction time", max(b / bw, atomic_s), bytes_read=bytes_read, same_address_atomics=same_address_atomics)
+
+
+def reduction_atomics(n_elems: int, per: str, threads_per_block: int = 256, grid_blocks: int | None = None) -> int:
+    """Same-address atomics a one-pass reduction of ``n_elems`` issues when one atomic is done
+    per ``"thread"``, per ``"warp"`` or per ``"block"`` (``n_elems`` elements, one per thread; a
+    grid-stride kernel passes ``grid_blocks``, its fixed number of blocks). Explained in
+    :ref:`simt` > Reductions.
+
+    Parameters
+    ----------
+    n_elems : int
+        Elements summed [count].
+    per : str
+        ``"thread"``, ``"warp"`` or ``"block"``.
+    threads_per_block : int
+        Threads per block [count] (``"block"`` only).
+    grid_blocks : int or None
+        Blocks of a grid-stride launch [count]; None: one element per thread.
+
+    Returns
+    -------
+    int
+        Atomic operations [count].
+
+    >>> reduction_atomics(1 << 24, "thread"), reduction_atomics(1 << 24, "warp"), reduction_atomics(1 << 24, "block")
+    (16777216, 524288, 65536)
+    >>> reduction_atomics(1 << 28, "block", grid_blocks=528)
+    528
+    """
+    n = _check.integer("n_elems", n_elems, minimum=1)
+    per = _check.choice("per", per, ("thread", "warp", "block"))
+    t = _check.integer("threads_per_block", threads_per_block, minimum=WARP_SIZE, maximum=MAX_THREADS_PER_BLOCK)
+    if grid_blocks is not None:
+        g = _check.integer("grid_blocks", grid_blocks, minimum=1)
+        return {"thread": g * t, "warp": g * -(-t // WARP_SIZE), "block": g}[per]
+    return {"thread": n, "warp": -(-n // WARP_SIZE), "block": -(-n // t)}[per]
+
+
+def pipeline_time_s(stage_s: Sequence[float], chunks: int, per_chunk_overhead_s: float = 0.0) -> float:
+    """Time to push a job through stages that each have their own engine (host-to-device copy
+    engine, the SMs, device-to-host copy engine), split into ``chunks`` equal pieces on enough
+    streams that every stage can work on a different chunk.
+
+    ``stage_s`` holds each stage's time for the WHOLE job in one piece. The first chunk passes
+    every stage (fill), after which the slowest stage finishes one chunk per step:
+    ``(sum + (chunks - 1) x max) / chunks``, plus ``per_chunk_overhead_s`` per chunk and stage.
+    One chunk is the serial time ``sum(stage_s)``; many chunks approach ``max(stage_s)``. With
+    two stages and copy time tT >= compute time tE this is tT + tE / chunks, the CUDA Best
+    Practices Guide's estimate for staged concurrent copy and execute. Explained in :ref:`simt`
+    > Streams and copy/compute overlap.
+
+    Parameters
+    ----------
+    stage_s : sequence of float
+        Each stage's time for the whole job [s].
+    chunks : int
+        Pieces the job is split into [count].
+    per_chunk_overhead_s : float
+        Extra time per chunk per stage (launch, copy set-up) [s].
+
+    Returns
+    -------
+    float
+        Time [s].
+
+    >>> pipeline_time_s([0.004, 0.004, 0.004], 1)
+    0.012
+    >>> round(pipeline_time_s([0.004, 0.004, 0.004], 8), 6)  # (12 + 7 x 4) / 8 ms
+    0.005
+    """
+    stages = _check.numbers_list("stage_s", stage_s, min_len=1, max_len=64, check=_check.non_negative)
+    k = _check.integer("chunks", chunks, minimum=1, maximum=1 << 20)
+    o = _check.non_negative("per_chunk_overhead_s", per_chunk_overhead_s)
+    per = [s / k + o for s in stages]
+    return _check.finite_result("pipeline time", sum(per) + (k - 1) * max(per), stage_s=stage_s, chunks=chunks)
+
+
+def waves(grid_blocks: int, blocks_per_sm: int, sms: int) -> tuple[int, float]:
+    """Waves a grid runs in, and the fraction of the SMs' block slots its last wave fills over
+    all waves (the *tail efficiency*): ``(ceil(grid / (blocks_per_sm x sms)), grid / (waves x
+    blocks_per_sm x sms))``. Explained in :ref:`simt` > Persistent and grid-stride kernels.
+
+    Parameters
+    ----------
+    grid_blocks : int
+        Blocks launched [count].
+    blocks_per_sm : int
+        Blocks resident per SM (the occupancy) [count].
+    sms : int
+        SMs [count].
+
+    Returns
+    -------
+    tuple of (int, float)
+        Waves [count] and tail efficiency [fraction, 0..1].
+
+    >>> waves(132, 1, 132), waves(133, 1, 132)
+    ((1, 1.0), (2, 0.5037878787878788))
+    """
+    g = _check.integer("grid_blocks", grid_blocks, minimum=1)
+    b = _check.integer("blocks_per_sm", blocks_per_sm, minimum=1)
+    s = _check.integer("sms", sms, minimum=1)
+    slots = b * s
+    w = -(-g // slots)
+    return w, g / (w * slots)

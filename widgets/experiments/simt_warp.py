@@ -1,0 +1,664 @@
+"""SIMT experiments at warp level: a reduction written five ways (atomics per thread, per warp,
+a shared-memory tree, warp shuffles, grid-stride), the throughput of atomics to one address,
+the cost of ``__syncthreads``, and what ``__launch_bounds__`` and register spilling cost.
+
+The kernels are CUDA C (below), compiled for the local GPU with ``nvcc`` (NVRTC where nvcc is
+missing) with ``-Xptxas -v``, whose register/spill report is kept in the record, and launched
+through the driver API (``simt_cuda.Driver``) on torch's stream, timed with CUDA events.
+
+Without an NVIDIA GPU: the reduction experiment times the same question on the host (torch's
+``sum`` against a copy, a scaled-down buffer), the spill experiment still compiles the kernels
+and records the ptxas report where ``nvcc`` is installed (no timing), and the barrier experiment
+records why it did not run. Every GPU step fails soft: a step that raises records ``None`` and
+the error string, and the other steps still run.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional, Union
+
+import torch
+
+from ..models import simt as model
+from ..units import MiB
+from . import harness
+from . import simt_cuda as sc
+
+# --------------------------------------------------------------------------------------------
+# The kernels (shown in the chapter with ``print``; compiled as they are here)
+# --------------------------------------------------------------------------------------------
+REDUCE_SOURCE = r"""
+// Five ways to sum n floats into *out (zeroed before the launch), and two helpers.
+#define FULL 0xffffffffu
+
+__device__ __forceinline__ float warp_sum(float v) {
+    // A tree inside one warp: 5 shuffles, no shared memory, no barrier. Lane 0 ends with the sum.
+    for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_down_sync(FULL, v, offset);
+    return v;
+}
+
+__device__ __forceinline__ float block_sum_shfl(float v) {
+    __shared__ float partial[32];           // one slot per warp of the block
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    v = warp_sum(v);
+    if (lane == 0) partial[warp] = v;
+    __syncthreads();                        // the only barrier
+    v = (threadIdx.x < (blockDim.x >> 5)) ? partial[lane] : 0.0f;
+    if (warp == 0) v = warp_sum(v);
+    return v;                               // thread 0 holds the block's sum
+}
+
+// 1. One atomic per thread: n atomics to one address.
+extern "C" __global__ void reduce_atomic_thread(const float* __restrict__ x, float* out, long long n) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) atomicAdd(out, x[i]);
+}
+
+// 2. One atomic per warp: 5 shuffles, then lane 0 adds the warp's sum (n / 32 atomics).
+extern "C" __global__ void reduce_atomic_warp(const float* __restrict__ x, float* out, long long n) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    float v = warp_sum(i < n ? x[i] : 0.0f);
+    if ((threadIdx.x & 31) == 0) atomicAdd(out, v);
+}
+
+// 3. Shared-memory tree ("sequential addressing"): log2(block) halving steps with a barrier
+//    after each, one atomic per block (n / blockDim atomics).
+extern "C" __global__ void reduce_smem_tree(const float* __restrict__ x, float* out, long long n) {
+    extern __shared__ float s[];
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    s[threadIdx.x] = i < n ? x[i] : 0.0f;
+    __syncthreads();
+    for (int stride = blockDim.x / 2; stride > 0; stride >>= 1) {
+        if (threadIdx.x < stride) s[threadIdx.x] += s[threadIdx.x + stride];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) atomicAdd(out, s[0]);
+}
+
+// 4. Warp shuffles, then one warp combines the warps' sums: one barrier, one atomic per block.
+extern "C" __global__ void reduce_shfl_block(const float* __restrict__ x, float* out, long long n) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    float v = block_sum_shfl(i < n ? x[i] : 0.0f);
+    if (threadIdx.x == 0) atomicAdd(out, v);
+}
+
+// 5. Grid-stride: a few blocks per SM; each thread first sums many float4s in a register, then
+//    the block combines with shuffles: one atomic per block for the whole array.
+extern "C" __global__ void reduce_grid_stride(const float4* __restrict__ x, float* out, long long n4) {
+    float acc = 0.0f;
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += stride) {
+        float4 a = x[i];
+        acc += (a.x + a.y) + (a.z + a.w);
+    }
+    acc = block_sum_shfl(acc);
+    if (threadIdx.x == 0) atomicAdd(out, acc);
+}
+
+// Calibration: every thread adds 1 to the same address `iters` times (no loads).
+extern "C" __global__ void atomic_same_address(float* out, int iters) {
+    for (int k = 0; k < iters; ++k) atomicAdd(out, 1.0f);
+}
+
+// Votes: per warp, how many lanes hold a value above a threshold (__ballot_sync + __popc) and
+// whether any does (__any_sync). Two ints per warp.
+extern "C" __global__ void vote_count(const float* __restrict__ x, int* counts, long long n, float threshold) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    bool hit = i < n && x[i] > threshold;
+    unsigned mask = __ballot_sync(FULL, hit);
+    int any = __any_sync(FULL, hit);
+    if ((threadIdx.x & 31) == 0) {
+        long long w = i >> 5;
+        counts[2 * w] = __popc(mask);
+        counts[2 * w + 1] = any;
+    }
+}
+"""
+
+BARRIER_SOURCE = r"""
+// `iters` iterations of one dependent FMA; with BARRIERS=1 each iteration also ends with a
+// __syncthreads(): the difference per iteration is what a barrier costs the block.
+extern "C" __global__ void barrier_loop(float* out, int iters) {
+    float v = (float)threadIdx.x;
+#pragma unroll 1
+    for (int k = 0; k < iters; ++k) {
+        v = fmaf(v, 0.999f, 1.0f);
+#if BARRIERS
+        __syncthreads();
+#endif
+    }
+    if (v == -1.0f) out[0] = v;  // never true: keeps the loop alive
+}
+"""
+
+SPILL_SOURCE = r"""
+// NVALS values live in every thread for the whole loop. Without bounds the compiler keeps them
+// all in registers; __launch_bounds__(THREADS, MIN_BLOCKS) promises at most THREADS threads per
+// block and asks for MIN_BLOCKS blocks per SM, so it caps the registers at about
+// 65,536 / (THREADS x MIN_BLOCKS) per thread, and the rest spill to local memory.
+#if BOUNDS
+#define BOUNDS_ATTR __launch_bounds__(THREADS, MIN_BLOCKS)
+#else
+#define BOUNDS_ATTR
+#endif
+extern "C" __global__ void BOUNDS_ATTR spill_kernel(float* __restrict__ out, const float* __restrict__ in, int iters) {
+    float v[NVALS];
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+#pragma unroll
+    for (int i = 0; i < NVALS; ++i) v[i] = in[(t + 33 * i) & 4095];
+#pragma unroll 1
+    for (int k = 0; k < iters; ++k) {
+#pragma unroll
+        for (int i = 0; i < NVALS; ++i) v[i] = fmaf(v[i], v[(i + 1) % NVALS], 0.5f);
+    }
+    float s = 0.0f;
+#pragma unroll
+    for (int i = 0; i < NVALS; ++i) s += v[i];
+    out[t] = s;
+}
+"""
+
+REDUCE_VARIANTS = ("atomic_thread", "atomic_warp", "smem_tree", "shfl_block", "grid_stride")
+REDUCE_THREADS = 256
+GRID_STRIDE_BLOCKS_PER_SM = 4
+ATOMIC_THREAD_ELEMS = 1 << 24  # 0/1 data: every partial sum below 2**24 is exact in float32
+BARRIER_BLOCK_SIZES = (32, 64, 128, 256, 512, 1024)
+SPILL_THREADS, SPILL_NVALS = 256, 64
+SPILL_CONFIGS = (("no bounds", 0, None), ("__launch_bounds__(256, 4)", 1, 4), ("__launch_bounds__(256, 8)", 1, 8))
+
+Failed = harness.Failed
+
+
+# --------------------------------------------------------------------------------------------
+# Results (frozen dataclasses: ``to_record()`` is the record's JSON, ``from_record`` reads it back)
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PtxasKernel(harness.Result):
+    """One kernel's line of an ``-Xptxas -v`` report."""
+
+    kernel: str
+    registers: Optional[int] = None
+    stack_frame_bytes: Optional[int] = None
+    spill_store_bytes: Optional[int] = None
+    spill_load_bytes: Optional[int] = None
+    barriers: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class CopyRate(harness.Result):
+    """A device-to-device copy or torch's ``sum`` of the same buffer."""
+
+    time_s: float
+    bytes_per_s: float              # bytes moved (a copy: read + written) per second
+    read_bytes_per_s: float         # bytes read per second
+
+
+@dataclass(frozen=True)
+class AtomicRate(harness.Result):
+    """``atomic_same_address``: every thread adds 1.0 to one float ``iters`` times."""
+
+    atomics: int
+    time_s: float
+    atomics_per_s: float
+    result_ok: bool                 # the float sum came out exactly equal to the count
+    sm_clock_hz: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class ReductionRun(harness.Result):
+    """One reduction kernel on ``n_elems`` floats."""
+
+    variant: str
+    n_elems: int
+    bytes_read: int
+    grid: int
+    threads_per_block: int
+    atomics: int                    # same-address atomicAdds the kernel issues
+    time_s: float
+    time_min_s: float
+    time_max_s: float
+    bytes_per_s: float              # bytes read per second
+    result: float
+    expected: float                 # torch's float64 sum of the same elements
+    rel_error: float
+    sm_clock_hz: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class Votes(harness.Result):
+    """``vote_count`` on four warps with known answers: per warp, popc(ballot) and any."""
+
+    popc: tuple[int, ...]
+    any: tuple[int, ...]
+    expected_popc: tuple[int, ...]
+    expected_any: tuple[int, ...]
+    ok: bool
+
+
+@dataclass(frozen=True)
+class Reductions(harness.Result):
+    """A reduction written five ways, against a copy of the same buffer."""
+
+    n_elems: int
+    nbytes: int
+    device: str
+    simulated: bool
+    threads_per_block: int = REDUCE_THREADS
+    sms: Optional[int] = None
+    arch: Optional[str] = None
+    note: str = ""
+    ptxas_command: str = ""
+    ptxas: tuple[PtxasKernel, ...] = ()
+    copy: Union[CopyRate, Failed, None] = None
+    torch_sum: Union[CopyRate, Failed, None] = None
+    atomic_rate: Union[AtomicRate, Failed, None] = None
+    variants: dict[str, Union[ReductionRun, Failed]] = field(default_factory=dict)
+    votes: Union[Votes, Failed, None] = None
+
+
+@dataclass(frozen=True)
+class BarrierPoint(harness.Result):
+    """``barrier_loop`` with and without a ``__syncthreads`` per iteration."""
+
+    threads_per_block: int
+    blocks_per_sm: int
+    grid: int
+    iters: int
+    time_no_barrier_s: Optional[float] = None
+    time_barrier_s: Optional[float] = None
+    barrier_s: Optional[float] = None          # extra time per iteration = one barrier [s]
+    barrier_cycles: Optional[float] = None     # the same in SM clock cycles (NVML's clock)
+    loop_cycles_no_barrier: Optional[float] = None
+    sm_clock_hz: Optional[float] = None
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class Barriers(harness.Result):
+    points: tuple[BarrierPoint, ...]
+    device: str
+    simulated: bool
+    sms: Optional[int] = None
+    ptxas: tuple[PtxasKernel, ...] = ()
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class SpillConfig(harness.Result):
+    """``spill_kernel`` compiled one way: the ptxas report and (on a GPU) its time."""
+
+    label: str
+    min_blocks: Optional[int]
+    threads_per_block: int
+    nvals: int
+    ptxas_command: str = ""
+    ptxas_report: str = ""
+    registers: Optional[int] = None
+    stack_frame_bytes: Optional[int] = None
+    spill_store_bytes: Optional[int] = None
+    spill_load_bytes: Optional[int] = None
+    num_regs: Optional[int] = None             # what the driver reports for the loaded kernel
+    local_bytes: Optional[int] = None
+    blocks_per_sm: Optional[int] = None        # the driver's occupancy answer at 256 threads
+    model_blocks_per_sm: Optional[int] = None
+    grid: Optional[int] = None
+    iters: Optional[int] = None
+    time_s: Optional[float] = None
+    time_min_s: Optional[float] = None
+    time_max_s: Optional[float] = None
+    flop_per_s: Optional[float] = None
+    sm_clock_hz: Optional[float] = None
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class Spills(harness.Result):
+    configs: tuple[SpillConfig, ...]
+    device: str
+    simulated: bool
+    arch: Optional[str] = None
+    sms: Optional[int] = None
+    note: str = ""
+
+
+# --------------------------------------------------------------------------------------------
+# Helpers
+# --------------------------------------------------------------------------------------------
+def _err(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"[:2000]
+
+
+def cuda_ok() -> tuple[bool, str]:
+    """(True, "") when an NVIDIA GPU that runs these kernels is here (warp ``*_sync``
+    intrinsics need compute capability 3.0; launched through the driver API); else (False, why)."""
+    caps = harness.capabilities()
+    if caps.vendor != "NVIDIA" or not caps.arch:
+        return False, f"needs an NVIDIA GPU (this device: {caps.device})"
+    major, minor = torch.cuda.get_device_capability(0)
+    if major < 3:
+        return False, f"compute capability {major}.{minor} < 3.0"
+    return True, ""
+
+
+def ptxas_summary(report: str) -> tuple[PtxasKernel, ...]:
+    """Parse an ``-Xptxas -v`` report: one :class:`PtxasKernel` per kernel, in the report's order.
+
+    >>> r = ("ptxas info    : Function properties for k\\n"
+    ...      "    280 bytes stack frame, 516 bytes spill stores, 520 bytes spill loads\\n"
+    ...      "ptxas info    : Used 32 registers, used 0 barriers, 280 bytes cumulative stack size\\n")
+    >>> k = ptxas_summary(r)[0]
+    >>> k.registers, k.stack_frame_bytes, k.spill_store_bytes, k.spill_load_bytes, k.barriers
+    (32, 280, 516, 520, 0)
+    """
+    rows: list[dict] = []
+    for line in report.splitlines():
+        m = re.search(r"Function properties for (\S+)", line)
+        if m:
+            rows.append({"kernel": m.group(1)})
+            continue
+        if not rows:
+            continue
+        m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line)
+        if m:
+            rows[-1].update(zip(("stack_frame_bytes", "spill_store_bytes", "spill_load_bytes"), (int(g) for g in m.groups())))
+        m = re.search(r"Used (\d+) registers", line)
+        if m:
+            rows[-1]["registers"] = int(m.group(1))
+            b = re.search(r"used (\d+) barriers", line)
+            if b:
+                rows[-1]["barriers"] = int(b.group(1))
+    return tuple(PtxasKernel(**r) for r in rows)
+
+
+def compile_with_report(source: str, arch: str, defines: Optional[dict] = None) -> tuple[bytes, str, str]:
+    """Compile CUDA C for ``arch`` with the ptxas report on: ``(cubin, report text, command)``;
+    nvcc where it is installed, else NVRTC (``--ptxas-options=-v``: the report is in its log)."""
+    flags = [f"-D{k}={v}" for k, v in (defines or {}).items()]
+    nvcc = sc._nvcc()
+    if nvcc:
+        with tempfile.TemporaryDirectory() as tmp:
+            src, out = Path(tmp) / "k.cu", Path(tmp) / "k.cubin"
+            src.write_text(source)
+            cmd = [nvcc, "-cubin", f"-arch={arch}", "-O3", "-Xptxas", "-v", *flags, "-o", str(out), str(src)]
+            done = subprocess.run(cmd, capture_output=True, text=True)
+            if done.returncode != 0:
+                raise RuntimeError(f"nvcc failed:\n{done.stderr[-3000:]}")
+            shown = " ".join(["nvcc", "-cubin", f"-arch={arch}", "-O3", "-Xptxas", "-v", *flags, "k.cu"])
+            return out.read_bytes(), done.stderr + done.stdout, shown
+    from cuda.bindings import nvrtc
+
+    prog = nvrtc.nvrtcCreateProgram(source.encode(), b"k.cu", 0, [], [])[1]
+    opts = [f"--gpu-architecture={arch}", "--ptxas-options=-v", *flags]
+    res = nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
+    size = nvrtc.nvrtcGetProgramLogSize(prog)[1]
+    log = b" " * size
+    nvrtc.nvrtcGetProgramLog(prog, log)
+    text = log.decode(errors="replace").rstrip("\x00")
+    if res[0] != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        raise RuntimeError("NVRTC compile failed:\n" + text[-3000:])
+    size = nvrtc.nvrtcGetCUBINSize(prog)[1]
+    cubin = b" " * size
+    nvrtc.nvrtcGetCUBIN(prog, cubin)
+    return bytes(cubin), text, "NVRTC " + " ".join(opts)
+
+
+def _arch() -> str:
+    if harness.on_gpu():
+        major, minor = torch.cuda.get_device_capability(0)
+        return f"sm_{major}{minor}"
+    return "sm_90"
+
+
+def _sm_clock_hz() -> Optional[float]:
+    cp = harness.gpu_clock_power() if harness.on_gpu() else None
+    return (cp or {}).get("sm_clock_hz")
+
+
+# --------------------------------------------------------------------------------------------
+# 1. A reduction written five ways, against the copy bandwidth
+# --------------------------------------------------------------------------------------------
+def measure_reductions(nbytes: Optional[int] = None, *, repeat: int = 10) -> Reductions:
+    """Sum a float buffer five ways and time each against a device-to-device copy of it.
+
+    The data are 0s and 1s, so partial sums below 2**24 are exact in float32 and every result is
+    checked against torch's float64 sum. The one-atomic-per-thread kernel sums only the first
+    ``ATOMIC_THREAD_ELEMS`` elements (64 MiB: its 16 M same-address atomics already take
+    milliseconds). Also times ``atomic_same_address`` (every thread adds to one address, no loads),
+    the atomic rate the model uses, and checks a vote kernel against torch.
+    """
+    ok, why = cuda_ok()
+    if not ok:
+        return _reductions_cpu(why)
+    drv = sc.Driver()
+    arch = drv.arch()
+    sms = drv.device_attribute("multiprocessor_count")
+    stream = torch.cuda.current_stream().cuda_stream
+    nbytes = nbytes or harness.choose_bytes(1 << 30, 0, max_fraction_of_free=0.2)
+    n = max(nbytes // 16 * 4, 4 * REDUCE_THREADS)  # whole float4s
+    g = torch.Generator(device="cuda").manual_seed(0)
+    x = torch.randint(0, 2, (n,), generator=g, device="cuda").float()
+    out = torch.zeros(1, device="cuda")
+    base = dict(n_elems=n, nbytes=n * 4, device=harness.device_name(), simulated=False, sms=sms, arch=arch)
+    try:
+        cubin, report, cmd = compile_with_report(REDUCE_SOURCE, arch)
+        funcs = {name: drv.load(cubin, name) for name in
+                 [f"reduce_{v}" for v in REDUCE_VARIANTS] + ["atomic_same_address", "vote_count"]}
+    except Exception as exc:  # noqa: BLE001 - recorded
+        return Reductions(**base, note=f"compile or load failed: {_err(exc)}")
+
+    def copy_rate():
+        y = torch.empty_like(x)
+        t = harness.time_fn(lambda: y.copy_(x), repeat=repeat)
+        return CopyRate(t.median_s, 2 * n * 4 / t.median_s, n * 4 / t.median_s)
+
+    def sum_rate():
+        t = harness.time_fn(lambda: x.sum(), repeat=repeat)
+        return CopyRate(t.median_s, n * 4 / t.median_s, n * 4 / t.median_s)
+
+    def atomic_rate():
+        iters, grid = 32, sms * 8
+        count = grid * REDUCE_THREADS * iters
+        f = funcs["atomic_same_address"]
+
+        def run():
+            out.zero_()
+            drv.launch(f, grid, REDUCE_THREADS, 0, [out.data_ptr(), ctypes.c_int(iters)], stream)
+
+        t = harness.time_fn(run, repeat=repeat)
+        hz = _sm_clock_hz()
+        return AtomicRate(count, t.median_s, count / t.median_s, float(out.item()) == float(count), hz)
+
+    copy = harness.attempt(copy_rate)
+    torch_sum = harness.attempt(sum_rate)
+    rate = harness.attempt(atomic_rate)
+    variants = {v: harness.attempt(_time_reduction, drv, funcs[f"reduce_{v}"], v, x, out, n, sms, stream, repeat)
+                for v in REDUCE_VARIANTS}
+    votes = harness.attempt(_votes, drv, funcs["vote_count"], stream)
+    x = None
+    torch.cuda.empty_cache()
+    return Reductions(**base, ptxas_command=cmd, ptxas=ptxas_summary(report), copy=copy, torch_sum=torch_sum, atomic_rate=rate,
+                      variants=variants, votes=votes)
+
+
+def _time_reduction(drv, func, variant, x, out, n, sms, stream, repeat) -> ReductionRun:
+    threads = REDUCE_THREADS
+    n_used = min(n, ATOMIC_THREAD_ELEMS) if variant == "atomic_thread" else n
+    if variant == "grid_stride":
+        grid = sms * GRID_STRIDE_BLOCKS_PER_SM
+        atomics = grid
+        args = [x.data_ptr(), out.data_ptr(), ctypes.c_longlong(n // 4)]
+    else:
+        grid = -(-n_used // threads)
+        atomics = {"atomic_thread": n_used, "atomic_warp": -(-n_used // 32)}.get(variant, grid)
+        args = [x.data_ptr(), out.data_ptr(), ctypes.c_longlong(n_used)]
+    smem = threads * 4 if variant == "smem_tree" else 0
+
+    def run():
+        out.zero_()  # a 4-byte memset, part of every variant's time alike
+        drv.launch(func, grid, threads, smem, args, stream)
+
+    run()
+    torch.cuda.synchronize()
+    got = float(out.item())
+    exact = float(x[:n_used].double().sum())
+    t = harness.time_fn(run, repeat=repeat)
+    return ReductionRun(variant, n_used, n_used * 4, grid, threads, atomics, t.median_s, t.min_s, t.max_s, n_used * 4 / t.median_s,
+                        got, exact, abs(got - exact) / max(exact, 1.0), _sm_clock_hz())
+
+
+def _votes(drv, func, stream) -> Votes:
+    """Ballot and any on four warps with known answers, checked against torch."""
+    n = 128
+    x = torch.zeros(n, device="cuda")
+    x[0:32:2] = 1.0   # warp 0: 16 lanes above the threshold
+    x[40] = 1.0       # warp 1: one lane
+    x[96:128] = 1.0   # warp 3: all 32 (warp 2: none)
+    counts = torch.full((2 * (n // 32),), -1, dtype=torch.int32, device="cuda")
+    drv.launch(func, 1, n, 0, [x.data_ptr(), counts.data_ptr(), ctypes.c_longlong(n), ctypes.c_float(0.5)], stream)
+    torch.cuda.synchronize()
+    got = counts.view(-1, 2).tolist()
+    want = (x.view(-1, 32) > 0.5).sum(1).tolist()
+    popc, anyv = tuple(int(a) for a, _ in got), tuple(int(b) for _, b in got)
+    exp_popc, exp_any = tuple(int(c) for c in want), tuple(int(c > 0) for c in want)
+    return Votes(popc, anyv, exp_popc, exp_any, popc == exp_popc and anyv == exp_any)
+
+
+def _reductions_cpu(why: str, repeat: int = 3) -> Reductions:
+    """No GPU: the memory-bound claim on the host, scaled down: torch's ``sum`` of 64 MiB against
+    a copy of it (the kernels need a GPU)."""
+    n = harness.choose_bytes(0, 64 * MiB) // 4
+    x = torch.randint(0, 2, (n,), generator=torch.Generator().manual_seed(0)).float()
+    y = torch.empty_like(x)
+    tc = harness.time_fn(lambda: y.copy_(x), repeat=repeat)
+    ts = harness.time_fn(lambda: x.sum(), repeat=repeat)
+    return Reductions(n_elems=n, nbytes=n * 4, device=harness.device_name(), simulated=True,
+                      note=f"{why}: torch's sum against a copy on the host instead (64 MiB)",
+                      copy=CopyRate(tc.median_s, 2 * n * 4 / tc.median_s, n * 4 / tc.median_s),
+                      torch_sum=CopyRate(ts.median_s, n * 4 / ts.median_s, n * 4 / ts.median_s))
+
+
+@dataclass(frozen=True)
+class ReductionPrediction:
+    variant: str
+    predicted_time_s: Optional[float]
+    ratio: Optional[float]           # measured / model
+    bound: Optional[str]             # "memory" or "atomics": the larger term of the model
+
+
+def reduction_predictions(res: Reductions) -> dict[str, ReductionPrediction]:
+    """For each variant of a :func:`measure_reductions` result, the model's time
+    (``model.reduction_time_s``: the larger of reading the bytes at the copy's read rate and the
+    same-address atomics at ``atomic_same_address``'s rate, both measured in the same run: a
+    *calibrated* comparison) and measured / model."""
+    out = {}
+    copy = res.copy.read_bytes_per_s if isinstance(res.copy, CopyRate) else None
+    rate = res.atomic_rate.atomics_per_s if isinstance(res.atomic_rate, AtomicRate) else None
+    for name, v in res.variants.items():
+        if not copy or not rate or not isinstance(v, ReductionRun):
+            out[name] = ReductionPrediction(name, None, None, None)
+            continue
+        pred = model.reduction_time_s(v.bytes_read, copy, v.atomics, rate)
+        bound = "atomics" if v.atomics / rate > v.bytes_read / copy else "memory"
+        out[name] = ReductionPrediction(name, pred, v.time_s / pred, bound)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# 2. The cost of __syncthreads
+# --------------------------------------------------------------------------------------------
+def measure_barriers(block_sizes=BARRIER_BLOCK_SIZES, *, iters: int = 20000, repeat: int = 5) -> Barriers:
+    """Time ``barrier_loop`` with and without a ``__syncthreads`` per iteration, with one block
+    per SM and with a full SM (2,048 threads), for each block size: the difference per iteration
+    is what one barrier costs the block [s], and in SM clock cycles (NVML's clock, read after)."""
+    ok, why = cuda_ok()
+    if not ok:
+        return Barriers(points=(), device=harness.device_name(), simulated=True, note=why)
+    drv = sc.Driver()
+    arch = drv.arch()
+    sms = drv.device_attribute("multiprocessor_count")
+    max_threads = drv.device_attribute("max_threads_per_multiprocessor")
+    max_blocks = drv.device_attribute("max_blocks_per_multiprocessor")
+    stream = torch.cuda.current_stream().cuda_stream
+    out = torch.zeros(1, device="cuda")
+    funcs, report = {}, ""
+    for b in (0, 1):
+        cubin, rep, _ = compile_with_report(BARRIER_SOURCE, arch, {"BARRIERS": b})
+        funcs[b] = drv.load(cubin, "barrier_loop")
+        report += rep
+    points = []
+    for threads in block_sizes:
+        for per_sm in sorted({1, min(max_threads // threads, max_blocks)}):
+            grid = sms * per_sm
+            try:
+                times = {}
+                for b in (0, 1):
+                    t = harness.time_fn(lambda f=funcs[b]: drv.launch(f, grid, threads, 0, [out.data_ptr(), ctypes.c_int(iters)], stream),
+                                        repeat=repeat)
+                    times[b] = t.median_s
+                hz = _sm_clock_hz()
+                per = (times[1] - times[0]) / iters
+                points.append(BarrierPoint(threads, per_sm, grid, iters, times[0], times[1], per, per * hz if hz else None,
+                                           times[0] / iters * hz if hz else None, hz))
+            except Exception as exc:  # noqa: BLE001 - recorded
+                points.append(BarrierPoint(threads, per_sm, grid, iters, error=_err(exc)))
+    return Barriers(points=tuple(points), device=harness.device_name(), simulated=False, sms=sms, ptxas=ptxas_summary(report))
+
+
+# --------------------------------------------------------------------------------------------
+# 3. __launch_bounds__ and spilling
+# --------------------------------------------------------------------------------------------
+def measure_spills(*, iters: int = 2000, waves: int = 4, repeat: int = 5) -> Spills:
+    """Compile ``spill_kernel`` without bounds and with two ``__launch_bounds__``, keep each
+    ptxas report (registers, stack frame, spill bytes) and, on a GPU, time each at 256 threads
+    per block over ``waves`` x (blocks that fit per SM) x SMs blocks. Without a GPU: the reports
+    only (where nvcc is installed)."""
+    arch = _arch()
+    on = cuda_ok()[0]
+    if not on and not sc._nvcc():
+        return Spills(configs=(), device=harness.device_name(), simulated=True, note="no NVIDIA GPU and no nvcc here")
+    drv = sc.Driver() if on else None
+    sms = drv.device_attribute("multiprocessor_count") if on else None
+    stream = torch.cuda.current_stream().cuda_stream if on else None
+    inp = torch.rand(4096, device="cuda") if on else None
+    configs = []
+    for label, bounds, min_blocks in SPILL_CONFIGS:
+        defines = {"NVALS": SPILL_NVALS, "THREADS": SPILL_THREADS, "BOUNDS": bounds, "MIN_BLOCKS": min_blocks or 1}
+        base = dict(label=label, min_blocks=min_blocks, threads_per_block=SPILL_THREADS, nvals=SPILL_NVALS)
+        try:
+            cubin, report, cmd = compile_with_report(SPILL_SOURCE, arch, defines)
+        except Exception as exc:  # noqa: BLE001 - recorded
+            configs.append(SpillConfig(**base, error=f"compile: {_err(exc)}"))
+            continue
+        summ = ptxas_summary(report)
+        rep = dict(ptxas_command=cmd,
+                   ptxas_report="\n".join(line.rstrip() for line in report.splitlines() if "ptxas" in line or "bytes" in line),
+                   **({k: getattr(summ[0], k) for k in ("registers", "stack_frame_bytes", "spill_store_bytes", "spill_load_bytes")}
+                      if summ else {}))
+        if not on:
+            configs.append(SpillConfig(**base, **rep))
+            continue
+        try:
+            func = drv.load(cubin, "spill_kernel")
+            regs = drv.func_attribute(func, "num_regs")
+            blocks = drv.max_active_blocks(func, SPILL_THREADS, 0)
+            grid = blocks * sms * waves
+            outb = torch.empty(grid * SPILL_THREADS, device="cuda")
+            t = harness.time_fn(lambda: drv.launch(func, grid, SPILL_THREADS, 0, [outb.data_ptr(), inp.data_ptr(), ctypes.c_int(iters)],
+                                                   stream), repeat=repeat)
+            flop = 2.0 * grid * SPILL_THREADS * iters * SPILL_NVALS
+            configs.append(SpillConfig(
+                **base, **rep, num_regs=regs, local_bytes=drv.func_attribute(func, "local_size_bytes"), blocks_per_sm=blocks,
+                model_blocks_per_sm=model.occupancy(SPILL_THREADS, regs, 0, arch).blocks_per_sm if arch in model.ARCHS else None,
+                grid=grid, iters=iters, time_s=t.median_s, time_min_s=t.min_s, time_max_s=t.max_s, flop_per_s=flop / t.median_s,
+                sm_clock_hz=_sm_clock_hz()))
+            outb = None
+        except Exception as exc:  # noqa: BLE001 - recorded
+            configs.append(SpillConfig(**base, **rep, error=_err(exc)))
+    return Spills(configs=tuple(configs), device=harness.device_name(), simulated=not on, arch=arch, sms=sms,
+                  note="" if on else "compiled only (no GPU here): the ptxas reports, no timings")
