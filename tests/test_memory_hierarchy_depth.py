@@ -1,0 +1,248 @@
+"""The memory-hierarchy chapter's depth sections: kernel fusion, the transpose, bytes in flight,
+the L2 persistence window, register spills, the measured compute ceiling.
+
+Expected values are derived by hand in each test (the derivation is in the comment) or come from
+the published source named beside them.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+
+import pytest
+
+from widgets.models import memory_hierarchy as mh
+
+H200_HBM = 4.8e12  # B/s, NVIDIA H200 datasheet
+H200_SMS, H200_CLOCK = 132, 1.98e9
+
+
+# --------------------------------------------------------------------------------------------
+# Kernel fusion
+# --------------------------------------------------------------------------------------------
+def test_two_cosines_fused_halve_the_bytes():
+    # Horace He, "Making Deep Learning Go Brrrr From First Principles" (2022),
+    # https://horace.io/brrr_intro.html, "Operator fusion": x.cos().cos() eagerly does 2 global
+    # reads and 2 global writes; fused, 1 read and 1 write: half the memory traffic, twice as fast
+    # when memory-bound.
+    n = 10**8
+    eager = mh.elementwise_chain_bytes(n, 2, 4)
+    fused = mh.elementwise_chain_bytes(n, 2, 4, fused=True)
+    assert (eager, fused) == (4 * n * 4, 2 * n * 4)
+    assert mh.fusion_estimate(n, 2, H200_HBM).speedup == pytest.approx(2.0)
+
+
+def test_fusion_estimate_by_hand():
+    # 1 GiB of fp32 (2**28 elements), 4 ops: eager moves 4 x 2 x 1 GiB = 8 GiB, fused 2 GiB.
+    n = 2**28
+    f = mh.fusion_estimate(n, 4, H200_HBM, launch_s=10e-6)
+    assert f.eager_bytes == 8 * 2**30 and f.fused_bytes == 2 * 2**30
+    assert f.eager_s == pytest.approx(8 * 2**30 / H200_HBM + 4 * 10e-6)
+    assert f.fused_s == pytest.approx(2 * 2**30 / H200_HBM + 10e-6)
+    assert (f.eager_launches, f.fused_launches) == (4, 1)
+    # A tiny tensor is launch-bound: the speed-up tends to the number of launches saved.
+    tiny = mh.fusion_estimate(1024, 4, H200_HBM, launch_s=10e-6)
+    assert tiny.speedup == pytest.approx(4.0, rel=1e-3)
+    # One op: fusion changes nothing.
+    assert mh.fusion_estimate(n, 1, H200_HBM).speedup == 1.0
+
+
+@pytest.mark.parametrize("bad", [dict(n_ops=0), dict(n_ops=5000), dict(n_elems=0), dict(elem_bytes=3), dict(fused="yes")])
+def test_chain_bytes_rejects(bad):
+    kwargs = dict(n_elems=1024, n_ops=4, elem_bytes=4, fused=False) | bad
+    with pytest.raises(ValueError, match=next(iter(bad))):
+        mh.elementwise_chain_bytes(**kwargs)
+
+
+# --------------------------------------------------------------------------------------------
+# The transpose
+# --------------------------------------------------------------------------------------------
+def test_transpose_sectors_and_wavefronts_by_hand():
+    n = 4096
+    warps = n * n // 32
+    copy_c = mh.transpose_cost(n, "copy", H200_HBM, 9e12, H200_SMS, H200_CLOCK)
+    naive = mh.transpose_cost(n, "naive", H200_HBM, 9e12, H200_SMS, H200_CLOCK)
+    tiled = mh.transpose_cost(n, "tiled", H200_HBM, 9e12, H200_SMS, H200_CLOCK)
+    padded = mh.transpose_cost(n, "padded", H200_HBM, 9e12, H200_SMS, H200_CLOCK)
+    # Coalesced: a warp's 32 floats are 128 B = 4 sectors (CUDA C++ Best Practices Guide, 9.2.1);
+    # the naive write puts each lane 4096 x 4 B apart: one 32-B sector per lane, 32 per warp.
+    assert copy_c.l2_bytes == warps * (4 + 4) * 32 == 2 * n * n * 4
+    assert naive.l2_bytes == warps * (4 + 32) * 32 == 9 * n * n * 4
+    # Every kernel moves the matrix once in and once out of HBM.
+    assert {c.hbm_bytes for c in (copy_c, naive, tiled, padded)} == {2 * n * n * 4}
+    # Shared memory (CUDA C++ Programming Guide, "Shared Memory", 32 banks of 4 B): a tile row is
+    # one wavefront; a tile column of a 32-wide tile is a 32-way conflict, of a 33-wide one none.
+    assert tiled.smem_wavefronts == warps * (1 + 32)
+    assert padded.smem_wavefronts == warps * (1 + 1)
+    assert copy_c.smem_wavefronts == naive.smem_wavefronts == 0
+
+
+def test_transpose_bounds_and_ratios():
+    hbm, l2 = 4.0e12, 8.0e12
+    c = {k: mh.transpose_cost(8192, k, hbm, l2, H200_SMS, H200_CLOCK) for k in mh.TRANSPOSE_KINDS}
+    assert c["copy"].bound == "HBM" and c["padded"].bound == "HBM"
+    assert c["copy"].time_s == pytest.approx(2 * 8192**2 * 4 / hbm)
+    # naive: 9 n^2 e bytes of sectors at the L2 against 2 n^2 e at HBM: 9/2 x hbm/l2 = 2.25
+    assert c["naive"].bound == "L2"
+    assert c["naive"].time_s / c["copy"].time_s == pytest.approx(9 / 2 * hbm / l2)
+    # tiled: 33 wavefronts per 32 elements, one per SM per clock, against 8 B per element at HBM
+    assert c["tiled"].bound == "shared memory"
+    expected = (33 / 32) / (H200_SMS * H200_CLOCK) / (8 / hbm)
+    assert c["tiled"].time_s / c["copy"].time_s == pytest.approx(expected)
+    assert c["padded"].time_s == c["copy"].time_s
+
+
+@pytest.mark.parametrize("bad", [dict(n=48), dict(n=16), dict(kind="diagonal"), dict(elem_bytes=8), dict(sms=0)])
+def test_transpose_rejects(bad):
+    kwargs = dict(n=1024, kind="naive", hbm_bytes_per_s=H200_HBM, l2_bytes_per_s=9e12, sms=132, clock_hz=1.98e9) | bad
+    with pytest.raises(ValueError, match=next(iter(bad))):
+        mh.transpose_cost(**kwargs)
+
+
+# --------------------------------------------------------------------------------------------
+# Bytes in flight, L2 persistence, spills
+# --------------------------------------------------------------------------------------------
+def test_littles_law_by_hand():
+    # 4.8e12 B/s x 600e-9 s = 2.88e6 B in flight over the GPU; per SM / 132 = 21,818 B
+    assert mh.littles_law_bytes_in_flight(4.8e12, 600e-9) == pytest.approx(2.88e6)
+    b = mh.bytes_in_flight(4.8e12, 600e-9, 132, warps_per_sm=64, load_bytes_per_thread=4)
+    assert b.needed_per_sm_bytes == pytest.approx(2.88e6 / 132)
+    assert b.register_path_bytes == 64 * 32 * 4  # 8 KiB: one float per thread, full occupancy
+    assert b.register_fraction == pytest.approx(8192 / (2.88e6 / 132))
+    assert b.stages_needed == 1 and b.stages_fit
+    # Few warps, 4-byte loads: 8 warps x 32 x 4 B = 1 KiB; 4 KiB stages: ceil(21818 / 4096) = 6
+    few = mh.bytes_in_flight(4.8e12, 600e-9, 132, warps_per_sm=8, load_bytes_per_thread=4, stage_bytes=4096)
+    assert few.register_path_bytes == 1024 and few.stages_needed == 6
+    # ILP multiplies what registers hold in flight
+    ilp = mh.bytes_in_flight(4.8e12, 600e-9, 132, warps_per_sm=8, load_bytes_per_thread=4, loads_in_flight_per_thread=4)
+    assert ilp.register_path_bytes == 4 * few.register_path_bytes
+    assert not mh.bytes_in_flight(4.8e12, 600e-9, 1, stage_bytes=2**20, smem_per_sm_bytes=2**20).stages_fit
+
+
+def test_l2_persistence_by_hand():
+    mib = 2**20
+    # Window covers the whole 40 MiB working set, carve-out 30 MiB, hitRatio 1: 30 of 40 kept.
+    assert mh.l2_persisting_hit_fraction(40 * mib, 40 * mib, 30 * mib) == pytest.approx(0.75)
+    # The Programming Guide's rule hitRatio = carve-out / window marks exactly what fits.
+    assert mh.l2_persisting_hit_fraction(40 * mib, 40 * mib, 30 * mib, hit_ratio=0.75) == pytest.approx(0.75)
+    # A window over half the working set, everything marked fits: half kept.
+    assert mh.l2_persisting_hit_fraction(40 * mib, 20 * mib, 30 * mib) == pytest.approx(0.5)
+    assert mh.l2_persisting_hit_fraction(40 * mib, 40 * mib, 0) == 0.0
+    with pytest.raises(ValueError, match="hit_ratio"):
+        mh.l2_persisting_hit_fraction(1.0, 1.0, 1.0, hit_ratio=1.5)
+
+
+def test_spill_traffic_by_hand():
+    # 1000 threads, 8 B stored and 8 B loaded per pass, 10 passes: 160,000 B
+    assert mh.spill_traffic_bytes(1000, 8, 8, 10) == 160_000
+    assert mh.spill_traffic_bytes(1000, 0, 0) == 0
+    with pytest.raises(ValueError, match="threads"):
+        mh.spill_traffic_bytes(0, 8, 8)
+
+
+# --------------------------------------------------------------------------------------------
+# Experiments (CPU: the Triton interpreter and numba's simulator, tiny sizes)
+# --------------------------------------------------------------------------------------------
+def _with(record: dict, key: str, value: dict) -> dict:
+    rec = copy.deepcopy(record)
+    rec["results"][key] = value
+    return rec
+
+
+@pytest.fixture(scope="module")
+def ref():
+    from widgets import book
+
+    return book.reference("memory_hierarchy")
+
+
+def test_fusion_experiment_runs_and_round_trips(ref):
+    from widgets.experiments import harness
+    from widgets.experiments import memory_hierarchy_fusion as fx
+
+    r = fx.measure_fusion(n_elems=2048, chain_ops=(1, 4), sizes=(1024,), repeat=2)
+    plain = json.loads(json.dumps(r.to_record()))
+    assert fx.FusionResult.from_record(plain) == r
+    assert [p.n_ops for p in r.chain_sweep] == [1, 4]
+    for p in r.chain_sweep + r.size_sweep:
+        assert isinstance(p.eager, fx.Spread) and isinstance(p.triton_fused, fx.Spread)
+        assert p.triton_max_abs_error is not None and p.triton_max_abs_error < 1e-5  # same result as eager torch
+    if not harness.on_gpu():  # compile is skipped on a CPU, with the reason
+        assert isinstance(r.chain_sweep[1].compiled, harness.Failed) and "no GPU" in r.chain_sweep[1].compiled.error
+    rec = _with(ref, "fusion", plain)
+    rows = fx.accuracy_rows(rec)
+    assert {row.label for row in rows} == {"prediction", "calibrated"}
+    assert fx.fusion_result(_with(ref, "fusion", {"error": "RuntimeError: x"})) is None
+    assert fx.fusion_result(ref) is None or "fusion" in ref["results"]
+
+
+def test_fusion_rows_recompute_from_times(ref):
+    from widgets.experiments import memory_hierarchy_fusion as fx
+
+    bw = 4.0e12
+    n = 2**20
+    # Times made exactly what the model says: every ratio must be 1; a wrong model would not be.
+    pts = []
+    for k in (1, 4):
+        est = mh.fusion_estimate(n, k, bw)
+        pts.append({"n_elems": n, "n_ops": k,
+                    "eager": {"median_s": est.eager_s, "min_s": est.eager_s, "max_s": est.eager_s, "repeat": 1},
+                    "triton_fused": {"median_s": est.fused_s, "min_s": est.fused_s, "max_s": est.fused_s, "repeat": 1},
+                    "compiled": {"error": "RuntimeError: no compiler"}})
+    rec = _with(ref, "fusion", {"n_elems": n, "elem_bytes": 4, "device": "test", "interpreted": False, "chain_sweep": pts})
+    rows = fx.fusion_rows(rec, bw)
+    assert [r["eager_s"] / r["model_eager_s"] for r in rows] == pytest.approx([1.0, 1.0])
+    assert [r["triton_fused_bytes_per_s"] for r in rows] == pytest.approx([bw, bw])
+    assert rows[1]["compiled_s"] is None and "no compiler" in rows[1]["compiled_error"]
+    cal = [r for r in fx.accuracy_rows(rec, copy_bytes_per_s=bw) if r.label == "calibrated"]
+    assert len(cal) == 4 and all(r.ratio == pytest.approx(1.0) for r in cal)
+
+
+@pytest.mark.slow
+def test_transpose_kernels_are_correct_in_the_simulator(ref):
+    from widgets.experiments import harness
+    from widgets.experiments import memory_hierarchy_transpose as tx
+
+    r = tx.measure_transpose(n=64, repeat=1)
+    assert set(r.kernels) == set(tx.KINDS)
+    for kind, k in r.kernels.items():
+        assert isinstance(k, tx.TransposeKernel), (kind, k)
+        assert k.correct, kind
+    plain = json.loads(json.dumps(r.to_record()))
+    assert tx.TransposeResult.from_record(plain) == r
+    rows = tx.transpose_rows(_with(ref, "transpose", plain), 4e12, 8e12, 132, 1.98e9)
+    assert [row["kind"] for row in rows] == list(tx.KINDS)
+    assert rows[0]["measured_vs_copy"] == 1.0 and rows[0]["model_vs_copy"] == 1.0
+    if not harness.on_gpu():
+        assert r.simulated
+
+
+def test_transpose_accuracy_rows_recompute(ref):
+    from widgets.experiments import memory_hierarchy_transpose as tx
+    from widgets.models import memory_hierarchy_records as an
+
+    n = 8192
+    hbm = an.bandwidths(ref)["Triton copy (read + write)"]
+    l2 = an.l2_plateau_and_hbm_level(ref)[0]
+    prov = ref["provenance"]
+    clock = prov["clock_power"]["max_sm_clock_hz"]
+    kernels = {}
+    for kind in tx.KINDS:  # times exactly the model's: ratios of 1
+        t = mh.transpose_cost(n, kind, hbm, l2, prov["sms"], clock).time_s
+        kernels[kind] = {"median_s": t, "min_s": t, "max_s": t, "repeat": 1, "correct": True}
+    kernels["tiled"]["correct"] = False  # a wrong result is never compared
+    rec = _with(ref, "transpose", {"n": n, "elem_bytes": 4, "device": "x", "simulated": False, "timing_note": "", "kernels": kernels})
+    rows = tx.accuracy_rows(rec)
+    assert [r.quantity.split(", ")[1].split(":")[0] for r in rows] == ["naive", "padded"]
+    assert all(r.label == "calibrated" and r.ratio == pytest.approx(1.0) for r in rows)
+    assert tx.accuracy_rows(_with(ref, "transpose", {"error": "x"})) == []
+
+
+def test_topic_accuracy_rows_include_depth_rows_when_present(ref):
+    from widgets.experiments import memory_hierarchy as exp
+
+    base = len(exp.accuracy_rows(ref))
+    assert base > 0
+    assert math.isfinite(base)
