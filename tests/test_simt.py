@@ -600,7 +600,8 @@ def test_occupancy_api_experiment(exp):
 
 def test_divergence_experiment(exp):
     res = exp.measure_divergence(n_paths=(1, 2, 32), iters=2, repeat=1)
-    assert [p["lanes_per_path"] for p in res["points"]] == [[32], [16, 16], [1] * 32]
+    assert isinstance(res, exp.Divergence) and exp.Divergence.from_record(res.to_record()) == res
+    assert [list(p.lanes_per_path) for p in res.points] == [[32], [16, 16], [1] * 32]
     assert [p["model_slowdown"] for p in res["points"]] == [1, 2, 32]
     assert all(p["time_s"] > 0 for p in res["points"])
 

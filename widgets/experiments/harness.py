@@ -195,22 +195,52 @@ class Result:
         return {f.name: _to_plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
     @classmethod
-    def from_record(cls: type[R], data: Mapping) -> R:
+    def from_record(cls: type[R], data: Mapping, *, strict: bool = False) -> R:
+        """``data`` (a record's JSON, or the dict an experiment just built) as this type.
+        ``strict``: a key that is not a field raises ``ValueError`` (an experiment building its
+        result uses it, so nothing it measured is silently dropped); reading a committed record
+        does not (a field since removed is ignored)."""
         name = cls.__name__
         if not isinstance(data, Mapping):
             raise ValueError(f"{name}.from_record needs a mapping (a record's results), got {type(data).__name__}")
         hints = _hints(cls)
         kwargs, missing = {}, []
+        names = set()
         for f in dataclasses.fields(cls):
+            names.add(f.name)
             if not f.init:
                 continue
             if f.name in data:
-                kwargs[f.name] = _from_plain(hints.get(f.name, Any), data[f.name], f"{name}.{f.name}")
+                kwargs[f.name] = _from_plain(hints.get(f.name, Any), data[f.name], f"{name}.{f.name}", strict)
             elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
                 missing.append(f.name)
         if missing:
             raise ValueError(f"{name}.from_record: missing field(s) {', '.join(missing)} (have {', '.join(sorted(data))})")
+        extra = sorted(set(data) - names)
+        if strict and extra:
+            raise ValueError(f"{name}.from_record: field(s) {', '.join(map(str, extra))} are not in {name}")
         return cls(**kwargs)
+
+    # A result reads like its record too (``r["points"]``, ``r.get("note")``, ``"error" in r``), so
+    # code that draws records (the ui's compare-row builders) takes a live result unchanged.
+    # Attribute access (``r.points``) is the typed way; nothing can be assigned (frozen).
+    def __getitem__(self, key: str):
+        if not isinstance(key, str) or key not in {f.name for f in dataclasses.fields(self)}:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def get(self, key: str, default=None):
+        try:
+            value = self[key]
+        except KeyError:
+            return default
+        return default if value is None else value
+
+    def __contains__(self, key) -> bool:
+        return isinstance(key, str) and key in {f.name for f in dataclasses.fields(self)}
+
+    def keys(self) -> list[str]:
+        return [f.name for f in dataclasses.fields(self)]
 
 
 @dataclass(frozen=True)
@@ -254,7 +284,7 @@ def _is_result_type(t) -> bool:
     return isinstance(t, type) and issubclass(t, Result)
 
 
-def _from_plain(t, v, where: str):
+def _from_plain(t, v, where: str, strict: bool = False):
     """``v`` (plain JSON) as the annotation ``t`` asks."""
     if v is None or t is Any:
         return v
@@ -268,34 +298,34 @@ def _from_plain(t, v, where: str):
             errors = []
             for a in results:
                 try:
-                    return a.from_record(v)
+                    return a.from_record(v, strict=strict)
                 except ValueError as exc:
                     errors.append(str(exc))
             raise ValueError(f"{where}: matches none of {', '.join(a.__name__ for a in results)} ({'; '.join(errors)})")
         for a in args:
             if not _is_result_type(a):
-                return _from_plain(a, v, where)
+                return _from_plain(a, v, where, strict)
         return v
     if _is_result_type(t):
         if not isinstance(v, Mapping):
             raise ValueError(f"{where}: expected an object for {t.__name__}, got {type(v).__name__}")
-        return t.from_record(v)
+        return t.from_record(v, strict=strict)
     if origin in (tuple, list):
         if not isinstance(v, (list, tuple)):
             raise ValueError(f"{where}: expected a list, got {type(v).__name__}")
         args = typing.get_args(t)
         if origin is tuple and args and not (len(args) == 2 and args[1] is Ellipsis):
-            items = [_from_plain(a, x, f"{where}[{i}]") for i, (a, x) in enumerate(zip(args, v))]
+            items = [_from_plain(a, x, f"{where}[{i}]", strict) for i, (a, x) in enumerate(zip(args, v))]
         else:
             a = args[0] if args else Any
-            items = [_from_plain(a, x, f"{where}[{i}]") for i, x in enumerate(v)]
+            items = [_from_plain(a, x, f"{where}[{i}]", strict) for i, x in enumerate(v)]
         return tuple(items) if origin is tuple else items
     if origin is dict:
         args = typing.get_args(t)
         a = args[1] if len(args) == 2 else Any
         if not isinstance(v, Mapping):
             raise ValueError(f"{where}: expected an object, got {type(v).__name__}")
-        return {k: _from_plain(a, x, f"{where}.{k}") for k, x in v.items()}
+        return {k: _from_plain(a, x, f"{where}.{k}", strict) for k, x in v.items()}
     if t is float and isinstance(v, int) and not isinstance(v, bool):
         return float(v)
     return v

@@ -1,7 +1,10 @@
 """SIMT experiments: the occupancy API against the model, memory latency, bandwidth against
 occupancy, warp divergence, launch overhead and CUDA graphs, Amdahl's law.
 
-Every ``measure_*`` function runs on the current device and returns a JSON-able dict. Without a
+Every ``measure_*`` function runs on the current device and returns a frozen dataclass (a
+``harness.Result``: ``to_record()`` is the record's JSON, ``from_record()`` reads a committed one
+back typed; :class:`SimtResults` is the whole topic). Each is built from the dict the experiment
+fills in, with ``strict=True``: a key the type does not declare is an error, never dropped. Without a
 GPU each runs scaled down on the CPU: numba-cuda kernels in numba's simulator, the occupancy
 queries through NVIDIA's occupancy calculator compiled from ``cuda_occupancy.h``, the launch and
 Amdahl experiments with torch and threads on the host. The numbers then show the method, not a
@@ -18,17 +21,253 @@ import time
 import traceback
 from collections import Counter
 from collections.abc import Sequence
-from typing import Optional
+from dataclasses import dataclass
+from typing import Optional, Union
 
 import numpy as np
 import torch
 
-from ..hardware import describe_local_gpu, get_gpu
+from ..hardware import describe_local_gpu
 from ..models import simt as model
 from ..units import GiB, KiB, MiB
-from . import harness
+from . import harness, simt_streams, simt_warp
 from . import simt_cuda as sc
 from . import simt_kernels as k
+from .simt_streams import Overlap
+from .simt_warp import Barriers, Reductions, Spills
+
+
+# --------------------------------------------------------------------------------------------
+# Result types (the record's layout since the first H200 run; new optional fields default to None)
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class OccupancyAnswer(harness.Result):
+    """One launch configuration and the blocks per SM the driver (or NVIDIA's calculator) allows."""
+
+    threads_per_block: int
+    regs_per_thread: int
+    regs_requested: int
+    smem_per_block_bytes: int
+    dynamic_smem_bytes: int
+    blocks_per_sm: Optional[int]
+    error: Optional[int] = None  # the CUDA error code of a refused launch
+
+
+@dataclass(frozen=True)
+class OccupancyApi(harness.Result):
+    source: Optional[str]
+    arch: str
+    configs: tuple[OccupancyAnswer, ...]
+    device_limits: Optional[dict] = None
+    kernels: Optional[dict] = None  # register budget -> the compiled kernel's attributes (GPU only)
+    model_agrees: Optional[int] = None
+    model_disagrees: Optional[int] = None
+    note: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class LatencyPoint(harness.Result):
+    ws_bytes: int
+    hops: int
+    time_s: float
+    time_min_s: float
+    time_max_s: float
+    repeat: int
+    latency_s: float
+    latency_min_s: float
+    latency_max_s: float
+
+
+@dataclass(frozen=True)
+class MemoryLatency(harness.Result):
+    points: tuple[LatencyPoint, ...]
+    dram_latency_s: float
+    l2_latency_s: Optional[float]
+    device: str
+
+
+@dataclass(frozen=True)
+class BandwidthPoint(harness.Result):
+    dynamic_smem_bytes: int
+    blocks_per_sm: int
+    model_blocks_per_sm: Optional[int]
+    warps_per_sm: int
+    occupancy: float
+    time_s: float
+    time_min_s: float
+    time_max_s: float
+    repeat: int
+    bytes_per_s: float
+    sm_clock_mhz: Optional[float]
+    power_w: Optional[float]
+    predicted_bytes_per_s: Optional[float]
+
+
+@dataclass(frozen=True)
+class BandwidthVariant(harness.Result):
+    regs_per_thread: Optional[int]
+    bytes_per_warp_in_flight: int
+    points: tuple[BandwidthPoint, ...]
+
+
+@dataclass(frozen=True)
+class OccupancyBandwidth(harness.Result):
+    nbytes: int
+    threads_per_block: int
+    sms: int
+    latency_s: Optional[float]
+    peak_bytes_per_s: Optional[float]
+    variants: dict[str, BandwidthVariant]
+    device: str
+    simulated: bool
+    peak_source: Optional[str] = None  # where peak_bytes_per_s came from (catalog, measured copy)
+
+
+@dataclass(frozen=True)
+class DivergencePoint(harness.Result):
+    n_paths: int
+    lanes_per_path: tuple[int, ...]
+    paths_taken: int
+    model_slowdown: float
+    simt_efficiency: float
+    time_s: float
+    time_min_s: float
+    time_max_s: float
+    repeat: int
+    sm_clock_mhz: Optional[float] = None
+    power_w: Optional[float] = None
+    naive_predicted_time_s: Optional[float] = None
+    predicted_time_s: Optional[float] = None
+    measured_over_predicted: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class Divergence(harness.Result):
+    threads: int
+    threads_per_block: int
+    sms: int
+    iters: int
+    flop_per_path: int
+    launch_hidden: bool
+    timing: str
+    fixed_time_s: float
+    fixed_time_min_s: float
+    fixed_time_max_s: float
+    one_path_double_iters_time_s: float
+    points: tuple[DivergencePoint, ...]
+    device: str
+    simulated: bool
+    spacer_cycles: Optional[int] = None
+    fixed_time_with_launch_s: Optional[float] = None
+    one_path_time_with_launch_s: Optional[float] = None
+    host_launch_s: Optional[float] = None
+    with_launch_error: Optional[str] = None
+    one_path_double_iters_sm_clock_mhz: Optional[float] = None
+    sass_opcodes: Optional[dict[str, int]] = None
+    sass_inner_loop: Optional[dict] = None
+    regs_per_thread: Optional[int] = None
+    model_warps_per_sm: Optional[int] = None
+    path_s: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class KernelBoundLoop(harness.Result):
+    n_kernels: int
+    nbytes: int
+    host_per_launch_s: float
+    eager_s: Optional[float] = None
+    graph_s: Optional[float] = None
+    graph_per_kernel_s: Optional[float] = None
+    predicted_eager_s: Optional[float] = None
+    bound: Optional[str] = None
+    eager_min_s: Optional[float] = None
+    eager_max_s: Optional[float] = None
+    sm_clock_mhz: Optional[float] = None
+    power_w: Optional[float] = None
+    error_reason: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class LaunchOverhead(harness.Result):
+    n_kernels: int
+    eager_s: float
+    eager_min_s: float
+    eager_max_s: float
+    eager_per_kernel_s: float
+    calibration_n_kernels: int
+    host_per_launch_s: float
+    device: str
+    graph_s: Optional[float] = None
+    graph_min_s: Optional[float] = None
+    graph_max_s: Optional[float] = None
+    graph_per_kernel_s: Optional[float] = None
+    speedup: Optional[float] = None
+    predicted_eager_s: Optional[float] = None
+    label: Optional[str] = None
+    kernel_bound: Optional[KernelBoundLoop] = None
+
+
+@dataclass(frozen=True)
+class AmdahlPoint(harness.Result):
+    workers: int
+    time_s: float
+    time_min_s: float
+    time_max_s: float
+    repeat: int
+    serial_s: float
+    serial_min_s: float
+    serial_max_s: float
+    parallel_s: float
+    serial_samples_s: tuple[float, ...] = ()
+    device_event_s: Optional[float] = None
+    speedup: Optional[float] = None
+    predicted_speedup: Optional[float] = None
+    measured_over_predicted: Optional[float] = None
+    ceiling_same_run: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class Amdahl(harness.Result):
+    worker: str
+    units: int
+    serial_iters: int
+    timing: str
+    points: tuple[AmdahlPoint, ...]
+    device: str
+    spin_iters: Optional[int] = None
+    spin_sass_inner_loop: Optional[dict] = None
+    serial_s: Optional[float] = None
+    parallel_one_worker_s: Optional[float] = None
+    parallel_fraction: Optional[float] = None
+    ceiling: Optional[float] = None
+    ceiling_reason: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class SimtResults(harness.Result):
+    """The topic's record (``widgets/data/h200/simt.json``'s ``results``), typed; an experiment
+    that failed is a ``harness.Failed`` holding its traceback."""
+
+    occupancy_api: Union[OccupancyApi, harness.Failed]
+    memory_latency: Union[MemoryLatency, harness.Failed]
+    occupancy_bandwidth: Union[OccupancyBandwidth, harness.Failed]
+    divergence: Union[Divergence, harness.Failed]
+    launch_overhead: Union[LaunchOverhead, harness.Failed]
+    amdahl: Union[Amdahl, harness.Failed]
+    # the depth pass (widgets/experiments/simt_warp.py, simt_streams.py); None in older records
+    reductions: Union[Reductions, harness.Failed, None] = None
+    barriers: Union[Barriers, harness.Failed, None] = None
+    spills: Union[Spills, harness.Failed, None] = None
+    overlap: Union[Overlap, harness.Failed, None] = None
+
+    def ok(self, name: str):
+        """The experiment ``name``, or None where it failed."""
+        r = getattr(self, name)
+        return None if isinstance(r, harness.Failed) else r
+
+
+RESULTS = SimtResults  # the topic's result type (widgets.book.setup reads the record with it)
+
 
 REG_BUDGETS = (24, 32, 37, 40, 48, 56, 64, 65, 72, 80, 96, 128, 136, 168, 200, 232, 255)
 BLOCK_SIZES = (32, 64, 96, 128, 160, 192, 256, 320, 384, 512, 640, 768, 1024)
@@ -80,13 +319,6 @@ def _spread(t) -> dict:
     return {"time_s": t.median_s, "time_min_s": t.min_s, "time_max_s": t.max_s, "repeat": t.repeat}
 
 
-def _local_arch() -> str:
-    if harness.on_gpu():
-        major, minor = torch.cuda.get_device_capability(0)
-        return f"sm_{major}{minor}"
-    return "sm_90"
-
-
 # --------------------------------------------------------------------------------------------
 # 1. The occupancy API against the model
 # --------------------------------------------------------------------------------------------
@@ -101,7 +333,7 @@ def occupancy_configs(arch: str = "sm_90") -> list[tuple]:
     return configs
 
 
-def measure_occupancy_api(configs: Optional[Sequence[tuple]] = None) -> dict:
+def measure_occupancy_api(configs: Optional[Sequence[tuple]] = None) -> OccupancyApi:
     """Blocks per SM as the CUDA driver's occupancy calculator reports them, for real kernels.
 
     On a GPU: one kernel is compiled per register budget (``--maxrregcount``) from a body that
@@ -112,11 +344,11 @@ def measure_occupancy_api(configs: Optional[Sequence[tuple]] = None) -> dict:
     occupancy calculator compiled from ``cuda_occupancy.h`` (register counts as requested).
     """
     if harness.on_gpu():
-        return _occupancy_api_gpu(configs)
+        return OccupancyApi.from_record(_occupancy_api_gpu(configs), strict=True)
     arch = "sm_90"
     configs = list(configs or occupancy_configs(arch))
     if not sc.header_available():
-        return {"source": None, "arch": arch, "configs": [], "note": "no GPU, and no cuda_occupancy.h or C compiler here"}
+        return OccupancyApi(source=None, arch=arch, configs=(), note="no GPU, and no cuda_occupancy.h or C compiler here")
     answers = sc.header_occupancy([(t, r, s) for r, t, s in configs], arch)
     rows = [
         dict(threads_per_block=t, regs_per_thread=r, regs_requested=r, smem_per_block_bytes=s, dynamic_smem_bytes=s,
@@ -124,8 +356,8 @@ def measure_occupancy_api(configs: Optional[Sequence[tuple]] = None) -> dict:
         for (r, t, s), a in zip(configs, answers)
     ]
     where = "Triton's NVIDIA backend" if "triton" in str(sc.occupancy_header_path()) else "the CUDA toolkit"
-    return {"source": f"cudaOccMaxActiveBlocksPerMultiprocessor, cuda_occupancy.h from {where} (no GPU here)", "arch": arch,
-            "device_limits": None, "configs": rows, **_agreement(rows, arch)}
+    return OccupancyApi.from_record({"source": f"cudaOccMaxActiveBlocksPerMultiprocessor, cuda_occupancy.h from {where} (no GPU here)",
+                                     "arch": arch, "device_limits": None, "configs": rows, **_agreement(rows, arch)}, strict=True)
 
 
 def _occupancy_api_gpu(configs) -> dict:
@@ -182,7 +414,7 @@ def _random_cycle(n: int, seed: int = 0) -> torch.Tensor:
 
 
 @_quietly
-def measure_memory_latency(ws_bytes: Optional[Sequence[int]] = None, *, hops: Optional[int] = None, repeat: int = 5) -> dict:
+def measure_memory_latency(ws_bytes: Optional[Sequence[int]] = None, *, hops: Optional[int] = None, repeat: int = 5) -> MemoryLatency:
     """Time per dependent load [s] for working sets inside and far beyond the L2.
 
     One thread follows a random cycle; every launch continues where the last stopped, so
@@ -204,8 +436,9 @@ def measure_memory_latency(ws_bytes: Optional[Sequence[int]] = None, *, hops: Op
         del nxt, pos, nd, pd
     big = max(points, key=lambda p: p["ws_bytes"])
     small = min(points, key=lambda p: p["ws_bytes"])
-    return {"points": points, "dram_latency_s": big["latency_s"], "l2_latency_s": small["latency_s"] if len(points) > 1 else None,
-            "device": harness.device_name()}
+    return MemoryLatency.from_record({"points": points, "dram_latency_s": big["latency_s"],
+                                      "l2_latency_s": small["latency_s"] if len(points) > 1 else None,
+                                      "device": harness.device_name()}, strict=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -215,7 +448,26 @@ STREAM_VARIANTS = {"float x1": dict(VEC=1, UNROLL=1), "float4 x4": dict(VEC=4, U
 TARGET_BLOCKS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16)
 
 
-def measure_occupancy_bandwidth(latency_s: Optional[float] = None, *, threads_per_block: int = 128, repeat: int = 10) -> dict:
+def hbm_bytes_per_s_here(nbytes: Optional[int] = None) -> tuple[Optional[float], str]:
+    """The HBM bandwidth the Little's-law prediction is capped at on this GPU [B/s], and where it
+    came from: the catalog's datasheet figure for a GPU it knows; else a device-to-device copy
+    measured now (bytes read + written over the time); on the CPU ``None``, said so."""
+    if not harness.on_gpu():
+        return None, "no GPU: no HBM to cap the prediction"
+    gpu = describe_local_gpu()
+    if gpu is not None and gpu.hbm_bytes_per_s:
+        return float(gpu.hbm_bytes_per_s), f"datasheet ({gpu.name}, widgets.hardware catalog)"
+    nbytes = nbytes or harness.choose_bytes(1 * GiB, 0, max_fraction_of_free=0.1) // 4 * 4
+    src = torch.rand(nbytes // 4, device="cuda")
+    dst = torch.empty_like(src)
+    t = harness.time_fn(lambda: dst.copy_(src), repeat=10)
+    src = dst = None  # free the buffers before the experiment allocates its own
+    return 2 * nbytes / t.median_s, (f"measured: device-to-device copy of {nbytes / GiB:.2f} GiB "
+                                     f"({harness.device_name()} is not in the catalog)")
+
+
+def measure_occupancy_bandwidth(latency_s: Optional[float] = None, *, threads_per_block: int = 128,
+                                repeat: int = 10) -> OccupancyBandwidth:
     """Read a buffer far larger than the L2 with a memory-bound kernel whose occupancy is set by
     the dynamic shared memory each block asks for (and never uses); one full wave of blocks, so
     every block stays resident. Two variants: one 4-byte load in flight per thread, and four
@@ -226,9 +478,8 @@ def measure_occupancy_bandwidth(latency_s: Optional[float] = None, *, threads_pe
     drv = sc.Driver()
     arch = drv.arch()
     sms = drv.device_attribute("multiprocessor_count")
-    gpu = describe_local_gpu()
-    peak = (gpu.hbm_bytes_per_s if gpu and gpu.hbm_bytes_per_s else get_gpu("H200-SXM").hbm_bytes_per_s)
-    latency_s = latency_s or measure_memory_latency()["dram_latency_s"]
+    peak, peak_source = hbm_bytes_per_s_here()
+    latency_s = latency_s or measure_memory_latency().dram_latency_s
     nbytes = harness.choose_bytes(2 * GiB, 0, max_fraction_of_free=0.2) // 64 * 64
     x = torch.rand(nbytes // 4, device="cuda")
     out = torch.zeros(1, device="cuda")
@@ -259,12 +510,13 @@ def measure_occupancy_bandwidth(latency_s: Optional[float] = None, *, threads_pe
                 predicted_bytes_per_s=float(model.littles_law_bytes_per_s(warps, sms, per_warp, latency_s, peak)),
             ))
         results[name] = dict(regs_per_thread=regs, bytes_per_warp_in_flight=per_warp, points=points)
-    return {"nbytes": nbytes, "threads_per_block": threads_per_block, "sms": sms, "latency_s": latency_s, "peak_bytes_per_s": peak,
-            "variants": results, "device": harness.device_name(), "simulated": False}
+    return OccupancyBandwidth.from_record({"nbytes": nbytes, "threads_per_block": threads_per_block, "sms": sms, "latency_s": latency_s,
+                                           "peak_bytes_per_s": peak, "peak_source": peak_source, "variants": results,
+                                           "device": harness.device_name(), "simulated": False}, strict=True)
 
 
 @_quietly
-def _occupancy_bandwidth_cpu(repeat: int = 3) -> dict:
+def _occupancy_bandwidth_cpu(repeat: int = 3) -> OccupancyBandwidth:
     """The numba twin of ``stream_read`` in the simulator: one 'SM', 32-thread blocks."""
     n = 4096
     x = torch.rand(n)
@@ -275,9 +527,10 @@ def _occupancy_bandwidth_cpu(repeat: int = 3) -> dict:
         t = harness.time_fn(lambda: k.stream_read_kernel[b, 32](xd, od), warmup=1, repeat=repeat)
         points.append(dict(dynamic_smem_bytes=0, blocks_per_sm=b, model_blocks_per_sm=None, warps_per_sm=b, occupancy=b / 64,
                            **_spread(t), bytes_per_s=n * 4 / t.median_s, sm_clock_mhz=None, power_w=None, predicted_bytes_per_s=None))
-    return {"nbytes": n * 4, "threads_per_block": 32, "sms": 1, "latency_s": None, "peak_bytes_per_s": None,
-            "variants": {"float x1": dict(regs_per_thread=None, bytes_per_warp_in_flight=128, points=points)},
-            "device": harness.device_name(), "simulated": True}
+    return OccupancyBandwidth.from_record({"nbytes": n * 4, "threads_per_block": 32, "sms": 1, "latency_s": None, "peak_bytes_per_s": None,
+                                           "peak_source": "no GPU: no HBM to cap the prediction",
+                                           "variants": {"float x1": dict(regs_per_thread=None, bytes_per_warp_in_flight=128, points=points)},
+                                           "device": harness.device_name(), "simulated": True}, strict=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -303,7 +556,7 @@ def _gpu_spacer():
 
 
 @_quietly
-def measure_divergence(n_paths: Sequence[int] = (1, 2, 4, 8, 16, 32), *, iters: Optional[int] = None, repeat: int = 10) -> dict:
+def measure_divergence(n_paths: Sequence[int] = (1, 2, 4, 8, 16, 32), *, iters: Optional[int] = None, repeat: int = 10) -> Divergence:
     """Time the same work with the lanes of every warp spread over ``n`` paths (lane % n).
 
     On a GPU every timed launch is preceded by a spacer kernel (a GPU sleep) enqueued before the
@@ -368,7 +621,7 @@ def measure_divergence(n_paths: Sequence[int] = (1, 2, 4, 8, 16, 32), *, iters: 
               **_kernel_occupancy(k.divergent_kernel, block),
               "points": points, "device": harness.device_name(), "simulated": k.SIMULATED}
     result.update(divergence_predictions(result))
-    return result
+    return Divergence.from_record(result, strict=True)
 
 
 def _kernel_occupancy(kernel, threads_per_block: int) -> dict:
@@ -381,7 +634,7 @@ def _kernel_occupancy(kernel, threads_per_block: int) -> dict:
         regs = kernel.get_regs_per_thread()
         regs = max(regs.values()) if isinstance(regs, dict) else int(regs)
         out["regs_per_thread"] = int(regs)
-        arch = _local_arch()
+        arch = harness.capabilities().arch
         if arch in model.ARCHS:
             out["model_warps_per_sm"] = model.occupancy(threads_per_block, max(int(regs), 1), 0, arch).warps_per_sm
     except Exception:  # an older numba-cuda: record null
@@ -486,7 +739,8 @@ def divergence_predictions(res: dict) -> dict:
 # --------------------------------------------------------------------------------------------
 # 5. Launch overhead and CUDA graphs
 # --------------------------------------------------------------------------------------------
-def measure_launch_overhead(n_kernels: Optional[int] = None, *, calibration_kernels: Optional[int] = None, repeat: int = 10) -> dict:
+def measure_launch_overhead(n_kernels: Optional[int] = None, *, calibration_kernels: Optional[int] = None,
+                            repeat: int = 10) -> LaunchOverhead:
     """``n_kernels`` tiny kernels (``x.add_(1)`` on one element): launched one by one from Python,
     and replayed from a CUDA graph that captured the same launches.
 
@@ -533,7 +787,7 @@ def measure_launch_overhead(n_kernels: Optional[int] = None, *, calibration_kern
                       speedup=eager_t.median_s / graph_t.median_s)
     result["kernel_bound"] = _kernel_bound_loop(result["host_per_launch_s"], repeat=repeat)
     result.update(launch_prediction(result))
-    return result
+    return LaunchOverhead.from_record(result, strict=True)
 
 
 KERNEL_BOUND_BYTES = 64 * MiB  # x.add_(1) reads and writes it: ~30 us per kernel on an H200, longer than a launch
@@ -620,7 +874,8 @@ def serial_host_work(n: int) -> int:
 
 
 @_quietly
-def measure_amdahl(workers: Optional[Sequence[int]] = None, *, serial_iters: Optional[int] = None, repeat: Optional[int] = None) -> dict:
+def measure_amdahl(workers: Optional[Sequence[int]] = None, *, serial_iters: Optional[int] = None,
+                   repeat: Optional[int] = None) -> Amdahl:
     """A step = serial host work, then a parallel part split over ``workers``; speed-up of the
     whole step against one worker, measured and predicted by Amdahl's law.
 
@@ -710,7 +965,7 @@ def measure_amdahl(workers: Optional[Sequence[int]] = None, *, serial_iters: Opt
               "serial_iters": serial_iters, "timing": "host clock around each part of every step (in-run parts)",
               "points": points, "device": harness.device_name()}
     result.update(amdahl_predictions(result))
-    return result
+    return Amdahl.from_record(result, strict=True)
 
 
 def amdahl_predictions(res: dict) -> dict:
@@ -742,9 +997,9 @@ def amdahl_predictions(res: dict) -> dict:
 
 
 # --------------------------------------------------------------------------------------------
-def run_all() -> dict:
-    """Every SIMT experiment, as a JSON-able dict (see ``python -m widgets.measure``). An
-    experiment that fails records its traceback under ``"error"`` so the others still count."""
+def run_all() -> SimtResults:
+    """Every SIMT experiment (see ``python -m widgets.measure``). An experiment that fails is
+    recorded as ``harness.Failed`` with its traceback (``{"error": ...}``) so the others still count."""
     results = {}
 
     def run(name, fn):
@@ -754,26 +1009,24 @@ def run_all() -> dict:
             results[name] = fn()
         except Exception:
             traceback.print_exc()
-            results[name] = {"error": traceback.format_exc()}
+            results[name] = harness.Failed(traceback.format_exc())
         print(f"  simt: {name} done in {time.time() - t0:.1f} s", flush=True)
 
     run("occupancy_api", measure_occupancy_api)
     run("memory_latency", measure_memory_latency)
-    lat = results["memory_latency"].get("dram_latency_s")
+    lat = results["memory_latency"].get("dram_latency_s")  # None when the pointer chase failed
     run("occupancy_bandwidth", lambda: measure_occupancy_bandwidth(lat))
     run("divergence", measure_divergence)
     run("launch_overhead", measure_launch_overhead)
     run("amdahl", measure_amdahl)
-    from . import simt_streams, simt_warp  # the depth pass: reductions, barriers, spills, streams
-
-    run("reductions", lambda: simt_warp.measure_reductions().to_record())
-    run("barriers", lambda: simt_warp.measure_barriers().to_record())
-    run("spills", lambda: simt_warp.measure_spills().to_record())
-    run("overlap", lambda: simt_streams.measure_overlap().to_record())
-    failed = [name for name, r in results.items() if "error" in r]
+    run("reductions", simt_warp.measure_reductions)  # the depth pass: reductions, barriers, spills, streams
+    run("barriers", simt_warp.measure_barriers)
+    run("spills", simt_warp.measure_spills)
+    run("overlap", simt_streams.measure_overlap)
+    failed = [name for name, r in results.items() if isinstance(r, harness.Failed)]
     if failed:
         print(f"  simt: FAILED {failed}", file=sys.stderr, flush=True)
-    return results
+    return SimtResults(**results)
 
 
 # --------------------------------------------------------------------------------------------
