@@ -92,10 +92,22 @@ def _int_array(name: str, value, *, minimum: int = 1) -> np.ndarray:
 def matmul_flop(m: int, n: int, k: int) -> int:
     """FLOP of ``C[m,n] = A[m,k] @ B[k,n]``: ``2*m*n*k`` (one multiply and one add per term).
 
+    Explained in :ref:`tensor_cores` > The cost of a GEMM.
+
     Parameters
     ----------
     m, n, k : int
-        Rows of A and C, columns of B and C, and the reduction length; each >= 1.
+        Rows of A and C, columns of B and C, and the reduction length [-]; each >= 1.
+
+    Returns
+    -------
+    int
+        Floating-point operations [FLOP].
+
+    Raises
+    ------
+    ValueError
+        If a dimension is not an integer >= 1.
 
     Examples
     --------
@@ -109,17 +121,29 @@ def matmul_flop(m: int, n: int, k: int) -> int:
 
 
 def peak_flop_per_s(sms: int, clock_hz: float, flop_per_clock_per_sm: float) -> float:
-    """Dense peak from first principles [FLOP/s]: SMs x clock x FLOP per clock per SM.
+    """Dense peak from first principles: SMs x clock x FLOP per clock per SM.
+
+    Explained in :ref:`tensor_cores` > Peak from first principles.
 
     Parameters
     ----------
     sms : int
-        Streaming multiprocessors (compute units on AMD), 1 to ``MAX_SMS`` (10**6).
+        Streaming multiprocessors (compute units on AMD) [-], 1 to ``MAX_SMS`` (10**6).
     clock_hz : float
         The clock the figure assumes [Hz], 1 Hz to ``MAX_CLOCK_HZ`` (100 GHz).
     flop_per_clock_per_sm : float
         Dense FLOP one SM completes per clock for the data type [FLOP] (an FMA counts 2),
         10**-6 to ``MAX_FLOP_PER_CLOCK_PER_SM`` (10**9).
+
+    Returns
+    -------
+    float
+        Dense peak [FLOP/s].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
 
     Examples
     --------
@@ -135,8 +159,31 @@ def peak_flop_per_s(sms: int, clock_hz: float, flop_per_clock_per_sm: float) -> 
 
 
 def implied_clock_hz(peak_flop_per_s: float, sms: int, flop_per_clock_per_sm: float) -> float:
-    """The clock a published peak implies [Hz]: peak / (SMs x FLOP per clock per SM).
+    """The clock a published peak implies: peak / (SMs x FLOP per clock per SM).
 
+    Explained in :ref:`tensor_cores` > Peak from first principles.
+
+    Parameters
+    ----------
+    peak_flop_per_s : float
+        The published dense peak [FLOP/s], > 0.
+    sms : int
+        Streaming multiprocessors [-], 1 to 10**6.
+    flop_per_clock_per_sm : float
+        Dense FLOP one SM completes per clock [FLOP], 10**-6 to 10**9.
+
+    Returns
+    -------
+    float
+        Clock [Hz].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
     >>> round(implied_clock_hz(989.4e12, 132, 4096) / 1e6)   # H100 SXM bf16: the tensor clock
     1830
     >>> round(implied_clock_hz(67e12, 132, 256) / 1e6)       # FP32: the 1980 MHz maximum boost
@@ -151,10 +198,29 @@ def implied_clock_hz(peak_flop_per_s: float, sms: int, flop_per_clock_per_sm: fl
 
 
 def sparse_flop_per_s(dense_flop_per_s: float) -> float:
-    """The 2:4 structured-sparsity figure a datasheet prints: twice the dense peak [FLOP/s].
+    """The 2:4 structured-sparsity figure a datasheet prints: twice the dense peak.
 
     Half of the operands are zeros the hardware skips; it is never a peak for dense work.
 
+    Explained in :ref:`tensor_cores` > Peak from first principles.
+
+    Parameters
+    ----------
+    dense_flop_per_s : float
+        Dense peak [FLOP/s], > 0.
+
+    Returns
+    -------
+    float
+        The sparsity figure [FLOP/s].
+
+    Raises
+    ------
+    ValueError
+        If ``dense_flop_per_s`` is not positive or is out of range.
+
+    Examples
+    --------
     >>> sparse_flop_per_s(989.4e12) / 1e12
     1978.8
     """
@@ -177,11 +243,33 @@ class PeakCheck:
 
 
 def peak_check(gpu, dtype: str) -> PeakCheck:
-    """Rebuild ``gpu``'s dense ``dtype`` peak from first principles and compare with the catalog.
+    """Rebuild a catalog GPU's dense peak from first principles and compare it with the catalog.
 
-    ``gpu`` is a catalog name or a ``widgets.hardware.GPU``. The clock is the datasheet clock for
-    that figure where the vendor publishes one (:data:`DATASHEET_CLOCK_HZ`), else the boost clock.
+    The clock is the datasheet clock for that figure where the vendor publishes one
+    (``DATASHEET_CLOCK_HZ``), else the boost clock.
 
+    Explained in :ref:`tensor_cores` > Calculator: the peak.
+
+    Parameters
+    ----------
+    gpu : str or GPU
+        A catalog name or a :class:`widgets.hardware.GPU`.
+    dtype : str
+        A dtype with a per-SM rate for that GPU, e.g. ``"bf16"``.
+
+    Returns
+    -------
+    PeakCheck
+        SMs, clock and per-SM rate, the rebuilt peak, the catalog's figure, their ratio and the
+        clock the catalog figure implies.
+
+    Raises
+    ------
+    ValueError
+        If ``gpu`` has no per-SM rates or ``dtype`` is not one of them.
+
+    Examples
+    --------
     >>> c = peak_check("H200-SXM", "bf16")
     >>> round(c.peak_flop_per_s / 1e12, 1), round(c.ratio, 3)
     (989.4, 1.0)
@@ -206,10 +294,31 @@ def peak_check(gpu, dtype: str) -> PeakCheck:
 # GEMM cost: bytes, tiles, waves
 # --------------------------------------------------------------------------------------------
 def gemm_bytes(m: int, n: int, k: int, in_bytes: int = 2, out_bytes: int | None = None) -> int:
-    """Fewest bytes a GEMM moves through device memory [B]: read A and B once, write C once.
+    """Fewest bytes a GEMM moves through device memory: read A and B once, write C once.
 
-    ``in_bytes`` is the element size of A and B, ``out_bytes`` of C (default: ``in_bytes``).
+    Explained in :ref:`tensor_cores` > The cost of a GEMM.
 
+    Parameters
+    ----------
+    m, n, k : int
+        Matrix dimensions [-], each >= 1.
+    in_bytes : int, optional
+        Element size of A and B [B], >= 1.
+    out_bytes : int or None, optional
+        Element size of C [B], >= 1; default ``in_bytes``.
+
+    Returns
+    -------
+    int
+        ``(m*k + k*n) * in_bytes + m*n * out_bytes`` [B].
+
+    Raises
+    ------
+    ValueError
+        If an input is not an integer >= 1.
+
+    Examples
+    --------
     >>> gemm_bytes(8192, 8192, 8192, 2) // 2**20   # bf16: three 128 MiB matrices
     384
     """
@@ -222,8 +331,31 @@ def gemm_bytes(m: int, n: int, k: int, in_bytes: int = 2, out_bytes: int | None 
 
 
 def gemm_intensity(m: int, n: int, k: int, in_bytes: int = 2, out_bytes: int | None = None) -> float:
-    """Arithmetic intensity of a GEMM at its fewest bytes [FLOP/B].
+    """Arithmetic intensity of a GEMM at its fewest bytes.
 
+    Explained in :ref:`tensor_cores` > The cost of a GEMM.
+
+    Parameters
+    ----------
+    m, n, k : int
+        Matrix dimensions [-], each >= 1.
+    in_bytes : int, optional
+        Element size of A and B [B], >= 1.
+    out_bytes : int or None, optional
+        Element size of C [B], >= 1; default ``in_bytes``.
+
+    Returns
+    -------
+    float
+        ``matmul_flop / gemm_bytes`` [FLOP/B].
+
+    Raises
+    ------
+    ValueError
+        If an input is not an integer >= 1.
+
+    Examples
+    --------
     >>> round(gemm_intensity(4096, 4096, 4096, 2), 1)   # bf16: 2MNK / (2 x 3 N^2) = N/3
     1365.3
     """
@@ -231,11 +363,32 @@ def gemm_intensity(m: int, n: int, k: int, in_bytes: int = 2, out_bytes: int | N
 
 
 def tile_efficiency(m: int, n: int, tile_m: int, tile_n: int) -> float:
-    """Useful fraction of the padded tile area: ``m*n / (ceil(m/tile_m)*tile_m * ceil(n/tile_n)*tile_n)``.
+    """Useful fraction of the padded tile area of a GEMM's output.
 
-    Tiles on the bottom and right edges are computed whole even when they hang over the matrix;
-    the overhanging part is wasted work.
+    ``m*n / (ceil(m/tile_m)*tile_m * ceil(n/tile_n)*tile_n)``: tiles on the bottom and right edges
+    are computed whole even when they hang over the matrix; the overhanging part is wasted work.
 
+    Explained in :ref:`tensor_cores` > Tiles and waves.
+
+    Parameters
+    ----------
+    m, n : int
+        Rows and columns of the output C [-], >= 1.
+    tile_m, tile_n : int
+        Output tile one SM (one thread block) computes [-], >= 1.
+
+    Returns
+    -------
+    float
+        Useful fraction [-], in (0, 1].
+
+    Raises
+    ------
+    ValueError
+        If an input is not an integer >= 1.
+
+    Examples
+    --------
     >>> tile_efficiency(8192, 8192, 128, 256)
     1.0
     >>> round(tile_efficiency(8192, 8193, 128, 256), 3)   # one extra column costs a whole tile column
@@ -251,18 +404,34 @@ def tile_efficiency(m: int, n: int, tile_m: int, tile_n: int) -> float:
 def gemm_waves(m: int, n: int, tile_m: int, tile_n: int, sms: int) -> tuple[int, int, float]:
     """Tiles, waves and wave efficiency of a GEMM with one output tile per SM at a time.
 
-    Returns ``(tiles, waves, wave_efficiency)``: ``tiles = ceil(m/tile_m) * ceil(n/tile_n)``;
-    ``waves = ceil(tiles / sms)`` counts a partial last wave as a whole one, since it takes as long;
-    ``wave_efficiency = tiles / (waves * sms)`` is the fraction of SM-slots that do work.
+    ``tiles = ceil(m/tile_m) * ceil(n/tile_n)``; ``waves = ceil(tiles / sms)`` counts a partial last
+    wave as a whole one, since it takes as long; ``wave_efficiency = tiles / (waves * sms)`` is the
+    fraction of SM-slots that do work.
+
+    Explained in :ref:`tensor_cores` > Tiles and waves.
 
     Parameters
     ----------
     m, n : int
-        Rows and columns of the output C, >= 1.
+        Rows and columns of the output C [-], >= 1.
     tile_m, tile_n : int
-        Output tile one SM (one thread block) computes, >= 1.
+        Output tile one SM (one thread block) computes [-], >= 1.
     sms : int
-        SMs that run tiles at once (one tile each), >= 1.
+        SMs that run tiles at once (one tile each) [-], >= 1.
+
+    Returns
+    -------
+    tiles : int
+        Output tiles [-].
+    waves : int
+        Waves [-].
+    wave_efficiency : float
+        Fraction of SM-slots that do work [-], in (0, 1].
+
+    Raises
+    ------
+    ValueError
+        If an input is not an integer >= 1.
 
     Examples
     --------
@@ -280,10 +449,35 @@ def gemm_waves(m: int, n: int, tile_m: int, tile_n: int, sms: int) -> tuple[int,
 
 
 def is_aligned(dim: int, elem_bytes: int, align_bytes: int = 16) -> bool:
-    """Whether a row of ``dim`` elements is a multiple of ``align_bytes`` (16 B: the alignment the
-    tensor-memory accelerator (TMA) and vectorized loads need; cuBLAS documents that leading
-    dimensions that are multiples of 16 bytes are needed for its fastest kernels).
+    """Whether a row of ``dim`` elements is a multiple of ``align_bytes``.
 
+    16 B is the alignment the tensor-memory accelerator (TMA) and vectorized loads need; cuBLAS
+    documents that leading dimensions that are multiples of 16 bytes are needed for its fastest
+    kernels.
+
+    Explained in :ref:`tensor_cores` > 2. Shapes: alignment and waves.
+
+    Parameters
+    ----------
+    dim : int
+        Elements in a row (the leading dimension) [-], >= 1.
+    elem_bytes : int
+        Bytes per element [B], >= 1.
+    align_bytes : int, optional
+        Alignment required [B], >= 1.
+
+    Returns
+    -------
+    bool
+        True when ``dim * elem_bytes`` is a multiple of ``align_bytes``.
+
+    Raises
+    ------
+    ValueError
+        If an input is not an integer >= 1.
+
+    Examples
+    --------
     >>> is_aligned(8192, 2), is_aligned(8191, 2), is_aligned(8200, 2)
     (True, False, True)
     """
@@ -333,6 +527,36 @@ def gemm_estimate(
     compute-bound. Misaligned shapes (a row not a multiple of 16 B) are flagged, not modelled:
     libraries fall back to slower kernels for them.
 
+    Explained in :ref:`tensor_cores` > Calculator: the GEMM estimator.
+
+    Parameters
+    ----------
+    m, n, k : int
+        Matrix dimensions [-], each >= 1.
+    peak_flop_per_s : float
+        Dense peak for the data type [FLOP/s], > 0.
+    bytes_per_s : float
+        Device-memory bandwidth [B/s], > 0.
+    sms : int
+        SMs [-], >= 1.
+    tile_m, tile_n : int, optional
+        Output tile of one SM [-], >= 1.
+    in_bytes : int, optional
+        Element size of A and B [B], >= 1.
+    out_bytes : int or None, optional
+        Element size of C [B]; default ``in_bytes``.
+
+    Returns
+    -------
+    GemmEstimate
+        FLOP, bytes, tiles, waves, both efficiencies, compute, memory and total time [s],
+        throughput [FLOP/s], the bound and whether the shape is aligned.
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
     Examples
     --------
     H200, bf16, 8192^3 with 128 x 256 tiles: 16 waves of which the last is about half full.
@@ -362,8 +586,37 @@ def gemm_estimate(
 def predicted_flop_per_s(
     m, n, k, peak_flop_per_s: float, bytes_per_s: float, sms: int, *, tile_m: int = 128, tile_n: int = 256, in_bytes: int = 2
 ) -> np.ndarray:
-    """:func:`gemm_estimate`'s throughput over arrays of shapes (broadcast) [FLOP/s].
+    """:func:`gemm_estimate`'s throughput over arrays of shapes (broadcast).
 
+    Explained in :ref:`tensor_cores` > 2. Shapes: alignment and waves.
+
+    Parameters
+    ----------
+    m, n, k : int or array_like of int
+        Matrix dimensions [-], each >= 1; broadcast together (at most ``MAX_ELEMENTS`` shapes).
+    peak_flop_per_s : float
+        Dense peak for the data type [FLOP/s], > 0.
+    bytes_per_s : float
+        Device-memory bandwidth [B/s], > 0.
+    sms : int
+        SMs [-], >= 1.
+    tile_m, tile_n : int, optional
+        Output tile of one SM [-], >= 1.
+    in_bytes : int, optional
+        Element size of A, B and C [B], >= 1.
+
+    Returns
+    -------
+    numpy.ndarray
+        Predicted throughput per shape [FLOP/s], of the broadcast shape.
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or the shapes do not broadcast.
+
+    Examples
+    --------
     >>> predicted_flop_per_s(2048, [4096, 4224], 8192, 989.4e12, 4.8e12, 132).round(-12) / 1e12
     array([959., 660.])
     """
@@ -452,8 +705,28 @@ ROUNDING_VARIANCE = 1.0 / (8.0 * math.log(2.0))
 
 
 def number_format(dtype: str) -> FloatFormat:
-    """The :class:`FloatFormat` of ``dtype`` (``"fp8"`` means E4M3).
+    """The :class:`FloatFormat` of a number format (``"fp8"`` means E4M3).
 
+    Explained in :ref:`tensor_cores` > Number formats: range, precision, accumulation.
+
+    Parameters
+    ----------
+    dtype : str
+        A number format: ``"fp64"``, ``"fp32"``, ``"tf32"``, ``"bf16"``, ``"fp16"``, ``"fp8"``
+        (E4M3), ``"fp8_e4m3"`` or ``"fp8_e5m2"`` (case-insensitive).
+
+    Returns
+    -------
+    FloatFormat
+        Exponent and fraction bits, with the unit roundoff and range as properties.
+
+    Raises
+    ------
+    ValueError
+        If ``dtype`` is not a known format.
+
+    Examples
+    --------
     >>> number_format("fp16").max_normal, number_format("fp8").max_normal
     (65504.0, 448.0)
     """
@@ -468,8 +741,30 @@ def _format(dtype, name: str) -> FloatFormat:
 
 
 def unit_roundoff(dtype: str) -> float:
-    """u of a format: fp32 2^-24, tf32 2^-11, bf16 2^-8, fp16 2^-11, E4M3 2^-4, E5M2 2^-3.
+    """Unit roundoff ``u`` of a number format: the largest relative error of rounding to nearest.
 
+    fp32 2^-24, tf32 2^-11, bf16 2^-8, fp16 2^-11, E4M3 2^-4, E5M2 2^-3.
+
+    Explained in :ref:`tensor_cores` > Number formats: range, precision, accumulation.
+
+    Parameters
+    ----------
+    dtype : str
+        A number format: ``"fp64"``, ``"fp32"``, ``"tf32"``, ``"bf16"``, ``"fp16"``, ``"fp8"``
+        (E4M3), ``"fp8_e4m3"`` or ``"fp8_e5m2"`` (case-insensitive).
+
+    Returns
+    -------
+    float
+        ``2^-(man_bits + 1)`` [-].
+
+    Raises
+    ------
+    ValueError
+        If ``dtype`` is not a known format.
+
+    Examples
+    --------
     >>> unit_roundoff("bf16") == 2**-8
     True
     """
@@ -497,12 +792,37 @@ class DotError:
 
 
 def bound_probability(lam: float = 1.0, n: int = 1, u: float = 2.0**-24) -> float:
-    """Higham & Mary (2019, SISC 41(5), Theorem 3.1): a computation with ``n`` independent
-    mean-zero rounding errors of size at most ``u`` stays within ``lam sqrt(n) u`` (first order)
-    with probability at least ``Q(lam, n) = 1 - 2 n exp(-lam^2 (1-u)^2 / 2)``, clipped at 0
-    (nothing guaranteed). The n-free form ``1 - 2 exp(-lam^2/2)`` is Connolly, Higham & Mary
-    (2021, SISC 43(1)), which needs mean independence, not independence, of the errors.
+    """Probability that Higham and Mary's probabilistic rounding-error bound holds.
 
+    Higham & Mary (2019, SISC 41(5), Theorem 3.1): a computation with ``n`` independent mean-zero
+    rounding errors of size at most ``u`` stays within ``lam sqrt(n) u`` (first order) with
+    probability at least ``Q(lam, n) = 1 - 2 n exp(-lam^2 (1-u)^2 / 2)``, clipped at 0 (nothing
+    guaranteed). The n-free form ``1 - 2 exp(-lam^2/2)`` is Connolly, Higham & Mary (2021, SISC
+    43(1)), which needs mean independence, not independence, of the errors.
+
+    Explained in :ref:`tensor_cores` > Number formats: range, precision, accumulation.
+
+    Parameters
+    ----------
+    lam : float, optional
+        The bound's multiplier lambda [-], > 0.
+    n : int, optional
+        Rounding errors [-], >= 1.
+    u : float, optional
+        Unit roundoff [-], in (0, 0.5].
+
+    Returns
+    -------
+    float
+        Probability [-], 0..1.
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
     >>> round(bound_probability(1.0, 1, 2**-24), 3)   # lambda = 1 guarantees nothing
     0.0
     >>> round(bound_probability(lam_for_probability(0.99, 4096, 2**-24), 4096, 2**-24), 6)
@@ -515,9 +835,34 @@ def bound_probability(lam: float = 1.0, n: int = 1, u: float = 2.0**-24) -> floa
 
 
 def lam_for_probability(probability: float = 0.99, n: int = 1, u: float = 2.0**-24) -> float:
-    """The lambda for which Higham & Mary's bound holds with at least ``probability`` over ``n``
-    rounding errors of size ``u``: ``lam = sqrt(2 ln(2n / (1 - probability))) / (1 - u)``.
+    """The lambda for which Higham and Mary's bound holds with at least a given probability.
 
+    ``lam = sqrt(2 ln(2n / (1 - probability))) / (1 - u)`` over ``n`` rounding errors of size ``u``:
+    the inverse of :func:`bound_probability`.
+
+    Explained in :ref:`tensor_cores` > Number formats: range, precision, accumulation.
+
+    Parameters
+    ----------
+    probability : float, optional
+        Probability wanted [-], in (0, 1).
+    n : int, optional
+        Rounding errors [-], >= 1.
+    u : float, optional
+        Unit roundoff [-], in (0, 0.5].
+
+    Returns
+    -------
+    float
+        lambda [-].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
     >>> round(lam_for_probability(0.99, 4096, 2**-24), 2)
     5.22
     """
@@ -549,11 +894,41 @@ def dot_error(
       ``sqrt(j)``, so its errors add ``k u_acc^2 / 2`` relative to ``c^2 ~ k``:
       ``sqrt((2 u_in^2 + k u_acc^2 / 2) / (8 ln 2))``.
 
-    ``output`` names a format the result is rounded to at the end (one more rounding: ``u_out`` in
-    the bounds, ``u_out^2`` in the typical variance); ``None`` keeps it in ``accumulate``.
-    ``input_rounding=False`` leaves the inputs exact (the error of the accumulation alone).
     Products of two fp16/bf16/tf32/fp8 numbers are exact in fp32, so tensor cores add no product
     rounding.
+
+    Explained in :ref:`tensor_cores` > Number formats: range, precision, accumulation.
+
+    Parameters
+    ----------
+    k : int
+        Length of the dot product [-], 1 to ``MAX_K``.
+    dtype : str
+        A number format: ``"fp64"``, ``"fp32"``, ``"tf32"``, ``"bf16"``, ``"fp16"``, ``"fp8"``
+        (E4M3), ``"fp8_e4m3"`` or ``"fp8_e5m2"`` (case-insensitive).
+        The inputs are rounded to it.
+    accumulate : str, optional
+        The format of the partial sums (same names as ``dtype``).
+    output : str or None, optional
+        A format the result is rounded to at the end (one more rounding: ``u_out`` in the bounds,
+        ``u_out^2`` in the typical variance); ``None`` keeps it in ``accumulate``.
+    lam : float or None, optional
+        The probabilistic bound's lambda [-], > 0; default: chosen from ``probability``.
+    probability : float, optional
+        Probability the probabilistic bound must hold with [-], in (0, 1).
+    input_rounding : bool, optional
+        False leaves the inputs exact (the error of the accumulation alone).
+
+    Returns
+    -------
+    DotError
+        The unit roundoffs, the deterministic and probabilistic bounds and the typical error
+        (relative) [-], the input format's range and the lambda and probability used.
+
+    Raises
+    ------
+    ValueError
+        If a format is unknown or a number is out of range.
 
     Examples
     --------
@@ -583,8 +958,36 @@ def dot_error(
 
 
 def typical_dot_error(k, dtype: str, accumulate: str = "fp32", *, output: str | None = None, input_rounding: bool = True):
-    """:func:`dot_error`'s typical error over an array of ``k`` (scalar in, scalar out).
+    """:func:`dot_error`'s typical error over an array of lengths (scalar in, scalar out).
 
+    Explained in :ref:`tensor_cores` > Number formats: range, precision, accumulation.
+
+    Parameters
+    ----------
+    k : int or array_like of int
+        Lengths of the dot product [-], each >= 1.
+    dtype : str
+        A number format: ``"fp64"``, ``"fp32"``, ``"tf32"``, ``"bf16"``, ``"fp16"``, ``"fp8"``
+        (E4M3), ``"fp8_e4m3"`` or ``"fp8_e5m2"`` (case-insensitive).
+    accumulate : str, optional
+        The format of the partial sums.
+    output : str or None, optional
+        A format the result is rounded to at the end; ``None`` keeps it in ``accumulate``.
+    input_rounding : bool, optional
+        False leaves the inputs exact.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        Typical (rms) relative error [-]: a float for a scalar ``k``, an array otherwise.
+
+    Raises
+    ------
+    ValueError
+        If a format is unknown or a length is out of range.
+
+    Examples
+    --------
     >>> typical_dot_error([256, 65536], "fp32", "fp32").round(9)
     array([2.890e-07, 4.582e-06])
     """
@@ -608,7 +1011,7 @@ TENSOR_CORES_PER_SM = 4
 
 def instruction_clocks(m: int, n: int, k: int, flop_per_clock_per_sm: float, *, tensor_cores_used: int = 1,
                        tensor_cores_per_sm: int = TENSOR_CORES_PER_SM) -> float:
-    """Fewest clocks one ``m x n x k`` matrix instruction occupies its tensor cores [clock].
+    """Fewest clocks one ``m x n x k`` matrix instruction occupies its tensor cores.
 
     ``2*m*n*k`` FLOP at ``tensor_cores_used / tensor_cores_per_sm`` of the SM's dense rate. A warp's
     ``mma.sync`` uses ONE tensor core (its sub-partition's), so it takes at least four times as long
@@ -617,16 +1020,28 @@ def instruction_clocks(m: int, n: int, k: int, flop_per_clock_per_sm: float, *, 
     rate, and the SM's datasheet peak is reachable only through the asynchronous ``wgmma`` (whose
     benefit Luo et al. 2025 measure).
 
+    Explained in :ref:`tensor_cores` > What a tensor core does.
+
     Parameters
     ----------
     m, n, k : int
-        The instruction shape, each >= 1 (and <= 2**20).
+        The instruction shape [-], each 1 to 2**20.
     flop_per_clock_per_sm : float
-        The SM's dense FLOP per clock for the data type, 10**-6 to 10**9.
-    tensor_cores_used : int
-        Tensor cores the instruction runs on, 1 <= ... <= ``tensor_cores_per_sm``.
-    tensor_cores_per_sm : int
-        Tensor cores in one SM, >= 1 (and <= 64).
+        The SM's dense FLOP per clock for the data type [FLOP], 10**-6 to 10**9.
+    tensor_cores_used : int, optional
+        Tensor cores the instruction runs on [-], 1 to ``tensor_cores_per_sm``.
+    tensor_cores_per_sm : int, optional
+        Tensor cores in one SM [-], 1 to 64.
+
+    Returns
+    -------
+    float
+        Clocks [clock].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
 
     Examples
     --------
@@ -711,8 +1126,29 @@ ACCUMULATORS = {
 
 
 def accumulator(dtype: str, fast_accum: bool = False) -> Accumulator:
-    """The :class:`Accumulator` of a Hopper GEMM with ``dtype`` inputs.
+    """The :class:`Accumulator` of a Hopper GEMM with ``dtype`` inputs (from ``ACCUMULATORS``).
 
+    Explained in :ref:`tensor_cores` > 3. Precision against an fp64 reference.
+
+    Parameters
+    ----------
+    dtype : str
+        Input format: ``"fp32"``, ``"tf32"``, ``"bf16"``, ``"fp16"`` or ``"fp8"`` (either fp8 format).
+    fast_accum : bool, optional
+        cuBLAS's fast accumulation (fp8 only).
+
+    Returns
+    -------
+    Accumulator
+        Significand bits, promotion interval, truncation, block, source and label.
+
+    Raises
+    ------
+    ValueError
+        If ``dtype`` is unknown or ``fast_accum`` is True for a format other than fp8.
+
+    Examples
+    --------
     >>> accumulator("fp8", fast_accum=True).significand_bits
     14
     """
@@ -748,8 +1184,7 @@ class AccumulationError:
 
 def accumulation_error(k: int, significand_bits: int, *, promote_every_k: int | None = None, truncate: bool = False,
                        block: int = 1, lam: float | None = None, probability: float = 0.99) -> AccumulationError:
-    """Error of summing ``k`` products in a ``significand_bits`` accumulator, promoted to fp32
-    every ``promote_every_k`` products (``None``: never).
+    """Error of summing ``k`` products in a narrow accumulator, promoted to fp32 every so often.
 
     With ``u = 2^-p`` (``2^-(p-1)`` if ``truncate``), chunks of ``c = min(k, promote_every_k)``
     products summed in the narrow accumulator and ``ceil(k / c)`` chunk sums added in fp32
@@ -777,6 +1212,36 @@ def accumulation_error(k: int, significand_bits: int, *, promote_every_k: int | 
     relative to ``c^2 ~ c``: ``sqrt(mu^2 (m+1)(2m+1)/6 + s2 (m+1)/2)``. The bias term grows like
     ``k``, not ``sqrt(k)``. The probabilistic bound needs mean-zero errors, so for a truncating adder
     it is the deterministic one (``probability`` 1).
+
+    Explained in :ref:`tensor_cores` > 3. Precision against an fp64 reference.
+
+    Parameters
+    ----------
+    k : int
+        Products summed [-], 1 to ``MAX_K``.
+    significand_bits : int
+        Significand bits p of the accumulator, implicit bit included [bit], 2 to 64 (fp32: 24).
+    promote_every_k : int or None, optional
+        Products summed before the partial sum is added into fp32 [-]; None: never.
+    truncate : bool, optional
+        The adder truncates (chops toward zero) instead of rounding to nearest.
+    block : int, optional
+        Products added per rounding [-], >= 1.
+    lam : float or None, optional
+        The probabilistic bound's lambda [-]; default: chosen from ``probability``.
+    probability : float, optional
+        Probability the probabilistic bound must hold with [-], in (0, 1).
+
+    Returns
+    -------
+    AccumulationError
+        The unit roundoff, chunks, typical error and both bounds (relative) [-], lambda and
+        probability.
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
 
     Examples
     --------
@@ -824,8 +1289,31 @@ def accumulation_error(k: int, significand_bits: int, *, promote_every_k: int | 
 
 
 def tensor_core_accumulation_error(k: int, dtype: str, fast_accum: bool = False) -> AccumulationError:
-    """:func:`accumulation_error` with the Hopper accumulator of ``dtype`` (:data:`ACCUMULATORS`).
+    """:func:`accumulation_error` with the Hopper accumulator of ``dtype`` (``ACCUMULATORS``).
 
+    Explained in :ref:`tensor_cores` > 3. Precision against an fp64 reference.
+
+    Parameters
+    ----------
+    k : int
+        Products summed [-], >= 1.
+    dtype : str
+        Input format: ``"fp32"``, ``"tf32"``, ``"bf16"``, ``"fp16"`` or ``"fp8"``.
+    fast_accum : bool, optional
+        cuBLAS's fast accumulation (fp8 only).
+
+    Returns
+    -------
+    AccumulationError
+        As :func:`accumulation_error` returns it.
+
+    Raises
+    ------
+    ValueError
+        If ``dtype`` is unknown, ``fast_accum`` does not apply or ``k`` is out of range.
+
+    Examples
+    --------
     >>> round(tensor_core_accumulation_error(65536, "fp8", fast_accum=True).typical_error, 5)
     0.00469
     """
@@ -834,9 +1322,33 @@ def tensor_core_accumulation_error(k: int, dtype: str, fast_accum: bool = False)
 
 
 def fit_significand_bits(k: int, typical_error: float, *, promote_every_k: int | None = None) -> float:
-    """The (fractional) accumulator precision p that makes :func:`accumulation_error`'s typical
-    error equal a measured one: the inverse of the model, for a **fit** [bit].
+    """The accumulator precision that makes :func:`accumulation_error`'s typical error equal a measured one.
 
+    The inverse of the model, for a **fit**; the result may be fractional.
+
+    Explained in :ref:`tensor_cores` > 3. Precision against an fp64 reference.
+
+    Parameters
+    ----------
+    k : int
+        Products summed [-], >= 1.
+    typical_error : float
+        Measured rms relative error of the accumulation [-], in (0, 1].
+    promote_every_k : int or None, optional
+        Products summed before promotion to fp32 [-]; None: never.
+
+    Returns
+    -------
+    float
+        Significand bits p [bit].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
     >>> round(fit_significand_bits(4096, accumulation_error(4096, 14).typical_error), 6)
     14.0
     """
@@ -859,10 +1371,34 @@ SYSTOLIC_ARRAY_EDGE = {
 
 
 def tensor_core_dot_error(k: int, dtype: str, fast_accum: bool = False) -> float:
-    """Typical relative error of a Hopper tensor-core dot product of length ``k`` against the exact
-    one: inputs rounded to ``dtype`` (``2 u_in^2`` of variance, as in :func:`dot_error`) plus the
+    """Typical relative error of a Hopper tensor-core dot product against the exact one.
+
+    Inputs rounded to ``dtype`` (``2 u_in^2`` of variance, as in :func:`dot_error`) plus the
     accumulation of :func:`tensor_core_accumulation_error`.
 
+    Explained in :ref:`tensor_cores` > 3. Precision against an fp64 reference.
+
+    Parameters
+    ----------
+    k : int
+        Length of the dot product [-], >= 1.
+    dtype : str
+        Input format: ``"fp32"``, ``"tf32"``, ``"bf16"``, ``"fp16"`` or ``"fp8"``.
+    fast_accum : bool, optional
+        cuBLAS's fast accumulation (fp8 only).
+
+    Returns
+    -------
+    float
+        Typical (rms) relative error [-].
+
+    Raises
+    ------
+    ValueError
+        If ``dtype`` is unknown, ``fast_accum`` does not apply or ``k`` is out of range.
+
+    Examples
+    --------
     >>> round(tensor_core_dot_error(4096, "bf16"), 5)                  # input rounding dominates
     0.00235
     >>> round(tensor_core_dot_error(65536, "fp8", fast_accum=True), 4)  # E4M3 inputs dominate still
