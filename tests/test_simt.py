@@ -21,26 +21,30 @@ ARCHS = list(m.ARCHS)
 # Architecture constants against published figures
 # --------------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
-    "arch, warps, blocks, smem_kib, optin_kib",
+    "arch, warps, blocks, smem_kib, optin_kib, smem_unit, reserved",
     [
         # CUDA C++ Programming Guide, "Technical Specifications per Compute Capability" (max resident
         # warps and blocks per SM, shared memory per SM and per block); blocks per SM also in
-        # cuda_occupancy.h, cudaOccMaxBlocksPerMultiprocessor.
-        ("sm_80", 64, 32, 164, 163),
-        ("sm_86", 48, 16, 100, 99),
-        ("sm_89", 48, 24, 100, 99),
-        ("sm_90", 64, 32, 228, 227),
+        # cuda_occupancy.h (CUDA 13.0), cudaOccMaxBlocksPerMultiprocessor (16 for 7.5, 32 for 10.0,
+        # 24 for 12.x); shared-memory unit: cudaOccSMemAllocationGranularity (256 B for 7.x, 128 B
+        # for 8.x-12.x); the 1 KiB per-block reservation only from 8.0 (cudaOccSMemPerBlock).
+        ("sm_75", 32, 16, 64, 64, 256, 0),
+        ("sm_80", 64, 32, 164, 163, 128, 1024),
+        ("sm_86", 48, 16, 100, 99, 128, 1024),
+        ("sm_89", 48, 24, 100, 99, 128, 1024),
+        ("sm_90", 64, 32, 228, 227, 128, 1024),
+        ("sm_100", 64, 32, 228, 227, 128, 1024),
+        ("sm_120", 48, 24, 100, 99, 128, 1024),
     ],
 )
-def test_arch_limits_published(arch, warps, blocks, smem_kib, optin_kib):
+def test_arch_limits_published(arch, warps, blocks, smem_kib, optin_kib, smem_unit, reserved):
     lim = m.arch_limits(arch)
     assert (lim.max_warps_per_sm, lim.max_blocks_per_sm) == (warps, blocks)
     assert lim.smem_per_sm_bytes == smem_kib * 1024 and lim.smem_per_block_optin_bytes == optin_kib * 1024
     # Programming Guide: 64K registers per SM and per block, 255 per thread, 1024 threads per block.
     assert (lim.regs_per_sm, lim.regs_per_block, lim.max_regs_per_thread, lim.max_threads_per_block) == (65536, 65536, 255, 1024)
-    # cuda_occupancy.h: 256-register allocation unit, 4 sub-partitions, 128-B shared-memory unit;
-    # cudaDevAttrReservedSharedMemoryPerBlock: 1 KiB on compute capability 8.0+.
-    assert (lim.reg_alloc_unit, lim.sub_partitions, lim.smem_alloc_unit_bytes, lim.smem_reserved_per_block_bytes) == (256, 4, 128, 1024)
+    # cuda_occupancy.h: 256-register allocation unit, 4 sub-partitions.
+    assert (lim.reg_alloc_unit, lim.sub_partitions, lim.smem_alloc_unit_bytes, lim.smem_reserved_per_block_bytes) == (256, 4, smem_unit, reserved)
     assert lim.smem_carveouts_bytes[-1] == lim.smem_per_sm_bytes
     assert all(lim.sources[k] for k in ("max_warps_per_sm", "smem_per_sm_bytes", "reg_alloc_unit"))
 
@@ -101,6 +105,40 @@ def test_hand_derived_cases():
     assert (m.occupancy(32, 256).blocks_per_sm, m.occupancy(32, 256).limiter) == (0, "registers")
     # Ties: full occupancy with 32 registers is limited by warps AND registers.
     assert m.occupancy(256, 32).limiters == ("warps", "registers")
+
+
+def test_hand_derived_cases_new_archs():
+    """sm_75 (T4), sm_100 (B200), sm_120 (RTX 5090), derived by hand from the Programming Guide's
+    per-capability table and the rules of cuda_occupancy.h (CUDA 13.0)."""
+    # T4: 32 warp slots. 37 registers -> 1280 per warp, 12 warps per sub-partition = 48 by
+    # registers, so 128-thread blocks are limited by warps: 8 blocks, 32 warps, 100 %.
+    o = m.occupancy(128, 37, 0, "sm_75")
+    assert (o.blocks_per_sm, o.warps_per_sm, o.occupancy, o.limiter) == (8, 32, 1.0, "warps")
+    # 1024 threads per SM: one 1024-thread block is the most; 16 block slots cap 32-thread blocks at 16 warps.
+    assert m.occupancy(1024, 32, 0, "sm_75").blocks_per_sm == 1
+    o = m.occupancy(32, 16, 0, "sm_75")
+    assert (o.blocks_per_sm, o.occupancy, o.limiter) == (16, 0.5, "blocks")
+    # No 1 KiB reservation before sm_80 and a 256-B unit: 48 KiB is 48 KiB, 1 B is 256 B.
+    o = m.occupancy(128, 32, 48 * 1024, "sm_75")
+    assert (o.smem_per_block_allocated_bytes, o.blocks_per_sm, o.limiter) == (48 * 1024, 1, "shared_memory")
+    assert m.occupancy(128, 32, 32 * 1024, "sm_75").blocks_per_sm == 2  # 64 KiB / 32 KiB
+    assert m.occupancy(128, 32, 1, "sm_75").smem_per_block_allocated_bytes == 256
+    assert m.occupancy(128, 32, 64 * 1024, "sm_75").blocks_per_sm == 1
+    assert m.occupancy(128, 32, 64 * 1024 + 1, "sm_75").blocks_per_sm == 0
+    # Without shared memory nothing is allocated: shared memory limits nothing (INT_MAX in the header).
+    assert m.occupancy(128, 32, 0, "sm_75").blocks_limit_shared_memory == m.NO_LIMIT
+    # Turing's smallest carve-out is 32 KiB (cudaOccAlignUpShmemSizeVoltaPlus): 0 % still fits 2 x 16 KiB.
+    assert m.occupancy(128, 32, 16 * 1024, "sm_75", smem_carveout_percent=0).blocks_per_sm == 2
+    # RTX 5090 (12.0): 48 warp slots, 24 block slots; 256-thread blocks of 32 registers fill it.
+    o = m.occupancy(256, 32, 0, "sm_120")
+    assert (o.blocks_per_sm, o.warps_per_sm, o.occupancy) == (6, 48, 1.0)
+    o = m.occupancy(32, 16, 0, "sm_120")
+    assert (o.blocks_per_sm, o.occupancy, o.limiter) == (24, 0.5, "blocks")
+    assert m.occupancy(128, 32, 99 * 1024, "sm_120").blocks_per_sm == 1  # 99 KiB opt-in + 1 KiB = 100 KiB
+    assert m.occupancy(128, 32, 99 * 1024 + 1, "sm_120").blocks_per_sm == 0
+    # B200 (10.0): the H100's limits: 2048 threads, 32 blocks, 228 KiB, 227 KiB per block.
+    for t, r, s_ in ((128, 37, 0), (256, 32, 48 * 1024), (1024, 64, 0), (32, 16, 0), (128, 32, 227 * 1024)):
+        assert m.occupancy(t, r, s_, "sm_100").blocks_per_sm == m.occupancy(t, r, s_, "sm_90").blocks_per_sm
 
 
 def test_carveout():
@@ -830,7 +868,7 @@ def test_models_import_without_torch_or_widgets():
 @pytest.mark.parametrize(
     "fn, args, name",
     [
-        (m.arch_limits, ("sm_75",), "arch"),
+        (m.arch_limits, ("sm_70",), "arch"),
         (m.occupancy_sweep, ("regs_per_thread", [32, 0]), "regs_per_thread"),
         (m.max_regs_per_thread_for, (0, 1), "threads_per_block"),
         (m.smem_per_block_for, (4, "gfx942"), "arch"),

@@ -19,13 +19,24 @@ Conventions
   half of the bidirectional total that datasheets print. ``host_bytes_per_s`` is the PCIe link
   to the host, also per direction.
 - ``None`` means the vendor does not publish the figure.
+- Per-SM facts live in two places: what a compute capability allows every kernel (warps, blocks,
+  registers, shared memory and their allocation units: :class:`Arch`, in :data:`ARCHS`, keyed
+  ``"sm_75"`` ... ``"sm_120"``; each NVIDIA GPU names its arch) and what one product's SM computes
+  per clock (``GPU.flop_per_clock_per_sm``: GeForce and some cloud parts halve the FP32-accumulate
+  tensor rate of the same arch, so it belongs to the GPU, not the arch).
+- Links: ``interconnect_bytes_per_s`` with ``interconnect_links`` (NVLink or Infinity Fabric links),
+  ``pcie_gen``/``pcie_lanes`` behind ``host_bytes_per_s``, and the network cards of a node in
+  :data:`NICS`.
+
+Adding a GPU is one ``GPU(...)`` entry below with a source for every figure; ``tests/test_catalog.py``
+checks that every calculator offers it and every model accepts it.
 
 This module imports only the standard library; ``describe_local_gpu`` imports torch lazily.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Optional
@@ -34,6 +45,227 @@ from . import _check
 from .units import GiB, KiB, MiB
 
 DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")
+
+WARP_SIZE = 32
+_KB = 1024  # the Programming Guide's "KB" of shared memory and caches is KiB
+
+
+# --------------------------------------------------------------------------------------------
+# Compute capabilities: what one SM allows every kernel
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Arch:
+    """What one SM of a compute capability offers to resident blocks.
+
+    Every figure is one that NVIDIA's occupancy calculator, ``cuda_occupancy.h``, uses (its
+    ``cudaOcc*`` helper named in ``sources``) or that a device of this compute capability reports
+    through ``cudaDeviceProp`` (the CUDA C++ Programming Guide, "Technical Specifications per
+    Compute Capability"). Capacities in bytes (binary), registers in 32-bit registers.
+    """
+
+    arch: str
+    compute_capability: tuple
+    max_warps_per_sm: int
+    max_blocks_per_sm: int
+    regs_per_sm: int
+    regs_per_block: int
+    reg_alloc_unit: int  # registers, per warp
+    max_regs_per_thread: int
+    sub_partitions: int
+    smem_per_sm_bytes: int  # largest carve-out
+    smem_per_block_optin_bytes: int
+    smem_per_block_default_bytes: int
+    smem_reserved_per_block_bytes: int
+    smem_alloc_unit_bytes: int
+    smem_carveouts_bytes: tuple  # the shared-memory sizes an SM can be configured to
+    l1_smem_per_sm_bytes: int  # the unified L1 data cache + shared memory of one SM, all carve-outs together
+    max_threads_per_block: int = 1024
+    family: str = ""
+    sources: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self):
+        _check.text("arch", self.arch)
+        cc = self.compute_capability
+        if not (isinstance(cc, tuple) and len(cc) == 2 and all(isinstance(v, int) and v >= 0 for v in cc)):
+            raise ValueError(f"compute_capability must be a (major, minor) tuple of integers, got {cc!r}")
+        for k in ("max_warps_per_sm", "max_blocks_per_sm", "regs_per_sm", "regs_per_block", "reg_alloc_unit",
+                  "max_regs_per_thread", "sub_partitions", "smem_per_sm_bytes", "smem_per_block_optin_bytes",
+                  "smem_per_block_default_bytes", "smem_alloc_unit_bytes", "l1_smem_per_sm_bytes", "max_threads_per_block"):
+            object.__setattr__(self, k, _check.integer(k, getattr(self, k), minimum=1))
+        object.__setattr__(self, "smem_reserved_per_block_bytes",
+                           _check.integer("smem_reserved_per_block_bytes", self.smem_reserved_per_block_bytes, minimum=0))
+        carve = tuple(_check.integer("smem_carveouts_bytes", v, minimum=0) for v in self.smem_carveouts_bytes)
+        if not carve or list(carve) != sorted(carve) or carve[-1] != self.smem_per_sm_bytes:
+            raise ValueError(f"smem_carveouts_bytes must rise to smem_per_sm_bytes ({self.smem_per_sm_bytes}), got {carve!r}")
+        object.__setattr__(self, "smem_carveouts_bytes", carve)
+        if not isinstance(self.sources, Mapping):
+            raise ValueError(f"sources must be a mapping from field names to sources, got {self.sources!r}"[:200])
+        object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
+
+    @property
+    def max_threads_per_sm(self) -> int:
+        return self.max_warps_per_sm * WARP_SIZE
+
+    @property
+    def register_file_bytes(self) -> int:
+        """One SM's register file [B]: ``regs_per_sm`` 32-bit registers."""
+        return self.regs_per_sm * 4
+
+
+_HDR = "cuda_occupancy.h (CUDA 13.0)"
+_PG = "CUDA C++ Programming Guide, Technical Specifications per Compute Capability"
+_ARCH_COMMON_SOURCES = {
+    "reg_alloc_unit": _HDR + ", cudaOccRegAllocationGranularity: 256 registers per warp (compute capability 3.x to 12.x)",
+    "sub_partitions": _HDR + ", cudaOccSubPartitionsPerMultiprocessor: 4 (compute capability 7.x to 12.x)",
+    "regs_per_sm": _PG + ": 64K 32-bit registers per SM and per block",
+    "regs_per_block": _PG + ": 64K 32-bit registers per block",
+    "max_regs_per_thread": _PG + ": 255 registers per thread (the header tests numRegs > 256; ptxas never emits more than 255)",
+    "smem_per_block_default_bytes": _PG + ": 48 KB per block without opting in (cudaFuncAttributeMaxDynamicSharedMemorySize)",
+    "smem_carveouts_bytes": _HDR + ", cudaOccAlignUpShmemSizeVoltaPlus: the shared-memory sizes the SM can be set to",
+    "max_blocks_per_sm": _HDR + ", cudaOccMaxBlocksPerMultiprocessor",
+    "max_threads_per_block": _PG + ": 1024 threads per block (every compute capability since 2.0)",
+}
+_SMEM_UNIT_128 = _HDR + ", cudaOccSMemAllocationGranularity: 128 B on compute capability 8.x to 12.x"
+_RESERVED_1K = ("cudaDevAttrReservedSharedMemoryPerBlock: 1 KB on compute capability 8.0 and later (" + _HDR
+                + ", cudaOccSMemPerBlock: 'Starting Ampere, CUDA driver reserves additional shared memory per block')")
+
+
+def _carveouts(*kib):
+    return tuple(k * _KB for k in kib)
+
+
+def _arch(arch, cc, family, *, warps, blocks, smem_kib, optin_kib, carveouts, l1_kib, sources,
+          smem_unit=128, reserved=_KB):
+    src = {**_ARCH_COMMON_SOURCES, "smem_alloc_unit_bytes": _SMEM_UNIT_128, "smem_reserved_per_block_bytes": _RESERVED_1K}
+    return Arch(
+        arch=arch,
+        compute_capability=cc,
+        family=family,
+        max_warps_per_sm=warps,
+        max_blocks_per_sm=blocks,
+        regs_per_sm=65536,
+        regs_per_block=65536,
+        reg_alloc_unit=256,
+        max_regs_per_thread=255,
+        sub_partitions=4,
+        smem_per_sm_bytes=smem_kib * _KB,
+        smem_per_block_optin_bytes=optin_kib * _KB,
+        smem_per_block_default_bytes=48 * _KB,
+        smem_reserved_per_block_bytes=reserved,
+        smem_alloc_unit_bytes=smem_unit,
+        smem_carveouts_bytes=carveouts,
+        l1_smem_per_sm_bytes=l1_kib * _KB,
+        sources={**src, **sources},
+    )
+
+
+_CARVEOUTS_TU10X = _carveouts(32, 64)
+_CARVEOUTS_GA100 = _carveouts(0, 8, 16, 32, 64, 100, 132, 164)
+_CARVEOUTS_GA10X = _carveouts(0, 8, 16, 32, 64, 100)
+_CARVEOUTS_GH100 = _carveouts(0, 8, 16, 32, 64, 100, 132, 164, 196, 228)
+
+ARCHS: Mapping[str, Arch] = MappingProxyType({
+    "sm_75": _arch("sm_75", (7, 5), "Turing", warps=32, blocks=16, smem_kib=64, optin_kib=64,
+                   carveouts=_CARVEOUTS_TU10X, l1_kib=96, smem_unit=256, reserved=0, sources={
+        "max_warps_per_sm": _PG + ", 7.5: 1024 threads = 32 warps per SM",
+        "max_blocks_per_sm": _HDR + ", cudaOccMaxBlocksPerMultiprocessor: 16 on Turing (7.5); Programming Guide, 7.5: 16",
+        "smem_per_sm_bytes": _PG + ", 7.5: 64 KB shared memory per SM and per block (opt-in)",
+        "smem_carveouts_bytes": _HDR + ", cudaOccAlignUpShmemSizeVoltaPlus: 'Turing supports 32KB and 64KB shared mem'",
+        "l1_smem_per_sm_bytes": _PG + ", 7.5: the unified data cache (L1 + shared memory) is 96 KB per SM",
+        "smem_alloc_unit_bytes": _HDR + ", cudaOccSMemAllocationGranularity: 256 B on compute capability 7.x",
+        "smem_reserved_per_block_bytes": _HDR + ", cudaOccSMemPerBlock adds the driver's reservation only from "
+        "compute capability 8.0 (Ampere); Turing reserves none",
+    }),
+    "sm_80": _arch("sm_80", (8, 0), "Ampere (GA100)", warps=64, blocks=32, smem_kib=164, optin_kib=163,
+                   carveouts=_CARVEOUTS_GA100, l1_kib=192, sources={
+        "l1_smem_per_sm_bytes": _PG + ", 8.0: the unified data cache (L1 + shared memory) is 192 KB per SM",
+        "max_warps_per_sm": _PG + ", 8.0 (A100): 2048 threads = 64 warps per SM",
+        "smem_per_sm_bytes": _PG + ", 8.0: 164 KB shared memory per SM, 163 KB per block (opt-in)",
+    }),
+    "sm_86": _arch("sm_86", (8, 6), "Ampere (GA10x)", warps=48, blocks=16, smem_kib=100, optin_kib=99,
+                   carveouts=_CARVEOUTS_GA10X, l1_kib=128, sources={
+        "l1_smem_per_sm_bytes": _PG + ", 8.6: the unified data cache (L1 + shared memory) is 128 KB per SM",
+        "max_warps_per_sm": _PG + ", 8.6: 1536 threads = 48 warps per SM",
+        "smem_per_sm_bytes": _PG + ", 8.6: 100 KB shared memory per SM, 99 KB per block (opt-in)",
+    }),
+    "sm_89": _arch("sm_89", (8, 9), "Ada", warps=48, blocks=24, smem_kib=100, optin_kib=99,
+                   carveouts=_CARVEOUTS_GA10X, l1_kib=128, sources={
+        "l1_smem_per_sm_bytes": _PG + ", 8.9: the unified data cache (L1 + shared memory) is 128 KB per SM",
+        "max_warps_per_sm": _PG + ", 8.9: 1536 threads = 48 warps per SM",
+        "smem_per_sm_bytes": _PG + ", 8.9: 100 KB shared memory per SM, 99 KB per block (opt-in)",
+    }),
+    "sm_90": _arch("sm_90", (9, 0), "Hopper", warps=64, blocks=32, smem_kib=228, optin_kib=227,
+                   carveouts=_CARVEOUTS_GH100, l1_kib=256, sources={
+        "l1_smem_per_sm_bytes": _PG + ", 9.0: the unified data cache (L1 + shared memory) is 256 KB per SM",
+        "max_warps_per_sm": _PG + ", 9.0 (H100/H200): 2048 threads = 64 warps per SM",
+        "smem_per_sm_bytes": _PG + ", 9.0: 228 KB shared memory per SM, 227 KB per block (opt-in)",
+    }),
+    "sm_100": _arch("sm_100", (10, 0), "Blackwell (data center)", warps=64, blocks=32, smem_kib=228, optin_kib=227,
+                    carveouts=_CARVEOUTS_GH100, l1_kib=256, sources={
+        "l1_smem_per_sm_bytes": _PG + ", 10.0: the unified data cache (L1 + shared memory) is 256 KB per SM",
+        "max_warps_per_sm": _PG + ", 10.0 (B200): 2048 threads = 64 warps per SM",
+        "max_blocks_per_sm": _HDR + ", cudaOccMaxBlocksPerMultiprocessor: 32 for 10.0 (24 for 10.1)",
+        "smem_per_sm_bytes": _PG + ", 10.0: 228 KB shared memory per SM, 227 KB per block (opt-in); "
+        + _HDR + " configures 10.0 up to 228 KB",
+    }),
+    "sm_120": _arch("sm_120", (12, 0), "Blackwell (GeForce/workstation)", warps=48, blocks=24, smem_kib=100, optin_kib=99,
+                    carveouts=_CARVEOUTS_GA10X, l1_kib=128, sources={
+        "l1_smem_per_sm_bytes": _PG + ", 12.0: the unified data cache (L1 + shared memory) is 128 KB per SM",
+        "max_warps_per_sm": _PG + ", 12.0: 1536 threads = 48 warps per SM",
+        "max_blocks_per_sm": _HDR + ", cudaOccMaxBlocksPerMultiprocessor: 24 for every 12.x",
+        "smem_per_sm_bytes": _PG + ", 12.0: 100 KB shared memory per SM, 99 KB per block (opt-in); "
+        + _HDR + ", cudaOccAlignUpShmemSizeVoltaPlus: 12.0 configures at most 100 KB",
+    }),
+})
+
+
+def arch_names() -> list[str]:
+    """The compute capabilities the catalog describes, oldest first."""
+    return list(ARCHS)
+
+
+def get_arch(arch: str, *, param: str = "arch") -> Arch:
+    """The per-SM limits of ``arch`` (``"sm_75"`` ... ``"sm_120"``); ``ValueError`` naming
+    ``param`` otherwise.
+
+    >>> get_arch("sm_75").max_warps_per_sm, get_arch("sm_120").max_blocks_per_sm
+    (32, 24)
+    """
+    return ARCHS[_check.choice(param, arch, ARCHS)]
+
+
+# --------------------------------------------------------------------------------------------
+# Network cards: what one GPU of a node reaches other nodes through
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class NetworkLink:
+    """One network port per GPU (as in DGX/HGX nodes), PER DIRECTION [B/s]."""
+
+    name: str
+    bytes_per_s: float
+    source: str
+
+    def __post_init__(self):
+        _check.text("name", self.name)
+        _check.positive("bytes_per_s", self.bytes_per_s)
+        _check.text("source", self.source)
+
+
+NICS: Mapping[str, NetworkLink] = MappingProxyType({
+    link.name: link
+    for link in (
+        NetworkLink("InfiniBand NDR / 400 GbE RoCE", 400e9 / 8,
+                    "400 Gb/s per port (IBTA NDR 4x; IEEE 802.3 400GbE), / 8 bits: 50 GB/s per direction; "
+                    "NVIDIA DGX H200 datasheet: 8 x ConnectX-7 400 Gb/s, one per GPU"),
+        NetworkLink("InfiniBand HDR / 200 GbE RoCE", 200e9 / 8,
+                    "200 Gb/s per port (IBTA HDR 4x; IEEE 802.3 200GbE), / 8 bits: 25 GB/s per direction; "
+                    "NVIDIA DGX A100 datasheet: 8 x ConnectX-6 200 Gb/s"),
+    )
+})
+
+# PCIe per direction for an x16 link [B/s], as the catalog has always rounded it: Gen3 8 GT/s,
+# Gen4 16 GT/s, Gen5 32 GT/s per lane (PCI-SIG base specifications), 128b/130b coding ignored.
+PCIE_X16_BYTES_PER_S = MappingProxyType({3: 16e9, 4: 32e9, 5: 64e9})
 
 
 @dataclass(frozen=True)
@@ -58,11 +290,31 @@ class GPU:
     sources: Mapping[str, str] = field(default_factory=dict)
     notes: str = ""
     usable_memory_bytes: Optional[int] = None
+    # Dense FLOP one SM completes per clock, per dtype (an FMA counts 2), where the vendor's
+    # architecture documents give it; {} where they do not (the per-SM model then says so).
+    flop_per_clock_per_sm: Mapping[str, float] = field(default_factory=dict)
+    # The clock a datasheet peak assumes [Hz], where the vendor publishes one below the boost clock
+    # (H100: tensor-core peaks at 1830 MHz SXM5, 1620 MHz PCIe); other peaks assume boost_clock_hz.
+    datasheet_clock_hz: Mapping[str, float] = field(default_factory=dict)
+    interconnect_links: Optional[int] = None  # NVLink (or Infinity Fabric) links per GPU
+    pcie_gen: Optional[int] = None
+    pcie_lanes: Optional[int] = None
 
     def __post_init__(self):
         _validate_gpu(self)
-        object.__setattr__(self, "peak_flop_per_s", MappingProxyType(dict(self.peak_flop_per_s)))
-        object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
+        for k in ("peak_flop_per_s", "sources", "flop_per_clock_per_sm", "datasheet_clock_hz"):
+            object.__setattr__(self, k, MappingProxyType(dict(getattr(self, k))))
+
+    @property
+    def arch_limits(self) -> Optional[Arch]:
+        """The per-SM limits of this GPU's compute capability (:data:`ARCHS`); None for a GPU
+        that is not CUDA (MI300X, ``gfx942``) or an arch the catalog does not describe."""
+        return ARCHS.get(self.arch)
+
+    def clock_for(self, dtype: str) -> float:
+        """The clock [Hz] the datasheet's ``dtype`` peak assumes: ``datasheet_clock_hz`` where the
+        vendor publishes one, else ``boost_clock_hz``."""
+        return self.datasheet_clock_hz.get(dtype, self.boost_clock_hz)
 
     @property
     def memory_bytes(self) -> int:
@@ -105,13 +357,18 @@ def _validate_gpu(g: GPU) -> None:
     for k in ("boost_clock_hz", "hbm_bytes_per_s", "host_bytes_per_s", "tdp_w"):
         _check.non_negative(k, getattr(g, k))
     _check.optional(_check.non_negative, "interconnect_bytes_per_s", g.interconnect_bytes_per_s)
-    for k, check in (("peak_flop_per_s", _check.positive), ("sources", _check.text)):
+    for k, check in (("peak_flop_per_s", _check.positive), ("sources", _check.text),
+                     ("flop_per_clock_per_sm", _check.positive), ("datasheet_clock_hz", _check.positive)):
         table = getattr(g, k)
         if not isinstance(table, Mapping):
             raise ValueError(f"{k} must be a mapping from names to values, got {table!r}"[:200])
         for key, value in table.items():
             _check.text(f"{k} key", key)
             check(f"{k}[{key!r}]", value)
+    put("interconnect_links", _check.optional(_check.integer, "interconnect_links", g.interconnect_links, minimum=1, maximum=64))
+    put("pcie_gen", _check.optional(_check.integer, "pcie_gen", g.pcie_gen, minimum=1, maximum=7))
+    if g.pcie_lanes is not None and g.pcie_lanes not in (1, 2, 4, 8, 16):
+        raise ValueError(f"pcie_lanes must be one of 1, 2, 4, 8, 16 (or None), got {g.pcie_lanes!r}")
 
 
 _NV_H100_SRC = "NVIDIA H100 Tensor Core GPU datasheet (SXM column), dense = sparse/2"
@@ -137,7 +394,15 @@ _CATALOG = {
             host_bytes_per_s=32e9,
             tdp_w=400,
             memory_type="HBM2e",
+            flop_per_clock_per_sm={"fp32": 128, "tf32": 1024, "bf16": 2048, "fp16": 2048},
+            interconnect_links=12,
+            pcie_gen=4,
+            pcie_lanes=16,
             sources={
+                "flop_per_clock_per_sm": "NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020), tensor-core section and Table 1: "
+                "1024 dense FP16/BF16 FMA per clock per SM (2048 FLOP), TF32 half of that, 64 FP32 lanes (128 FLOP)",
+                "interconnect_links": "NVIDIA A100 whitepaper: 12 third-generation NVLink links, 25 GB/s per direction each",
+                "pcie_gen": "NVIDIA A100 datasheet: PCIe Gen4",
                 "peak_flop_per_s": "NVIDIA A100 Tensor Core GPU datasheet (80GB SXM): FP32 19.5, TF32 156, BF16/FP16 312 TFLOPS dense",
                 "hbm_bytes_per_s": "NVIDIA A100 datasheet: 2,039 GB/s (80GB SXM)",
                 "sms": "NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020): 108 SMs, 1410 MHz boost",
@@ -166,7 +431,17 @@ _CATALOG = {
             host_bytes_per_s=64e9,
             tdp_w=700,
             memory_type="HBM3",
+            flop_per_clock_per_sm={"fp32": 256, "tf32": 2048, "bf16": 4096, "fp16": 4096, "fp8": 8192},
+            datasheet_clock_hz={"tf32": 1.830e9, "bf16": 1.830e9, "fp16": 1.830e9, "fp8": 1.830e9},
+            interconnect_links=18,
+            pcie_gen=5,
+            pcie_lanes=16,
             sources={
+                "flop_per_clock_per_sm": _NV_HOPPER_WP + ": 4096 dense FP16/BF16 FLOP per clock per SM (twice A100), FP8 twice "
+                "that, TF32 half; 128 FP32 lanes (256 FLOP)",
+                "datasheet_clock_hz": _NV_HOPPER_WP + ": tensor-core peaks at 1830 MHz (SXM5), the FP32 peak at the 1980 MHz maximum boost",
+                "interconnect_links": _NV_HOPPER_WP + ": 18 fourth-generation NVLink links, 25 GB/s per direction each",
+                "pcie_gen": "NVIDIA H100 datasheet: PCIe Gen5 x16",
                 "peak_flop_per_s": _NV_H100_SRC + ": FP32 67, TF32 989/2, BF16 1979/2, FP16 1979/2, FP8 3958/2 TFLOPS",
                 "hbm_bytes_per_s": "NVIDIA H100 datasheet: 3.35 TB/s (SXM)",
                 "sms": _NV_HOPPER_WP + ": H100 SXM5 has 132 SMs",
@@ -196,7 +471,17 @@ _CATALOG = {
             tdp_w=700,
             memory_type="HBM3e",
             usable_memory_bytes=150_109_880_320,
+            flop_per_clock_per_sm={"fp32": 256, "tf32": 2048, "bf16": 4096, "fp16": 4096, "fp8": 8192},
+            datasheet_clock_hz={"tf32": 1.830e9, "bf16": 1.830e9, "fp16": 1.830e9, "fp8": 1.830e9},
+            interconnect_links=18,
+            pcie_gen=5,
+            pcie_lanes=16,
             sources={
+                "flop_per_clock_per_sm": "the GH100 SM of the H100 (" + _NV_HOPPER_WP + "): 4096 dense FP16/BF16 FLOP per "
+                "clock per SM, FP8 twice that, TF32 half; 128 FP32 lanes (256 FLOP)",
+                "datasheet_clock_hz": "same peaks as the H100 SXM at the same SM count: tensor-core peaks at 1830 MHz (" + _NV_HOPPER_WP + ")",
+                "interconnect_links": "NVIDIA H200 datasheet: NVLink 900 GB/s, the H100 SXM5's 18 fourth-generation links",
+                "pcie_gen": "NVIDIA H200 datasheet: PCIe Gen5 128 GB/s (bidirectional, x16)",
                 "peak_flop_per_s": _NV_H200_SRC + ": FP32 67, TF32 989/2, BF16 1979/2, FP16 1979/2, FP8 3958/2 TFLOPS",
                 "hbm_bytes": "NVIDIA H200 datasheet: 141 GB HBM3e, stored as 141 GiB (HBM capacities are binary); "
                 "nvidia-smi reports 143771 MiB (140.4 GiB)",
@@ -229,7 +514,13 @@ _CATALOG = {
             host_bytes_per_s=64e9,
             tdp_w=1000,
             memory_type="HBM3e",
+            interconnect_links=18,
+            pcie_gen=5,
+            pcie_lanes=16,
             sources={
+                "flop_per_clock_per_sm": "not published per SM for B200 (no SM count or clock in the datasheets): left out",
+                "interconnect_links": "NVIDIA NVLink 5 (Blackwell): 18 links per GPU, 100 GB/s bidirectional each = 1.8 TB/s",
+                "pcie_gen": "NVIDIA HGX B200: PCIe Gen5 x16 to the host",
                 "peak_flop_per_s": "NVIDIA DGX B200 / HGX B200 datasheet (8 GPUs, sparse) divided by 8 and by 2 for dense: FP32 75 TFLOPS, TF32 1.1, BF16/FP16 2.25, FP8 4.5 PFLOPS",
                 "hbm_bytes": "NVIDIA DGX B200 datasheet: 1,440 GB for 8 GPUs = 180 GB per GPU",
                 "hbm_bytes_per_s": "NVIDIA DGX B200 datasheet: 64 TB/s for 8 GPUs = 8 TB/s per GPU",
@@ -260,7 +551,15 @@ _CATALOG = {
             host_bytes_per_s=64e9,
             tdp_w=750,
             memory_type="HBM3",
+            flop_per_clock_per_sm={"tf32": 1024, "bf16": 2048, "fp16": 2048, "fp8": 4096},
+            interconnect_links=7,
+            pcie_gen=5,
+            pcie_lanes=16,
             sources={
+                "flop_per_clock_per_sm": "AMD CDNA 3 architecture white paper, peak FLOP per clock per CU (dense matrix): "
+                "TF32 1024, FP16/BF16 2048, FP8 4096 (FP32 vector left out: not a matrix rate)",
+                "interconnect_links": "AMD Instinct MI300X data sheet: 7 Infinity Fabric links (896 GB/s peak in all)",
+                "pcie_gen": "AMD Instinct MI300X data sheet: PCIe Gen5 x16",
                 "peak_flop_per_s": "AMD Instinct MI300X data sheet: FP32 vector 163.4 (FP64 vector is 81.7), TF32 653.7, BF16/FP16 1307.4, FP8 2614.9 TFLOPS (dense)",
                 "hbm_bytes": "AMD Instinct MI300X data sheet: 192 GB HBM3",
                 "hbm_bytes_per_s": "AMD Instinct MI300X data sheet: 5.3 TB/s",
@@ -291,7 +590,13 @@ _CATALOG = {
             host_bytes_per_s=32e9,
             tdp_w=72,
             memory_type="GDDR6",
+            flop_per_clock_per_sm={"fp32": 256, "tf32": 512, "bf16": 1024, "fp16": 1024, "fp8": 2048},
+            pcie_gen=4,
+            pcie_lanes=16,
             sources={
+                "flop_per_clock_per_sm": "NVIDIA Ada GPU Architecture whitepaper (Ada SM: 4 tensor cores, 128 FP32 lanes) and the L4 "
+                "datasheet's peaks at 58 SMs x 2040 MHz: full-rate FP32 accumulation, 1024 dense FP16/BF16 FLOP per clock per SM",
+                "pcie_gen": "NVIDIA L4 datasheet: PCIe Gen4 x16",
                 "peak_flop_per_s": "NVIDIA L4 Tensor Core GPU datasheet: FP32 30.3, TF32 120/2, BF16/FP16 242/2, FP8 485/2 TFLOPS",
                 "hbm_bytes": "NVIDIA L4 datasheet: 24 GB GDDR6 (not HBM; the field holds device memory)",
                 "hbm_bytes_per_s": "NVIDIA L4 datasheet: 300 GB/s",
@@ -321,7 +626,13 @@ _CATALOG = {
             host_bytes_per_s=32e9,
             tdp_w=450,
             memory_type="GDDR6X",
+            flop_per_clock_per_sm={"fp32": 256, "tf32": 256, "bf16": 512, "fp16": 512, "fp8": 1024},
+            pcie_gen=4,
+            pcie_lanes=16,
             sources={
+                "flop_per_clock_per_sm": "NVIDIA Ada GPU Architecture whitepaper, Appendix A (RTX 4090): 512 dense FP16 FLOP per "
+                "clock per SM with FP32 accumulation (the GeForce half rate), FP8 twice that, TF32 half",
+                "pcie_gen": "NVIDIA RTX 4090 specifications: PCIe Gen4",
                 "peak_flop_per_s": "NVIDIA Ada GPU Architecture whitepaper, Appendix A (RTX 4090), dense, FP32 accumulate: FP32 82.6, TF32 82.6, BF16/FP16 165.2, FP8 330.3 TFLOPS",
                 "hbm_bytes": "NVIDIA RTX 4090 specifications: 24 GB GDDR6X (device memory, not HBM)",
                 "hbm_bytes_per_s": "NVIDIA Ada whitepaper, Appendix A: 1008 GB/s",
@@ -339,9 +650,21 @@ _CATALOG = {
 }
 
 
-def gpu_names() -> list[str]:
-    """Names of every GPU in the catalog, in catalog order."""
-    return [g.name for g in _CATALOG.values()]
+def gpus(where: Optional[Callable[[GPU], bool]] = None) -> list[GPU]:
+    """Every GPU record in the catalog, in catalog order; with ``where``, those it accepts.
+
+    >>> [g.name for g in gpus(lambda g: "fp8" in g.peak_flop_per_s and g.vendor == "NVIDIA")][:3]
+    ['H100-SXM', 'H200-SXM', 'B200']
+    """
+    if where is not None and not callable(where):
+        raise ValueError(f"where must be a function of a GPU record returning True or False, got {where!r}")
+    return [g for g in _CATALOG.values() if where is None or where(g)]
+
+
+def gpu_names(where: Optional[Callable[[GPU], bool]] = None) -> list[str]:
+    """Names of every GPU in the catalog, in catalog order; with ``where``, of those it accepts
+    (a calculator builds its list this way, never by typing names)."""
+    return [g.name for g in gpus(where)]
 
 
 def get_gpu(name: str, *, param: str = "name") -> GPU:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..hardware import NICS
 from . import _check
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce")
@@ -58,13 +59,9 @@ NCCL_RING_PLATEAU_FACTOR = 1.4
 # (NVIDIA/nccl v2.28.9-1, src/graph/tuning.cc, ``nvlsEfficiency``: 0.85 Hopper, 0.74 Blackwell).
 NCCL_NVLS_EFFICIENCY_HOPPER = 0.85
 
-# Network links per GPU, per direction [B/s] (one NIC per GPU, as in DGX/HGX H100 and H200 nodes).
-NETWORK_LINKS = {
-    "InfiniBand NDR / 400 GbE RoCE": (400e9 / 8, "400 Gb/s per port (IBTA NDR 4x; IEEE 802.3 400GbE), / 8 bits: 50 GB/s per direction; "
-                                      "NVIDIA DGX H200 datasheet: 8 x ConnectX-7 400 Gb/s, one per GPU"),
-    "InfiniBand HDR / 200 GbE RoCE": (200e9 / 8, "200 Gb/s per port (IBTA HDR 4x; IEEE 802.3 200GbE), / 8 bits: 25 GB/s per direction; "
-                                      "NVIDIA DGX A100 datasheet: 8 x ConnectX-6 200 Gb/s"),
-}
+# Network links per GPU, per direction [B/s] (one NIC per GPU, as in DGX/HGX H100 and H200 nodes):
+# the catalog's NICS (widgets.hardware), as name -> (bytes per second, source).
+NETWORK_LINKS = {name: (link.bytes_per_s, link.source) for name, link in NICS.items()}
 
 
 # Physical bounds on inputs, so that finite input always gives a finite result.

@@ -7,8 +7,10 @@ rejects non-physical input with a ``ValueError`` naming the parameter, the value
 The occupancy model reproduces CUDA's own occupancy calculator, ``cudaOccMaxActiveBlocksPerMultiprocessor``
 in the CUDA header ``cuda_occupancy.h`` (CUDA 12.x and 13.0), rule for rule, for a kernel that opted in
 to the largest dynamic shared memory and asked for the largest shared-memory carve-out: registers are
-allocated per warp in units of 256 and per SM sub-partition; shared memory in units of 128 B, plus
-1 KiB the driver reserves for every block (compute capability 8.0 and later).
+allocated per warp in units of 256 and per SM sub-partition; shared memory in units of 128 B
+(256 B on compute capability 7.x), plus 1 KiB the driver reserves for every block (compute
+capability 8.0 and later; none on sm_75). The per-SM limits of each compute capability, sm_75 to
+sm_120, are the catalog's (``widgets.hardware.ARCHS``, each figure with its source).
 
 Units are in the names: ``smem_per_block_bytes`` [B], ``latency_s`` [s], ``bytes_per_s`` [B/s].
 """
@@ -17,126 +19,26 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from types import MappingProxyType
+from dataclasses import dataclass
 
 import numpy as np
 
+from ..hardware import ARCHS as HW_ARCHS
+from ..hardware import Arch
 from . import _check
 
 WARP_SIZE = 32
 KiB = 1024
 MAX_THREADS_PER_BLOCK = 1024  # every architecture since compute capability 2.0
 LIMITERS = ("warps", "registers", "shared_memory", "blocks")  # cuda_occupancy.h bit order
+NO_LIMIT = 2**31 - 1  # a resource that limits nothing (cuda_occupancy.h reports INT_MAX)
 
 
 # --------------------------------------------------------------------------------------------
-# Architectures
+# Architectures: the catalog's (widgets.hardware.ARCHS), one record per compute capability
 # --------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class ArchLimits:
-    """What one SM of a compute capability offers to resident blocks.
-
-    Every figure is the one ``cuda_occupancy.h`` uses (its ``cudaOcc*`` helper named in
-    ``sources``) or that the device reports through ``cudaDeviceProp``.
-    """
-
-    arch: str
-    compute_capability: tuple
-    max_warps_per_sm: int
-    max_blocks_per_sm: int
-    regs_per_sm: int
-    regs_per_block: int
-    reg_alloc_unit: int  # registers, per warp
-    max_regs_per_thread: int
-    sub_partitions: int
-    smem_per_sm_bytes: int  # largest carve-out
-    smem_per_block_optin_bytes: int
-    smem_per_block_default_bytes: int
-    smem_reserved_per_block_bytes: int
-    smem_alloc_unit_bytes: int
-    smem_carveouts_bytes: tuple  # the shared-memory sizes an SM can be configured to
-    l1_smem_per_sm_bytes: int  # the unified L1 data cache + shared memory of one SM, all carve-outs together
-    max_threads_per_block: int = MAX_THREADS_PER_BLOCK
-    sources: Mapping[str, str] = field(default_factory=dict)
-
-    def __post_init__(self):
-        object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
-
-    @property
-    def max_threads_per_sm(self) -> int:
-        return self.max_warps_per_sm * WARP_SIZE
-
-    @property
-    def register_file_bytes(self) -> int:
-        """One SM's register file [B]: ``regs_per_sm`` 32-bit registers."""
-        return self.regs_per_sm * 4
-
-
-_HDR = "cuda_occupancy.h (CUDA 13.0)"
-_PG = "CUDA C++ Programming Guide, Technical Specifications per Compute Capability"
-_COMMON_SOURCES = {
-    "reg_alloc_unit": _HDR + ", cudaOccRegAllocationGranularity: 256 registers per warp",
-    "sub_partitions": _HDR + ", cudaOccSubPartitionsPerMultiprocessor: 4",
-    "regs_per_sm": _PG + ": 64K 32-bit registers per SM and per block",
-    "max_regs_per_thread": _PG + ": 255 registers per thread (the header tests numRegs > 256; ptxas never emits more than 255)",
-    "smem_alloc_unit_bytes": _HDR + ", cudaOccSMemAllocationGranularity: 128 B on compute capability 8.x and 9.x",
-    "smem_reserved_per_block_bytes": "cudaDevAttrReservedSharedMemoryPerBlock: 1 KiB on compute capability 8.0+ (" + _HDR + ", cudaOccSMemPerBlock)",
-    "smem_per_block_default_bytes": _PG + ": 48 KiB per block without opting in",
-    "smem_carveouts_bytes": _HDR + ", cudaOccAlignUpShmemSizeVoltaPlus",
-    "max_blocks_per_sm": _HDR + ", cudaOccMaxBlocksPerMultiprocessor",
-}
-_CARVEOUTS_GA100 = tuple(k * KiB for k in (0, 8, 16, 32, 64, 100, 132, 164))
-_CARVEOUTS_GA10X = tuple(k * KiB for k in (0, 8, 16, 32, 64, 100))
-_CARVEOUTS_GH100 = tuple(k * KiB for k in (0, 8, 16, 32, 64, 100, 132, 164, 196, 228))
-
-
-def _arch(arch, cc, warps, blocks, smem_kib, optin_kib, carveouts, l1_kib, notes):
-    return ArchLimits(
-        arch=arch,
-        compute_capability=cc,
-        max_warps_per_sm=warps,
-        max_blocks_per_sm=blocks,
-        regs_per_sm=65536,
-        regs_per_block=65536,
-        reg_alloc_unit=256,
-        max_regs_per_thread=255,
-        sub_partitions=4,
-        smem_per_sm_bytes=smem_kib * KiB,
-        smem_per_block_optin_bytes=optin_kib * KiB,
-        smem_per_block_default_bytes=48 * KiB,
-        smem_reserved_per_block_bytes=1 * KiB,
-        smem_alloc_unit_bytes=128,
-        smem_carveouts_bytes=carveouts,
-        l1_smem_per_sm_bytes=l1_kib * KiB,
-        sources={**_COMMON_SOURCES, **notes},
-    )
-
-
-ARCHS: Mapping[str, ArchLimits] = MappingProxyType(
-    {
-        "sm_80": _arch("sm_80", (8, 0), 64, 32, 164, 163, _CARVEOUTS_GA100, 192, {
-            "l1_smem_per_sm_bytes": _PG + ", 8.0: the unified data cache (L1 + shared memory) is 192 KB per SM",
-            "max_warps_per_sm": _PG + ", 8.0 (A100): 2048 threads = 64 warps per SM",
-            "smem_per_sm_bytes": _PG + ", 8.0: 164 KB shared memory per SM, 163 KB per block (opt-in)",
-        }),
-        "sm_86": _arch("sm_86", (8, 6), 48, 16, 100, 99, _CARVEOUTS_GA10X, 128, {
-            "l1_smem_per_sm_bytes": _PG + ", 8.6: the unified data cache (L1 + shared memory) is 128 KB per SM",
-            "max_warps_per_sm": _PG + ", 8.6: 1536 threads = 48 warps per SM",
-            "smem_per_sm_bytes": _PG + ", 8.6: 100 KB shared memory per SM, 99 KB per block (opt-in)",
-        }),
-        "sm_89": _arch("sm_89", (8, 9), 48, 24, 100, 99, _CARVEOUTS_GA10X, 128, {
-            "l1_smem_per_sm_bytes": _PG + ", 8.9: the unified data cache (L1 + shared memory) is 128 KB per SM",
-            "max_warps_per_sm": _PG + ", 8.9: 1536 threads = 48 warps per SM",
-            "smem_per_sm_bytes": _PG + ", 8.9: 100 KB shared memory per SM, 99 KB per block (opt-in)",
-        }),
-        "sm_90": _arch("sm_90", (9, 0), 64, 32, 228, 227, _CARVEOUTS_GH100, 256, {
-            "l1_smem_per_sm_bytes": _PG + ", 9.0: the unified data cache (L1 + shared memory) is 256 KB per SM",
-            "max_warps_per_sm": _PG + ", 9.0 (H100/H200): 2048 threads = 64 warps per SM",
-            "smem_per_sm_bytes": _PG + ", 9.0: 228 KB shared memory per SM, 227 KB per block (opt-in)",
-        }),
-    }
-)
+ArchLimits = Arch  # the per-SM limits of one compute capability, with a source for every figure
+ARCHS: Mapping[str, ArchLimits] = HW_ARCHS
 
 
 def _int(name: str, value, minimum: int | None = None, maximum: int | None = None) -> int:
@@ -258,6 +160,8 @@ def _smem_limit(lim: ArchLimits, smem_per_block_bytes: int, carveout_percent: in
         return 0, allocated, lim.smem_per_sm_bytes
     preferred = _carveout_bytes(lim, carveout_percent * lim.smem_per_sm_bytes // 100)
     sm_bytes = preferred if preferred >= allocated else _carveout_bytes(lim, allocated)
+    if allocated == 0:  # sm_75 reserves nothing: a block without shared memory is not limited by it
+        return NO_LIMIT, allocated, sm_bytes
     return sm_bytes // allocated, allocated, sm_bytes
 
 

@@ -29,28 +29,24 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..hardware import get_gpu
+from ..hardware import get_gpu, gpus
 from . import _check
 
 # --------------------------------------------------------------------------------------------
 # Peak from first principles
 # --------------------------------------------------------------------------------------------
-# Dense FLOP per clock per SM (an FMA counts 2). Keys are catalog names (widgets.hardware).
-FLOP_PER_CLOCK_PER_SM = {
-    "A100-SXM-80GB": {"fp32": 128, "tf32": 1024, "bf16": 2048, "fp16": 2048},
-    "H100-SXM": {"fp32": 256, "tf32": 2048, "bf16": 4096, "fp16": 4096, "fp8": 8192},
-    "H200-SXM": {"fp32": 256, "tf32": 2048, "bf16": 4096, "fp16": 4096, "fp8": 8192},
-    "L4": {"fp32": 256, "tf32": 512, "bf16": 1024, "fp16": 1024, "fp8": 2048},
-    "RTX-4090": {"fp32": 256, "tf32": 256, "bf16": 512, "fp16": 512, "fp8": 1024},
-    "MI300X": {"tf32": 1024, "bf16": 2048, "fp16": 2048, "fp8": 4096},
-}
+# Dense FLOP per clock per SM (an FMA counts 2), keyed by catalog name: the catalog's
+# ``GPU.flop_per_clock_per_sm`` (widgets.hardware, each with its source) for every GPU whose vendor
+# publishes per-SM rates.
+FLOP_PER_CLOCK_PER_SM = {g.name: dict(g.flop_per_clock_per_sm) for g in gpus() if g.flop_per_clock_per_sm}
 
 # The clock each datasheet figure assumes [Hz], where the vendor publishes it separately from the
-# maximum boost clock. H100/H200 SXM: tensor-core peaks at 1830 MHz (H100 whitepaper, Table 3),
-# the FP32 (non-tensor) peak at the 1980 MHz maximum boost.
+# maximum boost clock (the catalog's ``GPU.datasheet_clock_hz``). H100/H200 SXM: tensor-core peaks
+# at 1830 MHz (H100 whitepaper, Table 3), the FP32 (non-tensor) peak at the 1980 MHz maximum boost.
 DATASHEET_CLOCK_HZ = {
-    "H100-SXM": {"fp32": 1.980e9, "tf32": 1.830e9, "bf16": 1.830e9, "fp16": 1.830e9, "fp8": 1.830e9},
-    "H200-SXM": {"fp32": 1.980e9, "tf32": 1.830e9, "bf16": 1.830e9, "fp16": 1.830e9, "fp8": 1.830e9},
+    name: {d: g.clock_for(d) for d in rates}
+    for name, rates in FLOP_PER_CLOCK_PER_SM.items()
+    if (g := get_gpu(name)).datasheet_clock_hz
 }
 
 
