@@ -38,6 +38,8 @@ MODULES = (
     "widgets.models.simt",
     "widgets.models.tensor_cores",
     "widgets.models.collectives",
+    "widgets.models.transformer",
+    "widgets.models.llms",
     "widgets.models.serving",
     "widgets.units",
     "widgets.hardware",
@@ -46,7 +48,7 @@ MODULES = (
 # Result records: built by a model from checked inputs, never by a reader. Fuzzing their
 # constructors would only measure that a dataclass stores what it is given.
 RESULT_CLASSES = {
-    "Coalescing", "RooflinePoint",
+    "Coalescing", "RooflinePoint", "FusionEstimate", "TransposeCost", "BytesInFlight",
     "ArchLimits", "Occupancy", "Divergence", "LatencyHiding",
     "PeakCheck", "GemmEstimate", "FloatFormat", "DotError", "Accumulator", "AccumulationError",
     "RingTransfer", "DataParallelStep", "HierarchicalAllReduce", "CrossNodeAllReduce",
@@ -83,6 +85,15 @@ VALID: dict[str, dict] = {
     "memory_hierarchy.tiled_matmul_global_bytes": dict(m=1024, n=1024, k=1024, tile=32),
     "memory_hierarchy.matmul_compulsory_bytes": dict(m=1024, n=1024, k=1024),
     "memory_hierarchy.roofline_point": dict(gpu="H200-SXM", dtype="bf16", intensity=100.0),
+    "memory_hierarchy.elementwise_chain_bytes": dict(n_elems=2**20, n_ops=4),
+    "memory_hierarchy.fusion_estimate": dict(n_elems=2**20, n_ops=4, bytes_per_s=4.8e12),
+    "memory_hierarchy.transpose_cost": dict(
+        n=1024, kind="naive", hbm_bytes_per_s=4.8e12, l2_bytes_per_s=9e12, sms=132, clock_hz=1.98e9
+    ),
+    "memory_hierarchy.littles_law_bytes_in_flight": dict(bytes_per_s=4.8e12, latency_s=600e-9),
+    "memory_hierarchy.bytes_in_flight": dict(bytes_per_s=4.8e12, latency_s=600e-9, sms=132),
+    "memory_hierarchy.l2_persisting_hit_fraction": dict(working_set_bytes=4e7, window_bytes=4e7, carveout_bytes=3e7),
+    "memory_hierarchy.spill_traffic_bytes": dict(threads=1024, spill_store_bytes=8, spill_load_bytes=8),
     # simt
     "simt.occupancy": dict(threads_per_block=256, regs_per_thread=32),
     "simt.occupancy_sweep": dict(parameter="regs_per_thread", values=[32, 64, 128]),
@@ -104,6 +115,10 @@ VALID: dict[str, dict] = {
     "simt.amdahl_ceiling": dict(parallel_fraction=0.9),
     "simt.parallel_fraction_from_times": dict(serial_s=5e-3, parallel_s=95e-3),
     "simt.parallel_fraction_needed": dict(speedup=4.0, workers=8),
+    "simt.reduction_time_s": dict(bytes_read=1 << 30, read_bytes_per_s=4e12, same_address_atomics=1 << 20, atomics_per_s=2e9),
+    "simt.reduction_atomics": dict(n_elems=1 << 24, per="warp", threads_per_block=256, grid_blocks=528),
+    "simt.pipeline_time_s": dict(stage_s=[4e-3, 4e-3, 4e-3], chunks=8, per_chunk_overhead_s=1e-5),
+    "simt.waves": dict(grid_blocks=133, blocks_per_sm=1, sms=132),
     # tensor_cores
     "tensor_cores.matmul_flop": dict(m=128, n=128, k=128),
     "tensor_cores.peak_flop_per_s": dict(sms=132, clock_hz=1.98e9, flop_per_clock_per_sm=4096),
@@ -156,37 +171,36 @@ VALID: dict[str, dict] = {
         size_bytes=2**30, gpus_per_node=8, nodes=4, intra_bytes_per_s=450e9, nic_bytes_per_s=50e9),
     "collectives.hierarchical_allreduce": dict(
         size_bytes=1e9, gpus_per_node=8, nodes=2, intra_bytes_per_s=450e9, inter_bytes_per_s=50e9),
-    # serving
-    "serving.ModelConfig": dict(name="Llama-3-8B", vocab_size=128256, params=8.03e9, active_params=8.03e9, **_LLAMA8),
-    "serving.activation_bytes": dict(tokens=2048, hidden_size=4096, intermediate_size=14336, vocab_size=128256),
+    # transformer, llms, serving
+    "transformer.ModelConfig": dict(name="Llama-3-8B", vocab_size=128256, params=8.03e9, active_params=8.03e9, **_LLAMA8),
+    "transformer.activation_bytes": dict(tokens=2048, hidden_size=4096, intermediate_size=14336, vocab_size=128256),
     "serving.allreduce_time_s": dict(message_bytes=1e6, gpus=8, link_bytes_per_s=450e9),
-    "serving.bytes_per_elem": dict(dtype="bf16"),
-    "serving.cached_tokens": dict(context_tokens=4096),
-    "serving.causal_attention_flop": dict(layers=32, heads=32, qk_dim=128, v_dim=128, tokens=1024),
+    "transformer.cached_tokens": dict(context_tokens=4096),
+    "transformer.causal_attention_flop": dict(layers=32, heads=32, qk_dim=128, v_dim=128, tokens=1024),
     "serving.cost_per_million_tokens": dict(gpu_hour_price=3.0, gpus=1, tokens_per_s=1000.0),
-    "serving.custom_model": dict(_LLAMA8),
+    "transformer.custom_model": dict(_LLAMA8),
     "serving.decode_ridge_batch": dict(
         param_bytes=16e9, flop_per_seq=16e9, kv_bytes_per_seq=1e7, peak_flop_per_s=989.4e12, hbm_bytes_per_s=4.8e12),
     "serving.decode_step": dict(model="Llama-3-8B"),
-    "serving.decode_step_flop": dict(params=8e9, batch=1),
+    "transformer.decode_step_flop": dict(params=8e9, batch=1),
     "serving.decode_step_time_s": dict(param_bytes=16e9, kv_bytes=1e9, hbm_bytes_per_s=4.8e12),
     "serving.decode_tokens_per_s": dict(batch=8, tpot_s=0.02),
-    "serving.dense_transformer_params": dict(vocab_size=128256, **_LLAMA8),
+    "transformer.dense_transformer_params": dict(vocab_size=128256, **_LLAMA8),
     "serving.e2e_latency_s": dict(ttft_s=0.1, tpot_s=0.02, output_tokens=256),
-    "serving.experts_touched_fraction": dict(batch=8, experts_per_token=8, n_experts=256),
-    "serving.get_model": dict(name="Llama-3-8B"),
-    "serving.kv_bytes_by_attention": dict(layers=32, heads=32, head_dim=128, kv_heads=8),
-    "serving.kv_cache_bytes": dict(bytes_per_token=131072.0, context_tokens=4096),
-    "serving.kv_cache_bytes_per_token": dict(layers=32, kv_heads=8, head_dim=128),
+    "transformer.experts_touched_fraction": dict(batch=8, experts_per_token=8, n_experts=256),
+    "llms.get_model": dict(name="Llama-3-8B"),
+    "transformer.kv_bytes_by_attention": dict(layers=32, heads=32, head_dim=128, kv_heads=8),
+    "transformer.kv_cache_bytes": dict(bytes_per_token=131072.0, context_tokens=4096),
+    "transformer.kv_cache_bytes_per_token": dict(layers=32, kv_heads=8, head_dim=128),
     "serving.latency": dict(model="Llama-3-8B"),
     "serving.littles_law_concurrency": dict(arrival_rate_per_s=10.0, latency_s=2.0),
     "serving.memory_budget": dict(model="Llama-3-8B"),
-    "serving.mla_kv_cache_bytes_per_token": dict(layers=61, kv_lora_rank=512, rope_head_dim=64),
+    "transformer.mla_kv_cache_bytes_per_token": dict(layers=61, kv_lora_rank=512, rope_head_dim=64),
     "serving.plan_capacity": dict(model="Llama-3-8B"),
-    "serving.prefill_flop": dict(params=8e9, tokens=1024),
+    "transformer.prefill_flop": dict(params=8e9, tokens=1024),
     "serving.prefill_time_s": dict(model="Llama-3-8B"),
     "serving.tpot_s": dict(e2e_s=5.0, ttft_s=0.1, output_tokens=256),
-    "serving.weight_bytes": dict(params=8e9),
+    "transformer.weight_bytes": dict(params=8e9),
     "serving.paged_kv_blocks": dict(context_tokens=1000),
     "serving.paged_kv_cache_bytes": dict(bytes_per_token=131072.0, context_tokens=[1000, 24]),
     "serving.steady_batch": dict(model="Llama-3-8B"),
@@ -217,7 +231,7 @@ def _gpu_kwargs() -> dict:
 VALID["hardware.GPU"] = _gpu_kwargs()
 
 # Strings where any text is valid (a label, not a choice from a list).
-FREE_TEXT = {"name@serving.ModelConfig", "name@serving.custom_model", "name@hardware.GPU", "vendor", "arch@hardware.GPU",
+FREE_TEXT = {"name@transformer.ModelConfig", "name@transformer.custom_model", "name@hardware.GPU", "vendor", "arch@hardware.GPU",
              "memory_type", "notes", "unit", "device_name", "param"}
 # Parameters that hold a sequence or mapping (a list is the right type).
 CONTAINER = {"levels", "byte_addresses", "values", "lanes_per_path", "cost_per_path", "sizes_bytes", "times_s",
@@ -799,12 +813,13 @@ def test_issue_examples_bounded_work_and_no_cancellation():
 
 
 def test_issue_examples_serving_inputs_are_checked():
+    from widgets.models import llms, transformer
     from widgets.models import serving as s
 
     with pytest.raises(ValueError, match="allreduce_latency_s"):
         s.decode_step("Llama-3-8B", tp=1, allreduce_latency_s=math.nan)
-    kw = {f.name: getattr(s.DEEPSEEK_V3, f.name) for f in dataclasses.fields(s.DEEPSEEK_V3)}
+    kw = {f.name: getattr(llms.DEEPSEEK_V3, f.name) for f in dataclasses.fields(llms.DEEPSEEK_V3)}
     for field, bad in (("moe_layers", -5), ("kv_lora_rank", -1), ("tied_embeddings", 1), ("experts_per_token", None)):
         if field in kw:
             with pytest.raises(ValueError, match=field):
-                s.ModelConfig(**{**kw, field: bad})
+                transformer.ModelConfig(**{**kw, field: bad})

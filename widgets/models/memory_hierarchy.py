@@ -1480,7 +1480,9 @@ def bytes_in_flight(
     """
     need = littles_law_bytes_in_flight(bytes_per_s, latency_s) / _int("sms", sms, minimum=1, maximum=MAX_SMS)
     w = _int("warps_per_sm", warps_per_sm, minimum=1, maximum=64)
-    lb = _elem_bytes(load_bytes_per_thread)
+    lb = _int("load_bytes_per_thread", load_bytes_per_thread, minimum=1, maximum=16)
+    if lb not in ELEM_BYTES:
+        raise ValueError(f"load_bytes_per_thread must be one of {ELEM_BYTES}, got {load_bytes_per_thread!r}")
     ilp = _int("loads_in_flight_per_thread", loads_in_flight_per_thread, minimum=1, maximum=64)
     st = _int("stage_bytes", stage_bytes, minimum=128, maximum=2**20)
     smem = _int("smem_per_sm_bytes", smem_per_sm_bytes, minimum=0, maximum=2**30)
