@@ -1,0 +1,173 @@
+"""The learner edition: the book without exercise solutions and without instructor notes.
+
+As a Sphinx extension (listed in ``_config.yml``) it does nothing unless the build is a learner
+build (``GPUBOOK_LEARNER=1``, which :func:`build` sets). Then it
+
+- removes every exercise solution (sphinx-exercise's ``solution`` directive, dropdown or not);
+- removes every element with the class ``instructor`` (e.g. an admonition ``:class: instructor``
+  in a page learners also read);
+- turns links to the instructor pages (``book/teaching/instructor*``, which the learner table of
+  contents leaves out) into plain text, so the build stays warning-free.
+
+"Guess first" answers stay: they are part of reading the chapter, not solutions.
+
+As a script it builds that edition::
+
+    python book/_ext/learner.py                       # the whole book -> _build/learner/html
+    python book/_ext/learner.py --out DIR --only chapters/simt book/teaching/index
+
+(``make learner`` runs the first form.) The learner table of contents is ``_toc.yml`` without the
+instructor pages (``--only`` keeps just the listed files, for a quick test build); the learner
+configuration is ``_config.yml`` with the instructor pages excluded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+ENV = "GPUBOOK_LEARNER"
+INSTRUCTOR_GLOB = "book/teaching/instructor*"
+INSTRUCTOR_CLASS = "instructor"
+
+
+def is_learner_build() -> bool:
+    return os.environ.get(ENV) == "1"
+
+
+def is_instructor_page(docname: str) -> bool:
+    return Path(docname).as_posix().split("/")[-1].startswith("instructor") and "teaching" in docname
+
+
+# ---------------------------------------------------------------------------------------------
+# Sphinx extension
+
+
+def _drop(app, doctree, docname) -> None:
+    if not is_learner_build():
+        return
+    from docutils import nodes
+
+    try:
+        from sphinx_exercise.nodes import solution_end_node, solution_node, solution_start_node
+
+        solution_types = (solution_node, solution_start_node, solution_end_node)
+    except ImportError:  # pragma: no cover - sphinx-exercise is a book dependency
+        solution_types = ()
+    doomed = [n for n in doctree.findall(nodes.Element) if isinstance(n, solution_types)]
+    doomed += [
+        n for n in doctree.findall(nodes.Element) if INSTRUCTOR_CLASS in n.get("classes", []) and n not in doomed
+    ]
+    for node in doomed:
+        if node.parent is not None:
+            node.parent.remove(node)
+
+
+def _instructor_link(app, env, node, contnode):
+    """A link to an instructor page in the learner edition becomes its text (no warning)."""
+    if not is_learner_build():
+        return None
+    target = str(node.get("reftarget", ""))
+    if node.get("reftype") in ("doc", "ref", "any") and "instructor" in target:
+        return contnode
+    return None
+
+
+def setup(app):
+    app.connect("doctree-resolved", _drop)
+    app.connect("missing-reference", _instructor_link)
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
+
+
+# ---------------------------------------------------------------------------------------------
+# the learner build
+
+
+def learner_toc(toc: dict, only: list[str] | None = None) -> dict:
+    """``toc`` without the instructor pages (and, with ``only``, with just those files and the root)."""
+    toc = copy.deepcopy(toc)
+    keep = set(only or [])
+
+    def wanted(f: str) -> bool:
+        return not is_instructor_page(f) and (not keep or f in keep)
+
+    def prune(entries):
+        out = []
+        for e in entries:
+            if "file" in e and not wanted(e["file"]):
+                # keep wanted children of a dropped parent? no: a dropped parent drops its sections
+                continue
+            if "sections" in e:
+                e["sections"] = prune(e["sections"])
+                if not e["sections"]:
+                    del e["sections"]
+            out.append(e)
+        return out
+
+    parts = []
+    for part in toc.get("parts", []):
+        part["chapters"] = prune(part.get("chapters", []))
+        if part["chapters"]:
+            parts.append(part)
+    toc["parts"] = parts
+    return toc
+
+
+def learner_config(config: dict) -> dict:
+    """``_config.yml`` for the learner edition: instructor pages excluded; local extensions with
+    absolute paths (the configuration file is written outside the repository)."""
+    config = copy.deepcopy(config)
+    config["exclude_patterns"] = list(config.get("exclude_patterns", [])) + [INSTRUCTOR_GLOB, "_build"]
+    config["title"] = f"{config.get('title', 'The book')} (learner edition)"
+    sphinx = config.setdefault("sphinx", {})
+    sphinx["local_extensions"] = {name: str((ROOT / path).resolve()) for name, path in sphinx.get("local_extensions", {}).items()}
+    return config
+
+
+def build(out: Path, only: list[str] | None = None, extra_args: list[str] | None = None) -> subprocess.CompletedProcess:
+    """Build the learner edition into ``out/html`` (warnings are errors); the log goes to ``out/build.log``."""
+    import yaml
+
+    out = Path(out).resolve()
+    work = out / "work"
+    work.mkdir(parents=True, exist_ok=True)
+    toc = learner_toc(yaml.safe_load((ROOT / "_toc.yml").read_text()), only)
+    config = learner_config(yaml.safe_load((ROOT / "_config.yml").read_text()))
+    (work / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False))
+    (work / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False))
+    jb = Path(sys.executable).with_name("jupyter-book")
+    cmd = [str(jb if jb.exists() else shutil.which("jupyter-book")), "build", str(ROOT), "--all", "-W", "-n", "--keep-going",
+           "--toc", str(work / "_toc.yml"), "--config", str(work / "_config.yml"), "--path-output", str(work)]
+    cmd += list(extra_args or [])
+    env = dict(os.environ, **{ENV: "1"})
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
+    (out / "build.log").write_text(proc.stdout + proc.stderr)
+    html = work / "_build" / "html"
+    if proc.returncode == 0 and html.is_dir():
+        shutil.rmtree(out / "html", ignore_errors=True)
+        shutil.move(str(html), str(out / "html"))
+    return proc
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python book/_ext/learner.py", description="Build the learner edition of the book.")
+    p.add_argument("--out", default=str(ROOT / "_build" / "learner"), help="folder; the site goes to OUT/html")
+    p.add_argument("--only", nargs="+", help="toc files to keep (the root page is always kept)")
+    args = p.parse_args(argv)
+    proc = build(Path(args.out), args.only)
+    if proc.returncode:
+        sys.stderr.write((proc.stdout + proc.stderr)[-6000:])
+        print(f"learner edition: build failed (log: {Path(args.out) / 'build.log'})", file=sys.stderr)
+        return proc.returncode
+    print(f"learner edition: {Path(args.out) / 'html' / 'index.html'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,63 @@
+"""Quiz: LLM serving (answers from widgets.models.serving and the catalog)."""
+
+from __future__ import annotations
+
+from .. import hardware as hw
+from .. import units as u
+from ..models import serving as sv
+
+try:  # the transformer arithmetic (KV cache, weight bytes) lives in its own module once split from serving
+    from ..models import transformer as tf
+except ImportError:
+    tf = sv
+from ..quiz import Choice, Number, Quiz
+
+
+def quiz() -> Quiz:
+    g = hw.get_gpu("H200-SXM")
+    m = sv.get_model("Llama-3-8B")
+    kv = tf.kv_cache_bytes_per_token(m.layers, m.kv_heads, m.head_dim, 2)
+    step = sv.decode_step_time_s(tf.weight_bytes(m.params, 2), 0.0, g.hbm_bytes_per_s)
+    ctx = 8192
+    budget = sv.memory_budget(m, g.name, context_tokens=ctx)
+    rate, latency = 20.0, 4.0
+    conc = sv.littles_law_concurrency(rate, latency)
+    culprits = (
+        "the allocation named in the message",
+        "everything resident: weights, the KV cache of every running sequence, activations and the runtime's reserve",
+        "the largest tensor in the model",
+    )
+    return Quiz(
+        topic="serving",
+        note="Every accepted answer below was computed by the book's models and GPU catalog when this page was built.",
+        questions=(
+            Number(
+                prompt=f"{m.name} has {m.layers} layers, {m.kv_heads} KV heads of dimension {m.head_dim}. How large is one token's "
+                "KV cache in bf16, in KiB?",
+                value=kv / u.KiB, unit="KiB", rel_tol=0.01,
+                why="2 (key and value) x layers x KV heads x head dim x 2 bytes.",
+            ),
+            Number(
+                prompt=f"A decode step must read all the weights ({m.params / 1e9:.3g} B parameters in bf16). On an {g.name} "
+                f"({u.fmt_bytes_per_s(g.hbm_bytes_per_s)}), how long does a step at batch 1 take at least, in ms?",
+                value=step / u.MS, unit="ms", rel_tol=0.03,
+                why="Weight bytes / HBM bandwidth: at small batches decoding is a weight stream (section <em>The decode step</em>).",
+            ),
+            Number(
+                prompt=f"The book's memory budget for {m.name} in bf16 on one {g.name}: how many sequences of {ctx} tokens can its "
+                "KV cache hold at once?",
+                value=budget.max_concurrent_seqs, unit="sequences", rel_tol=0.0, abs_tol=0.4,
+                why="(memory - weights - activations - reserve) / KV bytes per sequence, rounded down.",
+            ),
+            Number(
+                prompt=f"Requests arrive at {rate:g} per second and each stays {latency:g} s in the server. How many are in flight on average?",
+                value=conc, unit="requests", rel_tol=0.01,
+                why="Little's law: L = arrival rate x time in the system.",
+            ),
+            Choice(
+                prompt="A server dies with \"CUDA out of memory. Tried to allocate 2.00 MiB\". What used the memory?",
+                options=culprits, answer=1,
+                why="The failing allocation is only the last straw. Add up what is resident (the memory budget) to find the culprit.",
+            ),
+        ),
+    )
