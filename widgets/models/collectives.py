@@ -111,12 +111,36 @@ def _log2_ceil(n: int) -> int:
 # What each collective does
 # --------------------------------------------------------------------------------------------
 def collective_semantics(op: str, n: int) -> tuple[list, list]:
-    """Who holds what before and after ``op`` on ``n`` ranks (root 0 for broadcast and reduce).
+    """Who holds what before and after a collective (root 0 for broadcast and reduce).
 
-    Returns ``(before, after)``: for each rank, a list of the pieces it holds, written
-    ``x3`` (rank 3's whole input), ``x3[1]`` (piece 1 of it), ``sum`` (the element-wise sum of all
-    inputs), ``sum[1]`` (piece 1 of the sum); ``-`` means nothing defined.
+    Each rank's pieces are written ``x3`` (rank 3's whole input), ``x3[1]`` (piece 1 of it),
+    ``sum`` (the element-wise sum of all inputs), ``sum[1]`` (piece 1 of the sum); ``-`` means
+    nothing defined.
 
+    Explained in :ref:`collectives` > The six collectives.
+
+    Parameters
+    ----------
+    op : str
+        One of ``OPS``: ``"all_reduce"``, ``"all_gather"``, ``"reduce_scatter"``,
+        ``"all_to_all"``, ``"broadcast"``, ``"reduce"``.
+    n : int
+        Ranks [-], 1 to ``MAX_LISTED_RANKS`` (64).
+
+    Returns
+    -------
+    before : list of list of str
+        The pieces each rank holds before.
+    after : list of list of str
+        The pieces each rank holds after.
+
+    Raises
+    ------
+    ValueError
+        If ``op`` is unknown or ``n`` is out of range.
+
+    Examples
+    --------
     >>> collective_semantics("reduce_scatter", 2)
     ([['x0'], ['x1']], [['sum[0]'], ['sum[1]']])
     >>> collective_semantics("all_to_all", 2)[1]
@@ -145,16 +169,28 @@ def busbw_factor(op: str, n: int) -> float:
     """The factor nccl-tests multiplies algorithm bandwidth by to get bus bandwidth.
 
     ``all_reduce``: 2(n-1)/n; ``all_gather``, ``reduce_scatter``, ``all_to_all``: (n-1)/n;
-    ``broadcast``, ``reduce``: 1 (NVIDIA nccl-tests, doc/PERFORMANCE.md, "Summary").
-    It is also the bandwidth term of the ring algorithm: the bytes each rank must send per byte
-    of ``S``.
+    ``broadcast``, ``reduce``: 1 (NVIDIA nccl-tests, doc/PERFORMANCE.md, "Summary"). It is also the
+    bandwidth term of the ring algorithm: the bytes each rank must send per byte of ``S``.
+
+    Explained in :ref:`collectives` > Algorithm bandwidth and bus bandwidth.
 
     Parameters
     ----------
     op : str
-        One of ``OPS``.
+        One of ``OPS``: ``"all_reduce"``, ``"all_gather"``, ``"reduce_scatter"``,
+        ``"all_to_all"``, ``"broadcast"``, ``"reduce"``.
     n : int
-        Number of ranks, >= 1.
+        Ranks (one GPU each) [-], 1 to ``MAX_RANKS``.
+
+    Returns
+    -------
+    float
+        The factor [-].
+
+    Raises
+    ------
+    ValueError
+        If ``op`` is unknown or ``n`` is out of range.
 
     Examples
     --------
@@ -172,8 +208,29 @@ def busbw_factor(op: str, n: int) -> float:
 
 
 def algbw_bytes_per_s(size_bytes: float, time_s: float) -> float:
-    """Algorithm bandwidth ``S / t`` [B/s] (nccl-tests, doc/PERFORMANCE.md).
+    """Algorithm bandwidth ``S / t`` (nccl-tests, doc/PERFORMANCE.md).
 
+    Explained in :ref:`collectives` > Algorithm bandwidth and bus bandwidth.
+
+    Parameters
+    ----------
+    size_bytes : float
+        ``S`` by the nccl-tests convention (the whole buffer; see the module's conventions) [B], >= 0.
+    time_s : float
+        Measured time of the collective [s], 1e-12 to 1e9.
+
+    Returns
+    -------
+    float
+        Algorithm bandwidth [B/s].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
     >>> round(algbw_bytes_per_s(2**30, 3.25e-3) / 1e9, 1)  # 1 GiB in 3.25 ms [GB/s]
     330.4
     """
@@ -183,9 +240,37 @@ def algbw_bytes_per_s(size_bytes: float, time_s: float) -> float:
 
 
 def busbw_bytes_per_s(op: str, n: int, size_bytes: float, time_s: float) -> float:
-    """Bus bandwidth ``busbw_factor(op, n) * S / t`` [B/s]: comparable with a link's
-    per-direction bandwidth whatever the number of ranks (nccl-tests, doc/PERFORMANCE.md).
+    """Bus bandwidth ``busbw_factor(op, n) * S / t``.
 
+    Comparable with a link's per-direction bandwidth whatever the number of ranks (nccl-tests,
+    doc/PERFORMANCE.md).
+
+    Explained in :ref:`collectives` > Algorithm bandwidth and bus bandwidth.
+
+    Parameters
+    ----------
+    op : str
+        One of ``OPS``: ``"all_reduce"``, ``"all_gather"``, ``"reduce_scatter"``,
+        ``"all_to_all"``, ``"broadcast"``, ``"reduce"``.
+    n : int
+        Ranks (one GPU each) [-], 1 to ``MAX_RANKS``.
+    size_bytes : float
+        ``S`` by the nccl-tests convention (the whole buffer; see the module's conventions) [B], >= 0.
+    time_s : float
+        Measured time of the collective [s], 1e-12 to 1e9.
+
+    Returns
+    -------
+    float
+        Bus bandwidth [B/s].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or ``op`` is unknown.
+
+    Examples
+    --------
     >>> round(busbw_bytes_per_s("all_reduce", 8, 2**30, 6e-3) / 1e9, 1)
     313.2
     """
@@ -193,9 +278,34 @@ def busbw_bytes_per_s(op: str, n: int, size_bytes: float, time_s: float) -> floa
 
 
 def time_from_busbw_s(op: str, n: int, size_bytes: float, busbw: float) -> float:
-    """The converse: the time [s] an ``op`` of ``size_bytes`` takes at bus bandwidth ``busbw``
-    [B/s]. ``inf`` when the factor is 0 (one rank moves nothing, so busbw says nothing).
+    """The time a collective takes at a given bus bandwidth (the converse of :func:`busbw_bytes_per_s`).
 
+    Explained in :ref:`collectives` > Algorithm bandwidth and bus bandwidth.
+
+    Parameters
+    ----------
+    op : str
+        One of ``OPS``: ``"all_reduce"``, ``"all_gather"``, ``"reduce_scatter"``,
+        ``"all_to_all"``, ``"broadcast"``, ``"reduce"``.
+    n : int
+        Ranks (one GPU each) [-], 1 to ``MAX_RANKS``.
+    size_bytes : float
+        ``S`` by the nccl-tests convention (the whole buffer; see the module's conventions) [B], >= 0.
+    busbw : float
+        Bus bandwidth [B/s], > 0.
+
+    Returns
+    -------
+    float
+        Time [s]; ``inf`` when the factor is 0 (one rank moves nothing, so busbw says nothing).
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or ``op`` is unknown.
+
+    Examples
+    --------
     >>> round(time_from_busbw_s("all_reduce", 8, 2**30, 450e9) * 1e3, 3)  # ms
     4.176
     """
@@ -206,7 +316,7 @@ def time_from_busbw_s(op: str, n: int, size_bytes: float, busbw: float) -> float
 
 
 def nccl_tests_size_bytes(op: str, n: int, rank_buffer_bytes: float) -> float:
-    """The size ``S`` nccl-tests prints [B], from the tensor each rank passes to torch.
+    """The size ``S`` nccl-tests prints, from the tensor each rank passes to torch.
 
     ``rank_buffer_bytes`` is the input of ``all_gather_into_tensor`` (one shard), the output of
     ``reduce_scatter_tensor`` (one shard), the tensor of ``all_reduce``, ``broadcast`` and
@@ -214,6 +324,30 @@ def nccl_tests_size_bytes(op: str, n: int, rank_buffer_bytes: float) -> float:
     nccl-tests reports ``count * typesize * nranks`` (src/all_gather.cu, src/reduce_scatter.cu):
     the whole, n-shard buffer.
 
+    Explained in :ref:`collectives` > The six collectives.
+
+    Parameters
+    ----------
+    op : str
+        One of ``OPS``: ``"all_reduce"``, ``"all_gather"``, ``"reduce_scatter"``,
+        ``"all_to_all"``, ``"broadcast"``, ``"reduce"``.
+    n : int
+        Ranks (one GPU each) [-], 1 to ``MAX_RANKS``.
+    rank_buffer_bytes : float
+        Bytes of the tensor one rank passes [B], >= 0.
+
+    Returns
+    -------
+    float
+        ``S`` [B].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or ``op`` is unknown.
+
+    Examples
+    --------
     >>> nccl_tests_size_bytes("all_gather", 8, 2**20) == 8 * 2**20
     True
     >>> nccl_tests_size_bytes("all_reduce", 8, 2**20) == 2**20
@@ -228,11 +362,35 @@ def nccl_tests_size_bytes(op: str, n: int, rank_buffer_bytes: float) -> float:
 # Alpha-beta cost: ring and tree
 # --------------------------------------------------------------------------------------------
 def ring_steps(op: str, n: int) -> int:
-    """Sequential steps (alpha terms) of the ring algorithm: ``2(n-1)`` for all-reduce
-    (a reduce-scatter then an all-gather), ``n-1`` for all-gather, reduce-scatter and all-to-all
-    (pairwise exchange), and ``n-1`` for broadcast and reduce sent as ONE chunk down the chain
-    (with ``k`` pipelined chunks the chain takes ``n+k-2`` steps: :func:`pipelined_chain_time_s`).
+    """Sequential steps (alpha terms) of the ring algorithm.
 
+    ``2(n-1)`` for all-reduce (a reduce-scatter then an all-gather), ``n-1`` for all-gather,
+    reduce-scatter and all-to-all (pairwise exchange), and ``n-1`` for broadcast and reduce sent as
+    ONE chunk down the chain (with ``k`` pipelined chunks the chain takes ``n+k-2`` steps:
+    :func:`pipelined_chain_time_s`).
+
+    Explained in :ref:`collectives` > The alpha-beta model: ring against tree.
+
+    Parameters
+    ----------
+    op : str
+        One of ``OPS``: ``"all_reduce"``, ``"all_gather"``, ``"reduce_scatter"``,
+        ``"all_to_all"``, ``"broadcast"``, ``"reduce"``.
+    n : int
+        Ranks (one GPU each) [-], 1 to ``MAX_RANKS``.
+
+    Returns
+    -------
+    int
+        Steps [-].
+
+    Raises
+    ------
+    ValueError
+        If ``op`` is unknown or ``n`` is out of range.
+
+    Examples
+    --------
     >>> ring_steps("all_reduce", 4), ring_steps("all_gather", 4)
     (6, 3)
     """
@@ -241,11 +399,34 @@ def ring_steps(op: str, n: int) -> int:
 
 
 def tree_steps(op: str, n: int) -> int:
-    """Sequential steps of the logarithmic algorithms of MPICH (Thakur, Rabenseifner & Gropp
-    2005): ``ceil(log2 n)`` for every op (recursive doubling for all-reduce and all-gather,
-    recursive halving for reduce-scatter, binomial tree for broadcast and reduce, Bruck for
-    all-to-all).
+    """Sequential steps of the logarithmic algorithms of MPICH: ``ceil(log2 n)`` for every op.
 
+    Recursive doubling for all-reduce and all-gather, recursive halving for reduce-scatter,
+    binomial tree for broadcast and reduce, Bruck for all-to-all (Thakur, Rabenseifner & Gropp
+    2005).
+
+    Explained in :ref:`collectives` > The alpha-beta model: ring against tree.
+
+    Parameters
+    ----------
+    op : str
+        One of ``OPS``: ``"all_reduce"``, ``"all_gather"``, ``"reduce_scatter"``,
+        ``"all_to_all"``, ``"broadcast"``, ``"reduce"``.
+    n : int
+        Ranks (one GPU each) [-], 1 to ``MAX_RANKS``.
+
+    Returns
+    -------
+    int
+        Steps [-].
+
+    Raises
+    ------
+    ValueError
+        If ``op`` is unknown or ``n`` is out of range.
+
+    Examples
+    --------
     >>> tree_steps("all_reduce", 8), tree_steps("broadcast", 8), tree_steps("broadcast", 9)
     (3, 3, 4)
     """
@@ -254,10 +435,37 @@ def tree_steps(op: str, n: int) -> int:
 
 
 def optimal_chain_chunks(size_bytes: float, n: int, link_bytes_per_s: float, latency_s: float) -> int:
-    """The number of chunks ``k`` that minimises the pipelined chain's
-    ``(n+k-2)(alpha + S/(kB))``: near ``sqrt((n-2) S / (B alpha))``, at least 1, at most
-    ``MAX_CHUNKS`` (which it is when alpha is 0: more chunks are then always better).
+    """The number of chunks that minimises a pipelined chain broadcast's time.
 
+    The time is ``(n+k-2)(alpha + S/(kB))``; the best ``k`` is near ``sqrt((n-2) S / (B alpha))``,
+    at least 1, at most ``MAX_CHUNKS`` (which it is when alpha is 0: more chunks are then always
+    better).
+
+    Explained in :ref:`collectives` > The alpha-beta model: ring against tree.
+
+    Parameters
+    ----------
+    size_bytes : float
+        ``S`` by the nccl-tests convention (the whole buffer; see the module's conventions) [B], >= 0.
+    n : int
+        Ranks (one GPU each) [-], 1 to ``MAX_RANKS``.
+    link_bytes_per_s : float
+        Each rank's bandwidth to the rest, per direction [B/s], > 0.
+    latency_s : float
+        Alpha: the fixed cost of one step [s], >= 0.
+
+    Returns
+    -------
+    int
+        Chunks ``k`` [-].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
     >>> optimal_chain_chunks(2**30, 8, 100e9, 1e-6)  # sqrt(6 x 2**30 / 1e5)
     254
     >>> optimal_chain_chunks(2**30, 2, 100e9, 1e-6)  # two ranks: one hop, nothing to pipeline
@@ -278,14 +486,39 @@ def optimal_chain_chunks(size_bytes: float, n: int, link_bytes_per_s: float, lat
 
 
 def pipelined_chain_time_s(size_bytes: float, n: int, link_bytes_per_s: float, latency_s: float = 0.0, chunks=None) -> float:
-    """Broadcast (or reduce) down a chain of ``n`` ranks in ``k`` chunks [s]:
-    ``(n + k - 2) (alpha + S / (k B))``.
+    """Broadcast (or reduce) down a chain of ranks in chunks: ``(n + k - 2) (alpha + S / (k B))``.
 
     The first chunk needs ``n-1`` steps to reach the last rank, and the other ``k-1`` follow one
     step apart. ``k = 1`` is the unpipelined chain, ``(n-1)(alpha + S/B)``; as ``k`` grows the time
-    tends to ``S/B`` (every link busy) plus ``(n+k-2)`` latencies. ``chunks=None`` takes
-    :func:`optimal_chain_chunks`.
+    tends to ``S/B`` (every link busy) plus ``(n+k-2)`` latencies.
 
+    Explained in :ref:`collectives` > The alpha-beta model: ring against tree.
+
+    Parameters
+    ----------
+    size_bytes : float
+        ``S`` by the nccl-tests convention (the whole buffer; see the module's conventions) [B], >= 0.
+    n : int
+        Ranks (one GPU each) [-], 1 to ``MAX_RANKS``.
+    link_bytes_per_s : float
+        Each rank's bandwidth to the rest, per direction [B/s], > 0.
+    latency_s : float, optional
+        Alpha: the fixed cost of one step [s], >= 0.
+    chunks : int or None, optional
+        Pipeline chunks ``k`` [-], 1 to ``MAX_CHUNKS``; None takes :func:`optimal_chain_chunks`.
+
+    Returns
+    -------
+    float
+        Time [s]; 0 for one rank.
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
     >>> round(pipelined_chain_time_s(1e9, 8, 100e9, 0.0, chunks=1) * 1e3, 3)  # 7 hops of 10 ms
     70.0
     >>> round(pipelined_chain_time_s(1e9, 8, 100e9, 0.0, chunks=100) * 1e3, 3)  # 106 steps of 0.1 ms
@@ -328,7 +561,7 @@ def collective_time_s(
     nodes: int = 1,
     inter_latency_s=None,
 ) -> float:
-    """Alpha-beta time of one collective [s]: ``call_latency_s + steps * latency_s + c * S / B``.
+    """Alpha-beta time of one collective: ``call_latency_s + steps * latency_s + c * S / B``.
 
     ``algorithm="ring"``: ``c`` is :func:`busbw_factor` and the steps are :func:`ring_steps`
     (ring all-reduce and all-gather, pairwise all-to-all): the ring moves the fewest bytes per
@@ -342,34 +575,47 @@ def collective_time_s(
     for all-gather and reduce-scatter (``lg n alpha + (n-1)/n S beta``), Bruck for all-to-all
     (``lg n alpha + S/2 lg n beta``). Fewer steps, more bytes. ``lg n`` is ``ceil(log2 n)``.
 
+    Explained in :ref:`collectives` > The alpha-beta model: ring against tree.
+
     Parameters
     ----------
     op : str
-        One of ``OPS``.
+        One of ``OPS``: ``"all_reduce"``, ``"all_gather"``, ``"reduce_scatter"``,
+        ``"all_to_all"``, ``"broadcast"``, ``"reduce"``.
     size_bytes : float
-        ``S`` by the nccl-tests convention [B], >= 0.
+        ``S`` by the nccl-tests convention (the whole buffer; see the module's conventions) [B], >= 0.
     n : int
-        Ranks, 1 to ``MAX_RANKS``. One rank takes no time.
+        Ranks [-], 1 to ``MAX_RANKS``. One rank takes no time.
     link_bytes_per_s : float
-        Each rank's bandwidth per direction [B/s], > 0.
-    latency_s : float
+        Each rank's bandwidth to the rest, per direction [B/s], > 0.
+    latency_s : float, optional
         Alpha: the fixed cost of one step [s], >= 0.
-    algorithm : str
+    algorithm : str, optional
         ``"ring"`` or ``"tree"``.
-    call_latency_s : float
+    call_latency_s : float, optional
         A fixed cost per call [s], >= 0 (NCCL's is ``NCCL_CALL_LATENCY_S``).
-    chunks : int or None
-        Pipeline chunks of the ring broadcast and reduce (ignored by the other ops).
-    nodes : int
-        Nodes the ``n`` ranks span (ranks numbered node by node), 1 to ``n``. Steps that cross
+    chunks : int or None, optional
+        Pipeline chunks of the ring broadcast and reduce [-] (ignored by the other ops).
+    nodes : int, optional
+        Nodes the ``n`` ranks span (ranks numbered node by node) [-], 1 to ``n``. Steps that cross
         the network pay ``inter_latency_s`` instead of ``latency_s``: of a ring's steps,
         ``2(nodes-1)`` for all-reduce and ``nodes-1`` for all-gather and reduce-scatter (NCCL's
         tuning model, ``nInterSteps``), every step of the pairwise all-to-all (each step has some
         pair in different nodes) and every step of the chain broadcast and reduce (NCCL's model
         charges them all at the network latency once the ranks span nodes); of a logarithmic
         algorithm's steps, ``ceil(log2 nodes)``.
-    inter_latency_s : float or None
+    inter_latency_s : float or None, optional
         Alpha of a step across the network [s], >= 0 (None: ``latency_s``).
+
+    Returns
+    -------
+    float
+        Time [s].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or ``op``/``algorithm`` is unknown.
 
     Examples
     --------
@@ -420,14 +666,41 @@ def ring_allreduce_time_s(
     latency_s: float = DEFAULT_STEP_LATENCY_S,
     call_latency_s: float = DEFAULT_CALL_LATENCY_S,
 ) -> float:
-    """Ring all-reduce time [s]: ``call_latency_s + 2(n-1) latency_s + 2(n-1)/n * S/B``; 0 for one rank.
+    """Ring all-reduce time: ``call_latency_s + 2(n-1) latency_s + 2(n-1)/n * S/B``.
 
     The book's one all-reduce cost (the serving chapter's tensor-parallel all-reduce uses it too).
     Each rank sends ``2(n-1)`` chunks of ``S/n`` bytes, one per step: ``n-1`` steps of
     reduce-scatter, then ``n-1`` of all-gather (Patarasuk & Yuan 2009). The default latencies are
-    NCCL's own (``NCCL_CALL_LATENCY_S`` per call, ``NCCL_NVLINK_STEP_LATENCY_S`` per step: NVIDIA/nccl
-    src/graph/tuning.cc); pass 0 and 0 for the bandwidth bound alone.
+    NCCL's own (``NCCL_CALL_LATENCY_S`` per call, ``NCCL_NVLINK_STEP_LATENCY_S`` per step:
+    NVIDIA/nccl src/graph/tuning.cc); pass 0 and 0 for the bandwidth bound alone.
 
+    Explained in :ref:`collectives` > The alpha-beta model: ring against tree.
+
+    Parameters
+    ----------
+    size_bytes : float
+        ``S`` by the nccl-tests convention (the whole buffer; see the module's conventions) [B], >= 0.
+    n : int
+        Ranks (one GPU each) [-], 1 to ``MAX_RANKS``.
+    link_bytes_per_s : float
+        Each rank's bandwidth to the rest, per direction [B/s], > 0.
+    latency_s : float, optional
+        Alpha of one step [s], >= 0.
+    call_latency_s : float, optional
+        Fixed cost per call [s], >= 0.
+
+    Returns
+    -------
+    float
+        Time [s]; 0 for one rank.
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
     >>> round(ring_allreduce_time_s(2**30, 2, 450e9, 0, 0) * 1e3, 3)  # two H200s over NVLink [ms]
     2.386
     >>> round(ring_allreduce_time_s(64 * 8192 * 2, 8, 450e9) * 1e6, 2)  # 1 MiB, 8 H200s [us]: 15.0 + 4.08
@@ -446,16 +719,41 @@ def ring_allreduce_time_s(
 
 
 def in_network_allreduce_time_s(size_bytes: float, n: int, link_bytes_per_s: float, latency_s: float = 0.0, efficiency: float = 1.0) -> float:
-    """All-reduce with the reduction done in the switch (NVLink SHARP "NVLS", InfiniBand SHARP) [s]:
-    each rank sends its ``S`` bytes once and receives the ``S``-byte sum once, so the time tends
-    to ``S / (efficiency B)`` instead of the ring's ``2(n-1)/n S/B``; ``latency_s`` is paid once.
-    0 for one rank.
+    """All-reduce with the reduction done in the switch (NVLink SHARP "NVLS", InfiniBand SHARP).
 
-    ``efficiency`` (0.001 <= e <= 1) is the share of the link the switch reduction reaches: 1 is the
-    ideal; NCCL's own cost model takes ``NCCL_NVLS_EFFICIENCY_HOPPER`` = 0.85 for NVLS on Hopper
-    (NVIDIA/nccl v2.28.9-1 src/graph/tuning.cc, ``nvlsEfficiency``), so on 8 GPUs NVLS is about
-    1.5 times as fast as the ring, not 1.75.
+    Each rank sends its ``S`` bytes once and receives the ``S``-byte sum once, so the time tends to
+    ``S / (efficiency B)`` instead of the ring's ``2(n-1)/n S/B``; ``latency_s`` is paid once. NCCL's
+    own cost model takes ``NCCL_NVLS_EFFICIENCY_HOPPER`` = 0.85 for NVLS on Hopper (NVIDIA/nccl
+    v2.28.9-1 src/graph/tuning.cc, ``nvlsEfficiency``), so on 8 GPUs NVLS is about 1.5 times as
+    fast as the ring, not 1.75.
 
+    Explained in :ref:`collectives` > The alpha-beta model: ring against tree.
+
+    Parameters
+    ----------
+    size_bytes : float
+        ``S`` by the nccl-tests convention (the whole buffer; see the module's conventions) [B], >= 0.
+    n : int
+        Ranks (one GPU each) [-], 1 to ``MAX_RANKS``.
+    link_bytes_per_s : float
+        Each rank's bandwidth to the rest, per direction [B/s], > 0.
+    latency_s : float, optional
+        Alpha: the fixed cost of one step [s], >= 0.
+    efficiency : float, optional
+        Share of the link the switch reduction reaches [-], 0.001 to 1 (1 is the ideal).
+
+    Returns
+    -------
+    float
+        Time [s]; 0 for one rank.
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
     >>> round(in_network_allreduce_time_s(2**30, 8, 450e9) * 1e3, 3)  # [ms]; the ring: 4.176
     2.386
     >>> round(in_network_allreduce_time_s(2**30, 8, 450e9, efficiency=0.85) * 1e3, 3)
@@ -474,16 +772,42 @@ def in_network_allreduce_time_s(size_bytes: float, n: int, link_bytes_per_s: flo
 def rabenseifner_allreduce_time_s(
     size_bytes: float, n: int, link_bytes_per_s: float, latency_s: float = 0.0, call_latency_s: float = 0.0
 ) -> float:
-    """Rabenseifner's all-reduce [s]: a reduce-scatter by recursive halving, then an all-gather by
-    recursive doubling (Thakur, Rabenseifner & Gropp 2005, s.4.4).
+    """Rabenseifner's all-reduce: reduce-scatter by recursive halving, then all-gather by recursive doubling.
 
-    For ``n`` a power of two: ``2 log2(n) alpha + 2(n-1)/n S/B``: the ring's bytes in
-    ``2 log2 n`` steps instead of ``2(n-1)``, so on a full crossbar (every pair of ranks at the
-    full link rate, as this model assumes) it is never slower than the ring. Otherwise the
-    ``n - p'`` ranks beyond the largest power of two ``p'`` first hand their buffer to a partner
-    and get the result back at the end: two more steps of ``alpha + S/B``,
-    ``(2 log2(p') + 2) alpha + (2(p'-1)/p' + 2) S/B``. 0 for one rank.
+    Thakur, Rabenseifner & Gropp 2005, s.4.4. For ``n`` a power of two:
+    ``2 log2(n) alpha + 2(n-1)/n S/B``: the ring's bytes in ``2 log2 n`` steps instead of
+    ``2(n-1)``, so on a full crossbar (every pair of ranks at the full link rate, as this model
+    assumes) it is never slower than the ring. Otherwise the ``n - p'`` ranks beyond the largest
+    power of two ``p'`` first hand their buffer to a partner and get the result back at the end:
+    two more steps of ``alpha + S/B``, ``(2 log2(p') + 2) alpha + (2(p'-1)/p' + 2) S/B``.
 
+    Explained in :ref:`collectives` > The alpha-beta model: ring against tree.
+
+    Parameters
+    ----------
+    size_bytes : float
+        ``S`` by the nccl-tests convention (the whole buffer; see the module's conventions) [B], >= 0.
+    n : int
+        Ranks (one GPU each) [-], 1 to ``MAX_RANKS``.
+    link_bytes_per_s : float
+        Each rank's bandwidth to the rest, per direction [B/s], > 0.
+    latency_s : float, optional
+        Alpha: the fixed cost of one step [s], >= 0.
+    call_latency_s : float, optional
+        Fixed cost per call [s], >= 0.
+
+    Returns
+    -------
+    float
+        Time [s]; 0 for one rank.
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
     >>> round(rabenseifner_allreduce_time_s(1e9, 8, 100e9) * 1e3, 3)  # the ring's bytes [ms]
     17.5
     >>> round(rabenseifner_allreduce_time_s(0, 8, 100e9, 1e-6) * 1e6, 3)  # 2 x 3 steps [us]
@@ -508,12 +832,38 @@ def rabenseifner_allreduce_time_s(
 
 
 def ring_tree_crossover_bytes(op: str, n: int, link_bytes_per_s: float, latency_s: float) -> float:
-    """The message size [B] below which the tree is faster than the ring.
+    """The message size below which the tree is faster than the ring.
 
-    ``0.0`` when the ring is never slower, ``inf`` when the tree is never slower (all-gather
-    and reduce-scatter: same bytes, fewer steps). For broadcast and reduce (the ring is a
-    pipelined chain) it is found by bisection on the two time functions.
+    For broadcast and reduce (the ring is a pipelined chain) it is found by bisection on the two
+    time functions.
 
+    Explained in :ref:`collectives` > The alpha-beta model: ring against tree.
+
+    Parameters
+    ----------
+    op : str
+        One of ``OPS``: ``"all_reduce"``, ``"all_gather"``, ``"reduce_scatter"``,
+        ``"all_to_all"``, ``"broadcast"``, ``"reduce"``.
+    n : int
+        Ranks (one GPU each) [-], 1 to ``MAX_RANKS``.
+    link_bytes_per_s : float
+        Each rank's bandwidth to the rest, per direction [B/s], > 0.
+    latency_s : float
+        Alpha: the fixed cost of one step [s], >= 0.
+
+    Returns
+    -------
+    float
+        Size ``S`` [B]; 0.0 when the ring is never slower, ``inf`` when the tree is never slower
+        (all-gather and reduce-scatter: same bytes, fewer steps).
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or ``op`` is unknown.
+
+    Examples
+    --------
     >>> round(ring_tree_crossover_bytes("all_reduce", 8, 100e9, 1e-6) / 1e3, 1)  # kB
     880.0
     >>> ring_tree_crossover_bytes("all_reduce", 2, 100e9, 1e-6)  # one exchange beats two steps
@@ -584,6 +934,8 @@ def fit_alpha_beta(sizes_bytes, times_s) -> tuple[float, float]:
     Both are FITTED: the line's asymptote is reached only as ``S`` grows without bound, so it
     can lie above every measured bandwidth.
 
+    Explained in :ref:`collectives` > 3. Alpha and beta from the sweep.
+
     Parameters
     ----------
     sizes_bytes : sequence of float
@@ -593,7 +945,15 @@ def fit_alpha_beta(sizes_bytes, times_s) -> tuple[float, float]:
 
     Returns
     -------
-    (latency_s, bytes_per_s) : tuple of float
+    latency_s : float
+        Fitted fixed cost of one call [s], >= 0.
+    bytes_per_s : float
+        Fitted asymptotic algorithm bandwidth [B/s].
+
+    Raises
+    ------
+    ValueError
+        If the sequences are too short, differ in length, hold bad values, or cannot be fitted.
 
     Examples
     --------
@@ -659,6 +1019,25 @@ def ring_allreduce_schedule(n: int) -> list:
     reduce-scatter steps rank ``r`` holds the full sum of chunk ``(r + 1) mod n``; the ``n-1``
     all-gather steps pass the finished chunks on around the ring.
 
+    Explained in :ref:`collectives` > The ring all-reduce, step by step.
+
+    Parameters
+    ----------
+    n : int
+        Ranks [-], 2 to 64.
+
+    Returns
+    -------
+    list of list of RingTransfer
+        One list of transfers per step.
+
+    Raises
+    ------
+    ValueError
+        If ``n`` is out of range.
+
+    Examples
+    --------
     >>> [(t.src, t.dst, t.chunk) for t in ring_allreduce_schedule(3)[0]]
     [(0, 1, 0), (1, 2, 1), (2, 0, 2)]
     >>> len(ring_allreduce_schedule(4))
@@ -673,12 +1052,31 @@ def ring_allreduce_schedule(n: int) -> list:
 
 
 def ring_allreduce_contributions(n: int, step: int) -> np.ndarray:
-    """Which ranks' data each rank's copy of each chunk holds after ``step`` steps.
+    """Which ranks' data each rank's copy of each chunk holds after some steps of a ring all-reduce.
 
-    Returns a boolean array ``[rank, chunk, source]``: ``True`` where rank's copy of chunk
-    includes source rank's contribution. ``step = 0`` is the start (each rank holds only its
-    own data); ``step = 2(n-1)`` is the end (every copy holds all ``n``).
+    Explained in :ref:`collectives` > The ring all-reduce, step by step.
 
+    Parameters
+    ----------
+    n : int
+        Ranks [-], 2 to 64.
+    step : int
+        Steps done [-], 0 (the start: each rank holds only its own data) to ``2(n-1)`` (the end:
+        every copy holds all ``n``).
+
+    Returns
+    -------
+    numpy.ndarray
+        Booleans ``[rank, chunk, source]``: True where rank's copy of chunk includes source rank's
+        contribution.
+
+    Raises
+    ------
+    ValueError
+        If ``n`` or ``step`` is out of range.
+
+    Examples
+    --------
     >>> int(ring_allreduce_contributions(4, 6).sum(axis=2).min())  # every chunk complete at the end
     4
     """
@@ -698,9 +1096,28 @@ def ring_allreduce_contributions(n: int, step: int) -> np.ndarray:
 
 
 def simulate_ring_allreduce(chunks_per_rank) -> np.ndarray:
-    """Run the ring schedule on numbers: ``chunks_per_rank[r][c]`` is rank ``r``'s chunk ``c``
-    (n ranks, n chunks, each chunk an array); returns every rank's result, shape like the input.
+    """Run the ring all-reduce schedule on numbers and return every rank's result.
 
+    Explained in :ref:`collectives` > The ring all-reduce, step by step.
+
+    Parameters
+    ----------
+    chunks_per_rank : array_like of float
+        ``chunks_per_rank[r][c]`` is rank ``r``'s chunk ``c`` [-]: n ranks x n chunks (2 <= n <= 64),
+        each chunk a number or an array; at most 1e7 finite numbers.
+
+    Returns
+    -------
+    numpy.ndarray
+        Every rank's chunks after the all-reduce [-], shaped like the input (every rank holds the sum).
+
+    Raises
+    ------
+    ValueError
+        If the input is not n x n chunks of finite numbers.
+
+    Examples
+    --------
     >>> simulate_ring_allreduce([[1, 2], [10, 20]]).tolist()
     [[11.0, 22.0], [11.0, 22.0]]
     """
@@ -797,6 +1214,8 @@ def dp_step(
     finished (one communication stream, as in PyTorch DDP; Li et al. 2020). What is left after
     the backward pass ends is exposed.
 
+    Explained in :ref:`collectives` > Hiding communication behind computation.
+
     Parameters
     ----------
     grad_bytes : float
@@ -806,18 +1225,36 @@ def dp_step(
         ``grad_bytes`` means one bucket.
     backward_s : float
         Backward-pass compute time [s], >= 0.
-    n, link_bytes_per_s, latency_s, algorithm
-        As in :func:`collective_time_s`: ``link_bytes_per_s`` is the bus bandwidth the all-reduce
-        reaches, ``latency_s`` the alpha of a step inside a node (NVLink).
-    call_latency_s : float
+    n : int
+        Ranks (one GPU each) [-], 1 to ``MAX_RANKS``.
+    link_bytes_per_s : float
+        The bus bandwidth the all-reduce reaches [B/s], > 0.
+    latency_s : float, optional
+        Alpha of a step inside a node (NVLink) [s], >= 0.
+    algorithm : str, optional
+        ``"ring"`` or ``"tree"`` (recursive doubling).
+    call_latency_s : float, optional
         Fixed cost of each bucket's all-reduce call [s], >= 0 (NCCL's kernel: ``NCCL_CALL_LATENCY_S``;
         from Python add the host's launch cost).
-    nodes : int
-        Nodes the ``n`` ranks span, 1 to ``n``: ``2(nodes-1)`` of a ring's ``2(n-1)`` steps cross
+    nodes : int, optional
+        Nodes the ``n`` ranks span [-], 1 to ``n``: ``2(nodes-1)`` of a ring's ``2(n-1)`` steps cross
         the network and pay ``inter_latency_s`` (NCCL's tuning model).
-    inter_latency_s : float or None
+    inter_latency_s : float or None, optional
         Alpha of a step across the network [s] (None: ``latency_s``).
 
+    Returns
+    -------
+    DataParallelStep
+        Buckets, communication per bucket and in total, the backward time, when the last
+        all-reduce ends and the exposed communication [s].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or there would be more than ``MAX_BUCKETS`` buckets.
+
+    Notes
+    -----
     Overlapped NCCL kernels are not free: they occupy SMs and HBM bandwidth that the backward pass
     would otherwise use, which this model leaves out (it treats the backward time as fixed).
 
@@ -865,8 +1302,49 @@ def dp_timeline(
     nodes: int = 1,
     inter_latency_s=None,
 ) -> list:
-    """The buckets of :func:`dp_step` as ``(ready_s, start_s, end_s, bucket_bytes)`` tuples.
+    """The buckets of :func:`dp_step`, each with when it is ready, starts and ends.
 
+    Explained in :ref:`collectives` > Hiding communication behind computation.
+
+    Parameters
+    ----------
+    grad_bytes : float
+        Gradient bytes per replica [B], > 0.
+    bucket_bytes : float
+        Bucket size [B], > 0 (PyTorch DDP's default ``bucket_cap_mb=25``); larger than
+        ``grad_bytes`` means one bucket.
+    backward_s : float
+        Backward-pass compute time [s], >= 0.
+    n : int
+        Ranks (one GPU each) [-], 1 to ``MAX_RANKS``.
+    link_bytes_per_s : float
+        The bus bandwidth the all-reduce reaches [B/s], > 0.
+    latency_s : float, optional
+        Alpha of a step inside a node (NVLink) [s], >= 0.
+    algorithm : str, optional
+        ``"ring"`` or ``"tree"`` (recursive doubling).
+    call_latency_s : float, optional
+        Fixed cost of each bucket's all-reduce call [s], >= 0 (NCCL's kernel: ``NCCL_CALL_LATENCY_S``;
+        from Python add the host's launch cost).
+    nodes : int, optional
+        Nodes the ``n`` ranks span [-], 1 to ``n``: ``2(nodes-1)`` of a ring's ``2(n-1)`` steps cross
+        the network and pay ``inter_latency_s`` (NCCL's tuning model).
+    inter_latency_s : float or None, optional
+        Alpha of a step across the network [s] (None: ``latency_s``).
+
+    Returns
+    -------
+    list of tuple
+        ``(ready_s, start_s, end_s, bucket_bytes)`` per bucket: times [s] from the start of the
+        backward pass and the bucket's size [B].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or there would be more than ``MAX_BUCKETS`` buckets.
+
+    Examples
+    --------
     >>> [tuple(round(x, 4) for x in b[:3]) for b in dp_timeline(1e9, 5e8, 0.1, 2, 100e9)]
     [(0.05, 0.05, 0.055), (0.1, 0.1, 0.105)]
     """
@@ -893,10 +1371,45 @@ def best_bucket_bytes(
     nodes: int = 1,
     inter_latency_s=None,
 ) -> float:
-    """The bucket size [B] among ``candidates`` (default: 1 MiB to 1 GiB in powers of two)
-    with the least exposed communication; ties go to the larger bucket (fewer calls). The
-    latencies are those of :func:`dp_step`.
+    """The bucket size with the least exposed communication (ties go to the larger bucket).
 
+    The latencies are those of :func:`dp_step` (ring all-reduce).
+
+    Explained in :ref:`collectives` > Hiding communication behind computation.
+
+    Parameters
+    ----------
+    grad_bytes : float
+        Gradient bytes per replica [B], > 0.
+    backward_s : float
+        Backward-pass compute time [s], >= 0.
+    n : int
+        Ranks (one GPU each) [-], 1 to ``MAX_RANKS``.
+    link_bytes_per_s : float
+        The bus bandwidth the all-reduce reaches [B/s], > 0.
+    latency_s : float
+        Alpha of a step inside a node [s], >= 0.
+    candidates : sequence of float or None, optional
+        Bucket sizes to try [B], at most 1000; default 1 MiB to 1 GiB in powers of two.
+    call_latency_s : float, optional
+        Fixed cost of each bucket's all-reduce call [s], >= 0.
+    nodes : int, optional
+        Nodes the ``n`` ranks span [-], 1 to ``n``.
+    inter_latency_s : float or None, optional
+        Alpha of a step across the network [s] (None: ``latency_s``).
+
+    Returns
+    -------
+    float
+        Bucket size [B].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or no candidate is usable.
+
+    Examples
+    --------
     >>> best_bucket_bytes(1e9, 0.1, 8, 100e9, 20e-6) / 2**20  # MiB
     16.0
     """
@@ -953,15 +1466,33 @@ class CrossNodeAllReduce:
 
 
 def tree_inter_node_bytes_factor(nodes: int) -> float:
-    """Bytes each node sends (and receives) over its NICs per byte of ``S`` in NCCL's
-    double-binary-tree all-reduce across ``nodes`` nodes.
+    """Bytes each node sends over its NICs per byte of ``S`` in NCCL's double-binary-tree all-reduce.
 
     Each of the two trees carries half the data; a node is an inner node in one tree and a leaf in
     the other. With two nodes each tree is one edge: a node sends ``S/2`` up one tree and ``S/2``
     down the other: ``1``. With more nodes an inner node with two children and a parent sends
     ``S/2`` up and ``2 x S/2`` down, plus ``S/2`` as a leaf: ``2``, as much as a ring's
-    ``2(N-1)/N``. One node: ``0``.
+    ``2(N-1)/N``. One node: ``0``. It receives as many.
 
+    Explained in :ref:`collectives` > Across nodes: rings and trees over every adapter.
+
+    Parameters
+    ----------
+    nodes : int
+        Nodes [-], 1 to ``MAX_RANKS``.
+
+    Returns
+    -------
+    float
+        Bytes per byte of ``S`` [-]: 0, 1 or 2.
+
+    Raises
+    ------
+    ValueError
+        If ``nodes`` is out of range.
+
+    Examples
+    --------
     >>> tree_inter_node_bytes_factor(2), tree_inter_node_bytes_factor(16)
     (1.0, 2.0)
     """
@@ -997,18 +1528,39 @@ def cross_node_allreduce(
     of ring"); both are left out here. The tree's bandwidth term assumes point-to-point transfers
     (no NVLS-Tree, no CollNet/SHARP).
 
+    Explained in :ref:`collectives` > Across nodes: rings and trees over every adapter.
+
     Parameters
     ----------
     size_bytes : float
-        ``S`` [B], >= 0.
-    gpus_per_node, nodes : int
-        >= 1 each, ``gpus_per_node * nodes <= MAX_RANKS``.
+        ``S`` by the nccl-tests convention (the whole buffer; see the module's conventions) [B], >= 0.
+    gpus_per_node : int
+        GPUs (ranks) per node [-], >= 1; ``gpus_per_node * nodes <= MAX_RANKS``.
+    nodes : int
+        Nodes [-], >= 1.
     intra_bytes_per_s : float
         Each GPU's NVLink (or PCIe) bandwidth per direction [B/s], > 0.
     nic_bytes_per_s : float
         One NIC's bandwidth per direction [B/s], > 0.
-    nics_per_node : int or None
-        NICs per node used by NCCL (``None``: one per GPU, as in DGX/HGX H100 and H200 nodes).
+    nics_per_node : int or None, optional
+        NICs per node used by NCCL [-], 1 to 1024 (``None``: one per GPU, as in DGX/HGX H100 and
+        H200 nodes).
+    intra_latency_s : float, optional
+        Alpha of a step inside a node [s], >= 0.
+    inter_latency_s : float, optional
+        Alpha of a step across the network [s], >= 0.
+    call_latency_s : float, optional
+        Fixed cost per call [s], >= 0.
+
+    Returns
+    -------
+    CrossNodeAllReduce
+        The ring, tree and single-NIC ring times [s], with the faster algorithm and a busbw helper.
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
 
     Examples
     --------
@@ -1092,13 +1644,12 @@ def hierarchical_allreduce(
     inter_latency_s: float = 0.0,
     nics_per_node=None,
 ) -> HierarchicalAllReduce:
-    """A two-level all-reduce in three calls (as Horovod's hierarchical all-reduce does):
-    reduce-scatter inside each node (ring over NVLink), all-reduce of each ``S/g`` shard across
-    nodes (``g`` rings at once, each GPU on ``1/g`` of the node's NICs), all-gather inside the node.
+    """A two-level all-reduce in three calls, beside NCCL's flat ring and tree over the same GPUs.
 
-    ``inter_bytes_per_s`` is ONE NIC's bandwidth per direction [B/s]; ``nics_per_node`` defaults
-    to one per GPU. The flat ring and tree are NCCL's, with the same NICs and latencies
-    (:func:`cross_node_allreduce`).
+    As Horovod's hierarchical all-reduce does: reduce-scatter inside each node (ring over NVLink),
+    all-reduce of each ``S/g`` shard across nodes (``g`` rings at once, each GPU on ``1/g`` of the
+    node's NICs), all-gather inside the node. The flat ring and tree are NCCL's, with the same
+    NICs and latencies (:func:`cross_node_allreduce`).
 
     Per adapter, the cross-node phase sends ``2(m-1)/m * S/g``, FEWER bytes than NCCL's flat ring
     over every NIC (``2(N-1)/N * S/g``, ``N = g m``). Done as three separate calls, one after
@@ -1106,6 +1657,40 @@ def hierarchical_allreduce(
     phases and the network phase do not overlap; pipelined chunk by chunk (``pipelined_s``, the
     slowest phase: what NCCL's tree, NVLS-Tree and CollNet do) it beats the flat ring.
 
+    Explained in :ref:`collectives` > Across nodes: rings and trees over every adapter.
+
+    Parameters
+    ----------
+    size_bytes : float
+        ``S`` by the nccl-tests convention (the whole buffer; see the module's conventions) [B], >= 0.
+    gpus_per_node : int
+        GPUs per node ``g`` [-], >= 1.
+    nodes : int
+        Nodes ``m`` [-], >= 1.
+    intra_bytes_per_s : float
+        Each GPU's NVLink bandwidth per direction [B/s], > 0.
+    inter_bytes_per_s : float
+        ONE NIC's bandwidth per direction [B/s], > 0.
+    intra_latency_s : float, optional
+        Alpha of a step inside a node [s], >= 0.
+    inter_latency_s : float, optional
+        Alpha of a step across the network [s], >= 0.
+    nics_per_node : int or None, optional
+        NICs per node [-], 1 to 1024; default one per GPU.
+
+    Returns
+    -------
+    HierarchicalAllReduce
+        The three phases' times, NCCL's flat ring and tree times [s], with the serialized and
+        pipelined totals and speed-ups.
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
     >>> h = hierarchical_allreduce(2**30, 8, 4, 450e9, 50e9)
     >>> round(h.total_s * 1e3, 2), round(h.pipelined_s * 1e3, 2), round(h.flat_ring_s * 1e3, 2)  # ms
     (8.2, 4.03, 5.2)
