@@ -215,11 +215,11 @@ def test_serving_memory_need_matches_the_experiment_and_the_h200_record():
     assert kv["config"]["layers"] == dr.SERVING_LAYERS
     assert kv["batch"] * kv["context_tokens"] == dr.SERVING_MHA_TOKENS
     mha = next(r for r in kv["variants"] if r["name"].startswith("MHA"))
-    from widgets.models import serving as sv
+    from widgets.models import llms, transformer
 
-    cfg = sv.LLAMA_3_70B.with_layers(dr.SERVING_LAYERS)
+    cfg = llms.LLAMA_3_70B.with_layers(dr.SERVING_LAYERS)
     assert (
-        sv.kv_cache_bytes_per_token(cfg.layers, cfg.heads, cfg.head_dim, 2) * dr.SERVING_MHA_TOKENS
+        transformer.kv_cache_bytes_per_token(cfg.layers, cfg.heads, cfg.head_dim, 2) * dr.SERVING_MHA_TOKENS
         == mha["measured_bytes"]
     )
     # 5.5B bf16 weights (10.2 GiB) + the 16 GiB MHA cache, +10%: between 24 GiB (L4) and 80 GiB (A100)

@@ -36,7 +36,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from widgets import dtypes
 from widgets.hardware import get_gpu
+from widgets.models import llms, transformer
 from widgets.models import serving as sv
 
 
@@ -45,29 +47,29 @@ from widgets.models import serving as sv
 # --------------------------------------------------------------------------------------------
 def test_opt13b_kv_cache_is_800_kb_per_token():
     """[vLLM] section 3: 2 (K and V) x 5120 x 40 layers x 2 bytes = "800 KB"; 2048 tokens = "1.6 GB"."""
-    per_token = sv.kv_cache_bytes_per_token(layers=40, kv_heads=40, head_dim=128, bytes_per_elem=2)
+    per_token = transformer.kv_cache_bytes_per_token(layers=40, kv_heads=40, head_dim=128, bytes_per_elem=2)
     assert per_token == 2 * 5120 * 40 * 2 == 800 * 1024
-    assert sv.kv_cache_bytes(per_token, 2048) / 2**30 == pytest.approx(1.6, rel=0.03)
+    assert transformer.kv_cache_bytes(per_token, 2048) / 2**30 == pytest.approx(1.6, rel=0.03)
 
 
 def test_llama2_13b_kv_cache_scaling_book():
     """[Scaling] LLaMA 2-13B (L=40, K=40, H=128): 6.7 GB for one 8192-token sequence in bf16."""
-    assert sv.kv_cache_bytes(sv.kv_cache_bytes_per_token(40, 40, 128, 2), 8192) / 1e9 == pytest.approx(6.7, rel=0.005)
+    assert transformer.kv_cache_bytes(transformer.kv_cache_bytes_per_token(40, 40, 128, 2), 8192) / 1e9 == pytest.approx(6.7, rel=0.005)
 
 
 def test_presets_kv_per_token_from_config_json():
     """[HF]/[Llama3]/[Mistral] configurations -> 2 x layers x KV heads x head_dim x 2 bytes."""
-    assert sv.LLAMA_3_8B.kv_bytes_per_token(2) == 2 * 32 * 8 * 128 * 2 == 128 * 1024
-    assert sv.LLAMA_3_70B.kv_bytes_per_token(2) == 2 * 80 * 8 * 128 * 2 == 320 * 1024
-    assert sv.MISTRAL_7B.kv_bytes_per_token(2) == 128 * 1024
-    assert sv.LLAMA_3_70B.kv_bytes_per_token("fp8") == 160 * 1024
+    assert llms.LLAMA_3_8B.kv_bytes_per_token(2) == 2 * 32 * 8 * 128 * 2 == 128 * 1024
+    assert llms.LLAMA_3_70B.kv_bytes_per_token(2) == 2 * 80 * 8 * 128 * 2 == 320 * 1024
+    assert llms.MISTRAL_7B.kv_bytes_per_token(2) == 128 * 1024
+    assert llms.LLAMA_3_70B.kv_bytes_per_token("fp8") == 160 * 1024
 
 
 def test_mla_is_gqa_with_2_25_groups():
     """[DSV2] Table 1: (d_c + d_h^R) l = (9/2) d_h l, "equal to GQA with only 2.25 groups"."""
     d_h, layers = 128, 60
-    mla = sv.mla_kv_cache_bytes_per_token(layers, 4 * d_h, d_h // 2, 2)
-    one_group = sv.kv_cache_bytes_per_token(layers, 1, d_h, 2)
+    mla = transformer.mla_kv_cache_bytes_per_token(layers, 4 * d_h, d_h // 2, 2)
+    one_group = transformer.kv_cache_bytes_per_token(layers, 1, d_h, 2)
     assert mla / one_group == 2.25
     assert mla == 4.5 * d_h * layers * 2
 
@@ -75,34 +77,34 @@ def test_mla_is_gqa_with_2_25_groups():
 def test_deepseek_v3_kv_cache_vs_mha():
     """[DSV3] 61 layers, d_c 512 + d_h^R 64 = 576 elements per layer per token, against 2 x 128 x 128
     for MHA with its 128 heads: 1.76% of the MHA cache."""
-    assert sv.DEEPSEEK_V3.kv_bytes_per_token(2) == 61 * 576 * 2
-    ratio = sv.DEEPSEEK_V3.kv_bytes_per_token(2) / sv.kv_cache_bytes_per_token(61, 128, 128, 2)
+    assert llms.DEEPSEEK_V3.kv_bytes_per_token(2) == 61 * 576 * 2
+    ratio = llms.DEEPSEEK_V3.kv_bytes_per_token(2) / transformer.kv_cache_bytes_per_token(61, 128, 128, 2)
     assert ratio == pytest.approx(576 / 32768)
-    by = sv.kv_bytes_by_attention(61, 128, 128, 8)
+    by = transformer.kv_bytes_by_attention(61, 128, 128, 8)
     assert by["MHA"] > by["GQA"] > by["MLA"] > by["MQA"]
 
 
 def test_presets_match_their_sources():
     """[HF] config.json, [Llama3] Table 3, [Mistral] Table 1, [DSV3] section 4.2 and abstract."""
-    m = sv.LLAMA_3_8B
+    m = llms.LLAMA_3_8B
     assert (m.layers, m.hidden_size, m.heads, m.kv_heads, m.head_dim, m.intermediate_size, m.vocab_size) == (32, 4096, 32, 8, 128, 14336, 128256)
-    m = sv.LLAMA_3_70B
+    m = llms.LLAMA_3_70B
     assert (m.layers, m.hidden_size, m.heads, m.kv_heads, m.head_dim, m.intermediate_size, m.vocab_size) == (80, 8192, 64, 8, 128, 28672, 128256)
-    m = sv.MISTRAL_7B
+    m = llms.MISTRAL_7B
     assert (m.layers, m.heads, m.kv_heads, m.head_dim, m.sliding_window, m.vocab_size) == (32, 32, 8, 128, 4096, 32000)
-    m = sv.DEEPSEEK_V3
+    m = llms.DEEPSEEK_V3
     assert (m.layers, m.hidden_size, m.heads, m.kv_lora_rank, m.rope_head_dim, m.vocab_size) == (61, 7168, 128, 512, 64, 129280)
     assert (m.params, m.active_params) == (671e9, 37e9)
     assert (m.n_routed_experts, m.experts_per_token, m.moe_layers, m.moe_intermediate_size) == (256, 8, 61 - 3, 2048)
-    for p in sv.PRESETS.values():
+    for p in llms.PRESETS.values():
         assert p.sources and all(isinstance(v, str) and v for v in p.sources.values())
 
 
-@pytest.mark.parametrize("preset, published", [(sv.LLAMA_3_8B, 8.03e9), (sv.LLAMA_3_70B, 70.6e9), (sv.MISTRAL_7B, 7.24e9)])
+@pytest.mark.parametrize("preset, published", [(llms.LLAMA_3_8B, 8.03e9), (llms.LLAMA_3_70B, 70.6e9), (llms.MISTRAL_7B, 7.24e9)])
 def test_parameter_count_matches_model_pages(preset, published):
     """[HF] Safetensors "Model size": counting the configuration's matrices gives the published total."""
     m = preset
-    n = sv.dense_transformer_params(m.layers, m.hidden_size, m.heads, m.kv_heads, m.head_dim, m.intermediate_size, m.vocab_size)
+    n = transformer.dense_transformer_params(m.layers, m.hidden_size, m.heads, m.kv_heads, m.head_dim, m.intermediate_size, m.vocab_size)
     assert n == pytest.approx(published, rel=0.002)
     assert m.params == published
 
@@ -110,7 +112,7 @@ def test_parameter_count_matches_model_pages(preset, published):
 def test_deepseek_v3_activated_parameters():
     """[DSV3] README_WEIGHTS: 36.6B activation parameters (output head included, embedding not);
     abstract: 37B activated of 671B."""
-    m = sv.DEEPSEEK_V3
+    m = llms.DEEPSEEK_V3
     assert m.step_params(1) == pytest.approx(36.6e9, rel=0.003)
     assert m.flop_params == pytest.approx(36.6e9, rel=0.003)
     assert m.routed_expert_params == 58 * 256 * 3 * 7168 * 2048
@@ -119,18 +121,18 @@ def test_deepseek_v3_activated_parameters():
 
 
 def test_experts_touched():
-    assert sv.experts_touched_fraction(1, 8, 256) == pytest.approx(8 / 256)
-    assert sv.experts_touched_fraction(0, 8, 256) == 0
-    assert sv.experts_touched_fraction(10_000, 8, 256) == pytest.approx(1.0)
+    assert transformer.experts_touched_fraction(1, 8, 256) == pytest.approx(8 / 256)
+    assert transformer.experts_touched_fraction(0, 8, 256) == 0
+    assert transformer.experts_touched_fraction(10_000, 8, 256) == pytest.approx(1.0)
     with pytest.raises(ValueError, match="experts_per_token"):
-        sv.experts_touched_fraction(1, 9, 8)
+        transformer.experts_touched_fraction(1, 9, 8)
 
 
 def test_sliding_window_caps_the_cache():
     """[Mistral] window 4096: a 32k-token sequence caches 4096 tokens, a short one all of them."""
-    assert sv.MISTRAL_7B.kv_bytes_per_sequence(32768, 2) == 4096 * 128 * 1024
-    assert sv.MISTRAL_7B.kv_bytes_per_sequence(1000, 2) == 1000 * 128 * 1024
-    assert sv.cached_tokens(5000, 4096) == 4096
+    assert llms.MISTRAL_7B.kv_bytes_per_sequence(32768, 2) == 4096 * 128 * 1024
+    assert llms.MISTRAL_7B.kv_bytes_per_sequence(1000, 2) == 1000 * 128 * 1024
+    assert transformer.cached_tokens(5000, 4096) == 4096
 
 
 # --------------------------------------------------------------------------------------------
@@ -138,15 +140,15 @@ def test_sliding_window_caps_the_cache():
 # --------------------------------------------------------------------------------------------
 def test_prefill_flop_two_per_parameter():
     """[Kaplan] Table 1: C_forward ~ 2N per token."""
-    assert sv.prefill_flop(7e9, 1) == 14e9
-    assert sv.prefill_flop(8e9, 1000) == 16e12
-    assert sv.decode_step_flop(8e9, 64) == 64 * 16e9
+    assert transformer.prefill_flop(7e9, 1) == 14e9
+    assert transformer.prefill_flop(8e9, 1000) == 16e12
+    assert transformer.decode_step_flop(8e9, 64) == 64 * 16e9
 
 
 def test_causal_attention_flop_hand():
     """Per layer and head, QK^T 2 T^2 d and PV 2 T^2 d, halved by the causal mask."""
-    assert sv.causal_attention_flop(1, 1, 64, 64, 10) == 10 * 10 * 128
-    assert sv.causal_attention_flop(32, 32, 128, 128, 8192) == 32 * 32 * 8192**2 * 256
+    assert transformer.causal_attention_flop(1, 1, 64, 64, 10) == 10 * 10 * 128
+    assert transformer.causal_attention_flop(32, 32, 128, 128, 8192) == 32 * 32 * 8192**2 * 256
 
 
 def test_scaling_book_pop_quiz():
@@ -163,7 +165,7 @@ def test_scaling_book_pop_quiz():
 def test_scaling_book_llama2_13b_step_times():
     """[Scaling] LLaMA 2-13B on 8 TPU v5e (8 x 8.2e11 B/s), 26 GB of bf16 params and 6.7 GB of KV
     per sequence: 4.98 ms at batch 1, 249.09 ms at batch 240."""
-    kv = sv.kv_cache_bytes(sv.kv_cache_bytes_per_token(40, 40, 128, 2), 8192)
+    kv = transformer.kv_cache_bytes(transformer.kv_cache_bytes_per_token(40, 40, 128, 2), 8192)
     assert sv.decode_step_time_s(26e9, kv, 8 * 8.2e11) == pytest.approx(4.98e-3, rel=0.005)
     assert sv.decode_step_time_s(26e9, 240 * kv, 8 * 8.2e11) == pytest.approx(249.09e-3, rel=0.005)
 
@@ -190,7 +192,7 @@ def test_ridge_batch_on_h200_is_the_ridge_intensity():
 def test_ridge_with_kv_in_the_same_roofline_can_vanish():
     """With the KV cache in the same roofline the bytes grow with the batch as fast as the FLOP:
     Llama-3-8B at 2048 tokens reads more KV per sequence (256 MiB) than its FLOP take on an H200."""
-    m, g = sv.LLAMA_3_8B, get_gpu("H200-SXM")
+    m, g = llms.LLAMA_3_8B, get_gpu("H200-SXM")
     kv = m.kv_bytes_per_sequence(2048, 2)
     with pytest.raises(ValueError, match="never turns compute-bound"):  # no such batch (was inf: no inf from finite input)
         sv.decode_ridge_batch(2 * m.flop_params, 2 * m.flop_params, kv, g.peak("bf16"), g.hbm_bytes_per_s)
@@ -256,8 +258,8 @@ def test_prefill_short_prompts_are_memory_bound_long_compute_bound():
     t1 = sv.prefill_time_s("Llama-3-8B", "H200-SXM", 1)
     assert t1 == pytest.approx(sv.decode_step("Llama-3-8B", "H200-SXM", 1, 0).weight_bytes / h200.hbm_bytes_per_s)
     t8k = sv.prefill_time_s("Llama-3-8B", "H200-SXM", 8192)
-    m = sv.LLAMA_3_8B
-    flop = sv.prefill_flop(m.flop_params - m.head_params, 8192) + sv.prefill_flop(m.head_params, 1) + m.prefill_attention_flop(8192)
+    m = llms.LLAMA_3_8B
+    flop = transformer.prefill_flop(m.flop_params - m.head_params, 8192) + transformer.prefill_flop(m.head_params, 1) + m.prefill_attention_flop(8192)
     assert t8k == pytest.approx(flop / h200.peak("bf16"))
 
 
@@ -307,7 +309,7 @@ def test_memory_budget_hand_value():
     0.5 MB of fp32 logits) per sequence = 110 sequences (111 with the datasheet's 141 GiB)."""
     b = sv.memory_budget("Llama-3-8B", "H200-SXM", 8192, 64)
     assert b.hbm_bytes == 150_109_880_320 < 141 * 2**30
-    room = 150_109_880_320 * 0.9 - 8.03e9 * 2 - sv.activation_bytes(2048, 4096, 14336, 128256, 0, 2)
+    room = 150_109_880_320 * 0.9 - 8.03e9 * 2 - transformer.activation_bytes(2048, 4096, 14336, 128256, 0, 2)
     assert b.kv_bytes_per_seq == 2**30
     assert b.max_concurrent_seqs == int(room // (2**30 + 128256 * 4)) == 110
     assert b.kv_bytes == 64 * 2**30
@@ -319,12 +321,12 @@ def test_deepseek_v3_on_eight_h200s_in_fp8():
     b = sv.memory_budget("DeepSeek-V3", "H200-SXM", 32768, 16, "fp8", "bf16", tp=8)
     assert b.fits
     assert b.weight_bytes == pytest.approx(671e9 / 8)
-    assert b.kv_bytes_per_seq == sv.DEEPSEEK_V3.kv_bytes_per_sequence(32768, 2)
+    assert b.kv_bytes_per_seq == llms.DEEPSEEK_V3.kv_bytes_per_sequence(32768, 2)
     assert not sv.memory_budget("DeepSeek-V3", "H200-SXM", 1024, 1, "fp8").fits
 
 
 @settings(max_examples=60, deadline=None)
-@given(ctx=st.integers(1, 200_000), batch=st.integers(0, 512), tp=st.sampled_from([1, 2, 4, 8]), name=st.sampled_from(list(sv.PRESETS)))
+@given(ctx=st.integers(1, 200_000), batch=st.integers(0, 512), tp=st.sampled_from([1, 2, 4, 8]), name=st.sampled_from(list(llms.PRESETS)))
 def test_memory_budget_invariants(ctx, batch, tp, name):
     b = sv.memory_budget(name, "H200-SXM", ctx, batch, "fp8", "fp8", tp)
     assert b.kv_bytes == pytest.approx(batch * b.kv_bytes_per_seq)
@@ -336,7 +338,7 @@ def test_memory_budget_invariants(ctx, batch, tp, name):
 
 
 @settings(max_examples=60, deadline=None)
-@given(b=st.integers(1, 4096), ctx=st.integers(0, 100_000), name=st.sampled_from(list(sv.PRESETS)))
+@given(b=st.integers(1, 4096), ctx=st.integers(0, 100_000), name=st.sampled_from(list(llms.PRESETS)))
 def test_decode_step_invariants(b, ctx, name):
     s = sv.decode_step(name, "H200-SXM", b, ctx, "fp8")
     assert s.time_s >= s.memory_s * (1 - 1e-12)
@@ -399,7 +401,7 @@ def test_capacity_floor_is_the_requests_flop():
     """Serving review 3: at high load the cost floor is set by FLOP: each request costs about
     2 N (P + O) FLOP, 80% of it prompt at P=1024, O=256, plus its KV reads (O steps over a mean
     context of P + O/2, memory-bound attention); relaxing the TPOT target buys nothing."""
-    m = sv.LLAMA_3_8B
+    m = llms.LLAMA_3_8B
     plans = [sv.plan_capacity(m, "H200-SXM", 20000, 1024, 256, t, 3.0) for t in (0.02, 0.05, 1.0)]
     assert len({p.gpus for p in plans}) == 1
     p = plans[0]
@@ -439,11 +441,11 @@ def test_llama_3_405b_has_128_query_heads():
     """[Llama3] Table 3: 405B has 126 layers, model dimension 16,384, FFN 53,248, 128 attention
     heads and 8 key/value heads; meta-llama/Llama-3.1-405B config.json likewise (vocab 128256).
     "Llama 3 has 32 or 64 query heads" was wrong."""
-    m = sv.LLAMA_3_1_405B
+    m = llms.LLAMA_3_1_405B
     assert (m.layers, m.hidden_size, m.heads, m.kv_heads, m.head_dim, m.intermediate_size, m.vocab_size) == (126, 16384, 128, 8, 128, 53248, 128256)
-    counted = sv.dense_transformer_params(126, 16384, 128, 8, 128, 53248, 128256)
+    counted = transformer.dense_transformer_params(126, 16384, 128, 8, 128, 53248, 128256)
     assert counted == pytest.approx(405e9, rel=0.005) and m.params == pytest.approx(counted, rel=1e-4)
-    assert sorted({p.heads for p in (sv.LLAMA_3_8B, sv.LLAMA_3_70B, sv.LLAMA_3_1_405B)}) == [32, 64, 128]
+    assert sorted({p.heads for p in (llms.LLAMA_3_8B, llms.LLAMA_3_70B, llms.LLAMA_3_1_405B)}) == [32, 64, 128]
 
 
 def test_mla_decode_attention_is_compute_bound_on_an_h200():
@@ -451,10 +453,10 @@ def test_mla_decode_attention_is_compute_bound_on_an_h200():
     FLOP/B is h_q s_q (d_k + d_v) / d_k; for DeepSeek's MLA (h_q = 128, d_k = 576, d_v = 512,
     s_q = 1) that is 241.8, above the H200's ridge 989.4e12 / 4.8e12 = 206.1: compute-bound at any
     batch. GQA (Llama 3, 4 query heads per KV head) is 2 x 4 / 2 = 4 FLOP/B: memory-bound."""
-    ds = sv.DEEPSEEK_V3
+    ds = llms.DEEPSEEK_V3
     assert ds.decode_attention_flop_per_byte(2) == pytest.approx(128 * (576 + 512) / 576)
     assert ds.decode_attention_flop_per_byte(2) > 989.4e12 / 4.8e12
-    assert sv.LLAMA_3_8B.decode_attention_flop_per_byte(2) == 4.0
+    assert llms.LLAMA_3_8B.decode_attention_flop_per_byte(2) == 4.0
     for b in (1, 64, 1024):
         s = sv.decode_step("DeepSeek-V3", "H200-SXM", b, 8192)
         assert s.attention_bound == "compute"
@@ -470,7 +472,7 @@ def test_mla_attention_under_tensor_parallelism_is_memory_bound():
     far below the ridge (206). [FlashMLA] deep-dive: compute-bound only when h_q s_q is large (all
     heads on one GPU, as DeepSeek's data-parallel attention deploys it). The step's label must
     agree with its time: attention_s is the KV read, not FLOP / peak."""
-    ds = sv.DEEPSEEK_V3
+    ds = llms.DEEPSEEK_V3
     s = sv.decode_step("DeepSeek-V3", "H200-SXM", 64, 8192, "fp8", tp=8)
     assert s.attention_intensity == pytest.approx(ds.decode_attention_flop_per_byte(2) / 8)
     assert s.attention_bound == "memory"
@@ -505,10 +507,10 @@ def test_allreduce_call_time_replaces_the_ring_model():
 
 def test_prefill_prints_and_uses_one_flop_count():
     """The FLOP the chapter prints for a prefill is the count prefill_time_s divides by the peak."""
-    m = sv.LLAMA_3_8B
+    m = llms.LLAMA_3_8B
     for p in (1024, 8192):
         t = sv.prefill_time_s(m, "H200-SXM", p)
-        assert t == pytest.approx(max(m.prompt_flop(p) / 989.4e12, sv.weight_bytes(m.step_params(p), 2) / 4.8e12))
+        assert t == pytest.approx(max(m.prompt_flop(p) / 989.4e12, transformer.weight_bytes(m.step_params(p), 2) / 4.8e12))
     assert sv.prefill_time_s(m, "H200-SXM", 1024) == pytest.approx(m.prompt_flop(1024) / 989.4e12)
     # hand count: 2 x (params without embedding and head) x P + 2 x head + causal attention
     body = 8.03e9 - 2 * 128256 * 4096
@@ -521,7 +523,7 @@ def test_chunked_prefill_rides_on_the_decode_steps_weight_read():
     and prefill tokens, so prefill tokens added to a memory-bound decode batch cost little
     ("piggybacking"). One fused step is max(weights / bandwidth, all FLOP / peak), not the sum of a
     decode roofline and a prefill roofline."""
-    m, bw, peak = sv.LLAMA_3_8B, 4.8e12, 989.4e12
+    m, bw, peak = llms.LLAMA_3_8B, 4.8e12, 989.4e12
     d = sv.decode_step(m, "H200-SXM", 32, 1152)
     f = sv.decode_step(m, "H200-SXM", 32, 1152, prefill_tokens=128, prompt_tokens=1024)
     assert f.weight_bytes == d.weight_bytes  # one weight read for both
@@ -591,11 +593,11 @@ def test_model_config_rejects_what_it_used_to_accept():
     for field, value in (("moe_layers", -5), ("tied_embeddings", "yes"), ("kv_lora_rank", 0), ("rope_head_dim", -1),
                          ("n_routed_experts", 2.5), ("layers", True), ("experts_per_token", -1)):
         with pytest.raises(ValueError, match=field):
-            sv.ModelConfig(**{**base, field: value})
+            transformer.ModelConfig(**{**base, field: value})
     with pytest.raises(ValueError, match="experts_per_token"):
-        sv.ModelConfig(**{**base, "n_routed_experts": 4, "experts_per_token": 8, "moe_layers": 2, "moe_intermediate_size": 8})
+        transformer.ModelConfig(**{**base, "n_routed_experts": 4, "experts_per_token": 8, "moe_layers": 2, "moe_intermediate_size": 8})
     with pytest.raises(ValueError, match="moe_layers"):
-        sv.ModelConfig(**{**base, "n_routed_experts": 4, "experts_per_token": 2, "moe_layers": 9, "moe_intermediate_size": 8})
+        transformer.ModelConfig(**{**base, "n_routed_experts": 4, "experts_per_token": 2, "moe_layers": 9, "moe_intermediate_size": 8})
     with pytest.raises(ValueError, match="allreduce_latency_s"):
         sv.decode_step("Llama-3-8B", "H200-SXM", 1, 10, tp=2, allreduce_latency_s=float("nan"))
     with pytest.raises(ValueError, match="compute_dtype"):
@@ -604,7 +606,7 @@ def test_model_config_rejects_what_it_used_to_accept():
 
 @settings(max_examples=40, deadline=None)
 @given(b=st.floats(0.5, 2048), ctx=st.integers(0, 200_000), pre=st.floats(0, 8192), p=st.integers(1, 32768),
-       name=st.sampled_from(list(sv.PRESETS)), tp=st.sampled_from([1, 2, 8]))
+       name=st.sampled_from(list(llms.PRESETS)), tp=st.sampled_from([1, 2, 8]))
 def test_fused_step_finite_and_monotone(b, ctx, pre, p, name, tp):
     """Finite in, finite out; more prompt tokens, more sequences or a longer context never take less time."""
     s = sv.decode_step(name, "H200-SXM", b, ctx, "fp8", tp=tp, prefill_tokens=pre, prompt_tokens=p)
@@ -630,13 +632,13 @@ BAD = [0, -1, 1.5, float("nan"), float("inf"), "8", None]
 @pytest.mark.parametrize("bad", BAD)
 def test_bad_integers_name_the_parameter(bad):
     cases = [
-        ("layers", lambda v: sv.kv_cache_bytes_per_token(v, 8, 128)),
-        ("kv_heads", lambda v: sv.kv_cache_bytes_per_token(32, v, 128)),
-        ("head_dim", lambda v: sv.kv_cache_bytes_per_token(32, 8, v)),
-        ("kv_lora_rank", lambda v: sv.mla_kv_cache_bytes_per_token(61, v, 64)),
-        ("layers", lambda v: sv.mla_kv_cache_bytes_per_token(v, 512, 64)),
-        ("layers", lambda v: sv.dense_transformer_params(v, 1, 1, 1, 1, 1, 1)),
-        ("n_experts", lambda v: sv.experts_touched_fraction(1, 1, v)),
+        ("layers", lambda v: transformer.kv_cache_bytes_per_token(v, 8, 128)),
+        ("kv_heads", lambda v: transformer.kv_cache_bytes_per_token(32, v, 128)),
+        ("head_dim", lambda v: transformer.kv_cache_bytes_per_token(32, 8, v)),
+        ("kv_lora_rank", lambda v: transformer.mla_kv_cache_bytes_per_token(61, v, 64)),
+        ("layers", lambda v: transformer.mla_kv_cache_bytes_per_token(v, 512, 64)),
+        ("layers", lambda v: transformer.dense_transformer_params(v, 1, 1, 1, 1, 1, 1)),
+        ("n_experts", lambda v: transformer.experts_touched_fraction(1, 1, v)),
         ("tp", lambda v: sv.memory_budget("Llama-3-8B", "H200-SXM", 10, 1, tp=v)),
         ("gpus", lambda v: sv.allreduce_time_s(1, v, 1e9)),
         ("prompt_tokens", lambda v: sv.prefill_time_s("Llama-3-8B", "H200-SXM", v)),
@@ -652,13 +654,13 @@ def test_negative_and_non_finite_quantities_rejected(v):
         ("param_bytes", lambda: sv.decode_step_time_s(v, 0, 1e12)),
         ("kv_bytes", lambda: sv.decode_step_time_s(1, v, 1e12)),
         ("hbm_bytes_per_s", lambda: sv.decode_step_time_s(1, 1, v)),
-        ("params", lambda: sv.prefill_flop(v, 10)),
-        ("tokens", lambda: sv.prefill_flop(1e9, v)),
+        ("params", lambda: transformer.prefill_flop(v, 10)),
+        ("tokens", lambda: transformer.prefill_flop(1e9, v)),
         ("arrival_rate_per_s", lambda: sv.littles_law_concurrency(v, 1)),
         ("latency_s", lambda: sv.littles_law_concurrency(1, v)),
-        ("bytes_per_elem", lambda: sv.kv_cache_bytes_per_token(1, 1, 1, v)),
-        ("bytes_per_token", lambda: sv.kv_cache_bytes(v, 10)),
-        ("params", lambda: sv.weight_bytes(v)),
+        ("bytes_per_elem", lambda: transformer.kv_cache_bytes_per_token(1, 1, 1, v)),
+        ("bytes_per_token", lambda: transformer.kv_cache_bytes(v, 10)),
+        ("params", lambda: transformer.weight_bytes(v)),
         ("peak_flop_per_s", lambda: sv.decode_ridge_batch(1, 1, 0, v, 1)),
         ("gpu_hour_price", lambda: sv.cost_per_million_tokens(v, 1, 1)),
         ("tokens_per_s", lambda: sv.cost_per_million_tokens(1, 1, v)),
@@ -675,9 +677,9 @@ def test_negative_and_non_finite_quantities_rejected(v):
 
 def test_bad_names_list_the_valid_ones():
     with pytest.raises(ValueError, match="dtype must be one of"):
-        sv.bytes_per_elem("fp6")
+        dtypes.bytes_per_element("fp6")
     with pytest.raises(ValueError, match="name must be one of"):  # the caller's parameter name
-        sv.get_model("GPT-5")
+        llms.get_model("GPT-5")
     with pytest.raises(ValueError, match="^model must be one of"):
         sv.decode_step("GPT-5")
     with pytest.raises(ValueError, match="^gpu must be one of"):
@@ -687,7 +689,7 @@ def test_bad_names_list_the_valid_ones():
     with pytest.raises(ValueError, match="^kv_dtype must be one of"):
         sv.plan_capacity("Llama-3-8B", kv_dtype="fp6")
     with pytest.raises(ValueError, match="kv_heads"):
-        sv.custom_model(32, 4096, 8, 16, 128, 14336)
+        transformer.custom_model(32, 4096, 8, 16, 128, 14336)
 
 
 def test_models_import_without_torch_or_ipywidgets():
@@ -697,7 +699,7 @@ def test_models_import_without_torch_or_ipywidgets():
 
     code = (
         "import sys; sys.modules['torch'] = None; sys.modules['ipywidgets'] = None; sys.modules['plotly'] = None\n"
-        "from widgets.models import serving as sv; print(sv.LLAMA_3_8B.kv_bytes_per_token())"
+        "from widgets.models import llms; print(llms.LLAMA_3_8B.kv_bytes_per_token())"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "131072.0"
@@ -745,7 +747,7 @@ def test_kv_per_sequence_figure_shows_the_window():
     assert len(fig.frames) == 4 and len(fig.layout.updatemenus[0].buttons) == 2  # bf16 and fp8
     bars = _frame(fig, 0, 1).data[0]
     i = list(bars.x).index("Mistral-7B")
-    assert bars.y[i] == pytest.approx(sv.MISTRAL_7B.kv_bytes_per_sequence(32768, 2) / GiB) == pytest.approx(0.5)
+    assert bars.y[i] == pytest.approx(llms.MISTRAL_7B.kv_bytes_per_sequence(32768, 2) / GiB) == pytest.approx(0.5)
     assert _frame(fig, 0, 0).data[0].y[i] == pytest.approx(0.5)
     assert _frame(fig, 1, 1).data[0].y[i] == pytest.approx(0.25)  # fp8
 
@@ -855,14 +857,14 @@ def test_checks_pass_and_fail(capsys):
     assert ui.check_gpus_needed(p.gpus)
     assert not ui.check_gpus_needed(p.gpus + 1)
     assert not ui.check_gpus_needed(2.5)
-    assert 5 == pytest.approx(sv.LLAMA_3_70B.kv_bytes_per_sequence(32768, 1) / GiB)
+    assert 5 == pytest.approx(llms.LLAMA_3_70B.kv_bytes_per_sequence(32768, 1) / GiB)
 
 
 def test_presets_table_lists_every_preset():
     from widgets.ui import serving as ui
 
     html = ui.presets_table()
-    for name in sv.PRESETS:
+    for name in llms.PRESETS:
         assert name in html
     assert "128 KiB" in html and "MLA" in html
 

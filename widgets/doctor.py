@@ -372,12 +372,12 @@ class Verdict:
 def serving_gpu_bytes() -> float:
     """Device memory the serving chapter's GPU run needs [B]: the decoder's bf16 weights plus the
     largest KV cache it allocates, with :data:`SERVING_HEADROOM`."""
-    from .models import serving as sv
+    from .models import llms, transformer
 
-    cfg = sv.LLAMA_3_70B.with_layers(SERVING_LAYERS)
-    weights = sv.weight_bytes(cfg.params, 2)
+    cfg = llms.LLAMA_3_70B.with_layers(SERVING_LAYERS)
+    weights = transformer.weight_bytes(cfg.params, 2)
     gqa = cfg.kv_bytes_per_token(2) * SERVING_MAX_KV_TOKENS
-    mha = sv.kv_cache_bytes_per_token(cfg.layers, cfg.heads, cfg.head_dim, 2) * SERVING_MHA_TOKENS
+    mha = transformer.kv_cache_bytes_per_token(cfg.layers, cfg.heads, cfg.head_dim, 2) * SERVING_MHA_TOKENS
     return (weights + max(gqa, mha)) * SERVING_HEADROOM
 
 

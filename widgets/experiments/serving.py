@@ -38,9 +38,11 @@ from typing import Optional
 import torch
 import torch.nn.functional as F
 
+from .. import dtypes
 from ..accuracy import Row
 from ..hardware import catalog_name_for, describe_local_gpu, gpu_names
 from ..models import serving as model
+from ..models import transformer
 from ..units import GiB, MiB
 from . import harness
 from .serving_decoder import (
@@ -413,7 +415,7 @@ def measure_decode_steps(
     mc = m.cfg.model_config()
     eb = _elem_bytes()
     return DecodeSweep(
-        config=asdict(m.cfg), params=m.n_params(), step_weight_bytes=model.weight_bytes(mc.step_params(1), eb),
+        config=asdict(m.cfg), params=m.n_params(), step_weight_bytes=transformer.weight_bytes(mc.step_params(1), eb),
         kv_bytes_per_token=mc.kv_bytes_per_token(eb), batch_context_tokens=bctx, batches=batches, batch_step_s=b_s,
         context_batch=cb, contexts=contexts, context_step_s=c_s, eager_batches=eager_batches, eager_step_s=e_s,
         graphs=on_gpu, linear_tuning=tuning, device=harness.device_name(),
@@ -521,7 +523,7 @@ class KVMemory:
     decode_peak_extra_bytes: Optional[float]  # transient bytes of one decode step beyond weights and cache
     prefill_tokens: int
     prefill_peak_extra_bytes: Optional[float]  # transient bytes of a prefill beyond weights and cache
-    prefill_estimate_bytes: float  # model.activation_bytes for the same prefill
+    prefill_estimate_bytes: float  # transformer.activation_bytes for the same prefill
     method: str
     device: str
     paged: Optional[dict] = None  # the paged cache: see measure_paged_kv
@@ -585,7 +587,7 @@ def measure_paged_kv(cfg: DecoderConfig, batch: int, max_prompt_tokens: int, dec
     prompts = [rng.randint(max(1, max_prompt_tokens // 8), max_prompt_tokens) for _ in range(batch)]
     final = [p + decode_steps for p in prompts]
     eb = torch.empty((), dtype=dtype).element_size()
-    kvpt = model.kv_cache_bytes_per_token(cfg.layers, cfg.kv_heads, cfg.head_dim, eb)
+    kvpt = transformer.kv_cache_bytes_per_token(cfg.layers, cfg.kv_heads, cfg.head_dim, eb)
     block_bytes = model.paged_kv_cache_bytes(kvpt, block_tokens, block_tokens)
     # a pool with room to spare, as a server sizes it from free memory: 25% above the dense total
     num_blocks = int(1.25 * sum(final) / block_tokens) + batch
@@ -683,37 +685,37 @@ def measure_kv_memory(
         (
             f"GQA ({cfg.kv_heads} KV heads)",
             kv(cfg.kv_heads, ctx),
-            model.kv_cache_bytes(
-                model.kv_cache_bytes_per_token(cfg.layers, cfg.kv_heads, cfg.head_dim, eb), ctx, batch
+            transformer.kv_cache_bytes(
+                transformer.kv_cache_bytes_per_token(cfg.layers, cfg.kv_heads, cfg.head_dim, eb), ctx, batch
             ),
         ),
         (
             f"MHA ({cfg.heads} KV heads)",
             kv(cfg.heads, ctx),
-            model.kv_cache_bytes(model.kv_cache_bytes_per_token(cfg.layers, cfg.heads, cfg.head_dim, eb), ctx, batch),
+            transformer.kv_cache_bytes(transformer.kv_cache_bytes_per_token(cfg.layers, cfg.heads, cfg.head_dim, eb), ctx, batch),
         ),
         (
             "MQA (1 KV head)",
             kv(1, ctx),
-            model.kv_cache_bytes(model.kv_cache_bytes_per_token(cfg.layers, 1, cfg.head_dim, eb), ctx, batch),
+            transformer.kv_cache_bytes(transformer.kv_cache_bytes_per_token(cfg.layers, 1, cfg.head_dim, eb), ctx, batch),
         ),
         (
             f"GQA, sliding window {window}",
             kv(cfg.kv_heads, min(ctx, window)),
-            model.kv_cache_bytes(
-                model.kv_cache_bytes_per_token(cfg.layers, cfg.kv_heads, cfg.head_dim, eb), ctx, batch, window
+            transformer.kv_cache_bytes(
+                transformer.kv_cache_bytes_per_token(cfg.layers, cfg.kv_heads, cfg.head_dim, eb), ctx, batch, window
             ),
         ),
         (
             f"MLA (rank {rank} + RoPE {rope})",
             lambda: [torch.empty(batch, ctx, rank + rope, device=dev, dtype=dt) for _ in range(cfg.layers)],
-            model.kv_cache_bytes(model.mla_kv_cache_bytes_per_token(cfg.layers, rank, rope, eb), ctx, batch),
+            transformer.kv_cache_bytes(transformer.mla_kv_cache_bytes_per_token(cfg.layers, rank, rope, eb), ctx, batch),
         ),
         (
             "the decoder's KVCache",
             lambda: (lambda c: c.k + c.v)(KVCache(cfg, batch, ctx, device=dev, dtype=dt)),
-            model.kv_cache_bytes(
-                model.kv_cache_bytes_per_token(cfg.layers, cfg.kv_heads, cfg.head_dim, eb), ctx, batch
+            transformer.kv_cache_bytes(
+                transformer.kv_cache_bytes_per_token(cfg.layers, cfg.kv_heads, cfg.head_dim, eb), ctx, batch
             ),
         ),
     ]
@@ -745,7 +747,7 @@ def measure_kv_memory(
         prefill_extra = torch.cuda.max_memory_allocated() - base
         del cache
         _free()
-    estimate = model.activation_bytes(p, cfg.hidden, cfg.intermediate, cfg.vocab, 1, eb)
+    estimate = transformer.activation_bytes(p, cfg.hidden, cfg.intermediate, cfg.vocab, 1, eb)
     paged = measure_paged_kv(cfg, batch, ctx, 32 if on_gpu else 8, device=dev, dtype=dt)
     return KVMemory(
         config=asdict(cfg), batch=batch, context_tokens=ctx, variants=rows, decode_peak_extra_bytes=decode_extra,
@@ -949,8 +951,8 @@ def accuracy_rows(record: dict) -> list:
     kv = res["kv_memory"]
     if kv.get("prefill_peak_extra_bytes"):
         cfg = kv["config"]
-        eb = model.bytes_per_elem(_sweep_dtype(DecodeSweep(**res["decode"])))
-        est = model.activation_bytes(kv["prefill_tokens"], cfg["hidden"], cfg["intermediate"], cfg["vocab"], 1, eb)
+        eb = dtypes.bytes_per_element(_sweep_dtype(DecodeSweep(**res["decode"])))
+        est = transformer.activation_bytes(kv["prefill_tokens"], cfg["hidden"], cfg["intermediate"], cfg["vocab"], 1, eb)
         rows.append(Row("serving", f"transient memory of a {kv['prefill_tokens']}-token prefill", "activation_bytes of the decoder's shapes",
                         est, kv["prefill_peak_extra_bytes"], "B", "prediction", device,
                         "the decoder keeps SiLU output and product apart and copies K and V per query group"))

@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..models import serving as model
+from ..models import llms, transformer
 from . import harness
 
 
@@ -84,14 +84,15 @@ class DecoderConfig:
     name: str = "decoder"
 
     @classmethod
-    def from_model(cls, m: model.ModelConfig) -> DecoderConfig:
+    def from_model(cls, m: transformer.ModelConfig) -> DecoderConfig:
         if m.attention == "mla" or m.n_routed_experts:
             raise ValueError(f"the decoder implements dense grouped-query attention models, not {m.name}")
         return cls(m.layers, m.hidden_size, m.heads, m.kv_heads, m.head_dim, m.intermediate_size, m.vocab_size, m.name)
 
-    def model_config(self) -> model.ModelConfig:
+    def model_config(self) -> transformer.ModelConfig:
         """The same architecture as a ``ModelConfig``, for the serving models' predictions."""
-        return model.custom_model(self.layers, self.hidden, self.heads, self.kv_heads, self.head_dim, self.intermediate, self.vocab, name=self.name)
+        return transformer.custom_model(self.layers, self.hidden, self.heads, self.kv_heads, self.head_dim, self.intermediate, self.vocab,
+                                        name=self.name)
 
     @property
     def group(self) -> int:
@@ -102,7 +103,7 @@ def gpu_config() -> DecoderConfig:
     """On a GPU: Llama-3-70B's layer shapes and vocabulary, cut to 4 layers (5.5B parameters,
     8.9 GB of weights read per decode step in bf16). Few, wide layers keep the per-layer small
     kernels a small share of the step."""
-    return DecoderConfig.from_model(model.LLAMA_3_70B.with_layers(4))
+    return DecoderConfig.from_model(llms.LLAMA_3_70B.with_layers(4))
 
 
 def cpu_config() -> DecoderConfig:

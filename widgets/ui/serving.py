@@ -13,7 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..hardware import get_gpu, gpu_names
-from ..models import _check
+from ..models import _check, llms, transformer
 from ..models import serving as sv
 from ..units import GiB, fmt_bytes, fmt_bytes_per_s, fmt_flop, fmt_time
 from ._core import grid_figure, html_table, live_form, plural, series_color, style_figure, table_html
@@ -21,7 +21,7 @@ from ._core import verdict as _verdict
 
 MEMORY_PARTS = (("weights", "#1f77b4"), ("activations", "#9467bd"), ("runtime reserve", "#7f7f7f"), ("KV cache", "#ff7f0e"), ("free", "#d9f0d3"))
 SERVING_GPUS = ("H200-SXM", "H100-SXM", "A100-SXM-80GB", "B200", "MI300X", "L4", "RTX-4090")
-DTYPES = tuple(sv.DTYPE_BYTES)
+DTYPES = tuple(transformer.STORAGE_DTYPES)
 CUSTOM = "custom"
 
 
@@ -41,8 +41,8 @@ _fmt_money = _fmt_usd
 def resolve_model(model: str, layers=32, hidden_size=4096, heads=32, kv_heads=8, head_dim=128, intermediate_size=14336, vocab_size=32000):
     """A preset by name, or (``model == "custom"``) a dense model built from the other fields."""
     if model == CUSTOM:
-        return sv.custom_model(layers, hidden_size, heads, kv_heads, head_dim, intermediate_size, vocab_size)
-    return sv.get_model(model)
+        return transformer.custom_model(layers, hidden_size, heads, kv_heads, head_dim, intermediate_size, vocab_size)
+    return llms.get_model(model)
 
 
 def _custom_controls(w):
@@ -171,9 +171,9 @@ def budgets_guard(batches):
             or not math.isfinite(b)
             or not float(b).is_integer()
             or b < 0
-            or b > sv.MAX_COUNT
+            or b > transformer.MAX_COUNT
         ):
-            raise ValueError(f"batches must hold integers in [0, {sv.MAX_COUNT}], got {b!r}")
+            raise ValueError(f"batches must hold integers in [0, {transformer.MAX_COUNT}], got {b!r}")
         out.append(int(b))
     if not out:
         raise ValueError("batches must hold at least one value")
@@ -186,12 +186,12 @@ def kv_per_sequence_figure(models=("Llama-3-8B", "Mistral-7B", "Llama-3-70B", "L
     the context length. Mistral's sliding window caps its cache; DeepSeek-V3's latent cache is
     small for its size."""
     contexts = budgets_guard(contexts if contexts is not None else (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072))
-    ms = [sv.get_model(m) for m in models]
-    dts = [_check.choice("kv_dtypes", d, sv.DTYPE_BYTES) for d in kv_dtypes]
-    top = max(m.kv_bytes_per_sequence(max(contexts), sv.bytes_per_elem(d)) for m in ms for d in dts) / GiB
+    ms = [llms.get_model(m) for m in models]
+    dts = [_check.choice("kv_dtypes", d, transformer.STORAGE_DTYPES) for d in kv_dtypes]
+    top = max(m.kv_bytes_per_sequence(max(contexts), d) for m in ms for d in dts) / GiB
 
     def frame(dt, c):
-        sizes = [m.kv_bytes_per_sequence(c, sv.bytes_per_elem(dt)) for m in ms]
+        sizes = [m.kv_bytes_per_sequence(c, dt) for m in ms]
         bar = go.Bar(
             x=[m.name for m in ms], y=[v / GiB for v in sizes], marker_color=[series_color(i) for i in range(len(ms))],
             text=[fmt_bytes(v) for v in sizes], textposition="outside", hovertemplate="%{x}: %{text}<extra></extra>",
@@ -214,7 +214,7 @@ def memory_calculator():
     import ipywidgets as w
 
     controls = {
-        "model": w.Dropdown(options=list(sv.PRESETS) + [CUSTOM], value="Llama-3-8B", description="model"),
+        "model": w.Dropdown(options=list(llms.PRESETS) + [CUSTOM], value="Llama-3-8B", description="model"),
         "gpu": w.Dropdown(options=[g for g in gpu_names()], value="H200-SXM", description="GPU"),
         "tp": w.Dropdown(options=[1, 2, 4, 8], value=1, description="GPUs (TP)"),
         "weight_dtype": w.Dropdown(options=DTYPES, value="bf16", description="weights"),
@@ -231,7 +231,7 @@ def memory_calculator():
     def show(result):
         m, ctx, kv_dtype, b = result
         rows = [
-            ("KV cache per token", fmt_bytes(m.kv_bytes_per_token(sv.bytes_per_elem(kv_dtype)))),
+            ("KV cache per token", fmt_bytes(m.kv_bytes_per_token(kv_dtype))),
             ("KV cache per sequence (per GPU)", fmt_bytes(b.kv_bytes_per_seq)),
             ("weights (per GPU)", fmt_bytes(b.weight_bytes)),
             ("activations, runtime reserve", f"{fmt_bytes(b.activation_bytes)}, {fmt_bytes(b.overhead_bytes)}"),
@@ -352,7 +352,7 @@ def latency_calculator():
     import ipywidgets as w
 
     controls = {
-        "model": w.Dropdown(options=list(sv.PRESETS) + [CUSTOM], value="Llama-3-8B", description="model"),
+        "model": w.Dropdown(options=list(llms.PRESETS) + [CUSTOM], value="Llama-3-8B", description="model"),
         "gpu": w.Dropdown(options=list(SERVING_GPUS), value="H200-SXM", description="GPU"),
         "tp": w.Dropdown(options=[1, 2, 4, 8], value=1, description="GPUs (TP)"),
         "batch": w.BoundedIntText(value=32, min=1, max=100_000, description="batch"),
@@ -482,7 +482,7 @@ def capacity_calculator():
     import ipywidgets as w
 
     controls = {
-        "model": w.Dropdown(options=list(sv.PRESETS), value="Llama-3-8B", description="model"),
+        "model": w.Dropdown(options=list(llms.PRESETS), value="Llama-3-8B", description="model"),
         "gpu": w.Dropdown(options=list(SERVING_GPUS), value="H200-SXM", description="GPU"),
         "tp": w.Dropdown(options=[1, 2, 4, 8], value=1, description="TP per replica"),
         "arrival_rate_per_s": w.BoundedFloatText(value=20.0, min=0.001, max=1e6, description="requests/s"),
@@ -538,13 +538,13 @@ def presets_table() -> str:
         "weights read per token at batch 1 (bf16)",
     ]
     rows = []
-    for m in sv.PRESETS.values():
+    for m in llms.PRESETS.values():
         att = m.attention.upper() + (f", window {m.sliding_window}" if m.sliding_window else "")
         if m.attention == "mla":
             att += f" (rank {m.kv_lora_rank} + RoPE {m.rope_head_dim})"
         params = f"{m.params / 1e9:.3g}B" + (f" ({m.active_params / 1e9:.3g}B)" if m.active_params != m.params else "")
         rows.append([m.name, m.layers, m.hidden_size, f"{m.heads} / {m.kv_heads}", m.head_dim, att, params,
-                     fmt_bytes(m.kv_bytes_per_token(2)), f"{sv.weight_bytes(m.step_params(1), 2) / 1e9:.3g} GB"])
+                     fmt_bytes(m.kv_bytes_per_token(2)), f"{transformer.weight_bytes(m.step_params(1), 2) / 1e9:.3g} GB"])
     return html_table(head, rows)
 
 
@@ -666,7 +666,7 @@ def _close(got, want: float, rel: float) -> bool:
 
 def check_kv_cache_gib(answer) -> bool:
     """Exercise: the KV cache of ONE Llama-3-70B sequence of 32768 tokens with an fp8 cache, in GiB."""
-    want = sv.LLAMA_3_70B.kv_bytes_per_sequence(32768, sv.bytes_per_elem("fp8")) / GiB
+    want = llms.LLAMA_3_70B.kv_bytes_per_sequence(32768, "fp8") / GiB
     if _close(answer, want, 0.01):
         return _verdict(True, f"{want:g} GiB: 2 x 80 layers x 8 KV heads x 128 x 1 B = 160 KiB per token, x 32768 tokens")
     if _close(answer, 2 * want, 0.01):
@@ -701,7 +701,7 @@ def check_kv_formula(fn, trials: int = 200, seed: int = 0) -> bool:
     for _ in range(trials):
         args = (int(rng.integers(1, 128)), int(rng.integers(1, 64)), int(rng.choice([64, 96, 128, 256])),
                 int(rng.integers(1, 200_000)), int(rng.integers(1, 256)), float(rng.choice([0.5, 1, 2, 4])))
-        want = sv.kv_cache_bytes(sv.kv_cache_bytes_per_token(*args[:3], args[5]), args[3], args[4])
+        want = transformer.kv_cache_bytes(transformer.kv_cache_bytes_per_token(*args[:3], args[5]), args[3], args[4])
         try:
             got = fn(*args)
         except Exception as exc:  # a reader's bug: report it, don't crash the notebook
