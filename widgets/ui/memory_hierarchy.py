@@ -621,3 +621,267 @@ def write_ladder_svg(path: str | None = None) -> str:
     target = Path(path) if path else Path(__file__).resolve().parents[2] / LADDER_SVG
     target.write_text(ladder_svg(harness.load_reference("memory_hierarchy")))
     return str(target)
+
+
+# --------------------------------------------------------------------------------------------
+# Kernel fusion (chapter section "Kernel fusion")
+# --------------------------------------------------------------------------------------------
+FUSION_GPUS = ("H200-SXM", "H100-SXM", "A100-SXM-80GB", "B200", "MI300X", "L4", "RTX-4090")
+FUSION_OPS = tuple(range(1, 17))
+FUSION_SIZES = tuple(2**p for p in range(12, 31, 2))  # fp32 elements: 16 KiB to 4 GiB
+FUSION_READOUT_OPS = 4
+
+
+def fusion_summary(gpu: str, n_elems: int, n_ops: int = FUSION_READOUT_OPS, launch_s: float = 0.0) -> str:
+    """One line: bytes and time of an ``n_ops`` chain on ``n_elems`` fp32 elements, eager and fused."""
+    from ..units import fmt_bytes, fmt_time
+
+    g = get_gpu(gpu)
+    f = mh.fusion_estimate(n_elems, n_ops, g.hbm_bytes_per_s, 4, launch_s=launch_s)
+    return (f"{plural(n_ops, 'op')}: eager {fmt_time(f.eager_s)} ({fmt_bytes(f.eager_bytes)} moved), "
+            f"fused {fmt_time(f.fused_s)} ({fmt_bytes(f.fused_bytes)}): {f.speedup:.1f}x")
+
+
+def _fusion_traces(gpu: str, n_elems: int, ops, launch_s: float) -> list:
+    g = get_gpu(gpu)
+    est = [mh.fusion_estimate(n_elems, k, g.hbm_bytes_per_s, 4, launch_s=launch_s) for k in ops]
+    return [
+        go.Scatter(x=list(ops), y=[e.eager_s for e in est], name="eager (one kernel per op)", mode="lines+markers",
+                   line=dict(color=COLORS[0]), hovertemplate="%{x} ops: %{y:.3s}s<extra>eager</extra>"),
+        go.Scatter(x=list(ops), y=[e.fused_s for e in est], name="fused (one kernel)", mode="lines+markers",
+                   line=dict(color=COLORS[1]), hovertemplate="%{x} ops: %{y:.3s}s<extra>fused</extra>"),
+    ]
+
+
+def fusion_figure(gpus=FUSION_GPUS, sizes=FUSION_SIZES, ops=FUSION_OPS, *, launch_s: float = 0.0) -> go.Figure:
+    """Static calculator: a dropdown over catalog GPUs, a slider over the fp32 tensor's size; time of
+    an elementwise chain against its length, eager and fused (datasheet HBM bandwidth plus
+    ``launch_s`` per kernel launch)."""
+    from ..units import fmt_bytes
+
+    gpus, sizes, ops = list(gpus), list(sizes), list(ops)
+    mh.fusion_estimate(1, 1, 1.0, launch_s=launch_s)  # checks launch_s once, with its name
+
+    def frame(gpu, n):
+        return (_fusion_traces(gpu, n, ops, launch_s), f"{gpu}: a {fmt_bytes(4 * n)} fp32 tensor",
+                fusion_summary(gpu, n, FUSION_READOUT_OPS, launch_s))
+
+    active = (0, min(range(len(sizes)), key=lambda k: abs(sizes[k] - 2**28)))
+    return grid_figure(
+        slider=("tensor size", sizes, lambda n: fmt_bytes(4 * n)),
+        choices=("GPU", gpus, str),
+        frame=frame,
+        layout=dict(xaxis=dict(title="ops in the chain", dtick=2), yaxis=dict(title="time [s]", type="log")),
+        active=active,
+        height=480,
+    )
+
+
+def fusion_calculator(launch_s: float = 0.0):
+    """Live: GPU, tensor size and chain length -> bytes and time, eager and fused."""
+    import ipywidgets as w
+
+    from ..units import fmt_bytes, fmt_time
+
+    controls = {
+        "gpu": w.Dropdown(options=gpu_names(), value="H200-SXM", description="GPU"),
+        "log2_elems": w.IntSlider(value=28, min=10, max=32, description="log2 elements"),
+        "n_ops": w.IntSlider(value=4, min=1, max=32, description="ops"),
+        "launch_us": w.FloatSlider(value=launch_s * 1e6, min=0, max=20, step=0.5, description="launch [us]"),
+    }
+
+    def compute(gpu, log2_elems, n_ops, launch_us):
+        g = get_gpu(gpu)
+        return g, mh.fusion_estimate(2**log2_elems, n_ops, g.hbm_bytes_per_s, 4, launch_s=launch_us * 1e-6), launch_us * 1e-6
+
+    def show(res):
+        g, f, launch = res
+        rows = [
+            ("bytes moved, eager", fmt_bytes(f.eager_bytes)),
+            ("bytes moved, fused", fmt_bytes(f.fused_bytes)),
+            ("time, eager", f"{fmt_time(f.eager_s)} ({plural(f.eager_launches, 'launch', 'launches')})"),
+            ("time, fused", fmt_time(f.fused_s)),
+            ("speed-up of fusion", f"{f.speedup:.2f}x"),
+        ]
+        fig = go.Figure(_fusion_traces(g.name, f.n_elems, FUSION_OPS, launch))
+        fig.update_layout(xaxis=dict(title="ops in the chain"), yaxis=dict(title="time [s]", type="log"))
+        return table_html(rows), style_figure(fig, title=f"{g.name}: {fmt_bytes(4 * f.n_elems)} fp32", height=420)
+
+    return live_form(compute, controls, show, title="Kernel fusion")
+
+
+def check_fusion_bytes(eager_bytes, fused_bytes, n_elems: int = 2**26, n_ops: int = 3, elem_bytes: int = 2) -> bool:
+    """Exercise: the HBM bytes of an ``n_ops`` elementwise chain on ``n_elems`` elements of
+    ``elem_bytes`` bytes, run eagerly and fused."""
+    want_e = mh.elementwise_chain_bytes(n_elems, n_ops, elem_bytes)
+    want_f = mh.elementwise_chain_bytes(n_elems, n_ops, elem_bytes, fused=True)
+    for name, got in (("eager_bytes", eager_bytes), ("fused_bytes", fused_bytes)):
+        if isinstance(got, bool) or not isinstance(got, (int, float, np.integer, np.floating)) or not np.isfinite(got):
+            return _verdict(False, f"{name} must be a number of bytes, got {got!r}")
+    if round(float(eager_bytes)) != want_e:
+        return _verdict(False, f"eager: {eager_bytes!r} B is not right: each op reads its input and writes its output")
+    if round(float(fused_bytes)) != want_f:
+        return _verdict(False, f"fused: {fused_bytes!r} B is not right: the fused kernel reads once and writes once")
+    return _verdict(True, f"right: {want_e:,} B eager, {want_f:,} B fused ({n_ops}x fewer)")
+
+
+# --------------------------------------------------------------------------------------------
+# The transpose (chapter section "The matrix transpose")
+# --------------------------------------------------------------------------------------------
+def transpose_table(rows: list) -> str:
+    """HTML table of ``memory_hierarchy_transpose.transpose_rows``: measured against the model."""
+    from ..book import table
+    from ..units import fmt_time
+
+    def f(x, fmt):
+        return "n/a" if x is None else fmt(x)
+
+    body = [[r["kind"], f(r["time_s"], fmt_time), f(r["bytes_per_s"], fmt_bytes_per_s),
+             f(r["measured_vs_copy"], lambda v: f"{v:.2f}"), f"{r['model_vs_copy']:.2f}", r["model_bound"]]
+            for r in rows]
+    return table(body, ["kernel", "time", "effective bandwidth", "time / copy's (measured)",
+                        "time / copy's (model)", "model's bound"])
+
+
+def check_transpose_wavefronts(naive_sectors_per_warp, tiled_wavefronts, padded_wavefronts) -> bool:
+    """Exercise: sectors one warp's naive write touches (n = 4096), and wavefronts of one warp's
+    column read of a 32 x 32 and of a 32 x 33 fp32 tile."""
+    want = (mh.warp_load_sectors(4096, 4), mh.bank_conflict_wavefronts(32), mh.bank_conflict_wavefronts(33))
+    got = (naive_sectors_per_warp, tiled_wavefronts, padded_wavefronts)
+    names = ("naive_sectors_per_warp", "tiled_wavefronts", "padded_wavefronts")
+    for name, g in zip(names, got):
+        if isinstance(g, bool) or not isinstance(g, (int, np.integer)):
+            return _verdict(False, f"{name} must be a whole number, got {g!r}")
+    wrong = [f"{n} = {g} (not right)" for n, g, w_ in zip(names, got, want) if g != w_]
+    if wrong:
+        return _verdict(False, "; ".join(wrong))
+    return _verdict(True, f"right: {want[0]} sectors, {want[1]} and {want[2]} wavefronts")
+
+
+# --------------------------------------------------------------------------------------------
+# Bytes in flight (chapter section "Asynchronous copies and bytes in flight")
+# --------------------------------------------------------------------------------------------
+INFLIGHT_GPUS = ("H200-SXM", "H100-SXM", "A100-SXM-80GB", "B200", "L4")
+INFLIGHT_LATENCIES_NS = (300, 400, 500, 600, 700, 800, 1000, 1200)
+INFLIGHT_WAYS = (  # (label, warps per SM as a fraction of the maximum, bytes per load, loads in flight per thread)
+    ("1 float / thread, 1/4 occupancy", 0.25, 4, 1),
+    ("1 float / thread, full occupancy", 1.0, 4, 1),
+    ("float4 / thread, 1/4 occupancy", 0.25, 16, 1),
+    ("float4 x 4 ILP, 1/4 occupancy", 0.25, 16, 4),
+)
+
+
+def inflight_summary(gpu: str, latency_ns: float) -> str:
+    from ..units import fmt_bytes
+
+    g = get_gpu(gpu)
+    need = mh.littles_law_bytes_in_flight(g.hbm_bytes_per_s, latency_ns * 1e-9) / g.sms
+    return f"needed: {fmt_bytes(need)} in flight per SM ({fmt_bytes(need * g.sms)} over {g.sms} SMs)"
+
+
+def _inflight_traces(gpu: str, latency_ns: float, stage_bytes: int = 16 * 1024) -> list:
+    from ..hardware import get_arch
+
+    g = get_gpu(gpu)
+    arch = get_arch(g.arch)
+    labels, values = ["needed (Little's law)"], []
+    b0 = mh.bytes_in_flight(g.hbm_bytes_per_s, latency_ns * 1e-9, g.sms, stage_bytes=stage_bytes,
+                            smem_per_sm_bytes=g.smem_per_sm_bytes)
+    values.append(b0.needed_per_sm_bytes / 1024)
+    for label, frac, lb, ilp in INFLIGHT_WAYS:
+        warps = max(1, int(arch.max_warps_per_sm * frac))
+        b = mh.bytes_in_flight(g.hbm_bytes_per_s, latency_ns * 1e-9, g.sms, warps_per_sm=warps,
+                               load_bytes_per_thread=lb, loads_in_flight_per_thread=ilp)
+        labels.append(label)
+        values.append(b.register_path_bytes / 1024)
+    for stages in (2, 3, 4):
+        labels.append(f"cp.async / TMA: {stages} x {stage_bytes // 1024} KiB stages")
+        values.append(stages * stage_bytes / 1024)
+    colors = [COLORS[3]] + [COLORS[0]] * len(INFLIGHT_WAYS) + [COLORS[1]] * 3
+    return [go.Bar(y=labels, x=values, orientation="h", marker_color=colors, showlegend=False,
+                   hovertemplate="%{y}: %{x:.1f} KiB<extra></extra>")]
+
+
+def inflight_figure(gpus=INFLIGHT_GPUS, latencies_ns=INFLIGHT_LATENCIES_NS) -> go.Figure:
+    """Static calculator: a dropdown over GPUs, a slider over the memory latency; bytes in flight per
+    SM that Little's law asks for, against what plain loads (registers) and async-copy stages hold."""
+    gpus, lats = list(gpus), list(latencies_ns)
+
+    def frame(gpu, lat):
+        return _inflight_traces(gpu, lat), f"{gpu}: bytes in flight per SM at {lat} ns", inflight_summary(gpu, lat)
+
+    return grid_figure(
+        slider=("latency [ns]", lats, lambda v: f"{v} ns"),
+        choices=("GPU", gpus, str),
+        frame=frame,
+        layout=dict(xaxis=dict(title="KiB in flight per SM"), yaxis=dict(autorange="reversed")),
+        active=(0, lats.index(600) if 600 in lats else 0),
+        height=520,
+    )
+
+
+def check_bytes_in_flight(kib_per_sm, gpu: str = "H100-SXM", latency_ns: float = 700.0) -> bool:
+    """Exercise: KiB in flight per SM that the GPU's datasheet bandwidth needs at this latency (within 2 %)."""
+    g = get_gpu(gpu)
+    want = mh.littles_law_bytes_in_flight(g.hbm_bytes_per_s, latency_ns * 1e-9) / g.sms / 1024
+    if isinstance(kib_per_sm, bool) or not isinstance(kib_per_sm, (int, float, np.integer, np.floating)):
+        return _verdict(False, f"kib_per_sm must be a number of KiB, got {kib_per_sm!r}")
+    if not abs(float(kib_per_sm) / want - 1) <= 0.02:
+        return _verdict(False, f"{kib_per_sm!r} KiB is not right: bandwidth x latency, shared by {g.sms} SMs")
+    return _verdict(True, f"right: {want:.1f} KiB per SM")
+
+
+def check_measured_ridge(ridge_flop_per_byte, record_tc: dict, record_mh: dict) -> bool:
+    """Exercise: the ridge point from the measured bf16 GEMM rate and the measured copy bandwidth."""
+    want = measured_ridge(record_tc, record_mh)
+    if want is None:
+        return _verdict(False, "the records hold no measured bf16 GEMM rate or copy bandwidth")
+    if isinstance(ridge_flop_per_byte, bool) or not isinstance(ridge_flop_per_byte, (int, float, np.integer, np.floating)):
+        return _verdict(False, f"ridge must be a number of FLOP/B, got {ridge_flop_per_byte!r}")
+    if not abs(float(ridge_flop_per_byte) / want - 1) <= 0.02:
+        return _verdict(False, f"{ridge_flop_per_byte!r} FLOP/B is not right: measured FLOP/s over measured B/s")
+    return _verdict(True, f"right: {want:.0f} FLOP/B")
+
+
+def measured_gemm_flop_per_s(record_tc: dict, dtype: str = "bf16") -> float | None:
+    """The largest measured GEMM rate [FLOP/s] for ``dtype`` in a tensor_cores record's
+    ``throughput`` list, or None."""
+    rows = (record_tc.get("results") or {}).get("throughput") if isinstance(record_tc, dict) else None
+    rates = [r.get("flop_per_s") for r in rows or [] if isinstance(r, dict) and r.get("dtype") == dtype]
+    rates = [float(r) for r in rates if isinstance(r, (int, float)) and not isinstance(r, bool) and r > 0]
+    return max(rates) if rates else None
+
+
+def measured_ridge(record_tc: dict, record_mh: dict, dtype: str = "bf16") -> float | None:
+    """Ridge point [FLOP/B] from the measured GEMM rate and the measured Triton copy bandwidth."""
+    from ..models.memory_hierarchy_records import bandwidths
+
+    peak = measured_gemm_flop_per_s(record_tc, dtype)
+    try:
+        bw = bandwidths(record_mh)["Triton copy (read + write)"]
+    except ValueError:
+        return None
+    return None if peak is None else mh.ridge_intensity(peak, bw)
+
+
+def measured_roofline_figure(gpu: str, peak_flop_per_s: float, measured_flop_per_s: float,
+                             bytes_per_s: float, measured_bytes_per_s: float, dtype: str = "bf16") -> go.Figure:
+    """Two rooflines of one GPU: the datasheet's (peak, bandwidth) and the measured one, with both ridges."""
+    x = np.logspace(-1, 4, 200)
+    ds = mh.attainable_flop_per_s(x, peak_flop_per_s, bytes_per_s)
+    ms = mh.attainable_flop_per_s(x, measured_flop_per_s, measured_bytes_per_s)
+    r_ds = mh.ridge_intensity(peak_flop_per_s, bytes_per_s)
+    r_ms = mh.ridge_intensity(measured_flop_per_s, measured_bytes_per_s)
+    traces = [
+        go.Scatter(x=x, y=ds, name="datasheet", line=dict(color=COLORS[0], dash="dash"),
+                   hovertemplate="%{x:.3g} FLOP/B: %{y:.3s}FLOP/s<extra>datasheet</extra>"),
+        go.Scatter(x=x, y=ms, name="measured", line=dict(color=COLORS[1]),
+                   hovertemplate="%{x:.3g} FLOP/B: %{y:.3s}FLOP/s<extra>measured</extra>"),
+        go.Scatter(x=[r_ds, r_ms], y=[peak_flop_per_s, measured_flop_per_s], mode="markers", showlegend=False,
+                   marker=dict(color=[COLORS[0], COLORS[1]], size=10), hovertemplate="ridge %{x:.0f} FLOP/B<extra></extra>"),
+    ]
+    fig = go.Figure(traces)
+    fig.update_layout(xaxis=dict(title="arithmetic intensity [FLOP/B]", type="log"),
+                      yaxis=dict(title=f"{dtype} FLOP/s", type="log"), legend=dict(orientation="h", y=-0.25))
+    return style_figure(fig, title=f"{gpu}, dense {dtype}: datasheet and measured rooflines",
+                        readout=f"ridge: {r_ds:.0f} FLOP/B (datasheet), {r_ms:.0f} FLOP/B (measured)", height=440)
