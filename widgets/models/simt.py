@@ -1134,7 +1134,8 @@ def reduction_time_s(bytes_read: float, read_bytes_per_s: float, same_address_at
         atomic_s = 0.0
     else:
         atomic_s = a / _check.positive("atomics_per_s", atomics_per_s)
-    return _check.finite_result("reduction time", max(b / bw, atomic_s), bytes_read=bytes_read, same_address_atomics=same_address_atomics)
+    return _check.finite_result("reduction time", max(b / bw, atomic_s), bytes_read=bytes_read, read_bytes_per_s=read_bytes_per_s,
+                                same_address_atomics=same_address_atomics, atomics_per_s=atomics_per_s)
 
 
 def reduction_atomics(n_elems: int, per: str, threads_per_block: int = 256, grid_blocks: int | None = None) -> int:
@@ -1209,7 +1210,8 @@ def pipeline_time_s(stage_s: Sequence[float], chunks: int, per_chunk_overhead_s:
     k = _check.integer("chunks", chunks, minimum=1, maximum=1 << 20)
     o = _check.non_negative("per_chunk_overhead_s", per_chunk_overhead_s)
     per = [s / k + o for s in stages]
-    return _check.finite_result("pipeline time", sum(per) + (k - 1) * max(per), stage_s=stage_s, chunks=chunks)
+    return _check.finite_result("pipeline time", sum(per) + (k - 1) * max(per), stage_s=stage_s, chunks=chunks,
+                                per_chunk_overhead_s=per_chunk_overhead_s)
 
 
 def waves(grid_blocks: int, blocks_per_sm: int, sms: int) -> tuple[int, float]:

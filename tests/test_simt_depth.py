@@ -1,0 +1,190 @@
+"""The SIMT chapter's depth pass: reductions and atomics, streams and copy/compute overlap,
+waves, barriers and spills (models, experiment plumbing on the CPU, the CUDA C sources)."""
+
+from __future__ import annotations
+
+import pytest
+
+from widgets.experiments import simt_cuda as sc
+from widgets.experiments import simt_streams as st
+from widgets.experiments import simt_warp as w
+from widgets.models import simt as m
+
+NVCC = sc._nvcc() is not None
+
+
+# --------------------------------------------------------------------------------------------
+# reduction_time_s, reduction_atomics
+# --------------------------------------------------------------------------------------------
+def test_reduction_is_a_read_of_its_input():
+    assert m.reduction_time_s(4e12, 4e12) == pytest.approx(1.0)
+    assert m.reduction_time_s(0, 4e12) == 0.0
+    # atomics only matter once they outlast the read
+    assert m.reduction_time_s(4e9, 4e12, same_address_atomics=1e6, atomics_per_s=2e9) == pytest.approx(1e-3)
+    assert m.reduction_time_s(4e9, 4e12, same_address_atomics=4e6, atomics_per_s=2e9) == pytest.approx(2e-3)
+
+
+def test_reduction_model_bounds_harris_kernel7():
+    """Harris, "Optimizing Parallel Reduction in CUDA" (NVIDIA, 2007), slide "Performance for 4M
+    element reduction": kernel 7 sums 2**22 ints in 0.268 ms (62.671 GB/s) on a G80 whose peak is
+    86.4 GB/s. The model is a floor: the measured time must lie above it, and Harris's best kernel
+    comes within 1.4x of it (73 % of peak)."""
+    floor = m.reduction_time_s(4 * 2**22, 86.4e9)
+    assert floor == pytest.approx(0.194e-3, rel=0.01)
+    assert floor < 0.268e-3 < 1.4 * floor
+    assert 4 * 2**22 / 0.268e-3 == pytest.approx(62.671e9, rel=0.01)  # the slide's own bandwidth
+
+
+def test_reduction_time_rejects_atomics_without_a_rate():
+    with pytest.raises(ValueError, match="atomics_per_s"):
+        m.reduction_time_s(1e9, 1e12, same_address_atomics=10)
+    with pytest.raises(ValueError, match="read_bytes_per_s"):
+        m.reduction_time_s(1e9, 0)
+
+
+def test_reduction_atomics_counts():
+    n = 1 << 24
+    assert m.reduction_atomics(n, "thread") == n
+    assert m.reduction_atomics(n, "warp") == n // 32
+    assert m.reduction_atomics(n, "block", threads_per_block=256) == n // 256
+    assert m.reduction_atomics(n + 1, "warp") == n // 32 + 1  # a partial warp still adds once
+    assert m.reduction_atomics(1 << 28, "block", grid_blocks=132 * 4) == 528
+    with pytest.raises(ValueError, match="per"):
+        m.reduction_atomics(n, "grid")
+
+
+# --------------------------------------------------------------------------------------------
+# pipeline_time_s
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("t_copy, t_exec, n", [(4.0, 1.0, 4), (1.0, 4.0, 4), (3.0, 3.0, 2), (5.0, 2.0, 8)])
+def test_pipeline_matches_best_practices_guide(t_copy, t_exec, n):
+    """CUDA C++ Best Practices Guide, "Concurrent copy and execute" (staged version): with
+    nStreams streams the overall time is about tT + tE/nStreams when the transfer time tT
+    exceeds the execution time tE, and tE + tT/nStreams otherwise."""
+    expected = t_copy + t_exec / n if t_copy >= t_exec else t_exec + t_copy / n
+    assert m.pipeline_time_s([t_copy, t_exec], n) == pytest.approx(expected)
+
+
+def test_pipeline_limits():
+    stages = [2e-3, 5e-3, 3e-3]
+    assert m.pipeline_time_s(stages, 1) == pytest.approx(sum(stages))  # one chunk: serial
+    assert m.pipeline_time_s(stages, 100_000) == pytest.approx(max(stages), rel=1e-3)  # many: the slowest stage
+    # more chunks never hurt without overhead, and do with it
+    times = [m.pipeline_time_s(stages, k) for k in (1, 2, 4, 8, 16)]
+    assert times == sorted(times, reverse=True)
+    assert m.pipeline_time_s(stages, 10_000, per_chunk_overhead_s=1e-6) > m.pipeline_time_s(stages, 10, per_chunk_overhead_s=1e-6)
+    # three equal stages of 1 s each in 8 chunks: (3 + 7 x 1) / 8 s
+    assert m.pipeline_time_s([1.0, 1.0, 1.0], 8) == pytest.approx(10 / 8)
+
+
+# --------------------------------------------------------------------------------------------
+# waves
+# --------------------------------------------------------------------------------------------
+def test_waves_and_the_tail():
+    assert m.waves(132, 1, 132) == (1, 1.0)
+    w_, eff = m.waves(133, 1, 132)
+    assert w_ == 2 and eff == pytest.approx(133 / 264)
+    assert m.waves(132 * 8 * 10, 8, 132) == (10, 1.0)
+    assert m.waves(1, 16, 132)[1] == pytest.approx(1 / (16 * 132))
+    # a grid-stride launch of exactly k x SMs blocks with k resident per SM is one full wave
+    for k in (1, 2, 4, 8):
+        assert m.waves(k * 132, k, 132) == (1, 1.0)
+
+
+# --------------------------------------------------------------------------------------------
+# The experiments' plumbing, on this machine
+# --------------------------------------------------------------------------------------------
+PTXAS = """ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function 'a' for 'sm_90'
+ptxas info    : Function properties for a
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 72 registers, used 0 barriers
+ptxas info    : Compiling entry function 'b' for 'sm_90'
+ptxas info    : Function properties for b
+    280 bytes stack frame, 516 bytes spill stores, 520 bytes spill loads
+ptxas info    : Used 32 registers, used 1 barriers, 280 bytes cumulative stack size
+"""
+
+
+def test_ptxas_summary_parses_every_kernel():
+    a, b = w.ptxas_summary(PTXAS)
+    assert (a.kernel, a.registers, a.spill_store_bytes, a.barriers) == ("a", 72, 0, 0)
+    assert (b.kernel, b.registers, b.stack_frame_bytes, b.spill_store_bytes, b.spill_load_bytes, b.barriers) == ("b", 32, 280, 516, 520, 1)
+    assert w.ptxas_summary("") == ()
+
+
+@pytest.mark.skipif(not NVCC, reason="no nvcc here")
+@pytest.mark.parametrize("source, defines, kernels", [
+    (w.REDUCE_SOURCE, {}, {"reduce_atomic_thread", "reduce_atomic_warp", "reduce_smem_tree", "reduce_shfl_block",
+                           "reduce_grid_stride", "atomic_same_address", "vote_count"}),
+    (w.BARRIER_SOURCE, {"BARRIERS": 1}, {"barrier_loop"}),
+    (st.COMPUTE_SOURCE, {}, {"compute_kernel"}),
+])
+def test_cuda_sources_compile_for_sm90(source, defines, kernels):
+    cubin, report, cmd = w.compile_with_report(source, "sm_90", defines)
+    assert len(cubin) > 1000 and "-Xptxas -v" in cmd
+    found = {k.kernel for k in w.ptxas_summary(report)}
+    assert found == kernels
+    for k in w.ptxas_summary(report):
+        assert k.spill_store_bytes == 0, k  # none of these kernels may spill
+
+
+@pytest.mark.skipif(not NVCC, reason="no nvcc here")
+def test_launch_bounds_make_the_spill_kernel_spill():
+    """The register cap of __launch_bounds__(256, 8) is 65,536 / (256 x 8) = 32 registers: 64 live
+    floats no longer fit and spill; without bounds nothing spills and the kernel uses more than 64."""
+    res = w.measure_spills()
+    by = {c.label: c for c in res.configs}
+    free, tight = by["no bounds"], by["__launch_bounds__(256, 8)"]
+    assert free.spill_store_bytes == 0 and free.registers > w.SPILL_NVALS
+    assert tight.registers <= 32 and tight.spill_store_bytes > 0 and tight.stack_frame_bytes > 0
+    mid = by["__launch_bounds__(256, 4)"]
+    assert mid.registers <= 64
+    assert "ptxas" in tight.ptxas_report
+    assert w.Spills.from_record(res.to_record()) == res
+
+
+def test_reductions_on_the_cpu_compare_a_sum_with_a_copy():
+    if w.cuda_ok()[0]:
+        pytest.skip("a GPU is here: the GPU path runs instead")
+    res = w.measure_reductions()
+    assert res.simulated and "NVIDIA GPU" in res.note
+    assert res.copy.read_bytes_per_s > 0 and res.torch_sum.bytes_per_s > 0
+    assert res.variants == {}
+    assert w.Reductions.from_record(res.to_record()) == res
+    assert w.measure_barriers().points == ()
+    assert st.measure_overlap().serial is None
+
+
+def _run(variant, n, atomics, time_s):
+    return w.ReductionRun(variant, n, 4 * n, n // 256, 256, atomics, time_s, time_s, time_s, 4 * n / time_s, 1.0, 1.0, 0.0)
+
+
+def test_reduction_predictions_pick_the_larger_term():
+    n = 1 << 28
+    res = w.Reductions(n_elems=n, nbytes=4 * n, device="test", simulated=False,
+                       copy=w.CopyRate(1.0, 8e12, 4e12), atomic_rate=w.AtomicRate(1 << 20, 1.0, 1e9, True),
+                       variants={"atomic_thread": _run("atomic_thread", 1 << 24, 1 << 24, 0.02),
+                                 "grid_stride": _run("grid_stride", n, 528, 3e-4),
+                                 "broken": w.Failed("RuntimeError: boom")})
+    p = w.reduction_predictions(res)
+    assert p["atomic_thread"].bound == "atomics"
+    assert p["atomic_thread"].predicted_time_s == pytest.approx((1 << 24) / 1e9)
+    assert p["grid_stride"].bound == "memory"
+    assert p["grid_stride"].predicted_time_s == pytest.approx(4 * n / 4e12)
+    assert p["grid_stride"].ratio == pytest.approx(3e-4 / (4 * n / 4e12))
+    assert p["broken"].predicted_time_s is None
+
+
+def test_overlap_prediction_from_the_serial_spans():
+    spans = (st.Span(0, "h2d", 0, 0.0, 4e-3), st.Span(0, "compute", 0, 4e-3, 7e-3), st.Span(0, "d2h", 0, 7e-3, 11e-3))
+    serial = st.PipelineRun(1, 1, 11e-3, spans)
+    over = st.PipelineRun(8, 3, 5.0e-3, ())
+    res = st.Overlap(device="test", simulated=False, nbytes=256 << 20, host_bytes_per_s=64e9, serial=serial, overlapped=over)
+    assert st.stage_totals_s(serial) == pytest.approx({"h2d": 4e-3, "compute": 3e-3, "d2h": 4e-3})
+    p = st.overlap_prediction(res)
+    assert p.predicted_s == pytest.approx((11e-3 + 7 * 4e-3) / 8)
+    assert p.ratio == pytest.approx(5.0e-3 / p.predicted_s)
+    assert p.h2d_predicted_s == pytest.approx((256 << 20) / 64e9) and p.h2d_measured_s == pytest.approx(4e-3)
+    assert st.Overlap.from_record(res.to_record()) == res
+    assert st.overlap_prediction(st.Overlap(device="x", simulated=True)).predicted_s is None
