@@ -2,6 +2,7 @@
 
     python -m widgets.measure                      # all topics
     python -m widgets.measure --topic memory_hierarchy --out widgets/data/h200
+    python -m widgets.measure --merge room/alice room/bob widgets/data/h200 --out room/merged
 
 Each record holds the results and their provenance (GPU, driver, CUDA, torch and Triton
 versions, git commit, date, command). Records committed under ``widgets/data/h200/`` are the
@@ -58,8 +59,14 @@ def _one_line(exc: BaseException) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     parser.add_argument("--topic", action="append", choices=TOPICS, help="topic to run (repeatable); default all")
-    parser.add_argument("--out", default="measurements", help="folder for <topic>.json records")
+    parser.add_argument("--out", default=None, help="folder for <topic>.json records (default measurements); with --merge, for merged.*")
+    parser.add_argument("--merge", nargs="+", metavar="DIR", help="merge records (folders or files) into one table and plot; measures nothing")
     args = parser.parse_args(argv)
+    if args.merge:  # the workshop's closing discussion (widgets/merge.py)
+        from .merge import main as merge_main
+
+        return merge_main(args.merge, args.out or ".")
+    args.out = args.out or "measurements"
     try:
         out = check_out_dir(args.out)
     except ValueError as exc:
