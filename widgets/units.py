@@ -64,9 +64,37 @@ def _scaled(value: float, table, digits: int) -> tuple[str, str]:
 
 
 def fmt_rate(value: float, unit: str = "B/s", digits: int = 3) -> str:
-    """Format a decimal rate: ``fmt_rate(4.8e12)`` -> ``'4.8 TB/s'``.
+    """Format a decimal rate (or count) with an SI prefix and a base unit.
 
-    ``unit`` is the base unit (``"B/s"``, ``"FLOP/s"``); the prefix is decimal.
+    ``unit`` is the base unit (``"B/s"``, ``"FLOP/s"``); the prefix is decimal (k, M, G, T, P).
+
+    Explained in :doc:`/book/notation` > Notation and units.
+
+    Parameters
+    ----------
+    value : float
+        The quantity, in the base unit [unit], finite (negative allowed: a difference).
+    unit : str, optional
+        The base unit printed after the prefix.
+    digits : int, optional
+        Significant digits [-], 1 to 17.
+
+    Returns
+    -------
+    str
+        Number, prefix and unit.
+
+    Raises
+    ------
+    ValueError
+        If ``value`` is not a finite number, ``unit`` is not a string or ``digits`` is out of range.
+
+    Examples
+    --------
+    >>> fmt_rate(4.8e12)
+    '4.8 TB/s'
+    >>> fmt_rate(2.5e9, "FLOP/s")
+    '2.5 GFLOP/s'
     """
     v = _check_finite("value", value)
     unit = _check.text("unit", unit)
@@ -75,29 +103,154 @@ def fmt_rate(value: float, unit: str = "B/s", digits: int = 3) -> str:
 
 
 def fmt_bytes_per_s(value: float, digits: int = 3) -> str:
-    """``fmt_bytes_per_s(3.35e12)`` -> ``'3.35 TB/s'`` (decimal)."""
+    """Format a bandwidth with a decimal prefix and the unit B/s.
+
+    Explained in :doc:`/book/notation` > Notation and units.
+
+    Parameters
+    ----------
+    value : float
+        The quantity [B/s], finite (negative allowed: a difference).
+    digits : int, optional
+        Significant digits [-], 1 to 17.
+
+    Returns
+    -------
+    str
+        Number, prefix and unit.
+
+    Raises
+    ------
+    ValueError
+        If ``value`` is not a finite number or ``digits`` is out of range.
+
+    Examples
+    --------
+    >>> fmt_bytes_per_s(3.35e12)
+    '3.35 TB/s'
+    """
     return fmt_rate(value, "B/s", digits)
 
 
 def fmt_flop_per_s(value: float, digits: int = 3) -> str:
-    """``fmt_flop_per_s(989e12)`` -> ``'989 TFLOP/s'`` (decimal)."""
+    """Format a compute rate with a decimal prefix and the unit FLOP/s.
+
+    Explained in :doc:`/book/notation` > Notation and units.
+
+    Parameters
+    ----------
+    value : float
+        The quantity [FLOP/s], finite (negative allowed: a difference).
+    digits : int, optional
+        Significant digits [-], 1 to 17.
+
+    Returns
+    -------
+    str
+        Number, prefix and unit.
+
+    Raises
+    ------
+    ValueError
+        If ``value`` is not a finite number or ``digits`` is out of range.
+
+    Examples
+    --------
+    >>> fmt_flop_per_s(989e12)
+    '989 TFLOP/s'
+    """
     return fmt_rate(value, "FLOP/s", digits)
 
 
 def fmt_flop(value: float, digits: int = 3) -> str:
-    """``fmt_flop(2 * 8192**3)`` -> ``'1.1 TFLOP'`` (decimal count)."""
+    """Format a count of floating-point operations with a decimal prefix and the unit FLOP.
+
+    Explained in :doc:`/book/notation` > Notation and units.
+
+    Parameters
+    ----------
+    value : float
+        The quantity [FLOP], finite (negative allowed: a difference).
+    digits : int, optional
+        Significant digits [-], 1 to 17.
+
+    Returns
+    -------
+    str
+        Number, prefix and unit.
+
+    Raises
+    ------
+    ValueError
+        If ``value`` is not a finite number or ``digits`` is out of range.
+
+    Examples
+    --------
+    >>> fmt_flop(2 * 8192**3)
+    '1.1 TFLOP'
+    """
     return fmt_rate(value, "FLOP", digits)
 
 
 def fmt_bytes(value: float, digits: int = 3) -> str:
-    """Format a capacity with binary prefixes: ``fmt_bytes(50 * MiB)`` -> ``'50 MiB'``."""
+    """Format a capacity with a binary prefix (KiB, MiB, GiB, TiB).
+
+    Explained in :doc:`/book/notation` > Notation and units.
+
+    Parameters
+    ----------
+    value : float
+        The capacity [B], finite (negative allowed: a difference).
+    digits : int, optional
+        Significant digits [-], 1 to 17.
+
+    Returns
+    -------
+    str
+        Number, binary prefix and ``B``.
+
+    Raises
+    ------
+    ValueError
+        If ``value`` is not a finite number or ``digits`` is out of range.
+
+    Examples
+    --------
+    >>> fmt_bytes(50 * MiB)
+    '50 MiB'
+    """
     v = _check_finite("value", value)
     num, prefix = _scaled(v, _BINARY, _check_digits(digits))
     return f"{num} {prefix}B"
 
 
 def fmt_time(seconds: float, digits: int = 3) -> str:
-    """``fmt_time(3.2e-6)`` -> ``'3.2 µs'``."""
+    """Format a duration in s, ms, µs or ns.
+
+    Explained in :doc:`/book/notation` > Notation and units.
+
+    Parameters
+    ----------
+    seconds : float
+        The duration [s], finite (negative allowed: a difference).
+    digits : int, optional
+        Significant digits [-], 1 to 17.
+
+    Returns
+    -------
+    str
+        Number and unit.
+
+    Raises
+    ------
+    ValueError
+        If ``seconds`` is not a finite number or ``digits`` is out of range.
+
+    Examples
+    --------
+    >>> fmt_time(3.2e-6)
+    '3.2 µs'
+    """
     v = _check_finite("seconds", seconds)
     digits = _check_digits(digits)
     if v == 0:
@@ -110,8 +263,31 @@ def fmt_time(seconds: float, digits: int = 3) -> str:
 
 
 def fmt_intensity(flop_per_byte: float, digits: int = 3) -> str:
-    """``fmt_intensity(206.2)`` -> ``'206 FLOP/B'``; large values keep plain digits.
+    """Format an arithmetic intensity in FLOP/B; large values keep plain digits (no e-notation).
 
+    Explained in :doc:`/book/notation` > Notation and units.
+
+    Parameters
+    ----------
+    flop_per_byte : float
+        Arithmetic intensity [FLOP/B], finite.
+    digits : int, optional
+        Significant digits [-], 1 to 17.
+
+    Returns
+    -------
+    str
+        Number and ``FLOP/B``.
+
+    Raises
+    ------
+    ValueError
+        If ``flop_per_byte`` is not a finite number or ``digits`` is out of range.
+
+    Examples
+    --------
+    >>> fmt_intensity(206.2)
+    '206 FLOP/B'
     >>> fmt_intensity(1365.3)
     '1,365 FLOP/B'
     >>> fmt_intensity(0.0833)
