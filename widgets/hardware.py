@@ -220,14 +220,47 @@ ARCHS: Mapping[str, Arch] = MappingProxyType({
 
 
 def arch_names() -> list[str]:
-    """The compute capabilities the catalog describes, oldest first."""
+    """The compute capabilities the catalog describes, oldest first.
+
+    Explained in :ref:`simt` > Occupancy: how many warps fit.
+
+    Returns
+    -------
+    list of str
+        Names such as ``"sm_75"`` ... ``"sm_120"``.
+
+    Examples
+    --------
+    >>> arch_names()[0]
+    'sm_75'
+    """
     return list(ARCHS)
 
 
 def get_arch(arch: str, *, param: str = "arch") -> Arch:
-    """The per-SM limits of ``arch`` (``"sm_75"`` ... ``"sm_120"``); ``ValueError`` naming
-    ``param`` otherwise.
+    """The per-SM limits of one compute capability.
 
+    Explained in :ref:`simt` > Occupancy: how many warps fit.
+
+    Parameters
+    ----------
+    arch : str
+        A compute capability of the catalog (``"sm_75"`` ... ``"sm_120"``).
+    param : str, optional
+        The caller's name for ``arch`` in the error message.
+
+    Returns
+    -------
+    Arch
+        Warp, block, register and shared-memory limits of one SM, each with its source.
+
+    Raises
+    ------
+    ValueError
+        If ``arch`` is not in the catalog (the message names ``param``).
+
+    Examples
+    --------
     >>> get_arch("sm_75").max_warps_per_sm, get_arch("sm_120").max_blocks_per_sm
     (32, 24)
     """
@@ -653,6 +686,25 @@ _CATALOG = {
 def gpus(where: Optional[Callable[[GPU], bool]] = None) -> list[GPU]:
     """Every GPU record in the catalog, in catalog order; with ``where``, those it accepts.
 
+    Explained in :ref:`memory_hierarchy` > The hierarchy, level by level.
+
+    Parameters
+    ----------
+    where : callable or None, optional
+        A function of a :class:`GPU` record returning True or False; None keeps every GPU.
+
+    Returns
+    -------
+    list of GPU
+        The records.
+
+    Raises
+    ------
+    ValueError
+        If ``where`` is not callable.
+
+    Examples
+    --------
     >>> [g.name for g in gpus(lambda g: "fp8" in g.peak_flop_per_s and g.vendor == "NVIDIA")][:3]
     ['H100-SXM', 'H200-SXM', 'B200']
     """
@@ -662,16 +714,59 @@ def gpus(where: Optional[Callable[[GPU], bool]] = None) -> list[GPU]:
 
 
 def gpu_names(where: Optional[Callable[[GPU], bool]] = None) -> list[str]:
-    """Names of every GPU in the catalog, in catalog order; with ``where``, of those it accepts
-    (a calculator builds its list this way, never by typing names)."""
+    """Names of every GPU in the catalog, in catalog order; with ``where``, of those it accepts.
+
+    A calculator builds its list of GPUs this way, never by typing names.
+
+    Explained in :ref:`memory_hierarchy` > The hierarchy, level by level.
+
+    Parameters
+    ----------
+    where : callable or None, optional
+        A function of a :class:`GPU` record returning True or False; None keeps every GPU.
+
+    Returns
+    -------
+    list of str
+        Catalog names, e.g. ``"H200-SXM"``.
+
+    Raises
+    ------
+    ValueError
+        If ``where`` is not callable.
+
+    Examples
+    --------
+    >>> "H200-SXM" in gpu_names()
+    True
+    """
     return [g.name for g in gpus(where)]
 
 
 def get_gpu(name: str, *, param: str = "name") -> GPU:
-    """Look a GPU up by name, case-insensitively (a ``GPU`` record is returned as it is).
+    """Look a GPU up by name, case-insensitively (a :class:`GPU` record is returned as it is).
 
-    ``param`` is the caller's name for ``name`` in the error (a model passes ``param="gpu"``).
+    Explained in :ref:`memory_hierarchy` > The hierarchy, level by level.
 
+    Parameters
+    ----------
+    name : str or GPU
+        A catalog name (see :func:`gpu_names`) or a record.
+    param : str, optional
+        The caller's name for ``name`` in the error message (a model passes ``param="gpu"``).
+
+    Returns
+    -------
+    GPU
+        The catalog record: every figure with its source; rates decimal, capacities in bytes.
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is not in the catalog (the message names ``param`` and lists the names).
+
+    Examples
+    --------
     >>> get_gpu("h200-sxm").hbm_bytes_per_s
     4800000000000.0
     """
@@ -698,14 +793,56 @@ _TORCH_NAMES = {
 
 
 def catalog_name_for(device_name: str) -> Optional[str]:
-    """The catalog entry for a name as ``torch.cuda.get_device_name`` reports it, or None."""
+    """The catalog entry for a device name as ``torch.cuda.get_device_name`` reports it.
+
+    Explained in :ref:`tensor_cores` > Predict, then measure.
+
+    Parameters
+    ----------
+    device_name : str
+        The name torch reports, e.g. ``"NVIDIA H200"`` (case and surrounding spaces ignored).
+
+    Returns
+    -------
+    str or None
+        The catalog name, or None when the device is not in the catalog.
+
+    Raises
+    ------
+    ValueError
+        If ``device_name`` is not a string.
+
+    Examples
+    --------
+    >>> catalog_name_for("NVIDIA H200"), catalog_name_for("my laptop")
+    ('H200-SXM', None)
+    """
     return _TORCH_NAMES.get(_check.text("device_name", device_name, empty=True).strip().lower())
 
 
 def describe_local_gpu(device: int = 0) -> Optional[GPU]:
-    """The reader's GPU: its catalog record when known, else a record built from
-    ``torch.cuda.get_device_properties`` (figures the runtime cannot report are left at 0 or
-    empty and say so in ``sources``). ``None`` without a CUDA device."""
+    """The reader's GPU: its catalog record when known, else a record built from the CUDA runtime.
+
+    Built from ``torch.cuda.get_device_properties``; figures the runtime cannot report are left
+    at 0 or empty and say so in ``sources``. Imports torch only when called.
+
+    Explained in :ref:`tensor_cores` > Predict, then measure.
+
+    Parameters
+    ----------
+    device : int, optional
+        CUDA device index [-], 0 to the number of devices - 1.
+
+    Returns
+    -------
+    GPU or None
+        The record, or None without torch or without a CUDA device.
+
+    Raises
+    ------
+    ValueError
+        If ``device`` is not an integer or not a device index of this machine.
+    """
     device = _check.integer("device", device, minimum=0, maximum=1023)
     try:
         import torch
