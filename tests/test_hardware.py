@@ -7,7 +7,8 @@ import pytest
 from widgets.hardware import DTYPES, GPU, describe_local_gpu, get_gpu, gpu_names
 from widgets.units import GiB, MiB
 
-REQUIRED = ("A100-SXM-80GB", "H100-SXM", "H200-SXM", "B200", "MI300X", "L4", "RTX-4090")
+REQUIRED = ("A100-SXM-80GB", "H100-SXM", "H200-SXM", "B200", "MI300X", "L4", "RTX-4090",
+            "T4", "A10G", "L40S", "H100-PCIe", "RTX-3090", "RTX-5090")
 
 
 def test_catalog_has_the_required_gpus():
@@ -57,6 +58,39 @@ def test_records_are_frozen():
         # Ada whitepaper Appendix A: RTX 4090, 1008 GB/s, 128 SMs, 72 MB L2.
         ("RTX-4090", "hbm_bytes_per_s", 1008e9),
         ("RTX-4090", "l2_bytes", 72 * MiB),
+        # NVIDIA T4 datasheet: 320 GB/s, 70 W, 16 GB GDDR6, PCIe Gen3 x16; Turing whitepaper: 40 SMs, 1590 MHz.
+        ("T4", "hbm_bytes_per_s", 320e9),
+        ("T4", "tdp_w", 70),
+        ("T4", "hbm_bytes", 16 * GiB),
+        ("T4", "sms", 40),
+        ("T4", "boost_clock_hz", 1.59e9),
+        ("T4", "pcie_gen", 3),
+        # A10G (no NVIDIA datasheet; torch reports 80 SMs; Baseten's table: 600 GB/s, 24 GB).
+        ("A10G", "sms", 80),
+        ("A10G", "hbm_bytes_per_s", 600e9),
+        # NVIDIA L40S datasheet: 864 GB/s, 48 GB, 350 W, PCIe Gen4; 18,176 CUDA cores = 142 SMs.
+        ("L40S", "hbm_bytes_per_s", 864e9),
+        ("L40S", "hbm_bytes", 48 * GiB),
+        ("L40S", "sms", 142),
+        ("L40S", "tdp_w", 350),
+        # NVIDIA H100 datasheet (PCIe): 2 TB/s, NVLink bridge 600 GB/s bidirectional; whitepaper: 114 SMs.
+        ("H100-PCIe", "hbm_bytes_per_s", 2.0e12),
+        ("H100-PCIe", "interconnect_bytes_per_s", 300e9),
+        ("H100-PCIe", "sms", 114),
+        ("H100-PCIe", "pcie_gen", 5),
+        # GA102 whitepaper Appendix A: RTX 3090, 936 GB/s, 82 SMs, 6144 KB L2; NVLink 112.5 GB/s total.
+        ("RTX-3090", "hbm_bytes_per_s", 936e9),
+        ("RTX-3090", "sms", 82),
+        ("RTX-3090", "l2_bytes", 6 * MiB),
+        ("RTX-3090", "interconnect_bytes_per_s", 112.5e9 / 2),
+        # RTX Blackwell whitepaper Appendix A: RTX 5090, 1792 GB/s, 170 SMs, 2407 MHz, 32 GB GDDR7.
+        ("RTX-5090", "hbm_bytes_per_s", 1792e9),
+        ("RTX-5090", "sms", 170),
+        ("RTX-5090", "boost_clock_hz", 2.407e9),
+        ("RTX-5090", "hbm_bytes", 32 * GiB),
+        # Links: A100 12 NVLink 3 links, H100 SXM 18 NVLink 4 links (whitepapers).
+        ("A100-SXM-80GB", "interconnect_links", 12),
+        ("H100-SXM", "interconnect_links", 18),
     ],
 )
 def test_published_figures(name, field, value):
@@ -73,6 +107,14 @@ def test_published_figures(name, field, value):
         ("H200-SXM", "fp32", 67e12),
         ("MI300X", "bf16", 1307.4e12),  # AMD data sheet, dense
         ("L4", "fp8", 242.5e12),  # L4 datasheet: 485 TFLOPS with sparsity
+        ("T4", "fp16", 65e12),  # T4 datasheet: 65 TFLOPS mixed precision (Turing: no sparsity)
+        ("L40S", "fp8", 733e12),  # L40S datasheet: 1,466 TFLOPS with sparsity
+        ("L40S", "bf16", 362.05e12),  # 733 with sparsity
+        ("H100-PCIe", "bf16", 756.5e12),  # H100 datasheet (PCIe): 1,513 with sparsity
+        ("H100-PCIe", "fp8", 1513e12),  # 3,026 with sparsity
+        ("RTX-3090", "fp16", 71e12),  # GA102 whitepaper: 71 dense with FP32 accumulate (142 sparse)
+        ("RTX-5090", "fp8", 419e12),  # RTX Blackwell whitepaper: 419 dense with FP32 accumulate
+        ("A10G", "bf16", 70e12),
     ],
 )
 def test_peaks_are_dense(name, dtype, dense):
@@ -84,7 +126,9 @@ def test_every_gpu_has_every_required_field_with_a_source():
         g = get_gpu(name)
         assert g.sms > 0 and g.boost_clock_hz > 1e8 and g.hbm_bytes > 0 and g.hbm_bytes_per_s > 0
         assert g.smem_per_sm_bytes > 0 and g.tdp_w > 0
-        assert set(g.peak_flop_per_s) <= set(DTYPES) and "bf16" in g.peak_flop_per_s
+        assert set(g.peak_flop_per_s) <= set(DTYPES) and "fp16" in g.peak_flop_per_s
+        # bf16 tensor cores from sm_80 (NVIDIA) and on CDNA 3; the T4 (sm_75) has none.
+        assert ("bf16" in g.peak_flop_per_s) == (g.arch != "sm_75")
         for f in ("peak_flop_per_s", "hbm_bytes_per_s", "sms", "l2_bytes", "interconnect_bytes_per_s", "tdp_w"):
             assert g.sources.get(f), f"{name}: no source for {f}"
 

@@ -1,7 +1,7 @@
 """Can this machine run the book's chapters? One table, in well under a minute.
 
     python -m widgets.doctor              # this machine
-    python -m widgets.doctor --as T4      # a GPU you do not have (any catalog GPU, or T4)
+    python -m widgets.doctor --as T4      # a GPU you do not have (any catalog GPU)
     python -m widgets.doctor --as H200-SXM --gpus 2
     python -m widgets.doctor --as T4 --as L4 --as A100-SXM-80GB   # a room plan: chapters x GPUs
 
@@ -60,16 +60,10 @@ CHAPTER_NEEDS: dict[str, tuple[str, ...]] = {
 }
 INSTALL_HINT = 'pip install "gpu-book-widgets[chapters]" (or make install)'
 
-# GPUs that ``--as`` knows although the catalog (widgets.hardware) does not have them yet. Adding
-# them to the catalog, with sources, is a separate piece of work; the catalog wins when it has one.
-EXTRA_GPUS: dict[str, dict] = {
-    "T4": dict(
-        vendor="NVIDIA",
-        arch="sm_75",
-        memory_bytes=16 * 10**9,
-        source="NVIDIA T4 datasheet: Turing, 16 GB GDDR6 (about 15 GiB usable); compute capability 7.5",
-    ),
-}
+# GPUs that ``--as`` knows although the catalog (widgets.hardware) does not have them: none. Every
+# GPU a reader may name (T4, L4, A100, ...) is a catalog entry with its sources; a GPU added here
+# instead (vendor, arch, memory_bytes, source) would answer ``--as`` without one.
+EXTRA_GPUS: dict[str, dict] = {}
 
 # The serving chapter's GPU run (widgets/experiments/serving.py): a Llama-3-70B-shaped decoder cut
 # to SERVING_LAYERS layers in bf16, decode sweeps up to SERVING_MAX_KV_TOKENS cached tokens, and a
@@ -288,7 +282,7 @@ def gpu_facts(name: str) -> dict:
                 name=g.name,
                 vendor=g.vendor,
                 arch=g.arch,
-                memory_bytes=int(g.hbm_bytes),
+                memory_bytes=int(g.memory_bytes),  # what the device reports as usable where known
                 source="widgets.hardware catalog",
             )
         for key, facts in EXTRA_GPUS.items():
@@ -458,12 +452,14 @@ def _tensor_cores(m: Machine, cap: dict):
         return scaled, needs, caveats
     if not cap["fp16_tc"]:
         needs.append(f"tensor cores (sm_70 or newer; this GPU is {m.arch})")
+    # what widgets.experiments.tensor_cores.dtype_plan and gemm_dtype do with the same rules
+    # (tests/test_capabilities.py checks that the two agree for every catalog GPU)
     if not cap["bf16_tc"]:
         scaled.append(
-            f"tf32 and bf16 have no tensor-core path on {m.arch} (both need sm_80): the tf32 row measures plain fp32, "
-            "the bf16 row no tensor cores"
+            f"bf16 and tf32 rows left out (bf16 and tf32 tensor cores need sm_80; this GPU is {m.arch}): the shape "
+            "sweep and the Triton GEMMs run in fp16, the precision experiment emulates bf16 and tf32"
         )
-        caveats.append(f"bf16 GEMMs (cuBLAS and Triton) and the bf16 shape sweep are untested on {m.arch}")
+        caveats.append(f"Triton GEMMs on {m.arch} are untested here (Triton's tested path is sm_80 and newer; they fail soft)")
     if not cap["fp8_tc"]:
         scaled.append(f"fp8 rows left out (fp8 tensor cores need sm_89; this GPU is {m.arch})")
     return scaled, needs, caveats
@@ -612,7 +608,7 @@ def main(argv=None) -> int:
         dest="as_gpu",
         metavar="GPU",
         action="append",
-        help="answer for this GPU instead (a catalog name, or T4); give it several times for a room plan",
+        help="answer for this GPU instead (a catalog name, e.g. T4); give it several times for a room plan",
     )
     ap.add_argument("--gpus", type=int, default=1, help="with --as: how many of them (default 1)")
     ap.add_argument(
