@@ -289,3 +289,39 @@ def accuracy_rows(record: Mapping, *, datasheet_bytes_per_s: Optional[float] = N
                                f"{r['n_elems']:,} fp32 elements, bytes / {src}",
                                r[pred_key], t, "s", label, device))
     return out
+
+
+WAYS = (("eager", "eager PyTorch", "model_eager_s"), ("triton_fused", "fused Triton kernel", "model_fused_s"),
+        ("compiled", "torch.compile", "model_fused_s"))
+
+
+def compare_rows(record: Mapping, bytes_per_s: float, here: Optional[FusionResult] = None,
+                 label: str = "prediction") -> list[dict]:
+    """Rows for ``widgets.book.compare_table``: for each chain length of the record's chain sweep
+    (or, without one, of ``CHAIN_OPS`` at 2**28 elements), each way's model time at ``bytes_per_s``,
+    the recorded time and the reader's (``here``, the same chain length, its own size)."""
+    from ..units import fmt_time
+
+    rows = fusion_rows(record, bytes_per_s)
+    recorded = bool(rows)
+    if not recorded:
+        rows = [{"n_elems": GPU_ELEMS, "n_ops": k, "model_eager_s": e.eager_s, "model_fused_s": e.fused_s,
+                 "eager_s": None, "triton_fused_s": None, "compiled_s": None,
+                 "eager_error": None, "triton_fused_error": None, "compiled_error": None}
+                for k in CHAIN_OPS for e in [model.fusion_estimate(GPU_ELEMS, k, bytes_per_s)]]
+    here_by = {p.n_ops: p for p in (here.chain_sweep if here is not None else ())}
+    out = []
+    for r in rows:
+        for way, name, key in WAYS:
+            t, err = r[way + "_s"], r[way + "_error"]
+            if (recorded and t is None and err is None) or (not recorded and way == "compiled" and r["n_ops"] not in COMPILED_OPS):
+                continue  # not asked for at this length
+            h = _median(getattr(here_by[r["n_ops"]], way)) if r["n_ops"] in here_by else None
+            out.append(dict(
+                quantity=f"{r['n_ops']} op{'s' if r['n_ops'] > 1 else ''}, {name}",
+                model=fmt_time(r[key]), label=label,
+                reference=fmt_time(t) if t else ("not recorded yet" if not recorded else f"did not run ({err})"),
+                ratio=f"{t / r[key]:.2f}" if t else None,
+                here=fmt_time(h) if h else None,
+            ))
+    return out

@@ -257,7 +257,42 @@ def accuracy_rows(record: Mapping) -> list[Row]:
     t = transpose_result(record)
     if t is None:
         return []
-    from ..models.memory_hierarchy_records import bandwidths, device_of, l2_plateau_and_hbm_level
+    from ..models.memory_hierarchy_records import device_of
+
+    constants = record_constants(record)
+    if constants is None:  # a record without these: no calibrated rows
+        return []
+    out = []
+    for r in transpose_rows(record, *constants):
+        if r["kind"] == "copy" or r["measured_vs_copy"] is None:
+            continue
+        out.append(Row(TOPIC, f"Transpose {r['n']}x{r['n']} fp32, {r['kind']}: time / copy's time",
+                       f"max(HBM, L2 sectors, shared wavefronts); bound: {r['model_bound']}",
+                       r["model_vs_copy"], r["measured_vs_copy"], "x", "calibrated", device_of(record)))
+    return out
+
+
+def here_rows(result: Optional[TransposeResult]) -> list[dict]:
+    """The reader's own run: each kernel's time [s] and its time over the copy's (no model: the
+    reader's bandwidths and clock are not known here)."""
+    if result is None:
+        return []
+    copy_t = _time(result.kernels.get("copy"))
+    out = []
+    for kind in KINDS:
+        entry = result.kernels.get(kind)
+        t = _time(entry)
+        out.append({"kind": kind, "time_s": t, "vs_copy": t / copy_t if t and copy_t else None,
+                    "error": entry.error if isinstance(entry, harness.Failed) else None,
+                    "correct": entry.correct if isinstance(entry, TransposeKernel) else None})
+    return out
+
+
+def record_constants(record: Mapping) -> Optional[tuple[float, float, int, float]]:
+    """(HBM B/s, L2 B/s, SMs, SM clock [Hz]) for the calibrated model, from a memory_hierarchy
+    record: the Triton copy (experiment 1), the L2 plateau (experiment 2), the provenance's SM count
+    and NVML's maximum SM clock; None where the record lacks one."""
+    from ..models.memory_hierarchy_records import bandwidths, l2_plateau_and_hbm_level
 
     try:
         hbm = bandwidths(record)["Triton copy (read + write)"]
@@ -265,15 +300,6 @@ def accuracy_rows(record: Mapping) -> list[Row]:
         prov = record.get("provenance", {})
         sms = int(prov["sms"])
         clock = float((prov.get("clock_power") or {}).get("max_sm_clock_hz") or 0)
-        if not clock:
-            return []
-    except Exception:  # noqa: BLE001 - a record without these: no calibrated rows
-        return []
-    out = []
-    for r in transpose_rows(record, hbm, l2, sms, clock):
-        if r["kind"] == "copy" or r["measured_vs_copy"] is None:
-            continue
-        out.append(Row(TOPIC, f"Transpose {r['n']}x{r['n']} fp32, {r['kind']}: time / copy's time",
-                       f"max(HBM, L2 sectors, shared wavefronts); bound: {r['model_bound']}",
-                       r["model_vs_copy"], r["measured_vs_copy"], "x", "calibrated", device_of(record)))
-    return out
+    except (KeyError, TypeError, ValueError):
+        return None
+    return (hbm, l2, sms, clock) if clock > 0 else None
