@@ -67,6 +67,27 @@ def _results(record: Mapping) -> Mapping:
 
 
 def device_of(record: Mapping) -> str:
+    """The device a record was measured on, as its provenance names it.
+
+    Explained in :ref:`memory_hierarchy` > Predict, then measure.
+
+    Parameters
+    ----------
+    record : Mapping
+        A measurement record (anything else gives ``"unknown device"``).
+
+    Returns
+    -------
+    str
+        ``provenance.gpu`` or ``provenance.device``, else ``"unknown device"``.
+
+    Never raises.
+
+    Examples
+    --------
+    >>> device_of({"provenance": {"gpu": "NVIDIA H200"}}), device_of({})
+    ('NVIDIA H200', 'unknown device')
+    """
     prov = record.get("provenance", {}) if isinstance(record, Mapping) else {}
     return str(prov.get("gpu") or prov.get("device") or "unknown device")
 
@@ -83,7 +104,26 @@ BANDWIDTH_KERNELS = (
 
 
 def bandwidths(record: Mapping) -> dict:
-    """``{label: measured B/s}`` of the four HBM kernels."""
+    """The measured bandwidth of each of the four HBM kernels.
+
+    Explained in :ref:`memory_hierarchy` > 1. HBM bandwidth: copy and read.
+
+    Parameters
+    ----------
+    record : Mapping
+        The chapter's measurement record (``widgets/data/h200/memory_hierarchy.json`` or one
+        written by ``python -m widgets.measure``).
+
+    Returns
+    -------
+    dict
+        ``{label: bandwidth [B/s]}`` for the Triton and torch copies, the Triton read and torch's sum.
+
+    Raises
+    ------
+    ValueError
+        If a field it reads is missing or not a positive finite number (the message names the field).
+    """
     bw = _field(_results(record), "hbm_bandwidth", "results.")
     return {
         label: _positive(_field(bw, key, "results.hbm_bandwidth."), f"hbm_bandwidth.{key}")
@@ -92,9 +132,29 @@ def bandwidths(record: Mapping) -> dict:
 
 
 def bandwidth_spreads(record: Mapping) -> dict:
-    """``{label: (slowest, fastest) B/s}`` of the four HBM kernels over their repeats, from the
-    recorded times (``results.hbm_bandwidth.timings``); kernels without a recorded spread are left
-    out."""
+    """The slowest and fastest bandwidth of each HBM kernel over its repeats.
+
+    Computed from the recorded times (``results.hbm_bandwidth.timings``); kernels without a
+    recorded spread are left out.
+
+    Explained in :ref:`memory_hierarchy` > 1. HBM bandwidth: copy and read.
+
+    Parameters
+    ----------
+    record : Mapping
+        The chapter's measurement record (``widgets/data/h200/memory_hierarchy.json`` or one
+        written by ``python -m widgets.measure``).
+
+    Returns
+    -------
+    dict
+        ``{label: (slowest [B/s], fastest [B/s])}``.
+
+    Raises
+    ------
+    ValueError
+        If ``results.hbm_bandwidth`` is missing.
+    """
     bw = _field(_results(record), "hbm_bandwidth", "results.")
     timings = bw.get("timings") or {}
     nbytes = bw.get("nbytes")
@@ -113,7 +173,26 @@ def bandwidth_spreads(record: Mapping) -> dict:
 
 
 def copy_vs_torch(record: Mapping) -> float:
-    """Triton copy bandwidth over torch's copy, from the two measured rates."""
+    """Triton copy bandwidth over torch's copy, from the two measured rates.
+
+    Explained in :ref:`memory_hierarchy` > 1. HBM bandwidth: copy and read.
+
+    Parameters
+    ----------
+    record : Mapping
+        The chapter's measurement record (``widgets/data/h200/memory_hierarchy.json`` or one
+        written by ``python -m widgets.measure``).
+
+    Returns
+    -------
+    float
+        The ratio [-].
+
+    Raises
+    ------
+    ValueError
+        If a field it reads is missing or not a positive finite number (the message names the field).
+    """
     b = bandwidths(record)
     return b["Triton copy (read + write)"] / b["torch copy_ (read + write)"]
 
@@ -122,8 +201,30 @@ def copy_vs_torch(record: Mapping) -> float:
 # 2. Working-set sweep
 # ---------------------------------------------------------------------------------------------
 def sweep_points(record: Mapping) -> tuple[list, list, int]:
-    """``(ws_bytes, bytes_per_s, l2_bytes)`` of the working-set sweep, bandwidth recomputed as
-    bytes read / median time."""
+    """The working-set sweep: sizes, bandwidths (bytes read / median time) and the L2 size.
+
+    Explained in :ref:`memory_hierarchy` > 2. The L2-to-HBM cliff.
+
+    Parameters
+    ----------
+    record : Mapping
+        The chapter's measurement record (``widgets/data/h200/memory_hierarchy.json`` or one
+        written by ``python -m widgets.measure``).
+
+    Returns
+    -------
+    ws_bytes : list of int
+        Working-set sizes [B].
+    bytes_per_s : list of float
+        Bandwidth at each size [B/s].
+    l2_bytes : int
+        The L2's size [B]; 0 when the run had no L2 (a CPU run).
+
+    Raises
+    ------
+    ValueError
+        If a field it reads is missing or not a positive finite number (the message names the field), or the sweep is empty.
+    """
     sweep = _field(_results(record), "working_set_sweep", "results.")
     l2_raw = _field(sweep, "l2_bytes", "results.working_set_sweep.")
     l2 = 0 if l2_raw in (0, None) else int(_positive(l2_raw, "working_set_sweep.l2_bytes"))  # 0/None: no L2 (a CPU run)
@@ -156,9 +257,31 @@ def _l2_of(record: Mapping) -> int:
 
 
 def l2_plateau_and_hbm_level(record: Mapping) -> tuple[float, float]:
-    """Median bandwidth of the sweep for working sets from 16 MiB to 0.95 x the L2 (the L2
-    plateau; smaller working sets are still faster, so they are left out) and for working sets of
-    8 L2s or more (HBM) [B/s]."""
+    """The sweep's median bandwidth on the L2 plateau and at HBM working sets.
+
+    The plateau is working sets from 16 MiB to 0.95 x the L2 (smaller working sets are still
+    faster, so they are left out); HBM is working sets of 8 L2s or more.
+
+    Explained in :ref:`memory_hierarchy` > 2. The L2-to-HBM cliff.
+
+    Parameters
+    ----------
+    record : Mapping
+        The chapter's measurement record (``widgets/data/h200/memory_hierarchy.json`` or one
+        written by ``python -m widgets.measure``).
+
+    Returns
+    -------
+    l2_bytes_per_s : float
+        Median bandwidth on the L2 plateau [B/s].
+    hbm_bytes_per_s : float
+        Median bandwidth at 8 x the L2 or more [B/s].
+
+    Raises
+    ------
+    ValueError
+        If a field it reads is missing or not a positive finite number (the message names the field), the run had no L2, or either range has no point.
+    """
     ws, bw, _ = sweep_points(record)
     l2 = _l2_of(record)
     inside = [b for w, b in zip(ws, bw) if PLATEAU_MIN_BYTES <= w <= PLATEAU_MAX_FRACTION_OF_L2 * l2]
@@ -169,16 +292,54 @@ def l2_plateau_and_hbm_level(record: Mapping) -> tuple[float, float]:
 
 
 def small_working_set_rates(record: Mapping) -> list[tuple[int, float]]:
-    """``(ws_bytes, bytes_per_s)`` of the working sets of 8 MiB or less (read faster than the
-    plateau on the H200)."""
+    """The sweep's working sets of 8 MiB or less (read faster than the plateau on the H200).
+
+    Explained in :ref:`memory_hierarchy` > 2. The L2-to-HBM cliff.
+
+    Parameters
+    ----------
+    record : Mapping
+        The chapter's measurement record (``widgets/data/h200/memory_hierarchy.json`` or one
+        written by ``python -m widgets.measure``).
+
+    Returns
+    -------
+    list of tuple
+        ``(ws_bytes [B], bytes_per_s [B/s])`` per point.
+
+    Raises
+    ------
+    ValueError
+        If a field it reads is missing or not a positive finite number (the message names the field).
+    """
     ws, bw, _ = sweep_points(record)
     return [(w, b) for w, b in zip(ws, bw) if w <= SMALL_WS_MAX_BYTES]
 
 
 def near_l2_points(record: Mapping) -> list[dict]:
-    """The sweep's points from 0.9x to 1.25x the L2, in both visiting orders where the record has
-    them: ``{"ws_bytes", "bytes_per_s", "order"}``, ``order`` "coprime step" (the sweep; older
-    records: "grid stride") or "grid stride" (``order_points``: step = number of programs)."""
+    """The sweep's points from 0.9 x to 1.25 x the L2, in both visiting orders where the record has them.
+
+    ``order`` is "coprime step" (the sweep; older records: "grid stride") or "grid stride"
+    (``order_points``: step = number of programs).
+
+    Explained in :ref:`memory_hierarchy` > 2. The L2-to-HBM cliff.
+
+    Parameters
+    ----------
+    record : Mapping
+        The chapter's measurement record (``widgets/data/h200/memory_hierarchy.json`` or one
+        written by ``python -m widgets.measure``).
+
+    Returns
+    -------
+    list of dict
+        ``{"ws_bytes" [B], "bytes_per_s" [B/s], "order"}`` per point, by size then order.
+
+    Raises
+    ------
+    ValueError
+        If a field it reads is missing or not a positive finite number (the message names the field) or the run had no L2.
+    """
     l2 = _l2_of(record)
     lo, hi = NEAR_L2_FRACTIONS
     sweep = _field(_results(record), "working_set_sweep", "results.")
@@ -203,9 +364,32 @@ def near_l2_points(record: Mapping) -> list[dict]:
 
 
 def ladder(record: Mapping, gpu) -> list[dict]:
-    """The bandwidth of each rung, where it comes from, and how much faster it is than the rung
-    below: shared memory (derived: 32 banks x 4 B x SMs x boost clock), L2 and HBM (measured in
-    ``record``), host link (catalog)."""
+    """The bandwidth of each rung of the hierarchy, where it comes from, and how much faster it is than the next.
+
+    Shared memory is derived (32 banks x 4 B x SMs x boost clock), L2 and HBM are measured in
+    ``record``, the host link comes from the catalog.
+
+    Explained in :ref:`memory_hierarchy` > The hierarchy, level by level.
+
+    Parameters
+    ----------
+    record : Mapping
+        The chapter's measurement record (``widgets/data/h200/memory_hierarchy.json`` or one
+        written by ``python -m widgets.measure``).
+    gpu : str or GPU
+        A catalog name or record (:func:`widgets.hardware.get_gpu`).
+
+    Returns
+    -------
+    list of dict
+        ``{"level", "bytes_per_s" [B/s], "source", "times_next" [-] or None}`` per rung, fastest
+        first.
+
+    Raises
+    ------
+    ValueError
+        If ``gpu`` is not in the catalog, or a field it reads is missing or not a positive finite number (the message names the field).
+    """
     from ..hardware import get_gpu
 
     gpu = get_gpu(gpu)  # a catalog name or a GPU record; ValueError naming the valid ones
@@ -237,16 +421,37 @@ def ladder(record: Mapping, gpu) -> list[dict]:
 # 3. Strided reads
 # ---------------------------------------------------------------------------------------------
 def strided_points(record: Mapping, *, granule_bytes: int = NCU_GRANULE_BYTES) -> list[dict]:
-    """Each stride's measurement and the three models' times [s], recomputed:
+    """Each stride's measurement and the three models' times, recomputed.
 
     - ``predicted_s``: 32-byte sectors at the datasheet HBM bandwidth (``hbm_bytes_per_s`` of
       the catalog GPU named in the provenance, else the H200's);
     - ``calibrated_s``: 32-byte sectors at the bandwidth experiment 1's Triton read reached
       (``results.hbm_bandwidth.triton_read_bytes_per_s``: a different, named micro-benchmark);
     - ``granule64_s``: DRAM granules of ``granule_bytes`` (64 B: what the ncu counter run measured,
-      ``ncu_granule_bytes``) at that same bandwidth (calibrated).
+      :func:`ncu_granule_bytes`) at that same bandwidth (calibrated).
 
     ``stride1_bytes_per_s`` is the strided kernel's own stride-1 bandwidth, for comparison.
+
+    Explained in :ref:`memory_hierarchy` > 3. Strided access against the sector model.
+
+    Parameters
+    ----------
+    record : Mapping
+        The chapter's measurement record (``widgets/data/h200/memory_hierarchy.json`` or one
+        written by ``python -m widgets.measure``).
+    granule_bytes : int, optional
+        DRAM granule of the third model [B].
+
+    Returns
+    -------
+    list of dict
+        Per stride: ``stride`` [-], ``n_elems`` [-], ``time_s`` [s], the three model times [s] and
+        the bandwidths used [B/s].
+
+    Raises
+    ------
+    ValueError
+        If a field it reads is missing or not a positive finite number (the message names the field), or there is no stride-1 point.
     """
     pts = _field(_results(record), "strided_access", "results.")
     if not isinstance(pts, list) or not pts:
@@ -294,7 +499,26 @@ def strided_points(record: Mapping, *, granule_bytes: int = NCU_GRANULE_BYTES) -
 
 
 def calibration_bytes_per_s(record: Mapping) -> float:
-    """The strided model's calibration: experiment 1's Triton read bandwidth [B/s]."""
+    """The strided model's calibration: experiment 1's Triton read bandwidth.
+
+    Explained in :ref:`memory_hierarchy` > 3. Strided access against the sector model.
+
+    Parameters
+    ----------
+    record : Mapping
+        The chapter's measurement record (``widgets/data/h200/memory_hierarchy.json`` or one
+        written by ``python -m widgets.measure``).
+
+    Returns
+    -------
+    float
+        Bandwidth [B/s].
+
+    Raises
+    ------
+    ValueError
+        If a field it reads is missing or not a positive finite number (the message names the field).
+    """
     bw = _field(_results(record), "hbm_bandwidth", "results.")
     return _positive(
         _field(bw, "triton_read_bytes_per_s", "results.hbm_bandwidth."), "hbm_bandwidth.triton_read_bytes_per_s"
@@ -312,9 +536,30 @@ def _datasheet_hbm(record: Mapping) -> float:
 # Accuracy ledger
 # ---------------------------------------------------------------------------------------------
 def accuracy_rows(record: Mapping) -> list[Row]:
-    """Every comparison the chapter makes, recomputed from ``record`` (old and new record formats:
-    only the raw fields ``*_bytes_per_s``, ``bytes_read``/``time_s`` and ``stride_elems``/
-    ``n_elems``/``time_s`` are read)."""
+    """Every comparison the chapter makes, recomputed from a record, as rows of the accuracy ledger.
+
+    Old and new record formats: only the raw fields ``*_bytes_per_s``, ``bytes_read``/``time_s``
+    and ``stride_elems``/``n_elems``/``time_s`` are read.
+
+    Explained in :doc:`/book/accuracy` > Model accuracy.
+
+    Parameters
+    ----------
+    record : Mapping
+        The chapter's measurement record (``widgets/data/h200/memory_hierarchy.json`` or one
+        written by ``python -m widgets.measure``).
+
+    Returns
+    -------
+    list of Row
+        Each with its quantity, reference, model value, measured value, unit and label
+        (prediction or calibrated).
+
+    Raises
+    ------
+    ValueError
+        If a field it reads is missing or not a positive finite number (the message names the field).
+    """
     device = device_of(record)
     datasheet = _datasheet_hbm(record)
     ds = f"datasheet HBM {datasheet / 1e12:.3g} TB/s"
@@ -393,8 +638,9 @@ def accuracy_rows(record: Mapping) -> list[Row]:
 # Hardware counters (Nsight Compute): benchmarks/h200/memory_hierarchy_ncu.sh writes the record
 # ---------------------------------------------------------------------------------------------
 def ncu_comparison(ncu_record: Mapping) -> list[dict]:
-    """Model bytes against counted bytes, per stride, from the JSON that
-    ``benchmarks/h200/memory_hierarchy_ncu.sh`` writes::
+    """Model bytes against the bytes Nsight Compute counted, per stride.
+
+    The record looks like::
 
         {"provenance": {...}, "elem_bytes": 4,
          "points": [{"stride": 1, "n_elems": N, "metrics": {"dram__sectors_read.sum": ..., ...}}, ...]}
@@ -403,6 +649,24 @@ def ncu_comparison(ncu_record: Mapping) -> list[dict]:
     model and the 64-byte DRAM-granule model predict, the L2 sectors read by the SMs x 32
     (``lts__t_sectors_srcunit_tex_op_read``), and the DRAM bytes read (``dram__bytes_read``; also
     ``dram__sectors_read`` x 32).
+
+    Explained in :ref:`memory_hierarchy` > 3. Strided access against the sector model.
+
+    Parameters
+    ----------
+    ncu_record : Mapping
+        The JSON ``benchmarks/h200/memory_hierarchy_ncu.sh`` writes.
+
+    Returns
+    -------
+    list of dict
+        Per stride, sorted: ``stride`` [-], ``n_elems`` [-], ``requested_bytes`` [B] and the
+        byte ratios [-] (None where a counter could not be collected).
+
+    Raises
+    ------
+    ValueError
+        If ``elem_bytes`` is not 4, ``points`` is empty, or a field or counter is missing or invalid.
     """
     elem = ncu_record.get("elem_bytes", FLOAT_BYTES) if isinstance(ncu_record, Mapping) else None
     if elem != FLOAT_BYTES:
@@ -442,9 +706,28 @@ def ncu_comparison(ncu_record: Mapping) -> list[dict]:
 
 
 def ncu_granule_bytes(ncu_record: Mapping) -> Optional[float]:
-    """The DRAM bytes moved per lane where lanes are 64 B or more apart (each lane then misses its
-    own 32-B sector), median over those strides: the L2's DRAM fetch granule as the counters see it
-    [B]. None when the record has no such stride or no DRAM counter."""
+    """The L2's DRAM fetch granule as the counters see it.
+
+    The DRAM bytes moved per lane where lanes are 64 B or more apart (each lane then misses its own
+    32-B sector), median over those strides.
+
+    Explained in :ref:`memory_hierarchy` > 3. Strided access against the sector model.
+
+    Parameters
+    ----------
+    ncu_record : Mapping
+        The JSON ``benchmarks/h200/memory_hierarchy_ncu.sh`` writes.
+
+    Returns
+    -------
+    float or None
+        Bytes per lane [B]; None when the record has no such stride or no DRAM counter.
+
+    Raises
+    ------
+    ValueError
+        If the record is invalid (as :func:`ncu_comparison`).
+    """
     per_lane = [
         r["dram_bytes"] * FLOAT_BYTES
         for r in ncu_comparison(ncu_record)
@@ -473,8 +756,28 @@ def _counter(metrics: Mapping, key: str, where: str) -> Optional[float]:
 # Clock and power seen during a run (NVML), and the spread of repeated timings
 # ---------------------------------------------------------------------------------------------
 def monitor_line(monitor: Any) -> Optional[str]:
-    """One sentence on the SM clock and board power NVML saw during a run, or None when the record
-    has none (old records, CPU runs)."""
+    """One sentence on the SM clock and board power NVML saw during a run.
+
+    Explained in :ref:`memory_hierarchy` > 1. HBM bandwidth: copy and read.
+
+    Parameters
+    ----------
+    monitor : Mapping or None
+        A record's ``monitor`` field: ``sm_clock_hz`` [Hz] and ``power_w`` [W], each with ``median``,
+        ``min`` and ``max``, and ``samples``.
+
+    Returns
+    -------
+    str or None
+        The sentence, or None when the record has no readings (old records, CPU runs).
+
+    Never raises: anything but such a mapping gives None.
+
+    Examples
+    --------
+    >>> monitor_line({"power_w": {"median": 650, "min": 600, "max": 700}})
+    'During these runs NVML read board power 650 W (600 to 700).'
+    """
     if not isinstance(monitor, Mapping):
         return None
     clock, power = monitor.get("sm_clock_hz"), monitor.get("power_w")
@@ -492,7 +795,31 @@ def monitor_line(monitor: Any) -> Optional[str]:
 
 
 def spread_s(point: Mapping) -> Optional[tuple[float, float]]:
-    """(fastest, slowest) of a point's repeats [s], when the record has them (newer records)."""
+    """The fastest and slowest of a point's repeated timings, when the record has them.
+
+    Explained in :ref:`memory_hierarchy` > 3. Strided access against the sector model.
+
+    Parameters
+    ----------
+    point : Mapping
+        One measured point, with ``time_min_s``/``time_max_s`` (or ``min_s``/``max_s``) [s] in newer
+        records.
+
+    Returns
+    -------
+    tuple of float or None
+        ``(fastest [s], slowest [s])``, or None when the point has no valid spread.
+
+    Raises
+    ------
+    AttributeError
+        If ``point`` is not a mapping (a mapping without the fields gives None).
+
+    Examples
+    --------
+    >>> spread_s({"time_min_s": 1e-3, "time_max_s": 2e-3}), spread_s({})
+    ((0.001, 0.002), None)
+    """
     lo, hi = point.get("time_min_s") or point.get("min_s"), point.get("time_max_s") or point.get("max_s")
     if isinstance(lo, (int, float)) and isinstance(hi, (int, float)) and 0 < lo <= hi and math.isfinite(hi):
         return float(lo), float(hi)
