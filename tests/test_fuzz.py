@@ -119,10 +119,7 @@ VALID: dict[str, dict] = {
     "simt.reduction_atomics": dict(n_elems=1 << 24, per="warp", threads_per_block=256, grid_blocks=528),
     "simt.pipeline_time_s": dict(stage_s=[4e-3, 4e-3, 4e-3], chunks=8, per_chunk_overhead_s=1e-5),
     "simt.waves": dict(grid_blocks=133, blocks_per_sm=1, sms=132),
-    "simt.reduction_time_s": dict(bytes_read=1 << 30, read_bytes_per_s=4e12, same_address_atomics=1 << 20, atomics_per_s=2e9),
-    "simt.reduction_atomics": dict(n_elems=1 << 24, per="warp", threads_per_block=256, grid_blocks=528),
-    "simt.pipeline_time_s": dict(stage_s=[4e-3, 4e-3, 4e-3], chunks=8, per_chunk_overhead_s=1e-5),
-    "simt.waves": dict(grid_blocks=133, blocks_per_sm=1, sms=132),
+    "simt.pipeline_schedule": dict(stage_s=[4e-3, 1e-3, 4e-3], chunks=8),
     # tensor_cores
     "tensor_cores.matmul_flop": dict(m=128, n=128, k=128),
     "tensor_cores.peak_flop_per_s": dict(sms=132, clock_hz=1.98e9, flop_per_clock_per_sm=4096),
@@ -239,7 +236,8 @@ FREE_TEXT = {"name@transformer.ModelConfig", "name@transformer.custom_model", "n
              "memory_type", "notes", "unit", "device_name", "param"}
 # Parameters that hold a sequence or mapping (a list is the right type).
 CONTAINER = {"levels", "byte_addresses", "values", "lanes_per_path", "cost_per_path", "sizes_bytes", "times_s",
-             "chunks_per_rank", "candidates", "peak_flop_per_s@hardware.GPU", "sources", "stage_s@simt.pipeline_time_s"}
+             "chunks_per_rank", "candidates", "peak_flop_per_s@hardware.GPU", "sources", "stage_s@simt.pipeline_time_s",
+             "stage_s@simt.pipeline_schedule"}
 # Parameters that take a scalar or an array (elementwise models).
 ARRAY_OK = {"intensity@memory_hierarchy.attainable_flop_per_s", "ws_bytes", "warps_per_sm@simt.littles_law_bytes_per_s",
             "m@tensor_cores.predicted_flop_per_s", "n@tensor_cores.predicted_flop_per_s",

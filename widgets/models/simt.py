@@ -1242,3 +1242,39 @@ def waves(grid_blocks: int, blocks_per_sm: int, sms: int) -> tuple[int, float]:
     slots = b * s
     w = -(-g // slots)
     return w, g / (w * slots)
+
+
+def pipeline_schedule(stage_s: Sequence[float], chunks: int) -> list[tuple[int, int, float, float]]:
+    """The timeline :func:`pipeline_time_s` assumes: every stage has its own engine, and a stage
+    starts a chunk as soon as its engine is free and the chunk has left the previous stage.
+    Returns ``(chunk, stage, start_s, end_s)`` for every chunk and stage; the last end is
+    ``pipeline_time_s(stage_s, chunks)``. Explained in :ref:`simt` > Streams and copy/compute
+    overlap.
+
+    Parameters
+    ----------
+    stage_s : sequence of float
+        Each stage's time for the whole job [s].
+    chunks : int
+        Pieces the job is split into [count] (at most 4,096: a timeline to draw).
+
+    Returns
+    -------
+    list of (int, int, float, float)
+        Chunk index, stage index, start [s], end [s].
+
+    >>> [(c, s, round(a, 3), round(b, 3)) for c, s, a, b in pipeline_schedule([2.0, 1.0], 2)]
+    [(0, 0, 0.0, 1.0), (0, 1, 1.0, 1.5), (1, 0, 1.0, 2.0), (1, 1, 2.0, 2.5)]
+    """
+    stages = _check.numbers_list("stage_s", stage_s, min_len=1, max_len=64, check=_check.non_negative)
+    k = _check.integer("chunks", chunks, minimum=1, maximum=4096)
+    free = [0.0] * len(stages)  # when each stage's engine is next free
+    out = []
+    for c in range(k):
+        ready = 0.0  # when chunk c has left the previous stage
+        for s, total in enumerate(stages):
+            start = max(free[s], ready)
+            end = start + total / k
+            out.append((c, s, start, end))
+            free[s] = ready = end
+    return out

@@ -703,3 +703,234 @@ def amdahl_compare_rows(ref: dict | None, here: dict | None, workers=(2, 8, 32, 
 
     rows.append(dict(quantity=f"ceiling 1/(1-p), {how}", reference=ceiling(ia) or "not recorded", here=ceiling(ih)))
     return rows
+
+
+# --------------------------------------------------------------------------------------------
+# The depth pass: streams and overlap, reductions, barriers, spills, stall reasons
+# --------------------------------------------------------------------------------------------
+STAGE_NAMES = ("H2D copy", "kernel", "D2H copy")
+OVERLAP_CHUNKS = (1, 2, 3, 4, 6, 8, 12, 16)
+# (copy time each way, kernel time) for the whole job [ms]: copy-bound, balanced, compute-bound
+OVERLAP_CHOICES = ((4.0, 1.0), (4.0, 4.0), (4.0, 8.0), (1.0, 4.0))
+
+
+def _stage_colors() -> tuple:
+    return (series_color(0), series_color(2), series_color(3))
+
+
+def _gantt_traces(spans, rows_of, *, showlegend: bool = True) -> list:
+    """One horizontal-bar trace per stage: ``spans`` are (chunk, stage index, start [s], end [s]),
+    ``rows_of(chunk, stage)`` names the row (an engine or a stream) the bar sits on."""
+    traces = []
+    for s, (name, color) in enumerate(zip(STAGE_NAMES, _stage_colors())):
+        mine = [sp for sp in spans if sp[1] == s]
+        traces.append(go.Bar(
+            x=[(e - b) * 1e3 for _, _, b, e in mine], base=[b * 1e3 for _, _, b, _ in mine], y=[rows_of(c, s) for c, *_ in mine],
+            orientation="h", name=name, marker=dict(color=color, line=dict(color="#ffffff", width=1)), showlegend=showlegend,
+            text=[str(c) for c, *_ in mine], textposition="inside", insidetextanchor="middle",
+            hovertemplate="chunk %{text}<br>%{base:.3f} to %{x:.3f} ms later<extra>" + name + "</extra>"))
+    return traces
+
+
+def _gantt_layout(rows: list, x_max_ms: float, *, legend: bool = True) -> dict:
+    out = dict(barmode="overlay", xaxis=dict(title="time (ms)", range=[0, x_max_ms * 1.02]),
+               yaxis=dict(categoryorder="array", categoryarray=list(reversed(rows)), title=None))
+    if legend:  # grid_figure places its own legend
+        out["legend"] = dict(orientation="h", y=-0.25)
+    return out
+
+
+def overlap_title(copy_s: float, kernel_s: float, chunks: int) -> str:
+    return f"{plural(chunks, 'chunk')}: copies {fmt_time(copy_s)} each way, kernel {fmt_time(kernel_s)}"
+
+
+def overlap_readout(copy_s: float, kernel_s: float, chunks: int) -> str:
+    stages = [copy_s, kernel_s, copy_s]
+    serial, over = sum(stages), m.pipeline_time_s(stages, chunks)
+    return f"serial {fmt_time(serial)}, overlapped {fmt_time(over)}: {serial / over:.2f}x (at most {serial / max(stages):.2f}x)"
+
+
+def overlap_figure(chunks=OVERLAP_CHUNKS, choices=OVERLAP_CHOICES, *, active=(1, 5)) -> go.Figure:
+    """Static overlap calculator: the model's timeline (``m.pipeline_schedule``) of a job that
+    copies in, computes and copies out, split into chunks; the dropdown picks the stage times,
+    the slider the number of chunks."""
+    engines = ["H2D engine", "SMs", "D2H engine"]
+    x_max = max(2 * c + k for c, k in choices)
+
+    def frame(choice, k):
+        copy_ms, kernel_ms = choice
+        stages = [copy_ms * 1e-3, kernel_ms * 1e-3, copy_ms * 1e-3]
+        spans = m.pipeline_schedule(stages, k)
+        traces = _gantt_traces(spans, lambda c, s: engines[s])
+        return traces, overlap_title(stages[0], stages[1], k), overlap_readout(stages[0], stages[1], k)
+
+    fig = grid_figure(slider=("chunks", list(chunks), str),
+                      choices=("copy, kernel", list(choices), lambda c: f"copy {c[0]:g} ms, kernel {c[1]:g} ms"),
+                      frame=frame, layout=_gantt_layout(engines, x_max, legend=False), active=active, height=420)
+    return fig
+
+
+def overlap_calculator():
+    """Live overlap calculator: bytes, host-link bandwidth, kernel time and chunks -> the serial
+    and overlapped times and the model's timeline."""
+    import ipywidgets as w
+
+    from ..hardware import get_gpu
+
+    link = get_gpu("H200-SXM").host_bytes_per_s
+    controls = {
+        "mib": w.IntSlider(value=256, min=1, max=8192, description="MiB"),
+        "link_gb_s": w.FloatSlider(value=link / 1e9, min=1, max=200, step=1, description="link GB/s"),
+        "kernel_ms": w.FloatSlider(value=4.0, min=0.0, max=50, step=0.1, description="kernel ms"),
+        "chunks": w.IntSlider(value=8, min=1, max=64, description="chunks"),
+    }
+
+    def compute(mib, link_gb_s, kernel_ms, chunks):
+        copy_s = mib * 2**20 / (link_gb_s * 1e9)
+        stages = [copy_s, kernel_ms * 1e-3, copy_s]
+        return stages, chunks, m.pipeline_time_s(stages, chunks), m.pipeline_schedule(stages, chunks)
+
+    def show(result):
+        stages, k, over, spans = result
+        serial = sum(stages)
+        rows = [("copy each way", fmt_time(stages[0])), ("kernel", fmt_time(stages[1])), ("serial (one stream)", fmt_time(serial)),
+                (f"overlapped ({plural(k, 'chunk')})", fmt_time(over)), ("speed-up", f"{serial / over:.2f}x"),
+                ("bound (infinitely many chunks)", fmt_time(max(stages)))]
+        engines = ["H2D engine", "SMs", "D2H engine"]
+        fig = go.Figure(_gantt_traces(spans, lambda c, s: engines[s]))
+        fig.update_layout(**_gantt_layout(engines, serial * 1e3))
+        return table_html(rows), style_figure(fig, title=overlap_title(stages[0], stages[1], k),
+                                              readout=overlap_readout(stages[0], stages[1], k))
+
+    return live_form(compute, controls, show, title="Copy/compute overlap")
+
+
+def timeline_plot(run, *, title: str, readout: str | None = None, x_max_ms: float | None = None) -> go.Figure:
+    """A recorded run (``simt_streams.PipelineRun``) drawn from its CUDA events: one row per
+    stream, one bar per stage of each chunk (labelled with the chunk)."""
+    spans = [(sp.chunk, STAGE_NAMES.index({"h2d": "H2D copy", "compute": "kernel", "d2h": "D2H copy"}[sp.stage]), sp.start_s, sp.end_s)
+             for sp in run.spans]
+    stream_of = {sp.chunk: sp.stream for sp in run.spans}
+    rows = [f"stream {i}" for i in range(run.streams)]
+    fig = go.Figure(_gantt_traces(spans, lambda c, s: f"stream {stream_of[c]}"))
+    fig.update_layout(**_gantt_layout(rows, x_max_ms or run.total_s * 1e3))
+    return style_figure(fig, title=title, readout=readout, height=260 + 40 * run.streams)
+
+
+def reduction_plot(res, *, title: str = "Reduction: bytes read per second", readout: str | None = None) -> go.Figure:
+    """Bandwidth of each reduction variant (``simt_warp.Reductions``) against the copy's read
+    rate and torch's ``sum``; the model's bandwidth as a marker."""
+    from ..experiments import simt_warp as sw
+
+    preds = sw.reduction_predictions(res)
+    names, meas, model_bw = [], [], []
+    for v in sw.REDUCE_VARIANTS:
+        r = res.variants.get(v)
+        if isinstance(r, sw.ReductionRun):
+            names.append(v.replace("_", " "))
+            meas.append(r.bytes_per_s / 1e9)
+            p = preds[v].predicted_time_s
+            model_bw.append(r.bytes_read / p / 1e9 if p else None)
+    fig = go.Figure([go.Bar(x=names, y=meas, name="measured", marker=dict(color=series_color(0))),
+                     go.Scatter(x=names, y=model_bw, mode="markers", name="model (calibrated)",
+                                marker=dict(symbol="line-ew-open", size=28, line=dict(width=3, color=series_color(3))))])
+    if isinstance(res.copy, sw.CopyRate):
+        fig.add_hline(y=res.copy.read_bytes_per_s / 1e9, line=dict(dash="dash", color="#888888"),
+                      annotation_text="copy: bytes read per s", annotation_position="top left")
+    fig.update_layout(yaxis=dict(title="GB/s read", type="log"), xaxis=dict(title=None))
+    return style_figure(fig, title=title, readout=readout, height=420)
+
+
+def reduction_compare_rows(ref, here=None) -> list:
+    """Per variant: the model's time (calibrated on the copy and the same-address atomic rate)
+    against the recorded one; the reader's device where it ran the kernels."""
+    from ..experiments import simt_warp as sw
+
+    def t(v):
+        return fmt_time(v) if v else "n/a"
+
+    pr = sw.reduction_predictions(ref) if ref else {}
+    rows = []
+    if ref and isinstance(ref.copy, sw.CopyRate):
+        rows.append(dict(quantity=f"copy of {fmt_bytes(ref.nbytes)} (read + write)", reference=t(ref.copy.time_s),
+                         here=t(here.copy.time_s) if here and isinstance(here.copy, sw.CopyRate) else None))
+    if ref and isinstance(ref.atomic_rate, sw.AtomicRate):
+        rows.append(dict(quantity="atomics to one address, per second", reference=f"{ref.atomic_rate.atomics_per_s:.3g}",
+                         here=None))
+    for v in sw.REDUCE_VARIANTS:
+        r = ref.variants.get(v) if ref else None
+        h = here.variants.get(v) if here else None
+        if not isinstance(r, sw.ReductionRun):
+            continue
+        p = pr[v]
+        rows.append(dict(quantity=f"{v.replace('_', ' ')}: {fmt_bytes(r.bytes_read)}, {r.atomics:,} atomics",
+                         model=t(p.predicted_time_s), label="calibrated", reference=t(r.time_s),
+                         ratio=_ratio(r.time_s, p.predicted_time_s),
+                         here=t(h.time_s) if isinstance(h, sw.ReductionRun) else None))
+    if here is not None and not rows:
+        rows.append(dict(quantity="torch sum (this machine)", reference="n/a",
+                         here=t(here.torch_sum.time_s) if isinstance(here.torch_sum, sw.CopyRate) else None))
+    return rows
+
+
+def barrier_plot(res, *, title: str = "What one __syncthreads costs", readout: str | None = None) -> go.Figure:
+    """Cycles per barrier against threads per block (``simt_warp.Barriers``): one block per SM,
+    and the SM full of blocks."""
+    fig = go.Figure()
+    for i, (label, full) in enumerate((("1 block per SM", False), ("SM full of blocks", True))):
+        pts = [p for p in res.points if p.barrier_cycles is not None and (p.blocks_per_sm > 1) == full]
+        fig.add_trace(go.Scatter(x=[p.threads_per_block for p in pts], y=[p.barrier_cycles for p in pts], mode="lines+markers",
+                                 name=label, marker=dict(color=series_color(i)), line=dict(color=series_color(i))))
+    fig.update_layout(xaxis=dict(title="threads per block", type="log", tickvals=[32, 64, 128, 256, 512, 1024]),
+                      yaxis=dict(title="cycles per barrier", rangemode="tozero"))
+    return style_figure(fig, title=title, readout=readout, height=400)
+
+
+def stall_plot(ncu: dict, *, top: int = 6, title: str = "Why warps wait: Nsight Compute",
+               readout: str | None = "warps stalled per instruction issued, by reason") -> go.Figure:
+    """The recorded stall reasons (``widgets/data/h200/simt_ncu.json``): for each kernel, warps
+    stalled per issued instruction, by reason; the ``top`` reasons over all kernels, the rest summed."""
+    points = [p for p in ncu.get("points", []) if p.get("stalls_per_issued_instruction")]
+    totals: dict = {}
+    for p in points:
+        for k, v in p["stalls_per_issued_instruction"].items():
+            totals[k] = totals.get(k, 0.0) + v
+    reasons = [k for k, _ in sorted(totals.items(), key=lambda kv: -kv[1])[:top]]
+    kernels = [p["kernel"].replace("reduce_", "").replace("_", " ") for p in points]
+    fig = go.Figure()
+    for i, r in enumerate(reasons + ["other"]):
+        ys = []
+        for p in points:
+            s = p["stalls_per_issued_instruction"]
+            ys.append(sum(v for k, v in s.items() if k not in reasons) if r == "other" else s.get(r, 0.0))
+        fig.add_trace(go.Bar(y=kernels, x=ys, name=r.replace("_", " "), orientation="h",
+                             marker=dict(color=series_color(i) if r != "other" else "#aaaaaa")))
+    fig.update_layout(barmode="stack", xaxis=dict(title="warps stalled per instruction issued"),
+                      yaxis=dict(autorange="reversed"), legend=dict(orientation="h", y=-0.3))
+    return style_figure(fig, title=title, readout=readout, height=300 + 40 * len(points))
+
+
+def check_pipeline_time(fn, trials: int = 200, seed: int = 0) -> bool:
+    """Exercise check: ``fn(copy_in_s, kernel_s, copy_out_s, chunks)`` must give the overlapped
+    time of the three-stage pipeline (``m.pipeline_time_s``) on ``trials`` random cases."""
+    rng = np.random.default_rng(seed)
+    for _ in range(trials):
+        a, b, c = (float(x) for x in rng.uniform(1e-4, 1e-2, 3))
+        k = int(rng.integers(1, 33))
+        want = m.pipeline_time_s([a, b, c], k)
+        try:
+            got = float(fn(a, b, c, k))
+        except Exception as exc:  # noqa: BLE001 - the reader's code
+            return _verdict(False, f"your function raised {type(exc).__name__}: {exc} for ({a:.4g}, {b:.4g}, {c:.4g}, {k})")
+        if not np.isclose(got, want, rtol=1e-6):
+            return _verdict(False, f"for copies {fmt_time(a)} / {fmt_time(c)}, kernel {fmt_time(b)}, {k} chunks: "
+                                   f"expected {fmt_time(want)}, got {fmt_time(got)}")
+    return _verdict(True, f"{trials} random pipelines agree with the model")
+
+
+def check_atomics(answer, n_elems: int = 1 << 26, threads_per_block: int = 256) -> bool:
+    """Exercise check: same-address atomics of a one-atomic-per-block reduction of ``n_elems``."""
+    want = m.reduction_atomics(n_elems, "block", threads_per_block)
+    ok = int(answer) == want if isinstance(answer, (int, np.integer)) else False
+    return _verdict(ok, f"{want:,} atomics (one per {threads_per_block}-thread block)" if ok
+                    else f"not {answer!r}: count the blocks of a launch with one element per thread")
