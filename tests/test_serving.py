@@ -43,114 +43,9 @@ from widgets.models import serving as sv
 
 
 # --------------------------------------------------------------------------------------------
-# The KV cache against published figures
+# Decode lower bound, ridge (the transformer's own counts: tests/test_transformer.py; the model
+# catalog: tests/test_llms.py)
 # --------------------------------------------------------------------------------------------
-def test_opt13b_kv_cache_is_800_kb_per_token():
-    """[vLLM] section 3: 2 (K and V) x 5120 x 40 layers x 2 bytes = "800 KB"; 2048 tokens = "1.6 GB"."""
-    per_token = transformer.kv_cache_bytes_per_token(layers=40, kv_heads=40, head_dim=128, bytes_per_elem=2)
-    assert per_token == 2 * 5120 * 40 * 2 == 800 * 1024
-    assert transformer.kv_cache_bytes(per_token, 2048) / 2**30 == pytest.approx(1.6, rel=0.03)
-
-
-def test_llama2_13b_kv_cache_scaling_book():
-    """[Scaling] LLaMA 2-13B (L=40, K=40, H=128): 6.7 GB for one 8192-token sequence in bf16."""
-    assert transformer.kv_cache_bytes(transformer.kv_cache_bytes_per_token(40, 40, 128, 2), 8192) / 1e9 == pytest.approx(6.7, rel=0.005)
-
-
-def test_presets_kv_per_token_from_config_json():
-    """[HF]/[Llama3]/[Mistral] configurations -> 2 x layers x KV heads x head_dim x 2 bytes."""
-    assert llms.LLAMA_3_8B.kv_bytes_per_token(2) == 2 * 32 * 8 * 128 * 2 == 128 * 1024
-    assert llms.LLAMA_3_70B.kv_bytes_per_token(2) == 2 * 80 * 8 * 128 * 2 == 320 * 1024
-    assert llms.MISTRAL_7B.kv_bytes_per_token(2) == 128 * 1024
-    assert llms.LLAMA_3_70B.kv_bytes_per_token("fp8") == 160 * 1024
-
-
-def test_mla_is_gqa_with_2_25_groups():
-    """[DSV2] Table 1: (d_c + d_h^R) l = (9/2) d_h l, "equal to GQA with only 2.25 groups"."""
-    d_h, layers = 128, 60
-    mla = transformer.mla_kv_cache_bytes_per_token(layers, 4 * d_h, d_h // 2, 2)
-    one_group = transformer.kv_cache_bytes_per_token(layers, 1, d_h, 2)
-    assert mla / one_group == 2.25
-    assert mla == 4.5 * d_h * layers * 2
-
-
-def test_deepseek_v3_kv_cache_vs_mha():
-    """[DSV3] 61 layers, d_c 512 + d_h^R 64 = 576 elements per layer per token, against 2 x 128 x 128
-    for MHA with its 128 heads: 1.76% of the MHA cache."""
-    assert llms.DEEPSEEK_V3.kv_bytes_per_token(2) == 61 * 576 * 2
-    ratio = llms.DEEPSEEK_V3.kv_bytes_per_token(2) / transformer.kv_cache_bytes_per_token(61, 128, 128, 2)
-    assert ratio == pytest.approx(576 / 32768)
-    by = transformer.kv_bytes_by_attention(61, 128, 128, 8)
-    assert by["MHA"] > by["GQA"] > by["MLA"] > by["MQA"]
-
-
-def test_presets_match_their_sources():
-    """[HF] config.json, [Llama3] Table 3, [Mistral] Table 1, [DSV3] section 4.2 and abstract."""
-    m = llms.LLAMA_3_8B
-    assert (m.layers, m.hidden_size, m.heads, m.kv_heads, m.head_dim, m.intermediate_size, m.vocab_size) == (32, 4096, 32, 8, 128, 14336, 128256)
-    m = llms.LLAMA_3_70B
-    assert (m.layers, m.hidden_size, m.heads, m.kv_heads, m.head_dim, m.intermediate_size, m.vocab_size) == (80, 8192, 64, 8, 128, 28672, 128256)
-    m = llms.MISTRAL_7B
-    assert (m.layers, m.heads, m.kv_heads, m.head_dim, m.sliding_window, m.vocab_size) == (32, 32, 8, 128, 4096, 32000)
-    m = llms.DEEPSEEK_V3
-    assert (m.layers, m.hidden_size, m.heads, m.kv_lora_rank, m.rope_head_dim, m.vocab_size) == (61, 7168, 128, 512, 64, 129280)
-    assert (m.params, m.active_params) == (671e9, 37e9)
-    assert (m.n_routed_experts, m.experts_per_token, m.moe_layers, m.moe_intermediate_size) == (256, 8, 61 - 3, 2048)
-    for p in llms.PRESETS.values():
-        assert p.sources and all(isinstance(v, str) and v for v in p.sources.values())
-
-
-@pytest.mark.parametrize("preset, published", [(llms.LLAMA_3_8B, 8.03e9), (llms.LLAMA_3_70B, 70.6e9), (llms.MISTRAL_7B, 7.24e9)])
-def test_parameter_count_matches_model_pages(preset, published):
-    """[HF] Safetensors "Model size": counting the configuration's matrices gives the published total."""
-    m = preset
-    n = transformer.dense_transformer_params(m.layers, m.hidden_size, m.heads, m.kv_heads, m.head_dim, m.intermediate_size, m.vocab_size)
-    assert n == pytest.approx(published, rel=0.002)
-    assert m.params == published
-
-
-def test_deepseek_v3_activated_parameters():
-    """[DSV3] README_WEIGHTS: 36.6B activation parameters (output head included, embedding not);
-    abstract: 37B activated of 671B."""
-    m = llms.DEEPSEEK_V3
-    assert m.step_params(1) == pytest.approx(36.6e9, rel=0.003)
-    assert m.flop_params == pytest.approx(36.6e9, rel=0.003)
-    assert m.routed_expert_params == 58 * 256 * 3 * 7168 * 2048
-    # A large batch touches nearly every expert: decode reads far more than the activated weights.
-    assert m.step_params(1024) > 0.99 * (m.params - m.embedding_params)
-
-
-def test_experts_touched():
-    assert transformer.experts_touched_fraction(1, 8, 256) == pytest.approx(8 / 256)
-    assert transformer.experts_touched_fraction(0, 8, 256) == 0
-    assert transformer.experts_touched_fraction(10_000, 8, 256) == pytest.approx(1.0)
-    with pytest.raises(ValueError, match="experts_per_token"):
-        transformer.experts_touched_fraction(1, 9, 8)
-
-
-def test_sliding_window_caps_the_cache():
-    """[Mistral] window 4096: a 32k-token sequence caches 4096 tokens, a short one all of them."""
-    assert llms.MISTRAL_7B.kv_bytes_per_sequence(32768, 2) == 4096 * 128 * 1024
-    assert llms.MISTRAL_7B.kv_bytes_per_sequence(1000, 2) == 1000 * 128 * 1024
-    assert transformer.cached_tokens(5000, 4096) == 4096
-
-
-# --------------------------------------------------------------------------------------------
-# FLOP, decode lower bound, ridge
-# --------------------------------------------------------------------------------------------
-def test_prefill_flop_two_per_parameter():
-    """[Kaplan] Table 1: C_forward ~ 2N per token."""
-    assert transformer.prefill_flop(7e9, 1) == 14e9
-    assert transformer.prefill_flop(8e9, 1000) == 16e12
-    assert transformer.decode_step_flop(8e9, 64) == 64 * 16e9
-
-
-def test_causal_attention_flop_hand():
-    """Per layer and head, QK^T 2 T^2 d and PV 2 T^2 d, halved by the causal mask."""
-    assert transformer.causal_attention_flop(1, 1, 64, 64, 10) == 10 * 10 * 128
-    assert transformer.causal_attention_flop(32, 32, 128, 128, 8192) == 32 * 32 * 8192**2 * 256
-
-
 def test_scaling_book_pop_quiz():
     """[Scaling] 30B int8 params, batch 4 with 819 MB of KV cache each, 16 x 8.1e11 B/s: >= 2.5 ms;
     batch 256: about 21 ms (KV read plus the compute-bound MLP)."""
@@ -437,17 +332,6 @@ def test_capacity_plan_infeasible_cases():
 # --------------------------------------------------------------------------------------------
 # The truth pass (issue 10): each finding, with a test that would have caught it
 # --------------------------------------------------------------------------------------------
-def test_llama_3_405b_has_128_query_heads():
-    """[Llama3] Table 3: 405B has 126 layers, model dimension 16,384, FFN 53,248, 128 attention
-    heads and 8 key/value heads; meta-llama/Llama-3.1-405B config.json likewise (vocab 128256).
-    "Llama 3 has 32 or 64 query heads" was wrong."""
-    m = llms.LLAMA_3_1_405B
-    assert (m.layers, m.hidden_size, m.heads, m.kv_heads, m.head_dim, m.intermediate_size, m.vocab_size) == (126, 16384, 128, 8, 128, 53248, 128256)
-    counted = transformer.dense_transformer_params(126, 16384, 128, 8, 128, 53248, 128256)
-    assert counted == pytest.approx(405e9, rel=0.005) and m.params == pytest.approx(counted, rel=1e-4)
-    assert sorted({p.heads for p in (llms.LLAMA_3_8B, llms.LLAMA_3_70B, llms.LLAMA_3_1_405B)}) == [32, 64, 128]
-
-
 def test_mla_decode_attention_is_compute_bound_on_an_h200():
     """[FlashMLA] deepseek-ai/FlashMLA docs/20250422-new-kernel-deep-dive.md: decode attention's
     FLOP/B is h_q s_q (d_k + d_v) / d_k; for DeepSeek's MLA (h_q = 128, d_k = 576, d_v = 512,
@@ -586,18 +470,8 @@ def test_paged_kv_cache_wastes_less_than_a_block_per_sequence():
     assert sv.paged_kv_cache_bytes(131072, 32, 16) == 32 * 131072
 
 
-def test_model_config_rejects_what_it_used_to_accept():
-    """Issue 12: moe_layers=-5, non-bool tied_embeddings, a zero latent rank were accepted."""
-    base = dict(name="x", layers=4, hidden_size=64, heads=4, kv_heads=4, head_dim=16, intermediate_size=128, vocab_size=100,
-                params=1e6, active_params=1e6)
-    for field, value in (("moe_layers", -5), ("tied_embeddings", "yes"), ("kv_lora_rank", 0), ("rope_head_dim", -1),
-                         ("n_routed_experts", 2.5), ("layers", True), ("experts_per_token", -1)):
-        with pytest.raises(ValueError, match=field):
-            transformer.ModelConfig(**{**base, field: value})
-    with pytest.raises(ValueError, match="experts_per_token"):
-        transformer.ModelConfig(**{**base, "n_routed_experts": 4, "experts_per_token": 8, "moe_layers": 2, "moe_intermediate_size": 8})
-    with pytest.raises(ValueError, match="moe_layers"):
-        transformer.ModelConfig(**{**base, "n_routed_experts": 4, "experts_per_token": 2, "moe_layers": 9, "moe_intermediate_size": 8})
+def test_decode_step_rejects_what_it_used_to_accept():
+    """Issue 12 (the ModelConfig half is in tests/test_transformer.py)."""
     with pytest.raises(ValueError, match="allreduce_latency_s"):
         sv.decode_step("Llama-3-8B", "H200-SXM", 1, 10, tp=2, allreduce_latency_s=float("nan"))
     with pytest.raises(ValueError, match="compute_dtype"):
