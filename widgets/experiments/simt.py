@@ -1123,4 +1123,5 @@ def accuracy_rows(record: dict) -> list:
                             f"p = {info['parallel_fraction']:.4f} from the median serial part of every step and the one-worker parallel part",
                             p["predicted_speedup"], p["speedup"], "x", "calibrated", device,
                             "serial and parallel parts timed inside the same steps"))
+    rows += simt_warp.accuracy_rows(res, device) + simt_streams.accuracy_rows(res, device)  # the depth pass
     return rows

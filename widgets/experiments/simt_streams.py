@@ -182,3 +182,28 @@ def overlap_prediction(res: Overlap) -> OverlapPrediction:
     pred = model.pipeline_time_s([totals[s] for s in STAGES], res.overlapped.chunks)
     meas = res.overlapped.total_s
     return OverlapPrediction(pred, meas, meas / pred, h2d_pred, totals["h2d"])
+
+
+def accuracy_rows(results, device: str) -> list:
+    """The overlap comparisons of a SIMT record's ``results``: the overlapped time from the
+    serial run's stage times (``model.pipeline_time_s``, *calibrated*), and the serial
+    host-to-device copy from the catalog's host link (a *prediction*)."""
+    from ..accuracy import Row
+
+    raw = results.get("overlap") if hasattr(results, "get") else None
+    if raw is None or (isinstance(raw, dict) and "error" in raw):
+        return []
+    res = raw if isinstance(raw, Overlap) else Overlap.from_record(raw)
+    p = overlap_prediction(res)
+    rows = []
+    if p.predicted_s is not None:
+        rows.append(Row("simt", f"copy in, compute, copy out of {res.nbytes / MiB:.0f} MiB in {res.overlapped.chunks} chunks "
+                                f"on {res.overlapped.streams} streams",
+                        "(sum + (chunks - 1) x max) / chunks of the serial run's three stage times",
+                        p.predicted_s, p.measured_s, "s", "calibrated", device,
+                        "stage times from the one-stream run; pinned host memory"))
+    if p.h2d_predicted_s is not None and p.h2d_measured_s:
+        rows.append(Row("simt", f"host-to-device copy of {res.nbytes / MiB:.0f} MiB (pinned)",
+                        "bytes / the catalog's host link per direction", p.h2d_predicted_s, p.h2d_measured_s, "s", "prediction",
+                        device, "PCIe's datasheet rate; packet and protocol overheads make every real copy slower"))
+    return rows

@@ -25,6 +25,7 @@ from typing import Optional, Union
 
 import torch
 
+from ..hardware import describe_local_gpu
 from ..models import simt as model
 from ..units import MiB
 from . import harness
@@ -252,6 +253,7 @@ class Reductions(harness.Result):
     threads_per_block: int = REDUCE_THREADS
     sms: Optional[int] = None
     arch: Optional[str] = None
+    hbm_bytes_per_s: Optional[float] = None   # the catalog's (datasheet) memory bandwidth of this GPU
     note: str = ""
     ptxas_command: str = ""
     ptxas: tuple[PtxasKernel, ...] = ()
@@ -444,7 +446,9 @@ def measure_reductions(nbytes: Optional[int] = None, *, repeat: int = 10) -> Red
     g = torch.Generator(device="cuda").manual_seed(0)
     x = torch.randint(0, 2, (n,), generator=g, device="cuda").float()
     out = torch.zeros(1, device="cuda")
-    base = dict(n_elems=n, nbytes=n * 4, device=harness.device_name(), simulated=False, sms=sms, arch=arch)
+    gpu = describe_local_gpu()
+    base = dict(n_elems=n, nbytes=n * 4, device=harness.device_name(), simulated=False, sms=sms, arch=arch,
+                hbm_bytes_per_s=(gpu.hbm_bytes_per_s or None) if gpu else None)
     try:
         cubin, report, cmd = compile_with_report(REDUCE_SOURCE, arch)
         funcs = {name: drv.load(cubin, name) for name in
@@ -662,3 +666,35 @@ def measure_spills(*, iters: int = 2000, waves: int = 4, repeat: int = 5) -> Spi
             configs.append(SpillConfig(**base, **rep, error=_err(exc)))
     return Spills(configs=tuple(configs), device=harness.device_name(), simulated=not on, arch=arch, sms=sms,
                   note="" if on else "compiled only (no GPU here): the ptxas reports, no timings")
+
+
+# --------------------------------------------------------------------------------------------
+# The accuracy ledger (called by ``simt.accuracy_rows``)
+# --------------------------------------------------------------------------------------------
+def accuracy_rows(results, device: str) -> list:
+    """The reduction comparisons of a SIMT record's ``results``: every variant's time against
+    ``model.reduction_time_s`` *calibrated* on the copy's read rate and the same-address atomic
+    rate of the same run; and the grid-stride kernel against the datasheet's memory bandwidth, a
+    *prediction* (it fails if the best reduction cannot get near the memory's peak)."""
+    from ..accuracy import Row
+
+    raw = results.get("reductions") if hasattr(results, "get") else None
+    if raw is None or (isinstance(raw, dict) and "error" in raw):
+        return []
+    res = raw if isinstance(raw, Reductions) else Reductions.from_record(raw)
+    rows = []
+    for name, p in reduction_predictions(res).items():
+        v = res.variants.get(name)
+        if p.predicted_time_s is None or not isinstance(v, ReductionRun):
+            continue
+        rows.append(Row("simt", f"reduction, {name.replace('_', ' ')}: {v.bytes_read / MiB:.0f} MiB, {v.atomics:,} atomics",
+                        "max(bytes / copy's read rate, same-address atomics / atomic_same_address's rate), same run",
+                        p.predicted_time_s, v.time_s, "s", "calibrated", device,
+                        f"{p.bound}-bound in the model; read rate from a device-to-device copy, atomic rate from a kernel "
+                        "that only adds to one address"))
+    gs = res.variants.get("grid_stride")
+    if isinstance(gs, ReductionRun) and res.hbm_bytes_per_s:
+        rows.append(Row("simt", f"reduction, grid stride: {gs.bytes_read / MiB:.0f} MiB at the datasheet's memory bandwidth",
+                        "bytes / datasheet HBM bandwidth (catalog)", gs.bytes_read / res.hbm_bytes_per_s, gs.time_s, "s",
+                        "prediction", device, "a floor: no kernel reads faster than the memory's peak"))
+    return rows
