@@ -160,3 +160,18 @@ def test_registry_imports_nothing_above_it():
     mods = {n.module for n in tree.body if isinstance(n, ast.ImportFrom)} | {
         a.name for n in tree.body if isinstance(n, ast.Import) for a in n.names}
     assert mods <= {"__future__", "sys", "collections.abc", "dataclasses", "types", "typing", None}, mods
+
+
+def test_peak_dtypes_are_registry_names():
+    for name in dtypes.PEAK_DTYPES:
+        assert get_dtype(name).kind == "float"
+    from widgets import hardware
+
+    assert hardware.DTYPES == dtypes.PEAK_DTYPES
+
+
+def test_doctests():
+    import doctest
+
+    result = doctest.testmod(dtypes)
+    assert result.failed == 0 and result.attempted >= 10

@@ -233,6 +233,12 @@ _ALIASES: Mapping[str, str] = MappingProxyType({"fp8": "fp8_e4m3", "e4m3": "fp8_
 
 
 
+PEAK_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")
+"""Formats a GPU catalog entry gives a dense peak rate for (the keys of ``GPU.peak_flop_per_s``):
+fp32 on the vector units, tf32/bf16/fp16/fp8 on the matrix units. ``"fp8"`` is E4M3 (E5M2 runs at
+the same rate on the GPUs of the catalog)."""
+
+
 def dtype_names(*, aliases: bool = False) -> tuple:
     """Canonical names of every format (with ``aliases=True``, the short names too).
 
@@ -346,4 +352,4 @@ def to_torch(name, *, param: str = "dtype"):
     return t
 
 
-__all__ = ["DTYPES", "DType", "KINDS", "SPECIALS", "bytes_per_element", "dtype_names", "from_torch", "get_dtype", "to_torch"]
+__all__ = ["DTYPES", "DType", "KINDS", "PEAK_DTYPES", "SPECIALS", "bytes_per_element", "dtype_names", "from_torch", "get_dtype", "to_torch"]
