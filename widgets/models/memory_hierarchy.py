@@ -1191,14 +1191,16 @@ def elementwise_chain_bytes(n_elems: int, n_ops: int, elem_bytes: int = 4, *, fu
     Eager execution (one kernel per op, as PyTorch runs ``gelu(x * a + b) * c``) reads its input
     and writes its output once per op: ``n_ops x 2 x n_elems x elem_bytes``. A fused kernel keeps
     the intermediates in registers: one read and one write, ``2 x n_elems x elem_bytes``, whatever
-    the chain's length. Explained in :ref:`memory_hierarchy` > Kernel fusion.
+    the chain's length.
+
+    Explained in :ref:`memory_hierarchy` > Kernel fusion: the main lever for memory-bound work.
 
     Parameters
     ----------
     n_elems : int
         Elements of the tensor [elements], >= 1.
     n_ops : int
-        Ops in the chain [ops], 1 to 4096.
+        Ops in the chain [-], 1 to 4096.
     elem_bytes : int
         Bytes per element [B]: 1, 2, 4, 8 or 16.
     fused : bool
@@ -1209,6 +1211,11 @@ def elementwise_chain_bytes(n_elems: int, n_ops: int, elem_bytes: int = 4, *, fu
     int
         Bytes read plus bytes written [B].
 
+
+    Raises
+    ------
+    ValueError
+        If an input is outside the range given above (the message names it).
     Examples
     --------
     >>> elementwise_chain_bytes(2**20, 4) // 2**20, elementwise_chain_bytes(2**20, 4, fused=True) // 2**20
@@ -1229,14 +1236,14 @@ def fusion_estimate(
 
     Each kernel is memory-bound (an elementwise op performs a few FLOP per element, far below the
     ridge point), so its time is ``bytes / bytes_per_s + launch_s``. Explained in
-    :ref:`memory_hierarchy` > Kernel fusion.
+    :ref:`memory_hierarchy` > Kernel fusion: the main lever for memory-bound work.
 
     Parameters
     ----------
     n_elems : int
         Elements of the tensor [elements], >= 1.
     n_ops : int
-        Ops in the chain [ops], 1 to 4096.
+        Ops in the chain [-], 1 to 4096.
     bytes_per_s : float
         Memory bandwidth [B/s], > 0: the datasheet's (a prediction) or a measured copy's (calibrated).
     elem_bytes : int
@@ -1249,6 +1256,11 @@ def fusion_estimate(
     FusionEstimate
         Bytes [B], times [s] and launches of both ways; ``speedup`` = eager / fused.
 
+
+    Raises
+    ------
+    ValueError
+        If an input is outside the range given above (the message names it).
     Examples
     --------
     >>> f = fusion_estimate(2**28, 4, 4.8e12)  # 1 GiB of fp32, four ops, H200 datasheet bandwidth
@@ -1332,7 +1344,7 @@ def transpose_cost(
     l2_bytes_per_s : float
         L2 bandwidth for the SMs' sectors [B/s], > 0.
     sms : int
-        Streaming multiprocessors, >= 1.
+        Streaming multiprocessors [-], >= 1.
     clock_hz : float
         SM clock [Hz], > 0.
     elem_bytes : int
@@ -1343,6 +1355,11 @@ def transpose_cost(
     TransposeCost
         Bytes [B], wavefronts and per-level times [s]; ``time_s`` and ``bound``.
 
+
+    Raises
+    ------
+    ValueError
+        If an input is outside the range given above (the message names it).
     Examples
     --------
     >>> c = transpose_cost(1024, "naive", 4.8e12, 9.6e12, 132, 1.98e9)
@@ -1401,8 +1418,10 @@ class BytesInFlight:
 
 
 def littles_law_bytes_in_flight(bytes_per_s: float, latency_s: float) -> float:
-    """Little's law for memory: the bytes that must be requested and not yet returned to sustain
-    ``bytes_per_s`` when each request takes ``latency_s`` [B].
+    """Little's law for memory: the bytes in flight that sustain a bandwidth at a latency [B].
+
+    The bytes that must be requested and not yet returned to sustain ``bytes_per_s`` when each
+    request takes ``latency_s``.
 
     Explained in :ref:`memory_hierarchy` > Asynchronous copies and bytes in flight.
 
@@ -1418,6 +1437,11 @@ def littles_law_bytes_in_flight(bytes_per_s: float, latency_s: float) -> float:
     float
         Bytes in flight [B].
 
+
+    Raises
+    ------
+    ValueError
+        If an input is outside the range given above (the message names it).
     Examples
     --------
     >>> round(littles_law_bytes_in_flight(4.8e12, 600e-9) / 2**20, 2)  # H200 datasheet rate, 600 ns [MiB]
@@ -1455,13 +1479,13 @@ def bytes_in_flight(
     latency_s : float
         Memory latency under load [s], > 0.
     sms : int
-        Streaming multiprocessors sharing the bandwidth, >= 1.
+        Streaming multiprocessors sharing the bandwidth [-], >= 1.
     warps_per_sm : int
-        Resident warps per SM, 1 to 64.
+        Resident warps per SM [-], 1 to 64.
     load_bytes_per_thread : int
         Width of each thread's load [B]: 1, 2, 4, 8 or 16.
     loads_in_flight_per_thread : int
-        Independent loads each thread issues before it waits, 1 to 64.
+        Independent loads each thread issues before it waits [-], 1 to 64.
     stage_bytes : int
         Bytes one asynchronous-copy stage moves per SM [B], 128 to 2**20.
     smem_per_sm_bytes : int
@@ -1472,6 +1496,11 @@ def bytes_in_flight(
     BytesInFlight
         Needed bytes per SM [B], bytes plain loads provide [B], stages needed.
 
+
+    Raises
+    ------
+    ValueError
+        If an input is outside the range given above (the message names it).
     Examples
     --------
     >>> b = bytes_in_flight(4.8e12, 600e-9, 132)  # H200, 64 warps x 32 lanes x 16 B
@@ -1503,7 +1532,7 @@ def l2_persisting_hit_fraction(
     ``carveout_bytes`` of them. The CUDA C++ Programming Guide's rule of thumb sets
     ``hit_ratio = carveout / window`` when the window is the larger, so that the marked lines fit
     and do not thrash. Idealized: every byte kept is re-read from the L2, the rest from HBM.
-    Explained in :ref:`memory_hierarchy` > The L2 persistence window.
+    Explained in :ref:`memory_hierarchy` > L1, read-only data and the L2 persistence window.
 
     Parameters
     ----------
@@ -1514,13 +1543,18 @@ def l2_persisting_hit_fraction(
     carveout_bytes : float
         L2 set aside for persisting accesses [B], >= 0.
     hit_ratio : float
-        ``hitRatio`` of the window, in [0, 1].
+        ``hitRatio`` of the window [-], in [0, 1].
 
     Returns
     -------
     float
         Fraction of the working set's bytes kept in the L2 [0-1].
 
+
+    Raises
+    ------
+    ValueError
+        If an input is outside the range given above (the message names it).
     Examples
     --------
     >>> l2_persisting_hit_fraction(64 * 2**20, 64 * 2**20, 48 * 2**20, hit_ratio=0.75)  # H100/H200 max
@@ -1540,9 +1574,11 @@ def l2_persisting_hit_fraction(
 def spill_traffic_bytes(
     threads: int, spill_store_bytes: int, spill_load_bytes: int, executions_per_thread: int = 1
 ) -> int:
-    """Local-memory bytes a kernel's spills move [B]: what ``ptxas -v`` reports per thread
-    (``N bytes spill stores, M bytes spill loads``) times the threads and the times each thread
-    runs that code (a spill inside a loop runs once per iteration).
+    """Local-memory bytes a kernel's register spills move [B].
+
+    What ``ptxas -v`` reports per thread (``N bytes spill stores, M bytes spill loads``) times the
+    threads and the times each thread runs that code (a spill inside a loop runs once per
+    iteration).
 
     Local memory lives in device memory and is cached in L1 and L2: these bytes cost the L1's
     bandwidth while they hit there, and the L2's or HBM's when they do not. Explained in
@@ -1551,19 +1587,24 @@ def spill_traffic_bytes(
     Parameters
     ----------
     threads : int
-        Threads of the grid, >= 1.
+        Threads of the grid [-], >= 1.
     spill_store_bytes : int
         Spill stores per thread, as ``ptxas -v`` reports them [B], >= 0.
     spill_load_bytes : int
         Spill loads per thread [B], >= 0.
     executions_per_thread : int
-        Times each thread runs the spilling code, >= 1.
+        Times each thread runs the spilling code [-], >= 1.
 
     Returns
     -------
     int
         Bytes moved to and from local memory [B].
 
+
+    Raises
+    ------
+    ValueError
+        If an input is outside the range given above (the message names it).
     Examples
     --------
     >>> spill_traffic_bytes(132 * 2048, 8, 8, 1000) / 1e9  # 16 B per pass, 1000 passes, full H200
