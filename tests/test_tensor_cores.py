@@ -490,11 +490,19 @@ def test_peak_figure_says_na_where_the_catalog_has_no_figure():
     last = len(ui.PEAK_CLOCKS_MHZ) - 1
     for i, gpu in enumerate(ui.PEAK_GPUS):
         f = _frame(fig, f"{i}:{last}")
-        missing = [d for d in ui.PEAK_DTYPES if d not in tc.FLOP_PER_CLOCK_PER_SM[gpu]]
+        missing = [d for d in ui.PEAK_DTYPES if d not in tc.FLOP_PER_CLOCK_PER_SM.get(gpu, {})]
         assert list(f.data[2].x or ()) == missing and list(f.data[2].text or ()) == ["n/a"] * len(missing)
+        # each n/a says why on hover (no such tensor cores, or no per-SM figure published)
+        assert list(f.data[2].customdata or ()) == [get_gpu(gpu).why_no_rate(d) for d in missing]
         for d in missing:
             assert f.data[0].y[ui.PEAK_DTYPES.index(d)] is None
     assert "fp32" not in tc.FLOP_PER_CLOCK_PER_SM["MI300X"]  # the case the reader hit
+    # T4 (sm_75): no tf32, bf16 or fp8 tensor cores, and the frame says which arch each needs
+    t4 = _frame(fig, f"{ui.PEAK_GPUS.index('T4')}:{last}").data[2]
+    assert list(t4.x) == ["tf32", "bf16", "fp8"] and "fp8 needs sm_89" in t4.customdata[-1]
+    # B200: no per-SM rates published; every bar is n/a and the readout says why
+    b200 = _frame(fig, f"{ui.PEAK_GPUS.index('B200')}:{last}")
+    assert list(b200.data[2].x) == list(ui.PEAK_DTYPES) and "no SM count or clock" in b200.layout.title.subtitle.text
     assert list(_frame(fig, f"{ui.PEAK_GPUS.index('MI300X')}:{last}").data[2].x) == ["fp32"]
     labels = [s.label for s in fig.layout.sliders[0].steps]
     assert labels[-1] == "2200" and all(lab.isdigit() for lab in labels)
@@ -752,14 +760,15 @@ def test_cpu_records_are_strict_json():
     from widgets.experiments import tensor_cores as ex
 
     rows = ex.measure_dtype_throughput(n=32, repeat=1, sustained_s=0.01)
-    json.dumps(rows, allow_nan=False)
+    json.dumps(rows.to_record(), allow_nan=False)
+    assert ex.DtypeThroughput.from_record(rows.to_record()) == rows
     for r in rows:
         if r["flop_per_s"] is None:
             assert r["note"]
         else:
             assert r["min_s"] <= r["time_s"] <= r["max_s"] and r["sustained"]["flop_per_s"] > 0
     tri = ex.measure_triton_vs_torch(n=32, repeat=2)
-    json.dumps(tri, allow_nan=False)
+    json.dumps(tri.to_record(), allow_nan=False)
     assert tri["interleaved"] and len(tri["triton_times_s"]) == len(tri["torch_times_s"]) == 2
     assert tri["ratio"] == pytest.approx(np.median(tri["torch_times_s"]) / np.median(tri["triton_times_s"]))
 

@@ -42,9 +42,13 @@ from types import MappingProxyType
 from typing import Optional
 
 from . import _check
+from .dtypes import PEAK_DTYPES
 from .units import GiB, KiB, MiB
 
-DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")
+DTYPES = PEAK_DTYPES  # the keys of peak_flop_per_s: format names of widgets.dtypes ("fp8" is E4M3)
+# The first NVIDIA compute capability with tensor-core math in each data type (CUDA C++ Programming
+# Guide, warp matrix functions: fp16 from Volta 7.0, tf32 and bf16 from Ampere 8.0, fp8 from Ada 8.9).
+TENSOR_CORE_MIN_CC = {"fp16": (7, 0), "tf32": (8, 0), "bf16": (8, 0), "fp8": (8, 9)}
 
 WARP_SIZE = 32
 _KB = 1024  # the Programming Guide's "KB" of shared memory and caches is KiB
@@ -362,11 +366,37 @@ class GPU:
         """
         key = dtype.lower() if isinstance(dtype, str) else None
         if key not in self.peak_flop_per_s:
+            why = f" ({self.why_no_peak(key)})" if key in DTYPES else ""
             raise ValueError(
                 f"{param} must be one of {', '.join(map(repr, self.peak_flop_per_s))} for {self.name}; "
-                f"got {dtype!r}"
+                f"got {dtype!r}{why}"
             )
         return self.peak_flop_per_s[key]
+
+    def why_no_peak(self, dtype: str) -> Optional[str]:
+        """None when the catalog has a dense ``dtype`` peak for this GPU, else the reason, as a
+        calculator shows it (e.g. ``"T4 (sm_75) has no bf16 tensor cores: bf16 needs sm_80 or newer"``)."""
+        if dtype in self.peak_flop_per_s:
+            return None
+        need = TENSOR_CORE_MIN_CC.get(dtype)
+        lim = self.arch_limits
+        if need and lim and lim.compute_capability < need:
+            return (f"{self.name} ({self.arch}) has no {dtype} tensor cores: {dtype} needs "
+                    f"sm_{need[0]}{need[1]} or newer")
+        return f"{self.name}: the vendor publishes no dense {dtype} figure"
+
+    def why_no_rate(self, dtype: str) -> Optional[str]:
+        """None when the catalog has a per-SM ``dtype`` rate (``flop_per_clock_per_sm``) for this
+        GPU, else the reason (no such tensor cores, or no per-SM figure published)."""
+        if dtype in self.flop_per_clock_per_sm:
+            return None
+        no_peak = self.why_no_peak(dtype)
+        if no_peak:
+            return no_peak
+        if not self.flop_per_clock_per_sm:
+            why = self.sources.get("flop_per_clock_per_sm")
+            return f"{self.name}: no per-SM rates in the catalog" + (f" ({why})" if why else "")
+        return f"{self.name}: no per-SM {dtype} rate in the catalog"
 
 
 MAX_SMS = 100_000  # bounds a count that sizes loops and arrays in the models
@@ -551,7 +581,7 @@ _CATALOG = {
             pcie_gen=5,
             pcie_lanes=16,
             sources={
-                "flop_per_clock_per_sm": "not published per SM for B200 (no SM count or clock in the datasheets): left out",
+                "flop_per_clock_per_sm": "not published: NVIDIA's B200 datasheets give no SM count or clock",
                 "interconnect_links": "NVIDIA NVLink 5 (Blackwell): 18 links per GPU, 100 GB/s bidirectional each = 1.8 TB/s",
                 "pcie_gen": "NVIDIA HGX B200: PCIe Gen5 x16 to the host",
                 "peak_flop_per_s": "NVIDIA DGX B200 / HGX B200 datasheet (8 GPUs, sparse) divided by 8 and by 2 for dense: FP32 75 TFLOPS, TF32 1.1, BF16/FP16 2.25, FP8 4.5 PFLOPS",

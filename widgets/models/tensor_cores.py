@@ -29,7 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..hardware import get_gpu, gpus
+from .. import dtypes
+from ..hardware import TENSOR_CORE_MIN_CC, get_gpu, gpus
 from . import _check
 
 # --------------------------------------------------------------------------------------------
@@ -276,7 +277,11 @@ def peak_check(gpu, dtype: str) -> PeakCheck:
         raise ValueError(f"gpu must be one of {', '.join(map(repr, FLOP_PER_CLOCK_PER_SM))}; got {gpu!r}") from exc
     rates = FLOP_PER_CLOCK_PER_SM.get(g.name)
     if rates is None:
-        raise ValueError(f"gpu must be one of {', '.join(map(repr, FLOP_PER_CLOCK_PER_SM))}; got {g.name!r}")
+        raise ValueError(f"gpu must be one of {', '.join(map(repr, FLOP_PER_CLOCK_PER_SM))}; got {g.name!r} "
+                         f"({g.why_no_rate('bf16')})")
+    if isinstance(dtype, str) and dtype in ("fp32", *TENSOR_CORE_MIN_CC) and dtype not in rates:
+        raise ValueError(f"dtype must be one of {', '.join(map(repr, rates))} for {g.name}; got {dtype!r} "
+                         f"({g.why_no_rate(dtype)})")
     d = _check.choice("dtype", dtype, list(rates))
     clock = DATASHEET_CLOCK_HZ.get(g.name, {}).get(d, g.boost_clock_hz)
     peak = peak_flop_per_s(g.sms, clock, rates[d])
@@ -631,6 +636,56 @@ def predicted_flop_per_s(
             tile_m=tile_m, tile_n=tile_n, in_bytes=in_bytes,
         ).flop_per_s
     return out
+
+
+def gemm_estimate_for(m: int, n: int, k: int, dtype: str = "bf16", gpu="H200-SXM", tile_m: int = 128,
+                      tile_n: int = 256) -> GemmEstimate:
+    """:func:`gemm_estimate` on a catalog GPU: its dense ``dtype`` peak, its memory bandwidth and
+    SM count (:mod:`widgets.hardware`), the element size of ``dtype`` (:mod:`widgets.dtypes`; tf32
+    is stored as fp32), and a 16-bit result for fp8 inputs (fp8 GEMMs write bf16 or fp16).
+
+    Explained in :ref:`tensor_cores` > Calculator: the GEMM estimator.
+
+    Parameters
+    ----------
+    m, n, k : int
+        Matrix dimensions [-], each >= 1.
+    dtype : str
+        Input format, one of the catalog's peak-rate keys (``"fp32"``, ``"tf32"``, ``"bf16"``,
+        ``"fp16"``, ``"fp8"``) that ``gpu`` has a dense peak for.
+    gpu : str or GPU
+        A catalog GPU (name or record).
+    tile_m, tile_n : int, optional
+        Output tile of one SM [-], >= 1.
+
+    Returns
+    -------
+    GemmEstimate
+        As :func:`gemm_estimate`: time [s], throughput [FLOP/s], waves, efficiencies, the bound.
+
+    Raises
+    ------
+    ValueError
+        If ``gpu`` is not in the catalog, ``dtype`` is not a peak-rate key or the GPU has no
+        peak for it, or a dimension is out of range.
+
+    Examples
+    --------
+    >>> e = gemm_estimate_for(8192, 8192, 8192, "bf16", "H200-SXM")
+    >>> e.waves, round(e.flop_per_s / 1e12)
+    (16, 959)
+    >>> gemm_estimate_for(8192, 8192, 8192, "fp8").bytes_moved == 3 * 8192**2 + 8192**2  # A, B in 1 B; C in 2 B
+    True
+    """
+    d = _check.choice("dtype", dtype, dtypes.PEAK_DTYPES)
+    try:
+        g = get_gpu(gpu)
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise ValueError(f"gpu must be a catalog GPU (name or record); got {gpu!r}") from exc
+    e = int(dtypes.bytes_per_element(d))
+    out = 2 if dtypes.get_dtype(d).bits == 8 else e
+    return gemm_estimate(m, n, k, g.peak(d, param="dtype"), g.hbm_bytes_per_s, g.sms, tile_m=tile_m, tile_n=tile_n,
+                         in_bytes=e, out_bytes=out)
 
 
 # --------------------------------------------------------------------------------------------

@@ -11,14 +11,14 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from ..hardware import get_gpu
+from ..hardware import get_gpu, gpu_names
 from ..models import tensor_cores as tc
 from ..units import fmt_bytes, fmt_flop, fmt_flop_per_s, fmt_time
 from ._core import gpu_color, grid_figure, html_table, live_form, series_color, style_figure, table_html
 from ._core import verdict as _verdict
 
 PEAK_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")
-PEAK_GPUS = tuple(tc.FLOP_PER_CLOCK_PER_SM)
+PEAK_GPUS = tuple(gpu_names())  # every catalog GPU; one without per-SM rates says why in its frames
 ELEM_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 PRECISION_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2")
 COLORS = tuple(series_color(i) for i in range(7))
@@ -48,14 +48,14 @@ def peak_rows(c: tc.PeakCheck) -> list[tuple[str, str]]:
     ]
 
 
-PEAK_CLOCKS_MHZ = tuple(range(1000, 2201, 100))  # the slider of the static peak calculator
+PEAK_CLOCKS_MHZ = tuple(range(1000, 2201, 200))  # the slider of the static peak calculator (7 frames per GPU)
 PEAK_NA_Y_TFLOP_PER_S = 30.0  # where "n/a" sits on the log axis (just above its bottom, 10 TFLOP/s)
 
 
 def _peak_frame(gpu: str, clock_mhz: float) -> tuple[list, str, str]:
     """Bars: the dense peak of each data type at ``clock_mhz`` (first principles) beside the
     catalog's figure (at the datasheet's clock)."""
-    rates = tc.FLOP_PER_CLOCK_PER_SM[gpu]
+    rates = tc.FLOP_PER_CLOCK_PER_SM.get(gpu, {})
     g = get_gpu(gpu)
     at_clock, catalog = [], []
     for d in PEAK_DTYPES:
@@ -66,6 +66,7 @@ def _peak_frame(gpu: str, clock_mhz: float) -> tuple[list, str, str]:
             at_clock.append(None)
             catalog.append(None)
     missing = [d for d in PEAK_DTYPES if d not in rates]
+    why = [g.why_no_rate(d) for d in missing]
     traces = [
         go.Bar(x=list(PEAK_DTYPES), y=at_clock, name=f"SMs x {clock_mhz:.0f} MHz x FLOP/clock/SM", marker_color=gpu_color(gpu),
                hovertemplate="%{x}: %{y:.4g} TFLOP/s<extra>at this clock</extra>"),
@@ -75,9 +76,11 @@ def _peak_frame(gpu: str, clock_mhz: float) -> tuple[list, str, str]:
         # (the trace is there, possibly empty, in every frame: grid_figure needs the same traces)
         go.Scatter(x=missing, y=[PEAK_NA_Y_TFLOP_PER_S] * len(missing), mode="text", text=["n/a"] * len(missing),
                    textposition="middle center", textfont=dict(size=14, color="#888888"), showlegend=False,
-                   name="n/a", hovertemplate=f"%{{x}}: n/a, the catalog has no {gpu} figure<extra></extra>"),
+                   name="n/a", customdata=why, hovertemplate="%{x}: n/a, %{customdata}<extra></extra>"),
     ]
-    d = "bf16" if "bf16" in rates else next(iter(rates))
+    if not rates:  # e.g. B200: the vendor gives no SM count or clock, so no per-SM rate
+        return traces, f"{gpu} at {clock_mhz:.0f} MHz", g.why_no_rate("bf16")
+    d = next((x for x in ("bf16", "fp16") if x in rates), next(iter(rates)))
     c = tc.peak_check(gpu, d)
     here = tc.peak_flop_per_s(g.sms, clock_mhz * 1e6, rates[d])
     readout = (f"{d}: {g.sms} SMs x {clock_mhz:.0f} MHz x {rates[d]} = {fmt_flop_per_s(here)}; "
@@ -173,9 +176,11 @@ def _gemm_layout(ymax: float) -> dict:
     )
 
 
-GEMM_CHOICES = (("H200-SXM", "bf16"), ("H200-SXM", "fp8"), ("H200-SXM", "tf32"), ("A100-SXM-80GB", "bf16"),
-                ("L4", "bf16"), ("MI300X", "bf16"))
-GEMM_MS = (128, 256, 512, 1024, 2048, 4096, 8192)
+# Every catalog GPU in its 16-bit tensor-core type (bf16, or fp16 where there is no bf16: T4), plus
+# the H200's fp8 and tf32; the slider holds few values to keep the page light.
+GEMM_CHOICES = (("H200-SXM", "bf16"), ("H200-SXM", "fp8"), ("H200-SXM", "tf32"),
+                *((g, "bf16" if "bf16" in get_gpu(g).peak_flop_per_s else "fp16") for g in gpu_names() if g != "H200-SXM"))
+GEMM_MS = (512, 2048, 8192)
 
 
 def gemm_figure(choices=GEMM_CHOICES, ms=GEMM_MS, k: int = 8192, tile_m: int = 128, tile_n: int = 256, ns=None) -> go.Figure:
@@ -219,7 +224,7 @@ def gemm_calculator():
         "n": w.IntText(value=4224, description="N"),
         "k": w.IntText(value=8192, description="K"),
         "dtype": w.Dropdown(options=list(ELEM_BYTES), value="bf16", description="dtype"),
-        "gpu": w.Dropdown(options=["H200-SXM", "H100-SXM", "A100-SXM-80GB", "B200", "MI300X", "L4", "RTX-4090"], value="H200-SXM", description="GPU"),
+        "gpu": w.Dropdown(options=gpu_names(), value="H200-SXM", description="GPU"),
         "tile_m": w.Dropdown(options=TILES, value=128, description="tile M"),
         "tile_n": w.Dropdown(options=TILES, value=256, description="tile N"),
     }
@@ -558,7 +563,7 @@ def peak_table(gpus=PEAK_GPUS) -> str:
     rows = []
     for g in gpus:
         for d in PEAK_DTYPES:
-            if d in tc.FLOP_PER_CLOCK_PER_SM[g]:
+            if d in tc.FLOP_PER_CLOCK_PER_SM.get(g, {}):
                 c = tc.peak_check(g, d)
                 rows.append([g, d, c.sms, c.flop_per_clock_per_sm, f"{c.clock_hz / 1e6:.0f} MHz", fmt_flop_per_s(c.peak_flop_per_s, 4),
                              fmt_flop_per_s(c.catalog_flop_per_s, 4), f"{c.implied_clock_hz / 1e6:.0f} MHz"])
