@@ -1,5 +1,6 @@
 # Two commands do all the set-up on a fresh clone:
 #   make book   -- install what is needed (.venv, node_modules), build the HTML into _build/html
+#   make learner -- the same book without solutions or instructor notes, into _build/learner/html
 #   make test   -- install what is needed (also headless Chromium), run the whole test suite
 # While developing:
 #   make unit   -- models, calculators, units, catalog, doctor and notebook checks, doctests (target < 60 s; no notebook run, no build)
@@ -10,7 +11,7 @@ PY := $(VENV)/bin/python
 JB := $(VENV)/bin/jupyter-book
 STAMP := $(VENV)/.installed
 
-.PHONY: install book test unit lint bench bench-parts chromium doctor clean
+.PHONY: install book learner test unit lint bench bench-parts chromium doctor clean
 
 install: $(STAMP) node_modules/.installed
 
@@ -41,6 +42,11 @@ node_modules/.installed: package.json package-lock.json
 book: install
 	$(JB) build . --all -W -n --keep-going
 	@echo "HTML: _build/html/index.html"
+
+# The learner edition: the book without exercise solutions or instructor notes (book/_ext/learner.py
+# drops them; the instructor pages leave the table of contents), warnings as errors.
+learner: install
+	$(PY) book/_ext/learner.py --out _build/learner
 
 # Headless Chromium for the browser tests: installed when we are root (CI, containers); otherwise
 # the browser tests skip and say why (tests/conftest.py).

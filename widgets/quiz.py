@@ -169,8 +169,14 @@ class Quiz:
             '<p class="gpubook-quiz-js-missing">This quiz checks answers with JavaScript in the page.</p></div>'
         )
         if inline_script:
-            css = (STATIC / "quiz.css").read_text(encoding="utf-8")
-            js = (STATIC / "quiz.js").read_text(encoding="utf-8")
+            try:
+                css = (STATIC / "quiz.css").read_text(encoding="utf-8")
+                js = (STATIC / "quiz.js").read_text(encoding="utf-8")
+            except OSError:  # installed without the book's files (pip, Colab): the quiz shows, checks need quiz.check()
+                return out.replace(
+                    "This quiz checks answers with JavaScript in the page.",
+                    f"This quiz checks answers in the book's pages; here, call <code>quiz.load({self.topic!r}).check(i, answer)</code>.",
+                )
             out = f"<style>{css}</style>{out}<script>{js}</script>"
         return out
 

@@ -74,6 +74,14 @@ def _collect(app, doctree, docname) -> None:
             body.children = body.children[1:]  # the title becomes the slide's heading
             body["classes"] = [c for c in body.get("classes", []) if c != "admonition"]
             entry["takeaways"].append(_render(app, body, docname))
+    if not entry["takeaways"]:  # a chapter without a takeaway box: its Summary's list
+        for sec in doctree.findall(nodes.section):
+            head = sec.next_node(nodes.title)
+            if head is not None and head.astext().strip() == "Summary":
+                items = sec.next_node(nodes.bullet_list)
+                if items is not None:
+                    entry["takeaways"].append(_render(app, items, docname))
+                break
     for img in doctree.findall(nodes.image):
         uri = img.get("uri", "")
         if "figures/" in uri and uri.endswith(".svg"):
@@ -132,7 +140,8 @@ def deck_html(app, chapters: list[dict]) -> str:
             inner.append(
                 '<section class="deck-calculator"><h3>Calculator</h3>'
                 f'<div class="deck-plot">{c["calculator"]}</div>'
-                f'<p class="deck-small">The chapter\'s static calculator: pick, slide, predict. <a href="{link}">More in the chapter</a>.</p></section>'
+                '<p class="deck-small">The chapter\'s static calculator: pick, slide, predict. '
+                f'<a href="{link}">More in the chapter</a>.</p></section>'
             )
         slides.append("<section>" + "".join(inner) + "</section>")
     slides.append(

@@ -45,7 +45,7 @@ def words(markdown: str) -> int:
     text = _DIRECTIVE_OPTION.sub("", text)
     text = re.sub(r"\$\$.*?\$\$", " x ", text, flags=re.S)
     text = re.sub(r"\$[^$\n]+\$", " x ", text)
-    text = re.sub(r"^(```|:::).*$", "", text, flags=re.M)
+    text = re.sub(r"^(```|:::)(\{[a-z-]+\})?", "", text, flags=re.M)  # the fence, not its title
     text = re.sub(r"<[^>]+>", " ", text)
     return len(_WORD.findall(text))
 

@@ -1,0 +1,315 @@
+"""The workshop kit (issue 15): the Teaching part, the learner edition, the taster's slides, the
+merge of the room's records, and the licence.
+
+- Fast checks: the toc and the files, the licence, the agenda's arithmetic helpers, the learner
+  toc/config, the merge's error paths.
+- ``slow``: ``--merge`` of the committed H200 records with a CPU record made here by the real CPU
+  experiments of one topic (never a typed measurement).
+- ``build``: a small learner edition (one chapter and the Teaching pages, to keep the time low),
+  grepped for solution and instructor text that the full build (``built_book``) does contain; the
+  taster deck in the full build, offline (no http(s) URL; every file it loads exists).
+- ``browser``: the deck opens in headless Chromium with every non-file request aborted.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+TEACHING = ROOT / "book" / "teaching"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def _module(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+learner = _module("gpubook_learner", ROOT / "book" / "_ext" / "learner.py")
+plan = _module("gpubook_plan", TEACHING / "plan.py")
+
+
+def _toc_files(toc):
+    return learner._toc_files(toc)
+
+
+# ---------------------------------------------------------------------------------------------
+# files, toc, licence
+
+
+def test_teaching_part_is_in_the_book():
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    captions = [p.get("caption") for p in toc["parts"]]
+    assert "Teaching" in captions
+    files = _toc_files(toc)
+    for f in ("index", "agendas", "setup", "closing", "instructor_notes"):
+        assert f"book/teaching/{f}" in files
+    for topic in plan.CHAPTERS:
+        assert f"book/teaching/instructor_{topic}" in files, f"no instructor notes for {topic}"
+    for f in files:
+        if f.startswith("book/teaching/"):
+            assert (ROOT / f"{f}.md").exists() or (ROOT / f"{f}.ipynb").exists(), f
+
+
+def test_instructor_notes_name_the_misconceptions():
+    text = " ".join((TEACHING / f"instructor_{t}.md").read_text() for t in plan.CHAPTERS)
+    for needle in ("Dense against sparse peaks", "GB or GiB", "algbw against busbw", "More occupancy is always faster",
+                   "The OOM message names the culprit"):  # fmt: skip
+        assert needle in text, f"the instructor notes do not discuss {needle!r}"
+    for t in plan.CHAPTERS:
+        page = (TEACHING / f"instructor_{t}.md").read_text()
+        assert "## Demo live" in page and "## Give as exercises" in page and "## Misconceptions" in page, t
+
+
+def test_licence_covers_code_and_prose():
+    text = (ROOT / "LICENSE").read_text()
+    assert "MIT License" in text and "Permission is hereby granted" in text
+    assert "CC BY 4.0" in text and "creativecommons.org/licenses/by/4.0" in text
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["license"] == "MIT AND CC-BY-4.0" and project["license-files"] == ["LICENSE"]
+    assert "LICENSE" in (ROOT / "README.md").read_text()
+
+
+def test_reveal_is_pinned_exactly():
+    pkg = json.loads((ROOT / "package.json").read_text())
+    version = pkg["devDependencies"]["reveal.js"]
+    assert re.fullmatch(r"\d+\.\d+\.\d+", version), "pin an exact version"
+    lock = json.loads((ROOT / "package-lock.json").read_text())
+    assert lock["packages"]["node_modules/reveal.js"]["version"] == version
+
+
+# ---------------------------------------------------------------------------------------------
+# the agendas' numbers
+
+
+def test_word_count_reads_text_not_markup():
+    assert plan.words("The {term}`ridge point <Ridge point>` is $F/B$ here.") == 6
+    assert plan.words(":::{admonition} Takeaway\n:class: important\nCount bytes.\n:::") == 3
+    assert plan.words("") == 0
+
+
+def test_sections_cover_each_chapter():
+    for topic in plan.CHAPTERS:
+        secs = plan.sections(topic)
+        titles = [s.title for s in secs]
+        assert "Exercises" in titles and "Predict, then measure" in titles, (topic, titles)
+        assert sum(s.exercises for s in secs) >= 3, f"{topic}: exercises not counted"
+        assert sum(s.guesses for s in secs) >= 1, f"{topic}: no 'Guess first' counted"
+        assert all(s.words >= 0 for s in secs)
+
+
+def test_recorded_run_times_and_gpu_seconds():
+    rt = plan.runtimes()
+    assert set(rt["chapters"]) == set(plan.CHAPTERS) and all(c["run_s"] > 0 for c in rt["chapters"].values())
+    gpu, logs = plan.gpu_seconds()
+    assert set(gpu) == set(plan.CHAPTERS) and "benchmarks/h200/" in logs
+    assert plan.round5(0.1) == 5 and plan.round5(10) == 10 and plan.round5(10.2) == 15
+
+
+def test_two_gpu_chapters_come_from_the_doctor():
+    verdicts = plan.two_gpu_chapters("H200-SXM")
+    assert set(verdicts) == set(plan.CHAPTERS)
+    changed = [c for c, (one, two) in verdicts.items() if one.status != two.status]
+    assert "collectives" in changed  # NCCL across two GPUs (the doctor's rule), gloo on the CPU with one
+
+
+# ---------------------------------------------------------------------------------------------
+# learner edition: toc and config (no build)
+
+
+def test_learner_toc_and_config_leave_out_the_instructor_pages():
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    full = _toc_files(toc)
+    mine = _toc_files(learner.learner_toc(toc))
+    assert [f for f in full if not learner.is_instructor_page(f)] == mine
+    assert not any("instructor" in f for f in mine) and "book/teaching/agendas" in mine
+    small = _toc_files(learner.learner_toc(toc, ["chapters/simt", "book/teaching/instructor_simt"]))
+    assert small == ["chapters/simt"]
+    config = learner.learner_config(yaml.safe_load((ROOT / "_config.yml").read_text()))
+    assert learner.INSTRUCTOR_GLOB in config["exclude_patterns"]
+    assert all(Path(p).is_absolute() for p in config["sphinx"]["local_extensions"].values())
+
+
+# ---------------------------------------------------------------------------------------------
+# merge
+
+
+def test_merge_refuses_nothing_to_merge(tmp_path):
+    from widgets import merge
+
+    (tmp_path / "notes.json").write_text('{"hello": 1}')
+    with pytest.raises(ValueError, match="no comparison"):
+        merge.merge([tmp_path], tmp_path / "out")
+    with pytest.raises(ValueError, match="no such file"):
+        merge.merge([tmp_path / "missing"], tmp_path / "out")
+    out = subprocess.run([sys.executable, "-m", "widgets.measure", "--merge", str(tmp_path)], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 1 and "no comparison" in out.stderr
+
+
+@pytest.mark.slow
+def test_merge_h200_and_a_cpu_record(tmp_path):
+    """The committed H200 records and a CPU record made now (the memory hierarchy's real CPU run)."""
+    from widgets import accuracy, merge
+
+    cpu = tmp_path / "laptop"
+    made = subprocess.run([sys.executable, "-m", "widgets.measure", "--topic", "memory_hierarchy", "--out", str(cpu)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=600)  # fmt: skip
+    assert made.returncode == 0, made.stderr[-3000:]
+    h200 = ROOT / "widgets" / "data" / "h200"
+    out = tmp_path / "merged"
+    run = subprocess.run([sys.executable, "-m", "widgets.measure", "--merge", str(h200), str(cpu), "--out", str(out)],
+                         capture_output=True, text=True, cwd=ROOT, timeout=300)  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    for name in merge.OUTPUTS:
+        assert (out / name).stat().st_size > 0, name
+    # every comparison of every record, recomputed independently here
+    expected = 0
+    for f in [*sorted(h200.glob("*.json")), cpu / "memory_hierarchy.json"]:
+        rec = json.loads(f.read_text())
+        if "topic" in rec and "results" in rec:
+            expected += len(accuracy.rows_for(rec["topic"], rec))
+    rows = list(__import__("csv").DictReader((out / "merged.csv").open()))
+    assert len(rows) == expected
+    machines = {r["machine"] for r in rows}
+    assert any("H200" in m for m in machines) and any("laptop" in m for m in machines) and len(machines) == 2
+    for r in rows:
+        assert r["label"] in accuracy.LABELS
+        assert abs(float(r["ratio"]) - float(r["measured"]) / float(r["model"])) <= 1e-9 * abs(float(r["ratio"]))
+    html = (out / "merged.html").read_text()
+    assert html.count("plotly-graph-div") == 1 and "Plotly.newPlot" in html
+    fig = json.loads(re.search(r"Plotly\.newPlot\(\s*\"[^\"]+\",\s*(\[.*?\]),\s*\{", html, re.S).group(1))
+    assert {t["name"] for t in fig} == machines, "one trace per machine"
+    md = (out / "merged.md").read_text()
+    assert md.count("\n| memory_hierarchy |") + md.count("\n| simt |") > 10
+
+
+# ---------------------------------------------------------------------------------------------
+# builds
+
+
+def _solution_phrases() -> dict[str, list[str]]:
+    """Per chapter, plain-text phrases from each exercise solution (what the learner edition must not hold)."""
+    out = {}
+    for topic in plan.CHAPTERS:
+        nb = json.loads((ROOT / "chapters" / f"{topic}.ipynb").read_text())
+        phrases = []
+        for cell in nb["cells"]:
+            src = "".join(cell["source"])
+            for m in re.finditer(r"```\{solution\}[^\n]*\n(?::[^\n]*\n)*\n?(.*?)```", src, re.S):
+                for sentence in re.split(r"(?<=[.:;])\s+", m.group(1)):
+                    plain = re.sub(r"\s+", " ", sentence).strip()
+                    if len(plain) >= 25 and not re.search(r"[`${}\\*_<>\[\]()|#=]", plain):
+                        phrases.append(plain[:60])
+                        break
+        out[topic] = phrases
+    return out
+
+
+INSTRUCTOR_PHRASES = ("Misconceptions learners bring", "Give as exercises", "For instructors")
+
+
+def _html_text(folder: Path) -> str:
+    return "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in folder.rglob("*.html"))
+
+
+@pytest.mark.build
+@pytest.mark.slow
+def test_small_learner_edition_has_no_solutions_or_instructor_notes(tmp_path, built_book):
+    topic = "memory_hierarchy"
+    phrases = _solution_phrases()[topic]
+    assert len(phrases) >= 3, "the grep needs solution text to look for"
+    # control: the full book holds them, so the grep below can fail
+    full = (Path(built_book) / "chapters" / f"{topic}.html").read_text()
+    import html as _h
+
+    full_text = _h.unescape(re.sub(r"<[^>]+>", "", full))
+    present = [p for p in phrases if p in re.sub(r"\s+", " ", full_text)]
+    assert present, f"none of the solution phrases is in the full build: {phrases}"
+    full_teaching = _html_text(Path(built_book) / "book" / "teaching")
+    assert all(p in full_teaching for p in INSTRUCTOR_PHRASES)
+
+    only = [f"chapters/{topic}", "book/teaching/index", "book/teaching/agendas", "book/teaching/setup",
+            "book/teaching/closing", "book/teaching/instructor_notes", f"book/teaching/instructor_{topic}"]  # fmt: skip
+    proc = learner.build(tmp_path / "learner", only, strict=False)
+    log = (tmp_path / "learner" / "build.log").read_text()
+    assert proc.returncode == 0, log[-4000:]
+    # the only warnings allowed: links to pages this small build left out
+    warnings = [w for w in re.findall(r"WARNING: .*", log) if not re.search(r"unknown document|undefined label|not included in any toctree|term not in glossary", w)]
+    assert not warnings, warnings
+    html = tmp_path / "learner" / "html"
+    assert (html / "chapters" / f"{topic}.html").exists()
+    assert not list((html / "book" / "teaching").glob("instructor*")), "instructor pages in the learner edition"
+    text = re.sub(r"\s+", " ", _h.unescape(re.sub(r"<[^>]+>", "", _html_text(html))))
+    for p in present:
+        assert p not in text, f"solution text in the learner edition: {p!r}"
+    for p in INSTRUCTOR_PHRASES:
+        assert p not in text, f"instructor text in the learner edition: {p!r}"
+    chapter = (html / "chapters" / f"{topic}.html").read_text()
+    assert "solution" not in re.sub(r"sphinx_exercise|exercise\.css", "", chapter).lower().replace("solutions", ""), \
+        "a solution block survived"
+    assert "guess-answer" in chapter, "the answers to 'Guess first' stay in the learner edition"
+    assert 'class="gpubook-quiz"' in chapter, "the quiz stays in the learner edition"
+
+
+def _deck(built_book) -> tuple[Path, str]:
+    deck = Path(built_book) / "slides" / "taster.html"
+    assert deck.exists(), "the taster deck is not in the build"
+    return deck, deck.read_text(encoding="utf-8")
+
+
+@pytest.mark.build
+def test_taster_deck_is_in_the_build_and_offline(built_book):
+    deck, text = _deck(built_book)
+    assert not re.search(r"https?://", text), re.findall(r"https?://\S{0,60}", text)[:5]
+    for ref in re.findall(r'(?:src|href)="([^"#]+)"', text):
+        assert (deck.parent / ref).resolve().exists(), f"the deck loads {ref}, which is not in the build"
+    assert text.count("Takeaway") >= len(plan.CHAPTERS), "one takeaway slide per chapter at least"
+    for topic in plan.CHAPTERS:
+        assert f'href="../chapters/{topic}.html"' in text, f"no section for {topic}"
+    assert text.count("plotly-graph-div") >= 3 and "deck-figure" in text
+
+
+@pytest.mark.build
+@pytest.mark.browser
+def test_taster_deck_opens_offline_in_chromium(built_book):
+    if not CHROMIUM:
+        pytest.skip("headless Chromium not found")
+    pw = pytest.importorskip("playwright.sync_api")
+    deck, _ = _deck(built_book)
+    with pw.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--headless=new", "--no-sandbox", "--disable-gpu"])
+        page = b.new_page()
+        outside, errors = [], []
+
+        def route(r):
+            if r.request.url.startswith(("file:", "data:", "blob:", "about:")):
+                r.continue_()
+            else:
+                outside.append(r.request.url)
+                r.abort()
+
+        page.route("**/*", route)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(deck.as_uri())
+        page.wait_for_function("() => window.Reveal && Reveal.isReady()")
+        total = page.evaluate("() => Reveal.getTotalSlides()")
+        assert total >= 2 * len(plan.CHAPTERS)
+        page.keyboard.press("ArrowRight")
+        assert page.evaluate("() => Reveal.getIndices().h") == 1
+        b.close()
+    assert not outside, outside
+    assert not errors, errors
