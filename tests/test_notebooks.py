@@ -62,6 +62,8 @@ def problems(nb: dict) -> list[str]:
             found.append(f"{where}: run timing in its metadata ({', '.join(sorted(timing))})")
         if cell.get("attachments"):
             found.append(f"{where}: attachments (base64 images are not allowed)")
+        if "user_expressions" in cell.get("metadata", {}):
+            found.append(f"{where}: {{eval}} results saved by JupyterLab (jupyterlab-myst's user_expressions metadata)")
     return found
 
 
@@ -138,6 +140,16 @@ def test_checker_accepts_a_clean_notebook():
         (_code(metadata={"execution": {"iopub.status.busy": "2026-12-01T10:00:00Z"}}), "run timing"),
         ({**_code(), "metadata": {"kernelspec": {"name": "python3"}, "widgets": {}}}, "widget state"),
         ({**_code(), "metadata": {}}, "no kernelspec"),
+        (
+            {
+                "nbformat": 4,
+                "nbformat_minor": 5,
+                "metadata": {"kernelspec": {"name": "python3"}},
+                "cells": [{"cell_type": "markdown", "id": "m", "source": "{eval}`prose.x`",
+                           "metadata": {"user_expressions": [{"expression": "prose.x", "result": {"status": "ok"}}]}}],
+            },
+            "user_expressions",
+        ),
     ],
 )
 def test_checker_catches_each_problem(nb, needle):
