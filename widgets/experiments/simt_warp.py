@@ -38,6 +38,7 @@ REDUCE_SOURCE = r"""
 // Five ways to sum n floats into *out (zeroed before the launch), and two helpers.
 #define FULL 0xffffffffu
 
+// chapter-helpers-begin
 __device__ __forceinline__ float warp_sum(float v) {
     // A tree inside one warp: 5 shuffles, no shared memory, no barrier. Lane 0 ends with the sum.
     for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_down_sync(FULL, v, offset);
@@ -54,6 +55,7 @@ __device__ __forceinline__ float block_sum_shfl(float v) {
     if (warp == 0) v = warp_sum(v);
     return v;                               // thread 0 holds the block's sum
 }
+// chapter-helpers-end
 
 // 1. One atomic per thread: n atomics to one address.
 extern "C" __global__ void reduce_atomic_thread(const float* __restrict__ x, float* out, long long n) {
@@ -89,6 +91,7 @@ extern "C" __global__ void reduce_shfl_block(const float* __restrict__ x, float*
     if (threadIdx.x == 0) atomicAdd(out, v);
 }
 
+// chapter-grid-stride-begin
 // 5. Grid-stride: a few blocks per SM; each thread first sums many float4s in a register, then
 //    the block combines with shuffles: one atomic per block for the whole array.
 extern "C" __global__ void reduce_grid_stride(const float4* __restrict__ x, float* out, long long n4) {
@@ -101,6 +104,7 @@ extern "C" __global__ void reduce_grid_stride(const float4* __restrict__ x, floa
     acc = block_sum_shfl(acc);
     if (threadIdx.x == 0) atomicAdd(out, acc);
 }
+// chapter-grid-stride-end
 
 // Calibration: every thread adds 1 to the same address `iters` times (no loads).
 extern "C" __global__ void atomic_same_address(float* out, int iters) {
