@@ -15,15 +15,15 @@ from ..units import fmt_bytes_per_s, fmt_flop_per_s
 from ._core import gpu_color, grid_figure, live_form, percent, plural, series_color, style_figure, table_html
 from ._core import verdict as _verdict
 
+# The H200 in three dtypes, then every other catalog GPU in its 16-bit tensor-core type (bf16, or
+# fp16 where there is none: T4); 2 slider steps per decade keep the page light.
 ROOFLINE_CHOICES = (
     ("H200-SXM", "bf16"),
     ("H200-SXM", "fp8"),
     ("H200-SXM", "fp32"),
-    ("H100-SXM", "bf16"),
-    ("B200", "bf16"),
-    ("MI300X", "bf16"),
+    *((g, "bf16" if "bf16" in get_gpu(g).peak_flop_per_s else "fp16") for g in gpu_names() if g != "H200-SXM"),
 )
-ROOFLINE_INTENSITIES = tuple(float(f"{v:.3g}") for v in np.logspace(-1, 4, 21))  # 4 steps per decade
+ROOFLINE_INTENSITIES = tuple(float(f"{v:.3g}") for v in np.logspace(-1, 4, 11))  # 2 steps per decade
 I_MIN, I_MAX = 0.1, 1e4
 COALESCING_CHOICES = ((4, 0), (4, 1), (1, 0), (2, 0), (8, 0), (16, 0))  # (element bytes, offset)
 COALESCING_STRIDES = tuple(range(0, 17)) + (20, 24, 28, 32)
@@ -416,8 +416,14 @@ def check_padding(padding_elems: int, row_elems: int = 32, elem_bytes: int = 8) 
 # --------------------------------------------------------------------------------------------
 # Tables and plots of the chapter (data in, figures out)
 # --------------------------------------------------------------------------------------------
-def hierarchy_table(gpus=("H200-SXM", "H100-SXM", "A100-SXM-80GB", "B200", "MI300X", "L4", "RTX-4090")) -> str:
-    """Capacity and bandwidth of each level, per GPU, from the catalog (HTML)."""
+def _l1_smem_bytes(g) -> int | None:
+    """One SM's unified L1 + shared memory [B]: the model's table, else the catalog's arch record."""
+    l1 = mh.L1_SHARED_BYTES_PER_SM.get(g.arch)
+    return l1 if l1 else (g.arch_limits.l1_smem_per_sm_bytes if g.arch_limits else None)
+
+
+def hierarchy_table(gpus=None) -> str:
+    """Capacity and bandwidth of each level, per GPU (default: every catalog GPU), from the catalog (HTML)."""
     from ..book import table
     from ..units import fmt_bytes
 
@@ -432,9 +438,9 @@ def hierarchy_table(gpus=("H200-SXM", "H100-SXM", "A100-SXM-80GB", "B200", "MI30
         "host link (each way, peak; pinned)",
     ]
     rows = []
-    for name in gpus:
+    for name in gpu_names() if gpus is None else gpus:
         g = get_gpu(name)
-        l1 = mh.L1_SHARED_BYTES_PER_SM.get(g.arch)
+        l1 = _l1_smem_bytes(g)
         rows.append(
             [
                 g.name,
@@ -542,7 +548,7 @@ def ladder_svg(record: dict, gpu: str = "H200-SXM") -> str:
 
     g = get_gpu(gpu)
     rungs = {r["level"]: r for r in ladder(record, g)}
-    l1 = mh.L1_SHARED_BYTES_PER_SM.get(g.arch)
+    l1 = _l1_smem_bytes(g)
     smem_bw = rungs["shared memory (all SMs)"]["bytes_per_s"]
     levels = [
         (
