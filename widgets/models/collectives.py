@@ -4,11 +4,11 @@ algorithms, the ring all-reduce schedule, data-parallel overlap, hierarchical al
 Pure functions of physical quantities (standard library and numpy only). Every public function
 rejects non-physical input with a ``ValueError`` naming the parameter, the value and what is valid.
 
-Conventions
------------
+Notes
+-----
 - ``n`` is the number of ranks (one GPU each).
 - ``size_bytes`` is the size ``S`` that nccl-tests prints and divides by the time: the size of the
-  WHOLE buffer (NVIDIA nccl-tests, doc/PERFORMANCE.md and src/*.cu). For ``all_reduce``,
+  WHOLE buffer (NVIDIA nccl-tests, doc/PERFORMANCE.md and ``src/*.cu``). For ``all_reduce``,
   ``broadcast`` and ``reduce`` it is the tensor every rank holds; for ``all_gather`` it is the
   OUTPUT (n shards); for ``reduce_scatter`` it is the INPUT (n shards); for ``all_to_all`` it is
   each rank's send buffer (n pieces, one per peer). :func:`nccl_tests_size_bytes` converts.
@@ -1620,17 +1620,17 @@ class HierarchicalAllReduce:
 
     @property
     def pipelined_s(self) -> float:
-        """The three phases overlapped chunk by chunk: the slowest phase sets the time."""
+        """The three phases overlapped chunk by chunk, so the slowest phase sets the time [s]."""
         return max(self.intra_reduce_scatter_s, self.inter_all_reduce_s, self.intra_all_gather_s)
 
     @property
     def speedup(self) -> float:
-        """NCCL's flat ring time over the three-call (serialized) time (below 1: the calls are slower)."""
+        """NCCL's flat ring time over the three-call (serialized) time [-]; below 1 the calls are slower."""
         return self.flat_ring_s / self.total_s if self.total_s > 0 else 1.0
 
     @property
     def pipelined_speedup(self) -> float:
-        """NCCL's flat ring time over the pipelined time (above 1: the pipelined hierarchy is faster)."""
+        """NCCL's flat ring time over the pipelined time [-]; above 1 the pipelined hierarchy is faster."""
         return self.flat_ring_s / self.pipelined_s if self.pipelined_s > 0 else 1.0
 
 
