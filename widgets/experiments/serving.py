@@ -78,37 +78,45 @@ def _elem_bytes() -> int:
     return torch.empty((), dtype=_dtype()).element_size()
 
 
-# torch's dtype names -> the models' dtype registry (``serving.DTYPE_BYTES``): never guessed from a byte size.
-TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float8_e4m3fn": "fp8", "float8_e5m2": "fp8", "int8": "int8"}
-
-
 def model_dtype(torch_dtype) -> str:
-    """The model's name for a torch dtype (``torch.bfloat16`` or ``"bfloat16"`` -> ``"bf16"``)."""
+    """The registry's name (``widgets.dtypes``) for a torch dtype, matched by identity, never by
+    its byte size (``torch.float16`` -> ``"fp16"``, ``"bfloat16"`` -> ``"bf16"``)."""
     name = str(torch_dtype).replace("torch.", "")
-    if name not in TORCH_DTYPES:
-        raise ValueError(f"torch_dtype must be one of {', '.join(TORCH_DTYPES)}, got {torch_dtype!r}")
-    return TORCH_DTYPES[name]
+    tdt = getattr(torch, name, None)
+    if not isinstance(tdt, torch.dtype):
+        raise ValueError(f"torch_dtype must be a torch dtype such as torch.bfloat16 or 'bfloat16', got {torch_dtype!r}")
+    try:
+        return dtypes.from_torch(tdt).name
+    except ValueError as exc:
+        raise ValueError(f"torch_dtype {torch_dtype!r} is not in the registry: {exc}") from None
 
 
-# The catalog entry used when the device that ran is not in the catalog (a CPU, an unknown GPU):
-# its figures are never used then, because every prediction is given measured rates.
-FALLBACK_GPU = "H200-SXM"
+# The models take a catalog GPU. Where the device that ran is not in the catalog (a CPU, an
+# unknown GPU) they are given this one, and every rate they use is passed in measured (tp = 1:
+# no link either), so none of its figures enters a prediction; the record says ``gpu: null``.
+MODEL_STANDIN_GPU = "H200-SXM"
 
 
-def local_gpu_name() -> str:
-    """The catalog name of this device's GPU, or ``FALLBACK_GPU`` without a known one."""
+def local_gpu_name() -> Optional[str]:
+    """The catalog name of this device's GPU, or None (a CPU, or a GPU the catalog lacks)."""
     g = describe_local_gpu()
-    return g.name if g is not None and g.name in gpu_names() else FALLBACK_GPU
+    return g.name if g is not None and g.name in gpu_names() else None
 
 
-def record_gpu_name(record: dict) -> str:
-    """The catalog name of the GPU a record was measured on (from its provenance)."""
+def record_gpu_name(record: dict) -> Optional[str]:
+    """The catalog name of the GPU a record was measured on (from its provenance), or None."""
     prov = record.get("provenance", {}) if isinstance(record, dict) else {}
     for key in ("gpu", "device"):
         name = prov.get(key)
         if isinstance(name, str) and catalog_name_for(name):
             return catalog_name_for(name)
-    return FALLBACK_GPU
+    return None
+
+
+def model_gpu_name(gpu: Optional[str] = None) -> str:
+    """The catalog GPU to give the models for ``gpu`` (default: this device): itself when the
+    catalog has it, else :data:`MODEL_STANDIN_GPU` (then only measured rates may be passed)."""
+    return gpu or local_gpu_name() or MODEL_STANDIN_GPU
 
 
 class NvmlSampler:
@@ -188,8 +196,8 @@ def _free():
 # --------------------------------------------------------------------------------------------
 # Ceilings of this device, measured in the same run
 # --------------------------------------------------------------------------------------------
-@dataclass
-class Ceilings:
+@dataclass(frozen=True)
+class Ceilings(harness.Result):
     """Achievable rates of this device: a device-to-device copy [B/s] (bytes read + written) and
     a large matmul [FLOP/s] in the serving dtype."""
 
@@ -248,8 +256,8 @@ def measure_ceilings(copy_nbytes: Optional[int] = None, gemm_n: Optional[int] = 
 # --------------------------------------------------------------------------------------------
 # 1. Decode as a weight stream: one layer's matmuls against the batch
 # --------------------------------------------------------------------------------------------
-@dataclass
-class GemvSweep:
+@dataclass(frozen=True)
+class GemvSweep(harness.Result):
     """The four weight matmuls of one decoder layer (fused QKV, output, fused gate-up, down) on
     ``batch`` rows: time of cuBLAS alone (``cublas_s``) and of the layer as tuned (``best_s``: the
     decoder's choice per shape, cuBLAS or the Triton skinny kernel, picked on short timings for
@@ -325,8 +333,8 @@ def gemv_model_s(sweep: GemvSweep, hbm_bytes_per_s: float, peak_flop_per_s: floa
 # --------------------------------------------------------------------------------------------
 # 2. A real decoder: step time against batch and context; TTFT against prompt length
 # --------------------------------------------------------------------------------------------
-@dataclass
-class DecodeSweep:
+@dataclass(frozen=True)
+class DecodeSweep(harness.Result):
     """Decode-step times of ``config`` (medians [s]), one CUDA graph per point on a GPU."""
 
     config: dict
@@ -424,8 +432,8 @@ def measure_decode_steps(
     )
 
 
-@dataclass
-class TTFTSweep:
+@dataclass(frozen=True)
+class TTFTSweep(harness.Result):
     """Prefill time of one prompt [s] against its length (TTFT without queueing)."""
 
     config: dict
@@ -471,13 +479,14 @@ def _time_prefills(m, prompts, on_gpu, repeat, out, lo, hi):
 
 def decode_model_s(
     sweep: DecodeSweep,
-    gpu: str = "H200-SXM",
+    gpu: Optional[str] = None,
     hbm_bytes_per_s: Optional[float] = None,
     peak_flop_per_s: Optional[float] = None,
 ) -> dict:
     """The model's step times for a sweep [s]: ``{"batch": [...], "context": [...]}``."""
     mc = DecoderConfig(**sweep.config).model_config()
     dt = _sweep_dtype(sweep)
+    gpu = gpu or MODEL_STANDIN_GPU
 
     def t(b, c):
         return model.decode_step(mc, gpu, b, c, dt, dt, hbm_bytes_per_s=hbm_bytes_per_s, peak_flop_per_s=peak_flop_per_s).time_s
@@ -489,31 +498,31 @@ def decode_model_s(
 
 
 def _sweep_dtype(sweep: DecodeSweep) -> str:
-    """The dtype a decode sweep ran in: recorded by name since this version; older records (which
-    ran bf16 on a GPU, fp32 on a CPU, and did not record it) by their bytes per weight."""
-    if sweep.dtype:
-        return sweep.dtype
-    eb = sweep.step_weight_bytes / DecoderConfig(**sweep.config).model_config().step_params(1)
-    return {2.0: "bf16", 4.0: "fp32"}[round(eb, 6)]
+    """The dtype a decode sweep ran in, as recorded by name (never guessed from a byte size, which
+    cannot tell fp16 from bf16); ``ValueError`` for a record made before it was recorded."""
+    if not sweep.dtype:
+        raise ValueError("the decode sweep does not record its dtype (a record older than the dtype field): measure it again")
+    return dtypes.get_dtype(sweep.dtype, param="decode dtype").name
 
 
 def ttft_model_s(
     sweep: TTFTSweep,
-    gpu: str = "H200-SXM",
+    gpu: Optional[str] = None,
     hbm_bytes_per_s: Optional[float] = None,
     peak_flop_per_s: Optional[float] = None,
     dtype: str = "bf16",
 ) -> list:
     """The model's prefill lower bound for each prompt of a sweep [s]."""
     mc = DecoderConfig(**sweep.config).model_config()
+    gpu = gpu or MODEL_STANDIN_GPU
     return [model.prefill_time_s(mc, gpu, p, dtype, hbm_bytes_per_s=hbm_bytes_per_s, peak_flop_per_s=peak_flop_per_s) for p in sweep.prompts]
 
 
 # --------------------------------------------------------------------------------------------
 # 3. The KV cache, measured by the allocator
 # --------------------------------------------------------------------------------------------
-@dataclass
-class KVMemory:
+@dataclass(frozen=True)
+class KVMemory(harness.Result):
     """KV caches allocated for real: bytes the allocator reports against the formula's."""
 
     config: dict
@@ -792,7 +801,7 @@ def bandwidth_options(ceilings: Ceilings, gemv: Optional[GemvSweep] = None) -> d
     return opts
 
 
-def compare_decode(sweep: DecodeSweep, ceilings: Ceilings, gemv: Optional[GemvSweep] = None, gpu: str = FALLBACK_GPU) -> dict:
+def compare_decode(sweep: DecodeSweep, ceilings: Ceilings, gemv: Optional[GemvSweep] = None, gpu: Optional[str] = None) -> dict:
     """Measured / predicted step time for every point and every bandwidth option, and the worst
     error over batches 1 to 64."""
     out = {}
@@ -809,8 +818,28 @@ def compare_decode(sweep: DecodeSweep, ceilings: Ceilings, gemv: Optional[GemvSw
     return out
 
 
-def run_all() -> dict:
-    """Every serving experiment on this device; a JSON-able record."""
+@dataclass(frozen=True)
+class ServingResults(harness.Result):
+    """The topic's record (``widgets/data/h200/serving.json``'s ``results``), typed. The model
+    comparisons (``gemv_model_s``, ``decode_vs_model``, ``ttft_model_s``, ``target``) are plain
+    mappings: :func:`compare_record` recomputes them from the measurements with today's models."""
+
+    ceilings: Ceilings
+    gemv: GemvSweep
+    decode: DecodeSweep
+    ttft: TTFTSweep
+    kv_memory: KVMemory
+    gemv_model_s: Optional[dict] = None
+    decode_vs_model: Optional[dict] = None
+    ttft_model_s: Optional[dict] = None
+    target: Optional[dict] = None
+
+
+RESULTS = ServingResults  # the topic's result type (widgets.book.setup reads the record with it)
+
+
+def run_all() -> ServingResults:
+    """Every serving experiment on this device."""
     print(harness.describe_run("serving"), flush=True)
     ceilings = measure_ceilings()
     print(f"  copy {ceilings.copy_bytes_per_s / 1e12:.3f} TB/s, GEMM {ceilings.gemm_flop_per_s / 1e12:.1f} TFLOP/s", flush=True)
@@ -828,23 +857,23 @@ def run_all() -> dict:
               f"worst error for batch 1-64: {c['max_error_batch_1_64']:.1%}", flush=True)
     opts = bandwidth_options(ceilings, gemv)
     ttft_cmp = {name: ttft_model_s(ttft, gpu, bw, option_peak(ceilings, name), steps.dtype) for name, bw in opts.items()}
-    return {
-        "ceilings": asdict(ceilings),
-        "gemv": asdict(gemv),
-        "gemv_model_s": {name: gemv_model_s(gemv, bw, option_peak(ceilings, name)) for name, bw in opts.items()},
-        "decode": asdict(steps),
-        "decode_vs_model": cmp,
-        "ttft": asdict(ttft),
-        "ttft_model_s": ttft_cmp,
-        "kv_memory": asdict(kvm),
-        "target": {
+    return ServingResults(
+        ceilings=ceilings,
+        gemv=gemv,
+        gemv_model_s={name: gemv_model_s(gemv, bw, option_peak(ceilings, name)) for name, bw in opts.items()},
+        decode=steps,
+        decode_vs_model=cmp,
+        ttft=ttft,
+        ttft_model_s=ttft_cmp,
+        kv_memory=kvm,
+        target={
             "what": "max |measured decode step / model - 1| over batches 1 to 64, per bandwidth given to the memory-bound "
                     "model: datasheet, device-to-device copy measured in this run, batch-1 weight stream of one layer's "
                     "matmuls measured in this run",
             "max_error": {name: c["max_error_batch_1_64"] for name, c in cmp.items()},
             "labels": dict(OPTION_LABELS),
         },
-    }
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -858,14 +887,12 @@ def load_h200() -> Optional[dict]:
         return None
 
 
-def compare_record(results: dict, gpu: str = FALLBACK_GPU) -> dict:
+def compare_record(results: dict, gpu: Optional[str] = None) -> dict:
     """Recompute every prediction of a record's results with the current models: for each
     bandwidth option (datasheet, copy and weight-stream measured in the same run) the GEMV sweep,
     the decode steps and the prefill times, and their measured/model ratios."""
-    ceilings = Ceilings(**results["ceilings"])
-    gemv = GemvSweep(**results["gemv"])
-    steps = DecodeSweep(**results["decode"])
-    ttft = TTFTSweep(**results["ttft"])
+    r = results if isinstance(results, ServingResults) else ServingResults.from_record(results)
+    ceilings, gemv, steps, ttft = r.ceilings, r.gemv, r.decode, r.ttft
     opts = bandwidth_options(ceilings, gemv)
     peak = ceilings.gemm_flop_per_s
     dt = _sweep_dtype(steps)
@@ -951,7 +978,7 @@ def accuracy_rows(record: dict) -> list:
     kv = res["kv_memory"]
     if kv.get("prefill_peak_extra_bytes"):
         cfg = kv["config"]
-        eb = dtypes.bytes_per_element(_sweep_dtype(DecodeSweep(**res["decode"])))
+        eb = dtypes.bytes_per_element(_sweep_dtype(DecodeSweep.from_record(res["decode"])))
         est = transformer.activation_bytes(kv["prefill_tokens"], cfg["hidden"], cfg["intermediate"], cfg["vocab"], 1, eb)
         rows.append(Row("serving", f"transient memory of a {kv['prefill_tokens']}-token prefill", "activation_bytes of the decoder's shapes",
                         est, kv["prefill_peak_extra_bytes"], "B", "prediction", device,

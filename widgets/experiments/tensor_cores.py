@@ -5,6 +5,16 @@ cuBLAS.
 On a GPU the sizes are the real ones (8192^3 and friends, capped by free memory); on a CPU every
 experiment runs scaled down in seconds (Triton through its interpreter), which shows the method,
 not GPU performance.
+
+What runs is chosen from the device's capabilities (``harness.capabilities()``), never its name:
+:func:`dtype_plan` measures each data type the device has tensor-core math for (a T4, sm_75:
+fp32 and fp16; bf16 and tf32 are left out with "need sm_80", fp8 with "needs sm_89"), and the
+shape sweep and the Triton GEMMs run in :func:`gemm_dtype` (bf16 where the device has bf16
+tensor cores, else fp16). The Triton steps fail soft (``harness.Failed`` with the error) where
+Triton cannot compile for the arch.
+
+Every ``measure_*`` returns a frozen ``harness.Result``; :class:`TensorCoresResults` is the topic's
+record, read back typed with ``TensorCoresResults.from_record``.
 """
 
 from __future__ import annotations
@@ -14,27 +24,270 @@ import functools
 import math
 import statistics
 import warnings
+from dataclasses import dataclass, replace
+from typing import Optional, Union
 
 import torch
 
+from ..capabilities import Capabilities
+from ..dtypes import bytes_per_element, to_torch
 from ..hardware import catalog_name_for, get_gpu
 from ..models import tensor_cores as model
 from . import harness
 
-DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")
-_TORCH_DTYPE = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-_ELEM_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
+DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")  # the record's labels; "fp8" is E4M3 (widgets.dtypes)
+
+
+def _torch_dtype(dtype: str) -> torch.dtype:
+    """The storage dtype of a GEMM in ``dtype`` (tf32 is stored as fp32; widgets.dtypes for the rest)."""
+    return torch.float32 if dtype == "tf32" else to_torch(dtype)
+
+
+def _elem_bytes(dtype: str) -> int:
+    return int(bytes_per_element(dtype))
 
 
 # --------------------------------------------------------------------------------------------
-# Helpers
+# What this device runs (capabilities, never names)
 # --------------------------------------------------------------------------------------------
-def has_fp8() -> bool:
-    """fp8 GEMMs through ``torch._scaled_mm`` need compute capability 8.9 or later."""
-    if not harness.on_gpu() or not hasattr(torch, "_scaled_mm"):
-        return False
-    major, minor = torch.cuda.get_device_capability()
-    return (major, minor) >= (8, 9)
+def has_fp8(cap: Optional[Capabilities] = None) -> bool:
+    """fp8 GEMMs through ``torch._scaled_mm`` need fp8 tensor cores (compute capability 8.9 or later)."""
+    cap = cap or harness.capabilities()
+    return cap.fp8 and hasattr(torch, "_scaled_mm")
+
+
+def dtype_plan(cap: Optional[Capabilities] = None) -> dict[str, Optional[str]]:
+    """For each of :data:`DTYPES`: ``None`` where this device measures it, else why not (the row's
+    note). On the CPU: everything but tf32 and fp8 (the method, scaled down). On an NVIDIA GPU: fp32,
+    and each format it has tensor-core math for (``widgets.capabilities``: fp16 from sm_70, bf16 and
+    tf32 from sm_80, fp8 from sm_89). On another vendor's GPU: everything but fp8.
+
+    >>> from widgets.capabilities import Capabilities
+    >>> t4 = Capabilities("Tesla T4", "NVIDIA", "sm_75", 15 * 2**30, 15 * 2**30, 1, True)
+    >>> [d for d, why in dtype_plan(t4).items() if why is None]
+    ['fp32', 'fp16']
+    >>> dtype_plan(t4)["bf16"]
+    'bf16 tensor cores need sm_80; this GPU (Tesla T4) is sm_75'
+    """
+    cap = cap or harness.capabilities()
+    plan: dict[str, Optional[str]] = {}
+    for d in DTYPES:
+        if d == "fp32":
+            plan[d] = None
+        elif d == "fp8":
+            plan[d] = None if has_fp8(cap) else (
+                cap.why_not("fp8") if cap.nvidia and not cap.fp8 else
+                "no fp8 GEMM on this device (torch._scaled_mm needs fp8 tensor cores, compute capability >= 8.9)")
+        elif not cap.gpu:
+            plan[d] = "no TF32 on a CPU" if d == "tf32" else None
+        elif cap.nvidia:
+            plan[d] = cap.why_not(d)
+        else:
+            plan[d] = None
+    return plan
+
+
+def gemm_dtype(cap: Optional[Capabilities] = None) -> str:
+    """The 16-bit format of the shape sweep and the Triton GEMMs on a GPU: bf16 where the device
+    has bf16 tensor cores, else fp16 (a T4). (On the CPU the interpreted Triton kernels use fp16.)"""
+    cap = cap or harness.capabilities()
+    return "fp16" if cap.nvidia and not cap.tensor_cores("bf16") else "bf16"
+
+
+# --------------------------------------------------------------------------------------------
+# Result types (the record's layout since the first H200 run; later fields default to None)
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SustainedRun(harness.Result):
+    """Back-to-back GEMMs for ``windows`` windows of at least ``seconds_per_window`` each."""
+
+    seconds_per_window: float
+    calls_per_window: int
+    windows: int
+    window_flop_per_s: tuple[float, ...]
+    flop_per_s: float
+    min_flop_per_s: float
+    max_flop_per_s: float
+    sm_clock_mhz: Optional[dict] = None
+    power_w: Optional[dict] = None
+    nvml: Optional[str] = None
+    nvml_reason: Optional[str] = None
+    power_kind: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class GemmRun(harness.Result):
+    """One ``n^3`` GEMM in ``dtype``: a burst and a sustained run; or, where the device cannot run
+    the format, ``None`` times and the reason in ``note``."""
+
+    dtype: str
+    n: int
+    data: str = "randn"
+    time_s: Optional[float] = None
+    min_s: Optional[float] = None
+    max_s: Optional[float] = None
+    repeat: Optional[int] = None
+    flop_per_s: Optional[float] = None
+    rest_s_before_burst: Optional[float] = None
+    burst_sm_clock_mhz: Optional[dict] = None
+    burst_power_w: Optional[dict] = None
+    nvml: Optional[str] = None
+    nvml_reason: Optional[str] = None
+    power_kind: Optional[str] = None
+    sustained: Optional[SustainedRun] = None
+    copies: Optional[int] = None
+    note: str = ""
+    fast_accum: Optional[bool] = None
+    peak_flop_per_s: Optional[float] = None
+    fraction_of_peak: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class DtypeThroughput(harness.Result):
+    """One :class:`GemmRun` per data type (fp8 twice where it runs: fast and precise
+    accumulation; bf16 once more on zeros on a GPU). Iterating gives the rows."""
+
+    rows: tuple[GemmRun, ...]
+
+    def __iter__(self):
+        return iter(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
+@dataclass(frozen=True)
+class SweepPoint(harness.Result):
+    n: int
+    time_s: float
+    min_s: float
+    max_s: float
+    flop_per_s: float
+
+
+@dataclass(frozen=True)
+class NSweep(harness.Result):
+    m: int
+    k: int
+    torch: tuple[SweepPoint, ...]
+    torch_nvml: Optional[dict] = None
+    triton: Optional[tuple[SweepPoint, ...]] = None
+    triton_nvml: Optional[dict] = None
+    triton_config: Optional[tuple[int, ...]] = None
+    triton_error: Optional[str] = None  # the Triton sweep could not run here (arch, compiler)
+
+
+@dataclass(frozen=True)
+class ShapeSweep(harness.Result):
+    dtype: str
+    alignment: tuple[SweepPoint, ...]
+    n_sweep: NSweep
+    alignment_nvml: Optional[dict] = None
+
+
+@dataclass(frozen=True)
+class PrecisionRow(harness.Result):
+    dtype: str
+    k: int
+    m: int
+    n: int
+    sample: int
+    method: str
+    fast_accum: bool
+    out_dtype: str
+    repeats: int
+    total: float
+    total_min: float
+    total_max: float
+    accumulation: float
+    accumulation_min: float
+    accumulation_max: float
+    max_componentwise: float
+    kernels: Optional[tuple[str, ...]] = None
+    kernels_reason: str = ""
+
+
+@dataclass(frozen=True)
+class Precision(harness.Result):
+    """One :class:`PrecisionRow` per (data type, accumulation mode, K). Iterating gives the rows."""
+
+    rows: tuple[PrecisionRow, ...]
+
+    def __iter__(self):
+        return iter(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
+@dataclass(frozen=True)
+class TritonPrecisionRow(harness.Result):
+    k: int
+    total: float
+    total_min: float
+    total_max: float
+    accumulation: float
+    accumulation_min: float
+    accumulation_max: float
+    max_componentwise: float
+
+
+@dataclass(frozen=True)
+class PrecisionTriton(harness.Result):
+    dtype: str
+    m: int
+    n: int
+    sample: int
+    repeats: int
+    config: tuple[int, ...]
+    out_dtype: str
+    interpreted: bool
+    method: str
+    rows: tuple[TritonPrecisionRow, ...]
+
+
+@dataclass(frozen=True)
+class TritonVsTorch(harness.Result):
+    n: int
+    dtype: str  # torch's name (bfloat16, float16)
+    relative_error_vs_torch: float
+    data: str
+    config: tuple[int, ...]
+    interpreted: bool
+    interleaved: bool
+    repeat: int
+    triton_times_s: tuple[float, ...]
+    torch_times_s: tuple[float, ...]
+    triton_time_s: float
+    torch_time_s: float
+    triton_flop_per_s: float
+    torch_flop_per_s: float
+    ratio: float
+    pair_ratio_median: float
+    pair_ratio_min: float
+    pair_ratio_max: float
+    sm_clock_mhz: Optional[dict] = None
+    power_w: Optional[dict] = None
+    nvml: Optional[str] = None
+    nvml_reason: Optional[str] = None
+    power_kind: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class TensorCoresResults(harness.Result):
+    """The topic's record (``widgets/data/h200/tensor_cores.json``'s ``results``), typed. The
+    throughput and precision rows sit in lists at the top level (the record's layout)."""
+
+    catalog_gpu: Optional[str]
+    throughput: tuple[GemmRun, ...]
+    shape_sweep: ShapeSweep
+    precision: tuple[PrecisionRow, ...]
+    triton: Union[TritonVsTorch, harness.Failed]
+    precision_triton: Union[PrecisionTriton, harness.Failed, None] = None
+    plan: Optional[dict[str, Optional[str]]] = None  # dtype -> None (measured) or why not, on this device
+
+
+RESULTS = TensorCoresResults  # the topic's result type (widgets.book.setup reads the record with it)
 
 
 @contextlib.contextmanager
@@ -87,7 +340,7 @@ def _gemm_fn(dtype: str, m: int, n: int, k: int, copies: int, gen, *, fast_accum
             b8, sb = _to_fp8(make((n, k), torch.float32, gen))
             pairs.append((a8, b8.t(), sa, sb))  # B column-major, as _scaled_mm requires
         else:
-            t = _TORCH_DTYPE[dtype]
+            t = _torch_dtype(dtype)
             pairs.append((make((m, k), t, gen), make((k, n), t, gen)))
     state = {"i": 0}
 
@@ -250,7 +503,7 @@ class GpuSampler:
 def _time_gemm(dtype: str, m: int, n: int, k: int, *, repeat: int, fast_accum: bool = True, seed: int = 0,
                data: str = "randn") -> dict:
     gen = torch.Generator(device=harness.device()).manual_seed(seed)
-    e = _ELEM_BYTES[dtype]
+    e = _elem_bytes(dtype)
     copies = _copies((m * k + k * n) * e)
     fn, advance = _gemm_fn(dtype, m, n, k, copies, gen, fast_accum=fast_accum, data=data)
     with tf32_enabled(dtype == "tf32"):
@@ -294,7 +547,7 @@ def _time_sustained(fn, advance, flop: int, *, seconds: float, per_call_s: float
 
 
 def measure_gemm(dtype: str, n: int, *, repeat: int, fast_accum: bool = True, sustained_s: float | None = None,
-                 windows: int | None = None, data: str = "randn", seed: int = 0) -> dict:
+                 windows: int | None = None, data: str = "randn", seed: int = 0) -> GemmRun:
     """One ``n^3`` GEMM: a **burst** (after a 1-s rest on a GPU, ``repeat`` calls of about a
     millisecond each, timed one by one; median and spread) and a **sustained** run (back to back for ``windows`` x at least
     ``sustained_s`` seconds: 2 s on a GPU), with the SM clock and board power sampled (NVML) during
@@ -304,7 +557,7 @@ def measure_gemm(dtype: str, n: int, *, repeat: int, fast_accum: bool = True, su
     sustained_s = sustained_s if sustained_s is not None else (2.0 if gpu else 0.05)
     windows = windows or (3 if gpu else 1)
     gen = torch.Generator(device=harness.device()).manual_seed(seed)
-    e = _ELEM_BYTES[dtype]
+    e = _elem_bytes(dtype)
     copies = _copies(2 * n * n * e)
     fn, advance = _gemm_fn(dtype, n, n, n, copies, gen, fast_accum=fast_accum, data=data)
     flop = model.matmul_flop(n, n, n)
@@ -319,10 +572,12 @@ def measure_gemm(dtype: str, n: int, *, repeat: int, fast_accum: bool = True, su
             t = harness.time_fn(fn, warmup=3, repeat=repeat, setup=advance)
         burst = sampler.summary()
         sustained = _time_sustained(fn, advance, flop, seconds=sustained_s, per_call_s=t.median_s, windows=windows)
-    return {"dtype": dtype, "n": n, "data": data, "time_s": t.median_s, "min_s": t.min_s, "max_s": t.max_s,
-            "repeat": t.repeat, "flop_per_s": flop / t.median_s, "rest_s_before_burst": rest_s,
-            "burst_sm_clock_mhz": burst["sm_clock_mhz"], "burst_power_w": burst["power_w"],
-            "nvml": burst["source"], "nvml_reason": burst["reason"], "power_kind": burst["power_kind"], "sustained": sustained, "copies": copies}
+    return GemmRun.from_record({
+        "dtype": dtype, "n": n, "data": data, "time_s": t.median_s, "min_s": t.min_s, "max_s": t.max_s,
+        "repeat": t.repeat, "flop_per_s": flop / t.median_s, "rest_s_before_burst": rest_s,
+        "burst_sm_clock_mhz": burst["sm_clock_mhz"], "burst_power_w": burst["power_w"],
+        "nvml": burst["source"], "nvml_reason": burst["reason"], "power_kind": burst["power_kind"], "sustained": sustained,
+        "copies": copies}, strict=True)
 
 
 def reference_gpu():
@@ -337,53 +592,46 @@ def reference_gpu():
 # 1. Throughput per data type at a large size
 # --------------------------------------------------------------------------------------------
 def measure_dtype_throughput(n: int | None = None, *, repeat: int | None = None, sustained_s: float | None = None,
-                             windows: int | None = None, zeros: bool | None = None) -> list[dict]:
+                             windows: int | None = None, zeros: bool | None = None) -> DtypeThroughput:
     """Time an ``n x n x n`` GEMM in each data type, burst and sustained (:func:`measure_gemm`), on
     standard-normal data; the catalog's dense peak beside each. With ``zeros``, bf16 runs once
     more on all-zero matrices (same work, less switching: more clock under the same power cap; by
     default on a GPU only).
 
-    GPU: ``n = 8192`` (capped so three fp32 matrices fit in a quarter of free memory); fp8 through
-    ``torch._scaled_mm`` (per-tensor scales, bf16 output) where the GPU has it, with and without
-    fast accumulation. CPU: ``n = 256``; fp8 and tf32 are recorded with ``null`` times and the
-    reason (no such units).
+    GPU: ``n = 8192`` (capped so three fp32 matrices fit in a quarter of free memory: smaller on a
+    15 GiB T4); fp8 through ``torch._scaled_mm`` (per-tensor scales, bf16 output) where the GPU has
+    it, with and without fast accumulation. CPU: ``n = 256``. A data type the device has no
+    tensor-core math for (:func:`dtype_plan`: tf32 and fp8 on a CPU; bf16, tf32 and fp8 on a T4) is
+    recorded with ``null`` times and the reason.
     """
-    gpu = harness.on_gpu()
+    cap = harness.capabilities()
+    gpu = cap.gpu
     if n is None:
         n = 8192 if gpu else 256
         if gpu:
-            cap = int(math.sqrt(harness.choose_bytes(3 * 4 * 8192**2, 0) / (3 * 4)))
-            n = min(n, max(1024, cap // 256 * 256))
+            side = int(math.sqrt(cap.size_bytes(3 * 4 * 8192**2, 0) / (3 * 4)))
+            n = min(n, max(1024, side // 256 * 256))
     repeat = repeat or (20 if gpu else 3)
     spec = reference_gpu()
+    plan = dtype_plan(cap)
     out = []
-
-    def skipped(d, note):
-        return {"dtype": d, "n": n, "data": "randn", "time_s": None, "flop_per_s": None,
-                "peak_flop_per_s": None, "fraction_of_peak": None, "note": note, "sustained": None}
-
     for d in DTYPES:
-        if d == "fp8" and not has_fp8():
-            out.append(skipped(d, "no fp8 GEMM on this device (torch._scaled_mm needs compute capability >= 8.9)"))
-            continue
-        if d == "tf32" and not gpu:
-            out.append(skipped(d, "no TF32 on a CPU"))
+        if plan[d] is not None:
+            out.append(GemmRun(dtype=d, n=n, note=plan[d]))
             continue
         peak = spec.peak_flop_per_s.get(d) if spec else None
         for fast in (True, False) if d == "fp8" else (True,):
             r = measure_gemm(d, n, repeat=repeat, fast_accum=fast, sustained_s=sustained_s, windows=windows)
-            r["note"] = f"torch._scaled_mm, per-tensor scales, use_fast_accum={fast}" if d == "fp8" else ""
-            r["fast_accum"] = fast if d == "fp8" else None
-            r["peak_flop_per_s"] = peak
-            r["fraction_of_peak"] = r["flop_per_s"] / peak if peak else None
-            out.append(r)
+            out.append(replace(r, note=f"torch._scaled_mm, per-tensor scales, use_fast_accum={fast}" if d == "fp8" else "",
+                               fast_accum=fast if d == "fp8" else None, peak_flop_per_s=peak,
+                               fraction_of_peak=r.flop_per_s / peak if peak else None))
     if zeros if zeros is not None else gpu:
-        r = measure_gemm("bf16", n, repeat=repeat, sustained_s=sustained_s, windows=windows, data="zeros")
-        peak = spec.peak_flop_per_s.get("bf16") if spec else None
-        r.update(note="all-zero operands", fast_accum=None, peak_flop_per_s=peak,
-                 fraction_of_peak=r["flop_per_s"] / peak if peak else None)
-        out.append(r)
-    return out
+        d = gemm_dtype(cap)
+        r = measure_gemm(d, n, repeat=repeat, sustained_s=sustained_s, windows=windows, data="zeros")
+        peak = spec.peak_flop_per_s.get(d) if spec else None
+        out.append(replace(r, note="all-zero operands", fast_accum=None, peak_flop_per_s=peak,
+                           fraction_of_peak=r.flop_per_s / peak if peak else None))
+    return DtypeThroughput(tuple(out))
 
 
 # --------------------------------------------------------------------------------------------
@@ -405,18 +653,21 @@ def n_sweep_shape(gpu: bool | None = None) -> tuple[int, int, list[int]]:
     return 64, 128, list(range(32, 256 + 1, 32))
 
 
-def measure_shape_sweep(*, repeat: int | None = None, triton_sweep: bool = True) -> dict:
-    """bf16 GEMMs (fp16 on a CPU, where bf16 Triton is not interpretable) across shapes.
+def measure_shape_sweep(*, repeat: int | None = None, triton_sweep: bool = True) -> ShapeSweep:
+    """bf16 GEMMs across shapes (:func:`gemm_dtype`: fp16 on a GPU without bf16 tensor cores; the
+    Triton kernel in fp16 on a CPU, where bf16 Triton is not interpretable).
 
     ``alignment``: square ``n^3`` for n near multiples of 8/64/128, through torch (cuBLAS).
     ``n_sweep``: ``M x N x K`` at fixed M, K across N, through torch and through the Triton kernel
     with ONE fixed tile (128 x 256 on a GPU): the Triton kernel runs exactly the schedule the
     tile-and-wave model assumes; cuBLAS picks its own tiles per shape. Each block records the SM
-    clock and power sampled while it ran (``*_nvml``; ``None`` values without a GPU).
+    clock and power sampled while it ran (``*_nvml``; ``None`` values without a GPU). The Triton
+    sweep fails soft: where Triton cannot compile for the arch, ``triton_error`` says why.
     """
-    gpu = harness.on_gpu()
+    cap = harness.capabilities()
+    gpu = cap.gpu
     repeat = repeat or (15 if gpu else 2)
-    dtype = "bf16"
+    dtype = gemm_dtype(cap)
     align = []
     with GpuSampler() as s_align:
         for s in alignment_sizes(gpu):
@@ -434,21 +685,25 @@ def measure_shape_sweep(*, repeat: int | None = None, triton_sweep: bool = True)
         from . import tensor_cores_triton as tt
 
         cfg = tt.GPU_CONFIGS[0] if gpu else tt.CPU_CONFIG
-        tdtype = torch.bfloat16 if gpu else torch.float16
+        tdtype = _torch_dtype(dtype) if gpu else torch.float16
         gen = torch.Generator(device=harness.device()).manual_seed(1)
         a = _randn((m, k), tdtype, gen)
         pts = []
-        with GpuSampler() as s_triton:
-            for n in ns:
-                b = _randn((k, n), tdtype, gen)
-                c = torch.empty((m, n), device=a.device, dtype=tdtype)
-                t = harness.time_fn(lambda: tt.matmul(a, b, config=cfg, out=c), warmup=2 if gpu else 1, repeat=repeat)
-                pts.append({"n": n, "time_s": t.median_s, "min_s": t.min_s, "max_s": t.max_s,
-                            "flop_per_s": model.matmul_flop(m, n, k) / t.median_s})
-        out["n_sweep"]["triton"] = pts
-        out["n_sweep"]["triton_nvml"] = s_triton.summary()
-        out["n_sweep"]["triton_config"] = list(cfg)
-    return out
+        try:
+            with GpuSampler() as s_triton:
+                for n in ns:
+                    b = _randn((k, n), tdtype, gen)
+                    c = torch.empty((m, n), device=a.device, dtype=tdtype)
+                    t = harness.time_fn(lambda: tt.matmul(a, b, config=cfg, out=c), warmup=2 if gpu else 1, repeat=repeat)
+                    pts.append({"n": n, "time_s": t.median_s, "min_s": t.min_s, "max_s": t.max_s,
+                                "flop_per_s": model.matmul_flop(m, n, k) / t.median_s})
+            out["n_sweep"]["triton"] = pts
+            out["n_sweep"]["triton_nvml"] = s_triton.summary()
+            out["n_sweep"]["triton_config"] = list(cfg)
+        except Exception as exc:  # Triton cannot compile for this arch (or runs out of shared memory): say so
+            out["n_sweep"]["triton_error"] = harness.Failed.of(exc).error + (
+                "" if cap.triton_tested else f" (Triton's tested path is sm_80 and newer; this GPU is {cap.arch})")
+    return ShapeSweep.from_record(out, strict=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -471,6 +726,11 @@ def _lowp_matmul(dtype: str, a64: torch.Tensor, b64: torch.Tensor, *, fast_accum
     inputs are rounded to ``dtype`` and multiplied in fp32.
     """
     gpu = a64.is_cuda
+    why_not = None
+    if gpu and dtype in ("tf32", "bf16", "fp16"):
+        cap = harness.capabilities()
+        why_not = cap.why_not(dtype) if cap.nvidia else None
+        gpu = why_not is None  # no tensor-core path for it here: emulate, and say why
     if dtype == "fp8":
         a8, sa = _to_fp8(a64.float())
         b8, sb = _to_fp8(b64.float())
@@ -492,14 +752,17 @@ def _lowp_matmul(dtype: str, a64: torch.Tensor, b64: torch.Tensor, *, fast_accum
             with tf32_enabled(True):
                 c = a64.float() @ b64.float()
             return c.double(), ar.double(), br.double(), "cuBLAS, allow_tf32", "fp32"
-        return (ar @ br).double(), ar.double(), br.double(), "emulated: TF32-rounded inputs, fp32 matmul", "fp32"
-    t = _TORCH_DTYPE[dtype]
+        ar, br = ar.to(a64.device), br.to(a64.device)
+        return ((ar @ br).double(), ar.double(), br.double(),
+                "emulated: TF32-rounded inputs, fp32 matmul" + (f" ({why_not})" if why_not else ""), "fp32")
+    t = _torch_dtype(dtype)
     a, b = a64.to(t), b64.to(t)
     if t == torch.float32:
         with tf32_enabled(False):
             return (a @ b).double(), a.double(), b.double(), "torch.mm", "fp32"
     if not gpu:
-        return (a.float() @ b.float()).double(), a.double(), b.double(), f"emulated: {dtype} inputs, fp32 matmul", "fp32"
+        return ((a.float() @ b.float()).double(), a.double(), b.double(),
+                f"emulated: {dtype} inputs, fp32 matmul" + (f" ({why_not})" if why_not else ""), "fp32")
     try:
         c = torch.mm(a, b, out_dtype=torch.float32)
         return c.double(), a.double(), b.double(), "torch.mm(out_dtype=float32)", "fp32"
@@ -561,7 +824,7 @@ def _precision_args(gpu: bool, ks, size, sample, repeats) -> tuple[list, int, in
 
 
 def measure_precision(ks=None, *, size: int | None = None, sample: int | None = None, seed: int = 0,
-                      repeats: int = 3, kernels: bool = True) -> list[dict]:
+                      repeats: int = 3, kernels: bool = True) -> Precision:
     """Relative error of ``A[size,K] @ B[K,size]`` in each data type against fp64, as K grows.
 
     Inputs: standard normal in fp64, ``repeats`` independent draws (seeds ``seed``,
@@ -574,7 +837,8 @@ def measure_precision(ks=None, *, size: int | None = None, sample: int | None = 
     ||C_exact||_F (inputs rounded to the dtype, then the product) and ``accumulation`` = the same
     against the fp64 product of the ROUNDED inputs (the GEMM's own error); ``max_componentwise`` =
     the largest |c_hat - c| / (|A| |B|) of any draw, to compare with the deterministic bound. fp8 is
-    E4M3 with per-tensor scales.
+    E4M3 with per-tensor scales. A format without tensor-core math on this device (bf16 and tf32 on
+    a T4, fp8 below sm_89) is emulated: inputs rounded to it, an fp32 product; ``method`` says so.
     """
     import statistics as stats
 
@@ -625,16 +889,17 @@ def measure_precision(ks=None, *, size: int | None = None, sample: int | None = 
                 "accumulation": stats.median(acc), "accumulation_min": min(acc), "accumulation_max": max(acc),
                 "max_componentwise": max(comp), "kernels": kn, "kernels_reason": why,
             })
-    return out
+    return Precision(tuple(PrecisionRow.from_record(r, strict=True) for r in out))
 
 
 def measure_precision_triton(ks=None, *, size: int | None = None, sample: int | None = None, seed: int = 0,
-                             repeats: int = 3) -> dict:
+                             repeats: int = 3) -> PrecisionTriton:
     """The book's own Triton GEMM (:mod:`.tensor_cores_triton`, ONE fixed tile, so each output is
     ONE fp32 accumulator walking all of K in steps of BLOCK_K: no split-K, no library choice), with
     an fp32 output, against fp64 as K grows: the accumulation error of a known schedule. Same
     inputs, shapes and statistics as :func:`measure_precision`. bf16 on a GPU (128 x 256 x 64
-    tiles); fp16 on a CPU, where the interpreter runs the kernel (bf16 is not interpretable)."""
+    tiles; fp16 on a GPU without bf16 tensor cores); fp16 on a CPU, where the interpreter runs the
+    kernel (bf16 is not interpretable)."""
     import statistics as stats
 
     from . import tensor_cores_triton as tt
@@ -642,7 +907,7 @@ def measure_precision_triton(ks=None, *, size: int | None = None, sample: int | 
     gpu = harness.on_gpu()
     ks, size, sample = _precision_args(gpu, ks, size, sample, repeats)
     cfg = tt.GPU_CONFIGS[0] if gpu else tt.CPU_CONFIG
-    dtype = "bf16" if gpu else "fp16"
+    dtype = gemm_dtype() if gpu else "fp16"
     dev = harness.device()
     gens = [torch.Generator(device=dev).manual_seed(seed + r) for r in range(repeats)]
     rows = []
@@ -651,7 +916,7 @@ def measure_precision_triton(ks=None, *, size: int | None = None, sample: int | 
         for gen in gens:
             a = torch.randn((size, k), generator=gen, device=dev, dtype=torch.float64)
             b = torch.randn((k, size), generator=gen, device=dev, dtype=torch.float64)
-            a_r, b_r = a.to(_TORCH_DTYPE[dtype]), b.to(_TORCH_DTYPE[dtype])
+            a_r, b_r = a.to(_torch_dtype(dtype)), b.to(_torch_dtype(dtype))
             c = torch.empty((size, size), device=dev, dtype=torch.float32)
             tt.matmul(a_r, b_r, config=cfg, out=c)
             ar, br = a_r[:sample].double(), b_r[:, :sample].double()
@@ -666,27 +931,28 @@ def measure_precision_triton(ks=None, *, size: int | None = None, sample: int | 
         rows.append({"k": k, "total": stats.median(tot), "total_min": min(tot), "total_max": max(tot),
                      "accumulation": stats.median(acc), "accumulation_min": min(acc), "accumulation_max": max(acc),
                      "max_componentwise": max(comp)})
-    return {"dtype": dtype, "m": size, "n": size, "sample": sample, "repeats": repeats, "config": list(cfg),
-            "out_dtype": "fp32", "interpreted": tt.INTERPRETED,
-            "method": f"Triton kernel, {cfg[0]}x{cfg[1]} tile, BLOCK_K={cfg[2]}, one fp32 accumulator per output",
-            "rows": rows}
+    return PrecisionTriton.from_record({
+        "dtype": dtype, "m": size, "n": size, "sample": sample, "repeats": repeats, "config": list(cfg),
+        "out_dtype": "fp32", "interpreted": tt.INTERPRETED,
+        "method": f"Triton kernel, {cfg[0]}x{cfg[1]} tile, BLOCK_K={cfg[2]}, one fp32 accumulator per output",
+        "rows": rows}, strict=True)
 
 
 # --------------------------------------------------------------------------------------------
 # 4. A Triton GEMM against cuBLAS
 # --------------------------------------------------------------------------------------------
-def measure_triton_vs_torch(n: int | None = None, *, repeat: int | None = None, seed: int = 0) -> dict:
+def measure_triton_vs_torch(n: int | None = None, *, repeat: int | None = None, seed: int = 0) -> TritonVsTorch:
     """Time the Triton kernel (autotuned on a GPU) and torch's GEMM (cuBLAS) on the same ``n^3``
     problem, after checking that the two agree. The calls are **interleaved** (Triton, torch,
     torch, Triton, ...: the order alternates each round) in one run, so both see the same clock
-    and power state; the ratio is computed from this run only. bf16 on a GPU (n = 8192); fp16 at
-    n = 64 on a CPU, where the interpreter runs the kernel."""
+    and power state; the ratio is computed from this run only. bf16 on a GPU (n = 8192; fp16 on a
+    GPU without bf16 tensor cores); fp16 at n = 64 on a CPU, where the interpreter runs the kernel."""
     from . import tensor_cores_triton as tt
 
     gpu = harness.on_gpu()
     n = n or (8192 if gpu else 64)
     repeat = repeat or (30 if gpu else 2)
-    dtype = torch.bfloat16 if gpu else torch.float16
+    dtype = _torch_dtype(gemm_dtype()) if gpu else torch.float16
     gen = torch.Generator(device=harness.device()).manual_seed(seed)
     a = _randn((n, n), dtype, gen)
     b = _randn((n, n), dtype, gen)
@@ -713,7 +979,7 @@ def measure_triton_vs_torch(n: int | None = None, *, repeat: int | None = None, 
     flop = model.matmul_flop(n, n, n)
     t_tri, t_torch = statistics.median(times["triton"]), statistics.median(times["torch"])
     s = sampler.summary()
-    return {
+    return TritonVsTorch.from_record({
         "n": n, "dtype": str(dtype).replace("torch.", ""), "relative_error_vs_torch": err, "data": "randn",
         "config": list(tt.best_config()), "interpreted": tt.INTERPRETED, "interleaved": True, "repeat": repeat,
         "triton_times_s": times["triton"], "torch_times_s": times["torch"],
@@ -723,29 +989,28 @@ def measure_triton_vs_torch(n: int | None = None, *, repeat: int | None = None, 
         "pair_ratio_median": statistics.median(pair_ratio), "pair_ratio_min": min(pair_ratio), "pair_ratio_max": max(pair_ratio),
         "sm_clock_mhz": s["sm_clock_mhz"], "power_w": s["power_w"], "nvml": s["source"], "nvml_reason": s["reason"],
         "power_kind": s["power_kind"],
-    }
+    }, strict=True)
 
 
 def _optional(fn, *args, **kwargs):
-    """``fn()``, or ``{"error": reason}`` if it fails: an optional experiment never loses the topic."""
-    try:
-        return fn(*args, **kwargs)
-    except Exception as exc:
-        return {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}
+    """``fn()``, or ``harness.Failed`` (``{"error": reason}`` in the record) if it fails: an
+    optional experiment never loses the topic."""
+    return harness.attempt(fn, *args, **kwargs)
 
 
-def run_all() -> dict:
-    """Every tensor-core experiment, as a JSON-able dict (``python -m widgets.measure``)."""
+def run_all() -> TensorCoresResults:
+    """Every tensor-core experiment (``python -m widgets.measure``); the Triton ones fail soft."""
     torch.manual_seed(0)
     spec = reference_gpu()
-    return {
-        "catalog_gpu": spec.name if spec else None,
-        "throughput": measure_dtype_throughput(),
-        "shape_sweep": measure_shape_sweep(),
-        "precision": measure_precision(),
-        "precision_triton": _optional(measure_precision_triton),
-        "triton": measure_triton_vs_torch(),
-    }
+    return TensorCoresResults(
+        catalog_gpu=spec.name if spec else None,
+        throughput=measure_dtype_throughput().rows,
+        shape_sweep=measure_shape_sweep(),
+        precision=measure_precision().rows,
+        precision_triton=_optional(measure_precision_triton),
+        triton=_optional(measure_triton_vs_torch),
+        plan=dtype_plan(),
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -806,7 +1071,7 @@ def promotion_crossover_k(fast_rows: list[dict], precise_rows: list[dict]) -> di
 # --------------------------------------------------------------------------------------------
 def _estimate(m: int, n: int, k: int, dtype: str, gpu: str, tile_m: int = 128, tile_n: int = 256):
     g = get_gpu(gpu)
-    e = _ELEM_BYTES[dtype]
+    e = _elem_bytes(dtype)
     return model.gemm_estimate(m, n, k, g.peak(dtype), g.hbm_bytes_per_s, g.sms, tile_m=tile_m, tile_n=tile_n,
                                in_bytes=e, out_bytes=2 if dtype == "fp8" else e)
 
@@ -859,11 +1124,12 @@ def accuracy_rows(record: dict) -> list:
                                     f"peak x wave efficiency x (median SM clock {clk:.0f} MHz / {clock0[d] / 1e6:.0f} MHz)",
                                     e.flop_per_s * clk * 1e6 / clock0[d], sus["flop_per_s"], "FLOP/s", "fit", device,
                                     "clock sampled by NVML during the same run: a constant from the measured run itself"))
+        sd = R["shape_sweep"].get("dtype", "bf16")
         for p in R["shape_sweep"]["alignment"]:
             if p["n"] in (4096, 8192, 8191):
-                e = _estimate(p["n"], p["n"], p["n"], "bf16", gpu)
+                e = _estimate(p["n"], p["n"], p["n"], sd, gpu)
                 note = "" if e.aligned else "row not a multiple of 16 B: the model flags it, it does not model the slower kernel"
-                rows.append(Row(topic, f"bf16 GEMM {p['n']}^3 (cuBLAS)", "catalog dense peak x wave efficiency",
+                rows.append(Row(topic, f"{sd} GEMM {p['n']}^3 (cuBLAS)", "catalog dense peak x wave efficiency",
                                 e.flop_per_s, p["flop_per_s"], "FLOP/s", "prediction", device, note))
         s = R["shape_sweep"]["n_sweep"]
         if s.get("triton") and s.get("triton_config"):
@@ -871,8 +1137,8 @@ def accuracy_rows(record: dict) -> list:
             tri = {p["n"]: p for p in s["triton"]}
             for n in (2048, 2304, 8192):
                 if n in tri:
-                    e = _estimate(s["m"], n, s["k"], "bf16", gpu, bm, bn)
-                    rows.append(Row(topic, f"Triton bf16 GEMM {s['m']}x{n}x{s['k']}, {bm}x{bn} tiles",
+                    e = _estimate(s["m"], n, s["k"], sd, gpu, bm, bn)
+                    rows.append(Row(topic, f"Triton {sd} GEMM {s['m']}x{n}x{s['k']}, {bm}x{bn} tiles",
                                     "catalog dense peak x wave efficiency of that tile", e.flop_per_s, tri[n]["flop_per_s"],
                                     "FLOP/s", "prediction", device, f"{e.waves} waves"))
     for r in R["precision"]:
