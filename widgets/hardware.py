@@ -1,7 +1,7 @@
 """GPU catalog: one frozen record per GPU, every figure with its source.
 
-Conventions
------------
+Notes
+-----
 - ``peak_flop_per_s`` holds DENSE tensor/vector peaks. Datasheets often print the 2:4
   structured-sparsity figure first; that figure is twice the dense one and is never stored here.
   ``"fp32"`` is the plain (non-tensor) FP32 rate; ``"tf32"``, ``"bf16"``, ``"fp16"``, ``"fp8"``
@@ -112,7 +112,7 @@ class Arch:
 
     @property
     def register_file_bytes(self) -> int:
-        """One SM's register file [B]: ``regs_per_sm`` 32-bit registers."""
+        """One SM's register file, ``regs_per_sm`` 32-bit registers [B]."""
         return self.regs_per_sm * 4
 
 
@@ -355,8 +355,11 @@ class GPU:
 
     @property
     def memory_bytes(self) -> int:
-        """Device memory a program can plan in [B]: ``usable_memory_bytes`` as the device reports
-        it where known, else the datasheet capacity ``hbm_bytes``."""
+        """Device memory a program can plan in [B].
+
+        ``usable_memory_bytes`` as the device reports it where known, else the datasheet
+        capacity ``hbm_bytes``.
+        """
         return self.usable_memory_bytes if self.usable_memory_bytes else self.hbm_bytes
 
     def peak(self, dtype: str, *, param: str = "dtype") -> float:
