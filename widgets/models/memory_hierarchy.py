@@ -1302,7 +1302,7 @@ class TransposeCost:
 
     @property
     def bound(self) -> str:
-        """The level that sets the time: ``"HBM"``, ``"L2"`` or ``"shared memory"``."""
+        """The level that sets the time, ``"HBM"``, ``"L2"`` or ``"shared memory"``."""
         return max((self.hbm_s, "HBM"), (self.l2_s, "L2"), (self.smem_s, "shared memory"))[1]
 
 
