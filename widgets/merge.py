@@ -199,11 +199,11 @@ def merge(paths, out) -> tuple[list[Path], list[dict], list[str]]:
         raise ValueError("--merge found no comparison to merge" + ("; skipped: " + "; ".join(skipped) if skipped else ""))
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    texts = {
-        "merged.csv": to_csv(rows),
-        "merged.md": to_markdown(rows, sources, skipped),
-        "merged.html": to_html(rows, sources, skipped),
-    }
+    texts = {"merged.csv": to_csv(rows), "merged.md": to_markdown(rows, sources, skipped)}
+    try:
+        texts["merged.html"] = to_html(rows, sources, skipped)
+    except ImportError as exc:  # a machine without plotly (pip install plotly) still gets the table
+        skipped = [*skipped, f"merged.html not written: {exc} (pip install plotly)"]
     written = []
     for name, text in texts.items():
         (out / name).write_text(text, encoding="utf-8")
