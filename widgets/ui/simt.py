@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from ..hardware import gpu_names
 from ..models import simt as m
 from ..units import KiB, fmt_bytes, fmt_time
 from ._core import (
@@ -114,8 +115,10 @@ def _occupancy_layout(arch: str) -> dict:
     )
 
 
-OCC_BLOCK_SIZES = (32, 64, 96, 128, 192, 256, 320, 384, 512, 640, 768, 1024)
-# (arch, registers per thread, shared memory per block): the dropdown of the static calculator.
+OCC_BLOCK_SIZES = (32, 64, 128, 256, 320, 512, 768, 1024)  # 8 per choice: the page stays light
+# (arch, registers per thread, shared memory per block): the dropdown of the static calculator;
+# after the sm_90/sm_80 kernels, every other compute capability of the catalog at 64 registers
+# (each catalog GPU's arch is offered: ARCH_GPUS names them).
 OCC_CHOICES = (
     ("sm_90", 32, 0),
     ("sm_90", 64, 0),
@@ -123,8 +126,10 @@ OCC_CHOICES = (
     ("sm_90", 40, 48 * KiB),
     ("sm_80", 64, 0),
     ("sm_80", 40, 48 * KiB),
+    *((a, 64, 0) for a in m.ARCHS if a not in ("sm_80", "sm_90")),
 )
-ARCH_GPUS = {"sm_80": "A100", "sm_86": "RTX 3090", "sm_89": "L4", "sm_90": "H100/H200"}
+# The catalog GPUs of each compute capability (e.g. "sm_89": "L4, RTX-4090, L40S").
+ARCH_GPUS = {a: ", ".join(gpu_names(lambda g, a=a: g.arch == a)) for a in m.ARCHS}
 
 
 def _occ_choice_label(c) -> str:
@@ -132,11 +137,13 @@ def _occ_choice_label(c) -> str:
     return f"{arch} · {r} regs · {fmt_bytes(smem) if smem else 'no'} smem"  # <= 30 characters: fits a phone
 
 
-def occupancy_figure(choices=OCC_CHOICES, block_sizes=OCC_BLOCK_SIZES, *, active=(0, 5)) -> go.Figure:
+def occupancy_figure(choices=OCC_CHOICES, block_sizes=OCC_BLOCK_SIZES, *, active=None) -> go.Figure:
     """Static occupancy calculator: the dropdown picks the architecture, registers per thread and
     shared memory per block; the slider moves the block size. The three panels show occupancy
     against each input, the kernel marked (its colour names the limiter)."""
     choices, block_sizes = list(choices), list(block_sizes)
+    if active is None:  # the first kernel at 256 threads per block
+        active = (0, block_sizes.index(256) if 256 in block_sizes else 0)
 
     def frame(c, t):
         arch, r, smem = c
@@ -380,14 +387,16 @@ def latency_hiding_calculator(latency_s: float = 600e-9, bytes_per_s: float = 4.
 # --------------------------------------------------------------------------------------------
 # Amdahl
 # --------------------------------------------------------------------------------------------
-WORKERS = np.unique(np.round(np.logspace(0, 12, 97, base=2)).astype(int))
+WORKERS = np.unique(np.round(np.logspace(0, 12, 49, base=2)).astype(int))  # 4 per octave: smooth on log axes, light frames
 
 
 def _amdahl_traces(p: float) -> list:
     s = np.array([m.amdahl_speedup(p, n) for n in WORKERS])
     ceiling = m.amdahl_ceiling(p) if p < 1 else None  # p = 1: no finite ceiling, no line
     traces = [
-        go.Scatter(x=WORKERS, y=WORKERS, mode="lines", name="ideal (p = 1)", line=dict(color="#999999", dash="dot")),
+        # y = x is straight on log-log axes: two points draw it (page weight: one per frame)
+        go.Scatter(x=[WORKERS[0], WORKERS[-1]], y=[WORKERS[0], WORKERS[-1]], mode="lines", name="ideal (p = 1)",
+                   line=dict(color="#999999", dash="dot")),
         go.Scatter(x=WORKERS, y=s, mode="lines", name=f"p = {p:g}", line=dict(color=COLORS[0])),
         go.Scatter(x=[WORKERS[0], WORKERS[-1]], y=[ceiling, ceiling] if ceiling is not None else [None, None], mode="lines",
                    name="ceiling 1/(1-p)", line=dict(color=COLORS[3], dash="dash")),
@@ -418,10 +427,10 @@ def _amdahl_layout() -> dict:
                 yaxis=dict(type="log", title="speed-up", range=[0, np.log10(4096)]))
 
 
-AMDAHL_GPUS = ("H200-SXM", "A100-SXM-80GB", "B200", "L4", "MI300X")
+AMDAHL_GPUS = tuple(gpu_names())  # every catalog GPU: its SMs (or CUs) are the workers marked
 
 
-def amdahl_figure(fractions=(0.5, 0.75, 0.9, 0.95, 0.99, 0.999), gpus=AMDAHL_GPUS) -> go.Figure:
+def amdahl_figure(fractions=(0.5, 0.9, 0.95, 0.99, 0.999), gpus=AMDAHL_GPUS) -> go.Figure:
     """Static Amdahl calculator: speed-up against workers; the dropdown picks a GPU whose SMs (or
     compute units) are the workers marked, the slider the parallel fraction ``p``."""
     from ..hardware import get_gpu
