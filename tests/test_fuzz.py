@@ -133,6 +133,7 @@ VALID: dict[str, dict] = {
     "tensor_cores.is_aligned": dict(dim=1024, elem_bytes=2),
     "tensor_cores.gemm_estimate": dict(m=4096, n=4096, k=4096, sms=132, **_H200),
     "tensor_cores.predicted_flop_per_s": dict(m=4096, n=4096, k=4096, sms=132, **_H200),
+    "tensor_cores.gemm_estimate_for": dict(m=4096, n=4096, k=4096),
     "tensor_cores.number_format": dict(dtype="bf16"),
     "tensor_cores.unit_roundoff": dict(dtype="bf16"),
     "tensor_cores.dot_error": dict(k=1024, dtype="bf16"),

@@ -1038,3 +1038,26 @@ def test_chapter_claims_fixed_by_the_review():
     assert "h200_bf16_at_boost" in text and tc.DATASHEET_CLOCK_HZ["H200-SXM"]["fp32"] == 1.98e9
     assert tc.peak_flop_per_s(132, 1.98e9, 4096) == pytest.approx(1070.5e12, rel=1e-3)
     assert not hasattr(tc, "fit_promotion_interval")
+
+
+def test_gemm_estimate_for_a_catalog_gpu():
+    """The GEMM estimator on a catalog GPU is gemm_estimate with the catalog's dense peak, bandwidth
+    and SMs; element sizes come from widgets.dtypes (tf32 is stored in 4 bytes), fp8 writes a 16-bit C."""
+    g = get_gpu("H200-SXM")
+    for dtype, in_b, out_b in (("bf16", 2, 2), ("fp16", 2, 2), ("tf32", 4, 4), ("fp32", 4, 4), ("fp8", 1, 2)):
+        got = tc.gemm_estimate_for(4096, 4224, 8192, dtype, "H200-SXM")
+        want = tc.gemm_estimate(4096, 4224, 8192, g.peak(dtype), g.hbm_bytes_per_s, g.sms, in_bytes=in_b, out_bytes=out_b)
+        assert got == want
+        assert got.bytes_moved == (4096 * 8192 + 8192 * 4224) * in_b + 4096 * 4224 * out_b
+    # the tile shape is passed through
+    assert tc.gemm_estimate_for(1000, 1000, 64, tile_m=64, tile_n=64).tiles == 16 * 16
+    with pytest.raises(ValueError, match="^dtype must be one of 'fp32', 'tf32', 'bf16', 'fp16', 'fp8'"):
+        tc.gemm_estimate_for(64, 64, 64, "fp8_e5m2")
+    with pytest.raises(ValueError, match="^gpu must be a catalog GPU"):
+        tc.gemm_estimate_for(64, 64, 64, "bf16", "TPU-v5e")
+    from widgets.hardware import gpus
+
+    no_fp8 = next((x.name for x in gpus() if "fp8" not in x.peak_flop_per_s), None)
+    if no_fp8 is not None:  # e.g. an A100: the catalog has no fp8 peak, so there is no estimate
+        with pytest.raises(ValueError, match="dtype"):
+            tc.gemm_estimate_for(64, 64, 64, "fp8", no_fp8)

@@ -157,6 +157,15 @@ class DType:
         return (2.0 - 2.0**-m) * 2.0 ** (2**e - 1 - self.bias)
 
     @property
+    def max_normal(self) -> Optional[float]:
+        """Largest normal value: for a floating-point format its largest finite value (None for integers).
+
+        >>> get_dtype("fp16").max_normal
+        65504.0
+        """
+        return self.max_finite if self.kind == "float" else None
+
+    @property
     def min_value(self) -> float:
         """Most negative finite value: ``-max_finite`` for floats, ``-2^(n-1)`` for integers."""
         if self.kind == "int":

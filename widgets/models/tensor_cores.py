@@ -249,7 +249,7 @@ def peak_check(gpu, dtype: str) -> PeakCheck:
 
     Parameters
     ----------
-    gpu : str or GPU
+    gpu : str or ~widgets.hardware.GPU
         A catalog name or a :class:`widgets.hardware.GPU`.
     dtype : str
         A dtype with a per-SM rate for that GPU, e.g. ``"bf16"``.
@@ -674,7 +674,7 @@ def gemm_estimate_for(m: int, n: int, k: int, dtype: str = "bf16", gpu="H200-SXM
     >>> e = gemm_estimate_for(8192, 8192, 8192, "bf16", "H200-SXM")
     >>> e.waves, round(e.flop_per_s / 1e12)
     (16, 959)
-    >>> gemm_estimate_for(8192, 8192, 8192, "fp8").bytes_moved == 3 * 8192**2 + 8192**2  # A, B in 1 B; C in 2 B
+    >>> gemm_estimate_for(8192, 8192, 8192, "fp8").bytes_moved == 2 * 8192**2 * 1 + 8192**2 * 2  # A, B: 1 B; C: 2 B
     True
     """
     d = _check.choice("dtype", dtype, dtypes.PEAK_DTYPES)
@@ -691,62 +691,10 @@ def gemm_estimate_for(m: int, n: int, k: int, dtype: str = "bf16", gpu="H200-SXM
 # --------------------------------------------------------------------------------------------
 # Number formats and the accuracy of a dot product
 # --------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class FloatFormat:
-    """A binary floating-point format: sign, ``exp_bits`` of exponent, ``man_bits`` stored
-    fraction bits (one more, implicit, in the significand of a normal number)."""
-
-    name: str
-    exp_bits: int
-    man_bits: int
-    ieee_like: bool = True  # the top exponent is reserved for inf/NaN
-
-    @property
-    def bits(self) -> int:
-        """Storage width [bit] (tf32 is stored in 32 bits; 19 of them are used)."""
-        return 1 + self.exp_bits + self.man_bits
-
-    @property
-    def bias(self) -> int:
-        return 2 ** (self.exp_bits - 1) - 1
-
-    @property
-    def unit_roundoff(self) -> float:
-        """u = 2^-(man_bits+1): the largest relative error of rounding to nearest."""
-        return 2.0 ** -(self.man_bits + 1)
-
-    @property
-    def max_normal(self) -> float:
-        if self.ieee_like:
-            emax = 2**self.exp_bits - 2 - self.bias
-            return (2.0 - 2.0**-self.man_bits) * 2.0**emax
-        # OCP FP8 E4M3: no infinities; only S.1111.111 is NaN, so the top exponent holds normals
-        # up to 1.110 x 2^8 = 448.
-        emax = 2**self.exp_bits - 1 - self.bias
-        return (2.0 - 2.0 ** (1 - self.man_bits)) * 2.0**emax
-
-    @property
-    def min_normal(self) -> float:
-        return 2.0 ** (1 - self.bias)
-
-    @property
-    def min_subnormal(self) -> float:
-        return 2.0 ** (1 - self.bias - self.man_bits)
-
-
-# IEEE 754-2019 binary64/binary32/binary16; bfloat16 (Google brain float: binary32's exponent, 7
-# fraction bits); TF32 (NVIDIA A100 whitepaper: 8-bit exponent, 10-bit fraction); OCP 8-bit
-# Floating Point Specification (OFP8) rev. 1.0: E4M3 and E5M2.
-FORMATS = {
-    "fp64": FloatFormat("fp64", 11, 52),
-    "fp32": FloatFormat("fp32", 8, 23),
-    "tf32": FloatFormat("tf32", 8, 10),
-    "bf16": FloatFormat("bf16", 8, 7),
-    "fp16": FloatFormat("fp16", 5, 10),
-    "fp8_e4m3": FloatFormat("fp8_e4m3", 4, 3, ieee_like=False),
-    "fp8_e5m2": FloatFormat("fp8_e5m2", 5, 2),
-}
-# "fp8" alone (as in the catalog's peaks) means E4M3, the format used for the forward pass.
+# The floating-point formats the precision models cover, from the registry of number formats
+# (widgets.dtypes: layout, range and unit roundoff with their sources; IEEE 754-2019, bfloat16, TF32,
+# OCP OFP8 E4M3/E5M2). "fp8" alone (as in the catalog's peaks) means E4M3, the forward-pass format.
+FORMATS = {name: dtypes.get_dtype(name) for name in ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2")}
 _ALIASES = {"fp8": "fp8_e4m3", "e4m3": "fp8_e4m3", "e5m2": "fp8_e5m2"}
 
 # Mean square relative error of rounding to nearest, in units of u^2, for significands spread
@@ -755,8 +703,8 @@ _ALIASES = {"fp8": "fp8_e4m3", "e4m3": "fp8_e4m3", "e5m2": "fp8_e5m2"}
 ROUNDING_VARIANCE = 1.0 / (8.0 * math.log(2.0))
 
 
-def number_format(dtype: str) -> FloatFormat:
-    """The :class:`FloatFormat` of a number format (``"fp8"`` means E4M3).
+def number_format(dtype: str) -> dtypes.DType:
+    """The :class:`widgets.dtypes.DType` of a number format (``"fp8"`` means E4M3).
 
     Explained in :ref:`tensor_cores` > Number formats: range, precision, accumulation.
 
@@ -768,7 +716,7 @@ def number_format(dtype: str) -> FloatFormat:
 
     Returns
     -------
-    FloatFormat
+    widgets.dtypes.DType
         Exponent and fraction bits, with the unit roundoff and range as properties.
 
     Raises
@@ -784,7 +732,7 @@ def number_format(dtype: str) -> FloatFormat:
     return _format(dtype, "dtype")
 
 
-def _format(dtype, name: str) -> FloatFormat:
+def _format(dtype, name: str) -> dtypes.DType:
     """:func:`number_format`, with ``name`` (the caller's parameter) in the error."""
     if isinstance(dtype, str) and dtype.lower() in _ALIASES:
         dtype = _ALIASES[dtype.lower()]

@@ -11,15 +11,15 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from .. import dtypes
 from ..hardware import get_gpu, gpu_names
 from ..models import tensor_cores as tc
 from ..units import fmt_bytes, fmt_flop, fmt_flop_per_s, fmt_time
 from ._core import gpu_color, grid_figure, html_table, live_form, series_color, style_figure, table_html
 from ._core import verdict as _verdict
 
-PEAK_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")
+PEAK_DTYPES = dtypes.PEAK_DTYPES  # the catalog's peak-rate keys (widgets.dtypes)
 PEAK_GPUS = tuple(gpu_names())  # every catalog GPU; one without per-SM rates says why in its frames
-ELEM_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 PRECISION_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2")
 COLORS = tuple(series_color(i) for i in range(7))
 TILES = (64, 128, 256)
@@ -131,18 +131,6 @@ def peak_calculator():
 # --------------------------------------------------------------------------------------------
 # GEMM estimator
 # --------------------------------------------------------------------------------------------
-def estimate_for(m: int, n: int, k: int, dtype: str = "bf16", gpu: str = "H200-SXM", tile_m: int = 128, tile_n: int = 256) -> tc.GemmEstimate:
-    """:func:`widgets.models.tensor_cores.gemm_estimate` with the peak, bandwidth and SM count of a
-    catalog GPU."""
-    g = get_gpu(gpu)
-    e = ELEM_BYTES.get(dtype)
-    if e is None:
-        raise ValueError(f"dtype must be one of {', '.join(map(repr, ELEM_BYTES))}; got {dtype!r}")
-    # fp8 GEMMs write a 16-bit result.
-    return tc.gemm_estimate(m, n, k, g.peak(dtype), g.hbm_bytes_per_s, g.sms, tile_m=tile_m, tile_n=tile_n,
-                            in_bytes=e, out_bytes=2 if dtype == "fp8" else e)
-
-
 def gemm_rows(e: tc.GemmEstimate) -> list[tuple[str, str]]:
     return [
         ("work", fmt_flop(e.flop)),
@@ -166,7 +154,7 @@ def gemm_summary(e: tc.GemmEstimate) -> str:
 
 
 def _gemm_curve(m: int, k: int, ns, dtype: str, gpu: str, tile_m: int, tile_n: int):
-    return np.array([estimate_for(m, int(n), k, dtype, gpu, tile_m, tile_n).flop_per_s for n in ns]) / 1e12
+    return np.array([tc.gemm_estimate_for(m, int(n), k, dtype, gpu, tile_m, tile_n).flop_per_s for n in ns]) / 1e12
 
 
 def _gemm_layout(ymax: float) -> dict:
@@ -194,7 +182,7 @@ def gemm_figure(choices=GEMM_CHOICES, ms=GEMM_MS, k: int = 8192, tile_m: int = 1
         gpu, dtype = choice
         peak = get_gpu(gpu).peak(dtype) / 1e12
         y = _gemm_curve(m, k, ns, dtype, gpu, tile_m, tile_n)
-        e = estimate_for(m, int(ns[-1]), k, dtype, gpu, tile_m, tile_n)
+        e = tc.gemm_estimate_for(m, int(ns[-1]), k, dtype, gpu, tile_m, tile_n)
         traces = [
             go.Scatter(x=ns, y=y, mode="lines", name=f"predicted, {tile_m} x {tile_n} tiles", line=dict(color=gpu_color(gpu)),
                        hovertemplate="N = %{x}: %{y:.4g} TFLOP/s<extra></extra>"),
@@ -223,14 +211,14 @@ def gemm_calculator():
         "m": w.IntText(value=2048, description="M"),
         "n": w.IntText(value=4224, description="N"),
         "k": w.IntText(value=8192, description="K"),
-        "dtype": w.Dropdown(options=list(ELEM_BYTES), value="bf16", description="dtype"),
+        "dtype": w.Dropdown(options=list(PEAK_DTYPES), value="bf16", description="dtype"),
         "gpu": w.Dropdown(options=gpu_names(), value="H200-SXM", description="GPU"),
         "tile_m": w.Dropdown(options=TILES, value=128, description="tile M"),
         "tile_n": w.Dropdown(options=TILES, value=256, description="tile N"),
     }
 
     def compute(m, n, k, dtype, gpu, tile_m, tile_n):
-        return (m, n, k, dtype, gpu, tile_m, tile_n), estimate_for(m, n, k, dtype, gpu, tile_m, tile_n)
+        return (m, n, k, dtype, gpu, tile_m, tile_n), tc.gemm_estimate_for(m, n, k, dtype, gpu, tile_m, tile_n)
 
     def show(result):
         (m, n, k, dtype, gpu, tm, tn), e = result
