@@ -850,12 +850,13 @@ def test_worker_sweep_is_correct_and_consistent(cpu_run):
 def test_fit_sweep_on_exact_times():
     from widgets.experiments import collectives as ex
 
-    sweep = ex.Sweep("nccl", 8, "synthetic")
+    points = []
     for s in (2**10, 2**20, 2**30):
         t = 30e-6 + s / 200e9
-        sweep.points.append(ex.SweepPoint("all_reduce", 8, s, t, True, s / t, 1.75 * s / t))
-    sweep.points.append(ex.SweepPoint("all_gather", 8, 2**10, 1e-4, True, 0, 0))
-    sweep.points.append(ex.SweepPoint("all_gather", 8, 2**20, 5e-5, True, 0, 0))  # faster when larger: no fit
+        points.append(ex.SweepPoint("all_reduce", 8, s, t, True, s / t, 1.75 * s / t))
+    points.append(ex.SweepPoint("all_gather", 8, 2**10, 1e-4, True, 0, 0))
+    points.append(ex.SweepPoint("all_gather", 8, 2**20, 5e-5, True, 0, 0))  # faster when larger: no fit
+    sweep = ex.Sweep("nccl", 8, "synthetic", tuple(points))
     fits = ex.fit_sweep(sweep)
     f = fits["all_reduce"]
     assert f.latency_s == pytest.approx(30e-6) and f.algbw_bytes_per_s == pytest.approx(200e9)
@@ -887,6 +888,9 @@ def test_record_round_trip(cpu_run):
     assert set(results["fits"]) == set(cm.OPS)
     back_sweep, back_ring = ex.from_record(results)
     assert back_sweep.points == sweep.points and [r.slowdown for r in back_ring] == [r.slowdown for r in ring]
+    typed = ex.CollectivesResults.from_record(results)  # the typed record: nested types rebuilt
+    assert typed.ring == tuple(ring) and typed.fits["all_reduce"] == ex.fit_sweep(sweep)["all_reduce"]
+    assert typed.to_record() == results
     assert set(back_sweep.series()) == set(cm.OPS)
 
 

@@ -106,7 +106,7 @@ def setup(topic: str) -> Setup:
     if topic not in TOPICS:
         raise ValueError(f"topic must be one of {', '.join(TOPICS)}; got {topic!r}")
     module = importlib.import_module(f"widgets.experiments.{topic}")
-    record = harness.load_reference(topic)
+    record = harness.load_reference(topic, getattr(module, "REFERENCE_GPU", harness.REFERENCE_GPU))
     ref = module.RESULTS.from_record(record["results"])
     prov = record["provenance"]
     ref_name = catalog_name_for(prov.get("gpu") or "") or catalog_name_for(prov.get("device") or "")

@@ -9,11 +9,14 @@ nccl-tests definitions). The same worker runs unchanged on many nodes.
 - Otherwise (a CPU, or a single GPU): the gloo backend on the CPU with ``CPU_RANKS`` local
   processes and small sizes, so it runs in CI in seconds. Those numbers show the method, not a
   GPU interconnect; the chapter shows the recorded two-H200 result beside them.
+
+Which of the two is chosen from the device's capabilities (``harness.capabilities()``: GPU count
+and whether torch has NCCL), never from its name. Results are frozen ``harness.Result`` types;
+:class:`CollectivesResults` is the topic's record (``from_record`` reads it back typed).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import os
@@ -23,14 +26,13 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-import torch
-
 from ..models import collectives as model
 from ..units import GiB, KiB, MiB, fmt_bytes
+from . import harness
 
 CPU_RANKS = 4
 # The reference record of this chapter: two H200s (widgets/data/h200x2/collectives.json); a
@@ -64,9 +66,11 @@ class Plan:
 
 
 def plan(nproc: Optional[int] = None) -> Plan:
-    """NCCL across all GPUs when there are at least two; else gloo on the CPU, scaled down."""
-    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    if gpus >= 2:
+    """NCCL across all GPUs when there are at least two and torch has NCCL; else gloo on the CPU,
+    scaled down (and why)."""
+    cap = harness.capabilities()
+    gpus = cap.gpu_count
+    if gpus >= 2 and cap.nccl:
         k = gpus if nproc is None else int(nproc)
         if not 2 <= k <= gpus:
             raise ValueError(f"nproc must be in [2, {gpus}] on this machine, got {nproc!r}")
@@ -74,7 +78,7 @@ def plan(nproc: Optional[int] = None) -> Plan:
     k = CPU_RANKS if nproc is None else int(nproc)
     if not 2 <= k <= 16:
         raise ValueError(f"nproc must be in [2, 16] for the CPU run, got {nproc!r}")
-    why = "one GPU" if gpus == 1 else "no GPU"
+    why = "one GPU" if gpus == 1 else "no GPU" if gpus == 0 else f"{gpus} GPUs but no NCCL in this torch"
     return Plan("gloo", k, CPU_SWEEP_SIZES, CPU_RING_SIZES, 3, 1, 5, f"{why} here: gloo across {k} CPU processes, scaled down")
 
 
@@ -126,8 +130,8 @@ def launch(p: Plan, ops: Sequence[str], sizes: Sequence[int], ring_sizes: Sequen
 # --------------------------------------------------------------------------------------------
 # Results
 # --------------------------------------------------------------------------------------------
-@dataclass
-class SweepPoint:
+@dataclass(frozen=True)
+class SweepPoint(harness.Result):
     """One row of the nccl-tests-style table."""
 
     op: str
@@ -144,13 +148,13 @@ class SweepPoint:
     host_time_s: Optional[float] = None  # wall clock of the Python loop issuing the calls, per call (None in older records)
 
 
-@dataclass
-class Sweep:
+@dataclass(frozen=True)
+class Sweep(harness.Result):
     backend: str
     n: int
     device: str
-    points: list = field(default_factory=list)
-    info: dict = field(default_factory=dict)
+    points: tuple[SweepPoint, ...] = ()
+    info: Optional[dict] = None
 
     def rows(self, op: str) -> list:
         return [p for p in self.points if p.op == op]
@@ -175,10 +179,10 @@ class Sweep:
 def sweep_from_worker(result: dict) -> Sweep:
     """Bandwidths by the nccl-tests definitions, from the worker's times."""
     n = int(result["world_size"])
-    s = Sweep(result["backend"], n, result["device"], info={k: v for k, v in result.items() if k not in ("sweep", "ring")})
+    points = []
     for op, rows in result.get("sweep", {}).items():
         for r in rows:
-            s.points.append(
+            points.append(
                 SweepPoint(
                     op, n, int(r["size_bytes"]), float(r["time_s"]), bool(r["correct"]),
                     model.algbw_bytes_per_s(r["size_bytes"], r["time_s"]),
@@ -186,11 +190,12 @@ def sweep_from_worker(result: dict) -> Sweep:
                     r.get("time_min_s"), r.get("time_max_s"), r.get("sm_clock_mhz"), r.get("power_w"), r.get("host_time_s"),
                 )
             )  # fmt: skip
-    return s
+    return Sweep(result["backend"], n, result["device"], tuple(points),
+                 info={k: v for k, v in result.items() if k not in ("sweep", "ring")})
 
 
-@dataclass
-class RingPoint:
+@dataclass(frozen=True)
+class RingPoint(harness.Result):
     """The hand-written ring all-reduce against the library's all_reduce, one size."""
 
     n: int
@@ -218,6 +223,11 @@ class RingPoint:
         """Ring time over library time (1 = as fast as NCCL/gloo)."""
         return self.ring_time_s / self.library_time_s
 
+    def to_record(self) -> dict:
+        # the derived rates are kept in the record for readers of the JSON (recomputed on reading)
+        return {**super().to_record(), "ring_busbw_bytes_per_s": self.ring_busbw_bytes_per_s,
+                "library_busbw_bytes_per_s": self.library_busbw_bytes_per_s, "slowdown": self.slowdown}
+
 
 RING_SPREAD_KEYS = ("ring_time_min_s", "ring_time_max_s", "library_time_min_s", "library_time_max_s", "ring_host_time_s", "library_host_time_s")
 
@@ -233,13 +243,68 @@ def ring_from_worker(result: dict) -> list:
     return [_ring_point(n, r) for r in result.get("ring", [])]
 
 
+@dataclass(frozen=True)
+class AlphaBetaFit(harness.Result):
+    """``t = latency_s + S / algbw_bytes_per_s`` fitted to one op's sweep."""
+
+    op: str
+    n: int
+    latency_s: float  # the whole call's fixed cost
+    algbw_bytes_per_s: float  # asymptotic algorithm bandwidth
+    busbw_bytes_per_s: float  # the same, as bus bandwidth
+    step_latency_s: float  # latency_s / ring steps: one step's alpha
+
+    def predict_s(self, size_bytes) -> float:
+        return self.latency_s + size_bytes / self.algbw_bytes_per_s
+
+
+@dataclass(frozen=True)
+class CollectivesResults(harness.Result):
+    """The topic's record (``widgets/data/h200x2/collectives.json``'s ``results``), typed: the
+    sweep's rows, the ring comparison, their fits and a few summary figures."""
+
+    backend: str
+    world_size: int
+    device: str
+    sweep: tuple[SweepPoint, ...]
+    ring: tuple[RingPoint, ...]
+    info: Optional[dict] = None
+    size_convention: str = ""
+    all_correct: Optional[bool] = None
+    ring_correct: Optional[bool] = None
+    ring_max_slowdown_at_256MiB_and_above: Optional[float] = None
+    fits: Optional[dict[str, Optional[AlphaBetaFit]]] = None
+    all_reduce_largest_size_bytes: Optional[int] = None
+    all_reduce_busbw_at_largest_bytes_per_s: Optional[float] = None
+
+    @classmethod
+    def build(cls, sweep: Sweep, ring: Sequence[RingPoint]) -> CollectivesResults:
+        """A sweep, the ring comparison and their fits (what ``run_all`` records)."""
+        fits = fit_sweep(sweep)
+        big = [r for r in ring if r.size_bytes >= 256 * MiB]
+        largest = max(sweep.rows("all_reduce"), key=lambda p: p.size_bytes) if sweep.rows("all_reduce") else None
+        return cls(
+            backend=sweep.backend, world_size=sweep.n, device=sweep.device, info=sweep.info,
+            size_convention="S = whole buffer, as nccl-tests prints it: all_gather output, reduce_scatter input, all_to_all send buffer",
+            sweep=tuple(sweep.points), all_correct=sweep.all_correct, ring=tuple(ring), ring_correct=all(r.correct for r in ring),
+            ring_max_slowdown_at_256MiB_and_above=max((r.slowdown for r in big), default=None), fits=fits,
+            all_reduce_largest_size_bytes=largest.size_bytes if largest else None,
+            all_reduce_busbw_at_largest_bytes_per_s=largest.busbw_bytes_per_s if largest else None,
+        )  # fmt: skip
+
+    @property
+    def as_sweep(self) -> Sweep:
+        """The sweep's rows as a :class:`Sweep` (rows per op, bus bandwidth at a size, the series)."""
+        return Sweep(self.backend, int(self.world_size), self.device, tuple(self.sweep), info=self.info or {})
+
+
+RESULTS = CollectivesResults  # the topic's result type (widgets.book.setup reads the record with it)
+
+
 def from_record(results: dict) -> tuple:
     """``(Sweep, [RingPoint])`` from a recorded ``run_all()`` result (``harness.load_reference``)."""
-    sweep = Sweep(results["backend"], int(results["world_size"]), results["device"], info=results.get("info", {}))
-    fields = {f.name for f in dataclasses.fields(SweepPoint)}
-    sweep.points = [SweepPoint(**{k: v for k, v in p.items() if k in fields}) for p in results["sweep"]]
-    ring = [_ring_point(int(r.get("n", sweep.n)), r) for r in results["ring"]]
-    return sweep, ring
+    r = results if isinstance(results, CollectivesResults) else CollectivesResults.from_record(results)
+    return r.as_sweep, list(r.ring)
 
 
 # --------------------------------------------------------------------------------------------
@@ -254,33 +319,13 @@ def measure_sweep(ops: Sequence[str] = model.OPS, sizes: Optional[Sequence[int]]
     return sweep_from_worker(result)
 
 
-def measure_ring_allreduce(sizes: Optional[Sequence[int]] = None, nproc: Optional[int] = None) -> list:
-    """The hand-written ring all-reduce (isend/irecv, ``2(n-1)`` steps), checked against
-    ``dist.all_reduce`` on the same random data and timed against it."""
-    p = plan(nproc)
-    return ring_from_worker(launch(p, (), (), sizes or p.ring_sizes))
-
-
-def measure_collectives(nproc: Optional[int] = None) -> tuple:
-    """Both experiments in one launch (one process start-up): ``(Sweep, [RingPoint])``."""
+def measure_collectives(nproc: Optional[int] = None) -> CollectivesResults:
+    """Both experiments in one launch (one process start-up): the sweep of every collective and
+    the hand-written ring all-reduce (isend/irecv, ``2(n-1)`` steps) checked against
+    ``dist.all_reduce`` on the same random data and timed against it, with their fits."""
     p = plan(nproc)
     result = launch(p, model.OPS, p.sweep_sizes, p.ring_sizes)
-    return sweep_from_worker(result), ring_from_worker(result)
-
-
-@dataclass
-class AlphaBetaFit:
-    """``t = latency_s + S / algbw_bytes_per_s`` fitted to one op's sweep."""
-
-    op: str
-    n: int
-    latency_s: float  # the whole call's fixed cost
-    algbw_bytes_per_s: float  # asymptotic algorithm bandwidth
-    busbw_bytes_per_s: float  # the same, as bus bandwidth
-    step_latency_s: float  # latency_s / ring steps: one step's alpha
-
-    def predict_s(self, size_bytes) -> float:
-        return self.latency_s + size_bytes / self.algbw_bytes_per_s
+    return CollectivesResults.build(sweep_from_worker(result), ring_from_worker(result))
 
 
 def fit_sweep(sweep: Sweep, ops: Optional[Sequence[str]] = None) -> dict:
@@ -312,31 +357,13 @@ def format_table(sweep: Sweep) -> str:
 
 
 def results_dict(sweep: Sweep, ring: list) -> dict:
-    """A sweep, the ring comparison and their fits as a JSON-able dict (what ``run_all`` records)."""
-    fits = fit_sweep(sweep)
-    big = [r for r in ring if r.size_bytes >= 256 * MiB]
-    largest = max(sweep.rows("all_reduce"), key=lambda p: p.size_bytes) if sweep.rows("all_reduce") else None
-    return {
-        "backend": sweep.backend,
-        "world_size": sweep.n,
-        "device": sweep.device,
-        "info": sweep.info,
-        "size_convention": "S = whole buffer, as nccl-tests prints it: all_gather output, reduce_scatter input, all_to_all send buffer",
-        "sweep": [asdict(p) for p in sweep.points],
-        "all_correct": sweep.all_correct,
-        "ring": [{**asdict(r), "ring_busbw_bytes_per_s": r.ring_busbw_bytes_per_s, "library_busbw_bytes_per_s": r.library_busbw_bytes_per_s,
-                  "slowdown": r.slowdown} for r in ring],  # fmt: skip
-        "ring_correct": all(r.correct for r in ring),
-        "ring_max_slowdown_at_256MiB_and_above": max((r.slowdown for r in big), default=None),
-        "fits": {op: (asdict(f) if f else None) for op, f in fits.items()},
-        "all_reduce_largest_size_bytes": largest.size_bytes if largest else None,
-        "all_reduce_busbw_at_largest_bytes_per_s": largest.busbw_bytes_per_s if largest else None,
-    }
+    """A sweep, the ring comparison and their fits as the record's JSON (``CollectivesResults``)."""
+    return CollectivesResults.build(sweep, ring).to_record()
 
 
-def run_all() -> dict:
-    """Both experiments and the fits, as a JSON-able dict (``python -m widgets.measure``)."""
-    return results_dict(*measure_collectives())
+def run_all() -> CollectivesResults:
+    """Both experiments and the fits (``python -m widgets.measure``)."""
+    return measure_collectives()
 
 
 # --------------------------------------------------------------------------------------------
