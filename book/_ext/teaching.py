@@ -207,7 +207,8 @@ def _merge(app, env, docnames, other) -> None:  # parallel reads: keep what each
 
 
 def setup(app):
-    app.connect("html-page-context", _page_assets, priority=900)
+    # before offline_assets (900), which replaces the page's script list: a file added after it is lost
+    app.connect("html-page-context", _page_assets, priority=800)
     app.connect("doctree-resolved", _collect)
     app.connect("env-merge-info", _merge)
     app.connect("build-finished", _write_deck)
