@@ -13,7 +13,7 @@ import html
 import numpy as np
 import plotly.graph_objects as go
 
-from ..hardware import get_gpu
+from ..hardware import get_gpu, gpu_names
 from ..models import collectives as cm
 from ..units import GiB, MiB, fmt_bytes, fmt_bytes_per_s, fmt_time
 from ._core import grid_figure, live_form, percent, plural, style_figure, table_html
@@ -489,7 +489,8 @@ def _positive_product(name: str, value, scale: float, zero: bool = False) -> flo
 # --------------------------------------------------------------------------------------------
 # 5. The bandwidth ladder
 # --------------------------------------------------------------------------------------------
-LADDER_GPUS = ("H200-SXM", "H100-SXM", "A100-SXM-80GB", "B200", "MI300X", "L4")
+# Every catalog GPU, the reference H200 first; one without NVLink shows "none" on that rung.
+LADDER_GPUS = ("H200-SXM", *(g for g in gpu_names() if g != "H200-SXM"))
 
 
 def bandwidth_ladder(gpu: str) -> list:
