@@ -74,11 +74,17 @@ class Setup:
     capabilities: Any
     here: str
 
-    def glue(self, key: str, value: Any) -> None:
-        """Make ``value`` available to the prose as ``{glue:text}`key```` (no output in the cell)."""
-        from myst_nb import glue
+    @property
+    def prose(self):
+        """The notebook's prose namespace (``widgets.prose.prose``: the markdown reads
+        ``{eval}`prose.<key>```)."""
+        from .prose import prose
 
-        glue(key, value, display=False)
+        return prose
+
+    def glue(self, key: str, value: Any) -> None:
+        """Make ``value`` (formatted text) available to the prose as ``{eval}`prose.<key>```."""
+        self.prose[key] = value
 
     def glue_all(self, values: Mapping[str, Any]) -> None:
         """:meth:`glue` for each ``key: value`` of ``values``."""
