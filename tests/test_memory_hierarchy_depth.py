@@ -246,3 +246,80 @@ def test_topic_accuracy_rows_include_depth_rows_when_present(ref):
     base = len(exp.accuracy_rows(ref))
     assert base > 0
     assert math.isfinite(base)
+
+
+# --------------------------------------------------------------------------------------------
+# Calculators and exercise checks
+# --------------------------------------------------------------------------------------------
+def test_fusion_figure_matches_the_model():
+    from widgets.hardware import get_gpu
+    from widgets.ui import memory_hierarchy as ui
+
+    fig = ui.fusion_figure(gpus=("H200-SXM",), sizes=(2**20, 2**28), ops=(1, 4, 8), launch_s=5e-6)
+    assert len(fig.data) == 2
+    bw = get_gpu("H200-SXM").hbm_bytes_per_s
+    eager, fused = fig.data[0].y, fig.data[1].y  # the page opens on 2**28 elements
+    assert list(eager) == pytest.approx([mh.fusion_estimate(2**28, k, bw, launch_s=5e-6).eager_s for k in (1, 4, 8)])
+    assert list(fused) == pytest.approx([2 * 2**28 * 4 / bw + 5e-6] * 3)
+    assert "4.0x" in ui.fusion_summary("H200-SXM", 2**28)
+    with pytest.raises(ValueError, match="launch_s"):
+        ui.fusion_figure(launch_s=-1.0)
+
+
+def test_inflight_figure_bars():
+    from widgets.hardware import get_gpu
+    from widgets.ui import memory_hierarchy as ui
+
+    fig = ui.inflight_figure(gpus=("H200-SXM",), latencies_ns=(600,))
+    bars = fig.data[0]
+    g = get_gpu("H200-SXM")
+    assert bars.x[0] == pytest.approx(g.hbm_bytes_per_s * 600e-9 / g.sms / 1024)
+    assert bars.x[2] == pytest.approx(64 * 32 * 4 / 1024)  # one float per thread, 64 warps
+    assert list(bars.x[-3:]) == [32.0, 48.0, 64.0]  # 2, 3, 4 stages of 16 KiB
+
+
+def test_exercise_checks_pass_and_fail():
+    from widgets import book
+    from widgets.hardware import get_gpu
+    from widgets.ui import memory_hierarchy as ui
+
+    assert ui.check_fusion_bytes(3 * 2 * 2**26 * 2, 2 * 2**26 * 2) is True
+    assert ui.check_fusion_bytes(2 * 2**26 * 2, 2 * 2**26 * 2) is False  # one round trip, not three
+    assert ui.check_fusion_bytes(None, None) is False
+    assert ui.check_transpose_wavefronts(32, 32, 1) is True
+    assert ui.check_transpose_wavefronts(4, 32, 1) is False and ui.check_transpose_wavefronts(32, 1, 1) is False
+    h100 = get_gpu("H100-SXM")
+    kib = h100.hbm_bytes_per_s * 700e-9 / h100.sms / 1024
+    assert ui.check_bytes_in_flight(kib) is True
+    assert ui.check_bytes_in_flight(kib * 132) is False and ui.check_bytes_in_flight("17") is False
+    tc, mhr = book.reference("tensor_cores"), book.reference("memory_hierarchy")
+    ridge = ui.measured_ridge(tc, mhr)
+    assert ridge == pytest.approx(ui.measured_gemm_flop_per_s(tc) / mhr["results"]["hbm_bandwidth"]["triton_copy_bytes_per_s"])
+    assert ui.check_measured_ridge(ridge, tc, mhr) is True
+    assert ui.check_measured_ridge(989.4e12 / 4.8e12 * 2, tc, mhr) is False
+
+
+def test_measured_gemm_rate_is_the_best_bf16_row():
+    from widgets.ui import memory_hierarchy as ui
+
+    rec = {"results": {"throughput": [{"dtype": "bf16", "flop_per_s": 7e14}, {"dtype": "bf16", "flop_per_s": 8e14},
+                                      {"dtype": "fp8", "flop_per_s": 1.3e15}, {"dtype": "bf16", "flop_per_s": None}]}}
+    assert ui.measured_gemm_flop_per_s(rec) == 8e14
+    assert ui.measured_gemm_flop_per_s(rec, "fp32") is None
+    assert ui.measured_gemm_flop_per_s({"results": {}}) is None
+
+
+def test_topic_results_read_depth_fields(ref):
+    from widgets.experiments import harness
+    from widgets.experiments import memory_hierarchy as exp
+
+    rec = copy.deepcopy(ref["results"])
+    assert exp.MemoryHierarchyResults.from_record(rec).fusion is None  # today's record: no fusion field
+    rec["fusion"] = {"error": "RuntimeError: out of memory"}
+    rec["transpose"] = {"n": 64, "elem_bytes": 4, "device": "x", "simulated": True, "timing_note": "",
+                        "kernels": {"copy": {"median_s": 1.0, "min_s": 1.0, "max_s": 1.0, "repeat": 1, "correct": True},
+                                    "naive": {"error": "CudaAPIError: launch failed"}}}
+    r = exp.MemoryHierarchyResults.from_record(rec)
+    assert isinstance(r.fusion, harness.Failed) and "out of memory" in r.fusion.error
+    assert isinstance(r.transpose.kernels["naive"], harness.Failed)
+    assert json.loads(json.dumps(r.to_record()))["fusion"] == {"error": "RuntimeError: out of memory"}
