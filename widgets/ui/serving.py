@@ -12,15 +12,16 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 
+from .. import _check
 from ..hardware import get_gpu, gpu_names
-from ..models import _check, llms, transformer
+from ..models import llms, transformer
 from ..models import serving as sv
 from ..units import GiB, fmt_bytes, fmt_bytes_per_s, fmt_flop, fmt_time
 from ._core import grid_figure, html_table, live_form, plural, series_color, style_figure, table_html
 from ._core import verdict as _verdict
 
 MEMORY_PARTS = (("weights", "#1f77b4"), ("activations", "#9467bd"), ("runtime reserve", "#7f7f7f"), ("KV cache", "#ff7f0e"), ("free", "#d9f0d3"))
-SERVING_GPUS = ("H200-SXM", "H100-SXM", "A100-SXM-80GB", "B200", "MI300X", "L4", "RTX-4090")
+SERVING_GPUS = tuple(gpu_names())  # every catalog GPU
 DTYPES = tuple(transformer.STORAGE_DTYPES)
 CUSTOM = "custom"
 
@@ -119,7 +120,7 @@ def memory_figure(choices=MEMORY_CHOICES, gpu: str = "H200-SXM", batches=None, k
                   active=("Llama-3-8B", "bf16", 8192)) -> go.Figure:
     """Static memory budget on one ``gpu``: the dropdown picks (model, weight dtype, context),
     the slider how many such sequences are served."""
-    batches = budgets_guard(batches if batches is not None else MEMORY_BATCHES)
+    batches = _check.integers_list("batches", batches if batches is not None else MEMORY_BATCHES, minimum=0, maximum=transformer.MAX_COUNT)
     choices = [tuple(c) for c in choices]
     if not choices:
         raise ValueError("choices must hold at least one (model, weight dtype, context)")
@@ -161,31 +162,13 @@ def _pin_x_range(fig: go.Figure, ranges: list, ci0: int) -> None:
             button.args = args
 
 
-def budgets_guard(batches):
-    """Validate slider values (non-negative integers), so a bad list fails with a sentence."""
-    out = []
-    for b in batches:
-        if (
-            isinstance(b, bool)
-            or not isinstance(b, (int, float, np.integer, np.floating))
-            or not math.isfinite(b)
-            or not float(b).is_integer()
-            or b < 0
-            or b > transformer.MAX_COUNT
-        ):
-            raise ValueError(f"batches must hold integers in [0, {transformer.MAX_COUNT}], got {b!r}")
-        out.append(int(b))
-    if not out:
-        raise ValueError("batches must hold at least one value")
-    return out
-
-
 def kv_per_sequence_figure(models=("Llama-3-8B", "Mistral-7B", "Llama-3-70B", "Llama-3.1-405B", "DeepSeek-V3"), kv_dtypes=("bf16", "fp8"),
                            contexts=None) -> go.Figure:
     """Static KV cache of ONE sequence per model: the dropdown sets the cache's dtype, the slider
     the context length. Mistral's sliding window caps its cache; DeepSeek-V3's latent cache is
     small for its size."""
-    contexts = budgets_guard(contexts if contexts is not None else (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072))
+    contexts = _check.integers_list("contexts", contexts if contexts is not None else (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072),
+                                    minimum=0, maximum=transformer.MAX_COUNT)
     ms = [llms.get_model(m) for m in models]
     dts = [_check.choice("kv_dtypes", d, transformer.STORAGE_DTYPES) for d in kv_dtypes]
     top = max(m.kv_bytes_per_sequence(max(contexts), d) for m in ms for d in dts) / GiB
@@ -258,7 +241,7 @@ def memory_calculator():
 # --------------------------------------------------------------------------------------------
 # 2. Latency: TTFT, TPOT, tokens/s, and decode on the roofline
 # --------------------------------------------------------------------------------------------
-LATENCY_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+LATENCY_BATCHES = (1, 8, 32, 128, 1024)  # few slider values: the dropdown holds every catalog GPU
 
 
 def latency_summary(r: sv.Latency) -> str:
@@ -316,9 +299,18 @@ def _latency_marker(r: sv.Latency) -> go.Scatter:
     )
 
 
-# (model, GPU, weight dtype, tensor parallelism) the static latency calculator offers
+# (model, GPU, weight dtype, tensor parallelism) the static latency calculator offers: the H200
+# scenarios, then Llama-3-8B in bf16 on every other catalog GPU (one that cannot run it says why)
 LATENCY_CHOICES = (("Llama-3-8B", "H200-SXM", "bf16", 1), ("Llama-3-8B", "H100-SXM", "bf16", 1), ("Llama-3-8B", "L4", "bf16", 1),
-                   ("Llama-3-70B", "H200-SXM", "fp8", 1), ("Llama-3-70B", "H200-SXM", "bf16", 4), ("DeepSeek-V3", "H200-SXM", "fp8", 8))
+                   ("Llama-3-70B", "H200-SXM", "fp8", 1), ("Llama-3-70B", "H200-SXM", "bf16", 4), ("DeepSeek-V3", "H200-SXM", "fp8", 8),
+                   *(("Llama-3-8B", g, "bf16", 1) for g in gpu_names() if g not in ("H200-SXM", "H100-SXM", "L4")))
+
+
+def _latency_unavailable(reason: str) -> list:
+    """The latency figure's traces, empty, for a choice the model cannot answer (``reason`` is the
+    readout): every frame holds the same traces."""
+    names = ("memory time (weights + KV)", "compute time", "decode step (TPOT)", "this batch")
+    return [go.Scatter(x=[], y=[], mode="lines", name=n, showlegend=False, hoverinfo="skip") for n in names]
 
 
 def latency_figure(choices=LATENCY_CHOICES, prompt_tokens: int = 1024, output_tokens: int = 256,
@@ -326,15 +318,20 @@ def latency_figure(choices=LATENCY_CHOICES, prompt_tokens: int = 1024, output_to
     """Static latency model: decode step time against batch (memory and compute bounds) for
     each (model, GPU, weight dtype, tp) of the dropdown; the slider moves along the batch and
     the readout gives TTFT, TPOT and tokens/s."""
-    batches = budgets_guard(batches)
-    if 0 in batches:
-        raise ValueError("batches must hold integers >= 1, got 0")
+    batches = _check.integers_list("batches", batches, minimum=1, maximum=transformer.MAX_COUNT)
     grid = np.unique(np.round(np.logspace(0, math.log10(max(batches)), 40))).astype(int).tolist()
     choices = [tuple(c) for c in choices]
-    curves = {c: _latency_curves(c[0], c[1], prompt_tokens, output_tokens, c[2], kv_dtype, c[3], grid) for c in choices}
-    res = {(c, b): sv.latency(c[0], c[1], b, prompt_tokens, output_tokens, c[2], kv_dtype, c[3]) for c in choices for b in batches}
+    curves, res, why = {}, {}, {}
+    for c in choices:
+        try:
+            curves[c] = _latency_curves(c[0], c[1], prompt_tokens, output_tokens, c[2], kv_dtype, c[3], grid)
+            res.update({(c, b): sv.latency(c[0], c[1], b, prompt_tokens, output_tokens, c[2], kv_dtype, c[3]) for b in batches})
+        except ValueError as exc:  # e.g. bf16 on a T4 (no bf16 tensor cores): the frame says why
+            why[c] = get_gpu(c[1]).why_no_peak(c[2]) or str(exc)
 
     def frame(c, b):
+        if c in why:
+            return _latency_unavailable(why[c]), f"{c[0]} on {c[3]} x {c[1]}: not modelled", why[c]
         r = res[c, b]
         return curves[c] + [_latency_marker(r)], f"{c[0]} on {c[3]} x {c[1]}, batch {b}", _latency_readout(r)
 
