@@ -356,6 +356,10 @@ class StridedAccess(harness.Result):
     def __len__(self) -> int:
         return len(self.points)
 
+    def __getitem__(self, key):
+        """``r[0]``, ``r[-5:]``: the points; ``r["points"]``: the field (as every Result)."""
+        return super().__getitem__(key) if isinstance(key, str) else self.points[key]
+
 
 def measure_strided_access(
     strides: Sequence[int] = (1, 2, 4, 8, 16, 32), n_elems: Optional[int] = None, *, repeat: int = 20

@@ -155,6 +155,10 @@ class DtypeThroughput(harness.Result):
     def __len__(self) -> int:
         return len(self.rows)
 
+    def __getitem__(self, key):
+        """``r[0]``, ``r[-5:]``: the rows; ``r["rows"]``: the field (as every Result)."""
+        return super().__getitem__(key) if isinstance(key, str) else self.rows[key]
+
 
 @dataclass(frozen=True)
 class SweepPoint(harness.Result):
@@ -218,6 +222,10 @@ class Precision(harness.Result):
 
     def __len__(self) -> int:
         return len(self.rows)
+
+    def __getitem__(self, key):
+        """``r[0]``, ``r[-5:]``: the rows; ``r["rows"]``: the field (as every Result)."""
+        return super().__getitem__(key) if isinstance(key, str) else self.rows[key]
 
 
 @dataclass(frozen=True)
