@@ -134,7 +134,13 @@ def roofline_calculator():
         fig.update_layout(**_roofline_layout())
         return table_html(rows), style_figure(fig, title=roofline_title(p), readout=roofline_summary(p), height=460)
 
-    return live_form(mh.roofline_point, controls, show, title="Roofline")
+    def compute(gpu, dtype, intensity):
+        why = get_gpu(gpu).why_no_peak(dtype)  # e.g. fp8 on an RTX 3090: say which arch it needs
+        if why:
+            raise ValueError(why)
+        return mh.roofline_point(gpu, dtype, intensity)
+
+    return live_form(compute, controls, show, title="Roofline")
 
 
 # --------------------------------------------------------------------------------------------
