@@ -29,7 +29,7 @@ except ImportError:  # pragma: no cover - e.g. an in-browser kernel without nump
     np = None
 
 __all__ = ["MAX_INT", "number", "positive", "non_negative", "in_range", "fraction", "integer", "choice", "flag", "text",
-           "optional", "numbers_list", "array", "finite_result"]
+           "optional", "numbers_list", "integers_list", "array", "finite_result"]
 
 Mapping_types = (dict,)
 
@@ -185,6 +185,18 @@ def numbers_list(name: str, values, *, min_len: int = 1, max_len: int = 2**20, c
         raise ValueError(f"{name} must hold {min_len} to {max_len} numbers, got {n}")
     check = check or number
     return [check(f"{name}[{i}]", v) for i, v in enumerate(values)]
+
+
+def integers_list(name: str, values, *, minimum: int | None = None, maximum: int | None = None, min_len: int = 1,
+                  max_len: int = 2**20) -> list:
+    """A sequence of integers, each in ``[minimum, maximum]`` (as :func:`integer`), returned as a list
+    of exact ``int``; a message names the item (``"batches[1] must be an integer in [0, 10], got -2"``).
+
+    >>> integers_list("batches", (1, 8.0, 64), minimum=0)
+    [1, 8, 64]
+    """
+    return numbers_list(name, values, min_len=min_len, max_len=max_len,
+                        check=lambda item, v: integer(item, v, minimum=minimum, maximum=maximum))
 
 
 def array(name: str, value, *, check_low: float | None = None, strict_low: bool = False) -> np.ndarray:

@@ -13,6 +13,7 @@ import html
 import numpy as np
 import plotly.graph_objects as go
 
+from .. import _check
 from ..hardware import get_gpu, gpu_names
 from ..models import collectives as cm
 from ..units import GiB, MiB, fmt_bytes, fmt_bytes_per_s, fmt_time
@@ -456,10 +457,10 @@ def dp_step_calculator():
     }
 
     def compute(params_billion, grad_elem_bytes, bucket_mib, backward_ms, n, nodes, link_gb_per_s, latency_us, inter_latency_us, call_latency_us):
-        g = _positive_product("params_billion", params_billion, 1e9 * grad_elem_bytes)
+        g = _check.positive("params_billion", params_billion) * 1e9 * grad_elem_bytes
         args = (g, bucket_mib * MiB, backward_ms * 1e-3, n, link_gb_per_s * 1e9, latency_us * 1e-6)
-        lat = dict(call_latency_s=_positive_product("call_latency_us", call_latency_us, 1e-6, zero=True), nodes=nodes,
-                   inter_latency_s=_positive_product("inter_latency_us", inter_latency_us, 1e-6, zero=True))
+        lat = dict(call_latency_s=_check.non_negative("call_latency_us", call_latency_us) * 1e-6, nodes=nodes,
+                   inter_latency_s=_check.non_negative("inter_latency_us", inter_latency_us) * 1e-6)
         return (args, lat), cm.dp_step(*args, **lat)
 
     def show(r):
@@ -477,13 +478,6 @@ def dp_step_calculator():
         ]), fig  # fmt: skip
 
     return live_form(compute, controls, show, title="Data-parallel step: exposed communication")
-
-
-def _positive_product(name: str, value, scale: float, zero: bool = False) -> float:
-    """``value * scale`` for a real ``value`` > 0 (>= 0 with ``zero``)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value < 0 or (value == 0 and not zero):
-        raise ValueError(f"{name} must be {'>= 0' if zero else '> 0'}, got {value!r}")
-    return float(value) * scale
 
 
 # --------------------------------------------------------------------------------------------
