@@ -69,19 +69,19 @@ def _results(record: Mapping) -> Mapping:
 def device_of(record: Mapping) -> str:
     """The device a record was measured on, as its provenance names it.
 
+    Never raises: anything but a record with a provenance gives ``"unknown device"``.
+
     Explained in :ref:`memory_hierarchy` > Predict, then measure.
 
     Parameters
     ----------
     record : Mapping
-        A measurement record (anything else gives ``"unknown device"``).
+        A measurement record.
 
     Returns
     -------
     str
         ``provenance.gpu`` or ``provenance.device``, else ``"unknown device"``.
-
-    Never raises.
 
     Examples
     --------
@@ -376,7 +376,7 @@ def ladder(record: Mapping, gpu) -> list[dict]:
     record : Mapping
         The chapter's measurement record (``widgets/data/h200/memory_hierarchy.json`` or one
         written by ``python -m widgets.measure``).
-    gpu : str or GPU
+    gpu : str or ~widgets.hardware.GPU
         A catalog name or record (:func:`widgets.hardware.get_gpu`).
 
     Returns
@@ -551,7 +551,7 @@ def accuracy_rows(record: Mapping) -> list[Row]:
 
     Returns
     -------
-    list of Row
+    list of ~widgets.accuracy.Row
         Each with its quantity, reference, model value, measured value, unit and label
         (prediction or calibrated).
 
@@ -758,6 +758,8 @@ def _counter(metrics: Mapping, key: str, where: str) -> Optional[float]:
 def monitor_line(monitor: Any) -> Optional[str]:
     """One sentence on the SM clock and board power NVML saw during a run.
 
+    Never raises: anything but a mapping of readings gives None.
+
     Explained in :ref:`memory_hierarchy` > 1. HBM bandwidth: copy and read.
 
     Parameters
@@ -770,8 +772,6 @@ def monitor_line(monitor: Any) -> Optional[str]:
     -------
     str or None
         The sentence, or None when the record has no readings (old records, CPU runs).
-
-    Never raises: anything but such a mapping gives None.
 
     Examples
     --------
