@@ -69,7 +69,7 @@ def arch_limits(arch: str = "sm_90") -> ArchLimits:
 
     Returns
     -------
-    ArchLimits
+    ~widgets.hardware.Arch
         Warp, block, register and shared-memory limits of one SM and their allocation
         granularities, each with its source (``widgets.hardware.Arch``).
 
