@@ -323,3 +323,65 @@ def test_topic_results_read_depth_fields(ref):
     assert isinstance(r.fusion, harness.Failed) and "out of memory" in r.fusion.error
     assert isinstance(r.transpose.kernels["naive"], harness.Failed)
     assert json.loads(json.dumps(r.to_record()))["fusion"] == {"error": "RuntimeError: out of memory"}
+
+
+def test_transpose_counter_model_by_hand():
+    from widgets.experiments import memory_hierarchy_transpose as tx
+
+    n = 8192
+    warps = n * n // 32
+    naive, tiled, padded = (tx.model_counts(k, n) for k in ("naive", "tiled", "padded"))
+    assert naive["lts__t_sectors_srcunit_tex_op_write.sum"] == 32 * warps  # one sector per lane
+    assert tiled["lts__t_sectors_srcunit_tex_op_write.sum"] == 4 * warps  # 128 B per warp
+    assert tiled["l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"] == 32 * warps  # 32-way conflict
+    assert padded["l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"] == warps
+    assert naive["l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"] == 0
+    assert naive["dram__bytes_read.sum"] == naive["dram__bytes_write.sum"] == n * n * 4
+    with pytest.raises(ValueError, match="kind"):
+        tx.model_counts("diagonal", n)
+
+
+def test_transpose_ncu_rows_and_labels(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+
+    from widgets.experiments import memory_hierarchy_transpose as tx
+
+    n = 8192
+    # A counter record exactly as the model says, except the naive writes merged 2:1 (a falsifying case).
+    points = []
+    for kind in tx.KINDS:
+        m = {c: float(v) for c, v in tx.model_counts(kind, n).items()}
+        if kind == "naive":
+            m["lts__t_sectors_srcunit_tex_op_write.sum"] /= 2
+        points.append({"kind": kind, "metrics": m})
+    points.append({"kind": "tiled2", "error": "ncu exited with 1"})
+    rec = {"provenance": {"gpu": "NVIDIA H200"}, "n": n, "points": points}
+    rows = tx.ncu_rows(rec)
+    assert all(r["ratio"] == pytest.approx(1.0) for r in rows if r["model"]
+               and not (r["kind"] == "naive" and r["counter"] == "lts__t_sectors_srcunit_tex_op_write.sum"))
+    assert {r["kind"] for r in rows} == set(tx.KINDS) and len(rows) == 4 * len(tx.NCU_COUNTERS)
+    bad = [r for r in tx.ncu_accuracy_rows(rec) if r.ratio != pytest.approx(1.0)]
+    assert len(bad) == 1 and bad[0].ratio == pytest.approx(0.5) and bad[0].label == "prediction"
+    assert not [r for r in rows if r["model"] == 0 and r["ratio"] is not None]  # never divides by a zero count
+    (tmp_path / tx.NCU_FILE).write_text(json.dumps(rec))
+    assert tx.load_ncu(str(tmp_path)) == rec and tx.load_ncu(str(tmp_path / "none")) is None
+    # The script's CSV parser against ncu's long layout (a fake ncu that writes what real ncu writes).
+    fake = tmp_path / "ncu"
+    fake.write_text(
+        "#!" + sys.executable + "\n"
+        "import sys\n"
+        "a = sys.argv\n"
+        "if '--version' in a: print('Version test'); sys.exit(0)\n"
+        "log = a[a.index('--log-file') + 1]; ms = a[a.index('--metrics') + 1].split(',')\n"
+        "with open(log, 'w') as f:\n"
+        "    f.write('==PROF== Connected\\n\"ID\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\\n')\n"
+        "    for m in ms: f.write(f'\"0\",\"k\",\"{m}\",\"{\"byte\" if \"bytes\" in m else \"sector\"}\",\"1,024\"\\n')\n"
+    )
+    fake.chmod(0o755)
+    out = tmp_path / "out"
+    run = subprocess.run([sys.executable, "benchmarks/h200/memory_hierarchy_transpose_ncu.py", "--commit", "abc",
+                          "--ncu", str(fake), "--out", str(out), "--kinds", "naive"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    got = json.loads((out / tx.NCU_FILE).read_text())
+    assert got["points"][0]["metrics"]["dram__bytes_read.sum"] == 1024.0 and got["provenance"]["git_commit"] == "abc"

@@ -253,16 +253,18 @@ def accuracy_rows(record: Mapping) -> list[Row]:
     **calibrated**: the model's HBM and L2 bandwidths are this record's Triton copy and L2 plateau
     (experiments 1 and 2, different micro-benchmarks), its SM count and clock the record's
     provenance (NVML's clock). Falsified if a kernel's time over the copy's is off by more than the
-    tolerance (e.g. the naive kernel limited by something other than L2 sectors)."""
-    t = transpose_result(record)
-    if t is None:
-        return []
+    tolerance (e.g. the naive kernel limited by something other than L2 sectors).
+
+    The Nsight Compute counts of the same kernels (:func:`ncu_accuracy_rows`, predictions) come
+    first, when their record was measured on the same GPU as ``record``."""
     from ..models.memory_hierarchy_records import device_of
 
+    ncu = load_ncu()
+    same_gpu = isinstance(ncu, Mapping) and (ncu.get("provenance") or {}).get("gpu") == device_of(record)
+    out = ncu_accuracy_rows(ncu) if same_gpu else []
     constants = record_constants(record)
-    if constants is None:  # a record without these: no calibrated rows
-        return []
-    out = []
+    if transpose_result(record) is None or constants is None:  # no transpose times, or no constants
+        return out
     for r in transpose_rows(record, *constants):
         if r["kind"] == "copy" or r["measured_vs_copy"] is None:
             continue
@@ -303,3 +305,85 @@ def record_constants(record: Mapping) -> Optional[tuple[float, float, int, float
     except (KeyError, TypeError, ValueError):
         return None
     return (hbm, l2, sms, clock) if clock > 0 else None
+
+
+# --------------------------------------------------------------------------------------------
+# Hardware counters (Nsight Compute): benchmarks/h200/memory_hierarchy_transpose_ncu.py
+# --------------------------------------------------------------------------------------------
+NCU_FILE = "memory_hierarchy_transpose_ncu.json"
+NCU_COUNTERS = (  # (counter, what it counts, the model's count: fn(kind, n))
+    ("lts__t_sectors_srcunit_tex_op_read.sum", "L2 sectors read by the SMs"),
+    ("lts__t_sectors_srcunit_tex_op_write.sum", "L2 sectors written by the SMs"),
+    ("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", "shared-memory load wavefronts"),
+    ("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum", "shared-memory store wavefronts"),
+    ("dram__bytes_read.sum", "DRAM bytes read"),
+    ("dram__bytes_write.sum", "DRAM bytes written"),
+)
+
+
+def model_counts(kind: str, n: int) -> dict:
+    """What the sector and bank model says each counter of ``NCU_COUNTERS`` reads for one kernel on
+    an ``n x n`` fp32 matrix: 4 sectors per coalesced warp access, one sector per lane for the naive
+    kernel's writes, ``bank_conflict_wavefronts`` for a tile column, the matrix once in and once out
+    of DRAM."""
+    if kind not in KERNELS:
+        raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    n = _check.integer("n", n, minimum=TILE, maximum=2**20)
+    warps = n * n // 32
+    coalesced = model.warp_load_sectors(1, FLOAT_BYTES)
+    shared = kind in ("tiled", "padded")
+    row = TILE + (1 if kind == "padded" else 0)
+    return {
+        "lts__t_sectors_srcunit_tex_op_read.sum": warps * coalesced,
+        "lts__t_sectors_srcunit_tex_op_write.sum": warps * (model.warp_load_sectors(n, FLOAT_BYTES) if kind == "naive" else coalesced),
+        "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum": warps * model.bank_conflict_wavefronts(row) if shared else 0,
+        "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum": warps * model.bank_conflict_wavefronts(1) if shared else 0,
+        "dram__bytes_read.sum": n * n * FLOAT_BYTES,
+        "dram__bytes_write.sum": n * n * FLOAT_BYTES,
+    }
+
+
+def load_ncu(folder: Optional[str] = None) -> Optional[dict]:
+    """The counter record the ncu script wrote (``widgets/data/h200`` by default), or None if absent."""
+    import json
+    from pathlib import Path
+
+    path = Path(folder) if folder else Path(__file__).resolve().parents[1] / "data" / "h200"
+    f = path / NCU_FILE
+    if not f.is_file():
+        return None
+    return json.loads(f.read_text())
+
+
+def ncu_rows(ncu_record: Optional[Mapping]) -> list[dict]:
+    """Per kernel and counter: the counted value, the model's and their ratio (None where the
+    counter is missing or the model puts it at 0: such counters are listed, not compared)."""
+    if not isinstance(ncu_record, Mapping) or not isinstance(ncu_record.get("points"), list):
+        return []
+    n = int(ncu_record.get("n", 0))
+    out = []
+    for p in ncu_record["points"]:
+        kind = p.get("kind") if isinstance(p, Mapping) else None
+        if kind not in KERNELS or not isinstance(p.get("metrics"), Mapping):
+            continue
+        want = model_counts(kind, n)
+        for counter, what in NCU_COUNTERS:
+            got = p["metrics"].get(counter)
+            got = float(got) if isinstance(got, (int, float)) and not isinstance(got, bool) and math.isfinite(got) else None
+            m = want[counter]
+            out.append({"kind": kind, "counter": counter, "what": what, "measured": got, "model": m,
+                        "ratio": got / m if got is not None and m else None})
+    return out
+
+
+def ncu_accuracy_rows(ncu_record: Optional[Mapping]) -> list[Row]:
+    """The counters against the sector and bank model, labelled **prediction**: the model's counts
+    come from the access pattern alone (sectors, banks), nothing measured. Falsified by any count off
+    by more than the tolerance (e.g. the naive writes merged into fewer sectors, or a tile column
+    read in fewer wavefronts than the bank rule says)."""
+    device = str(((ncu_record or {}).get("provenance") or {}).get("gpu") or "unknown device")
+    return [
+        Row(TOPIC, f"Transpose {r['kind']}: {r['what']} (Nsight Compute)", "sector / bank model of the access pattern",
+            float(r["model"]), r["measured"], "count" if "bytes" not in r["counter"] else "B", "prediction", device)
+        for r in ncu_rows(ncu_record) if r["ratio"] is not None
+    ]
