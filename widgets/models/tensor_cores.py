@@ -704,7 +704,7 @@ ROUNDING_VARIANCE = 1.0 / (8.0 * math.log(2.0))
 
 
 def number_format(dtype: str) -> dtypes.DType:
-    """The :class:`FloatFormat` of a number format (``"fp8"`` means E4M3).
+    """The :class:`widgets.dtypes.DType` of a number format (``"fp8"`` means E4M3).
 
     Explained in :ref:`tensor_cores` > Number formats: range, precision, accumulation.
 
@@ -716,7 +716,7 @@ def number_format(dtype: str) -> dtypes.DType:
 
     Returns
     -------
-    FloatFormat
+    widgets.dtypes.DType
         Exponent and fraction bits, with the unit roundoff and range as properties.
 
     Raises
