@@ -173,3 +173,103 @@ if __name__ == "__main__":
     else:
         print("usage: python book/teaching/plan.py collect <build>/_build/.doctrees/environment.pickle", file=sys.stderr)
         raise SystemExit(2)
+
+
+# ---------------------------------------------------------------------------------------------
+# the three agendas: each adapts to the chapters' current length and says whether it fits
+
+TASTER_BUDGET_MIN = 90
+HALF_DAY_BUDGET_MIN = 210
+DAY_BUDGET_MIN = 360  # sessions of a teaching day, breaks not counted
+CALC_MIN = 5  # assumption: the instructor moves a calculator's controls, the room predicts
+QUIZ_MIN = 1  # assumption: one quiz question, answered in the page
+BREAK_MIN = 15
+OPEN_MIN = CLOSE_MIN = 5
+MERGE_MIN = 30  # the closing discussion of the room's records
+SKIP = ("Exercises", "References")  # exercises are timed by their allowance; references are not read aloud
+TASTER_CORE = {
+    "memory_hierarchy": "Arithmetic intensity and the roofline",
+    "simt": "Occupancy: how many warps fit",
+    "tensor_cores": "Peak from first principles",
+    "collectives": "Algorithm bandwidth and bus bandwidth",
+    "serving": "The memory budget, and the concurrency it allows",
+}
+
+
+def read_min(topic: str, titles=None) -> float:
+    return sum(s.read_min for s in sections(topic) if s.title not in SKIP and (titles is None or s.title in titles))
+
+
+def quiz_questions(topic: str) -> int:
+    from widgets import quiz
+
+    return len(quiz.load(topic).questions)
+
+
+def taster() -> dict:
+    """Opening, one core section per chapter with its calculator, a guess and a few quiz questions, closing."""
+    for questions in (3, 2, 1):
+        rows = [["Opening: why bytes, FLOP and queues", "", OPEN_MIN]]
+        for c in CHAPTERS:
+            core = [s.title for s in sections(c) if s.title == TASTER_CORE[c]]
+            if not core:
+                raise ValueError(f"{c}: the taster's core section {TASTER_CORE[c]!r} is no longer in the chapter")
+            q = min(questions, quiz_questions(c))
+            rows.append([chapter_title(c), f"{TASTER_CORE[c]}; calculator; {q} quiz questions",
+                         round5(read_min(c, core) + GUESS_MIN + CALC_MIN + QUIZ_MIN * q)])  # fmt: skip
+        rows.append(["Closing: what to measure next (the chapters' Predict, then measure)", "", CLOSE_MIN])
+        total = sum(r[2] for r in rows)
+        if total <= TASTER_BUDGET_MIN:
+            break
+    return {"rows": rows, "total": total, "budget": TASTER_BUDGET_MIN, "fits": total <= TASTER_BUDGET_MIN}
+
+
+def _full_chapter_min(c: str, exercises: int, quiz: bool = True) -> int:
+    m = chapter_minutes(c)
+    return round5(read_min(c) + exercises * EXERCISE_MIN + m["guess_min"] + m["run"] + (QUIZ_MIN * quiz_questions(c) if quiz else 0))
+
+
+def half_day() -> dict:
+    """The memory hierarchy and tensor cores in full with part of their exercises; SIMT's occupancy if it fits."""
+    pair = ("memory_hierarchy", "tensor_cores")
+    n = {c: chapter_minutes(c)["exercises"] for c in pair}
+    for share in (2, 3, 4):  # half, a third, a quarter of the exercises
+        k = {c: max(1, math.ceil(n[c] / share)) for c in pair}
+        rows = []
+        for c in pair:
+            rows.append([chapter_title(c), f"all sections; {k[c]} of {n[c]} exercises; measure on the GPU", _full_chapter_min(c, k[c], quiz=False)])
+            if c == pair[0]:
+                rows.append(["Break", "", BREAK_MIN])
+        occ = "Occupancy: how many warps fit"
+        extra = ["SIMT execution", f"{occ}; one exercise", round5(read_min("simt", [occ]) + EXERCISE_MIN)]
+        if sum(r[2] for r in rows) + extra[2] <= HALF_DAY_BUDGET_MIN:
+            rows.append(extra)
+        total = sum(r[2] for r in rows)
+        if total <= HALF_DAY_BUDGET_MIN:
+            break
+    return {"rows": rows, "total": total, "budget": HALF_DAY_BUDGET_MIN, "fits": total <= HALF_DAY_BUDGET_MIN}
+
+
+def two_day() -> dict:
+    """Every chapter in book order, packed into two days; all exercises if they fit, else half (the rest as homework)."""
+    for share in (1, 2):
+        blocks = []
+        for c in CHAPTERS:
+            n = chapter_minutes(c)["exercises"]
+            k = math.ceil(n / share)
+            what = f"{k} exercises, quiz" if k == n else f"{k} of {n} exercises (the rest as homework), quiz"
+            blocks.append([chapter_title(c), what, _full_chapter_min(c, k)])
+        blocks.append(["Closing: the room's measurements side by side", "--merge table and plot", MERGE_MIN])
+        days, day = [], []
+        for b in blocks:
+            if day and sum(x[2] for x in day) + b[2] > DAY_BUDGET_MIN:
+                days.append(day)
+                day = []
+            day.append(b)
+        days.append(day)
+        totals = [sum(b[2] for b in d) for d in days]
+        if len(days) <= 2 and max(totals) <= DAY_BUDGET_MIN:
+            break
+    rows = [[f"day {i}", *b] for i, d in enumerate(days, 1) for b in d]
+    return {"rows": rows, "totals": totals, "budget": DAY_BUDGET_MIN,
+            "fits": len(days) <= 2 and max(totals) <= DAY_BUDGET_MIN}  # fmt: skip
