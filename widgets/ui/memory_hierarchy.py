@@ -897,3 +897,33 @@ def measured_roofline_figure(gpu: str, peak_flop_per_s: float, measured_flop_per
                       yaxis=dict(title=f"{dtype} FLOP/s", type="log"), legend=dict(orientation="h", y=-0.25))
     return style_figure(fig, title=f"{gpu}, dense {dtype}: datasheet and measured rooflines",
                         readout=f"ridge: {r_ds:.0f} FLOP/B (datasheet), {r_ms:.0f} FLOP/B (measured)", height=440)
+
+
+def fusion_size_plot(size_rows: list, bytes_per_s: float, launch_s: float, n_ops: int = FUSION_READOUT_OPS,
+                     here_rows: list | None = None) -> go.Figure:
+    """Time of an ``n_ops`` chain against the tensor's size: the recorded eager and fused Triton times
+    (``memory_hierarchy_fusion.fusion_rows(..., sweep="size_sweep")``), the reader's if given, and the
+    model's lines (``bytes_per_s`` plus ``launch_s`` per launch)."""
+    from ..units import fmt_bytes
+
+    mh.fusion_estimate(1, n_ops, bytes_per_s, launch_s=launch_s)  # checks the inputs, with their names
+    fig = go.Figure()
+    ns = sorted({r["n_elems"] for r in size_rows} | {r["n_elems"] for r in here_rows or []}) or [2**12, 2**28]
+    grid = np.unique(np.geomspace(min(ns), max(ns), 40).astype(np.int64))
+    est = [mh.fusion_estimate(int(n), n_ops, bytes_per_s, launch_s=launch_s) for n in grid]
+    for i, (key, name) in enumerate((("eager", "eager"), ("triton_fused", "fused (Triton)"))):
+        model_t = [e.eager_s if key == "eager" else e.fused_s for e in est]
+        fig.add_trace(go.Scatter(x=grid * 4, y=model_t, mode="lines", name=f"{name}: model",
+                                 line=dict(color=COLORS[i], dash="dot"), hovertemplate="%{y:.3s}s<extra></extra>"))
+        for rows, label, symbol in ((size_rows, "H200", "circle"), (here_rows or [], "this machine", "x")):
+            pts = [(r["n_elems"] * 4, r[key + "_s"]) for r in rows if r.get(key + "_s")]
+            if pts:
+                fig.add_trace(go.Scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], mode="markers",
+                                         name=f"{name}: {label}", marker=dict(color=COLORS[i], symbol=symbol, size=9),
+                                         hovertemplate="%{x:.3s}B: %{y:.3s}s<extra></extra>"))
+    fig.update_layout(xaxis=dict(type="log", title="tensor size [B]"), yaxis=dict(type="log", title="time [s]"))
+    f_big = mh.fusion_estimate(max(ns), n_ops, bytes_per_s, launch_s=launch_s)
+    return style_figure(fig, title=f"A {n_ops}-op chain against the tensor's size",
+                        readout=f"model at {fmt_bytes(4 * max(ns))}: {f_big.speedup:.1f}x; launch-bound below "
+                                f"~{fmt_bytes(launch_s * bytes_per_s / 2)} per op",
+                        height=460)
