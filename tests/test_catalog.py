@@ -236,6 +236,8 @@ def _figures():
         "tensor_cores.peak_figure": _dropdown_labels(tensor_cores.peak_figure()),
         "tensor_cores.gemm_figure": _dropdown_labels(tensor_cores.gemm_figure(ms=(2048,))),
         "memory_hierarchy.roofline_figure": _dropdown_labels(memory_hierarchy.roofline_figure(intensities=(10.0,))),
+        "memory_hierarchy.fusion_figure": _dropdown_labels(memory_hierarchy.fusion_figure(sizes=(2**20,), ops=(1, 4))),
+        "memory_hierarchy.inflight_figure": _dropdown_labels(memory_hierarchy.inflight_figure(latencies_ns=(600,))),
         "simt.amdahl_figure": _dropdown_labels(simt.amdahl_figure((0.9,))),
         "collectives.bandwidth_ladder_figure": _slider_labels(collectives.bandwidth_ladder_figure(sizes=(2**30,))),
         "serving.latency_figure": _dropdown_labels(serving.latency_figure(batches=(32,))),
@@ -274,6 +276,10 @@ def test_static_figures_say_why_a_gpu_cannot_apply():
     assert dict(zip(t4.x, t4.customdata))["fp8"] == get_gpu("T4").why_no_rate("fp8")
     b200 = next(f for f in fig.frames if f.name == "1:0")
     assert "no SM count or clock" in b200.layout.title.subtitle.text
+    from widgets.ui import memory_hierarchy
+
+    fig = memory_hierarchy.inflight_figure(gpus=("MI300X",), latencies_ns=(600,))
+    assert "not a CUDA GPU" in fig.frames[0].layout.title.subtitle.text.replace("<br>", " ")
     fig = serving.latency_figure(choices=(("Llama-3-8B", "T4", "bf16", 1),), batches=(32,))
     assert "bf16 needs<br>sm_80" in fig.frames[0].layout.title.subtitle.text or \
         "bf16 needs sm_80" in fig.frames[0].layout.title.subtitle.text
@@ -283,6 +289,7 @@ LIVE_FORMS = [
     ("tensor_cores", "peak_calculator", "gpu"),
     ("tensor_cores", "gemm_calculator", "gpu"),
     ("memory_hierarchy", "roofline_calculator", "gpu"),
+    ("memory_hierarchy", "fusion_calculator", "gpu"),
     ("serving", "memory_calculator", "gpu"),
     ("serving", "latency_calculator", "gpu"),
     ("serving", "capacity_calculator", "gpu"),

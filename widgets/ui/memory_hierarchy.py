@@ -638,9 +638,9 @@ def write_ladder_svg(path: str | None = None) -> str:
 # --------------------------------------------------------------------------------------------
 # Kernel fusion (chapter section "Kernel fusion")
 # --------------------------------------------------------------------------------------------
-FUSION_GPUS = ("H200-SXM", "H100-SXM", "A100-SXM-80GB", "B200", "MI300X", "L4", "RTX-4090")
+FUSION_GPUS = ("H200-SXM", *(g for g in gpu_names() if g != "H200-SXM"))  # every catalog GPU, the reference first
 FUSION_OPS = tuple(range(1, 17))
-FUSION_SIZES = tuple(2**p for p in range(12, 31, 2))  # fp32 elements: 16 KiB to 4 GiB
+FUSION_SIZES = tuple(2**p for p in (12, 16, 20, 24, 26, 28, 30))  # fp32 elements: 16 KiB to 4 GiB (7: page weight)
 FUSION_READOUT_OPS = 4
 
 
@@ -773,7 +773,8 @@ def check_transpose_wavefronts(naive_sectors_per_warp, tiled_wavefronts, padded_
 # --------------------------------------------------------------------------------------------
 # Bytes in flight (chapter section "Asynchronous copies and bytes in flight")
 # --------------------------------------------------------------------------------------------
-INFLIGHT_GPUS = ("H200-SXM", "H100-SXM", "A100-SXM-80GB", "B200", "L4")
+# Every catalog GPU, the reference first; one without a CUDA arch (MI300X) says why in its frames.
+INFLIGHT_GPUS = ("H200-SXM", *(g for g in gpu_names() if g != "H200-SXM"))
 INFLIGHT_LATENCIES_NS = (300, 400, 500, 600, 700, 800, 1000, 1200)
 INFLIGHT_WAYS = (  # (label, warps per SM as a fraction of the maximum, bytes per load, loads in flight per thread)
     ("1 float / thread, 1/4 occupancy", 0.25, 4, 1),
@@ -820,6 +821,10 @@ def inflight_figure(gpus=INFLIGHT_GPUS, latencies_ns=INFLIGHT_LATENCIES_NS) -> g
     gpus, lats = list(gpus), list(latencies_ns)
 
     def frame(gpu, lat):
+        g = get_gpu(gpu)
+        if g.arch_limits is None:  # no CUDA warp slots or cp.async/TMA to compare with
+            why = f"{g.name} ({g.arch}) is not a CUDA GPU: its warp slots and async copies are not modelled"
+            return [go.Bar(y=[], x=[], orientation="h", showlegend=False)], f"{gpu}: not modelled", why
         return _inflight_traces(gpu, lat), f"{gpu}: bytes in flight per SM at {lat} ns", inflight_summary(gpu, lat)
 
     return grid_figure(
