@@ -385,3 +385,16 @@ def test_transpose_ncu_rows_and_labels(tmp_path, monkeypatch):
     assert run.returncode == 0, run.stderr
     got = json.loads((out / tx.NCU_FILE).read_text())
     assert got["points"][0]["metrics"]["dram__bytes_read.sum"] == 1024.0 and got["provenance"]["git_commit"] == "abc"
+
+
+def test_fusion_size_plot_lines_are_the_model():
+    from widgets.ui import memory_hierarchy as ui
+
+    rows = [{"n_elems": 2**12, "eager_s": 3e-5, "triton_fused_s": 8e-6}, {"n_elems": 2**28, "eager_s": 2e-3, "triton_fused_s": 5e-4}]
+    fig = ui.fusion_size_plot(rows, 4.8e12, 7.5e-6)
+    eager_line, eager_pts, fused_line, fused_pts = fig.data
+    assert eager_line.y[0] == pytest.approx(mh.fusion_estimate(2**12, 4, 4.8e12, launch_s=7.5e-6).eager_s)
+    assert fused_line.y[-1] == pytest.approx(mh.fusion_estimate(2**28, 4, 4.8e12, launch_s=7.5e-6).fused_s)
+    assert list(eager_pts.y) == [3e-5, 2e-3] and list(fused_pts.x) == [2**14, 2**30]  # sizes in bytes
+    with pytest.raises(ValueError, match="launch_s"):
+        ui.fusion_size_plot(rows, 4.8e12, -1.0)
