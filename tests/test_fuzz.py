@@ -136,6 +136,7 @@ VALID: dict[str, dict] = {
     "tensor_cores.gemm_estimate_for": dict(m=4096, n=4096, k=4096),
     "tensor_cores.number_format": dict(dtype="bf16"),
     "tensor_cores.unit_roundoff": dict(dtype="bf16"),
+    "tensor_cores.input_rounding_error": dict(dtype="bf16"),
     "tensor_cores.dot_error": dict(k=1024, dtype="bf16"),
     "tensor_cores.typical_dot_error": dict(k=1024, dtype="bf16"),
     "tensor_cores.instruction_clocks": dict(m=64, n=256, k=16, flop_per_clock_per_sm=4096),

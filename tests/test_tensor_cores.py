@@ -1061,3 +1061,15 @@ def test_gemm_estimate_for_a_catalog_gpu():
     if no_fp8 is not None:  # e.g. an A100: the catalog has no fp8 peak, so there is no estimate
         with pytest.raises(ValueError, match="dtype"):
             tc.gemm_estimate_for(64, 64, 64, "fp8", no_fp8)
+
+
+def test_input_rounding_error_is_the_floor_of_the_dot_error():
+    """Rounding two inputs, each with variance u^2 / (8 ln 2): sqrt(2) x 0.30 u = 0.60 u; it is the
+    typical error of a one-term dot product summed exactly (fp64) and a floor for every k."""
+    for d in ("fp32", "tf32", "bf16", "fp16", "fp8", "fp8_e5m2"):
+        u = tc.unit_roundoff(d)
+        assert tc.input_rounding_error(d) == pytest.approx(u * math.sqrt(2 / (8 * math.log(2))), rel=1e-12)
+        assert tc.input_rounding_error(d) == pytest.approx(tc.dot_error(1, d, "fp64").typical_error, rel=1e-9)
+        assert all(tc.dot_error(k, d).typical_error >= tc.input_rounding_error(d) for k in (1, 64, 4096))
+    with pytest.raises(ValueError, match="dtype"):
+        tc.input_rounding_error("int8")

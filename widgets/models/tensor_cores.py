@@ -770,6 +770,37 @@ def unit_roundoff(dtype: str) -> float:
     return number_format(dtype).unit_roundoff
 
 
+def input_rounding_error(dtype: str) -> float:
+    """Typical (rms) relative error of a dot product due to rounding its two inputs to ``dtype``
+    alone (products and sums exact): each input carries a rounding error of variance
+    ``u^2 / (8 ln 2)`` (:data:`ROUNDING_VARIANCE`), and a product carries both, so
+    ``sqrt(2 u^2 / (8 ln 2))``. The floor under :func:`dot_error`'s typical error, whatever ``k``.
+
+    Explained in :ref:`tensor_cores` > Number formats: range, precision, accumulation.
+
+    Parameters
+    ----------
+    dtype : str
+        A number format of :data:`FORMATS` (``"fp8"`` means E4M3).
+
+    Returns
+    -------
+    float
+        Relative error [-].
+
+    Raises
+    ------
+    ValueError
+        If ``dtype`` is not a known format.
+
+    Examples
+    --------
+    >>> round(input_rounding_error("bf16") / 2**-8, 3)  # 0.6 u
+    0.601
+    """
+    return math.sqrt(2.0 * ROUNDING_VARIANCE) * number_format(dtype).unit_roundoff
+
+
 @dataclass(frozen=True)
 class DotError:
     """Expected and bounded error of a length-``k`` dot product with inputs rounded to ``dtype``

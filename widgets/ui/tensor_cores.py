@@ -245,7 +245,7 @@ KS = np.unique(np.logspace(0, 6, 61).round().astype(int))
 
 def precision_rows(e: tc.DotError) -> list[tuple[str, str]]:
     return [
-        ("unit roundoff u (inputs)", f"{e.u_in:.3g} = 2^{np.log2(e.u_in):.0f}" if e.u_in else "0 (exact inputs)"),
+        ("unit roundoff u (inputs)", f"{e.u_in:.3g} = 2^-{tc.number_format(e.dtype).man_bits + 1}" if e.u_in else "0 (exact inputs)"),
         ("largest finite", f"{e.max_normal:.6g}"),
         ("smallest normal", f"{e.min_normal:.4g}"),
         ("smallest subnormal", f"{e.min_subnormal:.4g}"),
@@ -302,8 +302,7 @@ def precision_errors(dtype: str, path: str, ks) -> tuple[np.ndarray, np.ndarray,
     else:
         acc = np.array([tc.dot_error(k, dtype, path, input_rounding=False).typical_error for k in ks])
         total = np.array([tc.dot_error(k, dtype, path).typical_error for k in ks])
-    inputs = np.array([tc.dot_error(k, dtype, path if not path.startswith("Hopper") else "fp32").u_in for k in ks])
-    inputs = inputs * np.sqrt(2 * tc.ROUNDING_VARIANCE)
+    inputs = np.full(len(ks), tc.input_rounding_error(dtype))
     return total, inputs, acc
 
 
