@@ -274,6 +274,9 @@ def test_small_learner_edition_has_no_solutions_or_instructor_notes(tmp_path, bu
     chapter = (html / "chapters" / f"{topic}.html").read_text()
     assert not re.search(r'class="[^"]*\bsolution\b', chapter), "a solution block survived"
     assert re.search(r'class="[^"]*\bsolution\b', full), "the full build's solutions are not where this test looks"
+    source = html / "_sources" / "chapters" / f"{topic}.ipynb"  # what the download button serves
+    assert source.exists() and "{solution}" not in source.read_text() and "{exercise}" in source.read_text()
+    assert not list((html / "_sources").rglob("instructor*"))
     assert "guess-answer" in chapter, "the answers to 'Guess first' stay in the learner edition"
     assert 'class="gpubook-quiz"' in chapter, "the quiz stays in the learner edition"
 

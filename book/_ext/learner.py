@@ -9,7 +9,11 @@ build (``GPUBOOK_LEARNER=1``, which :func:`build` sets). Then it
 - turns links to the instructor pages (``book/teaching/instructor*``, which the learner table of
   contents leaves out) into plain text, so the build stays warning-free.
 
-"Guess first" answers stay: they are part of reading the chapter, not solutions.
+- strips the solutions from the page sources the site serves (``_sources/``: the download button).
+
+"Guess first" answers stay: they are part of reading the chapter, not solutions. The launch buttons
+(Colab, Binder) open the notebooks in the repository, which hold the solutions: a course that
+must hide them publishes the learner edition without launch buttons or points them at a fork.
 
 As a script it builds that edition::
 
@@ -26,6 +30,7 @@ from __future__ import annotations
 import argparse
 import copy
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -79,8 +84,35 @@ def _instructor_link(app, env, node, contnode):
     return None
 
 
+SOLUTION_BLOCK = re.compile(r"(?ms)^(```|:::)\{solution\}.*?^\1[ \t]*$\n?")
+
+
+def strip_solutions(markdown: str) -> str:
+    """``markdown`` without its ``{solution}`` blocks (backtick or colon fences)."""
+    return SOLUTION_BLOCK.sub("", markdown)
+
+
+def _strip_sources(app, exception) -> None:
+    """The page sources the site serves (``_sources/``, the download button) lose their solutions too."""
+    if exception or not is_learner_build() or app.builder.format != "html":
+        return
+    import json
+
+    for f in (Path(app.outdir) / "_sources").rglob("*"):
+        if f.suffix == ".ipynb":
+            nb = json.loads(f.read_text(encoding="utf-8"))
+            for cell in nb.get("cells", []):
+                if cell.get("cell_type") == "markdown":
+                    src = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+                    cell["source"] = strip_solutions(src).splitlines(True)
+            f.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        elif f.suffix in (".md", ".txt") and f.is_file():
+            f.write_text(strip_solutions(f.read_text(encoding="utf-8")), encoding="utf-8")
+
+
 def setup(app):
     app.connect("doctree-resolved", _drop)
+    app.connect("build-finished", _strip_sources)
     app.connect("missing-reference", _instructor_link)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
 
