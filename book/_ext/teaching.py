@@ -154,6 +154,7 @@ def deck_html(app, chapters: list[dict]) -> str:
 <title>{title}: taster slides</title>
 <link rel="stylesheet" href="../_static/reveal/reveal.css">
 <link rel="stylesheet" href="../_static/reveal/theme/white.css">
+<script src="../_static/plotly.min.js"></script>
 <style>
 .reveal h1.deck-title {{ font-size: 1.7em; }} .reveal h2 {{ font-size: 1.4em; }} .reveal h3 {{ font-size: 1.1em; }}
 .reveal .deck-takeaway {{ font-size: 0.72em; text-align: left; }}
@@ -169,7 +170,6 @@ def deck_html(app, chapters: list[dict]) -> str:
 </div></div>
 <script>window.MathJax = {{tex: {{inlineMath: [["\\\\(", "\\\\)"]]}}, startup: {{typeset: true}}}};</script>
 <script src="../_static/mathjax/tex-chtml.js" async></script>
-<script src="../_static/plotly.min.js"></script>
 <script src="../_static/reveal/reveal.js"></script>
 <script>
 Reveal.initialize({{hash: true, width: 1200, height: 800, margin: 0.04}});
