@@ -116,7 +116,7 @@ def test_ptxas_summary_parses_every_kernel():
 @pytest.mark.skipif(not NVCC, reason="no nvcc here")
 @pytest.mark.parametrize("source, defines, kernels", [
     (w.REDUCE_SOURCE, {}, {"reduce_atomic_thread", "reduce_atomic_warp", "reduce_smem_tree", "reduce_shfl_block",
-                           "reduce_grid_stride", "atomic_same_address", "vote_count"}),
+                           "reduce_grid_stride", "atomic_same_address", "atomic_one_lane", "vote_count"}),
     (w.BARRIER_SOURCE, {"BARRIERS": 1}, {"barrier_loop"}),
     (st.COMPUTE_SOURCE, {}, {"compute_kernel"}),
 ])
@@ -163,7 +163,7 @@ def _run(variant, n, atomics, time_s):
 def test_reduction_predictions_pick_the_larger_term():
     n = 1 << 28
     res = w.Reductions(n_elems=n, nbytes=4 * n, device="test", simulated=False,
-                       copy=w.CopyRate(1.0, 8e12, 4e12), atomic_rate=w.AtomicRate(1 << 20, 1.0, 1e9, True),
+                       copy=w.CopyRate(1.0, 4e12, 2e12), atomic_rate=w.AtomicRate(1 << 20, 1.0, 1e9, True),
                        variants={"atomic_thread": _run("atomic_thread", 1 << 24, 1 << 24, 0.02),
                                  "grid_stride": _run("grid_stride", n, 528, 3e-4),
                                  "broken": w.Failed("RuntimeError: boom")})
@@ -174,6 +174,15 @@ def test_reduction_predictions_pick_the_larger_term():
     assert p["grid_stride"].predicted_time_s == pytest.approx(4 * n / 4e12)
     assert p["grid_stride"].ratio == pytest.approx(3e-4 / (4 * n / 4e12))
     assert p["broken"].predicted_time_s is None
+    # with the one-lane rate measured, every variant but one-atomic-per-thread uses it
+    res2 = w.Reductions(**{**{f: getattr(res, f) for f in ("n_elems", "nbytes", "device", "simulated", "copy", "atomic_rate")},
+                           "atomic_rate_one_lane": w.AtomicRate(1 << 18, 1.0, 1e7, True, None, "one lane per warp"),
+                           "variants": {"atomic_thread": res.variants["atomic_thread"], "grid_stride": res.variants["grid_stride"],
+                                        "atomic_warp": _run("atomic_warp", n, n // 32, 1.0)}})
+    p2 = w.reduction_predictions(res2)
+    assert p2["atomic_thread"].predicted_time_s == pytest.approx((1 << 24) / 1e9)  # every-lane rate
+    assert p2["atomic_warp"].predicted_time_s == pytest.approx((n // 32) / 1e7)    # one-lane rate
+    assert p2["grid_stride"].predicted_time_s == pytest.approx(max(4 * n / 4e12, 528 / 1e7))
 
 
 def test_overlap_prediction_from_the_serial_spans():

@@ -111,6 +111,12 @@ extern "C" __global__ void atomic_same_address(float* out, int iters) {
     for (int k = 0; k < iters; ++k) atomicAdd(out, 1.0f);
 }
 
+// Calibration: only lane 0 of every warp adds (the pattern of one atomic per warp or per block).
+extern "C" __global__ void atomic_one_lane(float* out, int iters) {
+    if ((threadIdx.x & 31) == 0)
+        for (int k = 0; k < iters; ++k) atomicAdd(out, 1.0f);
+}
+
 // Votes: per warp, how many lanes hold a value above a threshold (__ballot_sync + __popc) and
 // whether any does (__any_sync). Two ints per warp.
 extern "C" __global__ void vote_count(const float* __restrict__ x, int* counts, long long n, float threshold) {
@@ -206,13 +212,15 @@ class CopyRate(harness.Result):
 
 @dataclass(frozen=True)
 class AtomicRate(harness.Result):
-    """``atomic_same_address``: every thread adds 1.0 to one float ``iters`` times."""
+    """``atomic_same_address`` (every lane of every warp adds 1.0 to one float ``iters`` times)
+    or ``atomic_one_lane`` (only lane 0 of each warp does)."""
 
     atomics: int
     time_s: float
     atomics_per_s: float
     result_ok: bool                 # the float sum came out exactly equal to the count
     sm_clock_hz: Optional[float] = None
+    pattern: str = "every lane"     # or "one lane per warp"
 
 
 @dataclass(frozen=True)
@@ -263,7 +271,8 @@ class Reductions(harness.Result):
     ptxas: tuple[PtxasKernel, ...] = ()
     copy: Union[CopyRate, Failed, None] = None
     torch_sum: Union[CopyRate, Failed, None] = None
-    atomic_rate: Union[AtomicRate, Failed, None] = None
+    atomic_rate: Union[AtomicRate, Failed, None] = None           # every lane of a warp adds
+    atomic_rate_one_lane: Union[AtomicRate, Failed, None] = None  # one lane per warp adds
     variants: dict[str, Union[ReductionRun, Failed]] = field(default_factory=dict)
     votes: Union[Votes, Failed, None] = None
 
@@ -456,7 +465,7 @@ def measure_reductions(nbytes: Optional[int] = None, *, repeat: int = 10) -> Red
     try:
         cubin, report, cmd = compile_with_report(REDUCE_SOURCE, arch)
         funcs = {name: drv.load(cubin, name) for name in
-                 [f"reduce_{v}" for v in REDUCE_VARIANTS] + ["atomic_same_address", "vote_count"]}
+                 [f"reduce_{v}" for v in REDUCE_VARIANTS] + ["atomic_same_address", "atomic_one_lane", "vote_count"]}
     except Exception as exc:  # noqa: BLE001 - recorded
         return Reductions(**base, note=f"compile or load failed: {_err(exc)}")
 
@@ -469,10 +478,11 @@ def measure_reductions(nbytes: Optional[int] = None, *, repeat: int = 10) -> Red
         t = harness.time_fn(lambda: x.sum(), repeat=repeat)
         return CopyRate(t.median_s, n * 4 / t.median_s, n * 4 / t.median_s)
 
-    def atomic_rate():
-        iters, grid = 32, sms * 8
-        count = grid * REDUCE_THREADS * iters
-        f = funcs["atomic_same_address"]
+    def atomic_rate(one_lane: bool):
+        grid = sms * 8
+        iters = 256 if one_lane else 32  # counts below 2**24: exact in float32
+        count = grid * (REDUCE_THREADS // 32 if one_lane else REDUCE_THREADS) * iters
+        f = funcs["atomic_one_lane" if one_lane else "atomic_same_address"]
 
         def run():
             out.zero_()
@@ -480,18 +490,20 @@ def measure_reductions(nbytes: Optional[int] = None, *, repeat: int = 10) -> Red
 
         t = harness.time_fn(run, repeat=repeat)
         hz = _sm_clock_hz()
-        return AtomicRate(count, t.median_s, count / t.median_s, float(out.item()) == float(count), hz)
+        return AtomicRate(count, t.median_s, count / t.median_s, float(out.item()) == float(count), hz,
+                          "one lane per warp" if one_lane else "every lane")
 
     copy = harness.attempt(copy_rate)
     torch_sum = harness.attempt(sum_rate)
-    rate = harness.attempt(atomic_rate)
+    rate = harness.attempt(atomic_rate, False)
+    rate_one = harness.attempt(atomic_rate, True)
     variants = {v: harness.attempt(_time_reduction, drv, funcs[f"reduce_{v}"], v, x, out, n, sms, stream, repeat)
                 for v in REDUCE_VARIANTS}
     votes = harness.attempt(_votes, drv, funcs["vote_count"], stream)
     x = None
     torch.cuda.empty_cache()
     return Reductions(**base, ptxas_command=cmd, ptxas=ptxas_summary(report), copy=copy, torch_sum=torch_sum, atomic_rate=rate,
-                      variants=variants, votes=votes)
+                      atomic_rate_one_lane=rate_one, variants=variants, votes=votes)
 
 
 def _time_reduction(drv, func, variant, x, out, n, sms, stream, repeat) -> ReductionRun:
@@ -561,13 +573,18 @@ class ReductionPrediction:
 
 def reduction_predictions(res: Reductions) -> dict[str, ReductionPrediction]:
     """For each variant of a :func:`measure_reductions` result, the model's time
-    (``model.reduction_time_s``: the larger of reading the bytes at the copy's read rate and the
-    same-address atomics at ``atomic_same_address``'s rate, both measured in the same run: a
-    *calibrated* comparison) and measured / model."""
+    (``model.reduction_time_s``: the larger of reading the bytes at the rate the copy moved bytes
+    (read + written: the memory's throughput, which a reduction spends on reads alone) and the
+    same-address atomics at the rate of the calibration kernel with the same pattern, both measured in
+    the same run: ``atomic_same_address`` (every lane adds) for one atomic per thread,
+    ``atomic_one_lane`` for the others (one lane per warp adds; the every-lane rate where that one is
+    missing): a *calibrated* comparison) and measured / model."""
     out = {}
-    copy = res.copy.read_bytes_per_s if isinstance(res.copy, CopyRate) else None
-    rate = res.atomic_rate.atomics_per_s if isinstance(res.atomic_rate, AtomicRate) else None
+    copy = res.copy.bytes_per_s if isinstance(res.copy, CopyRate) else None  # the memory's rate: read + written
+    every = res.atomic_rate.atomics_per_s if isinstance(res.atomic_rate, AtomicRate) else None
+    one = res.atomic_rate_one_lane.atomics_per_s if isinstance(res.atomic_rate_one_lane, AtomicRate) else None
     for name, v in res.variants.items():
+        rate = every if name == "atomic_thread" else (one or every)
         if not copy or not rate or not isinstance(v, ReductionRun):
             out[name] = ReductionPrediction(name, None, None, None)
             continue
@@ -692,9 +709,9 @@ def accuracy_rows(results, device: str) -> list:
         if p.predicted_time_s is None or not isinstance(v, ReductionRun):
             continue
         rows.append(Row("simt", f"reduction, {name.replace('_', ' ')}: {v.bytes_read / MiB:.0f} MiB, {v.atomics:,} atomics",
-                        "max(bytes / copy's read rate, same-address atomics / atomic_same_address's rate), same run",
+                        "max(bytes / copy's bytes moved per s, same-address atomics / the calibration kernel's rate), same run",
                         p.predicted_time_s, v.time_s, "s", "calibrated", device,
-                        f"{p.bound}-bound in the model; read rate from a device-to-device copy, atomic rate from a kernel "
+                        f"{p.bound}-bound in the model; memory rate from a device-to-device copy (read + written), atomic rate from a kernel "
                         "that only adds to one address"))
     gs = res.variants.get("grid_stride")
     if isinstance(gs, ReductionRun) and res.hbm_bytes_per_s:

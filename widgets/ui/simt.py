@@ -827,8 +827,8 @@ def timeline_plot(run, *, title: str, readout: str | None = None, x_max_ms: floa
 
 
 def reduction_plot(res, *, title: str = "Reduction: bytes read per second", readout: str | None = None) -> go.Figure:
-    """Bandwidth of each reduction variant (``simt_warp.Reductions``) against the copy's read
-    rate and torch's ``sum``; the model's bandwidth as a marker."""
+    """Bandwidth of each reduction variant (``simt_warp.Reductions``) against the bytes a copy
+    moves per second (read + written); the model's bandwidth as a marker."""
     from ..experiments import simt_warp as sw
 
     preds = sw.reduction_predictions(res)
@@ -844,8 +844,8 @@ def reduction_plot(res, *, title: str = "Reduction: bytes read per second", read
                      go.Scatter(x=names, y=model_bw, mode="markers", name="model (calibrated)",
                                 marker=dict(symbol="line-ew-open", size=28, line=dict(width=3, color=series_color(3))))])
     if isinstance(res.copy, sw.CopyRate):
-        fig.add_hline(y=res.copy.read_bytes_per_s / 1e9, line=dict(dash="dash", color="#888888"),
-                      annotation_text="copy: bytes read per s", annotation_position="top left")
+        fig.add_hline(y=res.copy.bytes_per_s / 1e9, line=dict(dash="dash", color="#888888"),
+                      annotation_text="copy: bytes moved per s", annotation_position="top left")
     fig.update_layout(yaxis=dict(title="GB/s read", type="log"), xaxis=dict(title=None))
     return style_figure(fig, title=title, readout=readout, height=420)
 
@@ -863,9 +863,10 @@ def reduction_compare_rows(ref, here=None) -> list:
     if ref and isinstance(ref.copy, sw.CopyRate):
         rows.append(dict(quantity=f"copy of {fmt_bytes(ref.nbytes)} (read + write)", reference=t(ref.copy.time_s),
                          here=t(here.copy.time_s) if here and isinstance(here.copy, sw.CopyRate) else None))
-    if ref and isinstance(ref.atomic_rate, sw.AtomicRate):
-        rows.append(dict(quantity="atomics to one address, per second", reference=f"{ref.atomic_rate.atomics_per_s:.3g}",
-                         here=None))
+    for r in (ref.atomic_rate, ref.atomic_rate_one_lane) if ref else ():
+        if isinstance(r, sw.AtomicRate):
+            rows.append(dict(quantity=f"atomics to one address per second, {r.pattern} adding", reference=f"{r.atomics_per_s:.3g}",
+                             here=None))
     for v in sw.REDUCE_VARIANTS:
         r = ref.variants.get(v) if ref else None
         h = here.variants.get(v) if here else None
