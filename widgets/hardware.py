@@ -433,8 +433,10 @@ def _validate_gpu(g: GPU) -> None:
             check(f"{k}[{key!r}]", value)
     put("interconnect_links", _check.optional(_check.integer, "interconnect_links", g.interconnect_links, minimum=1, maximum=64))
     put("pcie_gen", _check.optional(_check.integer, "pcie_gen", g.pcie_gen, minimum=1, maximum=7))
-    if g.pcie_lanes is not None and g.pcie_lanes not in (1, 2, 4, 8, 16):
+    lanes = _check.optional(_check.integer, "pcie_lanes", g.pcie_lanes, minimum=1, maximum=16)
+    if lanes is not None and lanes not in (1, 2, 4, 8, 16):
         raise ValueError(f"pcie_lanes must be one of 1, 2, 4, 8, 16 (or None), got {g.pcie_lanes!r}")
+    put("pcie_lanes", lanes)
 
 
 _NV_H100_SRC = "NVIDIA H100 Tensor Core GPU datasheet (SXM column), dense = sparse/2"
