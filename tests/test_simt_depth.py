@@ -197,3 +197,59 @@ def test_overlap_prediction_from_the_serial_spans():
     assert p.h2d_predicted_s == pytest.approx((256 << 20) / 64e9) and p.h2d_measured_s == pytest.approx(4e-3)
     assert st.Overlap.from_record(res.to_record()) == res
     assert st.overlap_prediction(st.Overlap(device="x", simulated=True)).predicted_s is None
+
+
+# --------------------------------------------------------------------------------------------
+# pipeline_schedule, and the figures and checks built on the models
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("stages, k", [([4.0, 4.0, 4.0], 8), ([1.0, 5.0, 2.0], 3), ([3.0], 5), ([2.0, 0.0, 1.0], 16), ([1e-3, 2e-3], 1)])
+def test_schedule_ends_at_the_pipeline_time(stages, k):
+    spans = m.pipeline_schedule(stages, k)
+    assert len(spans) == k * len(stages)
+    assert max(e for *_, e in spans) == pytest.approx(m.pipeline_time_s(stages, k))
+    for _c, s, b, e in spans:  # every bar lasts its stage's share, and no engine runs two chunks at once
+        assert e - b == pytest.approx(stages[s] / k)
+    for s in range(len(stages)):
+        bars = sorted((b, e) for _c, t, b, e in spans if t == s)
+        assert all(b2 >= e1 - 1e-12 for (_, e1), (b2, _) in zip(bars, bars[1:]))
+
+
+def test_overlap_figure_frames_follow_the_model():
+    from widgets.ui import simt as ui
+
+    fig = ui.overlap_figure()
+    assert len(fig.frames) == len(ui.OVERLAP_CHOICES) * len(ui.OVERLAP_CHUNKS)
+    assert len(fig.data) == 3  # one bar trace per stage
+    # the default frame: balanced stages (4 ms each way, 4 ms kernel), 8 chunks -> the model's 5 ms
+    assert "8 chunks" in fig.layout.title.text
+    ends = [b + x for tr in fig.data for b, x in zip(tr.base, tr.x)]
+    assert max(ends) == pytest.approx(m.pipeline_time_s([4e-3, 4e-3, 4e-3], 8) * 1e3)
+
+
+def test_recorded_plots_draw_synthetic_records():
+    from widgets.ui import simt as ui
+
+    spans = tuple(st.Span(c, s, c % 3, 1e-3 * (c + i), 1e-3 * (c + i + 1)) for c in range(4) for i, s in enumerate(st.STAGES))
+    fig = ui.timeline_plot(st.PipelineRun(4, 3, 6e-3, spans), title="t")
+    assert {y for tr in fig.data for y in tr.y} == {"stream 0", "stream 1", "stream 2"}
+    ncu = {"points": [{"kernel": "reduce_smem_tree", "stalls_per_issued_instruction": {"long_scoreboard": 9.0, "barrier": 4.0, "x": 0.5}},
+                      {"kernel": "reduce_grid_stride", "stalls_per_issued_instruction": {}}]}
+    fig = ui.stall_plot(ncu, top=2)
+    assert [tr.name for tr in fig.data] == ["long scoreboard", "barrier", "other"]
+    assert fig.data[2].x[0] == pytest.approx(0.5)
+    bars = w.Barriers(points=(w.BarrierPoint(32, 1, 132, 10, barrier_cycles=12.0), w.BarrierPoint(32, 32, 4224, 10, barrier_cycles=30.0),
+                              w.BarrierPoint(64, 1, 132, 10, error="boom")), device="t", simulated=False)
+    fig = ui.barrier_plot(bars)
+    assert [list(tr.y) for tr in fig.data] == [[12.0], [30.0]]
+
+
+def test_exercise_checks_pass_and_fail(capsys):
+    from widgets.ui import simt as ui
+
+    assert ui.check_pipeline_time(lambda a, b, c, k: m.pipeline_time_s([a, b, c], k))
+    assert not ui.check_pipeline_time(lambda a, b, c, k: max(a, b, c))
+    assert not ui.check_pipeline_time(lambda a, b, c, k: 1 / 0)
+    assert ui.check_atomics(2**26 // 256)
+    assert not ui.check_atomics(2**26) and not ui.check_atomics("many")
+    out = capsys.readouterr().out
+    assert out.count("PASS") == 2 and out.count("FAIL") == 4
