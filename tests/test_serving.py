@@ -1054,7 +1054,8 @@ def test_experiment_dtype_and_gpu_come_from_registries():
     with pytest.raises(ValueError, match="torch_dtype"):
         ex.model_dtype(torch.complex64)
     assert ex.record_gpu_name({"provenance": {"gpu": "NVIDIA H100 80GB HBM3"}}) == "H100-SXM"
-    assert ex.record_gpu_name({"provenance": {"gpu": "CPU (x86_64)"}}) == ex.FALLBACK_GPU
+    assert ex.record_gpu_name({"provenance": {"gpu": "CPU (x86_64)"}}) is None  # no catalog GPU: said, not an H200
+    assert ex.model_gpu_name("L4") == "L4" and ex.model_gpu_name() == (ex.local_gpu_name() or ex.MODEL_STANDIN_GPU)
 
 
 def test_memory_figure_x_range_fixed_per_choice_and_holds_every_bar():

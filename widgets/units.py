@@ -13,11 +13,8 @@ from __future__ import annotations
 from . import _check
 
 # Decimal multipliers (rates, FLOP counts, HBM marketing sizes).
-KILO = 1e3
-MEGA = 1e6
 GIGA = 1e9
 TERA = 1e12
-PETA = 1e15
 
 # Binary capacities.
 KiB = 1024
@@ -28,13 +25,9 @@ TiB = 1024**4
 # Rates.
 GB_PER_S = 1e9  # bytes per second
 TB_PER_S = 1e12
-GFLOP_PER_S = 1e9
 TFLOP_PER_S = 1e12
-PFLOP_PER_S = 1e15
 
 # Time.
-NS = 1e-9
-US = 1e-6
 MS = 1e-3
 
 _DECIMAL = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")]

@@ -879,14 +879,6 @@ def run_all() -> ServingResults:
 # --------------------------------------------------------------------------------------------
 # Reading a record back (the recorded H200 run, or this device's) for the chapter
 # --------------------------------------------------------------------------------------------
-def load_h200() -> Optional[dict]:
-    """The recorded H200 record (``widgets/data/h200/serving.json``), or None before it exists."""
-    try:
-        return harness.load_reference("serving")
-    except FileNotFoundError:
-        return None
-
-
 def compare_record(results: dict, gpu: Optional[str] = None) -> dict:
     """Recompute every prediction of a record's results with the current models: for each
     bandwidth option (datasheet, copy and weight-stream measured in the same run) the GEMV sweep,

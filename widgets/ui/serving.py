@@ -36,9 +36,6 @@ def _fmt_usd(x: float) -> str:
     return "n/a" if x is None or not math.isfinite(x) else f"{x:,.3g} USD"
 
 
-_fmt_money = _fmt_usd
-
-
 def resolve_model(model: str, layers=32, hidden_size=4096, heads=32, kv_heads=8, head_dim=128, intermediate_size=14336, vocab_size=32000):
     """A preset by name, or (``model == "custom"``) a dense model built from the other fields."""
     if model == CUSTOM:
@@ -510,8 +507,8 @@ def capacity_calculator():
             ("end-to-end latency (prefill alone + decode)", fmt_time(p.e2e_s)),
             ("utilization of the replicas", f"{p.utilization:.0%} (at most {p.max_utilization:.0%})"),
             ("output tokens/s", _fmt_int(p.output_tokens_per_s)),
-            ("per million output tokens", _fmt_money(p.cost_per_million_output_tokens)),
-            ("per million tokens (in + out)", _fmt_money(p.cost_per_million_tokens)),
+            ("per million output tokens", _fmt_usd(p.cost_per_million_output_tokens)),
+            ("per million tokens (in + out)", _fmt_usd(p.cost_per_million_tokens)),
         ]
         return table_html(rows), f"<p>{capacity_summary(p, rate, target).replace('<br>', ' ')}</p>"
 
