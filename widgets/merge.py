@@ -23,6 +23,7 @@ import html
 import io
 import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -178,7 +179,7 @@ def to_html(rows: list[dict], sources: list[Source], skipped: list[str]) -> str:
 
     plot = pio.to_html(figure(rows), include_plotlyjs=True, full_html=False, auto_play=False)
     md = to_markdown(rows, sources, skipped).splitlines()
-    intro = html.escape(md[2])
+    intro = re.sub(r"\*([^*]+)\*", r"<em>\1</em>", re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(md[2])))
     skipped_html = "".join(f"<li>{html.escape(s)}</li>" for s in skipped)
     return (
         "<!doctype html><html lang='en'><head><meta charset='utf-8'><title>The room's measurements</title>"
