@@ -197,7 +197,9 @@ def test_fusion_rows_recompute_from_times(ref):
     assert [r["triton_fused_bytes_per_s"] for r in rows] == pytest.approx([bw, bw])
     assert rows[1]["compiled_s"] is None and "no compiler" in rows[1]["compiled_error"]
     cal = [r for r in fx.accuracy_rows(rec, copy_bytes_per_s=bw) if r.label == "calibrated"]
-    assert len(cal) == 4 and all(r.ratio == pytest.approx(1.0) for r in cal)
+    assert len(cal) == 2 and all(r.ratio == pytest.approx(1.0) for r in cal)  # the 4-op chain: eager and fused
+    assert {r.quantity.split(",")[0] for r in cal} == {"Fusion: 4-op chain"}
+    assert len([r for r in fx.accuracy_rows(rec) if r.label == "prediction"]) == 4  # every length, each way that ran
 
 
 @pytest.mark.slow
@@ -361,7 +363,9 @@ def test_transpose_ncu_rows_and_labels(tmp_path, monkeypatch):
     assert all(r["ratio"] == pytest.approx(1.0) for r in rows if r["model"]
                and not (r["kind"] == "naive" and r["counter"] == "lts__t_sectors_srcunit_tex_op_write.sum"))
     assert {r["kind"] for r in rows} == set(tx.KINDS) and len(rows) == 4 * len(tx.NCU_COUNTERS)
-    bad = [r for r in tx.ncu_accuracy_rows(rec) if r.ratio != pytest.approx(1.0)]
+    ledger = tx.ncu_accuracy_rows(rec)
+    assert len(ledger) == 4 + 2  # L2 sectors written by every kernel, shared load wavefronts of the two tiled ones
+    bad = [r for r in ledger if r.ratio != pytest.approx(1.0)]
     assert len(bad) == 1 and bad[0].ratio == pytest.approx(0.5) and bad[0].label == "prediction"
     assert not [r for r in rows if r["model"] == 0 and r["ratio"] is not None]  # never divides by a zero count
     (tmp_path / tx.NCU_FILE).write_text(json.dumps(rec))

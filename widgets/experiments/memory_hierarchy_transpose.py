@@ -321,6 +321,10 @@ NCU_COUNTERS = (  # (counter, what it counts, the model's count: fn(kind, n))
 )
 
 
+# The counters the accuracy ledger keeps (the chapter's table shows all): what each kernel is about.
+LEDGER_COUNTERS = ("lts__t_sectors_srcunit_tex_op_write.sum", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum")
+
+
 def model_counts(kind: str, n: int) -> dict:
     """What the sector and bank model says each counter of ``NCU_COUNTERS`` reads for one kernel on
     an ``n x n`` fp32 matrix: 4 sectors per coalesced warp access, one sector per lane for the naive
@@ -385,5 +389,5 @@ def ncu_accuracy_rows(ncu_record: Optional[Mapping]) -> list[Row]:
     return [
         Row(TOPIC, f"Transpose {r['kind']}: {r['what']} (Nsight Compute)", "sector / bank model of the access pattern",
             float(r["model"]), r["measured"], "count" if "bytes" not in r["counter"] else "B", "prediction", device)
-        for r in ncu_rows(ncu_record) if r["ratio"] is not None
+        for r in ncu_rows(ncu_record) if r["ratio"] is not None and r["counter"] in LEDGER_COUNTERS
     ]
