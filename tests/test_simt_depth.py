@@ -3,7 +3,11 @@ waves, barriers and spills (models, experiment plumbing on the CPU, the CUDA C s
 
 from __future__ import annotations
 
+import math
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
 
 from widgets.experiments import simt_cuda as sc
 from widgets.experiments import simt_streams as st
@@ -253,3 +257,35 @@ def test_exercise_checks_pass_and_fail(capsys):
     assert not ui.check_atomics(2**26) and not ui.check_atomics("many")
     out = capsys.readouterr().out
     assert out.count("PASS") == 2 and out.count("FAIL") == 4
+
+
+any_float = hs.floats(allow_nan=True, allow_infinity=True, width=64)
+
+
+def _finite_or_value_error(fn, *args):
+    try:
+        out = fn(*args)
+    except ValueError as exc:
+        assert str(exc)
+        return None
+    flat = out if isinstance(out, tuple) else (out,)
+    assert all(math.isfinite(v) for v in flat), (fn.__name__, args, out)
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(a=any_float, b=any_float, c=any_float, d=any_float, n=hs.one_of(hs.integers(-5, 2**62), hs.just(True)))
+def test_depth_models_finite_or_value_error(a, b, c, d, n):
+    _finite_or_value_error(m.reduction_time_s, a, b, c, d)
+    _finite_or_value_error(m.reduction_time_s, a, b)
+    _finite_or_value_error(m.pipeline_time_s, [a, b, c], n, d)
+    _finite_or_value_error(m.waves, n, 2, 132)
+    _finite_or_value_error(m.reduction_atomics, n, "warp")
+
+
+@settings(max_examples=200, deadline=None)
+@given(t=hs.lists(hs.floats(0, 1e3), min_size=1, max_size=5), k=hs.integers(1, 512))
+def test_more_chunks_never_beat_the_slowest_stage(t, k):
+    tk = m.pipeline_time_s(t, k)
+    assert max(t) - 1e-9 <= tk <= sum(t) + 1e-9
+    assert m.pipeline_time_s(t, k + 1) <= tk + 1e-9
