@@ -640,8 +640,10 @@ def predicted_flop_per_s(
 
 def gemm_estimate_for(m: int, n: int, k: int, dtype: str = "bf16", gpu="H200-SXM", tile_m: int = 128,
                       tile_n: int = 256) -> GemmEstimate:
-    """:func:`gemm_estimate` on a catalog GPU: its dense ``dtype`` peak, its memory bandwidth and
-    SM count (:mod:`widgets.hardware`), the element size of ``dtype`` (:mod:`widgets.dtypes`; tf32
+    """:func:`gemm_estimate` on a catalog GPU, from the catalog's figures and the dtype registry.
+
+    The GPU's dense ``dtype`` peak, its memory bandwidth and SM count
+    (:mod:`widgets.hardware`), the element size of ``dtype`` (:mod:`widgets.dtypes`; tf32
     is stored as fp32), and a 16-bit result for fp8 inputs (fp8 GEMMs write bf16 or fp16).
 
     Explained in :ref:`tensor_cores` > Calculator: the GEMM estimator.
@@ -650,10 +652,10 @@ def gemm_estimate_for(m: int, n: int, k: int, dtype: str = "bf16", gpu="H200-SXM
     ----------
     m, n, k : int
         Matrix dimensions [-], each >= 1.
-    dtype : str
+    dtype : str, optional
         Input format, one of the catalog's peak-rate keys (``"fp32"``, ``"tf32"``, ``"bf16"``,
         ``"fp16"``, ``"fp8"``) that ``gpu`` has a dense peak for.
-    gpu : str or GPU
+    gpu : str or ~widgets.hardware.GPU, optional
         A catalog GPU (name or record).
     tile_m, tile_n : int, optional
         Output tile of one SM [-], >= 1.
@@ -771,9 +773,10 @@ def unit_roundoff(dtype: str) -> float:
 
 
 def input_rounding_error(dtype: str) -> float:
-    """Typical (rms) relative error of a dot product due to rounding its two inputs to ``dtype``
-    alone (products and sums exact): each input carries a rounding error of variance
-    ``u^2 / (8 ln 2)`` (:data:`ROUNDING_VARIANCE`), and a product carries both, so
+    """Typical (rms) relative error of a dot product due to rounding its two inputs alone.
+
+    Products and sums are exact: each input carries a rounding error of variance
+    ``u^2 / (8 ln 2)`` (``ROUNDING_VARIANCE``), and a product carries both, so
     ``sqrt(2 u^2 / (8 ln 2))``. The floor under :func:`dot_error`'s typical error, whatever ``k``.
 
     Explained in :ref:`tensor_cores` > Number formats: range, precision, accumulation.
@@ -781,7 +784,7 @@ def input_rounding_error(dtype: str) -> float:
     Parameters
     ----------
     dtype : str
-        A number format of :data:`FORMATS` (``"fp8"`` means E4M3).
+        A number format of ``FORMATS`` (``"fp8"`` means E4M3).
 
     Returns
     -------
