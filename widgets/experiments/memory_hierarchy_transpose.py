@@ -293,18 +293,24 @@ def here_rows(result: Optional[TransposeResult]) -> list[dict]:
 def record_constants(record: Mapping) -> Optional[tuple[float, float, int, float]]:
     """(HBM B/s, L2 B/s, SMs, SM clock [Hz]) for the calibrated model, from a memory_hierarchy
     record: the Triton copy (experiment 1), the L2 plateau (experiment 2), the provenance's SM count
-    and NVML's maximum SM clock; None where the record lacks one."""
-    from ..models.memory_hierarchy_records import bandwidths, l2_plateau_and_hbm_level
+    and NVML's maximum SM clock (where the provenance lacks these two, the catalog's figures for the
+    record's GPU); None where the record lacks a bandwidth or the GPU is not in the catalog."""
+    from ..hardware import catalog_name_for, get_gpu
+    from ..models.memory_hierarchy_records import bandwidths, device_of, l2_plateau_and_hbm_level
 
     try:
         hbm = bandwidths(record)["Triton copy (read + write)"]
         l2 = l2_plateau_and_hbm_level(record)[0]
-        prov = record.get("provenance", {})
-        sms = int(prov["sms"])
-        clock = float((prov.get("clock_power") or {}).get("max_sm_clock_hz") or 0)
     except (KeyError, TypeError, ValueError):
         return None
-    return (hbm, l2, sms, clock) if clock > 0 else None
+    prov = record.get("provenance", {}) if isinstance(record, Mapping) else {}
+    name = catalog_name_for(device_of(record))
+    gpu = get_gpu(name) if name else None
+    sms = prov.get("sms") or (gpu.sms if gpu else None)
+    clock = (prov.get("clock_power") or {}).get("max_sm_clock_hz") or (gpu.boost_clock_hz if gpu else None)
+    if not sms or not clock or not l2 > 0:
+        return None
+    return hbm, l2, int(sms), float(clock)
 
 
 # --------------------------------------------------------------------------------------------
