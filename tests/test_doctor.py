@@ -131,6 +131,19 @@ def test_every_catalog_gpu_gets_a_verdict_for_every_chapter():
         assert all(x.text() for x in v)
 
 
+def test_the_t4_is_a_catalog_entry():
+    """The doctor's own T4 table became a catalog entry (widgets.hardware, with sources): --as T4 reads
+    the catalog, and plans in the memory a Colab T4 reports (15,079 MiB), not the datasheet's 16 GB."""
+    from widgets import hardware
+
+    assert dr.EXTRA_GPUS == {}
+    facts = dr.gpu_facts("T4")
+    assert facts["source"] == "widgets.hardware catalog" and facts["arch"] == "sm_75"
+    assert facts["memory_bytes"] == hardware.get_gpu("T4").memory_bytes == 15079 * 2**20
+    for name in ("A10G", "L40S", "H100-PCIe", "RTX-3090", "RTX-5090"):  # the other GPUs added with it
+        assert dr.simulate(name).arch == hardware.get_gpu(name).arch
+
+
 def test_as_rejects_unknown_gpus_and_counts():
     with pytest.raises(ValueError, match="as_gpu must be one of .*T4.*got 'Z80'"):
         dr.simulate("Z80")
