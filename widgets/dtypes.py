@@ -122,12 +122,12 @@ class DType:
     # -- storage ---------------------------------------------------------------------------------
     @property
     def bytes(self) -> float:
-        """Bytes one element occupies [B]: ``bits / 8`` (0.5 for a 4-bit format)."""
+        """Bytes one element occupies [B], ``bits / 8`` (0.5 for a 4-bit format)."""
         return self.bits / 8.0
 
     @property
     def bits_with_scales(self) -> float:
-        """Bits per element including its share of the block's scale [bit]: ``bits + scale_bits / block_size``.
+        """Bits per element including its share of the block's scale [bit], ``bits + scale_bits / block_size``.
 
         >>> get_dtype("mxfp4").bits_with_scales, get_dtype("nvfp4").bits_with_scales
         (4.25, 4.5)
@@ -158,7 +158,7 @@ class DType:
 
     @property
     def max_normal(self) -> Optional[float]:
-        """Largest normal value: for a floating-point format its largest finite value (None for integers).
+        """Largest normal value, for a floating-point format its largest finite value (None for integers).
 
         >>> get_dtype("fp16").max_normal
         65504.0
@@ -167,7 +167,7 @@ class DType:
 
     @property
     def min_value(self) -> float:
-        """Most negative finite value: ``-max_finite`` for floats, ``-2^(n-1)`` for integers."""
+        """Most negative finite value, ``-max_finite`` for floats and ``-2^(n-1)`` for integers."""
         if self.kind == "int":
             return float(-(2 ** (self.bits - 1)))
         return -self.max_finite
@@ -188,8 +188,7 @@ class DType:
 
     @property
     def unit_roundoff(self) -> Optional[float]:
-        """``u = 2^-(M+1)``: the largest relative error of rounding to nearest (None for integers,
-        which round to an absolute step of 1).
+        """The largest relative error of rounding to nearest, ``u = 2^-(M+1)`` (None for integers, which round to steps of 1).
 
         >>> get_dtype("bf16").unit_roundoff == 2**-8, get_dtype("fp32").unit_roundoff == 2**-24
         (True, True)
@@ -251,39 +250,58 @@ the same rate on the GPUs of the catalog)."""
 def dtype_names(*, aliases: bool = False) -> tuple:
     """Canonical names of every format (with ``aliases=True``, the short names too).
 
+    Explained in :ref:`tensor_cores` > Number formats: range, precision, accumulation.
+
+    Parameters
+    ----------
+    aliases : bool, optional
+        Also list the short names (``"fp8"``, ``"e4m3"``, ``"e5m2"``, ``"fp4"``).
+
     Returns
     -------
     tuple of str
+        Names :func:`get_dtype` accepts, in registry order.
 
+    Raises
+    ------
+    ValueError
+        If ``aliases`` is not a bool.
+
+    Examples
+    --------
     >>> dtype_names()[:5]
     ('fp64', 'fp32', 'tf32', 'bf16', 'fp16')
     >>> "fp8" in dtype_names(aliases=True)
     True
     """
     names = tuple(DTYPES)
-    return names + tuple(_ALIASES) if aliases else names
+    return names + tuple(_ALIASES) if _check.flag("aliases", aliases) else names
 
 
 def get_dtype(name, *, param: str = "dtype") -> DType:
-    """The :class:`DType` called ``name`` (case-insensitive; aliases such as ``"fp8"`` accepted),
-    or a ``DType`` passed through.
+    """The :class:`DType` called ``name`` (case-insensitive; aliases such as ``"fp8"``), or a ``DType`` passed through.
+
+    Explained in :ref:`tensor_cores` > Number formats: range, precision, accumulation.
 
     Parameters
     ----------
     name : str or DType
         A name from :func:`dtype_names` (``aliases=True``).
-    param : str
+    param : str, optional
         The caller's parameter name, used in the error message.
 
     Returns
     -------
     DType
+        The format's layout, range, precision and sources.
 
     Raises
     ------
     ValueError
         Naming ``param``, the value and the valid names.
 
+    Examples
+    --------
     >>> get_dtype("FP8").name, get_dtype("bf16").torch_name
     ('fp8_e4m3', 'bfloat16')
     """
@@ -298,21 +316,32 @@ def get_dtype(name, *, param: str = "dtype") -> DType:
 
 
 def bytes_per_element(name, *, param: str = "dtype") -> float:
-    """Bytes one element of ``name`` occupies [B] (int4 and fp4 pack two per byte: 0.5; block
-    scales not counted, see :attr:`DType.bits_with_scales`).
+    """Bytes one element of ``name`` occupies in storage [B].
+
+    int4 and fp4 pack two elements per byte (0.5); block scales are not counted (see
+    :attr:`DType.bits_with_scales`).
+
+    Explained in :ref:`tensor_cores` > Number formats: range, precision, accumulation.
 
     Parameters
     ----------
     name : str or DType
         A format name (aliases accepted).
-    param : str
+    param : str, optional
         The caller's parameter name, used in the error message.
 
     Returns
     -------
     float
-        [B/element]
+        Bytes per element [B].
 
+    Raises
+    ------
+    ValueError
+        Naming ``param``, the value and the valid names.
+
+    Examples
+    --------
     >>> bytes_per_element("fp32"), bytes_per_element("bf16"), bytes_per_element("nvfp4")
     (4.0, 2.0, 0.5)
     """
@@ -320,16 +349,21 @@ def bytes_per_element(name, *, param: str = "dtype") -> float:
 
 
 def from_torch(dtype) -> DType:
-    """The registry entry of a ``torch.dtype``, matched by identity with ``torch.<torch_name>``
-    (never by element size: ``torch.float16`` and ``torch.bfloat16`` are both 2 bytes and stay apart).
+    """The registry entry of a ``torch.dtype``, matched by identity with ``torch.<torch_name>``.
+
+    Never by element size: ``torch.float16`` and ``torch.bfloat16`` are both 2 bytes and stay apart.
+
+    Explained in :ref:`tensor_cores` > Number formats: range, precision, accumulation.
 
     Parameters
     ----------
     dtype : torch.dtype
+        A dtype of an imported torch.
 
     Returns
     -------
     DType
+        The entry whose ``torch_name`` is that dtype.
 
     Raises
     ------
@@ -348,8 +382,28 @@ def from_torch(dtype) -> DType:
 
 
 def to_torch(name, *, param: str = "dtype"):
-    """The ``torch.dtype`` of ``name`` (imports torch); ``ValueError`` when the format has none
-    (tf32, the block-scaled formats) or this torch lacks it."""
+    """The ``torch.dtype`` of ``name`` (imports torch).
+
+    Explained in :ref:`tensor_cores` > Number formats: range, precision, accumulation.
+
+    Parameters
+    ----------
+    name : str or DType
+        A format name (aliases accepted).
+    param : str, optional
+        The caller's parameter name, used in the error message.
+
+    Returns
+    -------
+    torch.dtype
+        ``torch.<torch_name>``.
+
+    Raises
+    ------
+    ValueError
+        If the format has no torch storage dtype (tf32, fp4_e2m1, the block-scaled formats) or this
+        torch lacks it.
+    """
     d = get_dtype(name, param=param)
     if d.torch_name is None:
         raise ValueError(f"{param}={name!r} has no torch storage dtype")

@@ -94,10 +94,15 @@ PRESETS: Mapping[str, ModelConfig] = MappingProxyType({m.name: m for m in (LLAMA
 def model_names() -> tuple:
     """Names of the catalog's models, in catalog order.
 
+    Explained in :ref:`serving` > The KV cache.
+
     Returns
     -------
     tuple of str
+        The names :func:`get_model` accepts.
 
+    Examples
+    --------
     >>> model_names()[:2]
     ('Llama-3-8B', 'Llama-3-70B')
     """
@@ -107,23 +112,28 @@ def model_names() -> tuple:
 def get_model(name, *, param: str = "name") -> ModelConfig:
     """A catalog model by name (case-insensitive), or a ``ModelConfig`` passed through.
 
+    Explained in :ref:`serving` > The KV cache.
+
     Parameters
     ----------
     name : str or ModelConfig
         One of :func:`model_names`, or a configuration (e.g. from
         :func:`widgets.models.transformer.custom_model`).
-    param : str
+    param : str, optional
         The caller's parameter name, used in the error message.
 
     Returns
     -------
     ModelConfig
+        The configuration, each figure with its source in ``sources``.
 
     Raises
     ------
     ValueError
         Naming ``param``, the value and the catalog's names.
 
+    Examples
+    --------
     >>> get_model("llama-3-8b").kv_heads
     8
     """

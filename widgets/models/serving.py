@@ -82,8 +82,11 @@ def _rate(name: str, value) -> float:
 
 
 def decode_step_time_s(param_bytes: float, kv_bytes: float, hbm_bytes_per_s: float) -> float:
-    """Memory lower bound of one decode step [s]: every weight and every cached key and value
-    read once, ``(param_bytes + kv_bytes) / hbm_bytes_per_s``.
+    """Memory lower bound of one decode step [s], ``(param_bytes + kv_bytes) / hbm_bytes_per_s``.
+
+    Every weight the step uses and every cached key and value of the batch are read once.
+
+    Explained in :ref:`serving` > The decode step: a lower bound, and the ridge.
 
     Parameters
     ----------
@@ -93,6 +96,16 @@ def decode_step_time_s(param_bytes: float, kv_bytes: float, hbm_bytes_per_s: flo
         KV-cache bytes the step reads (all sequences of the batch) [B], >= 0.
     hbm_bytes_per_s : float
         Memory bandwidth [B/s], > 0: the datasheet's, or one measured.
+
+    Returns
+    -------
+    float
+        Time of the step at full bandwidth [s].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or not a number (the message names it).
 
     Examples
     --------
@@ -115,16 +128,43 @@ def decode_ridge_batch(
     peak_flop_per_s: float,
     hbm_bytes_per_s: float,
 ) -> float:
-    """The batch at which decode turns compute-bound [sequences]: where
-    ``(param_bytes + B * kv_bytes_per_seq) / bandwidth == B * flop_per_seq / peak``.
+    """The batch at which decode turns compute-bound [sequences].
 
-    For the weight matmuls (``kv_bytes_per_seq = 0``) it is ``param_bytes / (2 * params) * peak /
-    bandwidth``: the GPU's ridge intensity times the bytes per weight over 2 (206 for bf16 on an
-    H200; 240 on a TPU v5e). Counting the KV cache in the same roofline (``kv_bytes_per_seq > 0``)
-    adds bytes that grow with the batch as fast as the FLOP do; when ``kv_bytes_per_seq /
-    bandwidth`` reaches ``flop_per_seq / peak`` the step never turns compute-bound: ``ValueError``
-    saying so (there is no such batch).
+    Where ``(param_bytes + B * kv_bytes_per_seq) / bandwidth == B * flop_per_seq / peak``. For the
+    weight matmuls (``kv_bytes_per_seq = 0``) it is ``param_bytes / (2 * params) * peak / bandwidth``:
+    the GPU's ridge intensity times the bytes per weight over 2 (206 for bf16 on an H200; 240 on a
+    TPU v5e). Counting the KV cache in the same roofline adds bytes that grow with the batch as fast
+    as the FLOP do; when ``kv_bytes_per_seq / bandwidth`` reaches ``flop_per_seq / peak`` the step
+    never turns compute-bound.
 
+    Explained in :ref:`serving` > The decode step: a lower bound, and the ridge.
+
+    Parameters
+    ----------
+    param_bytes : float
+        Weight bytes a step reads [B], >= 0.
+    flop_per_seq : float
+        FLOP per sequence per step [FLOP], > 0.
+    kv_bytes_per_seq : float
+        KV-cache bytes per sequence per step [B], >= 0.
+    peak_flop_per_s : float
+        Dense peak [FLOP/s], > 0.
+    hbm_bytes_per_s : float
+        Memory bandwidth [B/s], > 0.
+
+    Returns
+    -------
+    float
+        The ridge batch [sequences].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range, or the KV bytes per sequence keep the step memory-bound at any
+        batch (there is no ridge).
+
+    Examples
+    --------
     >>> round(decode_ridge_batch(2 * 8e9, 2 * 8e9, 0, 989.4e12, 4.8e12), 1)  # bf16 on an H200
     206.1
     """
@@ -147,9 +187,33 @@ def decode_ridge_batch(
 
 
 def e2e_latency_s(ttft_s: float, tpot_s: float, output_tokens: int) -> float:
-    """End-to-end latency of a request [s]: the first token after ``ttft_s``, each later one
-    ``tpot_s`` after the previous: ``ttft_s + (output_tokens - 1) * tpot_s``.
+    """End-to-end latency of a request [s], ``ttft_s + (output_tokens - 1) * tpot_s``.
 
+    The first token comes after ``ttft_s``, each later one ``tpot_s`` after the previous.
+
+    Explained in :ref:`serving` > Latency: TTFT, TPOT, ITL and end-to-end.
+
+    Parameters
+    ----------
+    ttft_s : float
+        Time to the first token [s], >= 0.
+    tpot_s : float
+        Time per output token after the first [s], >= 0.
+    output_tokens : int
+        Tokens generated [tokens], >= 1.
+
+    Returns
+    -------
+    float
+        Latency [s].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or not a number (the message names it).
+
+    Examples
+    --------
     >>> round(e2e_latency_s(0.2, 0.02, 101), 6)
     2.2
     """
@@ -160,9 +224,33 @@ def e2e_latency_s(ttft_s: float, tpot_s: float, output_tokens: int) -> float:
 
 
 def tpot_s(e2e_s: float, ttft_s: float, output_tokens: int) -> float:
-    """Time per output token after the first [s]: ``(e2e_s - ttft_s) / (output_tokens - 1)``,
-    the mean of the inter-token latencies (ITL) of one request.
+    """Time per output token after the first [s], ``(e2e_s - ttft_s) / (output_tokens - 1)``.
 
+    The mean of the inter-token latencies (ITL) of one request.
+
+    Explained in :ref:`serving` > Latency: TTFT, TPOT, ITL and end-to-end.
+
+    Parameters
+    ----------
+    e2e_s : float
+        End-to-end latency [s], >= ``ttft_s``.
+    ttft_s : float
+        Time to the first token [s], >= 0.
+    output_tokens : int
+        Tokens generated [tokens], >= 2.
+
+    Returns
+    -------
+    float
+        Mean time per output token [s].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or not a number (the message names it).
+
+    Examples
+    --------
     >>> round(tpot_s(2.2, 0.2, 101), 6)
     0.02
     """
@@ -180,6 +268,27 @@ def littles_law_concurrency(arrival_rate_per_s: float, latency_s: float) -> floa
     For a server, the batch it actually runs is the arrival rate times the time a request spends
     decoding, whatever batch the configuration allows.
 
+    Explained in :ref:`serving` > How many requests: Little's law, throughput and cost.
+
+    Parameters
+    ----------
+    arrival_rate_per_s : float
+        Requests arriving per second [1/s], >= 0.
+    latency_s : float
+        Time each spends in the system [s], >= 0.
+
+    Returns
+    -------
+    float
+        Requests in flight [-].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or not a number (the message names it).
+
+    Examples
+    --------
     >>> littles_law_concurrency(10, 6.4)  # 10 requests/s, 6.4 s each: 64 in flight
     64.0
     """
@@ -191,6 +300,27 @@ def littles_law_concurrency(arrival_rate_per_s: float, latency_s: float) -> floa
 def decode_tokens_per_s(batch: float, tpot_s: float) -> float:
     """Output tokens per second of a server decoding ``batch`` sequences at ``tpot_s`` per step.
 
+    Explained in :ref:`serving` > How many requests: Little's law, throughput and cost.
+
+    Parameters
+    ----------
+    batch : float
+        Sequences decoded together [-], >= 0.
+    tpot_s : float
+        Time of one decode step [s], > 0.
+
+    Returns
+    -------
+    float
+        Output tokens per second [1/s].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or not a number (the message names it).
+
+    Examples
+    --------
     >>> decode_tokens_per_s(64, 0.02)
     3200.0
     """
@@ -200,9 +330,31 @@ def decode_tokens_per_s(batch: float, tpot_s: float) -> float:
 
 
 def cost_per_million_tokens(gpu_hour_price: float, gpus: float, tokens_per_s: float) -> float:
-    """Cost of a million tokens [currency] from a GPU-hour price: ``gpus * price / 3600`` per
-    second, divided by tokens per second, times 1e6.
+    """Cost of a million tokens from a GPU-hour price, ``gpus * price / 3600 / tokens_per_s * 1e6``.
 
+    Explained in :ref:`serving` > How many requests: Little's law, throughput and cost.
+
+    Parameters
+    ----------
+    gpu_hour_price : float
+        Price of one GPU for an hour [currency], >= 0.
+    gpus : float
+        GPUs serving [-], > 0.
+    tokens_per_s : float
+        Tokens they produce per second [1/s], > 0.
+
+    Returns
+    -------
+    float
+        Cost of a million tokens [currency].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or not a number (the message names it).
+
+    Examples
+    --------
     >>> round(cost_per_million_tokens(3.0, 1, 3200), 4)  # $3/GPU-hour at 3200 tokens/s
     0.2604
     """
@@ -213,10 +365,39 @@ def cost_per_million_tokens(gpu_hour_price: float, gpus: float, tokens_per_s: fl
 
 
 def allreduce_time_s(message_bytes: float, gpus: int, link_bytes_per_s: float, latency_s: Optional[float] = DEFAULT_ALLREDUCE_LATENCY_S) -> float:
-    """Ring all-reduce of ``message_bytes`` over ``gpus`` GPUs [s]: the book's one all-reduce
-    model, ``collectives.ring_allreduce_time_s``: ``2(n-1)/n`` of the message crosses each link
-    and each of the ``2(n-1)`` steps pays ``latency_s`` (None: the collectives model's default
-    latencies); 0 for one GPU.
+    """Ring all-reduce of ``message_bytes`` over ``gpus`` GPUs [s], the book's one all-reduce model.
+
+    ``collectives.ring_allreduce_time_s``: ``2(n-1)/n`` of the message crosses each link and each of
+    the ``2(n-1)`` steps pays ``latency_s`` (None: the collectives model's default latencies); 0 for
+    one GPU.
+
+    Explained in :ref:`serving` > What tensor parallelism changes.
+
+    Parameters
+    ----------
+    message_bytes : float
+        Bytes each GPU contributes [B], 0 to 2**60.
+    gpus : int
+        GPUs in the ring [-], >= 1.
+    link_bytes_per_s : float
+        Per-direction link bandwidth [B/s], > 0.
+    latency_s : float or None, optional
+        Latency of one ring step [s], >= 0; None: the collectives chapter's defaults.
+
+    Returns
+    -------
+    float
+        Time of the all-reduce [s].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or not a number (the message names it).
+
+    Examples
+    --------
+    >>> allreduce_time_s(1e6, 1, 450e9)
+    0.0
     """
     m = _quantity("message_bytes", message_bytes)
     if m > 2**60:
@@ -275,13 +456,49 @@ def memory_budget(
     reserve_fraction: float = DEFAULT_RESERVE_FRACTION,
     prefill_chunk_tokens: int = DEFAULT_PREFILL_CHUNK_TOKENS,
 ) -> MemoryBudget:
-    """One GPU's memory (``GPU.memory_bytes``: the capacity the device reports as usable where the
-    catalog has it, 139.8 GiB for an H200, else the datasheet's): weights (split ``tp`` ways), the KV cache of ``batch`` sequences of
-    ``context_tokens``, peak activations of a ``prefill_chunk_tokens`` forward pass, and a runtime
-    reserve (CUDA context, libraries, fragmentation: ``reserve_fraction`` of memory). Reports
-    whether it fits and how many sequences of that length the rest could hold (each also needs
-    its fp32 logits).
+    """Where one GPU's memory goes, and how many sequences of ``context_tokens`` its KV cache can hold.
 
+    The GPU's memory (``GPU.memory_bytes``: the capacity the device reports as usable where the
+    catalog has it, 139.8 GiB for an H200, else the datasheet's) holds the weights (split ``tp``
+    ways), the KV cache of ``batch`` sequences of ``context_tokens``, the peak activations of a
+    ``prefill_chunk_tokens`` forward pass and a runtime reserve (CUDA context, libraries,
+    fragmentation: ``reserve_fraction`` of memory). Each sequence also needs its fp32 logits.
+
+    Explained in :ref:`serving` > The memory budget, and the concurrency it allows.
+
+    Parameters
+    ----------
+    model : str or ModelConfig
+        A catalog model (:func:`widgets.models.llms.get_model`) or a configuration.
+    gpu : str or GPU, optional
+        A catalog GPU (:func:`widgets.hardware.get_gpu`) or a GPU record.
+    context_tokens : int, optional
+        Tokens per sequence [tokens], >= 0.
+    batch : int, optional
+        Sequences [-], >= 0.
+    weight_dtype : str, optional
+        Storage format of the weights, a name of :mod:`widgets.dtypes` (``"bf16"``, ``"fp8"``, ``"int4"``...).
+    kv_dtype : str, optional
+        Storage format of the KV cache, a name of :mod:`widgets.dtypes`.
+    tp : int, optional
+        Tensor-parallel GPUs per replica [-], 1 to 1024.
+    reserve_fraction : float, optional
+        Share of memory kept for the runtime [-], in [0, 1] (vLLM plans in 90%).
+    prefill_chunk_tokens : int, optional
+        Tokens of the forward pass whose activations are planned for [tokens], >= 0.
+
+    Returns
+    -------
+    MemoryBudget
+        Each part [B], whether the batch fits, and ``max_concurrent_seqs``.
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or not a number (the message names it).
+
+    Examples
+    --------
     >>> b = memory_budget("Llama-3-8B", "H200-SXM", 8192, 64)
     >>> b.fits, b.max_concurrent_seqs
     (True, 110)
@@ -378,28 +595,68 @@ def decode_step(
     prompt_tokens: Optional[int] = None,
     allreduce_call_s: Optional[float] = None,
 ) -> DecodeStep:
-    """Lower bound on one decode step, kernel by kernel: the weight matmuls
-    ``max(W / bandwidth, 2 B P / peak)`` plus attention ``max(KV / bandwidth, FLOP / peak)``, per
-    GPU, plus with ``tp > 1`` two all-reduces of the batch's hidden states per layer
-    (Megatron-style tensor parallelism). Below the ridge batch both parts are memory-bound and
-    the step takes ``decode_step_time_s(W, KV, bandwidth)``. MLA's attention, whose intensity is
-    above the ridge when all query heads share one GPU's copy of the latent, is compute-bound at
-    any batch on one GPU; under tensor parallelism each GPU holds ``1/tp`` of the heads but the
-    whole latent, so its intensity falls ``tp``-fold and it is memory-bound again.
+    """Lower bound on one decode step, kernel by kernel, on one GPU of ``tp``.
 
-    ``allreduce_call_s``, when given, is the time of each all-reduce call, replacing the ring
-    model: serving engines reduce decode-size messages with one-shot or two-shot all-reduces
-    inside CUDA graphs, whose time is mostly a fixed latency of a few to some tens of microseconds.
+    The weight matmuls take ``max(W / bandwidth, 2 B P / peak)``, attention ``max(KV / bandwidth,
+    FLOP / peak)``, per GPU; with ``tp > 1`` two all-reduces of the batch's hidden states per layer
+    are added (Megatron-style tensor parallelism). Below the ridge batch both parts are memory-bound
+    and the step takes ``decode_step_time_s(W, KV, bandwidth)``. MLA's attention, whose intensity is
+    above the ridge when all query heads share one GPU's copy of the latent, is compute-bound at any
+    batch on one GPU; under tensor parallelism each GPU holds ``1/tp`` of the heads but the whole
+    latent, so its intensity falls ``tp``-fold and it is memory-bound again.
 
     With ``prefill_tokens > 0`` the step also carries that many tokens of prompts of
-    ``prompt_tokens`` each (chunked prefill, Sarathi-Serve): they go through the same weight
-    matmuls (more FLOP, the same weight bytes; the output head only for the prompts they
-    complete, ``prefill_tokens / prompt_tokens`` per step), attend causally to their prompt
-    (each token on average the prompt's causal FLOP / ``prompt_tokens``) and write their keys and values.
+    ``prompt_tokens`` each (chunked prefill, Sarathi-Serve): they go through the same weight matmuls
+    (more FLOP, the same weight bytes; the output head only for the prompts they complete), attend
+    causally to their prompt and write their keys and values.
 
-    ``hbm_bytes_per_s`` and ``peak_flop_per_s`` default to the catalog's datasheet figures; pass
-    measured ones to predict a real run.
+    Explained in :ref:`serving` > The decode step: a lower bound, and the ridge.
 
+    Parameters
+    ----------
+    model : str or ModelConfig
+        A catalog model (:func:`widgets.models.llms.get_model`) or a configuration.
+    gpu : str or GPU, optional
+        A catalog GPU (:func:`widgets.hardware.get_gpu`) or a GPU record.
+    batch : float, optional
+        Sequences decoding, one token each [-], > 0 (a mean occupancy may be fractional).
+    context_tokens : int, optional
+        Tokens each sequence has cached [tokens], >= 0.
+    weight_dtype : str, optional
+        Storage format of the weights, a name of :mod:`widgets.dtypes` (``"bf16"``, ``"fp8"``, ``"int4"``...).
+    kv_dtype : str, optional
+        Storage format of the KV cache, a name of :mod:`widgets.dtypes`.
+    tp : int, optional
+        Tensor-parallel GPUs per replica [-], 1 to 1024.
+    compute_dtype : str, optional
+        The format whose catalog peak bounds the arithmetic (``"bf16"``, ``"fp8"``...).
+    hbm_bytes_per_s : float or None, optional
+        Memory bandwidth [B/s], > 0; None: the catalog's datasheet figure.
+    peak_flop_per_s : float or None, optional
+        Dense peak [FLOP/s], > 0; None: the catalog's figure for ``compute_dtype``.
+    allreduce_latency_s : float or None, optional
+        Latency of one ring step [s], >= 0; None: the collectives model's defaults.
+    prefill_tokens : float, optional
+        Prompt tokens fused into the step [tokens], >= 0.
+    prompt_tokens : int or None, optional
+        Length of those prompts [tokens], >= 1; needed when ``prefill_tokens > 0``.
+    allreduce_call_s : float or None, optional
+        Time of each all-reduce call [s], >= 0, replacing the ring model (engines reduce decode-size
+        messages with one-shot kernels inside CUDA graphs: mostly a fixed latency).
+
+    Returns
+    -------
+    DecodeStep
+        Bytes [B], FLOP [FLOP], the linear, attention and communication times [s], the total
+        ``time_s`` [s], which part bounds each kernel, the intensities [FLOP/B] and the ridge batch.
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or not a number (the message names it).
+
+    Examples
+    --------
     >>> s = decode_step("Llama-3-8B", "H200-SXM", batch=1, context_tokens=1024)
     >>> s.bound, round(s.time_s * 1e3, 2), round(s.ridge_batch)
     ('memory', 3.15, 206)
@@ -475,11 +732,45 @@ def prefill_time_s(
     hbm_bytes_per_s: Optional[float] = None,
     peak_flop_per_s: Optional[float] = None,
 ) -> float:
-    """Lower bound on the prefill of one prompt [s]: the larger of its FLOP
-    (``ModelConfig.prompt_flop``: 2 per arithmetic parameter per token, the output head for the
-    last token only, plus causal attention) over the peak and the weights it reads over the
-    bandwidth. Short prompts are memory-bound like a decode step; long ones compute-bound.
+    """Lower bound on the prefill of one prompt [s]: the larger of its FLOP over the peak and its weight bytes over the bandwidth.
 
+    The FLOP are ``ModelConfig.prompt_flop``: 2 per arithmetic parameter per token, the output head
+    for the last token only, plus causal attention. Short prompts are memory-bound like a decode
+    step; long ones compute-bound.
+
+    Explained in :ref:`serving` > Latency: TTFT, TPOT, ITL and end-to-end.
+
+    Parameters
+    ----------
+    model : str or ModelConfig
+        A catalog model (:func:`widgets.models.llms.get_model`) or a configuration.
+    gpu : str or GPU, optional
+        A catalog GPU (:func:`widgets.hardware.get_gpu`) or a GPU record.
+    prompt_tokens : int, optional
+        Tokens of the prompt [tokens], >= 1.
+    weight_dtype : str, optional
+        Storage format of the weights, a name of :mod:`widgets.dtypes` (``"bf16"``, ``"fp8"``, ``"int4"``...).
+    tp : int, optional
+        Tensor-parallel GPUs per replica [-], 1 to 1024.
+    compute_dtype : str, optional
+        The format whose catalog peak bounds the arithmetic.
+    hbm_bytes_per_s : float or None, optional
+        Memory bandwidth [B/s], > 0; None: the catalog's datasheet figure.
+    peak_flop_per_s : float or None, optional
+        Dense peak [FLOP/s], > 0; None: the catalog's figure for ``compute_dtype``.
+
+    Returns
+    -------
+    float
+        Time to the first token, no queueing [s].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or not a number (the message names it).
+
+    Examples
+    --------
     >>> round(prefill_time_s("Llama-3-8B", "H200-SXM", 4096) * 1e3, 1)
     62.2
     """
@@ -521,9 +812,48 @@ def latency(
     hbm_bytes_per_s: Optional[float] = None,
     peak_flop_per_s: Optional[float] = None,
 ) -> Latency:
-    """TTFT (the prefill of this prompt, no queueing), TPOT (a decode step at the mean context
-    of the generation, ``prompt + output/2``), end-to-end latency and the batch's output tokens/s.
+    """A request's latency on a server decoding ``batch`` sequences: TTFT, TPOT, end-to-end and tokens/s.
 
+    TTFT is the prefill of this prompt (no queueing); TPOT a decode step at the mean context of the
+    generation, ``prompt + output/2``.
+
+    Explained in :ref:`serving` > Latency: TTFT, TPOT, ITL and end-to-end.
+
+    Parameters
+    ----------
+    model : str or ModelConfig
+        A catalog model (:func:`widgets.models.llms.get_model`) or a configuration.
+    gpu : str or GPU, optional
+        A catalog GPU (:func:`widgets.hardware.get_gpu`) or a GPU record.
+    batch : float, optional
+        Sequences decoding together [-], > 0.
+    prompt_tokens : int, optional
+        Tokens of the prompt [tokens], >= 1.
+    output_tokens : int, optional
+        Tokens generated [tokens], >= 1.
+    weight_dtype : str, optional
+        Storage format of the weights, a name of :mod:`widgets.dtypes` (``"bf16"``, ``"fp8"``, ``"int4"``...).
+    kv_dtype : str, optional
+        Storage format of the KV cache, a name of :mod:`widgets.dtypes`.
+    tp : int, optional
+        Tensor-parallel GPUs per replica [-], 1 to 1024.
+    hbm_bytes_per_s : float or None, optional
+        Memory bandwidth [B/s], > 0; None: the catalog's datasheet figure.
+    peak_flop_per_s : float or None, optional
+        Dense peak [FLOP/s], > 0; None: the catalog's bf16 figure.
+
+    Returns
+    -------
+    Latency
+        ``ttft_s``, ``tpot_s``, ``e2e_s`` [s], the batch's ``tokens_per_s`` [1/s] and the decode step.
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or not a number (the message names it).
+
+    Examples
+    --------
     >>> r = latency("Llama-3-8B", "H200-SXM", batch=32, prompt_tokens=1024, output_tokens=256)
     >>> round(r.ttft_s * 1e3, 1), round(r.tpot_s * 1e3, 2), round(r.tokens_per_s)
     (14.7, 4.13, 7741)
@@ -619,11 +949,51 @@ def steady_batch(
     hbm_bytes_per_s: Optional[float] = None,
     peak_flop_per_s: Optional[float] = None,
 ) -> float:
-    """The batch one replica runs at ``arrival_rate_per_s`` [sequences]: the fixed point of
-    Little's law ``B = lambda * O * TPOT(B)``, where TPOT itself grows with B (a larger batch
-    takes longer per step, so each request stays longer, so the batch grows). ``ValueError``
-    when no batch that fits in memory keeps up with the rate.
+    """The batch one replica runs at ``arrival_rate_per_s``: the fixed point of Little's law ``B = lambda * O * TPOT(B)``.
 
+    TPOT itself grows with B (a larger batch takes longer per step, so each request stays longer,
+    so the batch grows); the fixed point is found by bisection between 0 and the batch that fits in
+    memory.
+
+    Explained in :ref:`serving` > How many requests: Little's law, throughput and cost.
+
+    Parameters
+    ----------
+    model : str or ModelConfig
+        A catalog model (:func:`widgets.models.llms.get_model`) or a configuration.
+    gpu : str or GPU, optional
+        A catalog GPU (:func:`widgets.hardware.get_gpu`) or a GPU record.
+    arrival_rate_per_s : float, optional
+        Requests per second [1/s], >= 1e-9.
+    prompt_tokens : int, optional
+        Tokens of each prompt [tokens], >= 1.
+    output_tokens : int, optional
+        Tokens generated per request [tokens], >= 1.
+    weight_dtype : str, optional
+        Storage format of the weights, a name of :mod:`widgets.dtypes` (``"bf16"``, ``"fp8"``, ``"int4"``...).
+    kv_dtype : str, optional
+        Storage format of the KV cache, a name of :mod:`widgets.dtypes`.
+    tp : int, optional
+        Tensor-parallel GPUs per replica [-], 1 to 1024.
+    chunked_prefill : bool, optional
+        Prompts ride in the decode steps (True) or run as separate prefills that stall the batch.
+    hbm_bytes_per_s : float or None, optional
+        Memory bandwidth [B/s], > 0; None: the catalog's datasheet figure.
+    peak_flop_per_s : float or None, optional
+        Dense peak [FLOP/s], > 0; None: the catalog's bf16 figure.
+
+    Returns
+    -------
+    float
+        Mean batch [sequences].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range, or no batch that fits in memory keeps up with the rate.
+
+    Examples
+    --------
     >>> b = steady_batch("Llama-3-8B", "H200-SXM", 20, 1024, 256)
     >>> round(b, 2), round(littles_law_concurrency(20, 256 * decode_step("Llama-3-8B", "H200-SXM", b, 1152,
     ...     prefill_tokens=b * 1024 / 256, prompt_tokens=1024).time_s), 2)
@@ -664,25 +1034,70 @@ def plan_capacity(
     chunked_prefill: bool = True,
     max_utilization: float = DEFAULT_MAX_UTILIZATION,
 ) -> CapacityPlan:
-    """Replicas of ``tp`` GPUs needed to serve ``arrival_rate_per_s`` requests within a TPOT target.
+    """Replicas of ``tp`` GPUs needed to serve ``arrival_rate_per_s`` requests within a TPOT target, and the cost.
 
-    A replica decoding ``B`` sequences must also prefill the requests that replace finished
-    ones: ``B / output_tokens`` prompts per step. With ``chunked_prefill`` (the default, as in
-    Sarathi-Serve and vLLM) their tokens ride in the decode step's matmuls, which read the
-    weights once for both: ``TPOT(B)`` is one fused step, ``decode_step(..., prefill_tokens=B P / O)``.
-    Without it each prefill runs alone and stalls the batch: ``TPOT(B) = t(B) + B t_p / O``.
-    The largest ``B`` that fits in memory and meets the target sets a replica's capacity,
-    ``B / (output_tokens * TPOT(B))`` requests/s; the replica count covers the rate with each
-    replica loaded to at most ``max_utilization`` of that capacity (headroom, so that requests do
-    not queue without bound); the batch each replica then runs is the fixed point of Little's law,
-    ``B = rate_per_replica * output_tokens * TPOT(B)``.
+    A replica decoding ``B`` sequences must also prefill the requests that replace finished ones:
+    ``B / output_tokens`` prompts per step. With ``chunked_prefill`` (the default, as in
+    Sarathi-Serve and vLLM) their tokens ride in the decode step's matmuls, which read the weights
+    once for both: ``TPOT(B)`` is one fused step. Without it each prefill runs alone and stalls the
+    batch: ``TPOT(B) = t(B) + B t_p / O``. The largest ``B`` that fits in memory and meets the
+    target sets a replica's capacity, ``B / (output_tokens * TPOT(B))`` requests/s; the replica
+    count covers the rate with each replica loaded to at most ``max_utilization`` of that capacity
+    (headroom, so that requests do not queue without bound); the batch each replica then runs is
+    the fixed point of Little's law (:func:`steady_batch`).
 
-    Approximations: Little's law counts a request in the batch for ``output_tokens`` steps
-    (it decodes for ``O - 1`` of them, and a prompt waiting for its chunks also holds KV cache);
-    the memory check gives every sequence ``P + O`` tokens of cache (a paged cache holds
-    ``P + O/2`` on average). ``ttft_s`` is the prefill alone, with no queueing; under chunked
-    prefill ``ttft_chunked_s`` spreads the prompt over ``prefill_steps`` fused steps (still no queueing).
+    Approximations: Little's law counts a request in the batch for ``output_tokens`` steps; the
+    memory check gives every sequence ``P + O`` tokens of cache (a paged cache holds ``P + O/2`` on
+    average). ``ttft_s`` is the prefill alone, with no queueing; under chunked prefill
+    ``ttft_chunked_s`` spreads the prompt over ``prefill_steps`` fused steps (still no queueing).
 
+    Explained in :ref:`serving` > How many requests: Little's law, throughput and cost.
+
+    Parameters
+    ----------
+    model : str or ModelConfig
+        A catalog model (:func:`widgets.models.llms.get_model`) or a configuration.
+    gpu : str or GPU, optional
+        A catalog GPU (:func:`widgets.hardware.get_gpu`) or a GPU record.
+    arrival_rate_per_s : float, optional
+        Requests per second [1/s], >= 1e-9.
+    prompt_tokens : int, optional
+        Tokens of each prompt [tokens], >= 1.
+    output_tokens : int, optional
+        Tokens generated per request [tokens], >= 1.
+    tpot_target_s : float, optional
+        Largest acceptable time per output token [s], > 0.
+    gpu_hour_price : float, optional
+        Price of one GPU for an hour [currency], >= 0.
+    tp : int, optional
+        Tensor-parallel GPUs per replica [-], 1 to 1024.
+    weight_dtype : str, optional
+        Storage format of the weights, a name of :mod:`widgets.dtypes` (``"bf16"``, ``"fp8"``, ``"int4"``...).
+    kv_dtype : str, optional
+        Storage format of the KV cache, a name of :mod:`widgets.dtypes`.
+    hbm_bytes_per_s : float or None, optional
+        Memory bandwidth [B/s], > 0; None: the catalog's datasheet figure.
+    peak_flop_per_s : float or None, optional
+        Dense peak [FLOP/s], > 0; None: the catalog's bf16 figure.
+    chunked_prefill : bool, optional
+        Prompts ride in the decode steps (True) or run as separate prefills.
+    max_utilization : float, optional
+        Highest load per replica, a fraction of its capacity [-], in [0.01, 1].
+
+    Returns
+    -------
+    CapacityPlan
+        Feasibility (and why not), replicas and GPUs, the batches [sequences], TPOT, TTFT and
+        end-to-end latency [s], utilization [-], output tokens per second [1/s] and the cost per
+        million tokens [currency].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or not a number (the message names it).
+
+    Examples
+    --------
     >>> p = plan_capacity("Llama-3-8B", "H200-SXM", 20, 1024, 256, 0.03, 3.0)
     >>> p.gpus, round(p.batch, 1), round(p.cost_per_million_output_tokens, 3)
     (1, 19.1, 0.163)
@@ -764,8 +1179,29 @@ DEFAULT_BLOCK_TOKENS = 16  # vLLM's default --block-size
 
 
 def paged_kv_blocks(context_tokens: int, block_tokens: int = DEFAULT_BLOCK_TOKENS) -> int:
-    """Blocks a paged KV cache gives one sequence of ``context_tokens``: ``ceil(c / block)``.
+    """Blocks a paged KV cache gives one sequence of ``context_tokens``, ``ceil(context_tokens / block_tokens)``.
 
+    Explained in :ref:`serving` > 3. The KV cache, measured by the allocator.
+
+    Parameters
+    ----------
+    context_tokens : int
+        Tokens of the sequence [tokens], >= 0.
+    block_tokens : int, optional
+        Tokens per block [tokens], >= 1 (vLLM's default ``--block-size`` 16).
+
+    Returns
+    -------
+    int
+        Blocks [-].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or not a number (the message names it).
+
+    Examples
+    --------
     >>> paged_kv_blocks(1000, 16), paged_kv_blocks(1024, 16), paged_kv_blocks(0, 16)
     (63, 64, 0)
     """
@@ -775,10 +1211,33 @@ def paged_kv_blocks(context_tokens: int, block_tokens: int = DEFAULT_BLOCK_TOKEN
 
 
 def paged_kv_cache_bytes(bytes_per_token: float, context_tokens, block_tokens: int = DEFAULT_BLOCK_TOKENS) -> float:
-    """Bytes a paged KV cache holds for sequences of ``context_tokens`` (one int, or a sequence of
-    ints, one per sequence) [B]: whole blocks of ``block_tokens`` tokens each, so each sequence
-    wastes less than one block (the vLLM paper's bound on internal fragmentation).
+    """Bytes a paged KV cache holds for sequences of ``context_tokens``: whole blocks of ``block_tokens`` each.
 
+    Each sequence wastes less than one block (the vLLM paper's bound on internal fragmentation).
+
+    Explained in :ref:`serving` > 3. The KV cache, measured by the allocator.
+
+    Parameters
+    ----------
+    bytes_per_token : float
+        KV cache of one token [B], > 0.
+    context_tokens : int or list of int
+        Tokens of one sequence, or of each sequence [tokens], >= 0 (at most 1,000,000 sequences).
+    block_tokens : int, optional
+        Tokens per block [tokens], >= 1.
+
+    Returns
+    -------
+    float
+        Bytes of the blocks the sequences hold [B].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or not a number (the message names it).
+
+    Examples
+    --------
     >>> paged_kv_cache_bytes(131072, [1000, 24], 16) / 131072  # 63 + 2 blocks of 16 tokens
     1040.0
     """

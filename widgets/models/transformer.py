@@ -70,22 +70,34 @@ def _quantity(name: str, value, *, zero: bool = True) -> float:
 
 
 def kv_cache_bytes_per_token(layers: int, kv_heads: int, head_dim: int, bytes_per_elem: float = 2) -> float:
-    """KV cache of one token [B]: a key and a value vector per KV head per layer,
-    ``2 * layers * kv_heads * head_dim * bytes_per_elem``.
+    """KV cache of one token, all layers [B]: ``2 * layers * kv_heads * head_dim * bytes_per_elem``.
 
-    Multi-head attention has ``kv_heads == heads``; grouped-query attention fewer (8 in Llama 3);
-    multi-query attention one.
+    A key and a value vector per KV head per layer. Multi-head attention has ``kv_heads == heads``;
+    grouped-query attention fewer (8 in Llama 3); multi-query attention one.
+
+    Explained in :ref:`serving` > The KV cache.
 
     Parameters
     ----------
     layers : int
-        Transformer layers, >= 1.
+        Transformer layers [-], >= 1.
     kv_heads : int
-        Key/value heads per layer, >= 1.
+        Key/value heads per layer [-], >= 1.
     head_dim : int
-        Elements per head, >= 1.
-    bytes_per_elem : float or str
-        Bytes per cached element (2 for bf16, 1 for fp8), or a dtype name.
+        Elements per head [-], >= 1.
+    bytes_per_elem : float or str, optional
+        Bytes per element [B], in (0, 8] (2 for bf16, 1 for fp8, 0.5 for int4), or a format name of
+        :mod:`widgets.dtypes` (``"bf16"``, ``"fp8"``, ``"int4"``...).
+
+    Returns
+    -------
+    float
+        Bytes one token's keys and values take [B].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or not a number (the message names it).
 
     Examples
     --------
@@ -107,12 +119,38 @@ def kv_cache_bytes_per_token(layers: int, kv_heads: int, head_dim: int, bytes_pe
 
 
 def mla_kv_cache_bytes_per_token(layers: int, kv_lora_rank: int, rope_head_dim: int, bytes_per_elem: float = 2) -> float:
-    """KV cache of one token under multi-head latent attention (MLA) [B]:
-    ``layers * (kv_lora_rank + rope_head_dim) * bytes_per_elem``.
+    """KV cache of one token under multi-head latent attention (MLA), all layers [B].
 
     MLA caches one compressed latent vector of ``kv_lora_rank`` elements per layer, shared by all
-    heads, plus one decoupled RoPE key of ``rope_head_dim`` elements (DeepSeek-V2, section 2.1.3).
+    heads, plus one decoupled RoPE key of ``rope_head_dim`` elements (DeepSeek-V2, section 2.1.3):
+    ``layers * (kv_lora_rank + rope_head_dim) * bytes_per_elem``.
 
+    Explained in :ref:`serving` > The KV cache.
+
+    Parameters
+    ----------
+    layers : int
+        Transformer layers [-], >= 1.
+    kv_lora_rank : int
+        Elements of the latent vector, d_c [-], >= 1.
+    rope_head_dim : int
+        Elements of the decoupled RoPE key, d_h^R [-], >= 0.
+    bytes_per_elem : float or str, optional
+        Bytes per element [B], in (0, 8] (2 for bf16, 1 for fp8, 0.5 for int4), or a format name of
+        :mod:`widgets.dtypes` (``"bf16"``, ``"fp8"``, ``"int4"``...).
+
+    Returns
+    -------
+    float
+        Bytes one token's latent and RoPE key take [B].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or not a number (the message names it).
+
+    Examples
+    --------
     >>> mla_kv_cache_bytes_per_token(61, 512, 64, 2)  # DeepSeek-V3 in bf16
     70272.0
     """
@@ -126,6 +164,27 @@ def mla_kv_cache_bytes_per_token(layers: int, kv_lora_rank: int, rope_head_dim: 
 def cached_tokens(context_tokens: int, sliding_window: Optional[int] = None) -> int:
     """Tokens a sequence keeps in its KV cache: all of them, or the last ``sliding_window``.
 
+    Explained in :ref:`serving` > The KV cache.
+
+    Parameters
+    ----------
+    context_tokens : int
+        Tokens in the sequence [tokens], >= 0.
+    sliding_window : int or None, optional
+        Attention window [tokens], >= 1 (Mistral-7B: 4096); None for full attention.
+
+    Returns
+    -------
+    int
+        Tokens whose keys and values are cached [tokens].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or not a number (the message names it).
+
+    Examples
+    --------
     >>> cached_tokens(32768, 4096), cached_tokens(1000, 4096), cached_tokens(1000)
     (4096, 1000, 1000)
     """
@@ -137,8 +196,33 @@ def cached_tokens(context_tokens: int, sliding_window: Optional[int] = None) -> 
 
 
 def kv_cache_bytes(bytes_per_token: float, context_tokens: int, batch: int = 1, sliding_window: Optional[int] = None) -> float:
-    """KV cache of ``batch`` sequences of ``context_tokens`` each [B].
+    """KV cache of ``batch`` sequences of ``context_tokens`` each [B], the sliding window applied.
 
+    Explained in :ref:`serving` > The KV cache.
+
+    Parameters
+    ----------
+    bytes_per_token : float
+        KV cache of one token [B], > 0 (:func:`kv_cache_bytes_per_token`).
+    context_tokens : int
+        Tokens per sequence [tokens], >= 0.
+    batch : int, optional
+        Sequences [-], >= 0.
+    sliding_window : int or None, optional
+        Attention window [tokens], >= 1; None for full attention.
+
+    Returns
+    -------
+    float
+        Bytes of the batch's cache [B].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or not a number (the message names it).
+
+    Examples
+    --------
     >>> kv_cache_bytes(131072, 8192, 16) / 2**30  # Llama-3-8B, bf16, 16 x 8k tokens: 16 GiB
     16.0
     """
@@ -156,8 +240,43 @@ def kv_bytes_by_attention(
     rope_head_dim: int = 64,
     bytes_per_elem: float = 2,
 ) -> dict:
-    """KV cache per token [B] of one layer stack under MHA, GQA (``kv_heads``), MQA and MLA.
+    """KV cache per token of one layer stack under MHA, GQA, MQA and MLA [B], side by side.
 
+    MHA caches ``heads`` key/value heads, GQA ``kv_heads``, MQA one; MLA a latent of ``kv_lora_rank``
+    plus a RoPE key of ``rope_head_dim`` elements.
+
+    Explained in :ref:`serving` > The KV cache.
+
+    Parameters
+    ----------
+    layers : int
+        Transformer layers [-], >= 1.
+    heads : int
+        Query heads per layer [-], >= 1.
+    head_dim : int
+        Elements per head [-], >= 1.
+    kv_heads : int
+        Key/value heads of the GQA variant [-], 1 to ``heads``.
+    kv_lora_rank : int, optional
+        Latent elements of the MLA variant [-], >= 1.
+    rope_head_dim : int, optional
+        RoPE key elements of the MLA variant [-], >= 0.
+    bytes_per_elem : float or str, optional
+        Bytes per element [B], in (0, 8] (2 for bf16, 1 for fp8, 0.5 for int4), or a format name of
+        :mod:`widgets.dtypes` (``"bf16"``, ``"fp8"``, ``"int4"``...).
+
+    Returns
+    -------
+    dict
+        ``{"MHA": ..., "GQA": ..., "MQA": ..., "MLA": ...}``: bytes per token of each [B].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or not a number (the message names it).
+
+    Examples
+    --------
     >>> {k: v / 1024 for k, v in kv_bytes_by_attention(61, 128, 128, 8).items()}
     {'MHA': 3904.0, 'GQA': 244.0, 'MQA': 30.5, 'MLA': 68.625}
     """
@@ -182,8 +301,32 @@ def kv_bytes_by_attention(
 def weight_bytes(params: float, bytes_per_elem: float = 2) -> float:
     """Bytes of ``params`` weights stored at ``bytes_per_elem`` each [B].
 
+    Explained in :ref:`serving` > The memory budget, and the concurrency it allows.
+
+    Parameters
+    ----------
+    params : float
+        Parameters [-], >= 0.
+    bytes_per_elem : float or str, optional
+        Bytes per element [B], in (0, 8] (2 for bf16, 1 for fp8, 0.5 for int4), or a format name of
+        :mod:`widgets.dtypes` (``"bf16"``, ``"fp8"``, ``"int4"``...).
+
+    Returns
+    -------
+    float
+        Bytes of the weights [B].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or not a number (the message names it).
+
+    Examples
+    --------
     >>> weight_bytes(8.03e9, 2) / 1e9
     16.06
+    >>> weight_bytes(8.03e9, "int4") / 1e9
+    4.015
     """
     p = _quantity("params", params)
     return p * _bpe("bytes_per_elem", bytes_per_elem)
@@ -199,10 +342,45 @@ def dense_transformer_params(
     vocab_size: int,
     tied_embeddings: bool = False,
 ) -> int:
-    """Parameters of a Llama-style decoder: per layer the Q, K, V and output projections, a gated
-    MLP (gate, up, down) and two RMSNorm weights; then a final norm, the embedding table and the
-    output head (shared with the embedding when ``tied_embeddings``).
+    """Parameters of a Llama-style decoder, counted from its configuration.
 
+    Per layer the Q, K, V and output projections, a gated MLP (gate, up, down) and two RMSNorm
+    weights; then a final norm, the embedding table and the output head (shared with the embedding
+    when ``tied_embeddings``).
+
+    Explained in :ref:`serving` > The memory budget, and the concurrency it allows.
+
+    Parameters
+    ----------
+    layers : int
+        Transformer layers [-], >= 1.
+    hidden_size : int
+        Model dimension [-], >= 1.
+    heads : int
+        Query heads [-], >= 1.
+    kv_heads : int
+        Key/value heads [-], >= 1.
+    head_dim : int
+        Elements per head [-], >= 1.
+    intermediate_size : int
+        MLP width [-], >= 1.
+    vocab_size : int
+        Vocabulary [tokens], >= 1.
+    tied_embeddings : bool, optional
+        One matrix for the embedding and the output head.
+
+    Returns
+    -------
+    int
+        Parameters [-].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or not a number (the message names it).
+
+    Examples
+    --------
     >>> dense_transformer_params(32, 4096, 32, 8, 128, 14336, 128256)  # Llama-3-8B
     8030261248
     """
@@ -222,12 +400,35 @@ def dense_transformer_params(
 
 
 def experts_touched_fraction(batch: float, experts_per_token: int, n_experts: int) -> float:
-    """Expected fraction of a layer's routed experts that ``batch`` tokens touch when each token
-    picks ``experts_per_token`` of ``n_experts`` at random: ``1 - (1 - k/E) ** batch``.
+    """Expected fraction of a layer's routed experts that ``batch`` tokens touch: ``1 - (1 - k/E) ** batch``.
 
-    A decode step reads only touched experts, so a mixture-of-experts model reads its "activated"
-    parameters at batch 1 and nearly all of them at a large batch.
+    Each token picks ``experts_per_token`` (k) of ``n_experts`` (E) at random. A decode step reads
+    only touched experts, so a mixture-of-experts model reads its "activated" parameters at batch 1
+    and nearly all of them at a large batch.
 
+    Explained in :ref:`serving` > The decode step: a lower bound, and the ridge.
+
+    Parameters
+    ----------
+    batch : float
+        Tokens in the step [tokens], >= 0.
+    experts_per_token : int
+        Experts each token is routed to, k [-], 1 to ``n_experts``.
+    n_experts : int
+        Routed experts per layer, E [-], >= 1.
+
+    Returns
+    -------
+    float
+        Fraction of the experts touched [-], in [0, 1].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or not a number (the message names it).
+
+    Examples
+    --------
     >>> round(experts_touched_fraction(1, 8, 256), 5), round(experts_touched_fraction(64, 8, 256), 3)
     (0.03125, 0.869)
     """
@@ -245,9 +446,31 @@ def experts_touched_fraction(batch: float, experts_per_token: int, n_experts: in
 
 
 def prefill_flop(params: float, tokens: int) -> float:
-    """FLOP of a forward pass over ``tokens`` tokens, before attention: 2 per parameter per
-    token (each weight is one multiply and one add per token).
+    """FLOP of a forward pass over ``tokens`` tokens before attention: 2 per parameter per token.
 
+    Each weight is one multiply and one add per token (Kaplan et al. 2020, Table 1).
+
+    Explained in :ref:`serving` > Two phases: prefill and decode.
+
+    Parameters
+    ----------
+    params : float
+        Parameters that do arithmetic [-], >= 0.
+    tokens : int
+        Tokens [tokens], >= 0.
+
+    Returns
+    -------
+    float
+        FLOP [FLOP].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or not a number (the message names it).
+
+    Examples
+    --------
     >>> prefill_flop(8e9, 1000) / 1e12  # an 8B model, 1000-token prompt: 16 TFLOP
     16.0
     """
@@ -257,9 +480,38 @@ def prefill_flop(params: float, tokens: int) -> float:
 
 
 def causal_attention_flop(layers: int, heads: int, qk_dim: int, v_dim: int, tokens: int) -> float:
-    """FLOP of causal self-attention over ``tokens`` tokens: per layer and head, ``QK^T`` costs
-    ``2 * T^2 * qk_dim`` and ``PV`` ``2 * T^2 * v_dim``; the causal mask halves both.
+    """FLOP of causal self-attention over ``tokens`` tokens, all layers and heads.
 
+    Per layer and head, ``QK^T`` costs ``2 T^2 qk_dim`` and ``PV`` ``2 T^2 v_dim``; the causal mask
+    halves both: ``layers * heads * T^2 * (qk_dim + v_dim)``.
+
+    Explained in :ref:`serving` > Two phases: prefill and decode.
+
+    Parameters
+    ----------
+    layers : int
+        Transformer layers [-], >= 1.
+    heads : int
+        Query heads per layer [-], >= 1.
+    qk_dim : int
+        Elements of a query/key head [-], >= 1.
+    v_dim : int
+        Elements of a value head [-], >= 1.
+    tokens : int
+        Tokens in the sequence [tokens], >= 0.
+
+    Returns
+    -------
+    float
+        FLOP [FLOP].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or not a number (the message names it).
+
+    Examples
+    --------
     >>> causal_attention_flop(32, 32, 128, 128, 8192) / 1e12  # Llama-3-8B, 8k prompt
     17.592186044416
     """
@@ -274,6 +526,29 @@ def causal_attention_flop(layers: int, heads: int, qk_dim: int, v_dim: int, toke
 def decode_step_flop(params: float, batch: int, attention_flop_per_seq: float = 0.0) -> float:
     """FLOP of one decode step: ``2 * params`` per sequence plus its attention FLOP.
 
+    Explained in :ref:`serving` > The decode step: a lower bound, and the ridge.
+
+    Parameters
+    ----------
+    params : float
+        Parameters that do arithmetic [-], >= 0.
+    batch : int
+        Sequences, one new token each [-], >= 0.
+    attention_flop_per_seq : float, optional
+        Attention FLOP of one sequence's token [FLOP], >= 0.
+
+    Returns
+    -------
+    float
+        FLOP of the step [FLOP].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or not a number (the message names it).
+
+    Examples
+    --------
     >>> decode_step_flop(8e9, 64) / 1e12
     1.024
     """
@@ -289,11 +564,42 @@ def decode_step_flop(params: float, batch: int, attention_flop_per_seq: float = 
 
 
 def activation_bytes(tokens: int, hidden_size: int, intermediate_size: int, vocab_size: int, sequences: int = 1, bytes_per_elem: float = 2) -> float:
-    """Peak transient activations of a forward pass over ``tokens`` tokens [B]: layers run one
-    after another, so the peak is one layer's widest point, the MLP: the residual and its norm
-    (``2 * hidden``), the fused gate-up output (``2 * intermediate``) and its product
+    """Peak transient activations of a forward pass over ``tokens`` tokens [B].
+
+    Layers run one after another, so the peak is one layer's widest point, the MLP: the residual and
+    its norm (``2 * hidden``), the fused gate-up output (``2 * intermediate``) and its product
     (``intermediate``) per token; plus fp32 logits for the last token of each of ``sequences``.
 
+    Explained in :ref:`serving` > The memory budget, and the concurrency it allows.
+
+    Parameters
+    ----------
+    tokens : int
+        Tokens in the forward pass [tokens], >= 0.
+    hidden_size : int
+        Model dimension [-], >= 1.
+    intermediate_size : int
+        MLP width [-], >= 1.
+    vocab_size : int
+        Vocabulary [tokens], >= 1.
+    sequences : int, optional
+        Sequences whose last token's logits are computed [-], >= 0.
+    bytes_per_elem : float or str, optional
+        Bytes per element [B], in (0, 8] (2 for bf16, 1 for fp8, 0.5 for int4), or a format name of
+        :mod:`widgets.dtypes` (``"bf16"``, ``"fp8"``, ``"int4"``...).
+
+    Returns
+    -------
+    float
+        Bytes at the peak [B].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or not a number (the message names it).
+
+    Examples
+    --------
     >>> activation_bytes(2048, 4096, 14336, 128256, 1) / 2**20  # Llama-3-8B, a 2048-token chunk
     200.4892578125
     """
@@ -397,13 +703,18 @@ class ModelConfig:
 
     @property
     def head_params(self) -> int:
-        """The output head (hidden x vocab): every forward pass multiplies by it, for the tokens
-        whose next token is wanted (one per sequence)."""
+        """The output head, hidden x vocab [-].
+
+        Every forward pass multiplies by it, for the tokens whose next token is wanted (one per sequence).
+        """
         return self.vocab_size * self.hidden_size
 
     @property
     def routed_expert_params(self) -> float:
-        """Parameters in routed experts (0 for a dense model): layers x experts x 3 x hidden x ffn."""
+        """Parameters in routed experts, 0 for a dense model [-].
+
+        ``moe_layers * n_routed_experts * 3 * hidden_size * moe_intermediate_size``.
+        """
         return float(self.moe_layers * self.n_routed_experts * 3 * self.hidden_size * self.moe_intermediate_size)
 
     def step_params(self, tokens: float = 1) -> float:
@@ -419,9 +730,12 @@ class ModelConfig:
 
     @property
     def flop_params(self) -> float:
-        """Parameters that do arithmetic for one token: those a one-token step reads (the
-        embedding lookup is a gather, no FLOP; a mixture of experts uses its routed share).
-        For DeepSeek-V3 this is the 36.6B "activation parameters" of its weights documentation."""
+        """Parameters that do arithmetic for one token [-].
+
+        Those a one-token step reads (the embedding lookup is a gather, no FLOP; a mixture of experts
+        uses its routed share). For DeepSeek-V3 this is the 36.6B "activation parameters" of its weights
+        documentation.
+        """
         return self.step_params(1)
 
     # -- attention FLOP ------------------------------------------------------------------------
@@ -499,8 +813,48 @@ def custom_model(
     sliding_window: Optional[int] = None,
     name: str = "custom",
 ) -> ModelConfig:
-    """A dense Llama-style model from its configuration; parameters counted by
-    ``dense_transformer_params``."""
+    """A dense Llama-style model from its configuration, parameters counted by :func:`dense_transformer_params`.
+
+    The attention kind follows from the heads: MHA when ``kv_heads == heads``, MQA when 1, else GQA.
+
+    Explained in :ref:`serving` > The memory budget, and the concurrency it allows.
+
+    Parameters
+    ----------
+    layers : int
+        Transformer layers [-], >= 1.
+    hidden_size : int
+        Model dimension [-], >= 1.
+    heads : int
+        Query heads [-], >= 1.
+    kv_heads : int
+        Key/value heads [-], 1 to ``heads``.
+    head_dim : int
+        Elements per head [-], >= 1.
+    intermediate_size : int
+        MLP width [-], >= 1.
+    vocab_size : int, optional
+        Vocabulary [tokens], >= 1.
+    sliding_window : int or None, optional
+        Attention window [tokens], >= 1; None for full attention.
+    name : str, optional
+        A label.
+
+    Returns
+    -------
+    ModelConfig
+        The configuration, its ``params`` and ``active_params`` counted.
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or not a number (the message names it).
+
+    Examples
+    --------
+    >>> round(custom_model(32, 4096, 32, 8, 128, 14336, 128256).params / 1e9, 2)
+    8.03
+    """
     p = dense_transformer_params(layers, hidden_size, heads, kv_heads, head_dim, intermediate_size, vocab_size)
     kind = "mha" if kv_heads == heads else ("mqa" if kv_heads == 1 else "gqa")
     return ModelConfig(
