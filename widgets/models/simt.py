@@ -1102,17 +1102,19 @@ def reduction_time_s(bytes_read: float, read_bytes_per_s: float, same_address_at
     address are serialized at the memory that owns it (one L2 slice), so ``same_address_atomics``
     of them take at least ``same_address_atomics / atomics_per_s``. The two proceed concurrently,
     so the time is their maximum: a kernel slower than both is limited by something else
-    (barriers, too few loads in flight). Explained in :ref:`simt` > Reductions.
+    (barriers, too few loads in flight).
+
+    Explained in :ref:`simt` > Reductions: warp shuffles, votes and atomics.
 
     Parameters
     ----------
     bytes_read : float
-        Bytes of input read once [B].
+        Bytes of input read once [B], >= 0.
     read_bytes_per_s : float
-        Read bandwidth [B/s] (a copy's bytes read per second, or the datasheet's).
-    same_address_atomics : float
-        Atomic operations to one address that the kernel issues [count].
-    atomics_per_s : float or None
+        Read bandwidth [B/s] (a copy's bytes read per second, or the datasheet's), > 0.
+    same_address_atomics : float, optional
+        Atomic operations to one address that the kernel issues [count], >= 0.
+    atomics_per_s : float or None, optional
         Throughput of atomics to one address [1/s]; None when the kernel issues none.
 
     Returns
@@ -1120,6 +1122,13 @@ def reduction_time_s(bytes_read: float, read_bytes_per_s: float, same_address_at
     float
         Time [s].
 
+    Raises
+    ------
+    ValueError
+        If an input is out of range, or ``atomics_per_s`` is None while ``same_address_atomics > 0``.
+
+    Examples
+    --------
     >>> reduction_time_s(1 << 30, 4e12)  # 1 GiB at 4 TB/s
     0.000268435456
     >>> reduction_time_s(64 << 20, 4e12, same_address_atomics=1 << 24, atomics_per_s=2e9)  # atomic-bound
@@ -1139,20 +1148,22 @@ def reduction_time_s(bytes_read: float, read_bytes_per_s: float, same_address_at
 
 
 def reduction_atomics(n_elems: int, per: str, threads_per_block: int = 256, grid_blocks: int | None = None) -> int:
-    """Same-address atomics a one-pass reduction of ``n_elems`` issues when one atomic is done
-    per ``"thread"``, per ``"warp"`` or per ``"block"`` (``n_elems`` elements, one per thread; a
-    grid-stride kernel passes ``grid_blocks``, its fixed number of blocks). Explained in
-    :ref:`simt` > Reductions.
+    """Same-address atomics a one-pass reduction issues, with one atomic per thread, per warp or per block.
+
+    ``n_elems`` elements, one per thread; a grid-stride kernel passes ``grid_blocks``, its fixed
+    number of blocks.
+
+    Explained in :ref:`simt` > Reductions: warp shuffles, votes and atomics.
 
     Parameters
     ----------
     n_elems : int
-        Elements summed [count].
+        Elements summed [count], >= 1.
     per : str
         ``"thread"``, ``"warp"`` or ``"block"``.
-    threads_per_block : int
-        Threads per block [count] (``"block"`` only).
-    grid_blocks : int or None
+    threads_per_block : int, optional
+        Threads per block [count], 32 to 1024.
+    grid_blocks : int or None, optional
         Blocks of a grid-stride launch [count]; None: one element per thread.
 
     Returns
@@ -1160,6 +1171,13 @@ def reduction_atomics(n_elems: int, per: str, threads_per_block: int = 256, grid
     int
         Atomic operations [count].
 
+    Raises
+    ------
+    ValueError
+        If an input is out of range or ``per`` is not one of the three.
+
+    Examples
+    --------
     >>> reduction_atomics(1 << 24, "thread"), reduction_atomics(1 << 24, "warp"), reduction_atomics(1 << 24, "block")
     (16777216, 524288, 65536)
     >>> reduction_atomics(1 << 28, "block", grid_blocks=528)
@@ -1175,32 +1193,40 @@ def reduction_atomics(n_elems: int, per: str, threads_per_block: int = 256, grid
 
 
 def pipeline_time_s(stage_s: Sequence[float], chunks: int, per_chunk_overhead_s: float = 0.0) -> float:
-    """Time to push a job through stages that each have their own engine (host-to-device copy
-    engine, the SMs, device-to-host copy engine), split into ``chunks`` equal pieces on enough
-    streams that every stage can work on a different chunk.
+    """Time to push a job through stages that each have their own engine, split into chunks.
 
-    ``stage_s`` holds each stage's time for the WHOLE job in one piece. The first chunk passes
-    every stage (fill), after which the slowest stage finishes one chunk per step:
-    ``(sum + (chunks - 1) x max) / chunks``, plus ``per_chunk_overhead_s`` per chunk and stage.
-    One chunk is the serial time ``sum(stage_s)``; many chunks approach ``max(stage_s)``. With
-    two stages and copy time tT >= compute time tE this is tT + tE / chunks, the CUDA Best
-    Practices Guide's estimate for staged concurrent copy and execute. Explained in :ref:`simt`
-    > Streams and copy/compute overlap.
+    The stages are, e.g., the host-to-device copy engine, the SMs and the device-to-host copy
+    engine; the job is split into ``chunks`` equal pieces on enough streams that every stage can
+    work on a different chunk. ``stage_s`` holds each stage's time for the WHOLE job in one piece.
+    The first chunk passes every stage (fill), after which the slowest stage finishes one chunk per
+    step: ``(sum + (chunks - 1) x max) / chunks``, plus ``per_chunk_overhead_s`` per chunk and stage.
+    One chunk is the serial time ``sum(stage_s)``; many chunks approach ``max(stage_s)``. With two
+    stages and copy time tT >= compute time tE this is tT + tE / chunks, the CUDA Best Practices
+    Guide's estimate for staged concurrent copy and execute.
+
+    Explained in :ref:`simt` > Streams and copy/compute overlap.
 
     Parameters
     ----------
     stage_s : sequence of float
-        Each stage's time for the whole job [s].
+        Each stage's time for the whole job [s], each >= 0; 1 to 64 stages.
     chunks : int
-        Pieces the job is split into [count].
-    per_chunk_overhead_s : float
-        Extra time per chunk per stage (launch, copy set-up) [s].
+        Pieces the job is split into [count], 1 to 2**20.
+    per_chunk_overhead_s : float, optional
+        Extra time per chunk per stage (launch, copy set-up) [s], >= 0.
 
     Returns
     -------
     float
         Time [s].
 
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
     >>> pipeline_time_s([0.004, 0.004, 0.004], 1)
     0.012
     >>> round(pipeline_time_s([0.004, 0.004, 0.004], 8), 6)  # (12 + 7 x 4) / 8 ms
@@ -1215,24 +1241,35 @@ def pipeline_time_s(stage_s: Sequence[float], chunks: int, per_chunk_overhead_s:
 
 
 def waves(grid_blocks: int, blocks_per_sm: int, sms: int) -> tuple[int, float]:
-    """Waves a grid runs in, and the fraction of the SMs' block slots its last wave fills over
-    all waves (the *tail efficiency*): ``(ceil(grid / (blocks_per_sm x sms)), grid / (waves x
-    blocks_per_sm x sms))``. Explained in :ref:`simt` > Persistent and grid-stride kernels.
+    """Waves a grid runs in, and the tail efficiency: the share of the SMs' block slots it fills.
+
+    ``(ceil(grid / (blocks_per_sm x sms)), grid / (waves x blocks_per_sm x sms))``.
+
+    Explained in :ref:`simt` > Persistent and grid-stride kernels.
 
     Parameters
     ----------
     grid_blocks : int
-        Blocks launched [count].
+        Blocks launched [count], >= 1.
     blocks_per_sm : int
-        Blocks resident per SM (the occupancy) [count].
+        Blocks resident per SM (the occupancy) [count], >= 1.
     sms : int
-        SMs [count].
+        SMs [count], >= 1.
 
     Returns
     -------
-    tuple of (int, float)
-        Waves [count] and tail efficiency [fraction, 0..1].
+    waves : int
+        Waves [count].
+    tail_efficiency : float
+        Fraction of the block slots of all waves that hold a block [-], in (0, 1].
 
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
     >>> waves(132, 1, 132), waves(133, 1, 132)
     ((1, 1.0), (2, 0.5037878787878788))
     """
@@ -1245,24 +1282,32 @@ def waves(grid_blocks: int, blocks_per_sm: int, sms: int) -> tuple[int, float]:
 
 
 def pipeline_schedule(stage_s: Sequence[float], chunks: int) -> list[tuple[int, int, float, float]]:
-    """The timeline :func:`pipeline_time_s` assumes: every stage has its own engine, and a stage
-    starts a chunk as soon as its engine is free and the chunk has left the previous stage.
-    Returns ``(chunk, stage, start_s, end_s)`` for every chunk and stage; the last end is
-    ``pipeline_time_s(stage_s, chunks)``. Explained in :ref:`simt` > Streams and copy/compute
-    overlap.
+    """The timeline :func:`pipeline_time_s` assumes, chunk by chunk and stage by stage.
+
+    Every stage has its own engine, and a stage starts a chunk as soon as its engine is free and
+    the chunk has left the previous stage. The last end is ``pipeline_time_s(stage_s, chunks)``.
+
+    Explained in :ref:`simt` > Streams and copy/compute overlap.
 
     Parameters
     ----------
     stage_s : sequence of float
-        Each stage's time for the whole job [s].
+        Each stage's time for the whole job [s], each >= 0; 1 to 64 stages.
     chunks : int
         Pieces the job is split into [count] (at most 4,096: a timeline to draw).
 
     Returns
     -------
-    list of (int, int, float, float)
-        Chunk index, stage index, start [s], end [s].
+    list of tuple
+        ``(chunk, stage, start_s, end_s)`` for every chunk and stage: indices [count], times [s].
 
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
     >>> [(c, s, round(a, 3), round(b, 3)) for c, s, a, b in pipeline_schedule([2.0, 1.0], 2)]
     [(0, 0, 0.0, 1.0), (0, 1, 1.0, 1.5), (1, 0, 1.0, 2.0), (1, 1, 2.0, 2.5)]
     """
