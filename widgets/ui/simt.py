@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 
 from ..hardware import gpu_names
 from ..models import simt as m
-from ..units import KiB, fmt_bytes, fmt_time
+from ..units import KiB, fmt_bytes, fmt_bytes_per_s, fmt_time
 from ._core import (
     gpu_color,
     grid_figure,
@@ -851,22 +851,30 @@ def reduction_plot(res, *, title: str = "Reduction: bytes read per second", read
 
 
 def reduction_compare_rows(ref, here=None) -> list:
-    """Per variant: the model's time (calibrated on the copy and the same-address atomic rate)
-    against the recorded one; the reader's device where it ran the kernels."""
+    """The reduction experiment as table rows: the copy's and torch's ``sum`` rates, the atomic
+    rates, and per kernel the model's time (calibrated on the copy and the atomic rates) against
+    the recorded one. The reader's device (``here``) appears as rates, with its buffer size: a CPU
+    run sums a smaller buffer, with torch only."""
     from ..experiments import simt_warp as sw
 
     def t(v):
         return fmt_time(v) if v else "n/a"
 
+    def rate(res, name, attr="bytes_per_s"):
+        r = getattr(res, name, None) if res is not None else None
+        return fmt_bytes_per_s(getattr(r, attr)) if isinstance(r, sw.CopyRate) else None
+
+    def sized(res, text):
+        return None if text is None else f"{text} ({fmt_bytes(res.nbytes)})"
+
     pr = sw.reduction_predictions(ref) if ref else {}
-    rows = []
-    if ref and isinstance(ref.copy, sw.CopyRate):
-        rows.append(dict(quantity=f"copy of {fmt_bytes(ref.nbytes)} (read + write)", reference=t(ref.copy.time_s),
-                         here=t(here.copy.time_s) if here and isinstance(here.copy, sw.CopyRate) else None))
+    rows = [dict(quantity="device copy: bytes moved (read + written) per second", reference=rate(ref, "copy") or "not recorded",
+                 here=sized(here, rate(here, "copy"))),
+            dict(quantity="torch sum: bytes read per second", reference=rate(ref, "torch_sum") or "not recorded",
+                 here=sized(here, rate(here, "torch_sum")))]
     for r in (ref.atomic_rate, ref.atomic_rate_one_lane) if ref else ():
         if isinstance(r, sw.AtomicRate):
-            rows.append(dict(quantity=f"atomics to one address per second, {r.pattern} adding", reference=f"{r.atomics_per_s:.3g}",
-                             here=None))
+            rows.append(dict(quantity=f"atomics to one address per second, {r.pattern} adding", reference=f"{r.atomics_per_s:.3g}"))
     for v in sw.REDUCE_VARIANTS:
         r = ref.variants.get(v) if ref else None
         h = here.variants.get(v) if here else None
@@ -876,10 +884,9 @@ def reduction_compare_rows(ref, here=None) -> list:
         rows.append(dict(quantity=f"{v.replace('_', ' ')}: {fmt_bytes(r.bytes_read)}, {r.atomics:,} atomics",
                          model=t(p.predicted_time_s), label="calibrated", reference=t(r.time_s),
                          ratio=_ratio(r.time_s, p.predicted_time_s),
-                         here=t(h.time_s) if isinstance(h, sw.ReductionRun) else None))
-    if here is not None and not rows:
-        rows.append(dict(quantity="torch sum (this machine)", reference="n/a",
-                         here=t(here.torch_sum.time_s) if isinstance(here.torch_sum, sw.CopyRate) else None))
+                         here=f"{t(h.time_s)} ({fmt_bytes(h.bytes_read)})" if isinstance(h, sw.ReductionRun) else None))
+    if ref is None and here is None:
+        return []
     return rows
 
 
