@@ -20,7 +20,7 @@ from ._core import verdict as _verdict
 
 PEAK_DTYPES = dtypes.PEAK_DTYPES  # the catalog's peak-rate keys (widgets.dtypes)
 PEAK_GPUS = tuple(gpu_names())  # every catalog GPU; one without per-SM rates says why in its frames
-PRECISION_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2")
+PRECISION_DTYPES = tuple(d for d in tc.FORMATS if d != "fp64")  # the precision models' formats (widgets.dtypes)
 COLORS = tuple(series_color(i) for i in range(7))
 TILES = (64, 128, 256)
 
@@ -388,7 +388,7 @@ def precision_calculator():
     return live_form(compute, controls, show, title="Precision explorer: a dot product of length K")
 
 
-def format_table(dtypes=("fp64", "fp32", "tf32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2")) -> str:
+def format_table(dtypes=tuple(tc.FORMATS)) -> str:
     """Bits, unit roundoff and range of each format (HTML)."""
     head = ["format", "exponent bits", "fraction bits", "u", "largest finite", "smallest normal", "smallest subnormal"]
     rows = []
