@@ -1,6 +1,7 @@
 """widgets.experiments.harness and python -m widgets.measure."""
 
 import json
+import math
 import os
 import re
 import subprocess
@@ -222,3 +223,112 @@ def test_the_switch_is_decided_in_the_package_before_triton():
     assert ex.TRITON_INTERPRETED == (os.environ.get("TRITON_INTERPRET") == "1")
     if not torch.cuda.is_available():
         assert ex.TRITON_INTERPRETED and not ex.TRITON_IMPORTED_TOO_EARLY
+
+
+# --------------------------------------------------------------------------------------------
+# One result type per experiment: harness.Result (to_record / from_record)
+# --------------------------------------------------------------------------------------------
+from dataclasses import dataclass as _dataclass  # noqa: E402
+from typing import Optional as _Optional  # noqa: E402
+from typing import Union as _Union  # noqa: E402
+
+
+@_dataclass(frozen=True)
+class _Point(harness.Result):
+    size_bytes: int
+    time_s: float
+    note: _Optional[str] = None
+
+
+@_dataclass(frozen=True)
+class _Sweep(harness.Result):
+    device: str
+    points: tuple[_Point, ...]
+    by_name: dict[str, _Point]
+    optional: _Union[_Point, harness.Failed, None] = None
+    extra: _Optional[dict] = None
+
+
+def _sweep():
+    return _Sweep("cpu", (_Point(1024, 1e-3), _Point(2048, 2e-3, "slow")), {"a": _Point(1, 1.0)}, harness.Failed("RuntimeError: no"))
+
+
+def test_result_round_trip_rebuilds_nested_types():
+    s = _sweep()
+    rec = s.to_record()
+    assert rec == {"device": "cpu", "points": [{"size_bytes": 1024, "time_s": 1e-3, "note": None},
+                                               {"size_bytes": 2048, "time_s": 2e-3, "note": "slow"}],
+                   "by_name": {"a": {"size_bytes": 1, "time_s": 1.0, "note": None}},
+                   "optional": {"error": "RuntimeError: no"}, "extra": None}
+    back = _Sweep.from_record(json.loads(json.dumps(rec)))
+    assert back == s and isinstance(back.points, tuple) and isinstance(back.points[0], _Point)
+    assert isinstance(back.optional, harness.Failed) and back.optional.error == "RuntimeError: no"
+    assert _Point.from_record({"size_bytes": 1, "time_s": 2}).time_s == 2.0  # JSON int into a float field
+
+
+def test_result_from_record_names_what_is_wrong():
+    with pytest.raises(ValueError, match=r"_Point.from_record: missing field\(s\) time_s"):
+        _Point.from_record({"size_bytes": 1})
+    assert _Point.from_record({"size_bytes": 1, "time_s": 1.0, "old_field": 3}).size_bytes == 1  # older records load
+    with pytest.raises(ValueError, match="old_field are not in _Point"):
+        _Point.from_record({"size_bytes": 1, "time_s": 1.0, "old_field": 3}, strict=True)  # a fresh result drops nothing
+    with pytest.raises(ValueError, match="needs a mapping"):
+        _Point.from_record([1, 2])
+    with pytest.raises(ValueError, match="expected a list"):
+        _Sweep.from_record({"device": "x", "points": 3, "by_name": {}})
+
+
+def test_result_is_frozen_and_reads_like_its_record():
+    s = _sweep()
+    import dataclasses
+
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.device = "gpu"  # frozen
+    assert s["device"] == "cpu" and s["points"][1]["note"] == "slow" and s.get("extra") is None
+    assert "points" in s and "nope" not in s and s.keys()[0] == "device"
+    with pytest.raises(KeyError):
+        s["nope"]
+
+
+def test_failed_and_attempt():
+    got = harness.attempt(lambda: 1 / 0)
+    assert isinstance(got, harness.Failed) and got.error.startswith("ZeroDivisionError")
+    assert harness.attempt(lambda x: x + 1, 1) == 2
+    assert harness.Failed.from_record({"error": "x"}).to_record() == {"error": "x"}
+
+
+def test_record_and_to_json_take_a_result():
+    rec = harness.record("fake", _sweep(), command="test")
+    assert rec["results"]["points"][0]["size_bytes"] == 1024
+    nan = harness.to_json({"x": _Point(1, math.nan)})
+    assert json.loads(nan)["x"]["time_s"] is None and "x.time_s" in json.loads(nan)["nulls"]
+
+
+@pytest.mark.parametrize("topic", ["memory_hierarchy", "simt", "tensor_cores", "collectives", "serving"])
+def test_committed_reference_records_load_typed(topic):
+    """Every committed reference record reads back through its topic's result type, and writing it
+    again loses nothing (the re-written record holds every original field, plus nulls for fields
+    that were added since)."""
+    import importlib
+
+    module = importlib.import_module(f"widgets.experiments.{topic}")
+    rec = harness.load_reference(topic, getattr(module, "REFERENCE_GPU", harness.REFERENCE_GPU))
+    typed = module.RESULTS.from_record(rec["results"])
+    assert isinstance(typed, module.RESULTS)
+    again = json.loads(harness.to_json({"r": typed.to_record()}))["r"]
+
+    def contains(old, new, where):
+        if isinstance(old, dict):
+            assert isinstance(new, dict), where
+            for k, v in old.items():
+                assert k in new, f"{where}.{k} lost"
+                contains(v, new[k], f"{where}.{k}")
+        elif isinstance(old, list):
+            assert isinstance(new, list) and len(new) == len(old), where
+            for i, (a, b) in enumerate(zip(old, new)):
+                contains(a, b, f"{where}[{i}]")
+        else:
+            assert old == new, f"{where}: {old!r} != {new!r}"
+
+    contains(rec["results"], again, topic)
+    assert module.RESULTS.from_record(again) == typed

@@ -10,6 +10,8 @@ import math
 import os
 import sys
 import types
+from dataclasses import dataclass
+from typing import Optional, Union
 
 import pytest
 
@@ -176,3 +178,32 @@ def test_the_real_cli_refuses_a_file_as_out_before_measuring(tmp_path):
     assert proc.stderr.strip().splitlines() == [f"python -m widgets.measure: error: --out {f} is a file, not a folder"]
     assert "[run ]" not in proc.stdout and f.read_text() == "{}"
     assert time.perf_counter() - t0 < 120  # no experiment ran
+
+
+@dataclass(frozen=True)
+class Row(harness.Result):  # module level: from_record resolves the annotations by name
+    size_bytes: int
+    time_s: float
+
+
+@dataclass(frozen=True)
+class Typed(harness.Result):
+    rows: tuple[Row, ...]
+    optional: Union[Row, harness.Failed, None] = None
+    note: Optional[str] = None
+
+
+def test_a_typed_result_is_recorded_by_its_to_record_and_reads_back(topics, tmp_path, monkeypatch):
+    """A topic's run_all() returns its frozen result type (harness.Result); the record holds its
+    to_record() and reads back typed through from_record."""
+    result = Typed((Row(4096, 1e-3), Row(8192, math.inf)), harness.Failed("RuntimeError: no fp8 here"))
+    mod = types.ModuleType("widgets.experiments.fake_typed")
+    mod.run_all = lambda: result
+    monkeypatch.setitem(sys.modules, mod.__name__, mod)
+    monkeypatch.setattr(measure, "TOPICS", ("fake_typed",))
+    assert measure.main(["--topic", "fake_typed", "--out", str(tmp_path)]) == 0
+    rec = harness.load_record(tmp_path / "fake_typed.json", "fake_typed")
+    assert rec["results"]["rows"][0] == {"size_bytes": 4096, "time_s": 1e-3}
+    assert rec["results"]["rows"][1]["time_s"] is None and "results.rows[1].time_s" in rec["nulls"]
+    back = Typed.from_record(rec["results"])
+    assert back.rows[0] == Row(4096, 1e-3) and back.optional == harness.Failed("RuntimeError: no fp8 here")
