@@ -717,7 +717,7 @@ def amdahl_compare_rows(ref: dict | None, here: dict | None, workers=(2, 8, 32, 
 # --------------------------------------------------------------------------------------------
 # The depth pass: streams and overlap, reductions, barriers, spills, stall reasons
 # --------------------------------------------------------------------------------------------
-STAGE_NAMES = ("H2D copy", "kernel", "D2H copy")
+STAGE_NAMES = ("copy in", "kernel", "copy out")  # short: the legend fits a phone
 OVERLAP_CHUNKS = (1, 2, 3, 4, 6, 8, 12, 16)
 # (copy time each way, kernel time) for the whole job [ms]: copy-bound, balanced, compute-bound
 OVERLAP_CHOICES = ((4.0, 1.0), (4.0, 4.0), (4.0, 8.0), (1.0, 4.0))
@@ -750,7 +750,7 @@ def _gantt_layout(rows: list, x_max_ms: float, *, legend: bool = True) -> dict:
 
 
 def overlap_title(copy_s: float, kernel_s: float, chunks: int) -> str:
-    return f"{plural(chunks, 'chunk')}: copies {fmt_time(copy_s)} each way, kernel {fmt_time(kernel_s)}"
+    return f"{plural(chunks, 'chunk')}: copies {fmt_time(copy_s)}, kernel {fmt_time(kernel_s)}"
 
 
 def overlap_readout(copy_s: float, kernel_s: float, chunks: int) -> str:
@@ -817,8 +817,8 @@ def overlap_calculator():
 def timeline_plot(run, *, title: str, readout: str | None = None, x_max_ms: float | None = None) -> go.Figure:
     """A recorded run (``simt_streams.PipelineRun``) drawn from its CUDA events: one row per
     stream, one bar per stage of each chunk (labelled with the chunk)."""
-    spans = [(sp.chunk, STAGE_NAMES.index({"h2d": "H2D copy", "compute": "kernel", "d2h": "D2H copy"}[sp.stage]), sp.start_s, sp.end_s)
-             for sp in run.spans]
+    order = {"h2d": 0, "compute": 1, "d2h": 2}  # simt_streams.STAGES, in STAGE_NAMES' order
+    spans = [(sp.chunk, order[sp.stage], sp.start_s, sp.end_s) for sp in run.spans]
     stream_of = {sp.chunk: sp.stream for sp in run.spans}
     rows = [f"stream {i}" for i in range(run.streams)]
     fig = go.Figure(_gantt_traces(spans, lambda c, s: f"stream {stream_of[c]}"))
