@@ -1,21 +1,18 @@
-"""Quiz: LLM serving (answers from widgets.models.serving and the catalog)."""
+"""Quiz: LLM serving (answers from widgets.models.serving, .transformer, .llms and the catalog)."""
 
 from __future__ import annotations
 
 from .. import hardware as hw
 from .. import units as u
+from ..models import llms
 from ..models import serving as sv
-
-try:  # the transformer arithmetic (KV cache, weight bytes) lives in its own module once split from serving
-    from ..models import transformer as tf
-except ImportError:
-    tf = sv
+from ..models import transformer as tf
 from ..quiz import Choice, Number, Quiz
 
 
 def quiz() -> Quiz:
     g = hw.get_gpu("H200-SXM")
-    m = sv.get_model("Llama-3-8B")
+    m = llms.get_model("Llama-3-8B")
     kv = tf.kv_cache_bytes_per_token(m.layers, m.kv_heads, m.head_dim, 2)
     step = sv.decode_step_time_s(tf.weight_bytes(m.params, 2), 0.0, g.hbm_bytes_per_s)
     ctx = 8192
