@@ -47,7 +47,8 @@ from .units import GiB, KiB, MiB
 
 DTYPES = PEAK_DTYPES  # the keys of peak_flop_per_s: format names of widgets.dtypes ("fp8" is E4M3)
 # The first NVIDIA compute capability with tensor-core math in each data type (CUDA C++ Programming
-# Guide, warp matrix functions: fp16 from Volta 7.0, tf32 and bf16 from Ampere 8.0, fp8 from Ada 8.9).
+# Guide, warp matrix functions: fp16 from Volta 7.0, tf32 and bf16 from Ampere 8.0; PTX ISA, mma with
+# .e4m3/.e5m2 operands: fp8 from Ada, sm_89).
 TENSOR_CORE_MIN_CC = {"fp16": (7, 0), "tf32": (8, 0), "bf16": (8, 0), "fp8": (8, 9)}
 
 WARP_SIZE = 32
@@ -812,7 +813,7 @@ _CATALOG = {
             l2_bytes=96 * MiB,
             smem_per_sm_bytes=100 * KiB,
             registers_per_sm_bytes=256 * KiB,
-            peak_flop_per_s={"fp32": 91.6e12, "tf32": 183e12, "bf16": 362.05e12, "fp16": 362.05e12, "fp8": 733e12},
+            peak_flop_per_s={"fp32": 91.6e12, "tf32": 183e12, "bf16": 366.5e12, "fp16": 366.5e12, "fp8": 733e12},
             interconnect_bytes_per_s=None,
             host_bytes_per_s=32e9,
             tdp_w=350,
@@ -822,8 +823,8 @@ _CATALOG = {
             pcie_gen=4,
             pcie_lanes=16,
             sources={
-                "peak_flop_per_s": "NVIDIA L40S datasheet, dense = sparse/2: FP32 91.6, TF32 366/2, BF16/FP16 733/2 (362.05 "
-                "printed), FP8 1466/2 TFLOPS",
+                "peak_flop_per_s": "NVIDIA L40S datasheet, dense = sparse/2 (it prints the sparse figures): FP32 91.6, TF32 366/2, "
+                "BF16/FP16 733/2, FP8 1466/2 TFLOPS",
                 "hbm_bytes": "NVIDIA L40S datasheet: 48 GB GDDR6 with ECC (device memory, not HBM), stored as 48 GiB",
                 "usable_memory_bytes": "torch.cuda.get_device_properties on an L40S (public blog log): total_memory=45589MB (MiB)",
                 "hbm_bytes_per_s": "NVIDIA L40S datasheet: 864 GB/s",
@@ -837,7 +838,7 @@ _CATALOG = {
                 "tdp_w": "NVIDIA L40S datasheet: 350 W maximum power",
                 "flop_per_clock_per_sm": "Ada SM (NVIDIA Ada whitepaper: 4 fourth-generation tensor cores, 128 FP32 lanes) at "
                 "full-rate FP32 accumulation, as the datasheet's dense peaks at 142 SMs x 2520 MHz give: TF32 512, FP16/BF16 1024, "
-                "FP8 2048 FLOP per clock per SM (the printed 362.05 is 1.2% under 142 x 1024 x 2520 MHz)",
+                "FP8 2048 FLOP per clock per SM (142 x 1024 x 2520 MHz = 366.4 TFLOPS)",
                 "pcie_gen": "NVIDIA L40S datasheet: PCIe Gen4 x16",
             },
         ),
