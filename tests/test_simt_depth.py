@@ -289,3 +289,23 @@ def test_more_chunks_never_beat_the_slowest_stage(t, k):
     tk = m.pipeline_time_s(t, k)
     assert max(t) - 1e-9 <= tk <= sum(t) + 1e-9
     assert m.pipeline_time_s(t, k + 1) <= tk + 1e-9
+
+
+def test_accuracy_rows_are_labelled_honestly():
+    """The ledger gets calibrated rows for every kernel and the overlap, and predictions only where
+    nothing measured goes in (datasheet bandwidth, catalog host link); failed steps give no row."""
+    n = 1 << 28
+    res = w.Reductions(n_elems=n, nbytes=4 * n, device="t", simulated=False, hbm_bytes_per_s=4.8e12,
+                       copy=w.CopyRate(1.0, 4e12, 2e12), atomic_rate=w.AtomicRate(1 << 20, 1.0, 1e9, True),
+                       variants={"grid_stride": _run("grid_stride", n, 528, 3e-4), "atomic_warp": w.Failed("RuntimeError: x")})
+    spans = (st.Span(0, "h2d", 0, 0.0, 4e-3), st.Span(0, "compute", 0, 4e-3, 7e-3), st.Span(0, "d2h", 0, 7e-3, 11e-3))
+    ov = st.Overlap(device="t", simulated=False, nbytes=256 << 20, host_bytes_per_s=64e9, serial=st.PipelineRun(1, 1, 11e-3, spans),
+                    overlapped=st.PipelineRun(8, 3, 5e-3, ()))
+    results = {"reductions": res.to_record(), "overlap": ov.to_record()}
+    rows = w.accuracy_rows(results, "t") + st.accuracy_rows(results, "t")
+    labels = [(r.quantity.split(":")[0], r.label) for r in rows]
+    assert labels == [("reduction, grid stride", "calibrated"), ("reduction, grid stride", "prediction"),
+                      ("copy in, compute, copy out of 256 MiB in 8 chunks on 3 streams", "calibrated"),
+                      ("host-to-device copy of 256 MiB (pinned)", "prediction")]
+    assert rows[1].predicted == pytest.approx(4 * n / 4.8e12) and rows[1].measured == pytest.approx(3e-4)
+    assert w.accuracy_rows({"reductions": {"error": "boom"}}, "t") == [] and st.accuracy_rows({}, "t") == []
