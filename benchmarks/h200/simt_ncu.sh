@@ -26,18 +26,22 @@ command -v "$NCU" >/dev/null || { echo "ncu not found (set NCU=/path/to/ncu)" >&
 
 STALL_REGEX='regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio'
 EXTRA='smsp__average_warp_latency_per_inst_issued.ratio,smsp__issue_active.avg.per_cycle_active,smsp__warps_active.avg.per_cycle_active,smsp__warps_eligible.avg.per_cycle_active,gpu__time_duration.sum'
+# the stall reasons by name (every one exists from Volta to Hopper), for an ncu without regex: metrics
+REASONS="barrier branch_resolving dispatch_stall drain imc_miss lg_throttle long_scoreboard math_pipe_throttle membar mio_throttle misc no_instruction not_selected selected short_scoreboard sleeping tex_throttle wait"
+NAMED="$(for r in $REASONS; do printf 'smsp__average_warps_issue_stalled_%s_per_issue_active.ratio,' "$r"; done)"
+profile() {  # kernel, extra ncu arguments...
+  local k="$1"; shift
+  "$NCU" --clock-control none --section WarpStateStats --section SchedulerStats "$@" \
+         -k "regex:^$k\$" --launch-skip 1 --launch-count 1 \
+         --csv --page raw --print-units base --log-file "$TMP/$k.csv" \
+         "$PY" "$HERE/simt_ncu_driver.py" --kernel "$k" --n-elems "$N_ELEMS"
+}
 for k in $KERNELS; do
   echo "[ncu] $k" >&2
-  if ! "$NCU" --clock-control none --section WarpStateStats --section SchedulerStats \
-         --metrics "$STALL_REGEX,$EXTRA" -k "regex:^$k\$" --launch-skip 1 --launch-count 1 \
-         --csv --page raw --print-units base --log-file "$TMP/$k.csv" \
-         "$PY" "$HERE/simt_ncu_driver.py" --kernel "$k" --n-elems "$N_ELEMS"; then
-    echo "[ncu] $k: retry with the two sections only" >&2
-    "$NCU" --clock-control none --section WarpStateStats --section SchedulerStats \
-           -k "regex:^$k\$" --launch-skip 1 --launch-count 1 \
-           --csv --page raw --print-units base --log-file "$TMP/$k.csv" \
-           "$PY" "$HERE/simt_ncu_driver.py" --kernel "$k" --n-elems "$N_ELEMS" || echo "[ncu] $k failed" >&2
-  fi
+  profile "$k" --metrics "$STALL_REGEX,$EXTRA" \
+    || { echo "[ncu] $k: retry with the stall metrics by name" >&2; profile "$k" --metrics "$NAMED$EXTRA"; } \
+    || { echo "[ncu] $k: retry with the two sections only" >&2; profile "$k"; } \
+    || echo "[ncu] $k failed" >&2
 done
 
 GPU="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1 || true)"
