@@ -777,10 +777,10 @@ def check_transpose_wavefronts(naive_sectors_per_warp, tiled_wavefronts, padded_
 INFLIGHT_GPUS = ("H200-SXM", *(g for g in gpu_names() if g != "H200-SXM"))
 INFLIGHT_LATENCIES_NS = (300, 400, 500, 600, 700, 800, 1000, 1200)
 INFLIGHT_WAYS = (  # (label, warps per SM as a fraction of the maximum, bytes per load, loads in flight per thread)
-    ("1 float / thread, 1/4 occupancy", 0.25, 4, 1),
-    ("1 float / thread, full occupancy", 1.0, 4, 1),
-    ("float4 / thread, 1/4 occupancy", 0.25, 16, 1),
-    ("float4 x 4 ILP, 1/4 occupancy", 0.25, 16, 4),
+    ("float, 1/4 occupancy", 0.25, 4, 1),
+    ("float, full occupancy", 1.0, 4, 1),
+    ("float4, 1/4 occupancy", 0.25, 16, 1),
+    ("float4 x 4 ILP, 1/4 occ.", 0.25, 16, 4),
 )
 
 
@@ -797,7 +797,7 @@ def _inflight_traces(gpu: str, latency_ns: float, stage_bytes: int = 16 * 1024) 
 
     g = get_gpu(gpu)
     arch = get_arch(g.arch)
-    labels, values = ["needed (Little's law)"], []
+    labels, values = ["needed (Little's law)"], []  # short labels: the bars must fit a phone
     b0 = mh.bytes_in_flight(g.hbm_bytes_per_s, latency_ns * 1e-9, g.sms, stage_bytes=stage_bytes,
                             smem_per_sm_bytes=g.smem_per_sm_bytes)
     values.append(b0.needed_per_sm_bytes / 1024)
@@ -808,7 +808,7 @@ def _inflight_traces(gpu: str, latency_ns: float, stage_bytes: int = 16 * 1024) 
         labels.append(label)
         values.append(b.register_path_bytes / 1024)
     for stages in (2, 3, 4):
-        labels.append(f"cp.async / TMA: {stages} x {stage_bytes // 1024} KiB stages")
+        labels.append(f"async copy: {stages} x {stage_bytes // 1024} KiB")
         values.append(stages * stage_bytes / 1024)
     colors = [COLORS[3]] + [COLORS[0]] * len(INFLIGHT_WAYS) + [COLORS[1]] * 3
     return [go.Bar(y=labels, x=values, orientation="h", marker_color=colors, showlegend=False,
