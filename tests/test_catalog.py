@@ -338,3 +338,52 @@ def test_a_live_form_says_why_a_gpu_cannot_apply(live, module, fn, values, reaso
         form.controls[k].value = v
     form.refresh()
     assert reason in form.output.value
+
+
+# --------------------------------------------------------------------------------------------
+# The catalog against a real device (benchmarks/h200/catalog_device_check.py)
+# --------------------------------------------------------------------------------------------
+def _device_check():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "h200" / "catalog_device_check.py"
+    spec = importlib.util.spec_from_file_location("catalog_device_check", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_h200_and_sm_90_records_match_what_an_h200_reported():
+    """The H200's device limits as the runtime reported them (recorded in widgets/data/h200/simt.json
+    by `python -m widgets.measure`, with the total memory in its provenance) equal the catalog's
+    H200-SXM entry and its sm_90 record, compared by the device-check script's own code."""
+    from widgets.experiments import harness
+
+    rec = harness.load_reference("simt")
+    lim = rec["results"]["occupancy_api"]["device_limits"]
+    dev = {"name": rec["provenance"]["gpu"], "compute_capability": f"{lim['compute_capability_major']}.{lim['compute_capability_minor']}",
+           "total_memory_bytes": rec["provenance"]["gpu_memory_bytes"], "l2_cache_bytes": None, "errors": {},
+           **{k: lim[k] for k in ("multiprocessor_count", "max_threads_per_multiprocessor", "max_blocks_per_multiprocessor",
+                                  "max_shared_memory_per_multiprocessor", "max_shared_memory_per_block_optin",
+                                  "reserved_shared_memory_per_block", "max_registers_per_multiprocessor")}}
+    out = _device_check().compare(dev)
+    assert out["catalog_gpu"] == "H200-SXM" and out["arch"] == "sm_90"
+    checked = [r for r in out["rows"] if r["match"] is not None]
+    assert len(checked) >= 8 and all(r["match"] for r in checked), [r for r in checked if not r["match"]]
+    # the script can fail: a wrong SM count is a mismatch
+    assert any(r["match"] is False for r in _device_check().compare({**dev, "multiprocessor_count": 114})["rows"])
+
+
+def test_the_device_check_run_on_the_h200_matches_if_present():
+    """Written by the lead's H200 run (see /work/briefs/signals/gpu_catalog.md); skipped until then."""
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "h200" / "catalog_device_check.json"
+    if not path.exists():
+        pytest.skip("benchmarks/h200/catalog_device_check.json not written yet (an H200 run writes it)")
+    out = json.loads(path.read_text())
+    assert not out.get("error"), out.get("error")
+    assert out["catalog_gpu"] == "H200-SXM"
+    assert [r for r in out["rows"] if r["match"] is False] == []
