@@ -190,3 +190,56 @@ def test_simt_bandwidth_cap_says_where_it_came_from():
         assert peak is None and "no GPU" in source
     else:
         assert peak > 0 and ("datasheet" in source or "measured" in source)
+
+
+@pytest.mark.parametrize("name", gpu_names())
+def test_serving_sizes_its_decoder_from_free_memory_as_the_doctor_says(name, monkeypatch):
+    """The serving experiment builds as many of its decoder's 4 layers as fit in free memory (a T4:
+    1) and runs fp16 where there are no bf16 tensor cores; the doctor's verdict says exactly that."""
+    import torch
+
+    from widgets.experiments import harness, serving
+
+    m = doctor.simulate(name)
+    cap = m.capabilities
+    monkeypatch.setattr(harness, "capabilities", lambda: cap)
+    layers = serving.decoder_layers()
+    v = _verdict(name, "serving")
+    said = " ".join(v.scaled)
+    assert (layers < doctor.SERVING_LAYERS) == (f"{layers} of its {doctor.SERVING_LAYERS} layers" in said), (name, layers, said)
+    fp16 = serving._dtype() == torch.float16
+    assert fp16 == ("runs in fp16" in said) == (cap.nvidia and not cap.tensor_cores("bf16"))
+    if name in ("H200-SXM", "A100-SXM-80GB", "H100-SXM"):
+        assert layers == doctor.SERVING_LAYERS and v.status in ("full",) and serving._dtype() == torch.bfloat16
+    if name == "T4":
+        assert layers == 1 and v.status == "scaled"
+
+
+def test_serving_refuses_a_gpu_too_small_for_one_layer(monkeypatch):
+    from dataclasses import replace
+
+    from widgets.experiments import serving
+
+    small = replace(doctor.simulate("T4").capabilities, free_bytes=4 * 2**30)
+    with pytest.raises(ValueError, match="one decoder layer"):
+        serving.decoder_layers(small)
+
+
+@pytest.mark.parametrize("gpus, nccl, backend", [(2, True, "nccl"), (2, False, "gloo"), (1, True, "gloo")])
+def test_collectives_plan_follows_gpu_count_and_nccl(gpus, nccl, backend, monkeypatch):
+    from dataclasses import replace
+
+    from widgets.experiments import collectives, harness
+
+    m = replace(doctor.simulate("H200-SXM", gpus=gpus), nccl="2.27" if nccl else None)
+    monkeypatch.setattr(harness, "capabilities", lambda: m.capabilities)
+    p = collectives.plan()
+    assert p.backend == backend and (p.nproc == gpus if backend == "nccl" else p.nproc == collectives.CPU_RANKS)
+    v = _verdict_of(m, "collectives")
+    assert (v.status == "full") == (backend == "nccl")
+    if backend == "gloo":
+        assert "gloo" in v.scaled[0] and ("no NCCL" in v.scaled[0]) == (gpus >= 2)
+
+
+def _verdict_of(machine, chapter: str) -> doctor.Verdict:
+    return next(v for v in doctor.chapter_verdicts(machine) if v.chapter == chapter)

@@ -52,7 +52,7 @@ FRONT_END = ("ipywidgets", "ipykernel", "jupyterlab", "jupyterlab-myst")
 
 # What a chapter cannot start without, whatever the device (imports at the top of its modules).
 CHAPTER_NEEDS: dict[str, tuple[str, ...]] = {
-    "memory_hierarchy": ("torch", "triton", "plotly", "ipywidgets"),
+    "memory_hierarchy": ("torch", "triton", "numba-cuda", "plotly", "ipywidgets"),  # numba-cuda: the transpose kernels
     "simt": ("torch", "numba-cuda", "plotly", "ipywidgets"),
     "tensor_cores": ("torch", "triton", "plotly", "ipywidgets"),
     "collectives": ("torch", "plotly", "ipywidgets"),
@@ -363,16 +363,27 @@ class Verdict:
         return head + ("" if not self.caveats else " (" + "; ".join(self.caveats) + ")")
 
 
-def serving_gpu_bytes() -> float:
-    """Device memory the serving chapter's GPU run needs [B]: the decoder's bf16 weights plus the
-    largest KV cache it allocates, with :data:`SERVING_HEADROOM`."""
+def serving_gpu_bytes(layers: int = SERVING_LAYERS) -> float:
+    """Device memory the serving chapter's GPU run needs [B] with the decoder cut to ``layers``
+    layers: its bf16 weights plus the largest KV cache it allocates, with :data:`SERVING_HEADROOM`."""
     from .models import llms, transformer
 
-    cfg = llms.LLAMA_3_70B.with_layers(SERVING_LAYERS)
+    cfg = llms.LLAMA_3_70B.with_layers(layers)
     weights = transformer.weight_bytes(cfg.params, 2)
     gqa = cfg.kv_bytes_per_token(2) * SERVING_MAX_KV_TOKENS
     mha = transformer.kv_cache_bytes_per_token(cfg.layers, cfg.heads, cfg.head_dim, 2) * SERVING_MHA_TOKENS
     return (weights + max(gqa, mha)) * SERVING_HEADROOM
+
+
+def serving_layers(free_bytes: Optional[float]) -> int:
+    """How many of the decoder's :data:`SERVING_LAYERS` layers the serving experiment builds on a GPU
+    with ``free_bytes`` free: the most that fit (:func:`serving_gpu_bytes`), 0 when not even one does.
+    ``widgets.experiments.serving`` sizes its decoder with this (a 15 GiB T4: 1 layer; a 24 GB L4: 2;
+    80 GB and up: all 4). ``None`` (free memory unknown) assumes the whole decoder fits."""
+    if free_bytes is None:
+        return SERVING_LAYERS
+    fits = [n for n in range(1, SERVING_LAYERS + 1) if serving_gpu_bytes(n) <= free_bytes]
+    return max(fits, default=0)
 
 
 def _gib(nbytes: float) -> str:
@@ -467,16 +478,14 @@ def _tensor_cores(m: Machine, cap: dict):
 
 def _collectives(m: Machine, cap: dict):
     scaled, needs, caveats = [], [], []
-    if m.gpu and m.n_gpus >= 2:  # the experiment's plan(): NCCL whenever torch sees two or more GPUs
-        if not m.nccl:
-            needs.append(f"NCCL in torch (the experiment uses NCCL across the {m.n_gpus} GPUs it sees)")
-        elif not m.nvidia:
+    if m.gpu and m.n_gpus >= 2 and m.nccl:  # the experiment's plan(): NCCL when torch sees 2+ GPUs and has NCCL
+        if not m.nvidia:
             caveats.append(f"NCCL's {m.vendor} counterpart (RCCL) is untested here")
         return scaled, needs, caveats
     if not m.gloo:
         needs.append("torch.distributed with the gloo backend")
         return scaled, needs, caveats
-    why = "one GPU" if m.n_gpus == 1 else "no GPU"
+    why = "one GPU" if m.n_gpus == 1 else "no GPU" if not m.gpu else f"{m.n_gpus} GPUs but no NCCL in this torch"
     scaled.append(
         f"collectives run on the CPU with gloo, 4 processes, up to 16 MiB ({why}; NCCL across 2+ GPUs runs them fully)"
     )
@@ -488,15 +497,20 @@ def _serving(m: Machine, cap: dict):
     if not m.gpu:
         scaled.append(_cpu_note("a 4M-parameter decoder in fp32, no CUDA graphs, no Triton"))
         return scaled, needs, caveats
-    need = serving_gpu_bytes()
     have = m.free_bytes if m.free_bytes is not None else m.total_bytes
-    if have is not None and have < need:
+    layers = serving_layers(have)  # what widgets.experiments.serving builds (tests/test_capabilities.py)
+    if layers == 0:
         needs.append(
-            f"about {_gib(need)} of free GPU memory for the {SERVING_LAYERS}-layer Llama-3-70B-shaped decoder in bf16 and its "
-            f"largest KV cache; this GPU has {_gib(have)}"
+            f"about {_gib(serving_gpu_bytes(1))} of free GPU memory for one layer of the Llama-3-70B-shaped decoder in "
+            f"16-bit and its largest KV cache; this GPU has {_gib(have)}"
+        )
+    elif layers < SERVING_LAYERS:
+        scaled.append(
+            f"the Llama-3-70B-shaped decoder cut to {layers} of its {SERVING_LAYERS} layers to fit {_gib(have)} "
+            f"(all {SERVING_LAYERS} need about {_gib(serving_gpu_bytes())})"
         )
     if m.nvidia and not cap["bf16_tc"]:
-        caveats.append(f"bf16 on {m.arch} runs without tensor cores")
+        scaled.append(f"the decoder runs in fp16, not bf16 (bf16 tensor cores need sm_80; this GPU is {m.arch})")
     if not m.nvidia:
         caveats.append(f"CUDA graphs and the Triton skinny matmul are untested on {m.vendor} GPUs")
     return scaled, needs, caveats

@@ -70,8 +70,27 @@ CPU_GEMV_BATCHES = (1, 4, 16, 64, 256)
 
 
 def _dtype() -> torch.dtype:
-    # bf16 on a GPU (what serving uses); fp32 on a CPU, where bf16 matmuls are emulated and slow.
-    return torch.bfloat16 if harness.on_gpu() else torch.float32
+    # bf16 on a GPU (what serving uses), fp16 on one without bf16 tensor cores (a T4, sm_75);
+    # fp32 on a CPU, where 16-bit matmuls are emulated and slow.
+    cap = harness.capabilities()
+    if not cap.gpu:
+        return torch.float32
+    return torch.float16 if cap.nvidia and not cap.tensor_cores("bf16") else torch.bfloat16
+
+
+def decoder_layers(cap=None) -> int:
+    """Layers of the GPU decoder (``gpu_config``): all 4 where they fit in free memory with their
+    largest KV cache, else the most that fit (a 15 GiB T4: 1), by the doctor's rule
+    (``widgets.doctor.serving_layers``: the same numbers decide its verdict). ``ValueError`` where
+    not even one layer fits."""
+    from .. import doctor
+
+    cap = cap or harness.capabilities()
+    n = doctor.serving_layers(cap.free_bytes)
+    if n < 1:
+        raise ValueError(f"the serving experiment needs about {doctor.serving_gpu_bytes(1) / GiB:.1f} GiB of free GPU memory "
+                         f"for one decoder layer and its KV caches; {cap.device} has {cap.free_bytes / GiB:.1f} GiB free")
+    return n
 
 
 def _elem_bytes() -> int:
@@ -363,7 +382,7 @@ def build_decoder(cfg: Optional[DecoderConfig] = None, seed: int = 0, tune: bool
     """The decoder of this device (``gpu_config`` or ``cpu_config``) with random weights; on a
     GPU its weight matmuls tuned and its small ops fused (when the Triton kernels compile and
     agree with torch). Returns ``(decoder, summary of the tuning)``."""
-    cfg = cfg or (gpu_config() if harness.on_gpu() else cpu_config())
+    cfg = cfg or (gpu_config(decoder_layers()) if harness.on_gpu() else cpu_config())
     m = Decoder(cfg, device=harness.device(), dtype=_dtype(), seed=seed)
     summary = tune_linears(m) if tune else {"used_triton": False, "errors": [], "choices": []}
     summary["fused"] = enable_fused(m) if (tune and harness.on_gpu()) else {"fused": False}

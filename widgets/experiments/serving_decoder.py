@@ -99,11 +99,12 @@ class DecoderConfig:
         return self.heads // self.kv_heads
 
 
-def gpu_config() -> DecoderConfig:
-    """On a GPU: Llama-3-70B's layer shapes and vocabulary, cut to 4 layers (5.5B parameters,
-    8.9 GB of weights read per decode step in bf16). Few, wide layers keep the per-layer small
-    kernels a small share of the step."""
-    return DecoderConfig.from_model(llms.LLAMA_3_70B.with_layers(4))
+def gpu_config(layers: int = 4) -> DecoderConfig:
+    """On a GPU: Llama-3-70B's layer shapes and vocabulary, cut to ``layers`` layers (4 by
+    default: 5.5B parameters, 8.9 GB of weights read per decode step in bf16; fewer where the GPU's
+    free memory asks for it, see ``widgets.experiments.serving.decoder_layers``). Few, wide layers
+    keep the per-layer small kernels a small share of the step."""
+    return DecoderConfig.from_model(llms.LLAMA_3_70B.with_layers(layers))
 
 
 def cpu_config() -> DecoderConfig:
