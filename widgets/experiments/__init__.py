@@ -1,7 +1,12 @@
-"""Experiments: time real work on the reader's device and return dataclasses / JSON-able dicts.
+"""Experiments: time real work on the reader's device and return typed results.
 
-Each topic module ``widgets.experiments.<topic>`` exposes ``run_all() -> dict``, which
-``python -m widgets.measure`` calls and records with provenance.
+Each ``measure_*`` returns a frozen dataclass subclassing ``harness.Result`` (``to_record()`` is its
+JSON, ``from_record(dict)`` reads it back typed). Each topic module ``widgets.experiments.<topic>``
+exposes ``RESULTS`` (its record's type, e.g. ``SimtResults``) and ``run_all() -> RESULTS``, which
+``python -m widgets.measure`` calls and records with provenance; ``widgets.book.setup(topic)`` reads
+the committed reference back through ``RESULTS.from_record``. What runs is chosen from
+``harness.capabilities()`` (compute capability, tensor-core dtypes, free memory, GPU count, NCCL),
+never from the GPU's name.
 
 The Triton interpreter switch lives here, in one place, and runs before anything in this package
 can import ``triton``: on a machine without a CUDA device ``TRITON_INTERPRET=1`` is set, so every
