@@ -309,3 +309,27 @@ def test_accuracy_rows_are_labelled_honestly():
                       ("host-to-device copy of 256 MiB (pinned)", "prediction")]
     assert rows[1].predicted == pytest.approx(4 * n / 4.8e12) and rows[1].measured == pytest.approx(3e-4)
     assert w.accuracy_rows({"reductions": {"error": "boom"}}, "t") == [] and st.accuracy_rows({}, "t") == []
+
+
+@pytest.mark.skipif(not NVCC, reason="no nvcc here")
+@pytest.mark.parametrize("mode", [0, 1, 2])
+def test_cluster_kernel_compiles_for_sm90(mode):
+    from widgets.experiments import simt_cluster as sc9
+
+    cubin, report, _ = w.compile_with_report(sc9.DSMEM_SOURCE, "sm_90", {"MODE": mode})
+    (k,) = w.ptxas_summary(report)
+    assert k.kernel == "dsmem_read" and k.spill_store_bytes == 0 and len(cubin) > 1000
+
+
+def test_cluster_experiment_plumbing():
+    from widgets.experiments import simt_cluster as sc9
+
+    if not w.cuda_ok()[0]:
+        assert sc9.measure_dsmem().points == ()
+    assert sc9.smem_peak_bytes_per_s(132, 1.98e9) == pytest.approx(132 * 128 * 1.98e9)  # 33.5 TB/s
+    d = sc9.Dsmem(device="t", simulated=False, sms=132, sm_clock_hz=1.98e9,
+                  points=(sc9.DsmemPoint(sc9.MODES[0], 1e-3, 25e12), sc9.DsmemPoint(sc9.MODES[1], error="boom")))
+    assert sc9.Dsmem.from_record(d.to_record()) == d
+    (row,) = sc9.accuracy_rows({"dsmem": d.to_record()}, "t")
+    assert row.label == "prediction" and row.measured == 25e12
+    assert sc9.accuracy_rows({"dsmem": {"error": "x"}}, "t") == []

@@ -30,9 +30,10 @@ import torch
 from ..hardware import describe_local_gpu
 from ..models import simt as model
 from ..units import GiB, KiB, MiB
-from . import harness, simt_streams, simt_warp
+from . import harness, simt_cluster, simt_streams, simt_warp
 from . import simt_cuda as sc
 from . import simt_kernels as k
+from .simt_cluster import Dsmem
 from .simt_streams import Overlap
 from .simt_warp import Barriers, Reductions, Spills
 
@@ -259,6 +260,7 @@ class SimtResults(harness.Result):
     barriers: Union[Barriers, harness.Failed, None] = None
     spills: Union[Spills, harness.Failed, None] = None
     overlap: Union[Overlap, harness.Failed, None] = None
+    dsmem: Union[Dsmem, harness.Failed, None] = None
 
     def ok(self, name: str):
         """The experiment ``name``, or None where it failed."""
@@ -1023,6 +1025,7 @@ def run_all() -> SimtResults:
     run("barriers", simt_warp.measure_barriers)
     run("spills", simt_warp.measure_spills)
     run("overlap", simt_streams.measure_overlap)
+    run("dsmem", simt_cluster.measure_dsmem)
     failed = [name for name, r in results.items() if isinstance(r, harness.Failed)]
     if failed:
         print(f"  simt: FAILED {failed}", file=sys.stderr, flush=True)
@@ -1124,4 +1127,5 @@ def accuracy_rows(record: dict) -> list:
                             p["predicted_speedup"], p["speedup"], "x", "calibrated", device,
                             "serial and parallel parts timed inside the same steps"))
     rows += simt_warp.accuracy_rows(res, device) + simt_streams.accuracy_rows(res, device)  # the depth pass
+    rows += simt_cluster.accuracy_rows(res, device)
     return rows
