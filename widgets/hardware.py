@@ -42,14 +42,16 @@ from types import MappingProxyType
 from typing import Optional
 
 from . import _check
+from .capabilities import TENSOR_CORE_DTYPES
 from .dtypes import PEAK_DTYPES
 from .units import GiB, KiB, MiB
 
 DTYPES = PEAK_DTYPES  # the keys of peak_flop_per_s: format names of widgets.dtypes ("fp8" is E4M3)
 # The first NVIDIA compute capability with tensor-core math in each data type (CUDA C++ Programming
 # Guide, warp matrix functions: fp16 from Volta 7.0, tf32 and bf16 from Ampere 8.0; PTX ISA, mma with
-# .e4m3/.e5m2 operands: fp8 from Ada, sm_89).
-TENSOR_CORE_MIN_CC = {"fp16": (7, 0), "tf32": (8, 0), "bf16": (8, 0), "fp8": (8, 9)}
+# .e4m3/.e5m2 operands: fp8 from Ada, sm_89): the capability rules' table, one home for the doctor,
+# the experiments and the catalog's "why not" sentences.
+TENSOR_CORE_MIN_CC = TENSOR_CORE_DTYPES
 
 WARP_SIZE = 32
 _KB = 1024  # the Programming Guide's "KB" of shared memory and caches is KiB
