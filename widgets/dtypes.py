@@ -20,8 +20,8 @@ Block-scaled formats (OCP MX, NVIDIA NVFP4) store ``block_size`` elements of an 
 and one shared scale of ``scale_bits``; their element figures are those of the element format
 (before scaling), and ``bits_with_scales`` counts the scale's share.
 
-Sources
--------
+References
+----------
 - IEEE Std 754-2019, Table 3.5 (binary16, binary32, binary64: emax, precision).
 - bfloat16: Google Cloud TPU documentation, "The bfloat16 numerical format" (binary32's 8-bit
   exponent, 7 fraction bits); Intel, "BFLOAT16 - Hardware Numerics Definition" (2018).
@@ -45,7 +45,7 @@ E4M3, the format of weights and activations in the forward pass.
 
 Explained in :ref:`tensor_cores` > Number formats: range, precision, accumulation.
 
-This module imports only the standard library (and :mod:`widgets._check`); :func:`from_torch`
+This module imports only the standard library (and ``widgets._check``); :func:`from_torch`
 looks torch up only in an already imported ``torch`` module.
 
 >>> get_dtype("bf16").max_finite
@@ -357,8 +357,8 @@ def from_torch(dtype) -> DType:
 
     Parameters
     ----------
-    dtype : torch.dtype
-        A dtype of an imported torch.
+    dtype : object
+        A ``torch.dtype`` of an imported torch.
 
     Returns
     -------
@@ -395,8 +395,8 @@ def to_torch(name, *, param: str = "dtype"):
 
     Returns
     -------
-    torch.dtype
-        ``torch.<torch_name>``.
+    object
+        The ``torch.dtype`` ``torch.<torch_name>``.
 
     Raises
     ------

@@ -116,7 +116,7 @@ def get_model(name, *, param: str = "name") -> ModelConfig:
 
     Parameters
     ----------
-    name : str or ModelConfig
+    name : str or ~widgets.models.transformer.ModelConfig
         One of :func:`model_names`, or a configuration (e.g. from
         :func:`widgets.models.transformer.custom_model`).
     param : str, optional
@@ -124,7 +124,7 @@ def get_model(name, *, param: str = "name") -> ModelConfig:
 
     Returns
     -------
-    ModelConfig
+    ~widgets.models.transformer.ModelConfig
         The configuration, each figure with its source in ``sources``.
 
     Raises

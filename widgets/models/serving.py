@@ -10,8 +10,8 @@ and what is valid.
 Units are in the names: ``*_bytes`` [B], ``*_bytes_per_s`` [B/s], ``*_flop`` [FLOP],
 ``*_flop_per_s`` [FLOP/s], ``*_s`` [s], ``*_per_s`` [1/s], ``*_tokens`` [tokens].
 
-Conventions
------------
+Notes
+-----
 - A decode step produces one token for each of ``batch`` sequences. Its memory lower bound reads
   every weight the step uses once and every cached key and value of every sequence once.
 - ``model`` arguments take a catalog name (``"Llama-3-8B"``) or a ``ModelConfig``; ``gpu`` a
@@ -468,9 +468,9 @@ def memory_budget(
 
     Parameters
     ----------
-    model : str or ModelConfig
+    model : str or ~widgets.models.transformer.ModelConfig
         A catalog model (:func:`widgets.models.llms.get_model`) or a configuration.
-    gpu : str or GPU, optional
+    gpu : str or ~widgets.hardware.GPU, optional
         A catalog GPU (:func:`widgets.hardware.get_gpu`) or a GPU record.
     context_tokens : int, optional
         Tokens per sequence [tokens], >= 0.
@@ -614,9 +614,9 @@ def decode_step(
 
     Parameters
     ----------
-    model : str or ModelConfig
+    model : str or ~widgets.models.transformer.ModelConfig
         A catalog model (:func:`widgets.models.llms.get_model`) or a configuration.
-    gpu : str or GPU, optional
+    gpu : str or ~widgets.hardware.GPU, optional
         A catalog GPU (:func:`widgets.hardware.get_gpu`) or a GPU record.
     batch : float, optional
         Sequences decoding, one token each [-], > 0 (a mean occupancy may be fractional).
@@ -742,9 +742,9 @@ def prefill_time_s(
 
     Parameters
     ----------
-    model : str or ModelConfig
+    model : str or ~widgets.models.transformer.ModelConfig
         A catalog model (:func:`widgets.models.llms.get_model`) or a configuration.
-    gpu : str or GPU, optional
+    gpu : str or ~widgets.hardware.GPU, optional
         A catalog GPU (:func:`widgets.hardware.get_gpu`) or a GPU record.
     prompt_tokens : int, optional
         Tokens of the prompt [tokens], >= 1.
@@ -821,9 +821,9 @@ def latency(
 
     Parameters
     ----------
-    model : str or ModelConfig
+    model : str or ~widgets.models.transformer.ModelConfig
         A catalog model (:func:`widgets.models.llms.get_model`) or a configuration.
-    gpu : str or GPU, optional
+    gpu : str or ~widgets.hardware.GPU, optional
         A catalog GPU (:func:`widgets.hardware.get_gpu`) or a GPU record.
     batch : float, optional
         Sequences decoding together [-], > 0.
@@ -959,9 +959,9 @@ def steady_batch(
 
     Parameters
     ----------
-    model : str or ModelConfig
+    model : str or ~widgets.models.transformer.ModelConfig
         A catalog model (:func:`widgets.models.llms.get_model`) or a configuration.
-    gpu : str or GPU, optional
+    gpu : str or ~widgets.hardware.GPU, optional
         A catalog GPU (:func:`widgets.hardware.get_gpu`) or a GPU record.
     arrival_rate_per_s : float, optional
         Requests per second [1/s], >= 1e-9.
@@ -1055,9 +1055,9 @@ def plan_capacity(
 
     Parameters
     ----------
-    model : str or ModelConfig
+    model : str or ~widgets.models.transformer.ModelConfig
         A catalog model (:func:`widgets.models.llms.get_model`) or a configuration.
-    gpu : str or GPU, optional
+    gpu : str or ~widgets.hardware.GPU, optional
         A catalog GPU (:func:`widgets.hardware.get_gpu`) or a GPU record.
     arrival_rate_per_s : float, optional
         Requests per second [1/s], >= 1e-9.

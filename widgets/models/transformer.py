@@ -11,8 +11,8 @@ Units are in the names: ``*_bytes`` [B], ``*_flop`` [FLOP], ``*_tokens`` [tokens
 ``bytes_per_elem`` argument is a number of bytes (2 for bf16) or a format name of
 :mod:`widgets.dtypes` (``"bf16"``, ``"fp8"``, ``"int4"``...).
 
-Conventions
------------
+Notes
+-----
 - The embedding table is not read by a decode step (only ``batch`` rows of it are gathered); the
   output head (``lm_head``) is. With tied embeddings the one matrix is read as the head.
 - A mixture-of-experts layer reads only the experts its tokens were routed to: at batch 1 that is
