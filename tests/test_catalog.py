@@ -320,7 +320,9 @@ def test_the_live_occupancy_form_offers_every_arch(live):
     assert set(_options(form.controls["arch"])) == set(ARCHS)
     form.controls["arch"].value = "sm_75"
     form.refresh()
-    assert "32" in form.output.value  # 32 warps per SM on Turing
+    assert "of 32" in form.output.value  # 32 warp slots per SM on Turing
+    # no shared memory allocated on sm_75 (no 1 KiB reservation): no limit, not INT_MAX blocks
+    assert "no limit" in form.output.value and "2,147,483,647" not in form.output.value
 
 
 @pytest.mark.parametrize(

@@ -43,6 +43,8 @@ def _smem_kib(arch: str) -> list:
 def occupancy_rows(o: m.Occupancy) -> list:
     """(quantity, value) rows describing one occupancy result."""
     def lim(n):
+        if n == m.NO_LIMIT:  # sm_75 reserves no shared memory: a block without any is not limited by it
+            return "no limit (nothing allocated)"
         return plural(n, "block") + ("  <- limits" if n == o.blocks_per_sm else "")
 
     return [
