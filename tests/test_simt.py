@@ -180,7 +180,10 @@ def test_model_equals_cuda_occupancy_header(arch, carveout):
                for r in (1, 16, 24, 32, 33, 37, 40, 48, 64, 65, 96, 128, 168, 255)
                for s in (0, 1, 12345, 48 * 1024, 99 * 1024, 100 * 1024, 163 * 1024, 227 * 1024, 227 * 1024 + 1)]
     configs += [(rng.randint(1, 1100), rng.randint(1, 255), rng.choice([0, rng.randint(0, 240_000)])) for _ in range(3000)]
-    for (t, r, s), h in zip(configs, sc.header_occupancy(configs, arch, carveout_percent=carveout)):
+    answers = sc.header_occupancy(configs, arch, carveout_percent=carveout)
+    if all(h["error"] == 2 for h in answers):  # CUDA_OCC_ERROR_UNKNOWN_DEVICE: a header older than this arch
+        pytest.skip(f"this machine's cuda_occupancy.h ({sc.occupancy_header_path()}) does not know {arch}")
+    for (t, r, s), h in zip(configs, answers):
         o = m.occupancy(t, r, s, arch, smem_carveout_percent=carveout)
         assert h["error"] == 0
         got = (o.blocks_per_sm, list(o.limiters), o.blocks_limit_warps, o.blocks_limit_registers, o.blocks_limit_shared_memory, o.blocks_limit_blocks)
