@@ -991,3 +991,20 @@ def test_static_figures_stay_light():
     for fig in figs:
         assert len(pio.to_json(fig)) < 300_000
         assert len(fig.layout.sliders) >= 1 and len(fig.layout.updatemenus) == 1  # two inputs each
+
+
+def test_bandwidth_ladder_from_the_catalog():
+    """Each rung is a catalog figure: the GPU link (H200: 900 GB/s NVLink 4 bidirectional, 450 per
+    direction), PCIe Gen5 x16 (64 GB/s per direction), then one NIC per GPU (NDR 400 Gb/s = 50 GB/s)."""
+    from widgets.hardware import NICS, get_gpu
+
+    rungs = cm.bandwidth_ladder("H200-SXM")
+    assert [r[:2] for r in rungs[:2]] == [("NVLink / NVSwitch", 450e9), ("PCIe (to the host)", 64e9)]
+    assert [(n, b) for n, b, _ in rungs[2:]] == [(n, link.bytes_per_s) for n, link in NICS.items()]
+    assert all(src for _, _, src in rungs)
+    assert cm.bandwidth_ladder("MI300X")[0][0] == "Infinity Fabric"
+    assert cm.bandwidth_ladder("L4")[0] == ("PCIe (to the host)", get_gpu("L4").host_bytes_per_s,
+                                            get_gpu("L4").sources.get("host_bytes_per_s", ""))
+    with pytest.raises(ValueError, match="^gpu must be one of"):
+        cm.bandwidth_ladder("TPU-v5e")
+

@@ -90,6 +90,7 @@ VALID: dict[str, dict] = {
     "memory_hierarchy.transpose_cost": dict(
         n=1024, kind="naive", hbm_bytes_per_s=4.8e12, l2_bytes_per_s=9e12, sms=132, clock_hz=1.98e9
     ),
+    "memory_hierarchy.transpose_tile_wavefronts": dict(kind="tiled"),
     "memory_hierarchy.littles_law_bytes_in_flight": dict(bytes_per_s=4.8e12, latency_s=600e-9),
     "memory_hierarchy.bytes_in_flight": dict(bytes_per_s=4.8e12, latency_s=600e-9, sms=132),
     "memory_hierarchy.l2_persisting_hit_fraction": dict(working_set_bytes=4e7, window_bytes=4e7, carveout_bytes=3e7),
@@ -170,6 +171,7 @@ VALID: dict[str, dict] = {
     "collectives.rabenseifner_allreduce_time_s": dict(size_bytes=1e9, n=8, link_bytes_per_s=100e9),
     "collectives.in_network_allreduce_time_s": dict(size_bytes=2**30, n=8, link_bytes_per_s=450e9),
     "collectives.tree_inter_node_bytes_factor": dict(nodes=16),
+    "collectives.bandwidth_ladder": dict(gpu="H200-SXM"),
     "collectives.cross_node_allreduce": dict(
         size_bytes=2**30, gpus_per_node=8, nodes=4, intra_bytes_per_s=450e9, nic_bytes_per_s=50e9),
     "collectives.hierarchical_allreduce": dict(

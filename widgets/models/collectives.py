@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..hardware import NICS
+from ..hardware import NICS, get_gpu
 from . import _check
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce")
@@ -1708,3 +1708,42 @@ def hierarchical_allreduce(
     ar = collective_time_s("all_reduce", s / g, m, k * be / g, ae)
     ag = collective_time_s("all_gather", s, g, bi, ai)
     return HierarchicalAllReduce(rs, ar, ag, x.ring_s, x.tree_s)
+
+
+def bandwidth_ladder(gpu) -> list:
+    """The links one GPU's bytes can cross, from the GPU outward, each per direction with its source.
+
+    Its GPU-to-GPU link (NVLink/NVSwitch, or AMD's Infinity Fabric) and its PCIe link to the host
+    from the catalog, then the network links of ``NETWORK_LINKS`` (one NIC per GPU, as in DGX/HGX
+    nodes). A GPU without a GPU-to-GPU link starts at PCIe.
+
+    Explained in :ref:`collectives` > The bandwidth ladder.
+
+    Parameters
+    ----------
+    gpu : str or ~widgets.hardware.GPU
+        A catalog GPU (name or record).
+
+    Returns
+    -------
+    list of tuple
+        ``(link name, bytes_per_s, source)``: bandwidth per GPU per direction [B/s].
+
+    Raises
+    ------
+    ValueError
+        If ``gpu`` is not in the catalog.
+
+    Examples
+    --------
+    >>> [(name, bw / 1e9) for name, bw, _ in bandwidth_ladder("H200-SXM")][:2]
+    [('NVLink / NVSwitch', 450.0), ('PCIe (to the host)', 64.0)]
+    """
+    g = get_gpu(gpu, param="gpu")
+    rows = []
+    if g.interconnect_bytes_per_s:
+        name = "NVLink / NVSwitch" if g.vendor == "NVIDIA" else "Infinity Fabric"
+        rows.append((name, g.interconnect_bytes_per_s, g.sources.get("interconnect_bytes_per_s", "")))
+    rows.append(("PCIe (to the host)", g.host_bytes_per_s, g.sources.get("host_bytes_per_s", "")))
+    rows += [(name, bw, src) for name, (bw, src) in NETWORK_LINKS.items()]
+    return rows

@@ -487,20 +487,6 @@ def dp_step_calculator():
 LADDER_GPUS = ("H200-SXM", *(g for g in gpu_names() if g != "H200-SXM"))
 
 
-def bandwidth_ladder(gpu: str) -> list:
-    """``[(link, bytes_per_s per direction, source)]`` for one GPU: its GPU-to-GPU link and PCIe
-    from the catalog, then the network links (one NIC per GPU)."""
-    g = get_gpu(gpu)
-    rows = []
-    if g.interconnect_bytes_per_s:
-        name = "NVLink / NVSwitch" if g.vendor == "NVIDIA" else "Infinity Fabric"
-        rows.append((name, g.interconnect_bytes_per_s, g.sources.get("interconnect_bytes_per_s", "")))
-    rows.append(("PCIe (to the host)", g.host_bytes_per_s, g.sources.get("host_bytes_per_s", "")))
-    for name, (bw, src) in cm.NETWORK_LINKS.items():
-        rows.append((name, bw, src))
-    return rows
-
-
 def bandwidth_ladder_table(gpu: str = "H200-SXM", n: int = 8, size_bytes: float = GiB) -> str:
     """HTML: each rung's per-direction bandwidth and the ring all-reduce time over it."""
     head = (f"<tr{_TR}><th{_TD}>link ({html.escape(get_gpu(gpu).name)})</th><th{_TD}>per GPU, per direction</th>"
@@ -509,7 +495,7 @@ def bandwidth_ladder_table(gpu: str = "H200-SXM", n: int = 8, size_bytes: float 
         f"<tr{_TR}><td{_TD}>{html.escape(name)}</td><td{_TD}><b>{_gbps(bw)}</b></td>"
         f"<td{_TD}>{fmt_time(cm.ring_allreduce_time_s(size_bytes, n, bw, 0, 0))}</td>"
         f"<td{_TD}><small>{html.escape(src)}</small></td></tr>"
-        for name, bw, src in bandwidth_ladder(gpu)
+        for name, bw, src in cm.bandwidth_ladder(gpu)
     )
     return f'<table class="calc-result" style="border-collapse:collapse">{head}{body}</table>'
 
@@ -526,7 +512,7 @@ def bandwidth_ladder_figure(n: int = 8, size_bytes=None, gpus=LADDER_GPUS, sizes
     sizes = [size_bytes] if size_bytes is not None else list(sizes)
 
     def frame(size, gpu):
-        rows = {("NVLink / NVSwitch" if name == "Infinity Fabric" else name): bw for name, bw, _ in bandwidth_ladder(gpu)}
+        rows = {("NVLink / NVSwitch" if name == "Infinity Fabric" else name): bw for name, bw, _ in cm.bandwidth_ladder(gpu)}
         y = [rows.get(k, 0.0) / 1e9 for k in names]
         text = [fmt_time(cm.ring_allreduce_time_s(size, n, rows[k], 0, 0)) if k in rows else "none" for k in names]
         bar = go.Bar(x=[LADDER_SHORT[k] for k in names], y=y, text=text, textposition="outside", marker_color=COLORS[: len(names)],
