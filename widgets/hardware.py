@@ -389,6 +389,8 @@ class GPU:
         if need and lim and lim.compute_capability < need:
             return (f"{self.name} ({self.arch}) has no {dtype} tensor cores: {dtype} needs "
                     f"sm_{need[0]}{need[1]} or newer")
+        if not self.peak_flop_per_s:  # a GPU described from the CUDA runtime (describe_local_gpu)
+            return f"{self.name} is not in the catalog: its peaks are not known here (measure them)"
         return f"{self.name}: the vendor publishes no dense {dtype} figure"
 
     def why_no_rate(self, dtype: str) -> Optional[str]:
