@@ -389,3 +389,52 @@ def test_the_device_check_run_on_the_h200_matches_if_present():
     assert not out.get("error"), out.get("error")
     assert out["catalog_gpu"] == "H200-SXM"
     assert [r for r in out["rows"] if r["match"] is False] == []
+
+
+# --------------------------------------------------------------------------------------------
+# Found by discovery: a calculator added later is checked without editing this file
+# --------------------------------------------------------------------------------------------
+def _ui_functions(suffix: str):
+    import importlib
+    import inspect
+    import pkgutil
+
+    import widgets.ui
+
+    for m in pkgutil.iter_modules(widgets.ui.__path__):
+        if m.name.startswith("_"):
+            continue
+        mod = importlib.import_module(f"widgets.ui.{m.name}")
+        for name, fn in inspect.getmembers(mod, inspect.isfunction):
+            if name.endswith(suffix) and fn.__module__ == mod.__name__:
+                yield f"{m.name}.{name}", fn
+
+
+def test_every_live_form_with_a_gpu_or_arch_control_offers_them_all(live):
+    import inspect
+
+    seen = 0
+    for where, fn in _ui_functions("_calculator"):
+        if any(p.default is p.empty for p in inspect.signature(fn).parameters.values()):
+            continue
+        controls = getattr(fn(), "controls", {})
+        if "gpu" in controls:
+            seen += 1
+            assert set(GPUS) <= set(_options(controls["gpu"])), f"{where} does not offer every catalog GPU"
+        if "arch" in controls:
+            seen += 1
+            assert set(ARCHS) <= set(_options(controls["arch"])), f"{where} does not offer every arch"
+    assert seen >= 8  # the forms listed in LIVE_FORMS and the occupancy form, at least
+
+
+def test_every_static_figure_with_a_gpus_parameter_defaults_to_every_gpu():
+    import inspect
+
+    seen = 0
+    for where, fn in _ui_functions("_figure"):
+        p = inspect.signature(fn).parameters.get("gpus")
+        if p is None or p.default is p.empty:
+            continue
+        seen += 1
+        assert set(GPUS) <= set(p.default), f"{where}: gpus defaults to {p.default!r}"
+    assert seen >= 5  # peak, amdahl, bandwidth ladder, fusion, in-flight
