@@ -624,7 +624,35 @@ class ModelConfig:
     ``params`` is the total parameter count; ``active_params`` the parameters one token uses (equal
     for a dense model; for a mixture of experts, the "activated" count). ``head_dim`` is the
     per-head dimension of keys and values (for MLA: ``d_h``, the value head and the non-RoPE part of
-    the key); ``rope_head_dim`` the decoupled RoPE key of MLA.
+    the key); ``rope_head_dim`` the decoupled RoPE key of MLA. Construction checks every field and
+    raises ``ValueError`` naming the first one out of range.
+
+    Explained in :ref:`serving` > The KV cache.
+
+    Attributes
+    ----------
+    name : str
+        A label (the catalog's name).
+    layers, hidden_size, heads, kv_heads, head_dim, intermediate_size : int
+        Transformer layers, model dimension, query heads, key/value heads, elements per head and MLP
+        width [-].
+    vocab_size : int
+        Vocabulary [tokens].
+    params, active_params : float
+        Total parameters and those one token uses [-].
+    attention : str
+        ``"mha"``, ``"gqa"``, ``"mqa"`` or ``"mla"``.
+    sliding_window : int or None
+        Attention window [tokens], or None.
+    kv_lora_rank, rope_head_dim : int or None
+        MLA's latent and decoupled RoPE key [-] (None for other attention).
+    tied_embeddings : bool
+        One matrix for the embedding and the output head.
+    n_routed_experts, experts_per_token, moe_layers, moe_intermediate_size : int
+        Mixture of experts: routed experts per layer, experts per token, layers with experts, expert
+        MLP width [-] (0 for a dense model).
+    sources : Mapping
+        Where each figure comes from.
     """
 
     name: str
@@ -687,13 +715,57 @@ class ModelConfig:
 
     # -- bytes ---------------------------------------------------------------------------------
     def kv_bytes_per_token(self, bytes_per_elem: float = 2) -> float:
-        """KV cache of one token [B] (MLA: latent plus RoPE key; otherwise keys and values)."""
+        """KV cache of one token, all layers [B] (MLA: latent plus RoPE key; otherwise keys and values).
+
+        Explained in :ref:`serving` > The KV cache.
+
+        Parameters
+        ----------
+        bytes_per_elem : float or str, optional
+            Bytes per cached element [B], in (0, 8], or a format name of :mod:`widgets.dtypes`.
+
+        Returns
+        -------
+        float
+            Bytes per token [B].
+
+        Raises
+        ------
+        ValueError
+            If an input is out of range (the message names it).
+
+        Examples
+        --------
+        >>> from widgets.models.llms import LLAMA_3_8B
+        >>> LLAMA_3_8B.kv_bytes_per_token("bf16") / 1024
+        128.0
+        """
         if self.attention == "mla":
             return mla_kv_cache_bytes_per_token(self.layers, self.kv_lora_rank, self.rope_head_dim, bytes_per_elem)
         return kv_cache_bytes_per_token(self.layers, self.kv_heads, self.head_dim, bytes_per_elem)
 
     def kv_bytes_per_sequence(self, context_tokens: int, bytes_per_elem: float = 2) -> float:
-        """KV cache of one sequence of ``context_tokens`` [B], sliding window applied."""
+        """KV cache of one sequence of ``context_tokens`` [B], the sliding window applied.
+
+        Explained in :ref:`serving` > The KV cache.
+
+        Parameters
+        ----------
+        context_tokens : int
+            Tokens of the sequence [tokens], >= 0.
+        bytes_per_elem : float or str, optional
+            Bytes per cached element [B], in (0, 8], or a format name of :mod:`widgets.dtypes`.
+
+        Returns
+        -------
+        float
+            Bytes of the sequence's cache [B].
+
+        Raises
+        ------
+        ValueError
+            If an input is out of range (the message names it).
+        """
         return kv_cache_bytes(self.kv_bytes_per_token(bytes_per_elem), context_tokens, 1, self.sliding_window)
 
     @property
@@ -718,9 +790,28 @@ class ModelConfig:
         return float(self.moe_layers * self.n_routed_experts * 3 * self.hidden_size * self.moe_intermediate_size)
 
     def step_params(self, tokens: float = 1) -> float:
-        """Parameters a forward pass over ``tokens`` tokens reads: everything but the embedding
-        table (the head stays, tied or not), with the routed experts scaled by the fraction
-        ``tokens`` random tokens touch."""
+        """Parameters a forward pass over ``tokens`` tokens reads.
+
+        Everything but the embedding table (the head stays, tied or not), with the routed experts scaled
+        by the fraction ``tokens`` random tokens touch (:func:`experts_touched_fraction`).
+
+        Explained in :ref:`serving` > The decode step: a lower bound, and the ridge.
+
+        Parameters
+        ----------
+        tokens : float, optional
+            Tokens in the pass [tokens], >= 0.
+
+        Returns
+        -------
+        float
+            Parameters read [-].
+
+        Raises
+        ------
+        ValueError
+            If an input is out of range (the message names it).
+        """
         t = _quantity("tokens", tokens)
         emb = 0 if self.tied_embeddings else self.embedding_params
         if not self.n_routed_experts:
@@ -749,16 +840,35 @@ class ModelConfig:
         return 4.0 * self.layers * self.heads * self.head_dim
 
     def decode_attention_flop_per_byte(self, kv_bytes_per_elem: float = 2) -> float:
-        """Arithmetic intensity of decode attention [FLOP/B]: the FLOP one query token spends on a
-        cached token over the bytes that token's cache takes. It depends on neither the batch (each
-        sequence brings its own cache) nor the context.
+        """Arithmetic intensity of decode attention [FLOP/B].
 
-        GQA: ``4 H d / (2 H_kv d b) = 2 (H / H_kv) / b``, 4 FLOP/B for Llama 3 in bf16: far below any
-        GPU's ridge. Absorbed MLA: all ``H`` heads read one shared latent, ``2 H (2 d_c + d_R) /
-        ((d_c + d_R) b)``, about 242 FLOP/B for DeepSeek-V3 in bf16: above an H200's ridge (206), so
-        MLA decode attention is compute-bound when all heads run on one GPU (FlashMLA's deep-dive,
+        The FLOP one query token spends on a cached token over the bytes that token's cache takes. It
+        depends on neither the batch (each sequence brings its own cache) nor the context. GQA:
+        ``4 H d / (2 H_kv d b) = 2 (H / H_kv) / b``, 4 FLOP/B for Llama 3 in bf16: far below any GPU's
+        ridge. Absorbed MLA: all ``H`` heads read one shared latent, ``2 H (2 d_c + d_R) / ((d_c + d_R)
+        b)``, about 242 FLOP/B for DeepSeek-V3 in bf16: above an H200's ridge (206), so MLA decode
+        attention is compute-bound when all heads run on one GPU (FlashMLA's deep-dive,
         ``h_q (d_k + d_v) / d_k``); ``decode_step`` divides this by what tensor parallelism replicates.
 
+        Explained in :ref:`serving` > The decode step: a lower bound, and the ridge.
+
+        Parameters
+        ----------
+        kv_bytes_per_elem : float or str, optional
+            Bytes per cached element [B], in (0, 8], or a format name of :mod:`widgets.dtypes`.
+
+        Returns
+        -------
+        float
+            Intensity [FLOP/B].
+
+        Raises
+        ------
+        ValueError
+            If an input is out of range (the message names it).
+
+        Examples
+        --------
         >>> from widgets.models.llms import DEEPSEEK_V3, LLAMA_3_8B
         >>> round(DEEPSEEK_V3.decode_attention_flop_per_byte(2), 1), LLAMA_3_8B.decode_attention_flop_per_byte(2)
         (241.8, 4.0)
@@ -766,16 +876,54 @@ class ModelConfig:
         return self.decode_attention_flop_per_token / self.kv_bytes_per_token(kv_bytes_per_elem)
 
     def prefill_attention_flop(self, tokens: int) -> float:
-        """Causal attention FLOP of a prefill of ``tokens`` tokens, all layers."""
+        """Causal attention FLOP of a prefill of ``tokens`` tokens, all layers (:func:`causal_attention_flop`).
+
+        Explained in :ref:`serving` > Two phases: prefill and decode.
+
+        Parameters
+        ----------
+        tokens : int
+            Tokens of the prompt [tokens], >= 0.
+
+        Returns
+        -------
+        float
+            FLOP [FLOP].
+
+        Raises
+        ------
+        ValueError
+            If an input is out of range (the message names it).
+        """
         qk = self.head_dim + (self.rope_head_dim or 0) if self.attention == "mla" else self.head_dim
         return causal_attention_flop(self.layers, self.heads, qk, self.head_dim, tokens)
 
     def prompt_flop(self, tokens: int) -> float:
-        """FLOP of the prefill of one prompt of ``tokens`` tokens [FLOP]: 2 per arithmetic
-        parameter per token for everything but the output head, the head for the last token only
-        (only its next token is wanted), plus causal attention. The one count ``prefill_time_s``
-        divides by the peak.
+        """FLOP of the prefill of one prompt of ``tokens`` tokens [FLOP].
 
+        2 per arithmetic parameter per token for everything but the output head, the head for the last
+        token only (only its next token is wanted), plus causal attention. The one count
+        ``prefill_time_s`` divides by the peak.
+
+        Explained in :ref:`serving` > Two phases: prefill and decode.
+
+        Parameters
+        ----------
+        tokens : int
+            Tokens of the prompt [tokens], >= 1.
+
+        Returns
+        -------
+        float
+            FLOP [FLOP].
+
+        Raises
+        ------
+        ValueError
+            If an input is out of range (the message names it).
+
+        Examples
+        --------
         >>> from widgets.models.llms import LLAMA_3_8B
         >>> round(LLAMA_3_8B.prompt_flop(1024) / 1e12, 2)
         14.57
@@ -785,7 +933,25 @@ class ModelConfig:
         return prefill_flop(body, t) + prefill_flop(self.head_params, 1) + self.prefill_attention_flop(t)
 
     def with_layers(self, layers: int) -> ModelConfig:
-        """The same architecture with ``layers`` layers (parameters recounted for a dense model)."""
+        """The same dense architecture with ``layers`` layers, its parameters recounted.
+
+        Explained in :ref:`serving` > The memory budget, and the concurrency it allows.
+
+        Parameters
+        ----------
+        layers : int
+            Transformer layers [-], >= 1.
+
+        Returns
+        -------
+        ModelConfig
+            A new configuration named ``"<name> (<layers> layers)"``.
+
+        Raises
+        ------
+        ValueError
+            If ``layers`` is out of range, or the model is a mixture of experts.
+        """
         n = _check.integer("layers", layers, minimum=1)
         if self.n_routed_experts:
             raise ValueError("with_layers supports dense models only")
