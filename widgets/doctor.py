@@ -44,7 +44,7 @@ from typing import Optional
 from .capabilities import Capabilities, arch_features, compute_capability
 from .units import GiB
 
-CHAPTERS = ("memory_hierarchy", "simt", "tensor_cores", "collectives", "serving")
+CHAPTERS = ("memory_hierarchy", "simt", "tensor_cores", "collectives", "training_memory", "serving")
 
 # Packages reported in the table (distribution names), in order: the chapters' stack, then the front end.
 PACKAGES = ("numpy", "torch", "triton", "numba", "numba-cuda", "cuda-bindings", "cupy", "plotly", "myst-nb")
@@ -56,6 +56,7 @@ CHAPTER_NEEDS: dict[str, tuple[str, ...]] = {
     "simt": ("torch", "numba-cuda", "plotly", "ipywidgets"),
     "tensor_cores": ("torch", "triton", "plotly", "ipywidgets"),
     "collectives": ("torch", "plotly", "ipywidgets"),
+    "training_memory": ("torch", "plotly", "ipywidgets"),
     "serving": ("torch", "triton", "plotly", "ipywidgets"),
 }
 INSTALL_HINT = 'pip install "gpu-book-widgets[chapters]" (or make install)'
@@ -386,6 +387,38 @@ def serving_layers(free_bytes: Optional[float]) -> int:
     return max(fits, default=0)
 
 
+# The training-memory chapter's GPU run (widgets/experiments/training_memory.py): a GPT-style decoder
+# 2048 wide, 16 heads, 2048 tokens, a 32000-token vocabulary and up to TRAINING_SHAPE["layers"] layers
+# (1.1e9 parameters), trained with mixed-precision AdamW at micro-batches up to TRAINING_MAX_BATCH; it
+# keeps as many layers as fit in TRAINING_FREE_FRACTION of free memory, then halves the sequence.
+TRAINING_SHAPE = {"hidden": 2048, "heads": 16, "seq": 2048, "vocab": 32000, "layers": 20}
+TRAINING_MAX_BATCH = 4
+TRAINING_FREE_FRACTION = 0.6
+
+
+def training_shape(free_bytes: Optional[float]) -> Optional[dict]:
+    """The shape of the training experiment's model on a GPU with ``free_bytes`` free (the most
+    layers of ``TRAINING_SHAPE`` whose 16 bytes per parameter and activations at micro-batch
+    ``TRAINING_MAX_BATCH`` fit in ``TRAINING_FREE_FRACTION`` of it, the sequence halved down to 256
+    tokens if not even one layer does), or None when nothing fits. ``None`` free memory: the full shape.
+    ``widgets.experiments.training_memory`` sizes its model with this."""
+    from .models import training_memory as tm
+
+    shape = dict(TRAINING_SHAPE)
+    if free_bytes is None:
+        return shape
+    while shape["seq"] >= 256:
+        h, v, s = shape["hidden"], shape["vocab"], shape["seq"]
+        for layers in range(TRAINING_SHAPE["layers"], 0, -1):
+            params = 12 * h * h * layers + (2 * v + s) * h
+            need = tm.training_state_bytes(params) + tm.activation_bytes(s, TRAINING_MAX_BATCH, h, shape["heads"], layers, v)
+            if need <= TRAINING_FREE_FRACTION * free_bytes:
+                shape["layers"] = layers
+                return shape
+        shape["seq"] //= 2
+    return None
+
+
 def _gib(nbytes: float) -> str:
     return f"{nbytes / GiB:.1f} GiB"
 
@@ -516,11 +549,29 @@ def _serving(m: Machine, cap: dict):
     return scaled, needs, caveats
 
 
+def _training_memory(m: Machine, cap: dict):
+    scaled, needs, caveats = [], [], []
+    if not m.gpu:
+        scaled.append(_cpu_note("a 2-layer, 64-wide GPT in bf16, no allocator counts, no out-of-memory search"))
+        return scaled, needs, caveats
+    have = m.free_bytes if m.free_bytes is not None else m.total_bytes
+    shape = training_shape(have)
+    full = TRAINING_SHAPE
+    if shape is None:
+        needs.append(f"more free GPU memory for one layer of the 2048-wide GPT at 256 tokens; this GPU has {_gib(have)}")
+    elif shape != full:
+        scaled.append(f"the GPT cut to {shape['layers']} of its {full['layers']} layers at {shape['seq']} tokens to fit {_gib(have)}")
+    if m.nvidia and not cap["bf16_tc"]:
+        scaled.append(f"the model trains in fp16 without a loss scaler, not bf16 (bf16 tensor cores need sm_80; this GPU is {m.arch})")
+    return scaled, needs, caveats
+
+
 _RULES = {
     "memory_hierarchy": _memory_hierarchy,
     "simt": _simt,
     "tensor_cores": _tensor_cores,
     "collectives": _collectives,
+    "training_memory": _training_memory,
     "serving": _serving,
 }
 

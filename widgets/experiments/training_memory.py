@@ -1,0 +1,511 @@
+"""Training-memory experiments: one real training step of a GPT-style decoder, bucket by bucket.
+
+- ``GPT``: a decoder-only transformer written out so that what autograd keeps is exactly what
+  Korthikanti et al. 2022 count (LayerNorm, attention with a materialized softmax and dropout, a 4h
+  GELU MLP, dropout masks), in 16-bit (bf16 where the device has bf16 tensor cores or on a CPU,
+  else fp16). On a GPU: 2048 wide, 16 heads, 2048 tokens, 20 layers (1.1e9 parameters), fewer
+  layers where free memory is short; on a CPU: a tiny one (the method, not a GPU's numbers).
+- ``MixedAdamW``: AdamW in the layout of the ZeRO paper: 16-bit weights and gradients in the
+  model, an fp32 master copy and two fp32 moments in the optimizer (2 + 2 + 12 bytes per
+  parameter), updated one parameter at a time (the update is ``torch.optim.AdamW``'s, checked
+  against it in tests/test_training_memory.py).
+- ``measure_step``: the allocator's count (``torch.cuda.memory_allocated``) after the weights,
+  after the optimizer state, after the forward pass (activations) and after the backward pass
+  (gradients), and the peak, for each recomputation mode (none, selective, full; with
+  ``torch.utils.checkpoint``) and micro-batch; beside it the bytes autograd saved, counted by
+  ``torch.autograd.graph.saved_tensors_hooks`` (the only count on a CPU). Step time and MFU.
+- ``measure_oom``: grow the micro-batch until the allocator fails (GPU only, capped), catch
+  ``torch.OutOfMemoryError``, and record what its message names against what held the memory.
+
+Every step is fail-soft (``harness.attempt``): a failed one is recorded with its error.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import re
+import time
+from dataclasses import dataclass
+from typing import Optional, Union
+
+import torch
+import torch.nn.functional as F
+import torch.utils.checkpoint
+from torch import nn
+
+from .. import dtypes
+from ..accuracy import Row
+from ..hardware import catalog_name_for, get_gpu
+from ..models import training_memory as model
+from . import harness
+
+CPU_SHAPE = dict(hidden=64, heads=4, seq=32, vocab=256, layers=2)
+BATCHES = (1, 2, 4)  # the largest is widgets.doctor.TRAINING_MAX_BATCH
+MODES = model.RECOMPUTE  # ("none", "selective", "full")
+DROPOUT = 0.1
+OOM_MAX_TRIALS = 10
+OOM_MAX_BATCH = 256
+
+
+# --------------------------------------------------------------------------------------------
+# The model: every op chosen so that autograd saves what the paper counts
+# --------------------------------------------------------------------------------------------
+def _attention_core(q, k, v, p: float, training: bool):
+    """softmax(Q K^T / sqrt(d)) with dropout, times V: saves Q, K (2+2 sbh), the softmax output
+    (2 a s^2 b), the dropout mask (a s^2 b) and its output with V (2 a s^2 b + 2 sbh)."""
+    scores = torch.matmul(q, k.transpose(-2, -1)) * (1.0 / math.sqrt(q.shape[-1]))
+    probs = F.dropout(torch.softmax(scores, dim=-1), p, training)
+    return torch.matmul(probs, v)
+
+
+class Layer(nn.Module):
+    """One GPT layer (pre-LayerNorm): 12 h^2 + 13 h parameters."""
+
+    def __init__(self, hidden: int, heads: int, p: float):
+        super().__init__()
+        self.h, self.a, self.p = hidden, heads, p
+        self.ln1, self.ln2 = nn.LayerNorm(hidden), nn.LayerNorm(hidden)
+        self.qkv, self.proj = nn.Linear(hidden, 3 * hidden), nn.Linear(hidden, hidden)
+        self.fc1, self.fc2 = nn.Linear(hidden, 4 * hidden), nn.Linear(4 * hidden, hidden)
+        self.selective = False
+
+    def forward(self, x):
+        b, s, h = x.shape
+        # one contiguous (3, b, a, s, d) block: Q, K, V are contiguous slices of it, so the
+        # matmuls save views of one 6 sbh buffer and copy nothing
+        qkv = self.qkv(F.layer_norm(x, (h,), self.ln1.weight, self.ln1.bias))
+        qkv = qkv.view(b, s, 3, self.a, h // self.a).permute(2, 0, 3, 1, 4).contiguous()
+        q, k, v = qkv[0], qkv[1], qkv[2]
+        if self.selective and self.training:
+            core = torch.utils.checkpoint.checkpoint(_attention_core, q, k, v, self.p, True, use_reentrant=True)
+        else:
+            core = _attention_core(q, k, v, self.p, self.training)
+        attn = self.proj(core.transpose(1, 2).reshape(b, s, h))
+        x = x + F.dropout(attn, self.p, self.training)
+        y = self.fc2(F.gelu(self.fc1(F.layer_norm(x, (h,), self.ln2.weight, self.ln2.bias))))
+        return x + F.dropout(y, self.p, self.training)
+
+
+class GPT(nn.Module):
+    """Token and position embeddings (with dropout), ``layers`` layers, a final LayerNorm and an
+    untied output head; the loss is an fp32 cross-entropy (as Korthikanti et al. count it)."""
+
+    def __init__(self, hidden: int, heads: int, seq: int, vocab: int, layers: int, p: float = DROPOUT):
+        super().__init__()
+        self.p, self.recompute = p, "none"
+        self.tok, self.pos = nn.Embedding(vocab, hidden), nn.Embedding(seq, hidden)
+        self.layers = nn.ModuleList(Layer(hidden, heads, p) for _ in range(layers))
+        self.ln_f, self.head = nn.LayerNorm(hidden), nn.Linear(hidden, vocab, bias=False)
+
+    def set_recompute(self, mode: str) -> None:
+        self.recompute = mode
+        for layer in self.layers:
+            layer.selective = mode == "selective"
+
+    def forward(self, idx, targets):
+        b, s = idx.shape
+        x = F.dropout(self.tok(idx) + self.pos.weight[:s], self.p, self.training)
+        for layer in self.layers:
+            if self.recompute == "full" and self.training:
+                x = torch.utils.checkpoint.checkpoint(layer, x, use_reentrant=True)
+            else:
+                x = layer(x)
+        logits = self.head(F.layer_norm(x, (x.shape[-1],), self.ln_f.weight, self.ln_f.bias))
+        return F.cross_entropy(logits.float().view(b * s, -1), targets.view(b * s))
+
+
+class MixedAdamW:
+    """AdamW with fp32 master weights and moments for a 16-bit model (12 bytes per parameter),
+    stepping one parameter at a time (a transient of one parameter's fp32 gradient)."""
+
+    def __init__(self, params, lr: float = 1e-4, betas=(0.9, 0.95), eps: float = 1e-8, weight_decay: float = 0.1):
+        self.params = [p for p in params if p.requires_grad]
+        self.lr, self.betas, self.eps, self.wd, self.t = lr, betas, eps, weight_decay, 0
+        self.master = [p.detach().float().clone() for p in self.params]
+        self.m = [torch.zeros_like(w) for w in self.master]
+        self.v = [torch.zeros_like(w) for w in self.master]
+
+    @torch.no_grad()
+    def step(self) -> None:
+        self.t += 1
+        b1, b2 = self.betas
+        bc1, bc2 = 1 - b1**self.t, 1 - b2**self.t
+        for p, w, m, v in zip(self.params, self.master, self.m, self.v):
+            if p.grad is None:
+                continue
+            g = p.grad.float()
+            w.mul_(1 - self.lr * self.wd)
+            m.lerp_(g, 1 - b1)
+            v.mul_(b2).addcmul_(g, g, value=1 - b2)
+            denom = (v.sqrt() / math.sqrt(bc2)).add_(self.eps)
+            w.addcdiv_(m, denom, value=-self.lr / bc1)
+            p.copy_(w)
+
+    def zero_grad(self) -> None:
+        for p in self.params:
+            p.grad = None
+
+
+# --------------------------------------------------------------------------------------------
+# Counting bytes
+# --------------------------------------------------------------------------------------------
+class SavedBytes:
+    """Bytes of the tensors autograd saves for the backward pass while the ``with`` block runs,
+    each storage counted once, parameters left out (they are the weights bucket)."""
+
+    def __init__(self, params=()):
+        self.skip = {p.untyped_storage().data_ptr() for p in params}
+        self.seen: dict = {}
+
+    def _pack(self, t):
+        st = t.untyped_storage()
+        ptr = st.data_ptr()
+        if ptr not in self.skip:
+            self.seen[ptr] = st.nbytes()
+        return t
+
+    def __enter__(self):
+        self._ctx = torch.autograd.graph.saved_tensors_hooks(self._pack, lambda t: t)
+        self._ctx.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self._ctx.__exit__(*exc)
+
+    @property
+    def nbytes(self) -> int:
+        return int(sum(self.seen.values()))
+
+
+def _allocated() -> int:
+    return int(torch.cuda.memory_allocated()) if harness.on_gpu() else 0
+
+
+def _tensor_bytes(tensors) -> int:
+    return int(sum(t.numel() * t.element_size() for t in tensors))
+
+
+def _free() -> None:
+    gc.collect()
+    if harness.on_gpu():
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+
+
+def _dtype() -> torch.dtype:
+    cap = harness.capabilities()
+    if cap.gpu and not cap.tensor_cores("bf16"):
+        return torch.float16  # a T4: no bf16 tensor cores (memory is the same: 2 bytes)
+    return torch.bfloat16  # bf16 on the CPU too: the byte counts are those of a GPU run
+
+
+def choose_shape(cap=None) -> dict:
+    """The model's shape for this device: on a GPU the doctor's rule (``widgets.doctor.training_shape``:
+    as many of ``doctor.TRAINING_SHAPE``'s layers as fit beside the largest micro-batch in 60% of free memory);
+    on a CPU ``CPU_SHAPE``. ``ValueError`` where not even one layer fits."""
+    from .. import doctor
+
+    cap = cap or harness.capabilities()
+    if not cap.gpu:
+        return dict(CPU_SHAPE)
+    shape = doctor.training_shape(cap.free_bytes)
+    if shape is None:
+        raise ValueError(f"not enough free GPU memory for the training experiment ({cap.free_bytes / 2**30:.1f} GiB free)")
+    return shape
+
+
+def _batch(shape: dict, micro_batch: int, seed: int = 0):
+    gen = torch.Generator().manual_seed(seed)
+    idx = torch.randint(0, shape["vocab"], (micro_batch, shape["seq"] + 1), generator=gen).to(harness.device())
+    return idx[:, :-1].contiguous(), idx[:, 1:].contiguous()
+
+
+# --------------------------------------------------------------------------------------------
+# Results
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class StepPoint(harness.Result):
+    """One (recompute mode, micro-batch) point: bytes [B] above the state after the forward pass
+    (``activations_bytes``), after the backward pass (``gradients_bytes``), the peak above the
+    state during forward + backward (``peak_bytes``; allocator counts, null on a CPU), the bytes
+    autograd saved (``saved_bytes``, hooks, both devices), and the step time [s]."""
+
+    recompute: str
+    micro_batch: int
+    saved_bytes: int
+    activations_bytes: Optional[int] = None
+    gradients_bytes: Optional[int] = None
+    peak_bytes: Optional[int] = None
+    reserved_bytes: Optional[int] = None
+    step_s: Optional[float] = None
+    step_min_s: Optional[float] = None
+    step_max_s: Optional[float] = None
+    repeat: int = 0
+
+
+@dataclass(frozen=True)
+class StepResult(harness.Result):
+    """The training step: the model's shape, its parameter counts, the state buckets [B] measured
+    by the allocator (null on a CPU) and by tensor sizes, and one ``StepPoint`` per mode and batch."""
+
+    device: str
+    dtype: str
+    shape: dict
+    params: int
+    matmul_params: int
+    weights_bytes: Optional[int]
+    optimizer_bytes: Optional[int]
+    weights_tensor_bytes: int
+    optimizer_tensor_bytes: int
+    gradients_tensor_bytes: int
+    outside_allocator_bytes: Optional[int]
+    peak_flop_per_s: Optional[float]
+    gpu: Optional[str]
+    points: tuple[StepPoint, ...]
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class OomResult(harness.Result):
+    """Anatomy of an out-of-memory error: the largest micro-batch that ran, the first that failed,
+    the error's first line and the bytes it says it tried to allocate, against what the allocator
+    held at that moment (state and activations) and the capacity the run started with [B]."""
+
+    largest_ok_batch: int
+    failed_batch: Optional[int]
+    message: str
+    tried_bytes: Optional[int]
+    held_bytes: Optional[int]
+    state_bytes: int
+    capacity_bytes: int
+    trials: tuple[int, ...]
+    reserved_minus_allocated_bytes: Optional[int] = None
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class TrainingMemoryResults(harness.Result):
+    step: Union[StepResult, harness.Failed, None] = None
+    oom: Union[OomResult, harness.Failed, None] = None
+
+
+RESULTS = TrainingMemoryResults
+
+
+# --------------------------------------------------------------------------------------------
+# Measurements
+# --------------------------------------------------------------------------------------------
+def build(shape: dict, dtype=None, seed: int = 0):
+    """The GPT of ``shape`` on this device in ``dtype`` and its optimizer, with the allocator's
+    count after each: ``(gpt, opt, weights_bytes, optimizer_bytes)`` (counts None on a CPU)."""
+    dtype = dtype or _dtype()
+    torch.manual_seed(seed)
+    base = _allocated()
+    gpt = GPT(**shape).to(device=harness.device(), dtype=dtype)
+    gpt.train()
+    after_w = _allocated()
+    opt = MixedAdamW(gpt.parameters())
+    after_o = _allocated()
+    on = harness.on_gpu()
+    return gpt, opt, (after_w - base if on else None), (after_o - after_w if on else None)
+
+
+def train_step(gpt: GPT, opt: MixedAdamW, idx, targets, counter: Optional[SavedBytes] = None) -> dict:
+    """One step (forward, backward, AdamW), with the allocator's count after each phase [B]."""
+    opt.zero_grad()
+    harness.synchronize()
+    m0 = _allocated()
+    if harness.on_gpu():
+        torch.cuda.reset_peak_memory_stats()
+    if counter is not None:
+        with counter:
+            loss = gpt(idx, targets)
+    else:
+        loss = gpt(idx, targets)
+    m_fwd = _allocated()
+    loss.backward()
+    del loss
+    m_bwd = _allocated()
+    peak = int(torch.cuda.max_memory_allocated()) if harness.on_gpu() else 0
+    opt.step()
+    return dict(activations=m_fwd - m0, gradients=m_bwd - m0, peak=peak - m0)
+
+
+def measure_step(shape: Optional[dict] = None, batches=BATCHES, modes=MODES, repeat: int = 3) -> StepResult:
+    """Build the GPT of ``shape`` (default: ``choose_shape()``), then for each recomputation mode
+    and micro-batch: one warm-up step, one counted step, ``repeat`` timed steps."""
+    _free()
+    shape = dict(shape or choose_shape())
+    dtype = _dtype()
+    outside = None
+    if harness.on_gpu():
+        free, total = torch.cuda.mem_get_info()
+        outside = int(total - free - torch.cuda.memory_reserved())
+    gpt, opt, w_bytes, o_bytes = build(shape, dtype)
+    params = sum(p.numel() for p in gpt.parameters())
+    matmul_params = params - gpt.tok.weight.numel() - gpt.pos.weight.numel()
+    points = []
+    for mode in modes:
+        gpt.set_recompute(mode)
+        for b in batches:
+            idx, tgt = _batch(shape, b)
+            train_step(gpt, opt, idx, tgt)  # warm-up: cuBLAS workspaces, kernels
+            _free()
+            counter = SavedBytes(gpt.parameters())
+            mem = train_step(gpt, opt, idx, tgt, counter)
+            timing = harness.time_fn(lambda: train_step(gpt, opt, idx, tgt), warmup=0, repeat=repeat)
+            on = harness.on_gpu()
+            points.append(StepPoint(
+                recompute=mode, micro_batch=b, saved_bytes=counter.nbytes,
+                activations_bytes=mem["activations"] if on else None, gradients_bytes=mem["gradients"] if on else None,
+                peak_bytes=mem["peak"] if on else None,
+                reserved_bytes=int(torch.cuda.memory_reserved()) if on else None,
+                step_s=timing.median_s, step_min_s=timing.min_s, step_max_s=timing.max_s, repeat=timing.repeat))
+    gpu = catalog_name_for(harness.device_name()) if harness.on_gpu() else None
+    dname = dtypes.from_torch(dtype).name
+    peak = get_gpu(gpu).peak_flop_per_s.get(dname) if gpu else None
+    res = StepResult(
+        device=harness.device_name(), dtype=dname, shape=shape, params=int(params), matmul_params=int(matmul_params),
+        weights_bytes=w_bytes, optimizer_bytes=o_bytes,
+        weights_tensor_bytes=_tensor_bytes(gpt.parameters()),
+        optimizer_tensor_bytes=_tensor_bytes(opt.master + opt.m + opt.v),
+        gradients_tensor_bytes=_tensor_bytes(gpt.parameters()),  # one 16-bit gradient per weight
+        outside_allocator_bytes=outside, peak_flop_per_s=peak, gpu=gpu, points=tuple(points),
+        note="" if harness.on_gpu() else "CPU: a tiny model; no allocator counts (the saved-tensor hooks count activations); times show the method only")
+    del gpt, opt
+    _free()
+    return res
+
+
+_TRIED = re.compile(r"Tried to allocate ([0-9.]+) ([KMGT]i?B)")
+_UNITS = {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}
+
+
+def tried_bytes(message: str) -> Optional[int]:
+    """The bytes an out-of-memory message says it tried to allocate, or None if it names none."""
+    m = _TRIED.search(message or "")
+    return int(float(m.group(1)) * _UNITS[m.group(2)]) if m else None
+
+
+def measure_oom(shape: Optional[dict] = None, start_batch: int = 8, max_trials: int = OOM_MAX_TRIALS) -> OomResult:
+    """Double the micro-batch (no recomputation) until a forward + backward fails, then bisect,
+    at most ``max_trials`` tries. GPU only: on a CPU the allocator would swap, not fail."""
+    if not harness.on_gpu():
+        raise RuntimeError("the out-of-memory search runs on a GPU only (a CPU swaps instead of failing)")
+    oom_error = getattr(torch, "OutOfMemoryError", torch.cuda.OutOfMemoryError)
+    _free()
+    shape = dict(shape or choose_shape())
+    free, _total = torch.cuda.mem_get_info()
+    capacity = int(free + torch.cuda.memory_reserved())
+    gpt, opt, _w, _o = build(shape)
+    gpt.set_recompute("none")
+    state = _allocated()
+    ok, bad, trials = 0, None, []
+    message, tried, held, gap = "", None, None, None
+    b = start_batch
+    for _ in range(max_trials):
+        trials.append(b)
+        opt.zero_grad()
+        try:
+            idx, tgt = _batch(shape, b)
+            loss = gpt(idx, tgt)
+            loss.backward()
+            del loss, idx, tgt
+            ok = b
+        except oom_error as exc:
+            bad = b
+            message = str(exc).split("\n")[0][:600]
+            tried = tried_bytes(message)
+            held = _allocated()  # the failed pass's activations are still referenced by the traceback
+            gap = int(torch.cuda.memory_reserved() - torch.cuda.memory_allocated())
+            del exc
+        opt.zero_grad()
+        _free()
+        nxt = b * 2 if bad is None else (ok + bad) // 2
+        if bad is not None and nxt <= ok:
+            break
+        if nxt > OOM_MAX_BATCH:
+            break
+        b = nxt
+    del gpt, opt
+    _free()
+    return OomResult(largest_ok_batch=ok, failed_batch=bad, message=message, tried_bytes=tried, held_bytes=held, state_bytes=int(state),
+                     capacity_bytes=capacity, trials=tuple(trials), reserved_minus_allocated_bytes=gap,
+                     note="" if bad else f"no failure up to micro-batch {ok}")
+
+
+def run_all() -> TrainingMemoryResults:
+    step = harness.attempt(measure_step)
+    oom = harness.attempt(measure_oom) if harness.on_gpu() else None
+    return TrainingMemoryResults(step=step, oom=oom)
+
+
+# --------------------------------------------------------------------------------------------
+# Model against measurement
+# --------------------------------------------------------------------------------------------
+def predicted_activation_bytes(shape: dict, micro_batch: int, recompute: str) -> float:
+    """The activation model (Korthikanti et al. 2022) for the experiment's shape [B]."""
+    return model.activation_bytes(shape["seq"], micro_batch, shape["hidden"], shape["heads"], shape["layers"], shape["vocab"],
+                                  recompute=recompute)
+
+
+def attention_flop(shape: dict) -> float:
+    """Training FLOP per token of the experiment's attention (PaLM's 12 L H Q T) [FLOP]."""
+    return model.attention_flop_per_token(shape["layers"], shape["heads"], shape["hidden"] // shape["heads"], shape["seq"])
+
+
+def measured_mfu(step: StepResult, point: StepPoint) -> Optional[float]:
+    """MFU of one point (matmul parameters + attention), or None without a catalog peak."""
+    if not step.peak_flop_per_s or not point.step_s:
+        return None
+    tokens_per_s = point.micro_batch * step.shape["seq"] / point.step_s
+    return model.mfu(tokens_per_s, step.matmul_params, step.peak_flop_per_s, attention_flop(step.shape))
+
+
+def predicted_largest_batch(step_shape: dict, params: int, capacity_bytes: int) -> int:
+    """The model's largest micro-batch: 16 bytes per parameter plus the activation model per
+    sequence, in ``capacity_bytes`` (nothing else: no transients, no fragmentation)."""
+    per = predicted_activation_bytes(step_shape, 1, "none")
+    return model.max_micro_batch(capacity_bytes, model.training_state_bytes(params), per)
+
+
+def accuracy_rows(record: dict) -> list:
+    """Every comparison of the training-memory chapter, recomputed from ``record``'s raw counts."""
+    res = TrainingMemoryResults.from_record(record["results"])
+    step = res.step
+    rows: list = []
+    if not isinstance(step, StepResult):
+        return rows
+    device = record.get("provenance", {}).get("gpu") or step.device
+    if step.weights_bytes is not None and step.optimizer_bytes is not None:
+        g = [p.gradients_bytes for p in step.points if p.gradients_bytes is not None]
+        measured = step.weights_bytes + step.optimizer_bytes + (g[0] if g else 0)
+        rows.append(Row("training_memory", "weights + gradients + AdamW state (allocator)", "16 bytes per parameter",
+                        model.training_state_bytes(step.params), measured, "B", "prediction", device,
+                        "nearly bookkeeping: fails only if the framework keeps extra copies or pads"))
+    for p in step.points:
+        pred = predicted_activation_bytes(step.shape, p.micro_batch, p.recompute)
+        inputs = f"Korthikanti et al. (recompute {p.recompute}), s={step.shape['seq']}, b={p.micro_batch}"
+        if p.activations_bytes is not None:
+            rows.append(Row("training_memory", f"activations after the forward pass, recompute {p.recompute}, micro-batch {p.micro_batch} (allocator)",
+                            inputs, pred, p.activations_bytes, "B", "prediction", device))
+        elif p.saved_bytes:
+            rows.append(Row("training_memory", f"activations saved for backward, recompute {p.recompute}, micro-batch {p.micro_batch} (hooks)",
+                            inputs, pred, p.saved_bytes, "B", "prediction", device))
+    by = {(p.recompute, p.micro_batch): p for p in step.points}
+    att = attention_flop(step.shape)
+    for mode in ("selective", "full"):
+        for b in BATCHES:
+            base, rc = by.get(("none", b)), by.get((mode, b))
+            if base and rc and base.step_s and rc.step_s and step.peak_flop_per_s:
+                rows.append(Row("training_memory", f"step time with {mode} recomputation over without, micro-batch {b}",
+                                "extra FLOP of recomputation (same FLOP/s)", 1 + model.recompute_flop_fraction(step.matmul_params, att, mode),
+                                rc.step_s / base.step_s, "-", "prediction", device))
+    oom = res.oom
+    if isinstance(oom, OomResult) and oom.failed_batch:
+        rows.append(Row("training_memory", "largest micro-batch that fits (no recomputation)",
+                        "16 B/param + activation model, capacity free at start", predicted_largest_batch(step.shape, step.params, oom.capacity_bytes),
+                        oom.largest_ok_batch, "sequences", "prediction", device,
+                        f"bisected over {len(oom.trials)} tries; transients (logits, gradients) are not in the model"))
+    return rows

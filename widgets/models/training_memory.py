@@ -1,0 +1,716 @@
+"""Training memory and training compute: every byte on the GPU during a step, and the FLOP of a run.
+
+Pure functions (standard library only). Five buckets occupy a GPU while a model trains: the
+weights, their gradients, the optimizer state, the activations saved for the backward pass, and
+the rest (CUDA context, allocator cache, fragmentation, temporary buffers). The first three are
+bytes per parameter (:func:`training_state_bytes`; 16 for mixed-precision Adam, Rajbhandari et al.
+2020); sharding them over data-parallel GPUs is ZeRO (:func:`zero_state_bytes_per_gpu`). The
+activations follow Korthikanti et al. 2022 (:func:`activation_bytes_per_layer`). The compute of a
+run is 6 N D FLOP (:func:`training_flop`, Kaplan et al. 2020; Brown et al. 2020) and its efficiency
+the model FLOPs utilization (:func:`mfu`, Chowdhery et al. 2022, appendix B).
+
+Units are in the names: ``*_bytes`` [B], ``*_flop`` [FLOP], ``*_s`` [s], ``*_per_s`` [1/s]. Every
+public function rejects non-physical input with a ``ValueError`` naming the parameter, the value
+and what is valid.
+
+Explained in :ref:`training_memory` > The five buckets.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from . import _check
+from .transformer import MAX_COUNT, _quantity
+
+OPTIMIZERS = ("adamw", "adamw_8bit", "sgd_momentum", "sgd")
+"""Optimizers the models know: Adam(W) with two fp32 moments, Adam with two 8-bit moments
+(Dettmers et al. 2022, block-wise quantized), SGD with one fp32 momentum buffer, plain SGD."""
+
+PRECISIONS = ("mixed", "autocast", "fp32")
+"""How the state is stored. ``mixed``: 16-bit weights and gradients plus an fp32 master copy of
+the weights held by the optimizer (the layout of the ZeRO paper and Megatron-LM: 2 + 2 + 4 bytes
+before the moments). ``autocast``: fp32 weights and gradients, 16-bit only inside the forward
+(``torch.autocast``: 4 + 4, no master copy). ``fp32``: everything in fp32 (4 + 4)."""
+
+RECOMPUTE = ("none", "selective", "full")
+"""Activation recomputation (Korthikanti et al. 2022): keep everything, recompute the attention
+core (softmax, its dropout, the two attention matmuls), or keep only each layer's input."""
+
+# Optimizer state bytes per parameter, moments only (the master copy is added for "mixed").
+_MOMENT_BYTES = {"adamw": 8.0, "adamw_8bit": 2.0, "sgd_momentum": 4.0, "sgd": 0.0}
+# (weight, gradient, master copy) bytes per parameter of each precision.
+_PRECISION_BYTES = {"mixed": (2.0, 2.0, 4.0), "autocast": (4.0, 4.0, 0.0), "fp32": (4.0, 4.0, 0.0)}
+
+# The ZeRO paper's communication volume per step, in parameters per GPU (Section 7): data
+# parallelism and ZeRO stages 1 and 2 move 2 Psi (reduce-scatter + all-gather, or an all-reduce);
+# stage 3 adds an all-gather of the weights in the backward pass: 3 Psi.
+_ZERO_COMM_PARAMS = {0: 2.0, 1: 2.0, 2: 2.0, 3: 3.0}
+
+
+@dataclass(frozen=True)
+class StateBytes:
+    """The three parameter-proportional buckets [B]: weights, gradients and optimizer state."""
+
+    weights: float
+    gradients: float
+    optimizer: float
+
+    @property
+    def total(self) -> float:
+        """The sum of the three buckets [B]."""
+        return self.weights + self.gradients + self.optimizer
+
+
+def _params(params) -> float:
+    return _quantity("params", params, zero=False)
+
+
+def state_bytes(params: float, optimizer: str = "adamw", precision: str = "mixed") -> StateBytes:
+    """Bytes of the weights, the gradients and the optimizer state of ``params`` parameters.
+
+    Explained in :ref:`training_memory` > Sixteen bytes per parameter.
+
+    Parameters
+    ----------
+    params : float
+        Parameters [-], > 0.
+    optimizer : str, optional
+        One of ``OPTIMIZERS``.
+    precision : str, optional
+        One of ``PRECISIONS``.
+
+    Returns
+    -------
+    StateBytes
+        ``weights``, ``gradients``, ``optimizer`` [B] (the optimizer holds the fp32 master copy
+        under ``mixed``).
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or not one of the named choices.
+
+    Examples
+    --------
+    >>> s = state_bytes(1e9)
+    >>> s.weights / 1e9, s.gradients / 1e9, s.optimizer / 1e9
+    (2.0, 2.0, 12.0)
+    """
+    p = _params(params)
+    opt = _check.choice("optimizer", optimizer, OPTIMIZERS)
+    prec = _check.choice("precision", precision, PRECISIONS)
+    w, g, master = _PRECISION_BYTES[prec]
+    return StateBytes(w * p, g * p, (master + _MOMENT_BYTES[opt]) * p)
+
+
+def training_state_bytes(params: float, optimizer: str = "adamw", precision: str = "mixed") -> float:
+    """Weights + gradients + optimizer state of ``params`` parameters on one GPU, unsharded [B].
+
+    Sixteen bytes per parameter for mixed-precision AdamW: 2 (16-bit weights) + 2 (16-bit
+    gradients) + 12 (fp32 master weights, first and second moments), Rajbhandari et al. 2020,
+    Section 3.1.
+
+    Explained in :ref:`training_memory` > Sixteen bytes per parameter.
+
+    Parameters
+    ----------
+    params : float
+        Parameters [-], > 0.
+    optimizer : str, optional
+        One of ``OPTIMIZERS``.
+    precision : str, optional
+        One of ``PRECISIONS``.
+
+    Returns
+    -------
+    float
+        Bytes [B].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or not one of the named choices.
+
+    Examples
+    --------
+    >>> training_state_bytes(7.5e9) / 1e9
+    120.0
+    >>> training_state_bytes(1e9, "adamw_8bit") / 1e9
+    10.0
+    """
+    return state_bytes(params, optimizer, precision).total
+
+
+def zero_state_bytes_per_gpu(params: float, gpus: int, stage: int, optimizer: str = "adamw", precision: str = "mixed") -> float:
+    """Weights + gradients + optimizer state per GPU under ZeRO stage 0 to 3 [B].
+
+    Stage 0 is plain data parallelism (every GPU holds everything); stage 1 shards the optimizer
+    state over the ``gpus`` data-parallel ranks, stage 2 also the gradients, stage 3 also the
+    weights (Rajbhandari et al. 2020, Figure 1). FSDP's ``FULL_SHARD`` is stage 3,
+    ``SHARD_GRAD_OP`` stage 2.
+
+    Explained in :ref:`training_memory` > Sharding the state: ZeRO and FSDP.
+
+    Parameters
+    ----------
+    params : float
+        Parameters [-], > 0.
+    gpus : int
+        Data-parallel GPUs [-], >= 1.
+    stage : int
+        ZeRO stage [-], 0 to 3.
+    optimizer : str, optional
+        One of ``OPTIMIZERS``.
+    precision : str, optional
+        One of ``PRECISIONS``.
+
+    Returns
+    -------
+    float
+        Bytes per GPU [B].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or not one of the named choices.
+
+    Examples
+    --------
+    >>> [round(zero_state_bytes_per_gpu(7.5e9, 64, s) / 1e9, 2) for s in range(4)]
+    [120.0, 31.41, 16.64, 1.88]
+    """
+    s = state_bytes(params, optimizer, precision)
+    n = _check.integer("gpus", gpus, minimum=1, maximum=MAX_COUNT)
+    k = _check.integer("stage", stage, minimum=0, maximum=3)
+    opt = s.optimizer / n if k >= 1 else s.optimizer
+    grad = s.gradients / n if k >= 2 else s.gradients
+    weights = s.weights / n if k >= 3 else s.weights
+    return weights + grad + opt
+
+
+def zero_comm_bytes_per_gpu(params: float, stage: int, bytes_per_elem: float = 2.0) -> float:
+    """Bytes each GPU sends per step for the data-parallel state under ZeRO stage 0 to 3 [B].
+
+    Stages 0-2 move 2 Psi elements (an all-reduce of the gradients, or its reduce-scatter and an
+    all-gather of the updated weights); stage 3 moves 3 Psi (the weights are gathered again for the
+    backward pass), Rajbhandari et al. 2020, Section 7.
+
+    Explained in :ref:`training_memory` > Sharding the state: ZeRO and FSDP.
+
+    Parameters
+    ----------
+    params : float
+        Parameters [-], > 0.
+    stage : int
+        ZeRO stage [-], 0 to 3.
+    bytes_per_elem : float, optional
+        Bytes per communicated element [B], > 0 (2 for bf16 gradients).
+
+    Returns
+    -------
+    float
+        Bytes [B].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
+    >>> zero_comm_bytes_per_gpu(1e9, 3) / 1e9
+    6.0
+    """
+    p = _params(params)
+    k = _check.integer("stage", stage, minimum=0, maximum=3)
+    b = _check.in_range("bytes_per_elem", bytes_per_elem, 0.125, 8, "B")
+    return _ZERO_COMM_PARAMS[k] * p * b
+
+
+def activation_bytes_per_layer(
+    seq: int,
+    micro_batch: int,
+    hidden: int,
+    heads: int,
+    tensor_parallel: int = 1,
+    sequence_parallel: bool = False,
+    recompute: str = "none",
+) -> float:
+    """Activation bytes one transformer layer keeps for its backward pass, 16-bit activations.
+
+    Korthikanti et al. 2022, Table 2: ``s b h (34 + 5 a s / h)`` without parallelism (a GPT layer:
+    LayerNorms, attention with dropout, a 4h GELU MLP, dropout masks of one byte); with tensor
+    parallelism ``t`` ``s b h (10 + 24/t + 5 a s / (h t))``, with sequence parallelism too
+    ``s b h / t (34 + 5 a s / h)``; selective recomputation drops the ``5 a s / h`` term (the
+    attention core is recomputed); full recomputation keeps only the layer's input, ``2 s b h``.
+
+    Explained in :ref:`training_memory` > Activations.
+
+    Parameters
+    ----------
+    seq : int
+        Sequence length s [tokens], >= 1.
+    micro_batch : int
+        Micro-batch b [sequences], >= 1.
+    hidden : int
+        Hidden size h [-], >= 1.
+    heads : int
+        Attention heads a [-], >= 1.
+    tensor_parallel : int, optional
+        Tensor-parallel size t [-], >= 1.
+    sequence_parallel : bool, optional
+        Sequence parallelism on (shards the LayerNorm and dropout activations over ``t``).
+    recompute : str, optional
+        One of ``RECOMPUTE``.
+
+    Returns
+    -------
+    float
+        Bytes per layer [B].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or not one of the named choices.
+
+    Examples
+    --------
+    >>> activation_bytes_per_layer(2048, 1, 12288, 96) / 2**30  # GPT-3 175B, one sequence
+    2.671875
+    >>> activation_bytes_per_layer(2048, 1, 12288, 96, recompute="full") / 2**20
+    48.0
+    """
+    s = _check.integer("seq", seq, minimum=1, maximum=MAX_COUNT)
+    b = _check.integer("micro_batch", micro_batch, minimum=1, maximum=MAX_COUNT)
+    h = _check.integer("hidden", hidden, minimum=1, maximum=MAX_COUNT)
+    a = _check.integer("heads", heads, minimum=1, maximum=MAX_COUNT)
+    t = _check.integer("tensor_parallel", tensor_parallel, minimum=1, maximum=MAX_COUNT)
+    sp = _check.flag("sequence_parallel", sequence_parallel)
+    rc = _check.choice("recompute", recompute, RECOMPUTE)
+    sbh = float(s) * b * h
+    if rc == "full":
+        return 2.0 * sbh
+    attention_core = 0.0 if rc == "selective" else 5.0 * a * s / (h * t)
+    if sp:
+        return sbh * (34.0 / t + attention_core)
+    return sbh * (10.0 + 24.0 / t + attention_core)
+
+
+def outside_layers_activation_bytes(seq: int, micro_batch: int, hidden: int, vocab: int, tensor_parallel: int = 1) -> float:
+    """Activation bytes kept outside the transformer layers [B]: the input embedding's dropout
+    mask (``s b h``) and the final LayerNorm, output projection and fp32 cross-entropy
+    (``4 s b h (1 + v / h)``), Korthikanti et al. 2022, Section 4.3 (first pipeline stage, p = 1).
+
+    Explained in :ref:`training_memory` > Activations.
+
+    Parameters
+    ----------
+    seq : int
+        Sequence length s [tokens], >= 1.
+    micro_batch : int
+        Micro-batch b [sequences], >= 1.
+    hidden : int
+        Hidden size h [-], >= 1.
+    vocab : int
+        Vocabulary v [tokens], >= 1.
+    tensor_parallel : int, optional
+        Tensor-parallel size t [-], >= 1.
+
+    Returns
+    -------
+    float
+        Bytes [B].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
+    >>> outside_layers_activation_bytes(1, 1, 1024, 32768)
+    136192.0
+    """
+    s = _check.integer("seq", seq, minimum=1, maximum=MAX_COUNT)
+    b = _check.integer("micro_batch", micro_batch, minimum=1, maximum=MAX_COUNT)
+    h = _check.integer("hidden", hidden, minimum=1, maximum=MAX_COUNT)
+    v = _check.integer("vocab", vocab, minimum=1, maximum=MAX_COUNT)
+    t = _check.integer("tensor_parallel", tensor_parallel, minimum=1, maximum=MAX_COUNT)
+    sbh = float(s) * b * h
+    return sbh / t + 4.0 * sbh / t * (1.0 + v / h)
+
+
+def activation_bytes(
+    seq: int,
+    micro_batch: int,
+    hidden: int,
+    heads: int,
+    layers: int,
+    vocab: int,
+    tensor_parallel: int = 1,
+    sequence_parallel: bool = False,
+    recompute: str = "none",
+) -> float:
+    """Activation bytes of a whole model's forward pass kept for the backward pass [B]:
+    ``layers`` times :func:`activation_bytes_per_layer` plus
+    :func:`outside_layers_activation_bytes`.
+
+    Explained in :ref:`training_memory` > Activations.
+
+    Parameters
+    ----------
+    seq : int
+        Sequence length [tokens], >= 1.
+    micro_batch : int
+        Micro-batch [sequences], >= 1.
+    hidden : int
+        Hidden size [-], >= 1.
+    heads : int
+        Attention heads [-], >= 1.
+    layers : int
+        Transformer layers [-], >= 1.
+    vocab : int
+        Vocabulary [tokens], >= 1.
+    tensor_parallel : int, optional
+        Tensor-parallel size [-], >= 1.
+    sequence_parallel : bool, optional
+        Sequence parallelism on.
+    recompute : str, optional
+        One of ``RECOMPUTE``.
+
+    Returns
+    -------
+    float
+        Bytes [B].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or not one of the named choices.
+
+    Examples
+    --------
+    >>> activation_bytes(1, 1, 1024, 16, 1, 32768) - outside_layers_activation_bytes(1, 1, 1024, 32768)
+    34896.0
+    """
+    n = _check.integer("layers", layers, minimum=1, maximum=MAX_COUNT)
+    per_layer = activation_bytes_per_layer(seq, micro_batch, hidden, heads, tensor_parallel, sequence_parallel, recompute)
+    return n * per_layer + outside_layers_activation_bytes(seq, micro_batch, hidden, vocab, tensor_parallel)
+
+
+def training_flop(params: float, tokens: float) -> float:
+    """Training compute of ``params`` parameters over ``tokens`` tokens: ``6 N D`` [FLOP].
+
+    2 FLOP per parameter per token in the forward pass, 4 in the backward pass (gradients with
+    respect to activations and to weights), attention not included (Kaplan et al. 2020, Section 2.1;
+    the GPT-3 paper's 3.14e23 FLOP for 175B parameters and 300B tokens, Brown et al. 2020,
+    Appendix D).
+
+    Explained in :ref:`training_memory` > The compute: 6 N D.
+
+    Parameters
+    ----------
+    params : float
+        Parameters N [-], > 0.
+    tokens : float
+        Training tokens D [tokens], > 0.
+
+    Returns
+    -------
+    float
+        FLOP [FLOP].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
+    >>> training_flop(175e9, 300e9)
+    3.15e+23
+    """
+    p = _params(params)
+    d = _quantity("tokens", tokens, zero=False)
+    return 6.0 * p * d
+
+
+def attention_flop_per_token(layers: int, heads: int, head_dim: int, seq: int) -> float:
+    """Training FLOP per token of the attention scores and their use, ``12 L H Q T`` (forward
+    and backward of Q K^T and of the weighted sum of V), as the PaLM paper counts them
+    (Chowdhery et al. 2022, Appendix B) [FLOP].
+
+    Explained in :ref:`training_memory` > The compute: 6 N D.
+
+    Parameters
+    ----------
+    layers : int
+        Layers L [-], >= 1.
+    heads : int
+        Heads H [-], >= 1.
+    head_dim : int
+        Head dimension Q [-], >= 1.
+    seq : int
+        Sequence length T [tokens], >= 1.
+
+    Returns
+    -------
+    float
+        FLOP per token [FLOP].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
+    >>> round(attention_flop_per_token(118, 48, 256, 2048) / 1e9, 2)  # PaLM 540B
+    35.63
+    """
+    n = _check.integer("layers", layers, minimum=1, maximum=MAX_COUNT)
+    a = _check.integer("heads", heads, minimum=1, maximum=MAX_COUNT)
+    q = _check.integer("head_dim", head_dim, minimum=1, maximum=MAX_COUNT)
+    t = _check.integer("seq", seq, minimum=1, maximum=MAX_COUNT)
+    return 12.0 * n * a * q * t
+
+
+def recompute_flop_fraction(params: float, attention_flop_per_token: float = 0.0, recompute: str = "full") -> float:
+    """Extra FLOP of recomputation as a fraction of a step's ``6 N + attention`` FLOP [-].
+
+    Full recomputation runs every layer's forward pass again: ``2 N`` plus a third of the
+    attention term; selective recomputation runs only the attention core again: a third of the
+    attention term (Korthikanti et al. 2022, Section 5).
+
+    Explained in :ref:`training_memory` > Recomputation: memory for time.
+
+    Parameters
+    ----------
+    params : float
+        Parameters N [-], > 0.
+    attention_flop_per_token : float, optional
+        Training FLOP per token of attention [FLOP], >= 0 (:func:`attention_flop_per_token`).
+    recompute : str, optional
+        One of ``RECOMPUTE``.
+
+    Returns
+    -------
+    float
+        Fraction [-] (1/3 for full recomputation without attention).
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or not one of the named choices.
+
+    Examples
+    --------
+    >>> round(recompute_flop_fraction(1e9), 4)
+    0.3333
+    """
+    p = _params(params)
+    att = _quantity("attention_flop_per_token", attention_flop_per_token)
+    rc = _check.choice("recompute", recompute, RECOMPUTE)
+    step = 6.0 * p + att
+    extra = {"none": 0.0, "selective": att / 3.0, "full": 2.0 * p + att / 3.0}[rc]
+    return extra / step
+
+
+def mfu(tokens_per_s: float, params: float, peak_flop_per_s: float, attention_flop_per_token: float = 0.0) -> float:
+    """Model FLOPs utilization: the FLOP/s the model needs at the observed throughput, over the peak.
+
+    ``tokens_per_s (6 N + attention) / peak`` (Chowdhery et al. 2022, Appendix B). Recomputed FLOP
+    do not count (they count in the hardware FLOPs utilization, HFU).
+
+    Explained in :ref:`training_memory` > The compute: 6 N D.
+
+    Parameters
+    ----------
+    tokens_per_s : float
+        Training throughput [tokens/s], > 0.
+    params : float
+        Parameters N [-], > 0.
+    peak_flop_per_s : float
+        Dense peak of the hardware [FLOP/s], > 0.
+    attention_flop_per_token : float, optional
+        Training FLOP per token of attention [FLOP], >= 0.
+
+    Returns
+    -------
+    float
+        MFU [-] (a fraction; above 1 means the peak or the throughput is wrong).
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
+    >>> round(mfu(1e4, 1e9, 989.4e12), 4)
+    0.0606
+    """
+    r = _quantity("tokens_per_s", tokens_per_s, zero=False)
+    p = _params(params)
+    peak = _quantity("peak_flop_per_s", peak_flop_per_s, zero=False)
+    att = _quantity("attention_flop_per_token", attention_flop_per_token)
+    return r * (6.0 * p + att) / peak
+
+
+def training_time_s(params: float, tokens: float, gpus: int, peak_flop_per_s: float, mfu_fraction: float) -> float:
+    """Wall time to train ``params`` on ``tokens`` on ``gpus`` GPUs at a given MFU [s].
+
+    ``6 N D / (gpus x peak x MFU)``.
+
+    Explained in :ref:`training_memory` > The compute: 6 N D.
+
+    Parameters
+    ----------
+    params : float
+        Parameters N [-], > 0.
+    tokens : float
+        Training tokens D [tokens], > 0.
+    gpus : int
+        GPUs [-], >= 1.
+    peak_flop_per_s : float
+        Dense peak of one GPU [FLOP/s], > 0.
+    mfu_fraction : float
+        Model FLOPs utilization [-], in (0, 1].
+
+    Returns
+    -------
+    float
+        Time [s].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
+    >>> round(training_time_s(175e9, 300e9, 1024, 312e12, 0.5) / 86400, 1)
+    22.8
+    """
+    flop = training_flop(params, tokens)
+    n = _check.integer("gpus", gpus, minimum=1, maximum=MAX_COUNT)
+    peak = _quantity("peak_flop_per_s", peak_flop_per_s, zero=False)
+    u = _check.in_range("mfu_fraction", mfu_fraction, 1e-9, 1.0)
+    return flop / (n * peak * u)
+
+
+def max_micro_batch(capacity_bytes: float, fixed_bytes: float, bytes_per_sample: float, limit: int = 2**20) -> int:
+    """The largest micro-batch whose activations fit beside ``fixed_bytes`` in ``capacity_bytes``
+    (0 when not even the fixed part fits) [sequences].
+
+    Explained in :ref:`training_memory` > The memory budget.
+
+    Parameters
+    ----------
+    capacity_bytes : float
+        Memory available [B], >= 0.
+    fixed_bytes : float
+        Memory that does not grow with the batch [B], >= 0 (state, context, reserve).
+    bytes_per_sample : float
+        Activation bytes per sequence [B], > 0.
+    limit : int, optional
+        Largest batch returned [sequences], >= 1.
+
+    Returns
+    -------
+    int
+        Micro-batch [sequences].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
+    >>> max_micro_batch(80e9, 30e9, 9e9)
+    5
+    """
+    cap = _quantity("capacity_bytes", capacity_bytes)
+    fixed = _quantity("fixed_bytes", fixed_bytes)
+    per = _quantity("bytes_per_sample", bytes_per_sample, zero=False)
+    lim = _check.integer("limit", limit, minimum=1, maximum=MAX_COUNT)
+    if fixed >= cap:
+        return 0
+    return int(min(lim, math.floor((cap - fixed) / per)))
+
+
+def offload_time_s(params: float, host_bytes_per_s: float, bytes_per_param: float = 16.0) -> float:
+    """Time to move offloaded state across the host link once per step and back [s]: the
+    gradients down and the updated weights up at 2 bytes each is the minimum
+    (ZeRO-Offload, Ren et al. 2021); ``bytes_per_param`` counts what crosses in total.
+
+    Explained in :ref:`training_memory` > The fixes, in order of least damage.
+
+    Parameters
+    ----------
+    params : float
+        Parameters [-], > 0.
+    host_bytes_per_s : float
+        Host link bandwidth, one direction [B/s], > 0.
+    bytes_per_param : float, optional
+        Bytes per parameter crossing the link per step [B], > 0.
+
+    Returns
+    -------
+    float
+        Time [s].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
+    >>> offload_time_s(1e9, 50e9, 4)
+    0.08
+    """
+    p = _params(params)
+    bw = _quantity("host_bytes_per_s", host_bytes_per_s, zero=False)
+    b = _check.in_range("bytes_per_param", bytes_per_param, 1e-3, 64, "B")
+    return p * b / bw
+
+
+def lora_state_bytes(params: float, trainable_fraction: float, weight_bytes_per_param: float = 2.0) -> float:
+    """Weights + gradients + optimizer state when only a fraction of the parameters train [B]:
+    the frozen weights at ``weight_bytes_per_param`` (2 for bf16, about 0.5 for QLoRA's 4-bit
+    NF4, Dettmers et al. 2023) and the trainable adapters at 16 bytes each (mixed AdamW).
+
+    Explained in :ref:`training_memory` > The fixes, in order of least damage.
+
+    Parameters
+    ----------
+    params : float
+        Parameters of the frozen model [-], > 0.
+    trainable_fraction : float
+        Adapter parameters over ``params`` [-], in [0, 1].
+    weight_bytes_per_param : float, optional
+        Bytes per frozen weight [B], > 0.
+
+    Returns
+    -------
+    float
+        Bytes [B].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
+    >>> lora_state_bytes(8e9, 0.005) / 1e9
+    16.64
+    """
+    p = _params(params)
+    f = _check.in_range("trainable_fraction", trainable_fraction, 0.0, 1.0)
+    wb = _check.in_range("weight_bytes_per_param", weight_bytes_per_param, 0.0625, 8, "B")
+    return p * wb + (training_state_bytes(p * f) if f > 0 else 0.0)
