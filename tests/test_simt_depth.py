@@ -240,7 +240,12 @@ def test_recorded_plots_draw_synthetic_records():
                       {"kernel": "reduce_grid_stride", "stalls_per_issued_instruction": {}}]}
     fig = ui.stall_plot(ncu, top=2)
     assert [tr.name for tr in fig.data] == ["long scoreboard", "barrier", "other"]
-    assert fig.data[2].x[0] == pytest.approx(0.5)
+    assert fig.data[2].x[0] == pytest.approx(0.5 / 13.5)  # shares of the kernel's total
+    assert sum(tr.x[0] for tr in fig.data) == pytest.approx(1.0)
+    # a copy queued behind another stream's copy starts (on the engine) when that one ends
+    q = st.PipelineRun(2, 2, 3.0, (st.Span(0, "h2d", 0, 0.0, 1.0), st.Span(1, "h2d", 1, 0.1, 2.0), st.Span(0, "compute", 0, 1.0, 1.5),
+                                   st.Span(1, "compute", 1, 2.0, 2.5)))
+    assert ui.engine_spans(q) == [(0, 0, 0.0, 1.0), (0, 1, 1.0, 1.5), (1, 0, 1.0, 2.0), (1, 1, 2.0, 2.5)]
     bars = w.Barriers(points=(w.BarrierPoint(32, 1, 132, 10, barrier_cycles=12.0), w.BarrierPoint(32, 32, 4224, 10, barrier_cycles=30.0),
                               w.BarrierPoint(64, 1, 132, 10, error="boom")), device="t", simulated=False)
     fig = ui.barrier_plot(bars)

@@ -816,11 +816,27 @@ def overlap_calculator():
     return live_form(compute, controls, show, title="Copy/compute overlap")
 
 
+def engine_spans(run) -> list:
+    """``(chunk, stage index, start, end)`` of a recorded run with each bar starting when its
+    engine was free: CUDA events mark when a *stream* reached a copy or kernel, and a copy queued
+    behind another stream's copy on the same copy engine waits; the engine runs them in order, so
+    a stage really starts at the later of its event and the end of the previous chunk's same
+    stage."""
+    order = {"h2d": 0, "compute": 1, "d2h": 2}  # simt_streams.STAGES, in STAGE_NAMES' order
+    out, last_end = [], {}
+    for sp in sorted(run.spans, key=lambda sp: (order[sp.stage], sp.chunk)):
+        s = order[sp.stage]
+        start = max(sp.start_s, last_end.get(s, 0.0))
+        out.append((sp.chunk, s, min(start, sp.end_s), sp.end_s))
+        last_end[s] = sp.end_s
+    return sorted(out)
+
+
 def timeline_plot(run, *, title: str, readout: str | None = None, x_max_ms: float | None = None) -> go.Figure:
     """A recorded run (``simt_streams.PipelineRun``) drawn from its CUDA events: one row per
-    stream, one bar per stage of each chunk (labelled with the chunk)."""
-    order = {"h2d": 0, "compute": 1, "d2h": 2}  # simt_streams.STAGES, in STAGE_NAMES' order
-    spans = [(sp.chunk, order[sp.stage], sp.start_s, sp.end_s) for sp in run.spans]
+    stream, one bar per stage of each chunk (labelled with the chunk), from when its engine was
+    free (:func:`engine_spans`) to its end event."""
+    spans = engine_spans(run)
     stream_of = {sp.chunk: sp.stream for sp in run.spans}
     rows = [f"stream {i}" for i in range(run.streams)]
     fig = go.Figure(_gantt_traces(spans, lambda c, s: f"stream {stream_of[c]}"))
@@ -906,25 +922,32 @@ def barrier_plot(res, *, title: str = "What one __syncthreads costs", readout: s
 
 
 def stall_plot(ncu: dict, *, top: int = 6, title: str = "Why warps wait: Nsight Compute",
-               readout: str | None = "warps stalled per instruction issued, by reason") -> go.Figure:
-    """The recorded stall reasons (``widgets/data/h200/simt_ncu.json``): for each kernel, warps
-    stalled per issued instruction, by reason; the ``top`` reasons over all kernels, the rest summed."""
+               readout: str | None = "share of each kernel's stalled warps, by reason") -> go.Figure:
+    """The recorded stall reasons (``widgets/data/h200/simt_ncu.json``): for each kernel, each
+    reason's share of its warps stalled per issued instruction (kernels differ by orders of
+    magnitude in the total, which the hover and the bar labels give); the ``top`` reasons over all
+    kernels, the rest summed as "other"."""
     points = [p for p in ncu.get("points", []) if p.get("stalls_per_issued_instruction")]
-    totals: dict = {}
+    shares = []
     for p in points:
-        for k, v in p["stalls_per_issued_instruction"].items():
+        s = p["stalls_per_issued_instruction"]
+        tot = sum(s.values()) or 1.0
+        shares.append({k: v / tot for k, v in s.items()})
+    totals: dict = {}
+    for sh in shares:
+        for k, v in sh.items():
             totals[k] = totals.get(k, 0.0) + v
     reasons = [k for k, _ in sorted(totals.items(), key=lambda kv: -kv[1])[:top]]
     kernels = [p["kernel"].replace("reduce_", "").replace("_", " ") for p in points]
+    sums = [sum(p["stalls_per_issued_instruction"].values()) for p in points]
     fig = go.Figure()
     for i, r in enumerate(reasons + ["other"]):
-        ys = []
-        for p in points:
-            s = p["stalls_per_issued_instruction"]
-            ys.append(sum(v for k, v in s.items() if k not in reasons) if r == "other" else s.get(r, 0.0))
-        fig.add_trace(go.Bar(y=kernels, x=ys, name=r.replace("_", " "), orientation="h",
-                             marker=dict(color=series_color(i) if r != "other" else "#aaaaaa")))
-    fig.update_layout(barmode="stack", xaxis=dict(title="warps stalled per instruction issued"),
+        xs = [sum(v for k, v in sh.items() if k not in reasons) if r == "other" else sh.get(r, 0.0) for sh in shares]
+        fig.add_trace(go.Bar(y=kernels, x=xs, name=r.replace("_", " "), orientation="h", customdata=sums,
+                             marker=dict(color=series_color(i) if r != "other" else "#aaaaaa"),
+                             hovertemplate="%{y}: %{x:.0%} of %{customdata:.3g} stalled warps per issued instruction<extra>"
+                                           + r.replace("_", " ") + "</extra>"))
+    fig.update_layout(barmode="stack", xaxis=dict(title="share of stalled warps", tickformat=".0%", range=[0, 1]),
                       yaxis=dict(autorange="reversed"), legend=dict(orientation="h", y=-0.3))
     return style_figure(fig, title=title, readout=readout, height=300 + 40 * len(points))
 
