@@ -424,7 +424,32 @@ def _kv_share(model: ModelConfig, tp: int) -> float:
 
 @dataclass(frozen=True)
 class MemoryBudget:
-    """Where one GPU's memory goes [B], and how many sequences its KV cache can hold."""
+    """Where one GPU's memory goes, and how many sequences its KV cache can hold (:func:`memory_budget`).
+
+    Attributes
+    ----------
+    model, gpu : str
+        The model's and the GPU's names.
+    tp : int
+        Tensor-parallel GPUs the model is split over [-].
+    hbm_bytes : float
+        The GPU's memory planned in [B].
+    weight_bytes, activation_bytes, overhead_bytes : float
+        This GPU's share of the weights, the peak activations (with the batch's logits) and the
+        runtime reserve [B].
+    kv_bytes_per_seq : float
+        KV cache of one sequence on this GPU [B].
+    batch : int
+        Sequences planned for [-].
+    kv_bytes : float
+        KV cache of the batch on this GPU [B].
+    free_bytes : float
+        What is left [B]; negative when the batch does not fit.
+    fits : bool
+        Whether ``free_bytes >= 0``.
+    max_concurrent_seqs : int
+        Sequences of this length the memory left after weights, activations and reserve can hold [-].
+    """
 
     model: str
     gpu: str
@@ -442,6 +467,7 @@ class MemoryBudget:
 
     @property
     def used_bytes(self) -> float:
+        """Weights, activations, reserve and KV cache together [B]."""
         return self.weight_bytes + self.activation_bytes + self.overhead_bytes + self.kv_bytes
 
 
@@ -534,14 +560,45 @@ def memory_budget(
 
 @dataclass(frozen=True)
 class DecodeStep:
-    """One decode step of ``batch`` sequences at ``context_tokens`` each, on one GPU of ``tp``,
-    with ``prefill_tokens`` prompt tokens fused into it (chunked prefill; 0 for a pure decode step).
+    """One decode step of ``batch`` sequences at ``context_tokens`` each, on one GPU of ``tp`` (:func:`decode_step`).
 
-    The weight matmuls and attention run as separate kernels, one after the other, so each gets
-    its own roofline: ``linear_s = max(weight bytes / bandwidth, 2 x tokens x params / peak)`` and
+    The weight matmuls and attention run as separate kernels, one after the other, so each gets its
+    own roofline: ``linear_s = max(weight bytes / bandwidth, 2 x tokens x params / peak)`` and
     ``attention_s = max(KV bytes / bandwidth, attention FLOP / peak)``; the step takes their sum
-    (plus the all-reduces of tensor parallelism). Fused prompt tokens share the weight read of
-    the decode tokens: they add FLOP to the same matmuls, not a second roofline."""
+    (plus the all-reduces of tensor parallelism). Fused prompt tokens (chunked prefill) share the
+    weight read of the decode tokens: they add FLOP to the same matmuls, not a second roofline.
+
+    Attributes
+    ----------
+    batch : float
+        Sequences decoding [-].
+    context_tokens : int
+        Tokens each has cached [tokens].
+    weight_bytes, kv_bytes : float
+        Weights and KV cache the step reads on this GPU [B].
+    flop : float
+        FLOP of the step on this GPU [FLOP].
+    memory_s : float
+        (weights + KV cache) / bandwidth, the memory lower bound [s].
+    compute_s : float
+        All FLOP / peak [s].
+    linear_s, attention_s, comm_s : float
+        The weight matmuls, attention and the all-reduces [s].
+    time_s : float
+        The step: ``linear_s + attention_s + comm_s`` [s].
+    bound : str
+        Of the weight matmuls: ``"memory"`` below the ridge batch, ``"compute"`` above.
+    intensity : float
+        FLOP per byte of the whole step [FLOP/B].
+    ridge_batch : float
+        Where the weight matmuls turn compute-bound [sequences].
+    attention_bound : str
+        Of attention: ``"compute"`` when its intensity on one GPU is above the GPU's ridge.
+    attention_intensity : float
+        FLOP per byte of attention on one GPU [FLOP/B].
+    prefill_tokens : float
+        Prompt tokens fused into the step [tokens].
+    """
 
     batch: float
     context_tokens: int
@@ -563,7 +620,7 @@ class DecodeStep:
 
     @property
     def tokens_per_s(self) -> float:
-        """Output tokens per second of the batch (one per sequence per step)."""
+        """Output tokens per second of the batch, one per sequence per step [1/s]."""
         return self.batch / self.time_s if self.time_s > 0 else 0.0
 
 
@@ -786,7 +843,23 @@ def prefill_time_s(
 
 @dataclass(frozen=True)
 class Latency:
-    """A request's latency on a server decoding ``batch`` sequences."""
+    """A request's latency on a server decoding ``batch`` sequences (:func:`latency`).
+
+    Attributes
+    ----------
+    model, gpu : str
+        The model's and the GPU's names.
+    batch : float
+        Sequences decoding together [-].
+    prompt_tokens, output_tokens : int
+        The request's prompt and generated tokens [tokens].
+    ttft_s, tpot_s, e2e_s : float
+        Time to the first token, per output token after it, and end to end [s].
+    tokens_per_s : float
+        Output tokens per second of the whole batch [1/s].
+    step : DecodeStep
+        The decode step at the mean context.
+    """
 
     model: str
     gpu: str
@@ -885,7 +958,38 @@ def latency(
 
 @dataclass(frozen=True)
 class CapacityPlan:
-    """How many GPUs a request rate needs at a TPOT target, and what it costs."""
+    """How many GPUs a request rate needs at a TPOT target, and what it costs (:func:`plan_capacity`).
+
+    Attributes
+    ----------
+    feasible : bool
+        Whether any batch meets the target in memory; when not, ``reason`` says why and every rate,
+        time and cost is 0.
+    reason : str
+        Why the plan is infeasible (empty when it is feasible).
+    replicas, gpus : int
+        Replicas of ``tp`` GPUs, and GPUs in all [-].
+    max_batch_memory : int
+        Sequences one replica's memory holds [-].
+    max_batch_latency : float
+        Largest mean batch within the TPOT target [sequences].
+    batch : float
+        The mean batch each replica runs at the offered rate (Little's law) [sequences].
+    tpot_s, ttft_s, e2e_s : float
+        Time per output token at that batch, the prompt's prefill alone, and end to end [s].
+    utilization : float
+        Offered load over the replicas' capacity [-], at most ``max_utilization``.
+    output_tokens_per_s : float
+        Output tokens per second of the whole service [1/s].
+    cost_per_million_output_tokens, cost_per_million_tokens : float
+        Cost per million output tokens, and per million prompt and output tokens [currency].
+    max_utilization : float
+        The headroom the plan kept [-].
+    prefill_steps : int
+        Chunked prefill: fused steps a prompt's tokens are spread over [-].
+    ttft_chunked_s : float
+        Those steps times TPOT, the time to the first token of a chunked prompt before queueing [s].
+    """
 
     feasible: bool
     reason: str
