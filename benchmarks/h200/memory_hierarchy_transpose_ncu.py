@@ -3,14 +3,14 @@
     python benchmarks/h200/memory_hierarchy_transpose_ncu.py --commit "$(git rev-parse HEAD)"
 
 (from the repository root; ``--out DIR`` to write elsewhere than widgets/data/h200; ``--ncu PATH``
-if ``ncu`` is not on PATH). Profiles the four numba kernels of the chapter's transpose experiment
-(``widgets.experiments.memory_hierarchy_transpose``: copy, naive, tiled, padded) on an n x n fp32
+if ``ncu`` is not on PATH). Profiles the five numba kernels of the chapter's transpose experiment
+(``widgets.experiments.memory_hierarchy_transpose``: copy, naive, tiled, padded, swizzled) on an n x n fp32
 matrix (n = 8192 by default), one profiled launch per kernel after a warm-up launch, clocks left
 alone (``--clock-control none``), caches flushed before the profiled launch (ncu's default), and
 writes ``memory_hierarchy_transpose_ncu.json``: provenance and, per kernel, the counters below. The
 chapter compares them with the sector and bank model (``memory_hierarchy_transpose.ncu_rows``).
 Needs torch, numba-cuda and ncu with permission to read the counters; installs nothing. About
-1 minute on the H200 (four ncu runs, each a Python start, a numba compile and a few replays).
+1 minute on the H200 (five ncu runs, each a Python start, a numba compile and a few replays).
 
 ``--driver KIND`` is the program ncu profiles (this file runs itself under ncu).
 """
@@ -38,7 +38,7 @@ METRICS = (
     "gpu__time_duration.sum",
 )
 KERNEL_NAMES = {"copy": "copy_kernel", "naive": "transpose_naive_kernel", "tiled": "transpose_tiled_kernel",
-                "padded": "transpose_padded_kernel"}
+                "padded": "transpose_padded_kernel", "swizzled": "transpose_swizzled_kernel"}
 SCALE = {"byte": 1, "sector": 1, "": 1, "kbyte": 1e3, "mbyte": 1e6, "gbyte": 1e9, "nsecond": 1e-9,
          "usecond": 1e-6, "msecond": 1e-3, "second": 1}
 
@@ -100,7 +100,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="widgets/data/h200")
     ap.add_argument("--ncu", default=os.environ.get("NCU", "ncu"))
     ap.add_argument("--n", type=int, default=8192)
-    ap.add_argument("--kinds", default="copy,naive,tiled,padded")
+    ap.add_argument("--kinds", default="copy,naive,tiled,padded,swizzled")
     ap.add_argument("--driver", choices=sorted(KERNEL_NAMES), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.n < 32 or args.n % 32:

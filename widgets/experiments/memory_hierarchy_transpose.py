@@ -39,9 +39,10 @@ from numba import cuda, float32  # noqa: E402
 
 TOPIC = "memory_hierarchy"
 TILE = 32  # tile edge: a warp covers one tile row
+TILE_PADDED = 33  # a padded tile row; a module constant, so numba sees a compile-time shape (TILE + 1 is not)
 BLOCK_ROWS = 8  # a block of 32 x 8 threads moves a 32 x 32 tile, four elements per thread
 FLOAT_BYTES = 4
-KINDS = ("copy", "naive", "tiled", "padded")
+KINDS = ("copy", "naive", "tiled", "padded", "swizzled")
 GPU_N = 16384  # 1 GiB of fp32 per matrix: far beyond the L2
 CPU_N = 64  # the simulator runs each thread as a Python thread
 SPACER_CYCLES = 2_000_000  # ~1 ms GPU sleep before each timed launch: hides numba's host-side launch work
@@ -87,7 +88,7 @@ def transpose_tiled_kernel(src, dst):
 @cuda.jit
 def transpose_padded_kernel(src, dst):
     """The tiled transpose with rows of 33 words: a column's 32 words fall in 32 banks."""
-    tile = cuda.shared.array((TILE, TILE + 1), float32)
+    tile = cuda.shared.array((TILE, TILE_PADDED), float32)
     tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
     x = cuda.blockIdx.x * TILE + tx
     y = cuda.blockIdx.y * TILE + ty
@@ -100,11 +101,29 @@ def transpose_padded_kernel(src, dst):
         dst[y + j, x] = tile[tx, ty + j]
 
 
+@cuda.jit
+def transpose_swizzled_kernel(src, dst):
+    """The tiled transpose with an XOR swizzle instead of padding: element (r, c) of the 32 x 32
+    tile sits at column c ^ r, so a row's and a column's 32 words both fall in 32 banks."""
+    tile = cuda.shared.array((TILE, TILE), float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    x = cuda.blockIdx.x * TILE + tx
+    y = cuda.blockIdx.y * TILE + ty
+    for j in range(0, TILE, BLOCK_ROWS):
+        tile[ty + j, tx ^ (ty + j)] = src[y + j, x]
+    cuda.syncthreads()
+    x = cuda.blockIdx.y * TILE + tx
+    y = cuda.blockIdx.x * TILE + ty
+    for j in range(0, TILE, BLOCK_ROWS):
+        dst[y + j, x] = tile[tx, (ty + j) ^ tx]
+
+
 KERNELS = {
     "copy": copy_kernel,
     "naive": transpose_naive_kernel,
     "tiled": transpose_tiled_kernel,
     "padded": transpose_padded_kernel,
+    "swizzled": transpose_swizzled_kernel,
 }
 
 
@@ -341,13 +360,13 @@ def model_counts(kind: str, n: int) -> dict:
     n = _check.integer("n", n, minimum=TILE, maximum=2**20)
     warps = n * n // 32
     coalesced = model.warp_load_sectors(1, FLOAT_BYTES)
-    shared = kind in ("tiled", "padded")
-    row = TILE + (1 if kind == "padded" else 0)
+    shared = kind in ("tiled", "padded", "swizzled")
+    store, load = model.transpose_tile_wavefronts(kind) if shared else (0, 0)
     return {
         "lts__t_sectors_srcunit_tex_op_read.sum": warps * coalesced,
         "lts__t_sectors_srcunit_tex_op_write.sum": warps * (model.warp_load_sectors(n, FLOAT_BYTES) if kind == "naive" else coalesced),
-        "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum": warps * model.bank_conflict_wavefronts(row) if shared else 0,
-        "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum": warps * model.bank_conflict_wavefronts(1) if shared else 0,
+        "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum": warps * load,
+        "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum": warps * store,
         "dram__bytes_read.sum": n * n * FLOAT_BYTES,
         "dram__bytes_write.sum": n * n * FLOAT_BYTES,
     }

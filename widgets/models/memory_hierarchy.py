@@ -1211,11 +1211,11 @@ def elementwise_chain_bytes(n_elems: int, n_ops: int, elem_bytes: int = 4, *, fu
     int
         Bytes read plus bytes written [B].
 
-
     Raises
     ------
     ValueError
         If an input is outside the range given above (the message names it).
+
     Examples
     --------
     >>> elementwise_chain_bytes(2**20, 4) // 2**20, elementwise_chain_bytes(2**20, 4, fused=True) // 2**20
@@ -1256,11 +1256,11 @@ def fusion_estimate(
     FusionEstimate
         Bytes [B], times [s] and launches of both ways; ``speedup`` = eager / fused.
 
-
     Raises
     ------
     ValueError
         If an input is outside the range given above (the message names it).
+
     Examples
     --------
     >>> f = fusion_estimate(2**28, 4, 4.8e12)  # 1 GiB of fp32, four ops, H200 datasheet bandwidth
@@ -1279,7 +1279,7 @@ def fusion_estimate(
 # Matrix transpose (explained in :ref:`memory_hierarchy` > The matrix transpose)
 # --------------------------------------------------------------------------------------------
 TRANSPOSE_TILE = 32  # tile edge: one warp spans a tile row
-TRANSPOSE_KINDS = ("copy", "naive", "tiled", "padded")
+TRANSPOSE_KINDS = ("copy", "naive", "tiled", "padded", "swizzled")
 
 
 @dataclass(frozen=True)
@@ -1306,6 +1306,58 @@ class TransposeCost:
         return max((self.hbm_s, "HBM"), (self.l2_s, "L2"), (self.smem_s, "shared memory"))[1]
 
 
+def transpose_tile_wavefronts(kind: str, row: int = 5, column: int = 7) -> tuple[int, int]:
+    """Shared-memory wavefronts of a transpose tile's row store and column load [-].
+
+    One warp stores a row of the 32 x 32 fp32 tile, one warp loads a column of it, as the
+    ``tiled``, ``padded`` and ``swizzled`` transposes lay it out. Lane ``i`` stores element
+    ``(row, i)`` and loads element ``(i, column)``. ``tiled``: rows of 32 words; ``padded``: rows
+    of 33; ``swizzled``: rows of 32 with element ``(r, c)`` at column ``c XOR r``. The counts
+    follow :func:`shared_wavefronts` (32 banks of 4 B) and do not depend on which row or column.
+    Explained in :ref:`memory_hierarchy` > The matrix transpose.
+
+    Parameters
+    ----------
+    kind : str
+        ``"tiled"``, ``"padded"`` or ``"swizzled"``.
+    row : int
+        Tile row the storing warp writes [-], 0 to 31.
+    column : int
+        Tile column the loading warp reads [-], 0 to 31.
+
+    Returns
+    -------
+    store : int
+        Wavefronts of the row store [-].
+    load : int
+        Wavefronts of the column load [-].
+
+    Raises
+    ------
+    ValueError
+        If an input is outside the range given above (the message names it).
+
+    Examples
+    --------
+    >>> [transpose_tile_wavefronts(k) for k in ("tiled", "padded", "swizzled")]
+    [(1, 32), (1, 1), (1, 1)]
+    """
+    if not isinstance(kind, str) or kind.lower() not in ("tiled", "padded", "swizzled"):
+        raise ValueError(f"kind must be one of tiled, padded, swizzled, got {kind!r}")
+    k = kind.lower()
+    r = _int("row", row, minimum=0, maximum=TRANSPOSE_TILE - 1)
+    c = _int("column", column, minimum=0, maximum=TRANSPOSE_TILE - 1)
+    width = TRANSPOSE_TILE + (1 if k == "padded" else 0)
+    lanes = range(WARP_SIZE)
+
+    def col(rr, cc):
+        return cc ^ rr if k == "swizzled" else cc
+
+    store = [(r * width + col(r, i)) * 4 for i in lanes]
+    load = [(i * width + col(i, c)) * 4 for i in lanes]
+    return shared_wavefronts(store, 4), shared_wavefronts(load, 4)
+
+
 def transpose_cost(
     n: int,
     kind: str,
@@ -1326,7 +1378,9 @@ def transpose_cost(
     - ``tiled``: the tile is staged in shared memory, so both global accesses are coalesced;
       writing a tile row is conflict-free, reading a tile column has stride 32: a 32-way bank
       conflict (:func:`bank_conflict_wavefronts`);
-    - ``padded``: the same with rows of 33 elements: the column read is conflict-free.
+    - ``padded``: the same with rows of 33 elements: the column read is conflict-free;
+    - ``swizzled``: the same 32 x 32 tile, element ``(r, c)`` stored at column ``c XOR r``:
+      conflict-free without the padding's extra memory (:func:`transpose_tile_wavefronts`).
 
     HBM moves ``2 n^2 e`` bytes in every case (the L2 merges the partial sectors of one tile's
     writes before they reach DRAM); the L2 sees whole sectors; the shared-memory pipe of each SM
@@ -1338,7 +1392,7 @@ def transpose_cost(
     n : int
         Rows = columns of the matrix [elements], a multiple of 32, 32 to 2**20.
     kind : str
-        ``"copy"``, ``"naive"``, ``"tiled"`` or ``"padded"``.
+        ``"copy"``, ``"naive"``, ``"tiled"``, ``"padded"`` or ``"swizzled"``.
     hbm_bytes_per_s : float
         HBM bandwidth [B/s], > 0.
     l2_bytes_per_s : float
@@ -1355,11 +1409,11 @@ def transpose_cost(
     TransposeCost
         Bytes [B], wavefronts and per-level times [s]; ``time_s`` and ``bound``.
 
-
     Raises
     ------
     ValueError
         If an input is outside the range given above (the message names it).
+
     Examples
     --------
     >>> c = transpose_cost(1024, "naive", 4.8e12, 9.6e12, 132, 1.98e9)
@@ -1383,11 +1437,7 @@ def transpose_cost(
     coalesced = warp_load_sectors(1, e)
     write_sectors = warp_load_sectors(n_, e) if k == "naive" else coalesced
     l2_bytes = warps * (coalesced + write_sectors) * SECTOR_BYTES
-    if k in ("tiled", "padded"):
-        row = TRANSPOSE_TILE + (1 if k == "padded" else 0)
-        smem = warps * (bank_conflict_wavefronts(1, e) + bank_conflict_wavefronts(row, e))
-    else:
-        smem = 0
+    smem = warps * sum(transpose_tile_wavefronts(k)) if k in ("tiled", "padded", "swizzled") else 0
     hbm_bytes = 2 * n_ * n_ * e
     return TransposeCost(k, n_, hbm_bytes, l2_bytes, smem, hbm_bytes / hbm, l2_bytes / l2, smem / (s * f))
 
@@ -1437,11 +1487,11 @@ def littles_law_bytes_in_flight(bytes_per_s: float, latency_s: float) -> float:
     float
         Bytes in flight [B].
 
-
     Raises
     ------
     ValueError
         If an input is outside the range given above (the message names it).
+
     Examples
     --------
     >>> round(littles_law_bytes_in_flight(4.8e12, 600e-9) / 2**20, 2)  # H200 datasheet rate, 600 ns [MiB]
@@ -1496,11 +1546,11 @@ def bytes_in_flight(
     BytesInFlight
         Needed bytes per SM [B], bytes plain loads provide [B], stages needed.
 
-
     Raises
     ------
     ValueError
         If an input is outside the range given above (the message names it).
+
     Examples
     --------
     >>> b = bytes_in_flight(4.8e12, 600e-9, 132)  # H200, 64 warps x 32 lanes x 16 B
@@ -1550,11 +1600,11 @@ def l2_persisting_hit_fraction(
     float
         Fraction of the working set's bytes kept in the L2 [0-1].
 
-
     Raises
     ------
     ValueError
         If an input is outside the range given above (the message names it).
+
     Examples
     --------
     >>> l2_persisting_hit_fraction(64 * 2**20, 64 * 2**20, 48 * 2**20, hit_ratio=0.75)  # H100/H200 max
@@ -1600,11 +1650,11 @@ def spill_traffic_bytes(
     int
         Bytes moved to and from local memory [B].
 
-
     Raises
     ------
     ValueError
         If an input is outside the range given above (the message names it).
+
     Examples
     --------
     >>> spill_traffic_bytes(132 * 2048, 8, 8, 1000) / 1e9  # 16 B per pass, 1000 passes, full H200
