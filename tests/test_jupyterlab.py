@@ -1,0 +1,462 @@
+"""The chapters as a notebook reader meets them: in JupyterLab, with jupyterlab-myst.
+
+Static checks (no browser, part of `make unit`): the prose's numbers are all in the form both the
+book and JupyterLab render (``{eval}`prose.<key>```, see widgets/prose.py), each is set in a code
+cell above the markdown that reads it (JupyterLab evaluates in order, and so does the build), and
+the value type shows without quotes.
+
+The browser test (marker ``browser``): starts JupyterLab (a token, a free port, ``--allow-root``
+when root, its own settings and workspace folders), opens each chapter in headless Chromium, runs
+all cells and waits for them, then checks that
+
+- no cell raised, and no raw MyST is visible in the rendered markdown (``{glue``, ``{eval}``,
+  ``{term}``, ``:::``, ``:class:``, a fenced directive), every ``{eval}`` shows its value (not the
+  expression, not an error);
+- every live form (the ``ui.*_calculator()`` cells) reacts to each of its visible controls: the
+  figure and the table both change after the control is moved.
+
+One kernel at a time (each chapter's is shut down before the next opens). Skipped, with the reason,
+when Chromium, playwright, JupyterLab or jupyterlab-myst is missing; CI sets GPUBOOK_REQUIRE_BROWSER=1
+and then a missing piece is an error.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "tools"))
+import prose_convert  # noqa: E402
+
+from widgets.prose import Prose, Text  # noqa: E402
+
+CHAPTERS = sorted(p.stem for p in (ROOT / "chapters").glob("*.ipynb"))
+NOTEBOOKS = sorted((ROOT / "chapters").glob("*.ipynb")) + sorted((ROOT / "book").glob("*.ipynb"))
+NB_IDS = [str(p.relative_to(ROOT)) for p in NOTEBOOKS]
+CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
+EVAL_ROLE = re.compile(r"\{eval\}`([^`]*)`")
+RAW = ("{glue", "{eval}", "{term}", ":::", ":class:", "```{")
+
+
+def _nb(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _src(cell: dict) -> str:
+    s = cell.get("source", "")
+    return "".join(s) if isinstance(s, list) else s
+
+
+# ---------------------------------------------------------------------------------------------
+# Static checks (fast; no browser)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_the_build_executes_inline_and_accepts_only_prose_expressions():
+    assert CONFIG["execute"]["execute_notebooks"] == "inline", "{eval} roles need myst-nb's inline execution"
+    regex = re.compile(CONFIG["sphinx"]["config"]["nb_eval_name_regex"])
+    assert regex.match("prose.hbm_bw") and not regex.match("__import__('os')") and not regex.match("prose.a.b")
+    assert "prose_eval" in CONFIG["sphinx"]["local_extensions"], "book/_ext/prose_eval.py runs the hidden cells first"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=NB_IDS)
+def test_prose_numbers_use_the_form_both_renderers_show(path):
+    nb = _nb(path)
+    left = prose_convert.convert_notebook(json.loads(json.dumps(nb)), str(path.relative_to(ROOT)))
+    changes, problems = left
+    assert changes == 0, (
+        f"{path.relative_to(ROOT)} still has myst-nb glue: convert it with "
+        f"`.venv/bin/python tests/tools/prose_convert.py {path.relative_to(ROOT)}`"
+    )
+    assert not problems, "\n".join(problems)
+    regex = re.compile(CONFIG["sphinx"]["config"]["nb_eval_name_regex"])
+    bad = [e for c in nb["cells"] if c["cell_type"] == "markdown" for e in EVAL_ROLE.findall(_src(c)) if not regex.match(e)]
+    assert not bad, f"{{eval}} expressions the build refuses (only prose.<key>): {bad}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=NB_IDS)
+def test_every_prose_value_is_set_above_the_markdown_that_reads_it(path):
+    refs = prose_convert.forward_references(_nb(path))
+    assert not refs, "\n".join(
+        f"cell {i}: {{eval}}`prose.{k}` is read before it is set"
+        + (f" (cell {j} sets it: move that line above)" if j is not None else " (nothing sets it)")
+        for i, k, j in refs
+    )
+
+
+def test_prose_values_show_without_quotes():
+    p = Prose()
+    p.bw = "4.8 TB/s"
+    p.quote = "it's \"x\" \\ y"
+    p["n"] = 8
+    assert repr(p.bw) == "4.8 TB/s" and repr(p.quote) == "it's \"x\" \\ y" and repr(p.n) == "8"
+    assert isinstance(p.bw, Text) and p.bw == "4.8 TB/s"
+    import numpy as np
+
+    p.f = np.float64(3.25)
+    assert repr(p.f) == "3.25"
+    from IPython.lib.pretty import pretty
+
+    assert pretty(p.quote) == "it's \"x\" \\ y"  # IPython's text/plain, what both renderers show
+
+
+@pytest.mark.parametrize("key", ["1a", "a-b", "_private", "class", "update", "", 3])
+def test_prose_refuses_keys_the_markdown_cannot_name(key):
+    with pytest.raises(ValueError, match="key must be"):
+        Prose()[key] = "x"
+
+
+def test_a_missing_prose_value_names_the_fix():
+    with pytest.raises(AttributeError, match=r"prose\.nope = \.\.\."):
+        Prose().nope  # noqa: B018
+
+
+def test_converter_rewrites_every_glue_form_and_is_idempotent():
+    cells = [
+        {"cell_type": "code", "id": "c0", "metadata": {}, "outputs": [], "execution_count": None,
+         "source": "from myst_nb import glue\nfrom widgets import book\n"},
+        {"cell_type": "markdown", "id": "m0", "metadata": {}, "source": "Early: {glue:text}`late`."},
+        {"cell_type": "code", "id": "c1", "metadata": {"tags": ["remove-cell"]}, "outputs": [], "execution_count": None,
+         "source": 'glue("a", f"{1:.1f}", display=False)\nfor k in ("x", "y"):\n    glue(f"n_{k}", k,\n         display=False)\n'
+                   'S.glue("b", 2)\nS.glue_all({"c": 3})\nv = [glue("d", 4, display=False)]\n'},
+        {"cell_type": "markdown", "id": "m1", "metadata": {},
+         "source": "A {glue:text}`a`, {glue}`b`, {glue:}`c`, {glue:text}`n_x`; {glue:text}`a:.2f` and {glue:md}`a`."},
+        {"cell_type": "code", "id": "c2", "metadata": {"tags": ["remove-cell"]}, "outputs": [], "execution_count": None,
+         "source": 'glue("late", "L", display=False)\n'},
+    ]
+    nb = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    changes, problems = prose_convert.convert_notebook(nb, "t")
+    src = [_src(c) for c in nb["cells"]]
+    code = "\n".join(s for s, c in zip(src, nb["cells"]) if c["cell_type"] == "code")
+    assert "from widgets.prose import prose" in code and "myst_nb" not in code
+    for line in ('prose.a = f"{1:.1f}"', 'prose[f"n_{k}"] = k', "prose.b = 2", 'prose.update({"c": 3})',
+                 'v = [prose.set("d", 4)]', 'prose.late = "L"'):
+        assert line in code, line
+    md = "\n".join(s for s, c in zip(src, nb["cells"]) if c["cell_type"] == "markdown")
+    assert "{eval}`prose.a`, {eval}`prose.b`, {eval}`prose.c`, {eval}`prose.n_x`" in md
+    assert "{glue:text}`a:.2f`" in md and "{glue:md}`a`" in md  # reported, not guessed
+    assert any("a:.2f" in p for p in problems) and any("glue:md" in p for p in problems)
+    # the hidden cell that sets `late` moved above the markdown that reads it
+    order = [c["id"] for c in nb["cells"]]
+    assert order.index("c2") < order.index("m0"), order
+    again = json.loads(json.dumps(nb))
+    assert prose_convert.convert_notebook(again, "t")[0] == 0 and again == nb
+
+
+def test_converter_leaves_a_glue_that_displays_and_keeps_its_import():
+    cell = {"cell_type": "code", "id": "c", "metadata": {}, "outputs": [], "execution_count": None,
+            "source": 'from myst_nb import glue\nglue("shown", 5)\nglue("k", 1, display=False)\n'}
+    nb = {"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    changes, problems = prose_convert.convert_notebook(nb, "t")
+    assert changes == 1 and any("displays its value" in p for p in problems)
+    assert _src(cell).splitlines() == ["from myst_nb import glue", 'glue("shown", 5)', "prose.k = 1"]
+
+
+# ---------------------------------------------------------------------------------------------
+# JupyterLab in headless Chromium
+# ---------------------------------------------------------------------------------------------
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+# (calculator, control label) -> why that control changes the table but, by design, not the figure.
+# The test fails when one of these starts changing the figure too (then remove it from here).
+TABLE_ONLY = {
+    ("collective_time_calculator", "algorithm"): "the figure draws both algorithms' curves; the choice orders the table",
+}
+RUN_ALL_S = 300  # one chapter's Run All on a busy 2-core machine (its experiments run scaled down)
+CONTROL_S = 30  # one control's recomputation, figure and table
+
+
+def _lab_missing() -> str | None:
+    if importlib.util.find_spec("jupyterlab") is None:
+        return "JupyterLab is not installed (`make install` installs requirements.txt)"
+    if importlib.util.find_spec("jupyterlab_myst") is None:
+        return "jupyterlab-myst is not installed (`make install` installs requirements.txt)"
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    why = _lab_missing()
+    if why:
+        if os.environ.get("GPUBOOK_REQUIRE_BROWSER", "") not in ("", "0"):
+            pytest.fail(f"GPUBOOK_REQUIRE_BROWSER is set (CI) but {why}")
+        pytest.skip(f"JupyterLab test skipped: {why}")
+    tmp = tmp_path_factory.mktemp("jupyterlab")
+    # JupyterLab saves what it runs (outputs and all): it gets copies, never the repository's notebooks
+    site = tmp / "site"
+    (site / "chapters").mkdir(parents=True)
+    for nb in (ROOT / "chapters").glob("*.ipynb"):
+        shutil.copyfile(nb, site / "chapters" / nb.name)
+    shutil.copytree(ROOT / "book" / "figures", site / "book" / "figures")  # ```{figure} ../book/figures/...
+    shutil.copytree(ROOT / "widgets", site / "widgets", ignore=shutil.ignore_patterns("__pycache__", "data"))  # literalinclude
+    settings = tmp / "settings"
+    # every cell in the DOM (JupyterLab 4 renders only the cells in view by default); no news pop-up
+    (settings / "@jupyterlab" / "notebook-extension").mkdir(parents=True)
+    (settings / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings").write_text(
+        json.dumps({"windowingMode": "none"})
+    )
+    (settings / "@jupyterlab" / "docmanager-extension").mkdir(parents=True)
+    (settings / "@jupyterlab" / "docmanager-extension" / "plugin.jupyterlab-settings").write_text(
+        json.dumps({"autosave": False})
+    )
+    (settings / "@jupyterlab" / "apputils-extension").mkdir(parents=True)
+    (settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings").write_text(
+        json.dumps({"fetchNews": "false", "checkForUpdates": False})
+    )
+    port, token = _free_port(), secrets.token_hex(16)
+    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.open_browser=False",
+           "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
+           f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={site}",
+           f"--LabApp.user_settings_dir={settings}", f"--LabApp.workspaces_dir={tmp / 'workspaces'}",
+           "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        cmd.append("--allow-root")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUBOOK_")}  # a reader's kernel: live forms
+    env["JUPYTER_RUNTIME_DIR"] = str(tmp / "runtime")
+    log = open(tmp / "jupyterlab.log", "w")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=site)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        t0 = time.monotonic()
+        while True:
+            try:
+                urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2)
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() - t0 > 90:
+                    log.flush()
+                    pytest.fail("JupyterLab did not start:\n" + (tmp / "jupyterlab.log").read_text()[-3000:])
+                time.sleep(0.5)
+        yield {"base": base, "token": token, "log": tmp / "jupyterlab.log"}
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser(lab):
+    pw = pytest.importorskip("playwright.sync_api")
+    with pw.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--headless=new"])
+        yield b
+        b.close()
+
+
+def _api(lab, method: str, path: str):
+    req = urllib.request.Request(f"{lab['base']}{path}", method=method, headers={"Authorization": f"token {lab['token']}"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        body = r.read()
+    return json.loads(body) if body else None
+
+
+def _shutdown_kernels(lab) -> None:
+    for k in _api(lab, "GET", "/api/kernels") or []:
+        _api(lab, "DELETE", f"/api/kernels/{k['id']}")
+
+
+# Page-side helpers (JavaScript run in the page)
+JS_STATE = """() => {
+  const cells = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell')];
+  const prompts = cells.map(c => (c.querySelector('.jp-InputArea-prompt') || {}).textContent || '');
+  const errors = [...document.querySelectorAll('.jp-Notebook .jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')]
+      .map(e => e.textContent).filter(t => /Traceback|Error/.test(t));
+  const idle = document.body.innerText.includes('| Idle');
+  return {n: cells.length, busy: prompts.filter(p => p.includes('*')).length,
+          done: prompts.filter(p => /\\[\\d+\\]/.test(p)).length,
+          empty: cells.filter(c => !c.querySelector('.cm-content')?.textContent.trim()).length,
+          errors, idle};
+}"""
+
+JS_MARKDOWN = """() => [...document.querySelectorAll('.jp-Notebook .jp-MarkdownCell')].map((c, i) => {
+  const r = c.querySelector('.myst');  // jupyterlab-myst's rendering (JupyterLab's own is .jp-RenderedMarkdown)
+  if (!r) return {i, missing: true, text: c.querySelector('.jp-RenderedMarkdown')?.textContent || '', rawExpr: [], exprErrors: []};
+  return {i, missing: false, text: r.textContent,
+          rawExpr: [...r.querySelectorAll('code')].map(e => e.textContent).filter(t => /^prose\\.\\w+$/.test(t)),
+          exprErrors: [...r.querySelectorAll('.myst-RenderedExpressionError, [data-mime-type="application/vnd.jupyter.stderr"]')]
+              .map(e => e.textContent)};
+})"""
+
+# the live forms: code cells whose source is a ui.*_calculator() call
+JS_FORMS = """() => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell')]
+  .map((c, i) => ({i, src: c.querySelector('.cm-content')?.textContent || ''}))
+  .filter(x => /ui\\.\\w+_calculator\\(\\)/.test(x.src)).map(x => x.i)"""
+
+CONTROLS = (
+    ".widget-dropdown, .widget-slider, .widget-text, .widget-inttext, .widget-floattext, .widget-bounded-inttext, "
+    ".widget-bounded-floattext, .widget-checkbox"
+)
+JS_FORM_STATE = """(i) => {
+  const CONTROLS = '""" + CONTROLS + """';
+  const cell = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell')][i];
+  const out = cell.querySelector('.jp-OutputArea');
+  const plots = [...out.querySelectorAll('.js-plotly-plot')].map(gd => JSON.stringify([gd.data || null, (gd.layout || {}).title || null,
+                                                                                     (gd.layout || {}).annotations || null]));
+  const html = [...out.querySelectorAll('.widget-html-content')].map(e => e.innerHTML).filter(h => !/^<b>[^<]*<\\/b>$/.test(h));
+  const controls = [...out.querySelectorAll(CONTROLS)]
+      .filter(e => e.offsetParent !== null && !e.querySelector(':disabled'))
+      .map((e, k) => { e.dataset.gpubookCtl = `${i}-${k}`;
+                       return {cls: e.className, label: (e.querySelector('.widget-label') || {}).textContent || ''}; });
+  return {plots, html, controls, error: out.querySelector('.calc-error') ? out.querySelector('.calc-error').textContent : null};
+}"""
+
+
+def _change_control(page, i: int, k: int) -> str:
+    """Move the k-th visible control of the form in code cell i (as numbered by JS_FORM_STATE);
+    return what was done (for the failure message)."""
+    ctl = page.locator(f'[data-gpubook-ctl="{i}-{k}"]')
+    cls = ctl.get_attribute("class") or ""
+    if "widget-dropdown" in cls:
+        sel = ctl.locator("select")
+        options = sel.locator("option").all_text_contents()
+        current = sel.evaluate("s => s.selectedIndex")
+        new = (current + 1) % len(options)
+        sel.select_option(index=new)
+        return f"dropdown {options[current]!r} -> {options[new]!r}"
+    if "widget-slider" in cls:
+        handle = ctl.locator(".noUi-handle").first
+        before = ctl.locator(".widget-readout").text_content()
+        handle.focus()
+        handle.press("ArrowRight")
+        handle.press("ArrowRight")
+        after = ctl.locator(".widget-readout").text_content()
+        if after == before:  # at its maximum: go down instead
+            handle.press("ArrowLeft")
+            handle.press("ArrowLeft")
+            after = ctl.locator(".widget-readout").text_content()
+        return f"slider {before} -> {after}"
+    if "widget-checkbox" in cls:
+        ctl.locator("input").click()
+        return "checkbox toggled"
+    inp = ctl.locator("input")
+    old = inp.input_value()
+    try:
+        x = float(old)
+        new = str(int(x * 2) if x == int(x) and "." not in old else x * 2) if x else "1"
+    except ValueError:
+        new = old + "1"
+    lo, hi = inp.get_attribute("min"), inp.get_attribute("max")
+    if hi is not None and new.replace(".", "", 1).isdigit() and float(new) > float(hi):
+        new = str(int(float(old) / 2)) if float(old) >= 2 else lo or old
+    inp.fill(new)
+    inp.press("Enter")
+    return f"text {old} -> {new}"
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_chapter_runs_reads_and_reacts_in_jupyterlab(lab, browser, chapter):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    console = []
+    page.on("console", lambda m: console.append(f"{m.type}: {m.text}") if m.type == "error" else None)
+    failures: list[str] = []
+    try:
+        page.goto(f"{lab['base']}/lab/tree/chapters/{chapter}.ipynb?token={lab['token']}&reset", timeout=90_000)
+        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
+        page.wait_for_function("() => document.body.innerText.includes('| Idle')", timeout=90_000)
+        page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+        page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+        t0 = time.monotonic()
+        while True:
+            page.wait_for_timeout(1000)
+            st = page.evaluate(JS_STATE)
+            if st["errors"]:
+                pytest.fail(f"{chapter}: a cell raised in JupyterLab:\n" + st["errors"][0][-3000:])
+            if st["busy"] == 0 and st["idle"] and st["done"] >= st["n"] - st["empty"]:
+                break
+            if time.monotonic() - t0 > RUN_ALL_S:
+                pytest.fail(f"{chapter}: Run All did not finish in {RUN_ALL_S} s ({st['done']} of {st['n']} cells ran)")
+        run_s = time.monotonic() - t0
+        page.wait_for_timeout(1500)  # the last markdown cells' expressions
+
+        markdown = page.locator(".jp-Notebook .jp-MarkdownCell")
+        for k in range(markdown.count()):  # as a reader scrolls through (JupyterLab renders what comes into view)
+            markdown.nth(k).scroll_into_view_if_needed()
+        page.wait_for_timeout(1000)
+        for md in page.evaluate(JS_MARKDOWN):
+            if md["missing"]:
+                failures.append(f"markdown cell {md['i']}: not rendered by jupyterlab-myst")
+            raw = [r for r in RAW if r in md["text"]]
+            if raw:
+                i = md["text"].find(raw[0])
+                failures.append(f"markdown cell {md['i']}: raw {raw} visible: ...{md['text'][max(0, i - 80):i + 80]!r}")
+            if md["rawExpr"]:
+                failures.append(f"markdown cell {md['i']}: {{eval}} not evaluated: {md['rawExpr']}")
+            if md["exprErrors"]:
+                failures.append(f"markdown cell {md['i']}: {{eval}} error: {md['exprErrors'][:3]}")
+
+        cells = page.locator(".jp-Notebook .jp-CodeCell")
+        forms = page.evaluate(JS_FORMS)
+        if not forms:
+            failures.append("no live form (ui.*_calculator() cell) found")
+        for i in forms:
+            cell = cells.nth(i)
+            cell.scroll_into_view_if_needed()
+            name = re.search(r"ui\.(\w+_calculator)\(\)", cell.locator(".cm-content").text_content()).group(1)
+            state = page.evaluate(JS_FORM_STATE, i)
+            if not state["controls"]:
+                failures.append(f"{name}: no visible control")
+                continue
+            if not state["html"]:
+                failures.append(f"{name}: no table shown")
+                continue
+            has_figure = bool(state["plots"])  # a form without a figure (a converter) is checked on its table
+            plots = cell.locator(".jp-OutputArea .js-plotly-plot")
+            for k in range(len(state["controls"])):
+                before = page.evaluate(JS_FORM_STATE, i)
+                done = _change_control(page, i, k)
+                t1, n = time.monotonic(), 0
+                while True:
+                    # plotly draws a figure's update when it is on screen: look at each, as a reader would
+                    if has_figure:
+                        plots.nth(n % max(1, plots.count())).scroll_into_view_if_needed()
+                        n += 1
+                    page.wait_for_timeout(300)
+                    after = page.evaluate(JS_FORM_STATE, i)
+                    fig_changed = after["plots"] != before["plots"] or not has_figure
+                    table_changed = after["html"] != before["html"]
+                    if (fig_changed and table_changed) or time.monotonic() - t1 > CONTROL_S:
+                        break
+                    if (name, state["controls"][k]["label"]) in TABLE_ONLY and table_changed and time.monotonic() - t1 > 3:
+                        break  # its figure is not expected to change: a short look suffices
+                label = state["controls"][k]["label"] or f"control {k}"
+                if (name, label) in TABLE_ONLY:
+                    if fig_changed:
+                        failures.append(f"{name} / {label}: now changes the figure; remove it from TABLE_ONLY")
+                    fig_changed = True
+                if after["error"]:
+                    failures.append(f"{name} / {label} ({done}): the form shows an error: {after['error']}")
+                elif not (fig_changed and table_changed):
+                    failures.append(
+                        f"{name} / {label} ({done}): figure changed {fig_changed}, table changed {table_changed} "
+                        f"after {CONTROL_S} s"
+                    )
+        print(f"{chapter}: Run All {run_s:.0f} s, {len(forms)} live forms, checked in {time.monotonic() - t0:.0f} s")
+    finally:
+        page.close()
+        _shutdown_kernels(lab)
+    assert not failures, f"{chapter} in JupyterLab:\n  " + "\n  ".join(failures)
