@@ -41,6 +41,7 @@ MODULES = (
     "widgets.models.transformer",
     "widgets.models.llms",
     "widgets.models.serving",
+    "widgets.models.training_memory",
     "widgets.units",
     "widgets.hardware",
 )
@@ -53,6 +54,7 @@ RESULT_CLASSES = {
     "PeakCheck", "GemmEstimate", "FloatFormat", "DotError", "Accumulator", "AccumulationError",
     "RingTransfer", "DataParallelStep", "HierarchicalAllReduce", "CrossNodeAllReduce",
     "CapacityPlan", "DecodeStep", "Latency", "MemoryBudget",
+    "StateBytes", "TrainingBudget", "Rung",
 }
 
 _H200 = dict(peak_flop_per_s=989.4e12, bytes_per_s=4.8e12)
@@ -209,6 +211,23 @@ VALID: dict[str, dict] = {
     "serving.paged_kv_blocks": dict(context_tokens=1000),
     "serving.paged_kv_cache_bytes": dict(bytes_per_token=131072.0, context_tokens=[1000, 24]),
     "serving.steady_batch": dict(model="Llama-3-8B"),
+    "training_memory.state_bytes": dict(params=1e9),
+    "training_memory.training_state_bytes": dict(params=1e9),
+    "training_memory.zero_state_bytes_per_gpu": dict(params=1e9, gpus=8, stage=1),
+    "training_memory.zero_comm_bytes_per_gpu": dict(params=1e9, stage=3),
+    "training_memory.activation_bytes_per_layer": dict(seq=2048, micro_batch=1, hidden=4096, heads=32),
+    "training_memory.outside_layers_activation_bytes": dict(seq=2048, micro_batch=1, hidden=4096, vocab=32000),
+    "training_memory.activation_bytes": dict(seq=2048, micro_batch=1, hidden=4096, heads=32, layers=32, vocab=32000),
+    "training_memory.training_flop": dict(params=1e9, tokens=1e12),
+    "training_memory.attention_flop_per_token": dict(layers=32, heads=32, head_dim=128, seq=4096),
+    "training_memory.recompute_flop_fraction": dict(params=1e9),
+    "training_memory.mfu": dict(tokens_per_s=1e4, params=1e9, peak_flop_per_s=989.4e12),
+    "training_memory.training_time_s": dict(params=1e9, tokens=1e12, gpus=8, peak_flop_per_s=989.4e12, mfu_fraction=0.4),
+    "training_memory.max_micro_batch": dict(capacity_bytes=80e9, fixed_bytes=30e9, bytes_per_sample=9e9),
+    "training_memory.offload_time_s": dict(params=1e9, host_bytes_per_s=50e9),
+    "training_memory.lora_state_bytes": dict(params=8e9, trainable_fraction=0.01),
+    "training_memory.memory_budget": dict(model="Llama-3-8B"),
+    "training_memory.fixes_ladder": dict(model="Llama-3-8B"),
     # units
     "units.fmt_rate": dict(value=4.8e12),
     "units.fmt_bytes_per_s": dict(value=4.8e12),
@@ -681,7 +700,7 @@ def test_check_flags_enums_text_lists_and_arrays():
 
 
 # --- calculators: every invalid state shows a sentence naming a real field, never inf/nan ----------
-UI_TOPICS = ("memory_hierarchy", "simt", "tensor_cores", "collectives", "serving")
+UI_TOPICS = ("memory_hierarchy", "simt", "tensor_cores", "collectives", "training_memory", "serving")
 UI_BAD = {
     "IntText": {"zero": 0, "neg1": -1, "2**31": 2**31, "2**62": 2**62},
     "FloatText": {"zero": 0.0, "neg1": -1.0, "nan": math.nan, "inf": math.inf, "-inf": -math.inf, "1e308": 1e308,

@@ -556,7 +556,7 @@ def mfu(tokens_per_s: float, params: float, peak_flop_per_s: float, attention_fl
     p = _params(params)
     peak = _quantity("peak_flop_per_s", peak_flop_per_s, zero=False)
     att = _quantity("attention_flop_per_token", attention_flop_per_token)
-    return r * (6.0 * p + att) / peak
+    return _check.finite_result("mfu", r * (6.0 * p + att) / peak, tokens_per_s=tokens_per_s, peak_flop_per_s=peak_flop_per_s)
 
 
 def training_time_s(params: float, tokens: float, gpus: int, peak_flop_per_s: float, mfu_fraction: float) -> float:
@@ -598,7 +598,7 @@ def training_time_s(params: float, tokens: float, gpus: int, peak_flop_per_s: fl
     n = _check.integer("gpus", gpus, minimum=1, maximum=MAX_COUNT)
     peak = _quantity("peak_flop_per_s", peak_flop_per_s, zero=False)
     u = _check.in_range("mfu_fraction", mfu_fraction, 1e-9, 1.0)
-    return flop / (n * peak * u)
+    return _check.finite_result("training time", flop / (n * peak * u), peak_flop_per_s=peak_flop_per_s, mfu_fraction=mfu_fraction)
 
 
 def max_micro_batch(capacity_bytes: float, fixed_bytes: float, bytes_per_sample: float, limit: int = 2**20) -> int:
@@ -639,7 +639,8 @@ def max_micro_batch(capacity_bytes: float, fixed_bytes: float, bytes_per_sample:
     lim = _check.integer("limit", limit, minimum=1, maximum=MAX_COUNT)
     if fixed >= cap:
         return 0
-    return int(min(lim, math.floor((cap - fixed) / per)))
+    room = _check.finite_result("micro-batch", (cap - fixed) / per, bytes_per_sample=bytes_per_sample)
+    return int(min(lim, math.floor(room)))
 
 
 def offload_time_s(params: float, host_bytes_per_s: float, bytes_per_param: float = 16.0) -> float:
@@ -676,7 +677,7 @@ def offload_time_s(params: float, host_bytes_per_s: float, bytes_per_param: floa
     p = _params(params)
     bw = _quantity("host_bytes_per_s", host_bytes_per_s, zero=False)
     b = _check.in_range("bytes_per_param", bytes_per_param, 1e-3, 64, "B")
-    return p * b / bw
+    return _check.finite_result("offload time", p * b / bw, host_bytes_per_s=host_bytes_per_s)
 
 
 def lora_state_bytes(params: float, trainable_fraction: float, weight_bytes_per_param: float = 2.0) -> float:
@@ -714,3 +715,211 @@ def lora_state_bytes(params: float, trainable_fraction: float, weight_bytes_per_
     f = _check.in_range("trainable_fraction", trainable_fraction, 0.0, 1.0)
     wb = _check.in_range("weight_bytes_per_param", weight_bytes_per_param, 0.0625, 8, "B")
     return p * wb + (training_state_bytes(p * f) if f > 0 else 0.0)
+
+
+# --------------------------------------------------------------------------------------------
+# Planners: the memory budget of a training run on a catalog GPU, and the fixes ladder
+# --------------------------------------------------------------------------------------------
+DEFAULT_RESERVE_FRACTION = 0.10
+"""The fifth bucket as an allowance: CUDA context, library workspaces, allocator cache and
+fragmentation, taken as 10% of the GPU's memory (the same allowance as the serving planner's, after
+vLLM's default ``gpu_memory_utilization`` of 0.9). It is not a measurement; the chapter measures the
+context and the allocator's slack on the H200."""
+
+
+@dataclass(frozen=True)
+class TrainingBudget:
+    """Memory of one GPU during a training step, bucket by bucket [B], and what fits."""
+
+    model: str
+    gpu: str
+    params: float
+    micro_batch: int
+    seq: int
+    weights_bytes: float
+    gradients_bytes: float
+    optimizer_bytes: float
+    activation_bytes: float
+    reserve_bytes: float
+    capacity_bytes: float
+    activation_bytes_per_sequence: float
+
+    @property
+    def used_bytes(self) -> float:
+        """All five buckets [B]."""
+        return self.weights_bytes + self.gradients_bytes + self.optimizer_bytes + self.activation_bytes + self.reserve_bytes
+
+    @property
+    def free_bytes(self) -> float:
+        """Capacity minus the five buckets [B] (negative when it does not fit)."""
+        return self.capacity_bytes - self.used_bytes
+
+    @property
+    def fits(self) -> bool:
+        """Whether the five buckets fit in the GPU's memory."""
+        return self.free_bytes >= 0
+
+    @property
+    def max_micro_batch(self) -> int:
+        """The largest micro-batch whose activations fit beside the rest [sequences]."""
+        fixed = self.used_bytes - self.activation_bytes
+        return max_micro_batch(self.capacity_bytes, fixed, self.activation_bytes_per_sequence)
+
+
+def _resolve(model):
+    from .llms import get_model
+    from .transformer import ModelConfig
+
+    return model if isinstance(model, ModelConfig) else get_model(model, param="model")
+
+
+def memory_budget(
+    model,
+    gpu: str = "H200-SXM",
+    micro_batch: int = 1,
+    seq: int = 4096,
+    optimizer: str = "adamw",
+    precision: str = "mixed",
+    stage: int = 0,
+    gpus: int = 1,
+    recompute: str = "none",
+    tensor_parallel: int = 1,
+    reserve_fraction: float = DEFAULT_RESERVE_FRACTION,
+) -> TrainingBudget:
+    """The five buckets of one GPU training ``model`` with data parallelism over ``gpus`` GPUs.
+
+    Weights, gradients and optimizer state from :func:`state_bytes`, sharded by ZeRO ``stage``
+    (and divided by ``tensor_parallel``); activations from :func:`activation_bytes` (a GPT layer's
+    count as Korthikanti et al. give it, applied to the model's hidden size, heads and layers:
+    a Llama layer's SwiGLU and grouped-query attention differ by a few sbh); the rest as
+    ``reserve_fraction`` of the GPU's memory.
+
+    Explained in :ref:`training_memory` > The memory budget.
+
+    Parameters
+    ----------
+    model : str or ~widgets.models.transformer.ModelConfig
+        A preset of :mod:`widgets.models.llms` or a configuration.
+    gpu : str, optional
+        A catalog GPU (:func:`widgets.hardware.get_gpu`).
+    micro_batch : int, optional
+        Sequences per GPU per forward pass [sequences], >= 1.
+    seq : int, optional
+        Sequence length [tokens], >= 1.
+    optimizer : str, optional
+        One of ``OPTIMIZERS``.
+    precision : str, optional
+        One of ``PRECISIONS``.
+    stage : int, optional
+        ZeRO stage [-], 0 to 3.
+    gpus : int, optional
+        Data-parallel GPUs [-], >= 1.
+    recompute : str, optional
+        One of ``RECOMPUTE``.
+    tensor_parallel : int, optional
+        Tensor-parallel size [-], >= 1 (with sequence parallelism).
+    reserve_fraction : float, optional
+        The fifth bucket as a fraction of the GPU's memory [-], in [0, 1).
+
+    Returns
+    -------
+    TrainingBudget
+        The buckets [B], the capacity [B], whether they fit and the largest micro-batch that does.
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or not one of the named choices.
+
+    Examples
+    --------
+    >>> b = memory_budget("Llama-3-8B", "H200-SXM", micro_batch=1, seq=4096)
+    >>> round(b.weights_bytes / 1e9, 2), b.fits
+    (16.06, False)
+    """
+    from ..hardware import get_gpu
+
+    m = _resolve(model)
+    g = get_gpu(gpu, param="gpu")
+    t = _check.integer("tensor_parallel", tensor_parallel, minimum=1, maximum=MAX_COUNT)
+    n = _check.integer("gpus", gpus, minimum=1, maximum=MAX_COUNT)
+    k = _check.integer("stage", stage, minimum=0, maximum=3)
+    r = _check.in_range("reserve_fraction", reserve_fraction, 0.0, 0.99)
+    b = _check.integer("micro_batch", micro_batch, minimum=1, maximum=MAX_COUNT)
+    st = state_bytes(m.params / t, optimizer, precision)
+    w = st.weights / n if k >= 3 else st.weights
+    gr = st.gradients / n if k >= 2 else st.gradients
+    op = st.optimizer / n if k >= 1 else st.optimizer
+    per_seq = activation_bytes(seq, 1, m.hidden_size, m.heads, m.layers, m.vocab_size, t, t > 1, recompute)
+    cap = float(g.memory_bytes)
+    return TrainingBudget(m.name, g.name, float(m.params), b, int(seq), w, gr, op, per_seq * b, r * cap, cap, per_seq)
+
+
+@dataclass(frozen=True)
+class Rung:
+    """One fix on the ladder: its name, the budget after it, and its cost: extra FLOP as a
+    fraction of the step's (recomputation) and extra bytes each GPU sends per step (sharding)."""
+
+    fix: str
+    budget: TrainingBudget
+    extra_flop_fraction: float
+    extra_comm_bytes: float
+
+
+FIXES = ("baseline", "selective recomputation", "full recomputation", "8-bit AdamW", "ZeRO-1", "ZeRO-2", "ZeRO-3 / FSDP")
+"""The fixes of :func:`fixes_ladder`, in the order of least damage, each applied on top of the
+previous ones."""
+
+
+def fixes_ladder(model, gpu: str = "H200-SXM", micro_batch: int = 1, seq: int = 4096, gpus: int = 8) -> tuple:
+    """Apply the fixes of ``FIXES`` in order, each on top of the last, and give the budget and the
+    cost of each (extra FLOP of recomputation; extra communication of ZeRO-3 over data parallelism).
+
+    Explained in :ref:`training_memory` > The fixes, in order of least damage.
+
+    Parameters
+    ----------
+    model : str or ~widgets.models.transformer.ModelConfig
+        A preset of :mod:`widgets.models.llms` or a configuration.
+    gpu : str, optional
+        A catalog GPU.
+    micro_batch : int, optional
+        Sequences per GPU [sequences], >= 1.
+    seq : int, optional
+        Sequence length [tokens], >= 1.
+    gpus : int, optional
+        Data-parallel GPUs [-], >= 1 (the sharding fixes divide by it).
+
+    Returns
+    -------
+    tuple of Rung
+        One per fix, in order.
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
+    >>> [r.budget.fits for r in fixes_ladder("Llama-3-8B", "H100-SXM", 1, 4096, 8)]
+    [False, False, False, False, True, True, True]
+    """
+    m = _resolve(model)
+    att = attention_flop_per_token(m.layers, m.heads, m.head_dim, seq)
+    steps = (
+        ("baseline", dict(recompute="none", optimizer="adamw", stage=0)),
+        ("selective recomputation", dict(recompute="selective", optimizer="adamw", stage=0)),
+        ("full recomputation", dict(recompute="full", optimizer="adamw", stage=0)),
+        ("8-bit AdamW", dict(recompute="full", optimizer="adamw_8bit", stage=0)),
+        ("ZeRO-1", dict(recompute="full", optimizer="adamw_8bit", stage=1)),
+        ("ZeRO-2", dict(recompute="full", optimizer="adamw_8bit", stage=2)),
+        ("ZeRO-3 / FSDP", dict(recompute="full", optimizer="adamw_8bit", stage=3)),
+    )
+    out = []
+    for name, kw in steps:
+        b = memory_budget(m, gpu, micro_batch, seq, gpus=gpus, **kw)
+        extra = recompute_flop_fraction(m.params, att, kw["recompute"])
+        comm = 0.0 if gpus == 1 else zero_comm_bytes_per_gpu(m.params, kw["stage"]) - zero_comm_bytes_per_gpu(m.params, 0)
+        out.append(Rung(name, b, extra, comm))
+    return tuple(out)
