@@ -39,8 +39,16 @@ METRICS = (
 )
 KERNEL_NAMES = {"copy": "copy_kernel", "naive": "transpose_naive_kernel", "tiled": "transpose_tiled_kernel",
                 "padded": "transpose_padded_kernel", "swizzled": "transpose_swizzled_kernel"}
-SCALE = {"byte": 1, "sector": 1, "": 1, "kbyte": 1e3, "mbyte": 1e6, "gbyte": 1e9, "nsecond": 1e-9,
-         "usecond": 1e-6, "msecond": 1e-3, "second": 1}
+SCALE = {"byte": 1, "sector": 1, "": 1, "kbyte": 1e3, "mbyte": 1e6, "gbyte": 1e9}
+# gpu__time_duration is kept in nanoseconds (ncu's base unit; the 18:00 H200 run printed it unscaled)
+TIME_TO_NS = {"nsecond": 1, "ns": 1, "usecond": 1e3, "us": 1e3, "msecond": 1e6, "ms": 1e6, "second": 1e9, "s": 1e9}
+
+
+def _scale(metric: str, unit: str) -> float:
+    u = unit.strip().lower()
+    if metric.startswith("gpu__time_duration"):
+        return TIME_TO_NS.get(u, 1)
+    return SCALE.get(u, 1)
 
 
 def driver(kind: str, n: int) -> None:
@@ -81,7 +89,7 @@ def parse(path: str) -> dict:
         for r in rows[head + 1:]:
             if len(r) > max(ni, ui, vi) and r[ni] in METRICS:
                 v = _number(r[vi])
-                found[r[ni]] = None if v is None else v * SCALE.get(r[ui].lower(), 1)
+                found[r[ni]] = None if v is None else v * _scale(r[ni], r[ui])
     else:
         if len(rows) < head + 3:
             raise SystemExit(f"ncu profiled no launch in {path}:\n{text[-2000:]}")
@@ -90,7 +98,7 @@ def parse(path: str) -> dict:
             if m in header:
                 i = header.index(m)
                 v = _number(values[i])
-                found[m] = None if v is None else v * SCALE.get(units[i].lower(), 1)
+                found[m] = None if v is None else v * _scale(m, units[i])
     return {m: found.get(m) for m in METRICS}
 
 
@@ -155,6 +163,7 @@ def main(argv=None) -> int:
         "n": args.n,
         "elem_bytes": 4,
         "metrics": list(METRICS),
+        "units": "counters as counted, bytes in B, gpu__time_duration.sum in ns",
         "points": points,
     }
     os.makedirs(args.out, exist_ok=True)
