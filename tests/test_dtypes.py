@@ -12,6 +12,9 @@ Sources of the expected values:
   57344, min normal 2^-14, min subnormal 2^-16.
 - [MX] OCP Microscaling Formats (MX) v1.0 (2023), Table 1: MXFP8 and MXFP4 have k = 32 elements per
   8-bit E8M0 scale; section 5.3.3: FP4 E2M1 max normal 6.0, min normal 1.0, min subnormal 0.5.
+- [FNUZ] Noune et al., "8-bit Numerical Formats for Deep Neural Networks" (2022), arXiv:2206.02915: exponent
+  bias 2^(E-1), no infinities, NaN at the negative-zero code; AMD ROCm "Data types and precision support":
+  E4M3FNUZ max 240, E5M2FNUZ max 57344 (torch.finfo(torch.float8_e4m3fnuz).max prints 240).
 - [NVFP4] NVIDIA Technical Blog, "Introducing NVFP4..." (2025): 16 E2M1 values per FP8 E4M3 scale.
 - [Higham] N. J. Higham, Accuracy and Stability of Numerical Algorithms, 2nd ed. (2002), Table 2.1:
   unit roundoff u = 2^-24 (single), 2^-53 (double).
@@ -36,6 +39,8 @@ from widgets.dtypes import bytes_per_element, dtype_names, from_torch, get_dtype
         ("fp8_e4m3", 448.0, 2.0**-6, 2.0**-9, 2.0**-4, "OFP8"),
         ("fp8_e5m2", 57344.0, 2.0**-14, 2.0**-16, 2.0**-3, "OFP8"),
         ("fp4_e2m1", 6.0, 1.0, 0.5, 2.0**-2, "MX 5.3.3"),
+        ("fp8_e4m3fnuz", 240.0, 2.0**-7, 2.0**-10, 2.0**-4, "FNUZ"),
+        ("fp8_e5m2fnuz", 57344.0, 2.0**-15, 2.0**-17, 2.0**-3, "FNUZ"),
     ],
 )
 def test_published_range_and_precision(name, max_finite, min_normal, min_subnormal, u, source):
@@ -124,6 +129,8 @@ def test_from_torch_by_identity_against_torch_finfo():
     assert from_torch(torch.float16).name == "fp16"  # not bf16: the same element size
     assert from_torch(torch.bfloat16).name == "bf16"
     assert from_torch(torch.float32).name == "fp32"
+    assert from_torch(torch.float8_e4m3fnuz).name == "fp8_e4m3fnuz"  # not OCP E4M3: bias 8, max 240
+    assert from_torch(torch.float8_e4m3fn).name == "fp8_e4m3"
     for name in dtype_names():
         d = get_dtype(name)
         t = getattr(torch, d.torch_name, None) if d.torch_name else None
@@ -134,7 +141,14 @@ def test_from_torch_by_identity_against_torch_finfo():
         assert t.itemsize == d.bytes or d.bits < 8  # torch.int4 is a shell dtype
         if d.kind == "float":
             fi = torch.finfo(t)  # an independent implementation of the same formats
-            assert (fi.max, fi.smallest_normal, fi.eps, fi.bits) == (d.max_finite, d.min_normal, d.machine_epsilon, d.bits)
+            assert (fi.max, fi.smallest_normal, fi.bits) == (d.max_finite, d.min_normal, d.bits)
+            # the gap above 1, by rounding (torch.finfo(torch.float8_e5m2fnuz).eps says 0.125, but 1.125
+            # rounds to 1.0 and 1.25 is the next number: E5M2 has 2 fraction bits, eps = 0.25)
+            eps = d.machine_epsilon
+            one = torch.tensor([1.0, 1.0 + eps, 1.0 + 0.49 * eps], dtype=torch.float64).to(t).to(torch.float64).tolist()
+            assert one == [1.0, 1.0 + eps, 1.0], name
+            assert torch.tensor([d.max_finite], dtype=torch.float64).to(t).item() == d.max_finite
+            assert torch.tensor([d.min_subnormal], dtype=torch.float64).to(t).item() == d.min_subnormal
         elif d.bits >= 8:
             ii = torch.iinfo(t)
             assert (ii.min, ii.max) == (d.min_value, d.max_finite)
@@ -142,7 +156,7 @@ def test_from_torch_by_identity_against_torch_finfo():
 
 def test_from_torch_rejects_what_it_does_not_know():
     torch = pytest.importorskip("torch")
-    for t in (torch.complex64, torch.float8_e4m3fnuz, getattr(torch, "float4_e2m1fn_x2", torch.complex128)):
+    for t in (torch.complex64, getattr(torch, "float4_e2m1fn_x2", torch.complex128)):
         with pytest.raises(ValueError, match="dtype must be a torch dtype of the registry"):
             from_torch(t)
     with pytest.raises(ValueError):

@@ -10,9 +10,12 @@ the format spends its top exponent:
   ``emax = 2^E - 2 - bias``.
 - ``"fn"`` (finite, one NaN pattern): FP8 E4M3 keeps only S.1111.111 as NaN, so the top exponent
   holds normals up to ``(2 - 2^(1-M)) 2^(2^E - 1 - bias)`` = 448.
+- ``"fnuz"`` (finite, no negative zero: AMD's and Graphcore's FP8): the one NaN is the code of
+  negative zero, every exponent holds normals, and the bias is ``2^(E-1)`` (one more than IEEE's),
+  so the largest number is ``(2 - 2^-M) 2^(2^E - 1 - bias)``: 240 for E4M3FNUZ, 57344 for E5M2FNUZ.
 - ``"none"`` (no infinities, no NaNs): FP4 E2M1, whose largest number is ``(2 - 2^-M) 2^(2^E - 1 - bias)`` = 6.
 
-``bias = 2^(E-1) - 1``; the smallest normal is ``2^(1 - bias)``, the smallest subnormal
+``bias = 2^(E-1) - 1`` (``2^(E-1)`` for ``"fnuz"``); the smallest normal is ``2^(1 - bias)``, the smallest subnormal
 ``2^(1 - bias - M)``; the unit roundoff (the largest relative error of rounding to nearest) is
 ``u = 2^-(M + 1)``.
 
@@ -32,6 +35,9 @@ References
   et al., "FP8 Formats for Deep Learning" (2022), Table 1.
 - FP4 E2M1, MXFP8, MXFP4: OCP Microscaling Formats (MX) Specification v1.0 (2023), Table 1
   (block size 32, E8M0 scale) and section 5.3.3 (E2M1: max 6.0, min normal 1.0, min subnormal 0.5).
+- FP8 E4M3FNUZ / E5M2FNUZ: Noune et al., "8-bit Numerical Formats for Deep Neural Networks" (2022),
+  arXiv:2206.02915 (bias 2^(E-1), NaN at the negative-zero code, no infinities); AMD ROCm
+  documentation, "Data types and precision support" (the FP8 of MI300: E4M3FNUZ, E5M2FNUZ).
 - NVFP4: NVIDIA Technical Blog, "Introducing NVFP4 for Efficient and Accurate Low-Precision
   Inference" (2025): E2M1 elements, one FP8 E4M3 scale per 16 elements (plus one FP32 scale per
   tensor, not counted here).
@@ -67,7 +73,7 @@ from typing import Optional
 from . import _check
 
 KINDS = ("float", "int")
-SPECIALS = ("ieee", "fn", "none")
+SPECIALS = ("ieee", "fn", "fnuz", "none")
 
 
 @dataclass(frozen=True)
@@ -85,7 +91,7 @@ class DType:
     exp_bits, man_bits : int
         Exponent and fraction (mantissa without the implicit bit) widths [bit]; 0 for integers.
     special : str
-        How the top exponent is spent: ``"ieee"``, ``"fn"`` or ``"none"`` (see the module).
+        How the top exponent is spent: ``"ieee"``, ``"fn"``, ``"fnuz"`` or ``"none"`` (see the module).
     torch_name : str or None
         The attribute of ``torch`` that is this dtype (``"float16"``), or None.
     block_size : int
@@ -137,8 +143,10 @@ class DType:
     # -- range and precision ---------------------------------------------------------------------
     @property
     def bias(self) -> int:
-        """Exponent bias ``2^(E-1) - 1`` (0 for integers)."""
-        return 2 ** (self.exp_bits - 1) - 1 if self.kind == "float" else 0
+        """Exponent bias ``2^(E-1) - 1``, or ``2^(E-1)`` for a ``"fnuz"`` format (0 for integers)."""
+        if self.kind != "float":
+            return 0
+        return 2 ** (self.exp_bits - 1) - (0 if self.special == "fnuz" else 1)
 
     @property
     def max_finite(self) -> float:
@@ -208,6 +216,8 @@ class DType:
 
 _IEEE = "IEEE Std 754-2019, Table 3.5"
 _OFP8 = "OCP 8-bit Floating Point Specification (OFP8) rev. 1.0, Table 1; Micikevicius et al. 2022, Table 1"
+_FNUZ = ("Noune et al., '8-bit Numerical Formats for Deep Neural Networks' (2022), arXiv:2206.02915; "
+         "AMD ROCm documentation, 'Data types and precision support' (MI300 FP8)")
 _MX = "OCP Microscaling Formats (MX) Specification v1.0, Table 1 and section 5.3.3"
 
 _TABLE = (
@@ -220,6 +230,8 @@ _TABLE = (
     DType("fp16", "float", 16, 5, 10, "ieee", "float16", f"{_IEEE} (binary16)"),
     DType("fp8_e4m3", "float", 8, 4, 3, "fn", "float8_e4m3fn", f"{_OFP8} (E4M3)"),
     DType("fp8_e5m2", "float", 8, 5, 2, "ieee", "float8_e5m2", f"{_OFP8} (E5M2)"),
+    DType("fp8_e4m3fnuz", "float", 8, 4, 3, "fnuz", "float8_e4m3fnuz", f"{_FNUZ} (E4M3FNUZ: max 240)"),
+    DType("fp8_e5m2fnuz", "float", 8, 5, 2, "fnuz", "float8_e5m2fnuz", f"{_FNUZ} (E5M2FNUZ: max 57344)"),
     DType("fp4_e2m1", "float", 4, 2, 1, "none", None, f"{_MX} (FP4 E2M1 element)"),
     DType("mxfp8", "float", 8, 4, 3, "fn", None, f"{_MX}: MXFP8 (E4M3 elements), 32 per E8M0 scale",
           block_size=32, scale_bits=8, element="fp8_e4m3"),
@@ -244,7 +256,7 @@ _ALIASES: Mapping[str, str] = MappingProxyType({"fp8": "fp8_e4m3", "e4m3": "fp8_
 PEAK_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 """Formats a GPU catalog entry gives a dense peak rate for (the keys of ``GPU.peak_flop_per_s``):
 fp32 on the vector units, tf32/bf16/fp16/fp8 on the matrix units. ``"fp8"`` is E4M3 (E5M2 runs at
-the same rate on the GPUs of the catalog)."""
+the same rate on the GPUs of the catalog; on MI300X the FP8 rates are for the FNUZ variants)."""
 
 
 def dtype_names(*, aliases: bool = False) -> tuple:
@@ -368,9 +380,8 @@ def from_torch(dtype) -> DType:
     Raises
     ------
     ValueError
-        If ``dtype`` is not a torch dtype of the registry (e.g. ``torch.float8_e4m3fnuz``, whose
-        bias differs from OCP E4M3, ``torch.float4_e2m1fn_x2``, one byte holding a packed pair of
-        E2M1 values rather than one element, or ``torch.complex64``).
+        If ``dtype`` is not a torch dtype of the registry (e.g. ``torch.float4_e2m1fn_x2``, one
+        byte holding a packed pair of E2M1 values rather than one element, or ``torch.complex64``).
     """
     torch = sys.modules.get("torch")
     if torch is not None:
