@@ -338,3 +338,21 @@ def test_cluster_experiment_plumbing():
     (row,) = sc9.accuracy_rows({"dsmem": d.to_record()}, "t")
     assert row.label == "prediction" and row.measured == 25e12
     assert sc9.accuracy_rows({"dsmem": {"error": "x"}}, "t") == []
+
+
+def test_shuffle_figure_is_accessible_and_readable_on_a_phone():
+    """The SVG has a title and a description (alt text for screen readers), scales with the page
+    (viewBox, no fixed width), and no text smaller than 17 units in its 480-unit width (12.75 px
+    on a 360 px phone); the chapter shows it with alt text."""
+    import json
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    svg = (root / "book/figures/simt_shuffle_reduction.svg").read_text()
+    assert 'viewBox="0 0 480 ' in svg and not re.search(r'<svg[^>]*\swidth=', svg)
+    assert "<title" in svg and "<desc" in svg and "__shfl_down_sync" in svg
+    assert min(int(s) for s in re.findall(r'font-size="(\d+)"', svg)) >= 17
+    nb = json.loads((root / "chapters/simt.ipynb").read_text())
+    cell = next("".join(c["source"]) for c in nb["cells"] if "simt_shuffle_reduction.svg" in "".join(c["source"]))
+    assert ":alt:" in cell
