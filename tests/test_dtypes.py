@@ -189,3 +189,19 @@ def test_doctests():
 
     result = doctest.testmod(dtypes)
     assert result.failed == 0 and result.attempted >= 10
+
+
+def test_every_dtype_name_the_library_uses_is_a_registry_name():
+    """One registry: the catalog's peak and per-SM rate keys, the tensor-core capability tables, the
+    serving storage choices, the precision models' formats and accumulators all name registry formats."""
+    from widgets import capabilities, hardware
+    from widgets.models import tensor_cores as tc
+    from widgets.models import transformer
+
+    known = set(dtype_names(aliases=True))
+    used = {k for g in hardware.gpus() for k in g.peak_flop_per_s}
+    used |= {k for g in hardware.gpus() for k in (g.flop_per_clock_per_sm or {})}
+    used |= set(hardware.TENSOR_CORE_MIN_CC) | set(capabilities.TENSOR_CORE_DTYPES)
+    used |= set(transformer.STORAGE_DTYPES) | set(tc.FORMATS) | {d for d, _ in tc.ACCUMULATORS}
+    assert used <= known, sorted(used - known)
+    assert set(hardware.DTYPES) >= {k for g in hardware.gpus() for k in g.peak_flop_per_s}

@@ -57,12 +57,7 @@ def _dtype_bytes(name: str, value) -> float:
 
 def _gpu(value, name: str = "gpu") -> GPU:
     """A catalog GPU (by name) or a GPU record, the error naming the caller's parameter."""
-    try:
-        return get_gpu(value)
-    except (ValueError, TypeError, AttributeError):
-        from ..hardware import gpu_names
-
-        raise ValueError(f"{name} must be one of {', '.join(gpu_names())} or a GPU record; got {value!r}") from None
+    return get_gpu(value, param=name)
 
 
 MIN_ARRIVAL_RATE_PER_S = 1e-9  # one request in 30 years: below it no server is planned
