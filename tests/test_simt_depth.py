@@ -246,10 +246,12 @@ def test_recorded_plots_draw_synthetic_records():
     q = st.PipelineRun(2, 2, 3.0, (st.Span(0, "h2d", 0, 0.0, 1.0), st.Span(1, "h2d", 1, 0.1, 2.0), st.Span(0, "compute", 0, 1.0, 1.5),
                                    st.Span(1, "compute", 1, 2.0, 2.5)))
     assert ui.engine_spans(q) == [(0, 0, 0.0, 1.0), (0, 1, 1.0, 1.5), (1, 0, 1.0, 2.0), (1, 1, 2.0, 2.5)]
-    bars = w.Barriers(points=(w.BarrierPoint(32, 1, 132, 10, barrier_cycles=12.0), w.BarrierPoint(32, 32, 4224, 10, barrier_cycles=30.0),
-                              w.BarrierPoint(64, 1, 132, 10, error="boom")), device="t", simulated=False)
+    bars = w.Barriers(points=(w.BarrierPoint(32, 1, 132, 10, barrier_cycles=-0.47), w.BarrierPoint(32, 32, 4224, 10, barrier_cycles=30.0),
+                              w.BarrierPoint(64, 1, 132, 10, barrier_cycles=12.0), w.BarrierPoint(128, 1, 132, 10, error="boom")),
+                      device="t", simulated=False)
     fig = ui.barrier_plot(bars)
-    assert [list(tr.y) for tr in fig.data] == [[12.0], [30.0]]
+    assert [list(tr.y) for tr in fig.data] == [[0.0, 12.0], [30.0]]  # a negative (noise) difference is never drawn below 0
+    assert list(fig.data[0].marker.symbol) == ["circle-open", "circle"] and "noise" in fig.data[0].hovertext[0]
 
 
 def test_exercise_checks_pass_and_fail(capsys):

@@ -910,12 +910,18 @@ def reduction_compare_rows(ref, here=None) -> list:
 
 def barrier_plot(res, *, title: str = "What one __syncthreads costs", readout: str | None = None) -> go.Figure:
     """Cycles per barrier against threads per block (``simt_warp.Barriers``): one block per SM,
-    and the SM full of blocks."""
+    and the SM full of blocks. A cost below one cycle (the difference of two timings, so it can
+    come out negative) is drawn at 0 with a hollow marker and called noise in the hover."""
     fig = go.Figure()
     for i, (label, full) in enumerate((("1 block per SM", False), ("SM full of blocks", True))):
         pts = [p for p in res.points if p.barrier_cycles is not None and (p.blocks_per_sm > 1) == full]
-        fig.add_trace(go.Scatter(x=[p.threads_per_block for p in pts], y=[p.barrier_cycles for p in pts], mode="lines+markers",
-                                 name=label, marker=dict(color=series_color(i)), line=dict(color=series_color(i))))
+        # a difference below one cycle is within the timing noise (it can even come out negative): drawn at 0, hollow
+        fig.add_trace(go.Scatter(
+            x=[p.threads_per_block for p in pts], y=[max(p.barrier_cycles, 0.0) for p in pts], mode="lines+markers", name=label,
+            marker=dict(color=series_color(i), size=9, symbol=["circle-open" if p.barrier_cycles < 1 else "circle" for p in pts]),
+            line=dict(color=series_color(i)),
+            hovertext=[f"below one cycle: within the timing noise (measured {p.barrier_cycles:.2f})" if p.barrier_cycles < 1
+                       else f"{p.barrier_cycles:.1f} cycles" for p in pts], hoverinfo="x+text+name"))
     fig.update_layout(xaxis=dict(title="threads per block", type="log", tickvals=[32, 64, 128, 256, 512, 1024]),
                       yaxis=dict(title="cycles per barrier", rangemode="tozero"))
     return style_figure(fig, title=title, readout=readout, height=400)
