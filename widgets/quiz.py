@@ -27,7 +27,7 @@ from pathlib import Path
 
 from . import _check
 
-TOPICS = ("memory_hierarchy", "simt", "tensor_cores", "collectives", "serving")
+TOPICS = ("memory_hierarchy", "simt", "tensor_cores", "collectives", "training_memory", "serving")
 STATIC = Path(__file__).resolve().parents[1] / "book" / "_static"
 CSS_CLASS = "gpubook-quiz"
 
