@@ -299,9 +299,11 @@ def activation_bytes_per_layer(
 
 
 def outside_layers_activation_bytes(seq: int, micro_batch: int, hidden: int, vocab: int, tensor_parallel: int = 1) -> float:
-    """Activation bytes kept outside the transformer layers [B]: the input embedding's dropout
-    mask (``s b h``) and the final LayerNorm, output projection and fp32 cross-entropy
-    (``4 s b h (1 + v / h)``), Korthikanti et al. 2022, Section 4.3 (first pipeline stage, p = 1).
+    """Activation bytes kept outside the transformer layers [B].
+
+    The input embedding's dropout mask (``s b h``) and the final LayerNorm, output projection and
+    fp32 cross-entropy (``4 s b h (1 + v / h)``), Korthikanti et al. 2022, Section 4.3 (first
+    pipeline stage, p = 1).
 
     Explained in :ref:`training_memory` > Activations.
 
@@ -353,7 +355,8 @@ def activation_bytes(
     sequence_parallel: bool = False,
     recompute: str = "none",
 ) -> float:
-    """Activation bytes of a whole model's forward pass kept for the backward pass [B]:
+    """Activation bytes of a whole model's forward pass kept for the backward pass [B].
+
     ``layers`` times :func:`activation_bytes_per_layer` plus
     :func:`outside_layers_activation_bytes`.
 
@@ -438,9 +441,10 @@ def training_flop(params: float, tokens: float) -> float:
 
 
 def attention_flop_per_token(layers: int, heads: int, head_dim: int, seq: int) -> float:
-    """Training FLOP per token of the attention scores and their use, ``12 L H Q T`` (forward
-    and backward of Q K^T and of the weighted sum of V), as the PaLM paper counts them
-    (Chowdhery et al. 2022, Appendix B) [FLOP].
+    """Training FLOP per token of attention, ``12 L H Q T`` [FLOP].
+
+    Forward and backward of Q K^T and of the weighted sum of V, as the PaLM paper counts them
+    (Chowdhery et al. 2022, Appendix B).
 
     Explained in :ref:`training_memory` > The compute: 6 N D.
 
@@ -602,8 +606,9 @@ def training_time_s(params: float, tokens: float, gpus: int, peak_flop_per_s: fl
 
 
 def max_micro_batch(capacity_bytes: float, fixed_bytes: float, bytes_per_sample: float, limit: int = 2**20) -> int:
-    """The largest micro-batch whose activations fit beside ``fixed_bytes`` in ``capacity_bytes``
-    (0 when not even the fixed part fits) [sequences].
+    """The largest micro-batch whose activations fit beside ``fixed_bytes`` in ``capacity_bytes``.
+
+    0 when not even the fixed part fits.
 
     Explained in :ref:`training_memory` > The memory budget.
 
@@ -644,9 +649,10 @@ def max_micro_batch(capacity_bytes: float, fixed_bytes: float, bytes_per_sample:
 
 
 def offload_time_s(params: float, host_bytes_per_s: float, bytes_per_param: float = 16.0) -> float:
-    """Time to move offloaded state across the host link once per step and back [s]: the
-    gradients down and the updated weights up at 2 bytes each is the minimum
-    (ZeRO-Offload, Ren et al. 2021); ``bytes_per_param`` counts what crosses in total.
+    """Time to move offloaded state across the host link in one step [s].
+
+    The gradients down and the updated weights up at 2 bytes each is the minimum (ZeRO-Offload,
+    Ren et al. 2021); ``bytes_per_param`` counts what crosses in total.
 
     Explained in :ref:`training_memory` > The fixes, in order of least damage.
 
@@ -681,8 +687,9 @@ def offload_time_s(params: float, host_bytes_per_s: float, bytes_per_param: floa
 
 
 def lora_state_bytes(params: float, trainable_fraction: float, weight_bytes_per_param: float = 2.0) -> float:
-    """Weights + gradients + optimizer state when only a fraction of the parameters train [B]:
-    the frozen weights at ``weight_bytes_per_param`` (2 for bf16, about 0.5 for QLoRA's 4-bit
+    """Weights + gradients + optimizer state when only a fraction of the parameters train [B].
+
+    The frozen weights at ``weight_bytes_per_param`` (2 for bf16, about 0.5 for QLoRA's 4-bit
     NF4, Dettmers et al. 2023) and the trainable adapters at 16 bytes each (mixed AdamW).
 
     Explained in :ref:`training_memory` > The fixes, in order of least damage.
@@ -872,8 +879,10 @@ previous ones."""
 
 
 def fixes_ladder(model, gpu: str = "H200-SXM", micro_batch: int = 1, seq: int = 4096, gpus: int = 8) -> tuple:
-    """Apply the fixes of ``FIXES`` in order, each on top of the last, and give the budget and the
-    cost of each (extra FLOP of recomputation; extra communication of ZeRO-3 over data parallelism).
+    """Apply the fixes of ``FIXES`` in order, each on top of the last: budget and cost of each.
+
+    The cost is the extra FLOP of recomputation and the extra communication of ZeRO-3 over data
+    parallelism.
 
     Explained in :ref:`training_memory` > The fixes, in order of least damage.
 
