@@ -212,17 +212,17 @@ def probe() -> Machine:
         except Exception:
             kw["gloo"], nccl = False, False
         if torch.cuda.is_available():
-            n = torch.cuda.device_count()
-            props = torch.cuda.get_device_properties(0)
+            from .experiments import harness  # the experiments' own probe: one code path for both
+
             hip = getattr(torch.version, "hip", None)
-            free, total = torch.cuda.mem_get_info(0)
+            cap = harness.capabilities()
             kw.update(
-                gpu_name=props.name,
-                n_gpus=n,
-                total_bytes=int(total),
-                free_bytes=int(free),
-                vendor="AMD" if hip else "NVIDIA",
-                arch=(getattr(props, "gcnArchName", "rocm").split(":")[0] if hip else f"sm_{props.major}{props.minor}"),
+                gpu_name=cap.device,
+                n_gpus=cap.gpu_count,
+                total_bytes=cap.total_bytes,
+                free_bytes=cap.free_bytes,
+                vendor=cap.vendor,
+                arch=cap.arch,
             )
             if nccl:
                 try:
