@@ -459,3 +459,15 @@ print("BAD" if bad else "OK", bad)
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.startswith("OK"), run.stdout
+
+
+def test_ncu_script_units():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("tx_ncu", "benchmarks/h200/memory_hierarchy_transpose_ncu.py")
+    ncu = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ncu)
+    assert ncu._scale("gpu__time_duration.sum", "usecond") == 1e3  # kept in ns
+    assert ncu._scale("gpu__time_duration.sum", "nsecond") == 1
+    assert ncu._scale("dram__bytes_read.sum", "Mbyte") == 1e6
+    assert ncu._scale("lts__t_sectors_srcunit_tex_op_write.sum", "sector") == 1
