@@ -332,3 +332,35 @@ def test_committed_reference_records_load_typed(topic):
 
     contains(rec["results"], again, topic)
     assert module.RESULTS.from_record(again) == typed
+
+
+@pytest.mark.parametrize("topic", ["memory_hierarchy", "simt", "tensor_cores", "collectives", "serving"])
+def test_book_setup_gives_the_typed_reference_and_the_devices(topic):
+    """widgets.book.setup(topic): the chapter's hidden setup cell in one call."""
+    import importlib
+
+    from widgets import book
+    from widgets.prose import prose
+
+    module = importlib.import_module(f"widgets.experiments.{topic}")
+    S = book.setup(topic)
+    assert isinstance(S.ref, module.RESULTS) and S.record["topic"] == topic
+    assert S.ref == module.RESULTS.from_record(S.record["results"])
+    assert S.reference_gpu.name == "H200-SXM"  # both reference records were measured on H200s
+    assert S.capabilities == harness.capabilities()
+    if not harness.on_gpu():
+        assert S.gpu is None and S.here.startswith("No GPU here")
+    assert S.provenance.startswith("Measured on ")
+    before = dict(prose.items()) if hasattr(prose, "items") else None
+    S.glue("setup_test_key", "1.5 µs")
+    assert repr(prose.setup_test_key) == "1.5 µs"
+    if before is not None:  # leave the process-wide namespace as it was
+        prose.clear()
+        prose.update(before)
+
+
+def test_book_setup_rejects_an_unknown_topic():
+    from widgets import book
+
+    with pytest.raises(ValueError, match="topic must be one of"):
+        book.setup("attention")
