@@ -448,12 +448,9 @@ def capacity_figure(choices=CAPACITY_CHOICES, output_tokens: int = 256, gpu_hour
     the slider the TPOT target; the curve is the cost per million output tokens against the
     request rate (GPUs and batch in the hover), the readout the plan at ``rate`` requests/s and
     the cheapest cost over the rates."""
-    targets = [float(t) for t in targets_ms]
-    for t in targets:
-        if not (math.isfinite(t) and t > 0):
-            raise ValueError(f"targets_ms must be finite numbers > 0, got {t!r}")
-    r = _check_rate(rate)
-    rates = [_check_rate(x) for x in rates]
+    targets = _check.numbers_list("targets_ms", targets_ms, check=_check.positive)
+    r = _check.positive("rate", rate)
+    rates = _check.numbers_list("rates", rates, check=_check.positive)
     choices = [tuple(c) for c in choices]
     return grid_figure(
         slider=("TPOT target [ms]", targets, lambda t: f"{t:g}"),
@@ -462,12 +459,6 @@ def capacity_figure(choices=CAPACITY_CHOICES, output_tokens: int = 256, gpu_hour
         layout=dict(xaxis=dict(type="log", title="request rate [requests/s]"), yaxis=dict(type="log", title="USD per million output tokens")),
         active=(0, targets.index(50.0) if 50.0 in targets else 0),
     )
-
-
-def _check_rate(r) -> float:
-    if isinstance(r, bool) or not isinstance(r, (int, float, np.integer, np.floating)) or not math.isfinite(r) or r <= 0:
-        raise ValueError(f"rates must be finite numbers > 0, got {r!r}")
-    return float(r)
 
 
 def capacity_calculator():
