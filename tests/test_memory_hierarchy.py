@@ -589,7 +589,7 @@ def test_accuracy_rows_of_the_committed_record():
     assert copy.ratio == pytest.approx(ref["results"]["hbm_bandwidth"]["triton_copy_bytes_per_s"] / 4.8e12)
     # strided predictions (datasheet bandwidth): within 25 % while lanes share sectors, not beyond
     for r in preds:
-        if r.unit == "s":
+        if r.unit == "s" and not r.quantity.startswith("Fusion"):  # fusion rows: tests/test_memory_hierarchy_depth.py
             stride = int(r.quantity.rsplit(" ", 1)[1])
             assert (0.75 <= r.ratio <= 1.25) == (stride < 16), r
     # calibrated on experiment 1's Triton read (review finding 4), so stride 1 is a comparison too
