@@ -123,6 +123,7 @@ VALID: dict[str, dict] = {
     "simt.pipeline_time_s": dict(stage_s=[4e-3, 4e-3, 4e-3], chunks=8, per_chunk_overhead_s=1e-5),
     "simt.waves": dict(grid_blocks=133, blocks_per_sm=1, sms=132),
     "simt.pipeline_schedule": dict(stage_s=[4e-3, 1e-3, 4e-3], chunks=8),
+    "simt.atomic_throughput_per_s": dict(addresses=32, same_address_per_s=5e8, max_per_s=1e11),
     # tensor_cores
     "tensor_cores.matmul_flop": dict(m=128, n=128, k=128),
     "tensor_cores.peak_flop_per_s": dict(sms=132, clock_hz=1.98e9, flop_per_clock_per_sm=4096),

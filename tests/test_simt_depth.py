@@ -120,7 +120,7 @@ def test_ptxas_summary_parses_every_kernel():
 @pytest.mark.skipif(not NVCC, reason="no nvcc here")
 @pytest.mark.parametrize("source, defines, kernels", [
     (w.REDUCE_SOURCE, {}, {"reduce_atomic_thread", "reduce_atomic_warp", "reduce_smem_tree", "reduce_shfl_block",
-                           "reduce_grid_stride", "atomic_same_address", "atomic_one_lane", "vote_count"}),
+                           "reduce_grid_stride", "atomic_same_address", "atomic_one_lane", "atomic_spread", "vote_count"}),
     (w.BARRIER_SOURCE, {"BARRIERS": 1}, {"barrier_loop"}),
     (st.COMPUTE_SOURCE, {}, {"compute_kernel"}),
 ])
@@ -358,3 +358,28 @@ def test_shuffle_figure_is_accessible_and_readable_on_a_phone():
     nb = json.loads((root / "chapters/simt.ipynb").read_text())
     cell = next("".join(c["source"]) for c in nb["cells"] if "simt_shuffle_reduction.svg" in "".join(c["source"]))
     assert ":alt:" in cell
+
+
+def test_atomic_throughput_adds_up_over_addresses_until_the_cap():
+    assert m.atomic_throughput_per_s(1, 5e8, 1e11) == 5e8
+    assert m.atomic_throughput_per_s(8, 5e8, 1e11) == 4e9                 # 8 addresses, 8 serial queues
+    assert m.atomic_throughput_per_s(10**6, 5e8, 1e11) == 1e11            # capped by the memory system
+    rates = [m.atomic_throughput_per_s(k, 5e8, 1e11) for k in (1, 2, 4, 64, 256, 4096)]
+    assert rates == sorted(rates)                                         # never slower with more addresses
+    with pytest.raises(ValueError, match="addresses"):
+        m.atomic_throughput_per_s(0, 5e8, 1e11)
+
+
+def test_contention_predictions_and_rows():
+    from widgets.ui import simt as ui
+
+    pts = tuple(w.ContentionPoint(k, 1000, 1.0, r, True) for k, r in ((1, 5e8), (4, 1.9e9), (32, 1.2e10), (4096, 8e10), (65536, 8.1e10)))
+    res = w.Reductions(n_elems=1, nbytes=4, device="t", simulated=False, contention=w.Contention(pts))
+    pairs = w.contention_predictions(res)
+    assert [round(pred) for _, pred in pairs] == [5e8, 2e9, 1.6e10, 8.1e10, 8.1e10]
+    rows = w.accuracy_rows({"reductions": res.to_record()}, "t")
+    assert [r.quantity for r in rows] == [f"atomics spread over {k} addresses, per second" for k in ("4", "32", "4,096")]
+    assert all(r.label == "calibrated" and r.unit == "1/s" for r in rows)  # not the two ends: they calibrate the model
+    fig = ui.contention_plot(res)
+    assert len(fig.data) == 2 and list(fig.data[1].y) == [p.atomics_per_s for p in pts]
+    assert w.contention_predictions(w.Reductions(n_elems=1, nbytes=4, device="t", simulated=False)) == []

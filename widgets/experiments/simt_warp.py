@@ -117,6 +117,14 @@ extern "C" __global__ void atomic_one_lane(float* out, int iters) {
         for (int k = 0; k < iters; ++k) atomicAdd(out, 1.0f);
 }
 
+// Contention: thread i adds 1 to address i % addrs, `iters` times; addresses 128 B apart (each on
+// its own L2 line). addrs = 1 is atomic_same_address; many addresses spread the atomics over the L2.
+extern "C" __global__ void atomic_spread(float* out, int iters, int addrs) {
+    const int a = (int)((blockIdx.x * (long long)blockDim.x + threadIdx.x) % addrs);
+    float* p = out + 32 * a;
+    for (int k = 0; k < iters; ++k) atomicAdd(p, 1.0f);
+}
+
 // Votes: per warp, how many lanes hold a value above a threshold (__ballot_sync + __popc) and
 // whether any does (__any_sync). Two ints per warp.
 extern "C" __global__ void vote_count(const float* __restrict__ x, int* counts, long long n, float threshold) {
@@ -244,6 +252,22 @@ class ReductionRun(harness.Result):
 
 
 @dataclass(frozen=True)
+class ContentionPoint(harness.Result):
+    """``atomic_spread`` with the atomics of a full grid spread over ``addresses`` addresses."""
+
+    addresses: int
+    atomics: int
+    time_s: float
+    atomics_per_s: float
+    result_ok: bool                 # every address holds exactly its share
+
+
+@dataclass(frozen=True)
+class Contention(harness.Result):
+    points: tuple[ContentionPoint, ...]
+
+
+@dataclass(frozen=True)
 class Votes(harness.Result):
     """``vote_count`` on four warps with known answers: per warp, popc(ballot) and any."""
 
@@ -275,6 +299,7 @@ class Reductions(harness.Result):
     atomic_rate_one_lane: Union[AtomicRate, Failed, None] = None  # one lane per warp adds
     variants: dict[str, Union[ReductionRun, Failed]] = field(default_factory=dict)
     votes: Union[Votes, Failed, None] = None
+    contention: Union[Contention, Failed, None] = None
 
 
 @dataclass(frozen=True)
@@ -465,7 +490,7 @@ def measure_reductions(nbytes: Optional[int] = None, *, repeat: int = 10) -> Red
     try:
         cubin, report, cmd = compile_with_report(REDUCE_SOURCE, arch)
         funcs = {name: drv.load(cubin, name) for name in
-                 [f"reduce_{v}" for v in REDUCE_VARIANTS] + ["atomic_same_address", "atomic_one_lane", "vote_count"]}
+                 [f"reduce_{v}" for v in REDUCE_VARIANTS] + ["atomic_same_address", "atomic_one_lane", "atomic_spread", "vote_count"]}
     except Exception as exc:  # noqa: BLE001 - recorded
         return Reductions(**base, note=f"compile or load failed: {_err(exc)}")
 
@@ -500,10 +525,11 @@ def measure_reductions(nbytes: Optional[int] = None, *, repeat: int = 10) -> Red
     variants = {v: harness.attempt(_time_reduction, drv, funcs[f"reduce_{v}"], v, x, out, n, sms, stream, repeat)
                 for v in REDUCE_VARIANTS}
     votes = harness.attempt(_votes, drv, funcs["vote_count"], stream)
+    contention = harness.attempt(_contention, drv, funcs["atomic_spread"], sms, stream, repeat)
     x = None
     torch.cuda.empty_cache()
     return Reductions(**base, ptxas_command=cmd, ptxas=ptxas_summary(report), copy=copy, torch_sum=torch_sum, atomic_rate=rate,
-                      atomic_rate_one_lane=rate_one, variants=variants, votes=votes)
+                      atomic_rate_one_lane=rate_one, variants=variants, votes=votes, contention=contention)
 
 
 def _time_reduction(drv, func, variant, x, out, n, sms, stream, repeat) -> ReductionRun:
@@ -530,6 +556,30 @@ def _time_reduction(drv, func, variant, x, out, n, sms, stream, repeat) -> Reduc
     t = harness.time_fn(run, repeat=repeat)
     return ReductionRun(variant, n_used, n_used * 4, grid, threads, atomics, t.median_s, t.min_s, t.max_s, n_used * 4 / t.median_s,
                         got, exact, abs(got - exact) / max(exact, 1.0), _sm_clock_hz())
+
+
+CONTENTION_ADDRESSES = (1, 4, 32, 256, 4096, 65536)
+
+
+def _contention(drv, func, sms, stream, repeat) -> Contention:
+    """``atomic_spread`` over 1 to 65,536 addresses: every thread of a full grid adds 1 to its address
+    32 times (each address's count stays below 2**24, exact in float32, and is checked)."""
+    grid, iters = sms * 8, 32
+    threads = grid * REDUCE_THREADS
+    count = threads * iters
+    buf = torch.zeros(32 * max(CONTENTION_ADDRESSES), device="cuda")
+    points = []
+    for addrs in CONTENTION_ADDRESSES:
+        def run(addrs=addrs):
+            buf.zero_()
+            drv.launch(func, grid, REDUCE_THREADS, 0, [buf.data_ptr(), ctypes.c_int(iters), ctypes.c_int(addrs)], stream)
+
+        t = harness.time_fn(run, repeat=repeat)
+        per = buf.view(-1, 32)[:addrs, 0].double()
+        want = torch.bincount(torch.arange(threads, device="cuda") % addrs, minlength=addrs).double() * iters
+        ok = bool(torch.equal(per, want)) and float(buf.double().sum()) == float(count)
+        points.append(ContentionPoint(addrs, count, t.median_s, count / t.median_s, ok))
+    return Contention(tuple(points))
 
 
 def _votes(drv, func, stream) -> Votes:
@@ -592,6 +642,18 @@ def reduction_predictions(res: Reductions) -> dict[str, ReductionPrediction]:
         bound = "atomics" if v.atomics / rate > v.bytes_read / copy else "memory"
         out[name] = ReductionPrediction(name, pred, v.time_s / pred, bound)
     return out
+
+
+def contention_predictions(res: Reductions) -> list[tuple[ContentionPoint, Optional[float]]]:
+    """Each contention point with ``model.atomic_throughput_per_s`` calibrated on the same sweep's
+    two ends: the rate at one address and the highest rate measured (the memory system's cap);
+    ``[]`` when the sweep did not run."""
+    if not isinstance(res.contention, Contention) or not res.contention.points:
+        return []
+    pts = res.contention.points
+    one = next((p.atomics_per_s for p in pts if p.addresses == 1), None)
+    cap = max(p.atomics_per_s for p in pts)
+    return [(p, model.atomic_throughput_per_s(p.addresses, one, cap) if one else None) for p in pts]
 
 
 # --------------------------------------------------------------------------------------------
@@ -713,6 +775,15 @@ def accuracy_rows(results, device: str) -> list:
                         p.predicted_time_s, v.time_s, "s", "calibrated", device,
                         f"{p.bound}-bound in the model; memory rate from a device-to-device copy (read + written), atomic rate from a kernel "
                         "that only adds to one address"))
+    pairs = contention_predictions(res)
+    top = max((p.atomics_per_s for p, _ in pairs), default=None)
+    for p, pred in pairs:
+        if pred is None or p.addresses == 1 or p.atomics_per_s == top:
+            continue  # the two calibration points compare with themselves
+        rows.append(Row("simt", f"atomics spread over {p.addresses:,} addresses, per second",
+                        "min(addresses x the one-address rate, the highest rate of the sweep), same sweep",
+                        pred, p.atomics_per_s, "1/s", "calibrated", device,
+                        "atomic_spread: each address on its own 128-B line; both constants from the same sweep's ends"))
     gs = res.variants.get("grid_stride")
     if isinstance(gs, ReductionRun) and res.hbm_bytes_per_s:
         rows.append(Row("simt", f"reduction, grid stride: {gs.bytes_read / MiB:.0f} MiB at the datasheet's memory bandwidth",

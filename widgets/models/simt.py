@@ -1323,3 +1323,35 @@ def pipeline_schedule(stage_s: Sequence[float], chunks: int) -> list[tuple[int, 
             out.append((c, s, start, end))
             free[s] = ready = end
     return out
+
+
+def atomic_throughput_per_s(addresses: int, same_address_per_s: float, max_per_s: float) -> float:
+    """Atomics per second when a kernel's atomics are spread evenly over ``addresses`` addresses:
+    each address applies them one after another at ``same_address_per_s``, so the addresses add
+    up, until the memory system's own atomic throughput ``max_per_s`` caps them:
+    ``min(addresses x same_address_per_s, max_per_s)``. Spreading (privatizing) a counter is the
+    cure for same-address contention. Explained in :ref:`simt` > Reductions: warp shuffles, votes
+    and atomics.
+
+    Parameters
+    ----------
+    addresses : int
+        Distinct addresses the atomics go to, evenly [count].
+    same_address_per_s : float
+        Throughput of atomics to one address [1/s].
+    max_per_s : float
+        Throughput of atomics over the whole memory system [1/s].
+
+    Returns
+    -------
+    float
+        Atomics per second [1/s].
+
+    >>> atomic_throughput_per_s(1, 5e8, 1e11), atomic_throughput_per_s(32, 5e8, 1e11), atomic_throughput_per_s(4096, 5e8, 1e11)
+    (500000000.0, 16000000000.0, 100000000000.0)
+    """
+    k = _check.integer("addresses", addresses, minimum=1, maximum=1 << 40)
+    r = _check.positive("same_address_per_s", same_address_per_s)
+    cap = _check.positive("max_per_s", max_per_s)
+    return _check.finite_result("atomic throughput", min(k * r, cap), addresses=addresses, same_address_per_s=same_address_per_s,
+                                max_per_s=max_per_s)

@@ -868,6 +868,24 @@ def reduction_plot(res, *, title: str = "Reduction: bytes read per second", read
     return style_figure(fig, title=title, readout=readout, height=420)
 
 
+def contention_plot(res, *, title: str = "Same-address atomics: spread them", readout: str | None = None) -> go.Figure:
+    """Atomics per second against the number of addresses they are spread over (``simt_warp``
+    contention sweep): measured markers, and the model calibrated on the sweep's two ends."""
+    from ..experiments import simt_warp as sw
+
+    pairs = sw.contention_predictions(res)
+    fig = go.Figure()
+    if pairs:
+        xs = [p.addresses for p, _ in pairs]
+        fig.add_trace(go.Scatter(x=xs, y=[pred for _, pred in pairs], mode="lines", name="model (calibrated on the ends)",
+                                 line=dict(color=series_color(3), dash="dash")))
+        fig.add_trace(go.Scatter(x=xs, y=[p.atomics_per_s for p, _ in pairs], mode="markers", name="measured",
+                                 marker=dict(color=series_color(0), size=10)))
+    fig.update_layout(xaxis=dict(title="addresses the atomics are spread over", type="log"),
+                      yaxis=dict(title="atomics per second", type="log"))
+    return style_figure(fig, title=title, readout=readout, height=400)
+
+
 def reduction_compare_rows(ref, here=None) -> list:
     """The reduction experiment as table rows: the copy's and torch's ``sum`` rates, the atomic
     rates, and per kernel the model's time (calibrated on the copy and the atomic rates) against
