@@ -471,3 +471,22 @@ def test_ncu_script_units():
     assert ncu._scale("gpu__time_duration.sum", "nsecond") == 1
     assert ncu._scale("dram__bytes_read.sum", "Mbyte") == 1e6
     assert ncu._scale("lts__t_sectors_srcunit_tex_op_write.sum", "sector") == 1
+
+
+def test_committed_h200_records_hold_the_depth_experiments(ref):
+    """The reference record has the fusion and transpose results the chapter reads, and the counter record's
+    sector counts equal the model's (a prediction that held on the H200: 32 sectors per naive warp write)."""
+    from widgets.experiments import memory_hierarchy_fusion as fx
+    from widgets.experiments import memory_hierarchy_transpose as tx
+
+    if fx.fusion_result(ref) is None or tx.transpose_result(ref) is None:
+        pytest.skip("the reference record predates the depth experiments")
+    f = fx.fusion_result(ref)
+    assert [p.n_ops for p in f.chain_sweep] == list(fx.CHAIN_OPS)
+    assert all(p.triton_max_abs_error is not None and p.triton_max_abs_error < 1e-4 for p in f.chain_sweep)
+    labels = {r.label for r in fx.accuracy_rows(ref)}
+    assert labels == {"prediction", "calibrated"}
+    ncu = tx.load_ncu()
+    if ncu is not None:
+        writes = [r for r in tx.ncu_rows(ncu) if r["counter"] == "lts__t_sectors_srcunit_tex_op_write.sum" and r["ratio"]]
+        assert writes and all(r["ratio"] == pytest.approx(1.0, rel=0.01) for r in writes)
