@@ -1326,27 +1326,36 @@ def pipeline_schedule(stage_s: Sequence[float], chunks: int) -> list[tuple[int, 
 
 
 def atomic_throughput_per_s(addresses: int, same_address_per_s: float, max_per_s: float) -> float:
-    """Atomics per second when a kernel's atomics are spread evenly over ``addresses`` addresses:
-    each address applies them one after another at ``same_address_per_s``, so the addresses add
-    up, until the memory system's own atomic throughput ``max_per_s`` caps them:
+    """Atomics per second when a kernel's atomics are spread evenly over several addresses.
+
+    Each address applies its atomics one after another at ``same_address_per_s``, so the addresses
+    add up, until the memory system's own atomic throughput ``max_per_s`` caps them:
     ``min(addresses x same_address_per_s, max_per_s)``. Spreading (privatizing) a counter is the
-    cure for same-address contention. Explained in :ref:`simt` > Reductions: warp shuffles, votes
-    and atomics.
+    cure for same-address contention.
+
+    Explained in :ref:`simt` > Reductions: warp shuffles, votes and atomics.
 
     Parameters
     ----------
     addresses : int
-        Distinct addresses the atomics go to, evenly [count].
+        Distinct addresses the atomics go to, evenly [count], 1 to 2**40.
     same_address_per_s : float
-        Throughput of atomics to one address [1/s].
+        Throughput of atomics to one address [1/s], > 0.
     max_per_s : float
-        Throughput of atomics over the whole memory system [1/s].
+        Throughput of atomics over the whole memory system [1/s], > 0.
 
     Returns
     -------
     float
         Atomics per second [1/s].
 
+    Raises
+    ------
+    ValueError
+        If an input is out of range or the result overflows.
+
+    Examples
+    --------
     >>> atomic_throughput_per_s(1, 5e8, 1e11), atomic_throughput_per_s(32, 5e8, 1e11), atomic_throughput_per_s(4096, 5e8, 1e11)
     (500000000.0, 16000000000.0, 100000000000.0)
     """
