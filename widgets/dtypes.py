@@ -211,7 +211,7 @@ class DType:
     @property
     def aliases(self) -> tuple:
         """Other names :func:`get_dtype` accepts for this format."""
-        return tuple(a for a, n in _ALIASES.items() if n == self.name)
+        return tuple(a for a, n in ALIASES.items() if n == self.name)
 
 
 _IEEE = "IEEE Std 754-2019, Table 3.5"
@@ -249,7 +249,7 @@ DTYPES: Mapping[str, DType] = MappingProxyType({d.name: d for d in _TABLE})
 """Every format by its canonical name, in the order of :func:`dtype_names`."""
 
 # Short names: "fp8" alone means E4M3 (the forward-pass format; the catalog's fp8 peaks).
-_ALIASES: Mapping[str, str] = MappingProxyType({"fp8": "fp8_e4m3", "e4m3": "fp8_e4m3", "e5m2": "fp8_e5m2", "fp4": "fp4_e2m1"})
+ALIASES: Mapping[str, str] = MappingProxyType({"fp8": "fp8_e4m3", "e4m3": "fp8_e4m3", "e5m2": "fp8_e5m2", "fp4": "fp4_e2m1"})
 
 
 
@@ -287,7 +287,7 @@ def dtype_names(*, aliases: bool = False) -> tuple:
     True
     """
     names = tuple(DTYPES)
-    return names + tuple(_ALIASES) if _check.flag("aliases", aliases) else names
+    return names + tuple(ALIASES) if _check.flag("aliases", aliases) else names
 
 
 def get_dtype(name, *, param: str = "dtype") -> DType:
@@ -321,7 +321,7 @@ def get_dtype(name, *, param: str = "dtype") -> DType:
         return name
     if isinstance(name, str):
         key = name.strip().lower()
-        key = _ALIASES.get(key, key)
+        key = ALIASES.get(key, key)
         if key in DTYPES:
             return DTYPES[key]
     raise ValueError(f"{param} must be one of {', '.join(map(repr, dtype_names(aliases=True)))}; got {name!r}")
@@ -426,4 +426,5 @@ def to_torch(name, *, param: str = "dtype"):
     return t
 
 
-__all__ = ["DTYPES", "DType", "KINDS", "PEAK_DTYPES", "SPECIALS", "bytes_per_element", "dtype_names", "from_torch", "get_dtype", "to_torch"]
+__all__ = ["ALIASES", "DTYPES", "DType", "KINDS", "PEAK_DTYPES", "SPECIALS", "bytes_per_element", "dtype_names", "from_torch",
+           "get_dtype", "to_torch"]

@@ -697,7 +697,7 @@ def gemm_estimate_for(m: int, n: int, k: int, dtype: str = "bf16", gpu="H200-SXM
 # (widgets.dtypes: layout, range and unit roundoff with their sources; IEEE 754-2019, bfloat16, TF32,
 # OCP OFP8 E4M3/E5M2). "fp8" alone (as in the catalog's peaks) means E4M3, the forward-pass format.
 FORMATS = {name: dtypes.get_dtype(name) for name in ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2")}
-_ALIASES = {"fp8": "fp8_e4m3", "e4m3": "fp8_e4m3", "e5m2": "fp8_e5m2"}
+_ALIASES = {a: n for a, n in dtypes.ALIASES.items() if n in FORMATS}  # the registry's short names
 
 # Mean square relative error of rounding to nearest, in units of u^2, for significands spread
 # log-uniformly over a binade (Benford): the absolute error is uniform on [-ulp/2, ulp/2] and
