@@ -51,7 +51,7 @@ MODULES = (
 RESULT_CLASSES = {
     "Coalescing", "RooflinePoint", "FusionEstimate", "TransposeCost", "BytesInFlight",
     "ArchLimits", "Occupancy", "Divergence", "LatencyHiding",
-    "PeakCheck", "GemmEstimate", "FloatFormat", "DotError", "Accumulator", "AccumulationError",
+    "PeakCheck", "GemmEstimate", "DotError", "Accumulator", "AccumulationError",
     "RingTransfer", "DataParallelStep", "HierarchicalAllReduce", "CrossNodeAllReduce",
     "CapacityPlan", "DecodeStep", "Latency", "MemoryBudget",
     "StateBytes", "TrainingBudget", "Rung",
