@@ -205,3 +205,17 @@ def test_every_dtype_name_the_library_uses_is_a_registry_name():
     used |= set(transformer.STORAGE_DTYPES) | set(tc.FORMATS) | {d for d, _ in tc.ACCUMULATORS}
     assert used <= known, sorted(used - known)
     assert set(hardware.DTYPES) >= {k for g in hardware.gpus() for k in g.peak_flop_per_s}
+
+
+def test_storage_bytes_count_the_block_scales():
+    """[MX] MXFP8/MXFP4: one 8-bit scale per 32 elements; [NVFP4] one E4M3 scale per 16."""
+    from widgets.dtypes import storage_bytes_per_element
+
+    assert storage_bytes_per_element("mxfp8") == 1 + 1 / 32
+    assert storage_bytes_per_element("mxfp4") == 0.5 + 1 / 32
+    assert storage_bytes_per_element("nvfp4") == 0.5 + 1 / 16
+    for name in ("fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4_e2m1"):
+        assert storage_bytes_per_element(name) == bytes_per_element(name)
+    with pytest.raises(ValueError, match="^weight_dtype must be one of"):
+        storage_bytes_per_element("fp6", param="weight_dtype")
+

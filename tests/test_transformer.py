@@ -102,9 +102,11 @@ def test_causal_attention_flop_hand():
 # --------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["fp32", "bf16", "fp16", "fp8", "fp8_e5m2", "int8", "int4", "nvfp4", "mxfp4"])
 def test_a_dtype_name_is_its_registry_bytes(name):
-    """A format name stands for its element size in widgets.dtypes (fp8 1 B, int4/fp4 0.5 B) everywhere
-    a bytes-per-element argument is taken."""
-    b = dtypes.bytes_per_element(name)
+    """A format name stands for what one element of a tensor in that format occupies (widgets.dtypes: fp8
+    1 B, int4 0.5 B; block-scaled formats with their scales, [MX] 32 elements per 8-bit scale, [NVFP4] 16)
+    everywhere a bytes-per-element argument is taken."""
+    b = dtypes.storage_bytes_per_element(name)
+    assert b == {"mxfp4": 0.5 + 1 / 32, "nvfp4": 0.5 + 1 / 16}.get(name, dtypes.bytes_per_element(name))
     assert transformer.kv_cache_bytes_per_token(32, 8, 128, name) == 2 * 32 * 8 * 128 * b
     assert transformer.mla_kv_cache_bytes_per_token(61, 512, 64, name) == 61 * 576 * b
     assert transformer.weight_bytes(8e9, name) == 8e9 * b

@@ -360,6 +360,40 @@ def bytes_per_element(name, *, param: str = "dtype") -> float:
     return get_dtype(name, param=param).bytes
 
 
+def storage_bytes_per_element(name, *, param: str = "dtype") -> float:
+    """Bytes one element of a tensor stored in ``name`` takes [B], its share of the block scales included.
+
+    ``bits_with_scales / 8``: the same as :func:`bytes_per_element` for a format without block
+    scales (bf16 2, fp8 1, int4 0.5), more for a block-scaled one (MXFP4 4.25 bits, NVFP4 4.5 bits
+    per element). What a weight or KV-cache tensor in that format occupies in memory.
+
+    Explained in :ref:`tensor_cores` > Number formats: range, precision, accumulation.
+
+    Parameters
+    ----------
+    name : str or DType
+        A format name (aliases accepted).
+    param : str, optional
+        The caller's parameter name, used in the error message.
+
+    Returns
+    -------
+    float
+        Bytes per element, scales included [B].
+
+    Raises
+    ------
+    ValueError
+        Naming ``param``, the value and the valid names.
+
+    Examples
+    --------
+    >>> storage_bytes_per_element("bf16"), storage_bytes_per_element("mxfp4"), storage_bytes_per_element("nvfp4")
+    (2.0, 0.53125, 0.5625)
+    """
+    return get_dtype(name, param=param).bits_with_scales / 8.0
+
+
 def from_torch(dtype) -> DType:
     """The registry entry of a ``torch.dtype``, matched by identity with ``torch.<torch_name>``.
 
@@ -427,4 +461,4 @@ def to_torch(name, *, param: str = "dtype"):
 
 
 __all__ = ["ALIASES", "DTYPES", "DType", "KINDS", "PEAK_DTYPES", "SPECIALS", "bytes_per_element", "dtype_names", "from_torch",
-           "get_dtype", "to_torch"]
+           "get_dtype", "storage_bytes_per_element", "to_torch"]

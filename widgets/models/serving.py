@@ -52,7 +52,7 @@ DEFAULT_MAX_UTILIZATION = 0.8
 
 def _dtype_bytes(name: str, value) -> float:
     """Bytes per element of the format named by the parameter ``name`` (:mod:`widgets.dtypes`)."""
-    return dtypes.bytes_per_element(value, param=name)
+    return dtypes.storage_bytes_per_element(value, param=name)
 
 
 def _gpu(value, name: str = "gpu") -> GPU:

@@ -9,7 +9,8 @@ non-physical input with a ``ValueError`` naming the parameter, the value and wha
 
 Units are in the names: ``*_bytes`` [B], ``*_flop`` [FLOP], ``*_tokens`` [tokens]. A
 ``bytes_per_elem`` argument is a number of bytes (2 for bf16) or a format name of
-:mod:`widgets.dtypes` (``"bf16"``, ``"fp8"``, ``"int4"``...).
+:mod:`widgets.dtypes` (``"bf16"``, ``"fp8"``, ``"int4"``...), which stands for what an element of
+a tensor in that format occupies, block scales included (NVFP4: 4.5 bits).
 
 Notes
 -----
@@ -48,7 +49,7 @@ MAX_QUANTITY = 1e30
 def _bpe(name: str, value) -> float:
     """A bytes-per-element argument: a positive number (at most 8) or a format name of :mod:`widgets.dtypes`."""
     if isinstance(value, str):
-        return dtypes.bytes_per_element(value, param=name)
+        return dtypes.storage_bytes_per_element(value, param=name)
     v = _check.positive(name, value)
     if v > 8:
         raise ValueError(f"{name} must be a dtype name or a number in (0, 8] bytes, got {value!r}")
@@ -87,7 +88,7 @@ def kv_cache_bytes_per_token(layers: int, kv_heads: int, head_dim: int, bytes_pe
         Elements per head [-], >= 1.
     bytes_per_elem : float or str, optional
         Bytes per element [B], in (0, 8] (2 for bf16, 1 for fp8, 0.5 for int4), or a format name of
-        :mod:`widgets.dtypes` (``"bf16"``, ``"fp8"``, ``"int4"``...).
+        :mod:`widgets.dtypes` (``"bf16"``, ``"fp8"``, ``"int4"``...; its block scales counted).
 
     Returns
     -------
@@ -137,7 +138,7 @@ def mla_kv_cache_bytes_per_token(layers: int, kv_lora_rank: int, rope_head_dim: 
         Elements of the decoupled RoPE key, d_h^R [-], >= 0.
     bytes_per_elem : float or str, optional
         Bytes per element [B], in (0, 8] (2 for bf16, 1 for fp8, 0.5 for int4), or a format name of
-        :mod:`widgets.dtypes` (``"bf16"``, ``"fp8"``, ``"int4"``...).
+        :mod:`widgets.dtypes` (``"bf16"``, ``"fp8"``, ``"int4"``...; its block scales counted).
 
     Returns
     -------
@@ -263,7 +264,7 @@ def kv_bytes_by_attention(
         RoPE key elements of the MLA variant [-], >= 0.
     bytes_per_elem : float or str, optional
         Bytes per element [B], in (0, 8] (2 for bf16, 1 for fp8, 0.5 for int4), or a format name of
-        :mod:`widgets.dtypes` (``"bf16"``, ``"fp8"``, ``"int4"``...).
+        :mod:`widgets.dtypes` (``"bf16"``, ``"fp8"``, ``"int4"``...; its block scales counted).
 
     Returns
     -------
@@ -309,7 +310,7 @@ def weight_bytes(params: float, bytes_per_elem: float = 2) -> float:
         Parameters [-], >= 0.
     bytes_per_elem : float or str, optional
         Bytes per element [B], in (0, 8] (2 for bf16, 1 for fp8, 0.5 for int4), or a format name of
-        :mod:`widgets.dtypes` (``"bf16"``, ``"fp8"``, ``"int4"``...).
+        :mod:`widgets.dtypes` (``"bf16"``, ``"fp8"``, ``"int4"``...; its block scales counted).
 
     Returns
     -------
@@ -586,7 +587,7 @@ def activation_bytes(tokens: int, hidden_size: int, intermediate_size: int, voca
         Sequences whose last token's logits are computed [-], >= 0.
     bytes_per_elem : float or str, optional
         Bytes per element [B], in (0, 8] (2 for bf16, 1 for fp8, 0.5 for int4), or a format name of
-        :mod:`widgets.dtypes` (``"bf16"``, ``"fp8"``, ``"int4"``...).
+        :mod:`widgets.dtypes` (``"bf16"``, ``"fp8"``, ``"int4"``...; its block scales counted).
 
     Returns
     -------
