@@ -1,27 +1,14 @@
-"""Tests of the serving models (against published figures), calculators and experiments.
+"""Tests of the serving planners (against published figures), calculators and experiments. The transformer
+arithmetic and the model catalog have their own: tests/test_transformer.py, tests/test_llms.py.
 
 Sources of the expected values (each test names the one it uses):
 - [vLLM] Kwon et al., "Efficient Memory Management for Large Language Model Serving with
-  PagedAttention", SOSP 2023, section 3: OPT-13B's KV cache is "800 KB" per token,
-  2 x 5120 x 40 x 2 bytes, and up to 1.6 GB for a 2048-token request.
-- [DSV2] DeepSeek-V2 paper (2024), section 2.1.4 and Table 1: MLA caches (d_c + d_h^R) l elements per
-  token, "equal to GQA with only 2.25 groups" for d_c = 4 d_h, d_h^R = d_h / 2.
-- [DSV3] DeepSeek-V3 technical report (2024): abstract (671B total, 37B activated), section 4.2
-  (61 layers, hidden 7168, n_h = d_h = 128, d_c = 512, d_h^R = 64, 1 shared + 256 routed experts of
-  2048, 8 activated, all FFNs but the first three are MoE); its weights documentation
-  (README_WEIGHTS.md): "Activation parameters: 36.6B (including 0.9B for the output Head)".
-- [HF] Hugging Face model cards, config.json: meta-llama/Meta-Llama-3-8B, meta-llama/Meta-Llama-3-70B,
-  mistralai/Mistral-7B-v0.1, deepseek-ai/DeepSeek-V3; and each page's Safetensors "Model size"
-  (8.03B, 70.6B, 7.24B params).
-- [Llama3] Grattafiori et al., "The Llama 3 Herd of Models" (2024), Table 3.
-- [Mistral] Jiang et al., "Mistral 7B" (2023), Table 1: head_dim 128, window_size 4096.
+  PagedAttention", SOSP 2023, section 4.1: KV blocks of a fixed number of tokens.
 - [Scaling] Austin et al., "How to Scale Your Model" (2025), Part 7 "All About Transformer
   Inference": B_crit = 1.97e14 / 8.2e11 = 240 on a TPU v5e in bf16 (120 with int8 weights); the pop
   quiz (30B int8 params, 4 x 819 MB of KV cache, 16 chips of 8.1e11 B/s and 1.97e14 FLOP/s: 2.5 ms;
   batch 256: 21 ms); LLaMA 2-13B's KV cache of 6.7 GB per 8192 tokens and its step times on 8 TPU
   v5es (4.98 ms at batch 1, 249.09 ms at 240).
-- [Kaplan] Kaplan et al., "Scaling Laws for Neural Language Models" (2020), Table 1: a forward pass
-  costs about 2N FLOP per token.
 - [Little] J. D. C. Little, "A Proof for the Queuing Formula L = lambda W", Operations Research 9(3), 1961.
 - [NIM] NVIDIA NIM LLM benchmarking guide, "Metrics": e2e latency = TTFT + generation time; ITL and
   TPOT as (e2e - TTFT) / (output tokens - 1).
