@@ -35,6 +35,7 @@ References
   et al., "FP8 Formats for Deep Learning" (2022), Table 1.
 - FP4 E2M1, MXFP8, MXFP4: OCP Microscaling Formats (MX) Specification v1.0 (2023), Table 1
   (block size 32, E8M0 scale) and section 5.3.3 (E2M1: max 6.0, min normal 1.0, min subnormal 0.5).
+  Table 1 defines MXFP8 with E5M2 or E4M3 elements; ``"mxfp8"`` here is the E4M3 variant.
 - FP8 E4M3FNUZ / E5M2FNUZ: Noune et al., "8-bit Numerical Formats for Deep Neural Networks" (2022),
   arXiv:2206.02915 (bias 2^(E-1), NaN at the negative-zero code, no infinities); AMD ROCm
   documentation, "Data types and precision support" (the FP8 of MI300: E4M3FNUZ, E5M2FNUZ).
@@ -233,7 +234,8 @@ _TABLE = (
     DType("fp8_e4m3fnuz", "float", 8, 4, 3, "fnuz", "float8_e4m3fnuz", f"{_FNUZ} (E4M3FNUZ: max 240)"),
     DType("fp8_e5m2fnuz", "float", 8, 5, 2, "fnuz", "float8_e5m2fnuz", f"{_FNUZ} (E5M2FNUZ: max 57344)"),
     DType("fp4_e2m1", "float", 4, 2, 1, "none", None, f"{_MX} (FP4 E2M1 element)"),
-    DType("mxfp8", "float", 8, 4, 3, "fn", None, f"{_MX}: MXFP8 (E4M3 elements), 32 per E8M0 scale",
+    DType("mxfp8", "float", 8, 4, 3, "fn", None, f"{_MX}: MXFP8 with E4M3 elements (Table 1 also "
+          "defines MXFP8 with E5M2 elements, not listed here), 32 per E8M0 scale",
           block_size=32, scale_bits=8, element="fp8_e4m3"),
     DType("mxfp4", "float", 4, 2, 1, "none", None, f"{_MX}: MXFP4 (E2M1 elements), 32 per E8M0 scale",
           block_size=32, scale_bits=8, element="fp4_e2m1"),
