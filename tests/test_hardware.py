@@ -91,6 +91,11 @@ def test_records_are_frozen():
         # Links: A100 12 NVLink 3 links, H100 SXM 18 NVLink 4 links (whitepapers).
         ("A100-SXM-80GB", "interconnect_links", 12),
         ("H100-SXM", "interconnect_links", 18),
+        # H100 datasheet (PCIe column): NVLink 600 GB/s over the bridges = 12 links x 25 GB/s x 2 directions.
+        ("H100-PCIe", "interconnect_links", 12),
+        # B200 device query (github.com/pytorch/ao/pull/4002): "L2 Cache Size: 126.50 MB", 148 SMs.
+        ("B200", "l2_bytes", 126.5 * MiB),
+        ("B200", "sms", 148),
     ],
 )
 def test_published_figures(name, field, value):
@@ -115,10 +120,74 @@ def test_published_figures(name, field, value):
         ("RTX-3090", "fp16", 71e12),  # GA102 whitepaper: 71 dense with FP32 accumulate (142 sparse)
         ("RTX-5090", "fp8", 419e12),  # RTX Blackwell whitepaper: 419 dense with FP32 accumulate
         ("A10G", "bf16", 70e12),
+        # NVIDIA HGX B200 datasheet, 8 GPUs with sparsity: TF32 18, BF16 36, FP8 72 PFLOPS; FP32 600 TFLOPS (dense).
+        ("B200", "tf32", 18e15 / 8 / 2),
+        ("B200", "bf16", 36e15 / 8 / 2),
+        ("B200", "fp8", 72e15 / 8 / 2),
+        ("B200", "fp32", 600e12 / 8),
     ],
 )
 def test_peaks_are_dense(name, dtype, dense):
     assert get_gpu(name).peak(dtype) == pytest.approx(dense)
+
+
+@pytest.mark.parametrize(
+    "name, usable, exposed_by_nvidia_smi",
+    [
+        # pytorch/ao PR 4002, CUDA device query on a B200: "Total Global Memory: 178.35 GB" (GiB: the same query
+        # prints 228.00 KB of shared memory per SM); TensorRT-LLM issue 10278: nvidia-smi total 183359 MiB.
+        ("B200", 178.35 * GiB, 183359 * MiB),
+        # ArcInstitute/evo2 issue 190, torch on an L4: "total capacity of 22.03 GiB"; modal-client PR 2797:
+        # nvidia-smi total 23034 MiB (ECC on by default).
+        ("L4", 22.03 * GiB, 23034 * MiB),
+        # Public torch logs of 'NVIDIA H100 80GB HBM3': total_memory 81082 to 81090 MiB (smallest stored);
+        # modal-client PR 2797: nvidia-smi total 81559 MiB.
+        ("H100-SXM", 81082 * MiB, 81559 * MiB),
+        # meta-pytorch/torchrec PR 3580, A100 SXM4 80GB boards ('NVIDIA PG509-210'): torch total 81050 MiB,
+        # nvidia-smi 81920 MiB.
+        ("A100-SXM-80GB", 81050 * MiB, 81920 * MiB),
+        # CUDA.jl on an RTX 4090 (pc2/GPUInspector.jl issue 11): 23.988 GiB; vllm issue 7553: nvidia-smi 24564MiB.
+        ("RTX-4090", 25_757_220_864, 24564 * MiB),
+        # deviceQuery on an RTX 5090 (aikitoria/open-gpu-kernel-modules issue 1): 33677180928 bytes (32117 MBytes).
+        ("RTX-5090", 33_677_180_928, None),
+        # Our H200 record's provenance (torch total_memory); the catalog's own source: nvidia-smi 143771 MiB.
+        ("H200-SXM", 150_109_880_320, 143771 * MiB),
+    ],
+)
+def test_memory_bytes_is_what_the_device_reports_not_the_label(name, usable, exposed_by_nvidia_smi):
+    """A program plans in what CUDA reports (totalGlobalMem = torch total_memory), which is below both the
+    datasheet label read as GiB (hbm_bytes) and the total nvidia-smi shows (the driver keeps some)."""
+    g = get_gpu(name)
+    assert g.usable_memory_bytes == pytest.approx(usable, abs=0.5)
+    assert g.memory_bytes == g.usable_memory_bytes < g.hbm_bytes
+    if exposed_by_nvidia_smi is not None:
+        assert g.memory_bytes <= exposed_by_nvidia_smi <= g.hbm_bytes
+    assert g.sources["usable_memory_bytes"]
+
+
+def test_a_gpu_without_a_device_report_says_so():
+    """MI300X: no public report of what it exposes was found, so memory_bytes falls back to the label and
+    the source string says so (rather than an invented figure)."""
+    g = get_gpu("MI300X")
+    assert g.usable_memory_bytes is None and g.memory_bytes == g.hbm_bytes == 192 * GiB
+    assert "not set" in g.sources["usable_memory_bytes"]
+
+
+def test_mi300x_fp32_is_the_plain_vector_rate_like_every_fp32_entry():
+    """AMD CDNA 3 white paper: FP32 vector 256 FLOP/clk/CU; 304 CUs x 2100 MHz x 256 = 163.4 TFLOPS (data sheet)."""
+    g = get_gpu("MI300X")
+    assert g.flop_per_clock_per_sm["fp32"] == 256 and g.why_no_rate("fp32") is None
+    assert g.sms * g.clock_for("fp32") * 256 == pytest.approx(g.peak("fp32"), rel=1e-3)
+
+
+def test_b200_peaks_assume_a_clock_below_the_stored_boost():
+    """The HGX B200 bf16 peak at 148 SMs and 1965 MHz would need 7737 FLOP/clk/SM, no power of two: the
+    peaks assume a lower clock, so the catalog carries no per-SM rate (and says why) until that clock is known."""
+    g = get_gpu("B200")
+    per_clock = g.peak("bf16") / (g.sms * g.boost_clock_hz)
+    assert 7700 < per_clock < 7800  # 8192 (Hopper's 4096 doubled) would need 2.25e15 / (148 x 8192) = 1856 MHz
+    assert not g.flop_per_clock_per_sm and "not published" in g.sources["flop_per_clock_per_sm"]
+    assert "lower" in g.sources["boost_clock_hz"].lower()
 
 
 def test_every_gpu_has_every_required_field_with_a_source():

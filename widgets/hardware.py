@@ -6,15 +6,22 @@ Notes
   structured-sparsity figure first; that figure is twice the dense one and is never stored here.
   ``"fp32"`` is the plain (non-tensor) FP32 rate; ``"tf32"``, ``"bf16"``, ``"fp16"``, ``"fp8"``
   are matrix-unit rates with FP32 accumulation where the vendor gives a choice.
-- Rates are decimal (B/s, FLOP/s). Capacities are bytes; HBM, caches and shared memory are
-  binary-sized hardware, so "80 GB" of HBM on a datasheet is stored as 80 GiB: ``nvidia-smi`` on
-  an A800/A100-SXM4-80GB reports 81920 MiB = 80 GiB (github.com/dexmal/dexbotic/issues/41).
-  ``hbm_bytes`` is that datasheet capacity. What a program can allocate is less: the driver keeps
-  some (an A100-SXM4-40GB's deviceQuery reports 42,298,834,944 B = 39.4 GiB,
-  github.com/bottlerocket-os/bottlerocket/pull/3873). ``usable_memory_bytes`` holds what the device
-  reports (``torch.cuda.get_device_properties().total_memory``) where it was measured, else None;
-  ``GPU.memory_bytes`` returns it, or the datasheet capacity when it is unknown. Memory budgets
-  plan in ``memory_bytes`` (and keep a stated reserve on top).
+- Rates are decimal (B/s, FLOP/s). Capacities are bytes. Caches and shared memory are exact
+  binary sizes. Device memory is not: ``hbm_bytes`` is the datasheet's LABEL ("80 GB", "141 GB")
+  read as GiB, a convention of this catalog and neither what is soldered on nor what the driver
+  exposes. The stacks are binary-sized (the H200 carries 6 x 24 GiB = 144 GiB of HBM3e and is sold
+  as "141 GB"), and the total the driver exposes depends on the part, ECC and the driver: an
+  A100-SXM4-80GB shows 81920 MiB in ``nvidia-smi`` with some drivers (github.com/dexmal/dexbotic/issues/41)
+  and 81252 MiB with driver 450 (github.com/keyu-tian/SparK/issues/8); an H100 SXM shows 81559 MiB =
+  79.65 GiB, an L4 23034 MiB = 22.49 GiB (github.com/modal-labs/modal-client/pull/2797).
+- What a program can allocate is less again: CUDA's ``totalGlobalMem`` (= torch's ``total_memory``)
+  leaves out what the driver keeps (an A100-SXM4-40GB's deviceQuery reports 42,298,834,944 B = 39.4
+  GiB, github.com/bottlerocket-os/bottlerocket/pull/3873; an H200 reports 139.8 GiB of its "141 GB").
+  ``usable_memory_bytes`` holds that figure, from a cited public device report (or our own H200
+  record), for every GPU that has one; ``GPU.memory_bytes`` returns it and falls back to
+  ``hbm_bytes`` only where no trustworthy report was found (the source string then says so; on
+  the NVIDIA data-centre parts the fallback overstates by 0.35-0.85 GiB). Memory budgets plan in
+  ``memory_bytes`` (and keep a stated reserve on top).
 - ``interconnect_bytes_per_s`` is the GPU-to-GPU link (NVLink, Infinity Fabric) PER DIRECTION:
   half of the bidirectional total that datasheets print. ``host_bytes_per_s`` is the PCIe link
   to the host, also per direction.
@@ -304,7 +311,8 @@ NICS: Mapping[str, NetworkLink] = MappingProxyType({
 })
 
 # PCIe per direction for an x16 link [B/s], as the catalog has always rounded it: Gen3 8 GT/s,
-# Gen4 16 GT/s, Gen5 32 GT/s per lane (PCI-SIG base specifications), 128b/130b coding ignored.
+# Gen4 16 GT/s, Gen5 32 GT/s per lane (PCI-SIG base specifications), 128b/130b coding ignored. The
+# exact rates are 15.75 / 31.5 / 63.0 GB/s (x 128/130), so every stored host rate is ~1.6% high.
 PCIE_X16_BYTES_PER_S = MappingProxyType({3: 16e9, 4: 32e9, 5: 64e9})
 
 
@@ -333,8 +341,9 @@ class GPU:
     # Dense FLOP one SM completes per clock, per dtype (an FMA counts 2), where the vendor's
     # architecture documents give it; {} where they do not (the per-SM model then says so).
     flop_per_clock_per_sm: Mapping[str, float] = field(default_factory=dict)
-    # The clock a datasheet peak assumes [Hz], where the vendor publishes one below the boost clock
-    # (H100: tensor-core peaks at 1830 MHz SXM5, 1620 MHz PCIe); other peaks assume boost_clock_hz.
+    # The clock a datasheet peak assumes [Hz] where it is below the boost clock (H100: the tensor-core
+    # peaks imply 1830 MHz SXM5, 1620 MHz PCIe = peak / (SMs x FLOP/clk/SM); the datasheet prints no
+    # clock); other peaks assume boost_clock_hz.
     datasheet_clock_hz: Mapping[str, float] = field(default_factory=dict)
     interconnect_links: Optional[int] = None  # NVLink (or Infinity Fabric) links per GPU
     pcie_gen: Optional[int] = None
@@ -353,7 +362,7 @@ class GPU:
 
     def clock_for(self, dtype: str) -> float:
         """The clock [Hz] the datasheet's ``dtype`` peak assumes: ``datasheet_clock_hz`` where the
-        vendor publishes one, else ``boost_clock_hz``."""
+        catalog has one (published, or derived from the peak and the per-SM rate), else ``boost_clock_hz``."""
         return self.datasheet_clock_hz.get(dtype, self.boost_clock_hz)
 
     @property
@@ -467,6 +476,7 @@ _CATALOG = {
             host_bytes_per_s=32e9,
             tdp_w=400,
             memory_type="HBM2e",
+            usable_memory_bytes=81050 * MiB,
             flop_per_clock_per_sm={"fp32": 128, "tf32": 1024, "bf16": 2048, "fp16": 2048},
             interconnect_links=12,
             pcie_gen=4,
@@ -477,7 +487,11 @@ _CATALOG = {
                 "interconnect_links": "NVIDIA A100 whitepaper: 12 third-generation NVLink links, 25 GB/s per direction each",
                 "pcie_gen": "NVIDIA A100 datasheet: PCIe Gen4",
                 "peak_flop_per_s": "NVIDIA A100 Tensor Core GPU datasheet (80GB SXM): FP32 19.5, TF32 156, BF16/FP16 312 TFLOPS dense",
-                "hbm_bytes": "NVIDIA A100 datasheet: 80 GB HBM2e, stored as 80 GiB (nvidia-smi reports 81920 MiB)",
+                "hbm_bytes": "NVIDIA A100 datasheet: 80 GB HBM2e, the label stored as 80 GiB (nvidia-smi shows 81920 MiB with "
+                "recent drivers, 81252 MiB with driver 450: github.com/keyu-tian/SparK/issues/8)",
+                "usable_memory_bytes": "torch GPUMemoryStats on 'NVIDIA PG509-210' boards (the A100 SXM4 80GB board; "
+                "nvidia-smi 81920 MiB) in github.com/meta-pytorch/torchrec/pull/3580: total=81050 MiB (79.15 GiB); an "
+                "A100 80GB PCIe reports 81049 MiB (mixbench, github.com/ekondis/mixbench/issues/47)",
                 "hbm_bytes_per_s": "NVIDIA A100 datasheet: 2,039 GB/s (80GB SXM)",
                 "sms": "NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020): 108 SMs, 1410 MHz boost",
                 "boost_clock_hz": "NVIDIA A100 whitepaper, Table 1",
@@ -485,7 +499,7 @@ _CATALOG = {
                 "smem_per_sm_bytes": "CUDA C++ Programming Guide, compute capability 8.0: up to 164 KB shared memory per SM",
                 "registers_per_sm_bytes": "CUDA C++ Programming Guide, compute capabilities table: 64K 32-bit registers per SM",
                 "interconnect_bytes_per_s": "NVIDIA A100 datasheet: NVLink 600 GB/s bidirectional -> 300 GB/s per direction",
-                "host_bytes_per_s": "PCIe Gen4 x16: 32 GB/s per direction",
+                "host_bytes_per_s": "PCIe Gen4 x16: 32 GB/s per direction (31.5 after 128b/130b coding, rounded as every PCIe generation here)",
                 "tdp_w": "NVIDIA A100 datasheet: 400 W (SXM)",
             },
         ),
@@ -505,6 +519,7 @@ _CATALOG = {
             host_bytes_per_s=64e9,
             tdp_w=700,
             memory_type="HBM3",
+            usable_memory_bytes=81082 * MiB,
             flop_per_clock_per_sm={"fp32": 256, "tf32": 2048, "bf16": 4096, "fp16": 4096, "fp8": 8192},
             datasheet_clock_hz={"tf32": 1.830e9, "bf16": 1.830e9, "fp16": 1.830e9, "fp8": 1.830e9},
             interconnect_links=18,
@@ -513,19 +528,26 @@ _CATALOG = {
             sources={
                 "flop_per_clock_per_sm": _NV_HOPPER_WP + ": 4096 dense FP16/BF16 FLOP per clock per SM (twice A100), FP8 twice "
                 "that, TF32 half; 128 FP32 lanes (256 FLOP)",
-                "datasheet_clock_hz": _NV_HOPPER_WP + ": tensor-core peaks at 1830 MHz (SXM5), the FP32 peak at the 1980 MHz maximum boost",
+                "datasheet_clock_hz": "derived, not printed: the H100 datasheet gives peaks but no clocks, so the clock its "
+                "tensor-core peaks assume is peak / (SMs x FLOP/clk/SM) = 989.4 TFLOPS / (132 x 4096) = 1830 MHz (exact); "
+                "glennklockwood.com/garden/processors/h100 repeats 1.83 GHz (low precision), 1.98 GHz (high precision)",
                 "interconnect_links": _NV_HOPPER_WP + ": 18 fourth-generation NVLink links, 25 GB/s per direction each",
                 "pcie_gen": "NVIDIA H100 datasheet: PCIe Gen5 x16",
                 "peak_flop_per_s": _NV_H100_SRC + ": FP32 67, TF32 989/2, BF16 1979/2, FP16 1979/2, FP8 3958/2 TFLOPS",
-                "hbm_bytes": "NVIDIA H100 datasheet (SXM): 80 GB HBM3, stored as 80 GiB",
+                "hbm_bytes": "NVIDIA H100 datasheet (SXM): 80 GB HBM3, the label stored as 80 GiB (nvidia-smi shows "
+                "81559 MiB = 79.65 GiB: github.com/modal-labs/modal-client/pull/2797)",
+                "usable_memory_bytes": "torch.cuda.get_device_properties on 'NVIDIA H100 80GB HBM3' (the SXM5 part): "
+                "total_memory=81082MB (torch 2.0.1), 81089MB (torch 2.7) and 81090MB (8 GPUs, Stanford CS336 spring 2025 "
+                "lecture notes) in public logs (torch prints MiB; it varies with the driver); the smallest, 81082 MiB, is stored",
                 "hbm_bytes_per_s": "NVIDIA H100 datasheet: 3.35 TB/s (SXM)",
                 "sms": _NV_HOPPER_WP + ": H100 SXM5 has 132 SMs",
-                "boost_clock_hz": "NVIDIA H100 datasheet/whitepaper: 1980 MHz max boost (SXM5)",
+                "boost_clock_hz": "1980 MHz maximum boost (SXM5), derived: the datasheet's FP32 67 TFLOPS / (132 SMs x 256 "
+                "FLOP/clk) = 1983 MHz; the datasheet prints no clock (the whitepaper's Table 3 gave preliminary figures)",
                 "l2_bytes": _NV_HOPPER_WP + ": 50 MB L2 (H100 SXM5)",
                 "smem_per_sm_bytes": "CUDA C++ Programming Guide, compute capability 9.0: up to 228 KB shared memory per SM",
                 "registers_per_sm_bytes": "CUDA C++ Programming Guide: 64K 32-bit registers per SM",
                 "interconnect_bytes_per_s": "NVIDIA H100 datasheet: NVLink 900 GB/s bidirectional -> 450 GB/s per direction",
-                "host_bytes_per_s": "PCIe Gen5 x16: 64 GB/s per direction",
+                "host_bytes_per_s": "PCIe Gen5 x16: 64 GB/s per direction (63.0 after 128b/130b coding, rounded as every PCIe generation here)",
                 "tdp_w": "NVIDIA H100 datasheet: up to 700 W (SXM)",
             },
         ),
@@ -554,22 +576,24 @@ _CATALOG = {
             sources={
                 "flop_per_clock_per_sm": "the GH100 SM of the H100 (" + _NV_HOPPER_WP + "): 4096 dense FP16/BF16 FLOP per "
                 "clock per SM, FP8 twice that, TF32 half; 128 FP32 lanes (256 FLOP)",
-                "datasheet_clock_hz": "same peaks as the H100 SXM at the same SM count: tensor-core peaks at 1830 MHz (" + _NV_HOPPER_WP + ")",
+                "datasheet_clock_hz": "same peaks as the H100 SXM at the same SM count, so the same derived clock: "
+                "989.4 TFLOPS / (132 x 4096 FLOP/clk) = 1830 MHz (the datasheet prints no clock)",
                 "interconnect_links": "NVIDIA H200 datasheet: NVLink 900 GB/s, the H100 SXM5's 18 fourth-generation links",
                 "pcie_gen": "NVIDIA H200 datasheet: PCIe Gen5 128 GB/s (bidirectional, x16)",
                 "peak_flop_per_s": _NV_H200_SRC + ": FP32 67, TF32 989/2, BF16 1979/2, FP16 1979/2, FP8 3958/2 TFLOPS",
-                "hbm_bytes": "NVIDIA H200 datasheet: 141 GB HBM3e, stored as 141 GiB (HBM capacities are binary); "
-                "nvidia-smi reports 143771 MiB (140.4 GiB)",
+                "hbm_bytes": "NVIDIA H200 datasheet: 141 GB HBM3e; the LABEL stored as 141 GiB (the catalog's convention). "
+                "It is neither the physical memory (6 x 24 GiB HBM3e stacks = 144 GiB) nor what the device exposes "
+                "(nvidia-smi 143771 MiB = 140.4 GiB; torch total_memory 139.8 GiB, usable_memory_bytes)",
                 "usable_memory_bytes": "torch.cuda.get_device_properties(0).total_memory on an H200 SXM: 150,109,880,320 B "
                 "(139.8 GiB), recorded as provenance gpu_memory_bytes in widgets/data/h200/serving.json",
                 "hbm_bytes_per_s": "NVIDIA H200 datasheet: 4.8 TB/s",
                 "sms": "torch.cuda.get_device_properties on an H200 SXM: 132 multiprocessors (recorded in widgets/data/h200)",
-                "boost_clock_hz": "same GH100 die and clocks as the H100 SXM5: 1980 MHz",
+                "boost_clock_hz": "same GH100 die and FP32 peak as the H100 SXM5: 67 TFLOPS / (132 x 256) = 1983 MHz, stored as 1980 MHz",
                 "l2_bytes": "torch.cuda.get_device_properties on an H200 SXM: L2 of 62914560 bytes (60 MiB)",
                 "smem_per_sm_bytes": "CUDA C++ Programming Guide, compute capability 9.0: up to 228 KB shared memory per SM",
                 "registers_per_sm_bytes": "CUDA C++ Programming Guide: 64K 32-bit registers per SM",
                 "interconnect_bytes_per_s": "NVIDIA H200 datasheet: NVLink 900 GB/s bidirectional -> 450 GB/s per direction",
-                "host_bytes_per_s": "PCIe Gen5 x16: 64 GB/s per direction",
+                "host_bytes_per_s": "PCIe Gen5 x16: 64 GB/s per direction (63.0 after 128b/130b coding, rounded as every PCIe generation here)",
                 "tdp_w": "NVIDIA H200 datasheet: up to 700 W (SXM)",
             },
         ),
@@ -581,14 +605,15 @@ _CATALOG = {
             boost_clock_hz=1.965e9,
             hbm_bytes=180 * GiB,
             hbm_bytes_per_s=8.0e12,
-            l2_bytes=126 * MiB,
+            l2_bytes=126 * MiB + 512 * KiB,
             smem_per_sm_bytes=228 * KiB,
             registers_per_sm_bytes=256 * KiB,
-            peak_flop_per_s={"fp32": 75e12, "tf32": 1.1e15, "bf16": 2.25e15, "fp16": 2.25e15, "fp8": 4.5e15},
+            peak_flop_per_s={"fp32": 75e12, "tf32": 1.125e15, "bf16": 2.25e15, "fp16": 2.25e15, "fp8": 4.5e15},
             interconnect_bytes_per_s=900e9,
             host_bytes_per_s=64e9,
             tdp_w=1000,
             memory_type="HBM3e",
+            usable_memory_bytes=round(178.35 * GiB),
             interconnect_links=18,
             pcie_gen=5,
             pcie_lanes=16,
@@ -596,16 +621,27 @@ _CATALOG = {
                 "flop_per_clock_per_sm": "not published: NVIDIA's B200 datasheets give no SM count or clock",
                 "interconnect_links": "NVIDIA NVLink 5 (Blackwell): 18 links per GPU, 100 GB/s bidirectional each = 1.8 TB/s",
                 "pcie_gen": "NVIDIA HGX B200: PCIe Gen5 x16 to the host",
-                "peak_flop_per_s": "NVIDIA DGX B200 / HGX B200 datasheet (8 GPUs, sparse) divided by 8 and by 2 for dense: FP32 75 TFLOPS, TF32 1.1, BF16/FP16 2.25, FP8 4.5 PFLOPS",
-                "hbm_bytes": "NVIDIA DGX B200 datasheet: 1,440 GB for 8 GPUs = 180 GB per GPU",
-                "hbm_bytes_per_s": "NVIDIA DGX B200 datasheet: 64 TB/s for 8 GPUs = 8 TB/s per GPU",
-                "sms": "CUDA device query of a B200 (148 SMs); not in the datasheet",
-                "boost_clock_hz": "not in the datasheet; reported device query value, approximate",
-                "l2_bytes": "CUDA device query of a B200 (126 MB); not in the datasheet",
+                "peak_flop_per_s": "NVIDIA HGX B200 datasheet (8 GPUs; tensor figures sparse) divided by 8, and by 2 for dense: "
+                "FP32 600/8 = 75 TFLOPS, TF32 18/16 = 1.125, BF16/FP16 36/16 = 2.25, FP8 72/16 = 4.5 PFLOPS",
+                "hbm_bytes": "NVIDIA DGX B200 datasheet: 1,440 GB for 8 GPUs = a 180 GB label per GPU, stored as 180 GiB "
+                "(the catalog's convention). The device exposes less: nvidia-smi shows 183359 MiB = 179.06 GiB "
+                "(driver 580.95.05, github.com/NVIDIA/TensorRT-LLM/issues/10278); see usable_memory_bytes",
+                "usable_memory_bytes": "CUDA device query on a B200 in github.com/pytorch/ao/pull/4002: 'Total Global "
+                "Memory: 178.35 GB' (totalGlobalMem in GiB: the same query prints shared memory per SM as 228.00 KB = "
+                "228 KiB), stored as 178.35 GiB, +-0.005 GiB as printed",
+                "hbm_bytes_per_s": "NVIDIA DGX B200 datasheet: 64 TB/s for 8 GPUs = 8 TB/s per GPU (the datasheet figure, "
+                "kept by the book's rule). Since early 2026 the driver reports a 7680-bit bus (not 8192): 7680/8 B x "
+                "3996 MHz x 2 = 7.67 TB/s (github.com/pytorch/ao/pull/4002), so a fraction of 8 TB/s reads ~4% low",
+                "sms": "CUDA device query of a B200: 148 SMs (github.com/pytorch/ao/pull/4002); not in the datasheet",
+                "boost_clock_hz": "not in the datasheet; an approximate reported boost clock. The datasheet peaks assume "
+                "a LOWER clock: 2.25 PFLOPS / (148 x 1965 MHz) = 7737 FLOP/clk/SM is no power of two (8192 would need "
+                "1855 MHz), so per-SM rates added later need datasheet_clock_hz too",
+                "l2_bytes": "CUDA device query of a B200: 'L2 Cache Size: 126.50 MB' = 126.5 MiB = 132,644,864 B "
+                "(github.com/pytorch/ao/pull/4002); not in the datasheet",
                 "smem_per_sm_bytes": "CUDA C++ Programming Guide, compute capability 10.0: up to 228 KB shared memory per SM",
                 "registers_per_sm_bytes": "CUDA C++ Programming Guide: 64K 32-bit registers per SM",
                 "interconnect_bytes_per_s": "NVLink 5: 1.8 TB/s bidirectional per GPU -> 900 GB/s per direction",
-                "host_bytes_per_s": "PCIe Gen5 x16: 64 GB/s per direction",
+                "host_bytes_per_s": "PCIe Gen5 x16: 64 GB/s per direction (63.0 after 128b/130b coding, rounded as every PCIe generation here)",
                 "tdp_w": "NVIDIA HGX B200: 1000 W per GPU",
             },
             notes="Blackwell figures from system datasheets; SM count and clock are not published per GPU.",
@@ -626,17 +662,21 @@ _CATALOG = {
             host_bytes_per_s=64e9,
             tdp_w=750,
             memory_type="HBM3",
-            flop_per_clock_per_sm={"tf32": 1024, "bf16": 2048, "fp16": 2048, "fp8": 4096},
+            flop_per_clock_per_sm={"fp32": 256, "tf32": 1024, "bf16": 2048, "fp16": 2048, "fp8": 4096},
             interconnect_links=7,
             pcie_gen=5,
             pcie_lanes=16,
             sources={
-                "flop_per_clock_per_sm": "AMD CDNA 3 architecture white paper, peak FLOP per clock per CU (dense matrix): "
-                "TF32 1024, FP16/BF16 2048, FP8 4096 (FP32 vector left out: not a matrix rate)",
+                "flop_per_clock_per_sm": "AMD CDNA 3 architecture white paper, peak FLOP per clock per CU: FP32 vector 256 "
+                "(the plain FP32 rate, as \"fp32\" is for every GPU here: 304 x 2100 MHz x 256 = 163.4 TFLOPS), dense "
+                "matrix TF32 1024, FP16/BF16 2048, FP8 4096",
+                "usable_memory_bytes": "not set: no public report of what an MI300X exposes to a program "
+                "(torch total_memory) was found; memory_bytes falls back to the 192 GB label stored as 192 GiB, "
+                "which overstates what can be allocated by the driver's reserve",
                 "interconnect_links": "AMD Instinct MI300X data sheet: 7 Infinity Fabric links (896 GB/s peak in all)",
                 "pcie_gen": "AMD Instinct MI300X data sheet: PCIe Gen5 x16",
                 "peak_flop_per_s": "AMD Instinct MI300X data sheet: FP32 vector 163.4 (FP64 vector is 81.7), TF32 653.7, BF16/FP16 1307.4, FP8 2614.9 TFLOPS (dense)",
-                "hbm_bytes": "AMD Instinct MI300X data sheet: 192 GB HBM3",
+                "hbm_bytes": "AMD Instinct MI300X data sheet: 192 GB HBM3, the label stored as 192 GiB (8 x 24 GiB stacks)",
                 "hbm_bytes_per_s": "AMD Instinct MI300X data sheet: 5.3 TB/s",
                 "sms": "AMD Instinct MI300X data sheet: 304 compute units (an 'SM' here is a CU)",
                 "boost_clock_hz": "AMD Instinct MI300X data sheet: 2100 MHz peak engine clock",
@@ -644,7 +684,7 @@ _CATALOG = {
                 "smem_per_sm_bytes": "AMD CDNA 3 ISA / white paper: 64 KB LDS per CU",
                 "registers_per_sm_bytes": "AMD CDNA 3 white paper: 512 KB vector register file per CU",
                 "interconnect_bytes_per_s": "AMD MI300X data sheet: 896 GB/s peak Infinity Fabric (7 links) -> 448 GB/s per direction",
-                "host_bytes_per_s": "PCIe Gen5 x16: 64 GB/s per direction",
+                "host_bytes_per_s": "PCIe Gen5 x16: 64 GB/s per direction (63.0 after 128b/130b coding, rounded as every PCIe generation here)",
                 "tdp_w": "AMD Instinct MI300X data sheet: 750 W",
             },
             notes="AMD calls the SM a compute unit (CU) and shared memory LDS.",
@@ -665,6 +705,7 @@ _CATALOG = {
             host_bytes_per_s=32e9,
             tdp_w=72,
             memory_type="GDDR6",
+            usable_memory_bytes=round(22.03 * GiB),
             flop_per_clock_per_sm={"fp32": 256, "tf32": 512, "bf16": 1024, "fp16": 1024, "fp8": 2048},
             pcie_gen=4,
             pcie_lanes=16,
@@ -673,15 +714,21 @@ _CATALOG = {
                 "datasheet's peaks at 58 SMs x 2040 MHz: full-rate FP32 accumulation, 1024 dense FP16/BF16 FLOP per clock per SM",
                 "pcie_gen": "NVIDIA L4 datasheet: PCIe Gen4 x16",
                 "peak_flop_per_s": "NVIDIA L4 Tensor Core GPU datasheet: FP32 30.3, TF32 120/2, BF16/FP16 242/2, FP8 485/2 TFLOPS",
-                "hbm_bytes": "NVIDIA L4 datasheet: 24 GB GDDR6 (not HBM; the field holds device memory)",
+                "hbm_bytes": "NVIDIA L4 datasheet: 24 GB GDDR6 (not HBM; the field holds device memory), the label stored as "
+                "24 GiB. ECC is on by default and reserves part of it: nvidia-smi shows 23034 MiB = 22.49 GiB "
+                "(github.com/modal-labs/modal-client/pull/2797)",
+                "usable_memory_bytes": "torch on an L4 (github.com/ArcInstitute/evo2/issues/190): 'GPU 0 has a total "
+                "capacity of 22.03 GiB' (the CUDA total torch reports), stored as 22.03 GiB, +-0.005 GiB as printed",
                 "hbm_bytes_per_s": "NVIDIA L4 datasheet: 300 GB/s",
-                "sms": "NVIDIA Ada GPU Architecture whitepaper: AD104 in L4 with 58 SMs",
-                "boost_clock_hz": "NVIDIA L4 datasheet: 2040 MHz max boost",
+                "sms": "58 SMs, derived: the L4 datasheet's FP32 30.3 TFLOPS / (128 lanes x 2 FLOP x 2040 MHz) = 58.0 (7424 "
+                "CUDA cores); torch reports multi_processor_count=58. Neither the datasheet nor the Ada whitepaper prints it",
+                "boost_clock_hz": "2040 MHz maximum boost as device queries report it (nvidia-smi max clock); consistent with "
+                "the datasheet's FP32 30.3 TFLOPS at 58 SMs x 256 FLOP/clk (30.28 TFLOPS)",
                 "l2_bytes": "NVIDIA Ada whitepaper: 48 MB L2 (AD104)",
                 "smem_per_sm_bytes": "CUDA C++ Programming Guide, compute capability 8.9: up to 100 KB shared memory per SM",
                 "registers_per_sm_bytes": "CUDA C++ Programming Guide: 64K 32-bit registers per SM",
                 "interconnect_bytes_per_s": "no NVLink on L4",
-                "host_bytes_per_s": "NVIDIA L4 datasheet: PCIe Gen4 x16, 32 GB/s per direction",
+                "host_bytes_per_s": "NVIDIA L4 datasheet: PCIe Gen4 x16, 32 GB/s per direction (31.5 after 128b/130b coding, rounded)",
                 "tdp_w": "NVIDIA L4 datasheet: 72 W",
             },
         ),
@@ -701,6 +748,7 @@ _CATALOG = {
             host_bytes_per_s=32e9,
             tdp_w=450,
             memory_type="GDDR6X",
+            usable_memory_bytes=25_757_220_864,
             flop_per_clock_per_sm={"fp32": 256, "tf32": 256, "bf16": 512, "fp16": 512, "fp8": 1024},
             pcie_gen=4,
             pcie_lanes=16,
@@ -709,7 +757,10 @@ _CATALOG = {
                 "clock per SM with FP32 accumulation (the GeForce half rate), FP8 twice that, TF32 half",
                 "pcie_gen": "NVIDIA RTX 4090 specifications: PCIe Gen4",
                 "peak_flop_per_s": "NVIDIA Ada GPU Architecture whitepaper, Appendix A (RTX 4090), dense, FP32 accumulate: FP32 82.6, TF32 82.6, BF16/FP16 165.2, FP8 330.3 TFLOPS",
-                "hbm_bytes": "NVIDIA RTX 4090 specifications: 24 GB GDDR6X (device memory, not HBM)",
+                "hbm_bytes": "NVIDIA RTX 4090 specifications: 24 GB GDDR6X (device memory, not HBM), the label stored as 24 GiB",
+                "usable_memory_bytes": "25,757,220,864 B = 24564 MiB = 23.988 GiB: CUDA.jl's total on an RTX 4090 "
+                "(github.com/pc2/GPUInspector.jl/issues/11: '22.434 GiB / 23.988 GiB available'), the same as "
+                "nvidia-smi's 24564MiB total on RTX 4090s (github.com/vllm-project/vllm/issues/7553)",
                 "hbm_bytes_per_s": "NVIDIA Ada whitepaper, Appendix A: 1008 GB/s",
                 "sms": "NVIDIA Ada whitepaper, Appendix A: 128 SMs",
                 "boost_clock_hz": "NVIDIA Ada whitepaper, Appendix A: 2520 MHz boost",
@@ -717,7 +768,7 @@ _CATALOG = {
                 "smem_per_sm_bytes": "CUDA C++ Programming Guide, compute capability 8.9: up to 100 KB shared memory per SM",
                 "registers_per_sm_bytes": "CUDA C++ Programming Guide: 64K 32-bit registers per SM",
                 "interconnect_bytes_per_s": "no NVLink on RTX 4090",
-                "host_bytes_per_s": "PCIe Gen4 x16: 32 GB/s per direction",
+                "host_bytes_per_s": "PCIe Gen4 x16: 32 GB/s per direction (31.5 after 128b/130b coding, rounded as every PCIe generation here)",
                 "tdp_w": "NVIDIA RTX 4090 specifications: 450 W total graphics power",
             },
         ),
@@ -797,7 +848,7 @@ _CATALOG = {
                 "smem_per_sm_bytes": "CUDA C++ Programming Guide, compute capability 8.6: up to 100 KB shared memory per SM",
                 "registers_per_sm_bytes": "CUDA C++ Programming Guide: 64K 32-bit registers per SM",
                 "interconnect_bytes_per_s": "no NVLink on A10G (AWS G5 instances link GPUs through PCIe)",
-                "host_bytes_per_s": "PCIe Gen4 x16: 32 GB/s per direction",
+                "host_bytes_per_s": "PCIe Gen4 x16: 32 GB/s per direction (31.5 after 128b/130b coding, rounded as every PCIe generation here)",
                 "tdp_w": "A10G: 300 W (Baseten's table)",
                 "flop_per_clock_per_sm": "GA10x SM (GA102 whitepaper): 4 tensor cores; at the A10G's published peaks, 512 dense "
                 "FP16/BF16 FLOP per clock per SM with FP32 accumulation, TF32 half; 128 FP32 lanes = 256 FLOP",
@@ -838,7 +889,8 @@ _CATALOG = {
                 "smem_per_sm_bytes": "CUDA C++ Programming Guide, compute capability 8.9: up to 100 KB shared memory per SM",
                 "registers_per_sm_bytes": "CUDA C++ Programming Guide: 64K 32-bit registers per SM",
                 "interconnect_bytes_per_s": "NVIDIA L40S datasheet: no NVLink",
-                "host_bytes_per_s": "NVIDIA L40S datasheet: PCIe Gen4 x16, 64 GB/s bidirectional -> 32 GB/s per direction",
+                "host_bytes_per_s": "NVIDIA L40S datasheet: PCIe Gen4 x16, 64 GB/s bidirectional -> 32 GB/s per direction (31.5 after "
+                "128b/130b coding, rounded)",
                 "tdp_w": "NVIDIA L40S datasheet: 350 W maximum power",
                 "flop_per_clock_per_sm": "Ada SM (NVIDIA Ada whitepaper: 4 fourth-generation tensor cores, 128 FP32 lanes) at "
                 "full-rate FP32 accumulation, as the datasheet's dense peaks at 142 SMs x 2520 MHz give: TF32 512, FP16/BF16 1024, "
@@ -865,6 +917,7 @@ _CATALOG = {
             usable_memory_bytes=81008 * MiB,
             flop_per_clock_per_sm={"fp32": 256, "tf32": 2048, "bf16": 4096, "fp16": 4096, "fp8": 8192},
             datasheet_clock_hz={"tf32": 1.620e9, "bf16": 1.620e9, "fp16": 1.620e9, "fp8": 1.620e9},
+            interconnect_links=12,
             pcie_gen=5,
             pcie_lanes=16,
             sources={
@@ -874,17 +927,22 @@ _CATALOG = {
                 "usable_memory_bytes": "torch.cuda.get_device_properties on an H100 PCIe (public log): total_memory=81008MB (MiB)",
                 "hbm_bytes_per_s": "NVIDIA H100 datasheet (PCIe): 2 TB/s",
                 "sms": _NV_HOPPER_WP + ": H100 PCIe has 114 SMs; torch reports multi_processor_count=114",
-                "boost_clock_hz": _NV_HOPPER_WP + ": 1755 MHz maximum boost (PCIe)",
+                "boost_clock_hz": "1755 MHz maximum boost (PCIe), derived: the datasheet's FP32 51 TFLOPS / (114 SMs x 256 "
+                "FLOP/clk) = 1748 MHz; the datasheet prints no clock",
                 "l2_bytes": _NV_HOPPER_WP + ": 50 MB L2",
                 "smem_per_sm_bytes": "CUDA C++ Programming Guide, compute capability 9.0: up to 228 KB shared memory per SM",
                 "registers_per_sm_bytes": "CUDA C++ Programming Guide: 64K 32-bit registers per SM",
                 "interconnect_bytes_per_s": "NVIDIA H100 datasheet (PCIe): NVLink bridge 600 GB/s bidirectional -> 300 GB/s per direction",
-                "host_bytes_per_s": "NVIDIA H100 datasheet (PCIe): PCIe Gen5 128 GB/s bidirectional -> 64 GB/s per direction",
+                "host_bytes_per_s": "NVIDIA H100 datasheet (PCIe): PCIe Gen5 128 GB/s bidirectional -> 64 GB/s per direction (63.0 after "
+                "128b/130b coding, rounded)",
                 "tdp_w": "NVIDIA H100 datasheet (PCIe): 300-350 W; the upper figure stored",
                 "flop_per_clock_per_sm": "the GH100 SM (" + _NV_HOPPER_WP + "): 4096 dense FP16/BF16 FLOP per clock per SM, FP8 "
                 "twice that, TF32 half; 128 FP32 lanes = 256 FLOP",
-                "datasheet_clock_hz": _NV_HOPPER_WP + ", Table 3: tensor-core peaks at 1620 MHz on the PCIe board (756 TFLOPS / "
-                "(114 x 4096)); the FP32 peak at the 1755 MHz maximum boost",
+                "datasheet_clock_hz": "derived, not printed (the datasheet gives no clocks): the clock the PCIe board's "
+                "tensor-core peaks assume, 756.5 TFLOPS / (114 x 4096 FLOP/clk) = 1620 MHz (exact); the FP32 peak at "
+                "the maximum boost",
+                "interconnect_links": "NVIDIA H100 datasheet (PCIe): NVLink 600 GB/s over the bridges = 12 fourth-generation "
+                "links of 25 GB/s per direction (the SXM entry's arithmetic: 18 links for 900 GB/s)",
                 "pcie_gen": "NVIDIA H100 datasheet (PCIe): PCIe Gen5 x16",
             },
         ),
@@ -923,7 +981,7 @@ _CATALOG = {
                 "interconnect_bytes_per_s": "NVIDIA GA102 whitepaper: third-generation NVLink, four x4 links of 14.0625 GB/s per "
                 "direction = 56.25 GB/s per direction (112.5 GB/s total) between two RTX 3090s",
                 "interconnect_links": "NVIDIA GA102 whitepaper: four x4 NVLink links",
-                "host_bytes_per_s": "PCIe Gen4 x16: 32 GB/s per direction",
+                "host_bytes_per_s": "PCIe Gen4 x16: 32 GB/s per direction (31.5 after 128b/130b coding, rounded as every PCIe generation here)",
                 "tdp_w": "NVIDIA GA102 whitepaper, Appendix A: 350 W total graphics power",
                 "flop_per_clock_per_sm": "NVIDIA GA102 whitepaper, Appendix A: 512 dense FP16/BF16 FLOP per clock per SM with FP32 "
                 "accumulation (the GeForce half rate), TF32 half; 128 FP32 lanes = 256 FLOP",
@@ -946,13 +1004,17 @@ _CATALOG = {
             host_bytes_per_s=64e9,
             tdp_w=575,
             memory_type="GDDR7",
+            usable_memory_bytes=33_677_180_928,
             flop_per_clock_per_sm={"fp32": 256, "tf32": 256, "bf16": 512, "fp16": 512, "fp8": 1024},
             pcie_gen=5,
             pcie_lanes=16,
             sources={
                 "peak_flop_per_s": "NVIDIA RTX Blackwell GPU Architecture whitepaper, Appendix A (RTX 5090), dense, FP32 accumulate: "
                 "FP32 104.8, TF32 104.8, BF16/FP16 209.5, FP8 419 TFLOPS (sparse figures twice these)",
-                "hbm_bytes": "NVIDIA RTX 5090 specifications: 32 GB GDDR7 (device memory, not HBM), stored as 32 GiB",
+                "hbm_bytes": "NVIDIA RTX 5090 specifications: 32 GB GDDR7 (device memory, not HBM), the label stored as 32 GiB",
+                "usable_memory_bytes": "CUDA deviceQuery on RTX 5090s: 33,677,180,928 B (driver 570.133.04, "
+                "github.com/aikitoria/open-gpu-kernel-modules/issues/1) and 33,680,457,728 B "
+                "(github.com/NVIDIA/nccl/issues/1637); the smaller is stored",
                 "hbm_bytes_per_s": "NVIDIA RTX Blackwell whitepaper, Appendix A: 1792 GB/s",
                 "sms": "NVIDIA RTX Blackwell whitepaper, Appendix A: 170 SMs (21,760 CUDA cores)",
                 "boost_clock_hz": "NVIDIA RTX Blackwell whitepaper, Appendix A: 2407 MHz boost",
@@ -961,7 +1023,7 @@ _CATALOG = {
                 "(cuda_occupancy.h configures at most 100 KB)",
                 "registers_per_sm_bytes": "CUDA C++ Programming Guide: 64K 32-bit registers per SM",
                 "interconnect_bytes_per_s": "no NVLink on RTX 5090",
-                "host_bytes_per_s": "NVIDIA RTX 5090 specifications: PCIe Gen5 x16, 64 GB/s per direction",
+                "host_bytes_per_s": "NVIDIA RTX 5090 specifications: PCIe Gen5 x16, 64 GB/s per direction (63.0 after 128b/130b coding, rounded)",
                 "tdp_w": "NVIDIA RTX 5090 specifications: 575 W total graphics power",
                 "flop_per_clock_per_sm": "NVIDIA RTX Blackwell whitepaper, Appendix A: 512 dense FP16/BF16 FLOP per clock per SM "
                 "with FP32 accumulation (the GeForce half rate; 170 x 512 x 2407 MHz = 209.5 TFLOPS), FP8 twice, TF32 half; "
