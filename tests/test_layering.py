@@ -11,6 +11,9 @@
 3. The ui layer holds no formula of its own: it uses numpy and ``math`` only to build arrays and axes and to
    compare (``ALLOWED_NUMPY``, ``ALLOWED_MATH``), and defines no function under the name of a public function of
    the models, the catalog, the dtype registry or the units (a formula re-implemented beside its model).
+4. The chapters show the library's real code: every ``{literalinclude}`` with ``:pyobject:`` names a file that
+   exists and a function or class (``Class.method``) defined in it (a model moved or renamed breaks it here,
+   before the book build).
 
 Each rule is also run on small fake sources that break it, so that the checks can fail.
 """
@@ -19,6 +22,8 @@ from __future__ import annotations
 
 import ast
 import functools
+import json
+import re
 from pathlib import Path
 
 import pytest
@@ -249,3 +254,64 @@ def test_checks_catch_fake_violations():
     assert set(bad) == {"numpy.sqrt", "math.exp", "def kv_cache_bytes (a public function of the models has that name)"}
     assert formula_violations("widgets.ui.fake", "from numpy import cumsum\n", set()) == ["numpy.cumsum"]
     assert formula_violations("widgets.ui.fake", "import numpy as np\nx = np.logspace(0, np.log10(8), 4)\n", set()) == []
+
+
+# -- teaching code points at the real function ----------------------------------------------------
+LITERALINCLUDE_RE = re.compile(r"```\{literalinclude\}\s+(?P<path>\S+)\s*\n(?P<opts>(?::[\w-]+:.*\n)*)")
+
+
+def _markdown_sources():
+    for path in sorted((ROOT / "chapters").glob("*.ipynb")) + sorted((ROOT / "book").rglob("*.ipynb")) + sorted(
+            (ROOT / "book").rglob("*.md")):
+        if "_build" in path.parts or ".ipynb_checkpoints" in path.parts:
+            continue
+        if path.suffix == ".ipynb":
+            cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+            yield path, ["".join(c["source"]) for c in cells if c["cell_type"] == "markdown"]
+        else:
+            yield path, [path.read_text(encoding="utf-8")]
+
+
+def defined_objects(source: str) -> set[str]:
+    """``name`` of every top-level function/class and ``Class.name`` of every method."""
+    out = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        if isinstance(node, ast.ClassDef):
+            out |= {f"{node.name}.{n.name}" for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    return out
+
+
+def literalinclude_problems(page: Path, text: str) -> list[str]:
+    bad = []
+    for m in LITERALINCLUDE_RE.finditer(text + "\n"):
+        opts = dict(re.findall(r"^:([\w-]+):\s*(.*?)\s*$", m.group("opts"), re.M))
+        if "pyobject" not in opts:
+            continue
+        target = (page.parent / m.group("path")).resolve()
+        if not target.is_file():
+            bad.append(f"{m.group('path')} does not exist")
+        elif opts["pyobject"] not in defined_objects(target.read_text(encoding="utf-8")):
+            bad.append(f"{m.group('path')} defines no {opts['pyobject']}")
+    return bad
+
+
+def test_literalincludes_name_real_functions():
+    found, bad = 0, []
+    for page, texts in _markdown_sources():
+        for text in texts:
+            found += len(LITERALINCLUDE_RE.findall(text + "\n"))
+            bad += [f"{page.relative_to(ROOT)}: {b}" for b in literalinclude_problems(page, text)]
+    assert found >= 10, found  # the chapters do show their models
+    assert not bad, bad
+
+
+def test_literalinclude_check_can_fail(tmp_path):
+    (tmp_path / "m.py").write_text("def f():\n    pass\n\n\nclass C:\n    def g(self):\n        pass\n")
+    page = tmp_path / "page.md"
+    ok = "```{literalinclude} m.py\n:pyobject: C.g\n:language: python\n```\n"
+    assert literalinclude_problems(page, ok) == []
+    assert literalinclude_problems(page, ok.replace("C.g", "kv_cache_bytes_per_token")) == ["m.py defines no kv_cache_bytes_per_token"]
+    assert literalinclude_problems(page, ok.replace("m.py", "serving.py")) == ["serving.py does not exist"]
+
