@@ -490,3 +490,14 @@ def test_committed_h200_records_hold_the_depth_experiments(ref):
     if ncu is not None:
         writes = [r for r in tx.ncu_rows(ncu) if r["counter"] == "lts__t_sectors_srcunit_tex_op_write.sum" and r["ratio"]]
         assert writes and all(r["ratio"] == pytest.approx(1.0, rel=0.01) for r in writes)
+
+
+def test_measured_ceilings_table_rows():
+    from widgets.ui import memory_hierarchy as ui
+
+    tc = {"results": {"throughput": [{"dtype": "bf16", "flop_per_s": 8e14}, {"dtype": "fp8", "flop_per_s": 1.2e15}]}}
+    mhr = {"results": {"hbm_bandwidth": {"triton_copy_bytes_per_s": 4e12, "torch_copy_bytes_per_s": 4e12,
+                                         "triton_read_bytes_per_s": 4e12, "torch_sum_bytes_per_s": 4e12}}}
+    html = ui.measured_ceilings_table(tc, mhr)
+    assert html.count("<tr>") == 3  # header + the two measured dtypes, none for the others
+    assert ">200<" in html and ">300<" in html  # 8e14 / 4e12 and 1.2e15 / 4e12 [FLOP/B]

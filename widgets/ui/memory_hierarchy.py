@@ -932,3 +932,26 @@ def fusion_size_plot(size_rows: list, bytes_per_s: float, launch_s: float, n_ops
                         readout=f"model at {fmt_bytes(4 * max(ns))}: {f_big.speedup:.1f}x; launch-bound below "
                                 f"~{fmt_bytes(launch_s * bytes_per_s / 2)} per op",
                         height=460)
+
+
+def measured_ceilings_table(record_tc: dict, record_mh: dict, gpu: str = "H200-SXM") -> str:
+    """HTML table, one row per data type the tensor_cores record measured: the datasheet's dense
+    peak and the best measured GEMM rate, and the ridge point of each (datasheet: peak over the
+    catalog's HBM bandwidth; measured: best GEMM over the Triton copy's bandwidth, calibrated)."""
+    from ..book import table
+    from ..models.memory_hierarchy_records import bandwidths
+
+    g = get_gpu(gpu)
+    copy_bw = bandwidths(record_mh)["Triton copy (read + write)"]
+    rows = []
+    for dtype in g.peak_flop_per_s:
+        measured = measured_gemm_flop_per_s(record_tc, dtype)
+        if measured is None:
+            continue
+        peak = g.peak(dtype)
+        rows.append([dtype, fmt_flop_per_s(peak), fmt_flop_per_s(measured), percent(measured / peak, 0),
+                     f"{mh.ridge_intensity(peak, g.hbm_bytes_per_s):.0f}", f"{mh.ridge_intensity(measured, copy_bw):.0f}"])
+    return table(rows, ["dtype", "dense peak (datasheet)", "best GEMM (measured)", "measured / peak",
+                        "ridge, datasheet [FLOP/B]", "ridge, measured [FLOP/B]"],
+                 caption=f"{g.name}: compute ceilings and ridge points, datasheet and measured "
+                         f"(copy bandwidth {fmt_bytes_per_s(copy_bw)})")
