@@ -266,7 +266,7 @@ CONTAINER = {"levels", "byte_addresses", "values", "lanes_per_path", "cost_per_p
 ARRAY_OK = {"intensity@memory_hierarchy.attainable_flop_per_s", "ws_bytes", "warps_per_sm@simt.littles_law_bytes_per_s",
             "m@tensor_cores.predicted_flop_per_s", "n@tensor_cores.predicted_flop_per_s",
             "k@tensor_cores.predicted_flop_per_s", "k@tensor_cores.typical_dot_error",
-            "context_tokens@serving.paged_kv_cache_bytes"}
+            "context_tokens@serving.paged_kv_cache_bytes", "context_tokens@serving.paged_kv_blocks"}
 # Parameters where a negative number is meaningful (a formatter may show a difference).
 NEGATIVE_OK = {"offset_elems", "column", "value@units.fmt_rate", "value@units.fmt_bytes_per_s",
                "value@units.fmt_flop_per_s", "value@units.fmt_flop", "value@units.fmt_bytes", "seconds@units.fmt_time",

@@ -455,6 +455,10 @@ def test_paged_kv_cache_wastes_less_than_a_block_per_sequence():
     assert exact <= paged < exact + len(lengths) * 16 * 131072
     assert paged == sum(-(-c // 16) for c in lengths) * 16 * 131072
     assert sv.paged_kv_cache_bytes(131072, 32, 16) == 32 * 131072
+    assert sv.paged_kv_blocks(lengths, 16) == sum(sv.paged_kv_blocks(c, 16) for c in lengths) == 1 + 1 + 1 + 2 + 63 + 256
+    assert sv.paged_kv_blocks([], 16) == 0
+    with pytest.raises(ValueError, match=r"context_tokens\[1\]"):
+        sv.paged_kv_blocks([16, -1], 16)
 
 
 def test_decode_step_rejects_what_it_used_to_accept():

@@ -1277,22 +1277,22 @@ def plan_capacity(
 DEFAULT_BLOCK_TOKENS = 16  # vLLM's default --block-size
 
 
-def paged_kv_blocks(context_tokens: int, block_tokens: int = DEFAULT_BLOCK_TOKENS) -> int:
-    """Blocks a paged KV cache gives one sequence of ``context_tokens``, ``ceil(context_tokens / block_tokens)``.
+def paged_kv_blocks(context_tokens, block_tokens: int = DEFAULT_BLOCK_TOKENS) -> int:
+    """Blocks a paged KV cache gives sequences of ``context_tokens``, ``ceil(context_tokens / block_tokens)`` each.
 
     Explained in :ref:`serving` > 3. The KV cache, measured by the allocator.
 
     Parameters
     ----------
-    context_tokens : int
-        Tokens of the sequence [tokens], >= 0.
+    context_tokens : int or list of int
+        Tokens of one sequence, or of each sequence [tokens], >= 0 (at most 1,000,000 sequences).
     block_tokens : int, optional
         Tokens per block [tokens], >= 1 (vLLM's default ``--block-size`` 16).
 
     Returns
     -------
     int
-        Blocks [-].
+        Blocks, summed over the sequences [-].
 
     Raises
     ------
@@ -1301,12 +1301,17 @@ def paged_kv_blocks(context_tokens: int, block_tokens: int = DEFAULT_BLOCK_TOKEN
 
     Examples
     --------
-    >>> paged_kv_blocks(1000, 16), paged_kv_blocks(1024, 16), paged_kv_blocks(0, 16)
-    (63, 64, 0)
+    >>> paged_kv_blocks(1000, 16), paged_kv_blocks(1024, 16), paged_kv_blocks(0, 16), paged_kv_blocks([1000, 24], 16)
+    (63, 64, 0, 65)
     """
-    c = _check.integer("context_tokens", context_tokens, minimum=0, maximum=MAX_COUNT)
     k = _check.integer("block_tokens", block_tokens, minimum=1, maximum=MAX_COUNT)
-    return -(-c // k)
+    if isinstance(context_tokens, (list, tuple)):
+        if len(context_tokens) > 10**6:
+            raise ValueError(f"context_tokens must list at most 1,000,000 sequences, got {len(context_tokens)}")
+        lengths = [_check.integer(f"context_tokens[{i}]", c, minimum=0, maximum=MAX_COUNT) for i, c in enumerate(context_tokens)]
+    else:
+        lengths = [_check.integer("context_tokens", context_tokens, minimum=0, maximum=MAX_COUNT)]
+    return sum(-(-c // k) for c in lengths)
 
 
 def paged_kv_cache_bytes(bytes_per_token: float, context_tokens, block_tokens: int = DEFAULT_BLOCK_TOKENS) -> float:
@@ -1342,13 +1347,7 @@ def paged_kv_cache_bytes(bytes_per_token: float, context_tokens, block_tokens: i
     """
     b = _quantity("bytes_per_token", bytes_per_token, zero=False)
     k = _check.integer("block_tokens", block_tokens, minimum=1, maximum=MAX_COUNT)
-    if isinstance(context_tokens, (list, tuple)):
-        if len(context_tokens) > 10**6:
-            raise ValueError(f"context_tokens must list at most 1,000,000 sequences, got {len(context_tokens)}")
-        blocks = sum(paged_kv_blocks(c, k) for c in context_tokens)
-    else:
-        blocks = paged_kv_blocks(context_tokens, k)
-    return float(blocks * k * b)
+    return float(paged_kv_blocks(context_tokens, k) * k * b)
 
 
 __all__ = [

@@ -588,7 +588,7 @@ def paged_kv_table(paged: dict) -> str:
     from .. import book
 
     bt = paged["block_tokens"]
-    blocks_model = sum(sv.paged_kv_blocks(c, bt) for c in paged["lengths"])
+    blocks_model = sv.paged_kv_blocks(list(paged["lengths"]), bt)
     pool_model = sv.paged_kv_cache_bytes(paged["kv_bytes_per_token"], paged["num_blocks"] * bt, bt)
     rows = [
         (
