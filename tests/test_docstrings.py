@@ -159,6 +159,11 @@ def problems(func) -> list[str]:
         if not re.search(r"\bNever raises\b", doc) and (
                 "Raises" not in sections or not re.search(r"\b\w+(Error|Exception)\b", sections["Raises"])):
             found.append("no Raises section naming ValueError (or the exception it raises; 'Never raises' if none)")
+    for title in ("Parameters", "Returns", "Raises"):
+        for head, _ in _entries(sections.get(title, "")):
+            if head.startswith(">>>") or head.endswith("."):
+                found.append(f"{title} section holds {head[:40]!r}: napoleon reads it as an entry "
+                             "(examples go under an 'Examples' header, prose before the sections or under 'Notes')")
     if "Returns" not in sections and "Yields" not in sections:
         found.append("no Returns section")
     else:
@@ -179,9 +184,61 @@ def _public_functions():
                 yield pytest.param(obj, id=f"{modname}.{name}")
 
 
+def _public_properties():
+    for modname in MODULES:
+        mod = importlib.import_module(modname)
+        for cname, cls in vars(mod).items():
+            if cname.startswith("_") or not inspect.isclass(cls) or cls.__module__ != modname:
+                continue
+            for pname, prop in vars(cls).items():
+                if isinstance(prop, property) and not pname.startswith("_") and prop.__doc__:
+                    yield pytest.param(prop, id=f"{modname}.{cname}.{pname}")
+
+
+def _attribute_docs():
+    """Documented module constants and class fields (``#:`` comments or a string after the
+    assignment), as autodoc finds them."""
+    from sphinx.pycode import ModuleAnalyzer
+
+    for modname in MODULES:
+        for (cls, name), lines in ModuleAnalyzer.for_module(modname).find_attr_docs().items():
+            if not name.startswith("_") and not cls.startswith("_") and lines and lines[0].strip():
+                yield pytest.param(lines[0], id=f"{modname}.{cls + '.' if cls else ''}{name}")
+
+
+@pytest.mark.parametrize("first", [pytest.param(inspect.getdoc(p.values[0]).splitlines()[0], id=p.id)
+                                   for p in _public_properties()] + list(_attribute_docs()))
+def test_property_and_constant_docstrings_read_well_in_napoleon(first):
+    """napoleon reads the first line "text: more" of a property's or a documented constant's
+    docstring as "type: description", and the API page then shows the text as an unresolved type
+    (a warning under -n)."""
+    assert ": " not in first, (f"first line holds ': ' (napoleon takes the left part as its type; "
+                               f"write 'text, more' or 'text. More'): {first!r}")
+
+
 @pytest.mark.parametrize("func", list(_public_functions()))
 def test_public_function_has_numpydoc_docstring(func):
     assert problems(func) == [], f"{func.__module__}.{func.__qualname__}: " + "; ".join(problems(func))
+
+
+@pytest.mark.parametrize("modname", MODULES)
+def test_every_module_has_an_api_page_in_the_book(modname):
+    """The reference lists every module: an ``automodule`` of it on a ``book/api/`` page in ``_toc.yml``."""
+    import yaml
+
+    def files(entries):
+        for e in entries or []:
+            if "file" in e:
+                yield e["file"]
+            yield from files(e.get("sections"))
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    in_toc = {f for part in toc.get("parts", []) for f in files(part.get("chapters"))}
+    pages = [p for p in sorted((ROOT / "book" / "api").glob("*.md"))
+             if re.search(rf"^\.\. automodule:: {re.escape(modname)}\s*$", p.read_text(), re.M)]
+    assert pages, f"no book/api/*.md page documents {modname} (.. automodule:: {modname})"
+    assert any(str(p.relative_to(ROOT).with_suffix("")) in in_toc for p in pages), \
+        f"{modname}: its API page {[p.name for p in pages]} is not in _toc.yml"
 
 
 def test_there_are_functions_to_check():
@@ -310,6 +367,29 @@ def _raises_nothing_named(size_bytes: float) -> float:
     return size_bytes / 2
 
 
+def _doctest_in_returns(size_bytes: float) -> float:
+    """Half of it.
+
+    Explained in :ref:`collectives` > The alpha-beta model: ring against tree.
+
+    Parameters
+    ----------
+    size_bytes : float
+        Message size [B].
+
+    Returns
+    -------
+    float
+        Half [B].
+
+    >>> _doctest_in_returns(2.0)
+    1.0
+
+    Never raises.
+    """
+    return size_bytes / 2
+
+
 def test_checker_accepts_a_complete_docstring():
     assert problems(_good) == []
 
@@ -322,8 +402,9 @@ def test_checker_accepts_a_complete_docstring():
     (_stale, ["'The ring that is not there', which is not a heading", "parameter 'size_bytes' is not documented",
               "parameter 'n' is not documented", "documents 'nbytes', which is not a parameter"]),
     (_bad_label, ["summary is not one line", "'no_such_chapter', which does not exist"]),
-    (_raises_nothing_named, ["no Raises section naming ValueError"]),
-], ids=["no-doc", "one-liner", "no-units", "stale", "bad-label", "raises-nothing-named"])
+    (_raises_nothing_named, ["no Raises section naming ValueError", "Raises section holds 'If negative.'"]),
+    (_doctest_in_returns, ["Returns section holds '>>> _doctest", "Returns section holds 'Never raises.'"]),
+], ids=["no-doc", "one-liner", "no-units", "stale", "bad-label", "raises-nothing-named", "doctest-in-returns"])
 def test_checker_finds_what_is_missing(func, expected):
     found = problems(func)
     for phrase in expected:
