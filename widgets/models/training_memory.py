@@ -25,17 +25,23 @@ from . import _check
 from .transformer import MAX_COUNT, _quantity
 
 OPTIMIZERS = ("adamw", "adamw_8bit", "sgd_momentum", "sgd")
-"""Optimizers the models know: Adam(W) with two fp32 moments, Adam with two 8-bit moments
-(Dettmers et al. 2022, block-wise quantized), SGD with one fp32 momentum buffer, plain SGD."""
+"""Optimizers the models know.
+
+Adam(W) with two fp32 moments, Adam with two 8-bit moments (Dettmers et al. 2022, block-wise
+quantized), SGD with one fp32 momentum buffer, plain SGD."""
 
 PRECISIONS = ("mixed", "autocast", "fp32")
-"""How the state is stored. ``mixed``: 16-bit weights and gradients plus an fp32 master copy of
+"""How the state is stored.
+
+``mixed``: 16-bit weights and gradients plus an fp32 master copy of
 the weights held by the optimizer (the layout of the ZeRO paper and Megatron-LM: 2 + 2 + 4 bytes
 before the moments). ``autocast``: fp32 weights and gradients, 16-bit only inside the forward
 (``torch.autocast``: 4 + 4, no master copy). ``fp32``: everything in fp32 (4 + 4)."""
 
 RECOMPUTE = ("none", "selective", "full")
-"""Activation recomputation (Korthikanti et al. 2022): keep everything, recompute the attention
+"""Activation recomputation (Korthikanti et al. 2022).
+
+Keep everything, recompute the attention
 core (softmax, its dropout, the two attention matmuls), or keep only each layer's input."""
 
 # Optimizer state bytes per parameter, moments only (the master copy is added for "mixed").
@@ -728,7 +734,9 @@ def lora_state_bytes(params: float, trainable_fraction: float, weight_bytes_per_
 # Planners: the memory budget of a training run on a catalog GPU, and the fixes ladder
 # --------------------------------------------------------------------------------------------
 DEFAULT_RESERVE_FRACTION = 0.10
-"""The fifth bucket as an allowance: CUDA context, library workspaces, allocator cache and
+"""The fifth bucket as an allowance.
+
+CUDA context, library workspaces, allocator cache and
 fragmentation, taken as 10% of the GPU's memory (the same allowance as the serving planner's, after
 vLLM's default ``gpu_memory_utilization`` of 0.9). It is not a measurement; the chapter measures the
 context and the allocator's slack on the H200."""

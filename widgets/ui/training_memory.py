@@ -18,7 +18,6 @@ from ._core import verdict as _verdict
 BUCKETS = (("weights", "#0072B2"), ("gradients", "#56B4E9"), ("optimizer state", "#E69F00"), ("activations", "#CC79A7"),
            ("the rest (allowance)", "#999999"))
 CUSTOM = "custom"
-TRAIN_GPUS = ("H200-SXM", "H100-SXM", "A100-SXM-80GB", "B200", "L40S", "RTX-4090")
 
 
 def _bucket_values(b: tm.TrainingBudget) -> tuple:
@@ -213,6 +212,11 @@ def ladder_calculator():
 
 # --------------------------------------------------------------------------------------------
 # 3. Training time and cost (6 N D)
+def _train_dtype(g) -> str:
+    """The 16-bit format a GPU trains in: bf16 where the catalog has its peak, else fp16 (a T4)."""
+    return "bf16" if "bf16" in g.peak_flop_per_s else "fp16"
+
+
 # --------------------------------------------------------------------------------------------
 # (name, parameters, tokens): GPT-3 (Brown et al. 2020), Llama 3 8B and 70B (15T tokens, Llama 3 paper)
 RUNS = (("GPT-3 175B, 300B tokens", 175e9, 300e9), ("Llama-3-8B, 15T tokens", 8.03e9, 15e12), ("Llama-3-70B, 15T tokens", 70.6e9, 15e12))
@@ -250,13 +254,14 @@ def time_calculator():
         "params": w.FloatText(value=8.03e9, description="parameters"),
         "tokens": w.FloatText(value=15e12, description="tokens"),
         "gpus": w.BoundedIntText(value=1024, min=1, max=1_000_000, description="GPUs"),
-        "gpu": w.Dropdown(options=list(TRAIN_GPUS), value="H100-SXM", description="GPU"),
+        "gpu": w.Dropdown(options=list(gpu_names()), value="H100-SXM", description="GPU"),
         "mfu_fraction": w.BoundedFloatText(value=0.4, min=0.01, max=1.0, step=0.05, description="MFU"),
         "price": w.BoundedFloatText(value=2.0, min=0.0, max=1000.0, description="USD/GPU-h"),
     }
 
     def compute(params, tokens, gpus, gpu, mfu_fraction, price):
-        s = tm.training_time_s(params, tokens, gpus, get_gpu(gpu).peak("bf16"), mfu_fraction)
+        g = get_gpu(gpu)
+        s = tm.training_time_s(params, tokens, gpus, g.peak(_train_dtype(g)), mfu_fraction)
         return tm.training_flop(params, tokens), s, s * gpus / 3600, price
 
     def show(r):
