@@ -435,10 +435,19 @@ def test_memory_budget_plans_in_the_capacity_the_device_reports():
     """The H200 datasheet's "141 GB" is stored as 141 GiB (HBM is binary: nvidia-smi on an
     A800/A100-SXM4-80GB reports 81920 MiB); the device reports 150,109,880,320 B usable (139.8
     GiB; our H200 record's provenance). Budgets use the latter; without one, the datasheet's."""
-    h200, a100 = get_gpu("H200-SXM"), get_gpu("A100-SXM-80GB")
+    from widgets.hardware import gpus
+
+    h200 = get_gpu("H200-SXM")
     assert h200.hbm_bytes == 141 * 2**30 and h200.memory_bytes == 150_109_880_320
-    assert a100.hbm_bytes == a100.memory_bytes == 80 * 2**30
     assert sv.memory_budget("Llama-3-8B", "H200-SXM").hbm_bytes == 150_109_880_320
+    for g in gpus():  # with a device report its figure, else the datasheet's
+        assert g.memory_bytes == (g.usable_memory_bytes or g.hbm_bytes)
+        if g.memory_bytes >= 20 * 2**30:
+            assert sv.memory_budget("Llama-3-8B", g).hbm_bytes == g.memory_bytes
+    import dataclasses
+
+    no_report = dataclasses.replace(h200, usable_memory_bytes=None)  # the datasheet's figure, then
+    assert sv.memory_budget("Llama-3-8B", no_report).hbm_bytes == 141 * 2**30
     from widgets.experiments import harness
 
     rec = harness.load_reference("serving")
