@@ -16,7 +16,7 @@ def _fmt(v: float) -> str:
     return f"{v:.4g}"
 
 
-TOPIC_SHORT = {"memory_hierarchy": "mem", "simt": "simt", "tensor_cores": "tc", "collectives": "coll", "serving": "serve"}
+TOPIC_SHORT = {"memory_hierarchy": "mem", "simt": "simt", "tensor_cores": "tc", "collectives": "coll", "training_memory": "train", "serving": "serve"}
 LABEL_CHARS = 26  # a tick label that leaves a phone-wide plot room for its data
 
 
