@@ -191,3 +191,14 @@ def test_accuracy_rows_of_a_cpu_run_are_labelled():
     assert all(math.isfinite(row.ratio) for row in rows)
     back = ex.TrainingMemoryResults.from_record(rec["results"], strict=True)
     assert back.step.points[0].saved_bytes == r.step.points[0].saved_bytes
+
+
+def test_fragmentation_is_gpu_only_and_its_subprocess_reports_why(monkeypatch):
+    from widgets.experiments import harness
+    from widgets.experiments import training_memory as ex
+
+    r = harness.attempt(ex.measure_fragmentation)
+    assert isinstance(r, harness.Failed) and "GPU" in r.error
+    if not harness.on_gpu():  # the subprocess itself says why it cannot run, and that becomes the error
+        with pytest.raises(RuntimeError, match="no CUDA device"):
+            ex._allocator_run(True, (1, 2))

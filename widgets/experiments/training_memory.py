@@ -16,6 +16,8 @@
   ``torch.autograd.graph.saved_tensors_hooks`` (the only count on a CPU). Step time and MFU.
 - ``measure_oom``: grow the micro-batch until the allocator fails (GPU only, capped), catch
   ``torch.OutOfMemoryError``, and record what its message names against what held the memory.
+- ``measure_fragmentation``: allocations of growing size, each freed before the next, in a fresh
+  process without and with ``expandable_segments`` (GPU only): what the allocator keeps reserved.
 
 Every step is fail-soft (``harness.attempt``): a failed one is recorded with its error.
 """
@@ -285,9 +287,31 @@ class OomResult(harness.Result):
 
 
 @dataclass(frozen=True)
+class AllocatorRun(harness.Result):
+    """The caching allocator's counts [B] after a run of growing allocations, each freed before
+    the next (a batch whose size changes every step), in one fresh process."""
+
+    expandable_segments: bool
+    allocated_bytes: int
+    reserved_bytes: int
+    peak_reserved_bytes: int
+    largest_bytes: int
+
+
+@dataclass(frozen=True)
+class FragmentationResult(harness.Result):
+    """The same run without and with ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True``."""
+
+    default: AllocatorRun
+    expandable: AllocatorRun
+    sizes_mib: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class TrainingMemoryResults(harness.Result):
     step: Union[StepResult, harness.Failed, None] = None
     oom: Union[OomResult, harness.Failed, None] = None
+    fragmentation: Union[FragmentationResult, harness.Failed, None] = None
 
 
 RESULTS = TrainingMemoryResults
@@ -435,10 +459,56 @@ def measure_oom(shape: Optional[dict] = None, start_batch: int = 8, max_trials: 
                      note="" if bad else f"no failure up to micro-batch {ok}")
 
 
+FRAG_SIZES_MIB = tuple(64 + 8 * i for i in range(1, 41))  # 72 ... 384 MiB, 9.1 GiB in all
+
+_FRAG_SCRIPT = r"""
+import json, sys, torch
+if not torch.cuda.is_available():
+    sys.exit("no CUDA device")
+sizes = [int(x) for x in sys.argv[1].split(",")]
+for mib in sizes:
+    x = torch.empty(mib * 2**20, dtype=torch.uint8, device="cuda")
+    del x
+torch.cuda.synchronize()
+print(json.dumps(dict(allocated=torch.cuda.memory_allocated(), reserved=torch.cuda.memory_reserved(),
+                      peak=torch.cuda.max_memory_reserved(), largest=max(sizes) * 2**20)))
+"""
+
+
+def _allocator_run(expandable: bool, sizes_mib) -> AllocatorRun:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ)
+    env.pop("PYTORCH_CUDA_ALLOC_CONF", None)  # the allocator's defaults, whatever this process was started with
+    if expandable:
+        env["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
+    proc = subprocess.run([sys.executable, "-c", _FRAG_SCRIPT, ",".join(map(str, sizes_mib))], env=env, capture_output=True,
+                          text=True, timeout=180)
+    if proc.returncode != 0:
+        raise RuntimeError(f"allocator subprocess failed ({proc.returncode}): {(proc.stderr or proc.stdout).strip()[-300:]}")
+    d = json.loads(proc.stdout.strip().splitlines()[-1])
+    return AllocatorRun(expandable_segments=expandable, allocated_bytes=int(d["allocated"]), reserved_bytes=int(d["reserved"]),
+                        peak_reserved_bytes=int(d["peak"]), largest_bytes=int(d["largest"]))
+
+
+def measure_fragmentation(sizes_mib=FRAG_SIZES_MIB) -> FragmentationResult:
+    """Allocate and free tensors of growing size (``sizes_mib``) in a fresh process, without and with
+    expandable segments (the setting must be made before CUDA starts, hence the subprocess), and
+    record what the allocator keeps reserved. GPU only."""
+    if not harness.on_gpu():
+        raise RuntimeError("the allocator's fragmentation is measured on a GPU only")
+    sizes = tuple(int(x) for x in sizes_mib)
+    return FragmentationResult(default=_allocator_run(False, sizes), expandable=_allocator_run(True, sizes), sizes_mib=sizes)
+
+
 def run_all() -> TrainingMemoryResults:
     step = harness.attempt(measure_step)
     oom = harness.attempt(measure_oom) if harness.on_gpu() else None
-    return TrainingMemoryResults(step=step, oom=oom)
+    frag = harness.attempt(measure_fragmentation) if harness.on_gpu() else None
+    return TrainingMemoryResults(step=step, oom=oom, fragmentation=frag)
 
 
 # --------------------------------------------------------------------------------------------
