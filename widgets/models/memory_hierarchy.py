@@ -427,7 +427,21 @@ def warp_load_lines(stride_elems: int, elem_bytes: int = 4, offset_elems: int = 
 
 @dataclass(frozen=True)
 class Coalescing:
-    """What one warp-wide load turns into."""
+    """What one warp-wide load turns into.
+
+    Attributes
+    ----------
+    sectors : int
+        32-byte sectors touched [-].
+    lines : int
+        128-byte cache lines touched [-].
+    requested_bytes : int
+        Distinct bytes the lanes asked for [B].
+    moved_bytes : int
+        Bytes the sectors move [B].
+    efficiency : float
+        ``requested_bytes / moved_bytes`` [-], in (0, 1].
+    """
 
     sectors: int
     lines: int
@@ -1097,7 +1111,27 @@ def sector_usage(stride_elems: int, elem_bytes: int = 4, offset_elems: int = 0) 
 
 @dataclass(frozen=True)
 class RooflinePoint:
-    """Where a kernel of a given intensity sits on one GPU's roofline for one dtype."""
+    """Where a kernel of a given intensity sits on one GPU's roofline for one dtype.
+
+    Attributes
+    ----------
+    gpu : str
+        Catalog name of the GPU.
+    dtype : str
+        The dtype of the peak.
+    intensity : float
+        The kernel's arithmetic intensity [FLOP/B].
+    peak_flop_per_s : float
+        Dense peak [FLOP/s].
+    bytes_per_s : float
+        HBM bandwidth [B/s].
+    ridge_intensity : float
+        Ridge point [FLOP/B].
+    attainable_flop_per_s : float
+        The roofline at ``intensity`` [FLOP/s].
+    bound : str
+        ``"memory"`` or ``"compute"``.
+    """
 
     gpu: str
     dtype: str
