@@ -109,6 +109,35 @@ class Occupancy:
     warps, registers, shared_memory, blocks: the bit order of ``cudaOccLimitingFactor``);
     ``limiters`` lists every resource that binds. A block that cannot launch at all gives
     ``blocks_per_sm == 0`` and the resource that refused it as ``limiter``.
+
+    Attributes
+    ----------
+    arch : str
+        The compute capability, e.g. ``"sm_90"``.
+    threads_per_block, regs_per_thread : int
+        The launch's inputs [-].
+    smem_per_block_bytes : int
+        Shared memory per block asked for [B].
+    blocks_per_sm, warps_per_sm : int
+        Resident blocks and warps per SM [-].
+    max_warps_per_sm : int
+        Warp slots of the SM [-].
+    occupancy : float
+        ``warps_per_sm / max_warps_per_sm`` [-], in [0, 1].
+    limiter : str
+        ``"warps"``, ``"registers"``, ``"shared_memory"`` or ``"blocks"``.
+    limiters : tuple of str
+        Every resource whose limit equals ``blocks_per_sm``.
+    blocks_limit_warps, blocks_limit_registers, blocks_limit_shared_memory, blocks_limit_blocks : int
+        Blocks per SM each resource alone allows [-].
+    warps_per_block : int
+        Warps of one block [-].
+    regs_per_warp_allocated, regs_per_block_allocated : int
+        Registers allocated, after rounding to the allocation unit [-].
+    smem_per_block_allocated_bytes : int
+        Shared memory allocated per block, the driver's reservation included [B].
+    smem_per_sm_bytes : int
+        The shared-memory carve-out the calculation used [B].
     """
 
     arch: str
@@ -404,6 +433,23 @@ class Divergence:
     """One warp running a branch whose paths its lanes split across.
 
     Times are in the unit of ``cost_per_path`` (cycles, instructions or seconds).
+
+    Attributes
+    ----------
+    lanes_per_path : tuple of int
+        Lanes on each path [-].
+    cost_per_path : tuple of float
+        Time of each path [cycles, instructions or s].
+    paths_taken : int
+        Paths with at least one lane [-].
+    warp_time : float
+        Serialized time: every taken path runs, one after another [unit of the costs].
+    ideal_time : float
+        The slowest path: the time if the lanes ran independently [unit of the costs].
+    slowdown : float
+        ``warp_time / ideal_time`` [-].
+    simt_efficiency : float
+        Useful lane-time over ``32 x warp_time``: average active lanes / 32 [-].
     """
 
     lanes_per_path: tuple
@@ -767,7 +813,25 @@ def littles_law_in_flight(latency_s: float, throughput_per_s: float) -> float:
 
 @dataclass(frozen=True)
 class LatencyHiding:
-    """What it takes to keep memory busy across its latency."""
+    """What it takes to keep memory busy across its latency.
+
+    Attributes
+    ----------
+    bytes_in_flight : float
+        Bytes that must be in flight, whole device [B].
+    bytes_in_flight_per_sm : float
+        The same per SM [B].
+    bytes_per_warp_in_flight : int
+        One warp's outstanding loads [B].
+    warps_needed_per_sm : int
+        Warps per SM needed at ``loads_in_flight_per_thread`` [-].
+    occupancy_needed : float
+        ``warps_needed_per_sm`` over the SM's warp slots [-] (above 1: impossible).
+    loads_per_thread_needed : int
+        Independent loads in flight per thread needed at the SM's maximum warps [-].
+    achievable_fraction : float
+        Fraction of the bandwidth reachable at the SM's maximum warps and the given loads [-].
+    """
 
     bytes_in_flight: float  # whole device [B]
     bytes_in_flight_per_sm: float  # [B]
