@@ -226,7 +226,27 @@ def sparse_flop_per_s(dense_flop_per_s: float) -> float:
 
 @dataclass(frozen=True)
 class PeakCheck:
-    """A peak rebuilt from SMs, clock and per-SM rate, beside the catalog's datasheet figure."""
+    """A peak rebuilt from SMs, clock and per-SM rate, beside the catalog's datasheet figure.
+
+    Attributes
+    ----------
+    gpu, dtype : str
+        Catalog name and dtype.
+    sms : int
+        SMs [-].
+    clock_hz : float
+        The clock used [Hz].
+    flop_per_clock_per_sm : int
+        Dense FLOP per clock per SM [FLOP].
+    peak_flop_per_s : float
+        The rebuilt peak [FLOP/s].
+    catalog_flop_per_s : float
+        The catalog's (datasheet) peak [FLOP/s].
+    ratio : float
+        ``peak_flop_per_s / catalog_flop_per_s`` [-].
+    implied_clock_hz : float
+        The clock the catalog figure implies at this per-SM rate [Hz].
+    """
 
     gpu: str
     dtype: str
@@ -490,7 +510,31 @@ def is_aligned(dim: int, elem_bytes: int, align_bytes: int = 16) -> bool:
 
 @dataclass(frozen=True)
 class GemmEstimate:
-    """What the tile-and-wave model predicts for one GEMM."""
+    """What the tile-and-wave model predicts for one GEMM.
+
+    Attributes
+    ----------
+    flop : int
+        ``2*m*n*k`` [FLOP].
+    bytes_moved : int
+        Fewest bytes through device memory [B].
+    tiles, waves : int
+        Output tiles and waves [-].
+    wave_efficiency, tile_efficiency : float
+        Fractions of SM-slots and of tile area that do useful work [-].
+    compute_time_s : float
+        Waves x one tile's time on one SM [s].
+    memory_time_s : float
+        Fewest bytes over the bandwidth [s].
+    time_s : float
+        ``max(compute_time_s, memory_time_s)`` [s].
+    flop_per_s : float
+        Useful FLOP over ``time_s`` [FLOP/s].
+    bound : str
+        ``"compute"`` or ``"memory"``.
+    aligned : bool
+        Every leading dimension a multiple of 16 B.
+    """
 
     flop: int
     bytes_moved: int
@@ -806,8 +850,29 @@ def input_rounding_error(dtype: str) -> float:
 
 @dataclass(frozen=True)
 class DotError:
-    """Expected and bounded error of a length-``k`` dot product with inputs rounded to ``dtype``
-    and sums accumulated in ``accumulate``."""
+    """Expected and bounded error of a dot product with rounded inputs and accumulated sums.
+
+    Attributes
+    ----------
+    dtype, accumulate : str
+        Input and accumulation formats.
+    k : int
+        Length of the dot product [-].
+    u_in, u_acc : float
+        Unit roundoffs of the inputs and of the sums [-].
+    deterministic_bound : float
+        Worst-case error relative to ``sum |x_i y_i|`` [-].
+    probabilistic_bound : float
+        Error relative to ``sum |x_i y_i|`` that holds with ``probability`` (Higham & Mary 2019) [-].
+    typical_error : float
+        Rms relative error, normwise, for random zero-mean inputs [-].
+    max_normal, min_normal, min_subnormal : float
+        Range of the input format [-].
+    lam : float
+        The lambda of the probabilistic bound [-].
+    probability : float
+        Probability (at least) that the probabilistic bound holds [-].
+    """
 
     dtype: str
     k: int
