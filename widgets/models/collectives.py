@@ -1144,7 +1144,25 @@ def simulate_ring_allreduce(chunks_per_rank) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class DataParallelStep:
-    """Where the time of one data-parallel backward pass plus gradient all-reduce goes [s]."""
+    """Where the time of one data-parallel backward pass plus gradient all-reduce goes.
+
+    Attributes
+    ----------
+    n_buckets : int
+        Buckets [-].
+    bucket_bytes : float
+        Size of the first (full) bucket [B].
+    comm_per_bucket_s : float
+        All-reduce time of that bucket [s].
+    total_comm_s : float
+        All-reduce time of every bucket [s].
+    backward_s : float
+        Backward-pass compute time [s].
+    finish_s : float
+        When the last bucket's all-reduce ends, from the start of the backward pass [s].
+    exposed_comm_s : float
+        ``finish_s - backward_s``: communication not hidden behind compute [s].
+    """
 
     n_buckets: int
     bucket_bytes: float
@@ -1435,14 +1453,23 @@ def best_bucket_bytes(
 # --------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class CrossNodeAllReduce:
-    """An all-reduce of ``size_bytes`` over ``nodes`` nodes of ``gpus_per_node`` GPUs [s].
+    """An all-reduce across nodes by NCCL's ring and tree, each node's NICs all in use.
 
     ``ring_s``: NCCL's ring, one channel per NIC: each ring passes through the GPUs of a node on
-    NVLink and leaves it through its own NIC, so the node's NICs all work at once.
-    ``tree_s``: NCCL's tree: a chain inside each node, two complementary binary trees across the
-    nodes (the double binary tree).
-    ``single_nic_ring_s``: a ring whose every byte crosses ONE NIC per node (what a flat ring
-    would take if only one channel were used): the naive estimate, shown for comparison.
+    NVLink and leaves it through its own NIC, so the node's NICs all work at once. ``tree_s``:
+    NCCL's tree: a chain inside each node, two complementary binary trees across the nodes (the
+    double binary tree). ``single_nic_ring_s``: a ring whose every byte crosses ONE NIC per node
+    (what a flat ring would take if only one channel were used): the naive estimate, shown for
+    comparison.
+
+    Attributes
+    ----------
+    size_bytes : float
+        ``S`` [B].
+    ranks : int
+        GPUs [-].
+    ring_s, tree_s, single_nic_ring_s : float
+        Times of the three [s].
     """
 
     size_bytes: float
@@ -1603,10 +1630,20 @@ def cross_node_allreduce(
 
 @dataclass(frozen=True)
 class HierarchicalAllReduce:
-    """Times [s] of the three phases of a two-level all-reduce, and of NCCL's flat ring and tree
-    over the same GPUs (:func:`cross_node_allreduce`). ``total_s``: the phases as three separate
-    calls, one after another; ``pipelined_s``: the phases overlapped chunk by chunk, so the slowest
-    one sets the time (what NCCL's tree, NVLS-Tree and CollNet algorithms do inside one call)."""
+    """Times of the three phases of a two-level all-reduce, and of NCCL's flat ring and tree.
+
+    The flat ring and tree run over the same GPUs (:func:`cross_node_allreduce`). ``total_s``: the
+    phases as three separate calls, one after another; ``pipelined_s``: the phases overlapped chunk
+    by chunk, so the slowest one sets the time (what NCCL's tree, NVLS-Tree and CollNet algorithms
+    do inside one call).
+
+    Attributes
+    ----------
+    intra_reduce_scatter_s, inter_all_reduce_s, intra_all_gather_s : float
+        The three phases [s].
+    flat_ring_s, nccl_tree_s : float
+        NCCL's flat ring and tree over every NIC [s].
+    """
 
     intra_reduce_scatter_s: float
     inter_all_reduce_s: float
