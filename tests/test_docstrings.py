@@ -241,6 +241,20 @@ def test_every_module_has_an_api_page_in_the_book(modname):
         f"{modname}: its API page {[p.name for p in pages]} is not in _toc.yml"
 
 
+def test_api_index_example_and_error_sentence_are_true():
+    """The reference's front page runs its example and quotes a real error sentence."""
+    text = (ROOT / "book" / "api" / "index.md").read_text(encoding="utf-8")
+    code = re.search(r"```python\n(.*?)```", text, re.S).group(1)
+    exec(compile(code, "book/api/index.md", "exec"), {})  # the example runs as printed
+    m = re.search(r"`(\w+)\((.*?)\)` raises\s+`ValueError: (.*?)`", text, re.S)
+    assert m, "the page no longer quotes an error sentence (update this test)"
+    func = next(getattr(importlib.import_module(mod), m.group(1)) for mod in MODULES
+                if hasattr(importlib.import_module(mod), m.group(1)))
+    with pytest.raises(ValueError) as err:
+        func(*eval(f"({m.group(2)},)"))
+    assert str(err.value) == " ".join(m.group(3).split())
+
+
 def test_there_are_functions_to_check():
     assert len(list(_public_functions())) > 100
     for chapter in ("memory_hierarchy", "simt", "tensor_cores", "collectives", "serving"):
