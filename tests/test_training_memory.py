@@ -65,7 +65,9 @@ def test_korthikanti_gpt3_attention_dominates():
 def test_activations_scale_linearly_in_batch_and_quadratically_in_sequence_core():
     a1 = tm.activation_bytes_per_layer(1024, 1, 1024, 16)
     assert tm.activation_bytes_per_layer(1024, 3, 1024, 16) == 3 * a1
-    core = lambda s: tm.activation_bytes_per_layer(s, 1, 1024, 16) - tm.activation_bytes_per_layer(s, 1, 1024, 16, recompute="selective")
+    def core(s):
+        return tm.activation_bytes_per_layer(s, 1, 1024, 16) - tm.activation_bytes_per_layer(s, 1, 1024, 16, recompute="selective")
+
     assert core(2048) == 4 * core(1024)
 
 
@@ -135,7 +137,7 @@ def test_mixed_adamw_matches_torch_adamw():
     a, b = torch.nn.Parameter(w.clone()), torch.nn.Parameter(w.clone())
     mine = MixedAdamW([a], lr=1e-2, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1)
     ref = torch.optim.AdamW([b], lr=1e-2, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1)
-    for step in range(4):
+    for _ in range(4):
         g = torch.randn(64, 32)
         a.grad, b.grad = g.clone(), g.clone()
         mine.step()

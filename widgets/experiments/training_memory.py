@@ -24,10 +24,10 @@ Every step is fail-soft (``harness.attempt``): a failed one is recorded with its
 
 from __future__ import annotations
 
+import functools
 import gc
 import math
 import re
-import time
 from dataclasses import dataclass
 from typing import Optional, Union
 
@@ -48,6 +48,7 @@ MODES = model.RECOMPUTE  # ("none", "selective", "full")
 DROPOUT = 0.1
 OOM_MAX_TRIALS = 10
 OOM_MAX_BATCH = 256
+CPU_NOTE = "CPU: a tiny model; no allocator counts (the saved-tensor hooks count activations); times show the method only"
 
 
 # --------------------------------------------------------------------------------------------
@@ -378,7 +379,7 @@ def measure_step(shape: Optional[dict] = None, batches=BATCHES, modes=MODES, rep
             _free()
             counter = SavedBytes(gpt.parameters())
             mem = train_step(gpt, opt, idx, tgt, counter)
-            timing = harness.time_fn(lambda: train_step(gpt, opt, idx, tgt), warmup=0, repeat=repeat)
+            timing = harness.time_fn(functools.partial(train_step, gpt, opt, idx, tgt), warmup=0, repeat=repeat)
             on = harness.on_gpu()
             points.append(StepPoint(
                 recompute=mode, micro_batch=b, saved_bytes=counter.nbytes,
@@ -396,7 +397,7 @@ def measure_step(shape: Optional[dict] = None, batches=BATCHES, modes=MODES, rep
         optimizer_tensor_bytes=_tensor_bytes(opt.master + opt.m + opt.v),
         gradients_tensor_bytes=_tensor_bytes(gpt.parameters()),  # one 16-bit gradient per weight
         outside_allocator_bytes=outside, peak_flop_per_s=peak, gpu=gpu, points=tuple(points),
-        note="" if harness.on_gpu() else "CPU: a tiny model; no allocator counts (the saved-tensor hooks count activations); times show the method only")
+        note="" if harness.on_gpu() else CPU_NOTE)
     del gpt, opt
     _free()
     return res
@@ -558,8 +559,8 @@ def accuracy_rows(record: dict) -> list:
         pred = predicted_activation_bytes(step.shape, p.micro_batch, p.recompute)
         inputs = f"Korthikanti et al. (recompute {p.recompute}), s={step.shape['seq']}, b={p.micro_batch}"
         if p.activations_bytes is not None:
-            rows.append(Row("training_memory", f"activations after the forward pass, recompute {p.recompute}, micro-batch {p.micro_batch} (allocator)",
-                            inputs, pred, p.activations_bytes, "B", "prediction", device))
+            what = f"activations after the forward pass, recompute {p.recompute}, micro-batch {p.micro_batch} (allocator)"
+            rows.append(Row("training_memory", what, inputs, pred, p.activations_bytes, "B", "prediction", device))
         elif p.saved_bytes:
             rows.append(Row("training_memory", f"activations saved for backward, recompute {p.recompute}, micro-batch {p.micro_batch} (hooks)",
                             inputs, pred, p.saved_bytes, "B", "prediction", device))

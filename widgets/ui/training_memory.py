@@ -24,21 +24,23 @@ def _bucket_values(b: tm.TrainingBudget) -> tuple:
     return (b.weights_bytes, b.gradients_bytes, b.optimizer_bytes, b.activation_bytes, b.reserve_bytes)
 
 
-def _bucket_traces(b: tm.TrainingBudget, y: str = "per GPU") -> list:
-    return [
-        go.Bar(x=[v / GiB], y=[y], orientation="h", name=name, marker_color=color,
+def _bucket_traces(b: tm.TrainingBudget) -> list:
+    """The five buckets as one stacked bar, and the GPU's memory as a dashed line (a trace, so each
+    frame of a static calculator carries its own GPU's capacity)."""
+    cap = b.capacity_bytes / GiB
+    bars = [
+        go.Bar(x=[v / GiB], y=[0], orientation="h", name=name, marker_color=color, width=0.6,
                hovertemplate=f"{name}: %{{x:.3g}} GiB<extra></extra>")
         for (name, color), v in zip(BUCKETS, _bucket_values(b))
     ]
+    line = go.Scatter(x=[cap, cap], y=[-0.45, 0.45], mode="lines", name=f"{b.gpu} memory", showlegend=False,
+                      line=dict(color="#888888", width=3, dash="dash"), hovertemplate=f"{b.gpu}: {cap:.0f} GiB<extra></extra>")
+    return bars + [line]
 
 
-def _capacity_layout(cap_gib: float, max_gib: float) -> dict:
-    return dict(
-        barmode="stack", xaxis=dict(title="memory per GPU [GiB]", range=[0, max(max_gib, cap_gib) * 1.05]),
-        yaxis=dict(showticklabels=False),
-        shapes=[dict(type="line", x0=cap_gib, x1=cap_gib, y0=-0.5, y1=0.5, line=dict(color="#888888", width=3, dash="dash"))],
-        annotations=[dict(x=cap_gib, y=0.55, text=f"GPU {cap_gib:.0f} GiB", showarrow=False)],
-    )
+def _capacity_layout() -> dict:
+    return dict(barmode="stack", xaxis=dict(title="memory per GPU [GiB]", rangemode="tozero"),
+                yaxis=dict(showticklabels=False, range=[-0.6, 0.6], fixedrange=True))
 
 
 def budget_readout(b: tm.TrainingBudget) -> str:
@@ -76,9 +78,6 @@ def budget_figure(choices=BUDGET_CHOICES, gpu: str = "H200-SXM", seq: int = 4096
     choices = [tuple(c) for c in choices]
     batches = list(batches)
     budgets = {(c, b): tm.memory_budget(c[0], gpu, b, seq, stage=c[2], gpus=c[1], recompute=c[3]) for c in choices for b in batches}
-    cap = next(iter(budgets.values())).capacity_bytes / GiB
-    max_gib = max(x.used_bytes for x in budgets.values()) / GiB
-
     def frame(c, b):
         x = budgets[c, b]
         return _bucket_traces(x), f"{c[0]}: micro-batch {b} x {seq} tokens", budget_readout(x)
@@ -86,7 +85,7 @@ def budget_figure(choices=BUDGET_CHOICES, gpu: str = "H200-SXM", seq: int = 4096
     return grid_figure(
         slider=("micro-batch", batches, str),
         choices=("model, GPUs, ZeRO, recompute", choices, _budget_label),
-        frame=frame, layout=_capacity_layout(cap, min(max_gib, 4 * cap)), active=(1, 0), height=420,
+        frame=frame, layout=_capacity_layout(), active=(1, 0), height=420,
     )
 
 
@@ -130,7 +129,7 @@ def budget_calculator():
                  ("fits?", "yes" if b.fits else f"no: {fmt_bytes(-b.free_bytes)} short"),
                  ("largest micro-batch that fits", str(b.max_micro_batch))]
         fig = go.Figure(_bucket_traces(b))
-        fig.update_layout(**_capacity_layout(b.capacity_bytes / GiB, b.used_bytes / GiB))
+        fig.update_layout(**_capacity_layout())
         return table_html(rows), style_figure(fig, title=f"{b.model}, micro-batch {b.micro_batch} x {b.seq}", readout=budget_readout(b), height=360)
 
     box = live_form(compute, controls, show, title="Training memory budget")
@@ -167,17 +166,15 @@ def ladder_figure(choices=LADDER_CHOICES) -> go.Figure:
     choices = [tuple(c) for c in choices]
     ladders = {c: tm.fixes_ladder(c[0], c[1], 1, c[3], c[2]) for c in choices}
     steps = list(range(len(tm.FIXES)))
-    caps = {c: ladders[c][0].budget.capacity_bytes / GiB for c in choices}
 
     def frame(c, i):
         r = ladders[c][i]
         return _bucket_traces(r.budget), f"{i}: {r.fix}", _rung_readout(r)
 
-    first = choices[0]
     fig = grid_figure(
         slider=("fixes applied", steps, lambda i: tm.FIXES[i]),
         choices=("model, GPU, GPUs, sequence", choices, lambda c: f"{c[0]} on {c[2]} x {c[1]}, {c[3]} tokens"),
-        frame=frame, layout=_capacity_layout(caps[first], ladders[first][0].budget.used_bytes / GiB), height=420,
+        frame=frame, layout=_capacity_layout(), height=420,
     )
     return fig
 
