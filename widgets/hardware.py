@@ -541,8 +541,8 @@ _CATALOG = {
                 "lecture notes) in public logs (torch prints MiB; it varies with the driver); the smallest, 81082 MiB, is stored",
                 "hbm_bytes_per_s": "NVIDIA H100 datasheet: 3.35 TB/s (SXM)",
                 "sms": _NV_HOPPER_WP + ": H100 SXM5 has 132 SMs",
-                "boost_clock_hz": "1980 MHz maximum boost (SXM5), derived: the datasheet's FP32 67 TFLOPS / (132 SMs x 256 "
-                "FLOP/clk) = 1983 MHz; the datasheet prints no clock (the whitepaper's Table 3 gave preliminary figures)",
+                "boost_clock_hz": "1980 MHz maximum boost (SXM5), the commonly reported figure (glennklockwood.com/garden/processors/h100: "
+                "1.98 GHz); the datasheet prints no clock, but its FP32 67 TFLOPS is 132 SMs x 256 FLOP/clk x 1980 MHz = 66.9",
                 "l2_bytes": _NV_HOPPER_WP + ": 50 MB L2 (H100 SXM5)",
                 "smem_per_sm_bytes": "CUDA C++ Programming Guide, compute capability 9.0: up to 228 KB shared memory per SM",
                 "registers_per_sm_bytes": "CUDA C++ Programming Guide: 64K 32-bit registers per SM",
@@ -588,7 +588,8 @@ _CATALOG = {
                 "(139.8 GiB), recorded as provenance gpu_memory_bytes in widgets/data/h200/serving.json",
                 "hbm_bytes_per_s": "NVIDIA H200 datasheet: 4.8 TB/s",
                 "sms": "torch.cuda.get_device_properties on an H200 SXM: 132 multiprocessors (recorded in widgets/data/h200)",
-                "boost_clock_hz": "same GH100 die and FP32 peak as the H100 SXM5: 67 TFLOPS / (132 x 256) = 1983 MHz, stored as 1980 MHz",
+                "boost_clock_hz": "same GH100 die, SM count and FP32 peak (67 TFLOPS) as the H100 SXM5, so its 1980 MHz: "
+                "132 x 256 FLOP/clk x 1980 MHz = 66.9 TFLOPS",
                 "l2_bytes": "torch.cuda.get_device_properties on an H200 SXM: L2 of 62914560 bytes (60 MiB)",
                 "smem_per_sm_bytes": "CUDA C++ Programming Guide, compute capability 9.0: up to 228 KB shared memory per SM",
                 "registers_per_sm_bytes": "CUDA C++ Programming Guide: 64K 32-bit registers per SM",
@@ -721,9 +722,9 @@ _CATALOG = {
                 "capacity of 22.03 GiB' (the CUDA total torch reports), stored as 22.03 GiB, +-0.005 GiB as printed",
                 "hbm_bytes_per_s": "NVIDIA L4 datasheet: 300 GB/s",
                 "sms": "58 SMs, derived: the L4 datasheet's FP32 30.3 TFLOPS / (128 lanes x 2 FLOP x 2040 MHz) = 58.0 (7424 "
-                "CUDA cores); torch reports multi_processor_count=58. Neither the datasheet nor the Ada whitepaper prints it",
-                "boost_clock_hz": "2040 MHz maximum boost as device queries report it (nvidia-smi max clock); consistent with "
-                "the datasheet's FP32 30.3 TFLOPS at 58 SMs x 256 FLOP/clk (30.28 TFLOPS)",
+                "CUDA cores); torch reports multi_processor_count=58 (no L4 SM count was found in the datasheet or the Ada whitepaper)",
+                "boost_clock_hz": "2040 MHz maximum boost, the commonly reported figure (the L4 datasheet prints no clock); "
+                "consistent with its FP32 30.3 TFLOPS: 58 SMs x 256 FLOP/clk x 2040 MHz = 30.29 TFLOPS",
                 "l2_bytes": "NVIDIA Ada whitepaper: 48 MB L2 (AD104)",
                 "smem_per_sm_bytes": "CUDA C++ Programming Guide, compute capability 8.9: up to 100 KB shared memory per SM",
                 "registers_per_sm_bytes": "CUDA C++ Programming Guide: 64K 32-bit registers per SM",
@@ -927,8 +928,8 @@ _CATALOG = {
                 "usable_memory_bytes": "torch.cuda.get_device_properties on an H100 PCIe (public log): total_memory=81008MB (MiB)",
                 "hbm_bytes_per_s": "NVIDIA H100 datasheet (PCIe): 2 TB/s",
                 "sms": _NV_HOPPER_WP + ": H100 PCIe has 114 SMs; torch reports multi_processor_count=114",
-                "boost_clock_hz": "1755 MHz maximum boost (PCIe), derived: the datasheet's FP32 51 TFLOPS / (114 SMs x 256 "
-                "FLOP/clk) = 1748 MHz; the datasheet prints no clock",
+                "boost_clock_hz": "1755 MHz maximum boost (PCIe), the commonly reported figure; the datasheet prints no clock, "
+                "but its FP32 51 TFLOPS is 114 SMs x 256 FLOP/clk x 1755 MHz = 51.2 (rounded)",
                 "l2_bytes": _NV_HOPPER_WP + ": 50 MB L2",
                 "smem_per_sm_bytes": "CUDA C++ Programming Guide, compute capability 9.0: up to 228 KB shared memory per SM",
                 "registers_per_sm_bytes": "CUDA C++ Programming Guide: 64K 32-bit registers per SM",
