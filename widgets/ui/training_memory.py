@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 from ..hardware import get_gpu, gpu_names
 from ..models import llms, transformer
 from ..models import training_memory as tm
-from ..units import GiB, fmt_bytes, fmt_flop, fmt_time
+from ..units import GiB, fmt_bytes, fmt_time
 from ._core import grid_figure, html_table, live_form, plural, series_color, style_figure, table_html
 from ._core import verdict as _verdict
 
@@ -232,7 +232,7 @@ def time_figure(runs=RUNS, gpu: str = "H100-SXM", gpu_counts=TIME_GPUS, mfus=MFU
         hours = tm.training_time_s(run[1], run[2], 1, peak, u) / 3600
         bar = go.Bar(x=labels, y=days, marker_color=series_color(0), name="days", showlegend=False,
                      hovertemplate="%{x} GPUs: %{y:.3g} days<extra></extra>")
-        readout = f"{fmt_flop(tm.training_flop(run[1], run[2]))}; {hours:,.0f} {gpu} GPU-hours at MFU {u:.0%}"
+        readout = f"{tm.training_flop(run[1], run[2]):.3g} FLOP; {hours:,.0f} {gpu} GPU-hours at MFU {u:.0%}"
         return [bar], run[0], readout
 
     return grid_figure(
@@ -263,7 +263,7 @@ def time_calculator():
 
     def show(r):
         flop, s, gpu_h, price = r
-        return table_html([("training compute (6 N D)", fmt_flop(flop)), ("wall time", f"{fmt_time(s)} = {s / 86400:,.3g} days"),
+        return table_html([("training compute (6 N D)", f"{flop:.3g} FLOP"), ("wall time", f"{fmt_time(s)} = {s / 86400:,.3g} days"),
                            ("GPU-hours", f"{gpu_h:,.0f}"), ("cost", f"{gpu_h * price:,.0f} USD")])
 
     return live_form(compute, controls, show, title="Training time and cost")
