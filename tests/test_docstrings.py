@@ -255,6 +255,70 @@ def test_api_index_example_and_error_sentence_are_true():
     assert str(err.value) == " ".join(m.group(3).split())
 
 
+@pytest.fixture(scope="module")
+def rst_check():
+    """``check(docstring) -> docutils warnings`` of the reST napoleon makes of a numpydoc docstring
+    (the book's settings), with Sphinx's roles and directives stubbed (restored afterwards)."""
+    import io
+
+    from docutils import nodes
+    from docutils.core import publish_doctree
+    from docutils.parsers.rst import Directive, directives, roles
+    from sphinx.ext.napoleon import Config
+    from sphinx.ext.napoleon.docstring import NumpyDocstring
+
+    def role(name, rawtext, text, lineno, inliner, options=None, content=None):
+        return [nodes.literal(rawtext, text)], []
+
+    class AnyOptions(dict):
+        def __contains__(self, key):
+            return True
+
+        def __getitem__(self, key):
+            return directives.unchanged
+
+    class Stub(Directive):
+        has_content, optional_arguments, final_argument_whitespace = True, 10, True
+        option_spec = AnyOptions()
+
+        def run(self):
+            return []
+
+    saved_roles, saved_directives = dict(roles._roles), dict(directives._directives)
+    for name in ("func", "class", "mod", "ref", "doc", "data", "obj", "meth", "attr", "term", "abbr", "exc",
+                 "cite", "py:class", "py:obj", "py:func", "py:mod", "py:data"):
+        roles.register_local_role(name, role)
+    for name in ("attribute", "method", "function", "data"):
+        directives.register_directive(name, Stub)
+    config = Config(napoleon_numpy_docstring=True, napoleon_google_docstring=False, napoleon_use_rtype=False,
+                    napoleon_preprocess_types=True)
+
+    def check(doc: str, what: str = "function") -> str:
+        rst = str(NumpyDocstring(inspect.cleandoc(doc), config, what=what))
+        err = io.StringIO()
+        publish_doctree(rst, settings_overrides={"warning_stream": err, "report_level": 2, "halt_level": 5})
+        return err.getvalue().strip()
+
+    yield check
+    roles._roles.clear()
+    roles._roles.update(saved_roles)
+    directives._directives.clear()
+    directives._directives.update(saved_directives)
+
+
+@pytest.mark.parametrize("func", list(_public_functions()))
+def test_docstring_is_valid_rest(func, rst_check):
+    """What the API page renders parses without a reST warning (an unclosed ``literal``, a field
+    list broken by unindented text, ...), so the -W book build does not fail on it."""
+    assert rst_check(inspect.getdoc(func)) == ""
+
+
+def test_rest_check_can_fail(rst_check):
+    assert "Inline literal start-string without end-string" in rst_check(
+        "Half.\n\nReturns\n-------\nint\n    Atoms ``count.\n")
+    assert rst_check(_good.__doc__) == ""
+
+
 def test_there_are_functions_to_check():
     assert len(list(_public_functions())) > 100
     for chapter in ("memory_hierarchy", "simt", "tensor_cores", "collectives", "serving"):
