@@ -204,3 +204,27 @@ def test_fragmentation_is_gpu_only_and_its_subprocess_reports_why(monkeypatch):
     if not harness.on_gpu():  # the subprocess itself says why it cannot run, and that becomes the error
         with pytest.raises(RuntimeError, match="no CUDA device"):
             ex._allocator_run(True, (1, 2))
+
+
+def test_accuracy_rows_of_a_gpu_shaped_record_are_finite_and_positive():
+    """A record as the H200 writes it (allocator counts, an OOM search, fragmentation), built from a CPU
+    run's shape: every row the accuracy page would show has a finite, positive ratio."""
+    from dataclasses import replace
+
+    from widgets.experiments import training_memory as ex
+
+    step = ex.measure_step(batches=(1, 4), modes=("none", "full"), repeat=1)
+    pts = tuple(replace(p, activations_bytes=p.saved_bytes, gradients_bytes=step.gradients_tensor_bytes, peak_bytes=2 * p.saved_bytes)
+                for p in step.points)
+    step = replace(step, points=pts, weights_bytes=step.weights_tensor_bytes, optimizer_bytes=step.optimizer_tensor_bytes,
+                   peak_flop_per_s=989.4e12, gpu="H200-SXM")
+    run = ex.AllocatorRun(False, 0, 2**30, 2**30, 2**28)
+    for ok, cap in ((10, 2**34), (0, 2**34), (3, 1)):  # a normal search; batch 1 failing; a capacity the model says holds nothing
+        oom = ex.OomResult(largest_ok_batch=ok, failed_batch=ok + 1, message="CUDA out of memory. Tried to allocate 2.00 GiB.",
+                           tried_bytes=2**31, held_bytes=2**33, state_bytes=step.weights_tensor_bytes, capacity_bytes=cap, trials=(8, 16))
+        res = ex.TrainingMemoryResults(step=step, oom=oom, fragmentation=ex.FragmentationResult(run, run, (1, 2)))
+        rec = {"results": res.to_record(), "provenance": {"gpu": "NVIDIA H200"}}
+        rows = ex.accuracy_rows(rec)
+        assert len(rows) >= 5
+        assert all(math.isfinite(r.ratio) and r.ratio > 0 for r in rows)
+        assert ex.TrainingMemoryResults.from_record(rec["results"], strict=True).fragmentation.default.reserved_bytes == 2**30

@@ -574,9 +574,10 @@ def accuracy_rows(record: dict) -> list:
                                 "extra FLOP of recomputation (same FLOP/s)", 1 + model.recompute_flop_fraction(step.matmul_params, att, mode),
                                 rc.step_s / base.step_s, "-", "prediction", device))
     oom = res.oom
-    if isinstance(oom, OomResult) and oom.failed_batch:
+    predicted_batch = predicted_largest_batch(step.shape, step.params, oom.capacity_bytes) if isinstance(oom, OomResult) else 0
+    if isinstance(oom, OomResult) and oom.failed_batch and oom.largest_ok_batch > 0 and predicted_batch > 0:
         rows.append(Row("training_memory", "largest micro-batch that fits (no recomputation)",
-                        "16 B/param + activation model, capacity free at start", predicted_largest_batch(step.shape, step.params, oom.capacity_bytes),
+                        "16 B/param + activation model, capacity free at start", predicted_batch,
                         oom.largest_ok_batch, "sequences", "prediction", device,
                         f"bisected over {len(oom.trials)} tries; transients (logits, gradients) are not in the model"))
     return rows
