@@ -228,3 +228,60 @@ def test_accuracy_rows_of_a_gpu_shaped_record_are_finite_and_positive():
         assert len(rows) >= 5
         assert all(math.isfinite(r.ratio) and r.ratio > 0 for r in rows)
         assert ex.TrainingMemoryResults.from_record(rec["results"], strict=True).fragmentation.default.reserved_bytes == 2**30
+
+
+def test_gpu_code_paths_run_on_a_simulated_device(monkeypatch):
+    """The GPU branches (allocator counts, CUDA events, the out-of-memory search and its bisection) run here with
+    torch.cuda's counters stubbed and an OutOfMemoryError raised past a micro-batch, so that the H200 batch
+    meets no typo first. Nothing is measured: the counters are fakes."""
+    from widgets import doctor
+    from widgets.experiments import harness
+    from widgets.experiments import training_memory as ex
+
+    counter = {"n": 0}
+
+    def fake_allocated(*_a):
+        counter["n"] += 4096
+        return counter["n"]
+
+    class FakeEvent:
+        def __init__(self, *a, **k):
+            self.t = 0.0
+
+        def record(self):
+            import time
+
+            self.t = time.perf_counter()
+
+        def synchronize(self):
+            pass
+
+        def elapsed_time(self, other):
+            return (other.t - self.t) * 1e3
+
+    cpu = torch.device("cpu")
+    monkeypatch.setattr(harness, "on_gpu", lambda: True)
+    monkeypatch.setattr(harness, "device", lambda: cpu)
+    monkeypatch.setattr(harness, "device_name", lambda: "NVIDIA H200")
+    monkeypatch.setattr(harness, "capabilities", lambda: doctor.simulate("H200-SXM").capabilities)
+    for name, fn in (("memory_allocated", fake_allocated), ("max_memory_allocated", fake_allocated),
+                     ("memory_reserved", lambda *a: 2 * counter["n"]), ("reset_peak_memory_stats", lambda *a: None),
+                     ("synchronize", lambda *a: None), ("empty_cache", lambda *a: None),
+                     ("mem_get_info", lambda *a: (100 * 2**30, 141 * 2**30)), ("Event", FakeEvent)):
+        monkeypatch.setattr(torch.cuda, name, fn, raising=False)
+    step = ex.measure_step(dict(ex.CPU_SHAPE), batches=(1,), modes=("none", "selective", "full"), repeat=1)
+    assert step.gpu == "H200-SXM" and step.peak_flop_per_s == 989.4e12 and step.dtype == "bf16"
+    assert all(p.activations_bytes is not None and p.step_s > 0 for p in step.points)
+
+    oom_error = getattr(torch, "OutOfMemoryError", torch.cuda.OutOfMemoryError)
+    real_batch = ex._batch
+
+    def failing_batch(shape, b, seed=0):
+        if b >= 11:
+            raise oom_error("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 139.81 GiB")
+        return real_batch(shape, min(b, 2), seed)  # tiny batches: this is about the search, not the memory
+
+    monkeypatch.setattr(ex, "_batch", failing_batch)
+    oom = ex.measure_oom(dict(ex.CPU_SHAPE))
+    assert (oom.largest_ok_batch, oom.failed_batch) == (10, 11)
+    assert oom.trials == (8, 16, 12, 10, 11) and oom.tried_bytes == 2 * 2**30 and oom.held_bytes is not None
