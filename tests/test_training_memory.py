@@ -285,3 +285,10 @@ def test_gpu_code_paths_run_on_a_simulated_device(monkeypatch):
     oom = ex.measure_oom(dict(ex.CPU_SHAPE))
     assert (oom.largest_ok_batch, oom.failed_batch) == (10, 11)
     assert oom.trials == (8, 16, 12, 10, 11) and oom.tried_bytes == 2 * 2**30 and oom.held_bytes is not None
+
+
+def test_the_issues_module_name_is_an_alias_of_the_topic_module():
+    from widgets.models import training
+
+    for name in ("training_state_bytes", "zero_state_bytes_per_gpu", "activation_bytes_per_layer", "training_flop", "mfu"):
+        assert getattr(training, name) is getattr(tm, name)
