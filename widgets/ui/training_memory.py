@@ -112,7 +112,7 @@ def budget_calculator():
         "gpu": w.Dropdown(options=list(gpu_names()), value="H200-SXM", description="GPU"),
         "optimizer": w.Dropdown(options=tm.OPTIMIZERS, value="adamw", description="optimizer"),
         "precision": w.Dropdown(options=tm.PRECISIONS, value="mixed", description="precision"),
-        "stage": w.Dropdown(options=[0, 1, 2, 3], value=0, description="ZeRO stage"),
+        "stage": w.Dropdown(options=[0, 1, 2, 3], value=1, description="ZeRO stage"),  # 0: the GPU count changes nothing
         "gpus": w.BoundedIntText(value=8, min=1, max=100_000, description="GPUs (DP)"),
         "micro_batch": w.BoundedIntText(value=1, min=1, max=4096, description="micro-batch"),
         "seq": w.BoundedIntText(value=4096, min=1, max=1_000_000, description="sequence"),
