@@ -221,9 +221,11 @@ TIME_GPUS = (64, 256, 1024, 4096, 16384)
 MFUS = (0.2, 0.3, 0.4, 0.5, 0.6)
 
 
-def time_figure(runs=RUNS, gpu: str = "H100-SXM", gpu_counts=TIME_GPUS, mfus=MFUS, dtype: str = "bf16") -> go.Figure:
+def time_figure(runs=RUNS, gpu: str = "H100-SXM", gpu_counts=TIME_GPUS, mfus=MFUS, dtype: str = "bf16",
+                gpu_hour_price: float = 2.0) -> go.Figure:
     """Static training time: the dropdown picks a run (parameters, tokens), the slider the MFU;
-    bars give the days on each number of ``gpu`` GPUs."""
+    bars give the days on each number of ``gpu`` GPUs, the readout GPU-hours and their cost at
+    ``gpu_hour_price`` USD per GPU-hour (an assumed rental price, not a quote)."""
     peak = get_gpu(gpu).peak(dtype)
     labels = [f"{n:,}" for n in gpu_counts]
 
@@ -232,7 +234,8 @@ def time_figure(runs=RUNS, gpu: str = "H100-SXM", gpu_counts=TIME_GPUS, mfus=MFU
         hours = tm.training_time_s(run[1], run[2], 1, peak, u) / 3600
         bar = go.Bar(x=labels, y=days, marker_color=series_color(0), name="days", showlegend=False,
                      hovertemplate="%{x} GPUs: %{y:.3g} days<extra></extra>")
-        readout = f"{tm.training_flop(run[1], run[2]):.3g} FLOP; {hours:,.0f} {gpu} GPU-hours at MFU {u:.0%}"
+        readout = (f"{tm.training_flop(run[1], run[2]):.3g} FLOP; {hours:,.0f} GPU-hours at MFU {u:.0%}, "
+                   f"{hours * gpu_hour_price:,.0f} USD at {gpu_hour_price:g} USD/GPU-h")
         return [bar], run[0], readout
 
     return grid_figure(
