@@ -220,6 +220,7 @@ VALID: dict[str, dict] = {
     "training_memory.outside_layers_activation_bytes": dict(seq=2048, micro_batch=1, hidden=4096, vocab=32000),
     "training_memory.activation_bytes": dict(seq=2048, micro_batch=1, hidden=4096, heads=32, layers=32, vocab=32000),
     "training_memory.training_flop": dict(params=1e9, tokens=1e12),
+    "training_memory.gpt_params": dict(layers=20, hidden=2048, vocab=32000, seq=2048),
     "training_memory.attention_flop_per_token": dict(layers=32, heads=32, head_dim=128, seq=4096),
     "training_memory.recompute_flop_fraction": dict(params=1e9),
     "training_memory.mfu": dict(tokens_per_s=1e4, params=1e9, peak_flop_per_s=989.4e12),

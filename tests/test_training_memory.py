@@ -179,7 +179,7 @@ def test_shape_follows_free_memory():
     assert 1 <= small["layers"] < doctor.TRAINING_SHAPE["layers"]
     assert doctor.training_shape(0.5 * 2**30) is None
     full = doctor.training_shape(None)
-    params = 12 * full["hidden"] ** 2 * full["layers"] + (2 * full["vocab"] + full["seq"]) * full["hidden"]
+    params = tm.gpt_params(full["layers"], full["hidden"], full["vocab"], full["seq"])
     assert params >= 1e9  # the issue asks for at least 1B parameters on the H200
 
 
@@ -292,3 +292,11 @@ def test_the_issues_module_name_is_an_alias_of_the_topic_module():
 
     for name in ("training_state_bytes", "zero_state_bytes_per_gpu", "activation_bytes_per_layer", "training_flop", "mfu"):
         assert getattr(training, name) is getattr(tm, name)
+
+
+def test_gpt_params_counts_the_experiments_model():
+    from widgets.experiments import training_memory as ex
+
+    for shape in (ex.CPU_SHAPE, dict(ex.CPU_SHAPE, layers=3, seq=48)):
+        gpt = ex.GPT(**shape)
+        assert sum(p.numel() for p in gpt.parameters()) == tm.gpt_params(shape["layers"], shape["hidden"], shape["vocab"], shape["seq"])

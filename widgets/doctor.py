@@ -410,7 +410,7 @@ def training_shape(free_bytes: Optional[float]) -> Optional[dict]:
     while shape["seq"] >= 256:
         h, v, s = shape["hidden"], shape["vocab"], shape["seq"]
         for layers in range(TRAINING_SHAPE["layers"], 0, -1):
-            params = 12 * h * h * layers + (2 * v + s) * h
+            params = tm.gpt_params(layers, h, v, s)
             need = tm.training_state_bytes(params) + tm.activation_bytes(s, TRAINING_MAX_BATCH, h, shape["heads"], layers, v)
             if need <= TRAINING_FREE_FRACTION * free_bytes:
                 shape["layers"] = layers

@@ -409,6 +409,48 @@ def activation_bytes(
     return n * per_layer + outside_layers_activation_bytes(seq, micro_batch, hidden, vocab, tensor_parallel)
 
 
+def gpt_params(layers: int, hidden: int, vocab: int, seq: int) -> int:
+    """Parameters of a GPT-style decoder as the chapter's experiment builds it.
+
+    Per layer ``12 h^2 + 13 h`` (QKV, output projection and a 4h MLP with biases, two LayerNorms);
+    a final LayerNorm (``2 h``), token and position embeddings (``v h + s h``) and an untied output
+    head without bias (``v h``).
+
+    Explained in :ref:`training_memory` > Predict, then measure.
+
+    Parameters
+    ----------
+    layers : int
+        Layers [-], >= 1.
+    hidden : int
+        Hidden size [-], >= 1.
+    vocab : int
+        Vocabulary [tokens], >= 1.
+    seq : int
+        Sequence length (learned positions) [tokens], >= 1.
+
+    Returns
+    -------
+    int
+        Parameters [-].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
+    >>> gpt_params(20, 2048, 32000, 2048)
+    1142435840
+    """
+    n = _check.integer("layers", layers, minimum=1, maximum=MAX_COUNT)
+    h = _check.integer("hidden", hidden, minimum=1, maximum=MAX_COUNT)
+    v = _check.integer("vocab", vocab, minimum=1, maximum=MAX_COUNT)
+    s = _check.integer("seq", seq, minimum=1, maximum=MAX_COUNT)
+    return n * (12 * h * h + 13 * h) + 2 * h + (2 * v + s) * h
+
+
 def training_flop(params: float, tokens: float) -> float:
     """Training compute of ``params`` parameters over ``tokens`` tokens: ``6 N D`` [FLOP].
 
