@@ -70,6 +70,9 @@ def test_transpose_sectors_and_wavefronts_by_hand():
     # the naive write puts each lane 4096 x 4 B apart: one 32-B sector per lane, 32 per warp.
     assert copy_c.l2_bytes == warps * (4 + 4) * 32 == 2 * n * n * 4
     assert naive.l2_bytes == warps * (4 + 32) * 32 == 9 * n * n * 4
+    # The control (strided reads, coalesced writes), with no L1 reuse: the naive kernel's sectors, read side.
+    naive_read = mh.transpose_cost(n, "naive_read", H200_HBM, 9e12, H200_SMS, H200_CLOCK)
+    assert naive_read.l2_bytes == naive.l2_bytes and naive_read.smem_wavefronts == 0
     # Every kernel moves the matrix once in and once out of HBM.
     assert {c.hbm_bytes for c in (copy_c, naive, tiled, padded)} == {2 * n * n * 4}
     # Shared memory (CUDA C++ Programming Guide, "Shared Memory", 32 banks of 4 B): a tile row is
@@ -255,9 +258,18 @@ def test_transpose_accuracy_rows_recompute(ref):
     kernels["tiled"]["correct"] = False  # a wrong result is never compared
     rec = _with(ref, "transpose", {"n": n, "elem_bytes": 4, "device": "x", "simulated": False, "timing_note": "", "kernels": kernels})
     rows = [r for r in tx.accuracy_rows(rec) if r.label == "calibrated"]  # (the ncu counter rows are predictions)
-    assert [r.quantity.split(", ")[1].split(":")[0] for r in rows] == ["naive", "padded", "swizzled"]
+    assert [r.quantity.split(", ")[1].split(":")[0] for r in rows] == ["copy", "naive", "naive_read", "padded", "swizzled"]
     assert all(r.ratio == pytest.approx(1.0) for r in rows)
     assert [r for r in tx.accuracy_rows(_with(ref, "transpose", {"error": "x"})) if r.label == "calibrated"] == []
+    # A numba copy slower than the Triton one: the measured ratio to it and the model calibrated on it share
+    # that denominator; the model's ratio to its own (Triton-rate) copy does not.
+    kernels["copy"] = dict(kernels["copy"], median_s=kernels["copy"]["median_s"] * 1.35)
+    rec = _with(ref, "transpose", {"n": n, "elem_bytes": 4, "device": "x", "simulated": False, "timing_note": "", "kernels": kernels})
+    by = {r["kind"]: r for r in tx.transpose_rows(rec, hbm, l2, prov["sms"], clock)}
+    assert by["copy"]["measured_vs_model"] == pytest.approx(1.35) and by["naive"]["measured_vs_model"] == pytest.approx(1.0)
+    here = mh.transpose_cost(n, "padded", hbm / 1.35, l2, prov["sms"], clock).time_s
+    assert by["padded"]["model_here_vs_copy"] == pytest.approx(here / (kernels["copy"]["median_s"]))
+    assert by["padded"]["model_vs_copy"] == pytest.approx(1.0) and by["padded"]["model_here_vs_copy"] == pytest.approx(1.0)
 
 
 def test_topic_accuracy_rows_include_depth_rows_when_present(ref):
@@ -353,6 +365,9 @@ def test_transpose_counter_model_by_hand():
     n = 8192
     warps = n * n // 32
     naive, tiled, padded, swz = (tx.model_counts(k, n) for k in ("naive", "tiled", "padded", "swizzled"))
+    control = tx.model_counts("naive_read", n)  # strided reads (no L1 reuse in the model), coalesced writes
+    assert control["lts__t_sectors_srcunit_tex_op_read.sum"] == 32 * warps
+    assert control["lts__t_sectors_srcunit_tex_op_write.sum"] == 4 * warps
     assert swz["l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"] == warps
     assert swz["l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum"] == warps
     assert naive["lts__t_sectors_srcunit_tex_op_write.sum"] == 32 * warps  # one sector per lane
@@ -384,9 +399,9 @@ def test_transpose_ncu_rows_and_labels(tmp_path, monkeypatch):
     rows = tx.ncu_rows(rec)
     assert all(r["ratio"] == pytest.approx(1.0) for r in rows if r["model"]
                and not (r["kind"] == "naive" and r["counter"] == "lts__t_sectors_srcunit_tex_op_write.sum"))
-    assert {r["kind"] for r in rows} == set(tx.KINDS) and len(rows) == 5 * len(tx.NCU_COUNTERS)
+    assert {r["kind"] for r in rows} == set(tx.KINDS) and len(rows) == len(tx.KINDS) * len(tx.NCU_COUNTERS)
     ledger = tx.ncu_accuracy_rows(rec)
-    assert len(ledger) == 5 + 3  # L2 sectors written by every kernel, shared load wavefronts of the three tiled ones
+    assert len(ledger) == len(tx.KINDS) + 3  # L2 sectors written by every kernel, shared load wavefronts of the three tiled ones
     bad = [r for r in ledger if r.ratio != pytest.approx(1.0)]
     assert len(bad) == 1 and bad[0].ratio == pytest.approx(0.5) and bad[0].label == "prediction"
     assert not [r for r in rows if r["model"] == 0 and r["ratio"] is not None]  # never divides by a zero count

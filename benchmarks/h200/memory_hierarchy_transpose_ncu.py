@@ -37,7 +37,8 @@ METRICS = (
     "dram__bytes_write.sum",
     "gpu__time_duration.sum",
 )
-KERNEL_NAMES = {"copy": "copy_kernel", "naive": "transpose_naive_kernel", "tiled": "transpose_tiled_kernel",
+KERNEL_NAMES = {"copy": "copy_kernel", "naive": "transpose_naive_kernel", "naive_read": "transpose_naive_read_kernel",
+                "tiled": "transpose_tiled_kernel",
                 "padded": "transpose_padded_kernel", "swizzled": "transpose_swizzled_kernel"}
 SCALE = {"byte": 1, "sector": 1, "": 1, "kbyte": 1e3, "mbyte": 1e6, "gbyte": 1e9}
 # gpu__time_duration is kept in nanoseconds (ncu's base unit; the 18:00 H200 run printed it unscaled)
@@ -108,7 +109,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="widgets/data/h200")
     ap.add_argument("--ncu", default=os.environ.get("NCU", "ncu"))
     ap.add_argument("--n", type=int, default=8192)
-    ap.add_argument("--kinds", default="copy,naive,tiled,padded,swizzled")
+    ap.add_argument("--kinds", default="copy,naive,naive_read,tiled,padded,swizzled")
     ap.add_argument("--driver", choices=sorted(KERNEL_NAMES), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.n < 32 or args.n % 32:

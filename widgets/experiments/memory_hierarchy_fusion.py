@@ -8,6 +8,12 @@ The chain is ``gelu(x * a + b) * c`` and its repetitions (op ``i`` is ``* a``, `
   compile C++ for minutes on a small machine, and skipped with the reason wherever it fails);
 - a hand-written fused **Triton** kernel (``fused_chain_kernel``): one read, one write.
 
+Timing: on a GPU, each timed call of the chain sweep (the bandwidth-bound size) follows a GPU
+sleep of ``SPACER_CYCLES`` cycles enqueued before the start event, so the host's work for the call
+(PyTorch's dispatch, torch.compile's guards and wrapper, Triton's launcher) overlaps the sleep and
+the events time the kernels alone. The size sweep has no spacer: there the host's launch cost is
+what is measured (``FusionResult.timing_note`` says which; records without it had no spacer).
+
 On a machine without a GPU the Triton kernel runs through Triton's interpreter at a tiny size:
 the numbers then show the method, not a GPU. Every GPU step fails soft: a failure is recorded as
 a :class:`harness.Failed` with its reason, never raised, so the rest of the topic's record survives.
@@ -41,6 +47,7 @@ GPU_SIZES = tuple(2**p for p in (12, 16, 20, 24, 28))  # the size sweep: launch-
 CPU_ELEMS = 2**12  # the interpreter is slow: a tiny size on a CPU
 CPU_SIZES = (2**10, 2**12)
 BLOCK = 1024
+SPACER_CYCLES = 2_000_000  # ~1 ms GPU sleep before each timed call of the chain sweep (as the transpose's)
 CHAIN = "op i: * a, + b, gelu, * c for i % 4 = 0, 1, 2, 3"
 
 
@@ -119,11 +126,28 @@ class FusionResult(harness.Result):
     chain: str = CHAIN
     constants: tuple[float, ...] = (A, B, C)
     block: int = BLOCK
+    chain_spacer_cycles: int = 0  # GPU sleep before each timed call of the chain sweep (0: none, as in older records)
+    timing_note: str = ""
 
 
-def _timed(fn, repeat: int) -> Union[Spread, harness.Failed]:
+def _spacer() -> tuple[Any, str]:
+    """``setup`` for ``harness.time_fn`` on a GPU: a sleep of ``SPACER_CYCLES`` enqueued before the
+    start event, so the call's host work overlaps it; (None, why) where that is not available."""
+    if not harness.on_gpu():
+        return None, "no GPU: host clock around each call"
+    try:
+        import torch
+
+        torch.cuda._sleep(1000)
+        torch.cuda.synchronize()
+    except Exception as exc:  # noqa: BLE001
+        return None, f"torch.cuda._sleep unavailable ({type(exc).__name__}): host work inside the events"
+    return (lambda: torch.cuda._sleep(SPACER_CYCLES)), ""
+
+
+def _timed(fn, repeat: int, setup=None) -> Union[Spread, harness.Failed]:
     """Median seconds of ``fn()``, or :class:`harness.Failed` with the reason (fail soft)."""
-    t = harness.attempt(harness.time_fn, fn, repeat=repeat)
+    t = harness.attempt(harness.time_fn, fn, repeat=repeat, setup=setup)
     if isinstance(t, harness.Failed):
         return t
     return Spread(t.median_s, t.min_s, t.max_s, t.repeat)
@@ -136,7 +160,7 @@ def _max_abs_error(got, expected) -> Optional[float]:
         return None
 
 
-def _measure_compiled(x, n_ops: int, expected, repeat: int) -> tuple[Spread, float, Optional[float]]:
+def _measure_compiled(x, n_ops: int, expected, repeat: int, setup=None) -> tuple[Spread, float, Optional[float]]:
     """``torch.compile`` of the eager chain (Inductor fuses it into one Triton kernel): its time,
     the first call's time (compilation included) and its largest difference from eager's."""
     import time
@@ -151,20 +175,20 @@ def _measure_compiled(x, n_ops: int, expected, repeat: int) -> tuple[Spread, flo
     harness.synchronize()
     compile_s = time.perf_counter() - t0
     err = _max_abs_error(got, expected)
-    t = harness.time_fn(lambda: fn(x), repeat=repeat)
+    t = harness.time_fn(lambda: fn(x), repeat=repeat, setup=setup)
     return Spread(t.median_s, t.min_s, t.max_s, t.repeat), compile_s, err
 
 
-def _point(m: int, k: int, x, y, compiled: bool, repeat: int) -> FusionPoint:
+def _point(m: int, k: int, x, y, compiled: bool, repeat: int, spacer=None) -> FusionPoint:
     grid = (triton.cdiv(m, BLOCK),)
-    eager = _timed(lambda: eager_chain(x, k), repeat)
-    fused = _timed(lambda: fused_chain_kernel[grid](x, y, m, A, B, C, N_OPS=k, BLOCK=BLOCK), repeat)
+    eager = _timed(lambda: eager_chain(x, k), repeat, spacer)
+    fused = _timed(lambda: fused_chain_kernel[grid](x, y, m, A, B, C, N_OPS=k, BLOCK=BLOCK), repeat, spacer)
     expected = harness.attempt(eager_chain, x, k)
     ok = not isinstance(expected, harness.Failed) and not isinstance(fused, harness.Failed)
     point = FusionPoint(m, k, eager, fused, triton_max_abs_error=_max_abs_error(y, expected) if ok else None)
     if not compiled:
         return point
-    c = harness.attempt(_measure_compiled, x, k, expected, repeat)
+    c = harness.attempt(_measure_compiled, x, k, expected, repeat, spacer)
     if isinstance(c, harness.Failed):
         return dataclasses.replace(point, compiled=c)
     spread, compile_s, err = c
@@ -197,13 +221,18 @@ def measure_fusion(
     gen = torch.Generator(device=dev).manual_seed(0)
     x = torch.rand(n, generator=gen, device=dev)
     y = torch.empty_like(x)
-    chain = tuple(_point(n, int(k), x, y, int(k) in compiled_ops, repeat) for k in chain_ops)
+    spacer, why = _spacer()
+    chain = tuple(_point(n, int(k), x, y, int(k) in compiled_ops, repeat, spacer) for k in chain_ops)
     del x, y
     size_points = []
     for m in sizes:
         xs = torch.rand(m, generator=gen, device=dev)
         size_points.append(_point(m, SIZE_SWEEP_OPS, xs, torch.empty_like(xs), False, repeat))
-    return FusionResult(n, FLOAT_BYTES, harness.device_name(), not gpu, chain, tuple(size_points))
+    note = (f"chain sweep: a {SPACER_CYCLES:,}-cycle GPU sleep before each timed call hides the host's work "
+            "(kernel time); size sweep: no spacer (the host's launch cost included)") if spacer else (
+            f"no spacer ({why}): the host's work before the first kernel is inside the events")
+    return FusionResult(n, FLOAT_BYTES, harness.device_name(), not gpu, chain, tuple(size_points),
+                        chain_spacer_cycles=SPACER_CYCLES if spacer else 0, timing_note=note)
 
 
 # --------------------------------------------------------------------------------------------

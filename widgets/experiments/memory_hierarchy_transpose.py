@@ -1,4 +1,5 @@
-"""The matrix transpose, measured: naive, shared-memory tiled, and tiled with padding (32 x 33).
+"""The matrix transpose, measured: naive (and its control, strided reads with coalesced writes),
+shared-memory tiled, tiled with padding (32 x 33) and tiled with an XOR swizzle.
 
 numba-cuda kernels with explicit thread indices (the chapter shows them with ``literalinclude``),
 after NVIDIA's transpose example: 32 x 32 tiles, thread blocks of 32 x 8 threads, each thread
@@ -42,7 +43,7 @@ TILE = 32  # tile edge: a warp covers one tile row
 TILE_PADDED = 33  # a padded tile row; a module constant, so numba sees a compile-time shape (TILE + 1 is not)
 BLOCK_ROWS = 8  # a block of 32 x 8 threads moves a 32 x 32 tile, four elements per thread
 FLOAT_BYTES = 4
-KINDS = ("copy", "naive", "tiled", "padded", "swizzled")
+KINDS = ("copy", "naive", "naive_read", "tiled", "padded", "swizzled")
 GPU_N = 16384  # 1 GiB of fp32 per matrix: far beyond the L2
 CPU_N = 64  # the simulator runs each thread as a Python thread
 SPACER_CYCLES = 2_000_000  # ~1 ms GPU sleep before each timed launch: hides numba's host-side launch work
@@ -65,6 +66,17 @@ def transpose_naive_kernel(src, dst):
     y = cuda.blockIdx.y * TILE + cuda.threadIdx.y
     for j in range(0, TILE, BLOCK_ROWS):
         dst[x, y + j] = src[y + j, x]
+
+
+@cuda.jit
+def transpose_naive_read_kernel(src, dst):
+    """dst[y, x] = src[x, y], the control for the naive kernel: a warp reads down a column of src
+    (n elements apart, one sector per lane) and writes 32 neighbours of a row of dst (coalesced).
+    The block's other rows read the rest of each sector, so the L1 may serve them."""
+    x = cuda.blockIdx.x * TILE + cuda.threadIdx.x
+    y = cuda.blockIdx.y * TILE + cuda.threadIdx.y
+    for j in range(0, TILE, BLOCK_ROWS):
+        dst[y + j, x] = src[x, y + j]
 
 
 @cuda.jit
@@ -121,6 +133,7 @@ def transpose_swizzled_kernel(src, dst):
 KERNELS = {
     "copy": copy_kernel,
     "naive": transpose_naive_kernel,
+    "naive_read": transpose_naive_read_kernel,
     "tiled": transpose_tiled_kernel,
     "padded": transpose_padded_kernel,
     "swizzled": transpose_swizzled_kernel,
@@ -163,7 +176,7 @@ class TransposeKernel(harness.Result):
 
 @dataclass(frozen=True)
 class TransposeResult(harness.Result):
-    """The four kernels on one ``n x n`` fp32 matrix (a :class:`harness.Failed` for one that failed)."""
+    """The kernels on one ``n x n`` fp32 matrix (a :class:`harness.Failed` for one that failed)."""
 
     n: int
     elem_bytes: int
@@ -241,7 +254,11 @@ def _time(entry: Any) -> Optional[float]:
 
 def transpose_rows(record: Mapping, hbm_bytes_per_s: float, l2_bytes_per_s: float, sms: int, clock_hz: float) -> list[dict]:
     """One dict per kernel: measured time [s] and effective bandwidth [B/s], the model's cost at
-    the given bandwidths and clock, and both as fractions of the copy's."""
+    the given bandwidths and clock (``model_s``) and the measured time over it, and both as
+    fractions of a copy's time. Two copies: ``model_vs_copy`` divides by the model's copy (the
+    given HBM bandwidth), ``measured_vs_copy`` by the measured numba copy; ``model_here_vs_copy``
+    is the model with its HBM bandwidth calibrated on that numba copy (same tiles, same launch),
+    so it and ``measured_vs_copy`` share a denominator."""
     t = transpose_result(record)
     if t is None:
         return []
@@ -249,12 +266,15 @@ def transpose_rows(record: Mapping, hbm_bytes_per_s: float, l2_bytes_per_s: floa
     moved = 2 * n * n * t.elem_bytes
     copy_model = model.transpose_cost(n, "copy", hbm_bytes_per_s, l2_bytes_per_s, sms, clock_hz)
     copy_t = _time(t.kernels.get("copy"))
+    copy_bw = moved / copy_t if copy_t else None
+    copy_here = model.transpose_cost(n, "copy", copy_bw, l2_bytes_per_s, sms, clock_hz) if copy_bw else None
     rows = []
     for kind in KINDS:
         entry = t.kernels.get(kind)
         if entry is None:
             continue
         c = model.transpose_cost(n, kind, hbm_bytes_per_s, l2_bytes_per_s, sms, clock_hz)
+        here = model.transpose_cost(n, kind, copy_bw, l2_bytes_per_s, sms, clock_hz) if copy_bw else None
         m = _time(entry)
         rows.append({
             "kind": kind, "n": n, "time_s": m, "bytes_per_s": moved / m if m else None,
@@ -262,17 +282,21 @@ def transpose_rows(record: Mapping, hbm_bytes_per_s: float, l2_bytes_per_s: floa
             "correct": entry.correct if isinstance(entry, TransposeKernel) else None,
             "model_s": c.time_s, "model_bound": c.bound, "l2_bytes": c.l2_bytes, "smem_wavefronts": c.smem_wavefronts,
             "model_vs_copy": c.time_s / copy_model.time_s,
+            "measured_vs_model": m / c.time_s if m else None,
+            "model_here_vs_copy": here.time_s / copy_here.time_s if here else None,
             "measured_vs_copy": m / copy_t if m and copy_t else None,
         })
     return rows
 
 
 def accuracy_rows(record: Mapping) -> list[Row]:
-    """Each transpose's time relative to the copy's, predicted by the per-level model, labelled
+    """Each kernel's time (the copy's too), predicted by the per-level model, labelled
     **calibrated**: the model's HBM and L2 bandwidths are this record's Triton copy and L2 plateau
     (experiments 1 and 2, different micro-benchmarks), its SM count and clock the record's
-    provenance (NVML's clock). Falsified if a kernel's time over the copy's is off by more than the
-    tolerance (e.g. the naive kernel limited by something other than L2 sectors).
+    provenance (NVML's clock). Absolute times, so model and measurement share no denominator (a
+    ratio to each side's own copy would flatter a kernel when the numba copy is slower than the
+    Triton one). Falsified if a kernel's time is off by more than the tolerance (e.g. the naive
+    kernel limited by something other than L2 sectors).
 
     The Nsight Compute counts of the same kernels (:func:`ncu_accuracy_rows`, predictions) come
     first, when their record was measured on the same GPU as ``record``."""
@@ -285,11 +309,11 @@ def accuracy_rows(record: Mapping) -> list[Row]:
     if transpose_result(record) is None or constants is None:  # no transpose times, or no constants
         return out
     for r in transpose_rows(record, *constants):
-        if r["kind"] == "copy" or r["measured_vs_copy"] is None:
+        if r["time_s"] is None:
             continue
-        out.append(Row(TOPIC, f"Transpose {r['n']}x{r['n']} fp32, {r['kind']}: time / copy's time",
-                       f"max(HBM, L2 sectors, shared wavefronts); bound: {r['model_bound']}",
-                       r["model_vs_copy"], r["measured_vs_copy"], "x", "calibrated", device_of(record)))
+        out.append(Row(TOPIC, f"Transpose {r['n']}x{r['n']} fp32, {r['kind']}: time",
+                       f"max(HBM at the Triton copy's rate, L2 sectors, shared wavefronts); bound: {r['model_bound']}",
+                       r["model_s"], r["time_s"], "s", "calibrated", device_of(record)))
     return out
 
 
@@ -362,8 +386,8 @@ def model_counts(kind: str, n: int) -> dict:
     coalesced = model.warp_load_sectors(1, FLOAT_BYTES)
     shared = kind in ("tiled", "padded", "swizzled")
     store, load = model.transpose_tile_wavefronts(kind) if shared else (0, 0)
-    return {
-        "lts__t_sectors_srcunit_tex_op_read.sum": warps * coalesced,
+    return {  # naive_read: one read sector per lane, as if the L1 kept none of them for the block's other rows
+        "lts__t_sectors_srcunit_tex_op_read.sum": warps * (model.warp_load_sectors(n, FLOAT_BYTES) if kind == "naive_read" else coalesced),
         "lts__t_sectors_srcunit_tex_op_write.sum": warps * (model.warp_load_sectors(n, FLOAT_BYTES) if kind == "naive" else coalesced),
         "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum": warps * load,
         "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum": warps * store,

@@ -1313,7 +1313,7 @@ def fusion_estimate(
 # Matrix transpose (explained in :ref:`memory_hierarchy` > The matrix transpose)
 # --------------------------------------------------------------------------------------------
 TRANSPOSE_TILE = 32  # tile edge: one warp spans a tile row
-TRANSPOSE_KINDS = ("copy", "naive", "tiled", "padded", "swizzled")
+TRANSPOSE_KINDS = ("copy", "naive", "naive_read", "tiled", "padded", "swizzled")
 
 
 @dataclass(frozen=True)
@@ -1409,6 +1409,10 @@ def transpose_cost(
     - ``copy``: reads and writes one row of 32 elements per warp: both coalesced;
     - ``naive``: ``out[x, y] = in[y, x]``: coalesced reads, but each warp's 32 writes land ``n``
       elements apart, one sector per lane (:func:`warp_load_sectors` with stride ``n``);
+    - ``naive_read``: ``out[y, x] = in[x, y]``, the control: strided reads (one sector per lane),
+      coalesced writes. The model charges the L2 every read sector, as if the L1 kept none of
+      them; the other rows of the block read the rest of each sector, so an L1 that keeps them
+      makes this kernel faster than the model (that is what measuring it tests);
     - ``tiled``: the tile is staged in shared memory, so both global accesses are coalesced;
       writing a tile row is conflict-free, reading a tile column has stride 32: a 32-way bank
       conflict (:func:`bank_conflict_wavefronts`);
@@ -1416,8 +1420,11 @@ def transpose_cost(
     - ``swizzled``: the same 32 x 32 tile, element ``(r, c)`` stored at column ``c XOR r``:
       conflict-free without the padding's extra memory (:func:`transpose_tile_wavefronts`).
 
-    HBM moves ``2 n^2 e`` bytes in every case (the L2 merges the partial sectors of one tile's
-    writes before they reach DRAM); the L2 sees whole sectors; the shared-memory pipe of each SM
+    The model's HBM moves ``2 n^2 e`` bytes in every case: it assumes the L2 merges the partial
+    sectors of one tile's writes before they reach DRAM. That is a lower bound: partial sectors
+    evicted before they are complete cost DRAM more (the naive kernel's counted DRAM bytes exceed
+    it), and a kernel's last dirty lines may still sit in the L2 when it ends (counted writes a
+    little under it). The L2 sees whole sectors; the shared-memory pipe of each SM
     passes one wavefront per clock. The levels overlap, so the time is the slowest level's.
     Explained in :ref:`memory_hierarchy` > The matrix transpose.
 
@@ -1426,7 +1433,7 @@ def transpose_cost(
     n : int
         Rows = columns of the matrix [elements], a multiple of 32, 32 to 2**20.
     kind : str
-        ``"copy"``, ``"naive"``, ``"tiled"``, ``"padded"`` or ``"swizzled"``.
+        ``"copy"``, ``"naive"``, ``"naive_read"``, ``"tiled"``, ``"padded"`` or ``"swizzled"``.
     hbm_bytes_per_s : float
         HBM bandwidth [B/s], > 0.
     l2_bytes_per_s : float
@@ -1470,7 +1477,8 @@ def transpose_cost(
     warps = n_ * n_ // WARP_SIZE  # warp-wide accesses per direction (read or write)
     coalesced = warp_load_sectors(1, e)
     write_sectors = warp_load_sectors(n_, e) if k == "naive" else coalesced
-    l2_bytes = warps * (coalesced + write_sectors) * SECTOR_BYTES
+    read_sectors = warp_load_sectors(n_, e) if k == "naive_read" else coalesced
+    l2_bytes = warps * (read_sectors + write_sectors) * SECTOR_BYTES
     smem = warps * sum(transpose_tile_wavefronts(k)) if k in ("tiled", "padded", "swizzled") else 0
     hbm_bytes = 2 * n_ * n_ * e
     return TransposeCost(k, n_, hbm_bytes, l2_bytes, smem, hbm_bytes / hbm, l2_bytes / l2, smem / (s * f))

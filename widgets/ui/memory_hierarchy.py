@@ -748,11 +748,19 @@ def transpose_table(rows: list) -> str:
     def f(x, fmt):
         return "n/a" if x is None else fmt(x)
 
-    body = [[r["kind"], f(r["time_s"], fmt_time), f(r["bytes_per_s"], fmt_bytes_per_s),
-             f(r["measured_vs_copy"], lambda v: f"{v:.2f}"), f"{r['model_vs_copy']:.2f}", r["model_bound"]]
+    def measured(r, x, fmt):
+        if x is not None:
+            return fmt(x)
+        return "not recorded" if r.get("error") is None else "did not run (see the note below)"
+
+    two = lambda v: f"{v:.2f}"  # noqa: E731
+    body = [[r["kind"], measured(r, r["time_s"], fmt_time), measured(r, r["bytes_per_s"], fmt_bytes_per_s),
+             fmt_time(r["model_s"]), measured(r, r.get("measured_vs_model"), two),
+             measured(r, r["measured_vs_copy"], two), f(r.get("model_here_vs_copy"), two), r["model_bound"]]
             for r in rows]
-    return table(body, ["kernel", "time", "effective bandwidth", "time / copy's (measured)",
-                        "time / copy's (model)", "model's bound"])
+    return table(body, ["kernel", "time", "effective bandwidth", "model time (calibrated)", "measured / model",
+                        "time / numba copy's (measured)", "time / copy's (model, HBM at the numba copy's rate)",
+                        "model's bound"])
 
 
 def check_transpose_wavefronts(naive_sectors_per_warp, tiled_wavefronts, padded_wavefronts) -> bool:
