@@ -586,7 +586,13 @@ def random_branch_time(p_taken: float, cost_taken: float, cost_not_taken: float,
     a = _check.positive("cost_taken", cost_taken)
     b = _check.positive("cost_not_taken", cost_not_taken)
     n = _int("lanes", lanes, minimum=1, maximum=WARP_SIZE)
-    return a * (1 - (1 - p) ** n) + b * (1 - p**n)
+    return _check.finite_result(
+        "random_branch_time",
+        a * (1 - (1 - p) ** n) + b * (1 - p**n),
+        p_taken=p_taken,
+        cost_taken=cost_taken,
+        cost_not_taken=cost_not_taken,
+    )
 
 
 MAX_PATHS = 1 << 20  # a bound on path counts (a warp has 32 lanes; kernels loop over far fewer)
