@@ -256,13 +256,28 @@ def _gpu_kwargs() -> dict:
 
 VALID["hardware.GPU"] = _gpu_kwargs()
 
+
+def _arch_kwargs() -> dict:
+    from widgets.hardware import get_arch
+
+    a = get_arch("sm_90")
+    kw = {f.name: getattr(a, f.name) for f in dataclasses.fields(a)}
+    kw["sources"] = dict(kw["sources"])
+    return kw
+
+
+VALID["hardware.Arch"] = _arch_kwargs()
+VALID["hardware.get_arch"] = dict(arch="sm_90")
+VALID["hardware.NetworkLink"] = dict(name="InfiniBand NDR", bytes_per_s=50e9, source="400 Gb/s per port / 8 bits")
+
 # Strings where any text is valid (a label, not a choice from a list).
 FREE_TEXT = {"name@transformer.ModelConfig", "name@transformer.custom_model", "name@hardware.GPU", "vendor", "arch@hardware.GPU",
-             "memory_type", "notes", "unit", "device_name", "param"}
+             "memory_type", "notes", "unit", "device_name", "param", "arch@hardware.Arch", "family@hardware.Arch",
+             "name@hardware.NetworkLink", "source@hardware.NetworkLink"}
 # Parameters that hold a sequence or mapping (a list is the right type).
 CONTAINER = {"levels", "byte_addresses", "values", "lanes_per_path", "cost_per_path", "sizes_bytes", "times_s",
              "chunks_per_rank", "candidates", "peak_flop_per_s@hardware.GPU", "sources", "stage_s@simt.pipeline_time_s",
-             "stage_s@simt.pipeline_schedule"}
+             "stage_s@simt.pipeline_schedule", "compute_capability@hardware.Arch", "smem_carveouts_bytes@hardware.Arch"}
 # Parameters that take a scalar or an array (elementwise models).
 ARRAY_OK = {"intensity@memory_hierarchy.attainable_flop_per_s", "ws_bytes", "warps_per_sm@simt.littles_law_bytes_per_s",
             "m@tensor_cores.predicted_flop_per_s", "n@tensor_cores.predicted_flop_per_s",

@@ -108,6 +108,11 @@ class Arch:
             object.__setattr__(self, k, _check.integer(k, getattr(self, k), minimum=1))
         object.__setattr__(self, "smem_reserved_per_block_bytes",
                            _check.integer("smem_reserved_per_block_bytes", self.smem_reserved_per_block_bytes, minimum=0))
+        if not isinstance(self.family, str):
+            raise ValueError(f"family must be a text label such as 'Hopper', got {self.family!r}"[:200])
+        if not isinstance(self.smem_carveouts_bytes, (tuple, list)):
+            raise ValueError("smem_carveouts_bytes must be a sequence of shared-memory sizes [B], "
+                             f"got {self.smem_carveouts_bytes!r}"[:200])
         carve = tuple(_check.integer("smem_carveouts_bytes", v, minimum=0) for v in self.smem_carveouts_bytes)
         if not carve or list(carve) != sorted(carve) or carve[-1] != self.smem_per_sm_bytes:
             raise ValueError(f"smem_carveouts_bytes must rise to smem_per_sm_bytes ({self.smem_per_sm_bytes}), got {carve!r}")
@@ -278,6 +283,8 @@ def get_arch(arch: str, *, param: str = "arch") -> Arch:
     >>> get_arch("sm_75").max_warps_per_sm, get_arch("sm_120").max_blocks_per_sm
     (32, 24)
     """
+    if not isinstance(param, str) or not param:
+        raise ValueError(f"param must be a parameter name (a string), got {param!r}")
     return ARCHS[_check.choice(param, arch, ARCHS)]
 
 
