@@ -516,3 +516,25 @@ def test_measured_ceilings_table_rows():
     html = ui.measured_ceilings_table(tc, mhr)
     assert html.count("<tr>") == 3  # header + the two measured dtypes, none for the others
     assert ">200<" in html and ">300<" in html  # 8e14 / 4e12 and 1.2e15 / 4e12 [FLOP/B]
+
+
+def test_transpose_status_in_words(ref):
+    """What the chapter says was measured comes from the record: measured, failed (with the error's type),
+    wrong, or absent."""
+    from widgets.experiments import memory_hierarchy_transpose as tx
+
+    k = {"median_s": 1e-3, "min_s": 1e-3, "max_s": 1e-3, "repeat": 1, "correct": True}
+    kernels = {"copy": k, "naive": k, "tiled": dict(k, correct=False),
+               "padded": {"error": "TypingError: No implementation of function array"}}
+    rec = _with(ref, "transpose", {"n": 64, "elem_bytes": 4, "device": "x", "simulated": False, "timing_note": "", "kernels": kernels})
+    st = tx.record_status(rec)
+    assert st == {"copy": "measured", "naive": "measured", "naive_read": "not run", "tiled": "wrong result",
+                  "padded": "failed: TypingError", "swizzled": "not run"}
+    assert tx.status_sentence(rec) == ("copy and naive were measured; padded failed (TypingError); "
+                                       "tiled gave a wrong result (not compared); naive_read and swizzled are not in the record")
+    assert tx.status_sentence(_with(ref, "transpose", {"error": "x"})) == "no kernel is in the record" or \
+        tx.status_sentence(_with(ref, "transpose", {"error": "x"})).endswith("are not in the record")
+    ncu = {"n": 64, "points": [{"kind": "copy", "metrics": {"x": 1.0}}, {"kind": "padded", "error": "ncu exited with 1: y"}]}
+    assert tx.ncu_status(ncu)["copy"] == "measured" and tx.ncu_status(ncu)["padded"] == "failed: ncu exited with 1"
+    assert tx.ncu_status_sentence(None).startswith("copy, naive, naive_read, tiled, padded and swizzled are not")
+

@@ -333,6 +333,70 @@ def here_rows(result: Optional[TransposeResult]) -> list[dict]:
     return out
 
 
+def _words(items: Sequence[str]) -> str:
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _status_sentence(status: Mapping[str, str]) -> str:
+    ok = [k for k in KINDS if status.get(k) == "measured"]
+    failed = [f"{k} failed ({status[k].split(': ', 1)[1]})" for k in KINDS if str(status.get(k, "")).startswith("failed: ")]
+    wrong = [k for k in KINDS if status.get(k) == "wrong result"]
+    missing = [k for k in KINDS if status.get(k, "not run") == "not run"]
+    parts = []
+    if ok:
+        parts.append(f"{_words(ok)} {'was' if len(ok) == 1 else 'were'} measured")
+    parts += failed
+    if wrong:
+        parts.append(f"{_words(wrong)} gave a wrong result (not compared)")
+    if missing:
+        parts.append(f"{_words(missing)} {'is' if len(missing) == 1 else 'are'} not in the record")
+    return "; ".join(parts) if parts else "no kernel is in the record"
+
+
+def record_status(record: Mapping) -> dict[str, str]:
+    """Each kernel of ``KINDS`` in a memory_hierarchy record: ``"measured"``, ``"wrong result"``,
+    ``"failed: <error type>"`` or ``"not run"`` (absent from the record, e.g. added after it)."""
+    t = transpose_result(record)
+    out = {}
+    for kind in KINDS:
+        entry = t.kernels.get(kind) if t is not None else None
+        if isinstance(entry, harness.Failed):
+            out[kind] = f"failed: {str(entry.error).split(':', 1)[0].strip() or 'error'}"
+        elif isinstance(entry, TransposeKernel):
+            out[kind] = "measured" if _time(entry) else "wrong result"
+        else:
+            out[kind] = "not run"
+    return out
+
+
+def status_sentence(record: Mapping) -> str:
+    """:func:`record_status` in words, for prose: e.g. "copy, naive and tiled were measured; padded
+    failed (TypingError); naive_read and swizzled are not in the record"."""
+    return _status_sentence(record_status(record))
+
+
+def ncu_status(ncu_record: Optional[Mapping]) -> dict[str, str]:
+    """Each kernel of ``KINDS`` in the Nsight Compute record: ``"measured"`` (counters recorded),
+    ``"failed: <error type>"`` or ``"not run"``."""
+    out = {kind: "not run" for kind in KINDS}
+    points = ncu_record.get("points") if isinstance(ncu_record, Mapping) else None
+    for p in points if isinstance(points, list) else []:
+        kind = p.get("kind") if isinstance(p, Mapping) else None
+        if kind not in out:
+            continue
+        if isinstance(p.get("metrics"), Mapping) and p["metrics"]:
+            out[kind] = "measured"
+        elif p.get("error"):
+            out[kind] = "failed: " + (str(p["error"]).split(":", 1)[0].strip() or "error")
+    return out
+
+
+def ncu_status_sentence(ncu_record: Optional[Mapping]) -> str:
+    """:func:`ncu_status` in words, for prose."""
+    return _status_sentence(ncu_status(ncu_record))
+
+
 def record_constants(record: Mapping) -> Optional[tuple[float, float, int, float]]:
     """(HBM B/s, L2 B/s, SMs, SM clock [Hz]) for the calibrated model, from a memory_hierarchy
     record: the Triton copy (experiment 1), the L2 plateau (experiment 2), the provenance's SM count
