@@ -187,7 +187,6 @@ def convert_code(src: str, where: str) -> tuple[str, int, list[str]]:
     for a, b, text in sorted(edits, reverse=True):
         out = out[:a] + text + out[b:]
     if edits:
-        out, _ = GLUE_IMPORT.subn(_fix_import, out)
         try:
             ast.parse(_mask_magics(out))
         except SyntaxError as exc:
@@ -250,6 +249,14 @@ def convert_notebook(nb: dict, name: str) -> tuple[int, list[str]]:
             _set_source(cell, new)
             changes += n
     code = [(c, _source(c)) for c in nb["cells"] if c["cell_type"] == "code"]
+    glue_left = any(re.search(r"^[^#\n]*(?<![\w.])glue\(", s, re.M) for _, s in code)
+    if not glue_left:  # the myst-nb import goes (replaced by the prose one) once no glue call is left
+        for cell, s in code:
+            new = GLUE_IMPORT.sub(_fix_import, s)
+            if new != s:
+                _set_source(cell, new)
+                changes += 1
+        code = [(c, _source(c)) for c in nb["cells"] if c["cell_type"] == "code"]
     uses = any(re.search(r"\bprose\s*[.\[]", s) for _, s in code)
     imported = any(re.search(r"^\s*from widgets\.prose import .*\bprose\b", s, re.M) for _, s in code)
     if uses and not imported:
