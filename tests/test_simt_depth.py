@@ -379,7 +379,21 @@ def test_contention_predictions_and_rows():
     assert [round(pred) for _, pred in pairs] == [5e8, 2e9, 1.6e10, 8.1e10, 8.1e10]
     rows = w.accuracy_rows({"reductions": res.to_record()}, "t")
     assert [r.quantity for r in rows] == [f"atomics spread over {k} addresses, per second" for k in ("4", "32", "4,096")]
-    assert all(r.label == "calibrated" and r.unit == "1/s" for r in rows)  # not the two ends: they calibrate the model
+    # a fit, not calibrated: both constants (one-address rate, cap) come from this very sweep (review simt #13)
+    assert all(r.label == "fit" and r.unit == "1/s" for r in rows)
     fig = ui.contention_plot(res)
     assert len(fig.data) == 2 and list(fig.data[1].y) == [p.atomics_per_s for p in pts]
     assert w.contention_predictions(w.Reductions(n_elems=1, nbytes=4, device="t", simulated=False)) == []
+
+
+@pytest.mark.skipif(not NVCC, reason="no nvcc here")
+def test_barrier_latency_kernel_compiles_and_round_trips():
+    """The back-to-back barrier kernel compiles (one __syncthreads per repetition, review simt #4) and
+    an older record without ``latency`` still loads."""
+    cubin, report, _ = w.compile_with_report(w.BARRIER_LATENCY_SOURCE, "sm_90")
+    (k,) = w.ptxas_summary(report)
+    assert k.kernel == "barrier_latency" and len(cubin) > 1000
+    b = w.Barriers(points=(), device="t", simulated=False,
+                   latency=(w.BarrierLatencyPoint(32, 4096, 20.5), w.BarrierLatencyPoint(64, 4096, error="boom")))
+    assert w.Barriers.from_record(b.to_record()) == b
+    assert w.Barriers.from_record({"points": [], "device": "t", "simulated": False}).latency == ()
