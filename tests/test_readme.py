@@ -130,12 +130,18 @@ def test_modules_named_in_the_readme_exist():
 def test_colab_t4_claim_is_the_doctors_verdict():
     from widgets import doctor
 
-    m = re.search(r"on Colab's T4 GPU runtime (\w+) of the five\s+chapters run", README)
+    m = re.search(r"on Colab's T4 GPU runtime (\w+) of the (\w+)\s+chapters\s+run"
+                  r"(?:,\s+(\w+) of them\s+scaled\s+down)?", README)
     assert m, "the README says how many chapters a Colab T4 runs"
-    words = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "all": 5}
+    words = {"no": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7}
     verdicts = doctor.chapter_verdicts(doctor.simulate("T4"))
-    assert words[m.group(1)] == sum(v.runs for v in verdicts)
-    assert len(doctor.CHAPTERS) == 5
+    assert words[m.group(2)] == len(doctor.CHAPTERS) == len(verdicts)
+    runs = len(verdicts) if m.group(1) == "all" else words[m.group(1)]
+    assert runs == sum(v.runs for v in verdicts)
+    scaled = sum(v.status == "scaled" for v in verdicts)
+    assert (words[m.group(3)] if m.group(3) else 0) == scaled, f"the doctor scales down {scaled} chapters on a T4"
+    needs = {pkg for c in doctor.CHAPTERS for pkg in doctor.CHAPTER_NEEDS.get(c, ())}
+    assert "numba-cuda" not in needs or "numba-cuda" in README, "say which package the T4 verdict assumes"
     blocked = [v.chapter for v in verdicts if not v.runs]
     assert all(f"({c})" in README for c in blocked)
 
