@@ -481,8 +481,9 @@ def test_peak_figure_frames_match_the_model():
 
 
 def test_peak_figure_says_na_where_the_catalog_has_no_figure():
-    """MI300X has no fp32 entry in FLOP_PER_CLOCK_PER_SM: its frames mark fp32 "n/a" (not a silent
-    gap); GPUs with every data type get an empty n/a trace. Slider ticks carry no unit (the unit is
+    """A data type without an entry in FLOP_PER_CLOCK_PER_SM is marked "n/a" (not a silent gap):
+    T4 lacks tf32/bf16/fp8 tensor cores, B200 has no published per-SM rates; GPUs with every data
+    type (MI300X since its FP32 vector rate was added) get an empty n/a trace. Slider ticks carry no unit (the unit is
     in the slider's name), so the last one fits; the log axis labels decades only."""
     from widgets.ui import tensor_cores as ui
 
@@ -496,14 +497,17 @@ def test_peak_figure_says_na_where_the_catalog_has_no_figure():
         assert list(f.data[2].customdata or ()) == [get_gpu(gpu).why_no_rate(d) for d in missing]
         for d in missing:
             assert f.data[0].y[ui.PEAK_DTYPES.index(d)] is None
-    assert "fp32" not in tc.FLOP_PER_CLOCK_PER_SM["MI300X"]  # the case the reader hit
+    # MI300X, the case the reader hit (fp32 was n/a): AMD CDNA 3 architecture white paper, peak FLOP
+    # per clock per CU, FP32 vector 256 (304 CUs x 2100 MHz x 256 = 163.4 TFLOP/s); no n/a left
+    assert tc.FLOP_PER_CLOCK_PER_SM["MI300X"]["fp32"] == 256
     # T4 (sm_75): no tf32, bf16 or fp8 tensor cores, and the frame says which arch each needs
     t4 = _frame(fig, f"{ui.PEAK_GPUS.index('T4')}:{last}").data[2]
     assert list(t4.x) == ["tf32", "bf16", "fp8"] and "fp8 needs sm_89" in t4.customdata[-1]
     # B200: no per-SM rates published; every bar is n/a and the readout says why
     b200 = _frame(fig, f"{ui.PEAK_GPUS.index('B200')}:{last}")
     assert list(b200.data[2].x) == list(ui.PEAK_DTYPES) and "no SM count or clock" in b200.layout.title.subtitle.text
-    assert list(_frame(fig, f"{ui.PEAK_GPUS.index('MI300X')}:{last}").data[2].x) == ["fp32"]
+    mi = _frame(fig, f"{ui.PEAK_GPUS.index('MI300X')}:{last}")
+    assert not list(mi.data[2].x or ()) and mi.data[0].y[ui.PEAK_DTYPES.index("fp32")] is not None
     labels = [s.label for s in fig.layout.sliders[0].steps]
     assert labels[-1] == "2200" and all(lab.isdigit() for lab in labels)
     assert "MHz" in fig.layout.sliders[0].currentvalue.prefix
