@@ -326,7 +326,7 @@ class StridedPoint(harness.Result):
     n_elems: int
     time_s: float  # median of the repeats
     sector_model_time_s: float  # calibrated: 32-byte sectors at this run's stride-1 bandwidth
-    granule64_model_time_s: float  # fit: if DRAM moves pairs of sectors (64 B), same bandwidth
+    granule64_model_time_s: float  # calibrated: DRAM moves pairs of sectors (64 B, the granule counted by ncu), same bandwidth
     block: int = 0  # launch configuration used (the best for stride 1)
     num_warps: int = 0
     time_min_s: float = 0.0
@@ -367,7 +367,8 @@ def measure_strided_access(
     """Read ``n_elems`` floats with each lane stride and time each (median and spread of repeats).
 
     The points carry the *calibrated* sector model (bandwidth: this kernel's stride-1 run, in its
-    best launch configuration) and the 64-byte-granule *fit*; the chapter's *prediction* uses the
+    best launch configuration) and the 64-byte-granule model (*calibrated*: the granule from the
+    Nsight Compute counters of this kernel's DRAM bytes, not from its times); the chapter's *prediction* uses the
     datasheet bandwidth instead (``widgets.models.memory_hierarchy_records.strided_points``).
     """
     strides = [int(s) for s in strides]

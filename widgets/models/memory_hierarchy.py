@@ -1269,7 +1269,11 @@ def fusion_estimate(
     """Time of an elementwise chain eager and fused: bytes over bandwidth plus a fixed cost per launch.
 
     Each kernel is memory-bound (an elementwise op performs a few FLOP per element, far below the
-    ridge point), so its time is ``bytes / bytes_per_s + launch_s``. Explained in
+    ridge point), so its time is ``bytes / bytes_per_s + launch_s``. Adding the launches to the
+    byte time is an upper bound: launches are asynchronous, so the host prepares the next kernel
+    while one runs and the eager time lies between ``max(k launches, first launch + bytes /
+    bandwidth)`` and this sum (the two differ most, up to about 2x, where the launch and byte
+    times are equal; at large or small tensors one term dominates). Explained in
     :ref:`memory_hierarchy` > Kernel fusion: the main lever for memory-bound work.
 
     Parameters

@@ -627,8 +627,8 @@ def accuracy_rows(record: Mapping) -> list[Row]:
                     "s",
                     "calibrated",
                     device,
-                    note="equal DRAM bytes at strides 16 and 32; the rest of the gap is DRAM efficiency, "
-                    "which this model does not capture",
+                    note="equal DRAM bytes at strides 16 and 32; the rest of the gap is not modelled (candidates, "
+                    "not measured: DRAM row locality, TLB reach of the doubled footprint)",
                 )
             )
     return rows
