@@ -1,4 +1,4 @@
-"""Training-memory experiments: one real training step of a GPT-style decoder, bucket by bucket.
+"""Training-memory experiments: one real training step of a GPT-style decoder (causal), bucket by bucket.
 
 - ``GPT``: a decoder-only transformer written out so that what autograd keeps is exactly what
   Korthikanti et al. 2022 count (LayerNorm, attention with a materialized softmax and dropout, a 4h
@@ -16,8 +16,13 @@
   ``torch.autograd.graph.saved_tensors_hooks`` (the only count on a CPU). Step time and MFU.
 - ``measure_oom``: grow the micro-batch until the allocator fails (GPU only, capped), catch
   ``torch.OutOfMemoryError``, and record what its message names against what held the memory.
-- ``measure_fragmentation``: allocations of growing size, each freed before the next, in a fresh
-  process without and with ``expandable_segments`` (GPU only): what the allocator keeps reserved.
+- ``measure_fragmentation``: in a fresh process without and with ``expandable_segments`` (GPU
+  only): allocations of growing size, each freed before the next (what the allocator keeps cached:
+  harmless, released before an OOM), then fragmentation proper under a 4 GiB cap: segments pinned
+  by small live tensors, and one request larger than any free gap (does it fail?).
+- ``measure_stock``: the same shape built from ``torch.nn.TransformerEncoderLayer`` (causal SDPA,
+  no dropout) with ``torch.optim.AdamW``: a model not written to match the count, bucket by bucket.
+- ``measure_context``: device memory outside PyTorch's allocator in a fresh process.
 
 Every step is fail-soft (``harness.attempt``): a failed one is recorded with its error.
 """
@@ -54,10 +59,19 @@ CPU_NOTE = "CPU: a tiny model; no allocator counts (the saved-tensor hooks count
 # --------------------------------------------------------------------------------------------
 # The model: every op chosen so that autograd saves what the paper counts
 # --------------------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=4)
+def _causal_mask(s: int, device: str):
+    """True above the diagonal: the future a decoder may not see (one s x s bool tensor per shape,
+    shared by every layer; masked_fill keeps it for backward, s^2 bytes once, not per layer)."""
+    return torch.ones(s, s, dtype=torch.bool, device=device).triu_(1)
+
+
 def _attention_core(q, k, v, p: float, training: bool):
-    """softmax(Q K^T / sqrt(d)) with dropout, times V: saves Q, K (2+2 sbh), the softmax output
-    (2 a s^2 b), the dropout mask (a s^2 b) and its output with V (2 a s^2 b + 2 sbh)."""
+    """Causal softmax(Q K^T / sqrt(d)) with dropout, times V: saves Q, K (2+2 sbh), the softmax
+    output (2 a s^2 b), the dropout mask (a s^2 b) and its output with V (2 a s^2 b + 2 sbh). The
+    causal mask is filled in place into the scores (which nothing saves): it adds no activation."""
     scores = torch.matmul(q, k.transpose(-2, -1)) * (1.0 / math.sqrt(q.shape[-1]))
+    scores.masked_fill_(_causal_mask(q.shape[-2], str(q.device)), float("-inf"))
     probs = F.dropout(torch.softmax(scores, dim=-1), p, training)
     return torch.matmul(probs, v)
 
@@ -81,6 +95,9 @@ class Layer(nn.Module):
         qkv = qkv.view(b, s, 3, self.a, h // self.a).permute(2, 0, 3, 1, 4).contiguous()
         q, k, v = qkv[0], qkv[1], qkv[2]
         if self.selective and self.training:
+            # use_reentrant=True on purpose: its saved inputs go through saved_tensors_hooks, so
+            # the SavedBytes count sees what checkpointing keeps (the non-reentrant variant keeps
+            # them outside the hooks); the model needs neither torch.autograd.grad nor kwargs
             core = torch.utils.checkpoint.checkpoint(_attention_core, q, k, v, self.p, True, use_reentrant=True)
         else:
             core = _attention_core(q, k, v, self.p, self.training)
@@ -245,6 +262,8 @@ class StepPoint(harness.Result):
     step_min_s: Optional[float] = None
     step_max_s: Optional[float] = None
     repeat: int = 0
+    fwd_bwd_s: Optional[float] = None
+    fwd_bwd_min_s: Optional[float] = None
 
 
 @dataclass(frozen=True)
@@ -267,6 +286,8 @@ class StepResult(harness.Result):
     gpu: Optional[str]
     points: tuple[StepPoint, ...]
     note: str = ""
+    optimizer_step_s: Optional[float] = None
+    layer_matmul_params: Optional[int] = None
 
 
 @dataclass(frozen=True)
@@ -285,6 +306,47 @@ class OomResult(harness.Result):
     trials: tuple[int, ...]
     reserved_minus_allocated_bytes: Optional[int] = None
     note: str = ""
+    summary: str = ""
+
+
+@dataclass(frozen=True)
+class StockPoint(harness.Result):
+    """One micro-batch of the stock model: bytes above the state after the forward pass
+    (allocator) and saved for backward (hooks) [B], and the peak above the state [B]."""
+
+    micro_batch: int
+    saved_bytes: int
+    activations_bytes: Optional[int] = None
+    peak_bytes: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class StockResult(harness.Result):
+    """A model written without this book in mind: ``torch.nn.TransformerEncoderLayer`` (pre-norm,
+    GELU, dropout 0, causal ``scaled_dot_product_attention`` inside ``nn.MultiheadAttention``) in
+    16-bit with ``torch.optim.AdamW(foreach=True)`` (its moments in the parameters' dtype: the
+    pure-16-bit layout, no master copy). Each bucket by the allocator [B] (null on a CPU)."""
+
+    device: str
+    dtype: str
+    shape: dict
+    params: int
+    sdpa_backend: str
+    weights_bytes: Optional[int]
+    gradients_bytes: Optional[int]
+    optimizer_bytes: Optional[int]
+    points: tuple[StockPoint, ...]
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class ContextResult(harness.Result):
+    """Device memory not held by PyTorch's allocator in a fresh process [B]: after CUDA starts
+    (the context) and after one bf16 matmul (plus cuBLAS's handle and kernels)."""
+
+    total_bytes: int
+    after_init_bytes: int
+    after_matmul_bytes: int
 
 
 @dataclass(frozen=True)
@@ -297,6 +359,14 @@ class AllocatorRun(harness.Result):
     reserved_bytes: int
     peak_reserved_bytes: int
     largest_bytes: int
+    pinned_ok: Optional[bool] = None
+    pinned_error: str = ""
+    pinned_cap_bytes: Optional[int] = None
+    pinned_request_bytes: Optional[int] = None
+    pinned_live_bytes: Optional[int] = None
+    pinned_reserved_bytes: Optional[int] = None
+    inactive_split_bytes: Optional[int] = None
+    alloc_retries: Optional[int] = None
 
 
 @dataclass(frozen=True)
@@ -313,6 +383,8 @@ class TrainingMemoryResults(harness.Result):
     step: Union[StepResult, harness.Failed, None] = None
     oom: Union[OomResult, harness.Failed, None] = None
     fragmentation: Union[FragmentationResult, harness.Failed, None] = None
+    stock: Union[StockResult, harness.Failed, None] = None
+    context: Union[ContextResult, harness.Failed, None] = None
 
 
 RESULTS = TrainingMemoryResults
@@ -327,7 +399,8 @@ def build(shape: dict, dtype=None, seed: int = 0):
     dtype = dtype or _dtype()
     torch.manual_seed(seed)
     base = _allocated()
-    gpt = GPT(**shape).to(device=harness.device(), dtype=dtype)
+    with torch.device(harness.device()):  # initialise on the device: no 4.5 GB fp32 host copy
+        gpt = GPT(**shape).to(dtype=dtype)
     gpt.train()
     after_w = _allocated()
     opt = MixedAdamW(gpt.parameters())
@@ -357,6 +430,14 @@ def train_step(gpt: GPT, opt: MixedAdamW, idx, targets, counter: Optional[SavedB
     return dict(activations=m_fwd - m0, gradients=m_bwd - m0, peak=peak - m0)
 
 
+def fwd_bwd(gpt: nn.Module, opt, idx, targets) -> None:
+    """Forward and backward only (no optimizer step): what recomputation changes."""
+    opt.zero_grad()
+    loss = gpt(idx, targets)
+    loss.backward()
+    del loss
+
+
 def measure_step(shape: Optional[dict] = None, batches=BATCHES, modes=MODES, repeat: int = 3) -> StepResult:
     """Build the GPT of ``shape`` (default: ``choose_shape()``), then for each recomputation mode
     and micro-batch: one warm-up step, one counted step, ``repeat`` timed steps."""
@@ -380,13 +461,21 @@ def measure_step(shape: Optional[dict] = None, batches=BATCHES, modes=MODES, rep
             counter = SavedBytes(gpt.parameters())
             mem = train_step(gpt, opt, idx, tgt, counter)
             timing = harness.time_fn(functools.partial(train_step, gpt, opt, idx, tgt), warmup=0, repeat=repeat)
+            fb = harness.time_fn(functools.partial(fwd_bwd, gpt, opt, idx, tgt), warmup=0, repeat=repeat)
             on = harness.on_gpu()
             points.append(StepPoint(
                 recompute=mode, micro_batch=b, saved_bytes=counter.nbytes,
                 activations_bytes=mem["activations"] if on else None, gradients_bytes=mem["gradients"] if on else None,
                 peak_bytes=mem["peak"] if on else None,
                 reserved_bytes=int(torch.cuda.memory_reserved()) if on else None,
-                step_s=timing.median_s, step_min_s=timing.min_s, step_max_s=timing.max_s, repeat=timing.repeat))
+                step_s=timing.median_s, step_min_s=timing.min_s, step_max_s=timing.max_s, repeat=timing.repeat,
+                fwd_bwd_s=fb.median_s, fwd_bwd_min_s=fb.min_s))
+    opt_s = None
+    try:  # the optimizer step alone (gradients of the last point in place)
+        opt_s = harness.time_fn(opt.step, warmup=0, repeat=repeat).median_s
+    except Exception:  # noqa: BLE001 - a timing, fail-soft
+        opt_s = None
+    layer_params = sum(p.numel() for layer in gpt.layers for p in layer.parameters())
     gpu = catalog_name_for(harness.device_name()) if harness.on_gpu() else None
     dname = dtypes.from_torch(dtype).name
     peak = get_gpu(gpu).peak_flop_per_s.get(dname) if gpu else None
@@ -397,7 +486,7 @@ def measure_step(shape: Optional[dict] = None, batches=BATCHES, modes=MODES, rep
         optimizer_tensor_bytes=_tensor_bytes(opt.master + opt.m + opt.v),
         gradients_tensor_bytes=_tensor_bytes(gpt.parameters()),  # one 16-bit gradient per weight
         outside_allocator_bytes=outside, peak_flop_per_s=peak, gpu=gpu, points=tuple(points),
-        note="" if harness.on_gpu() else CPU_NOTE)
+        note="" if harness.on_gpu() else CPU_NOTE, optimizer_step_s=opt_s, layer_matmul_params=int(layer_params))
     del gpt, opt
     _free()
     return res
@@ -427,7 +516,7 @@ def measure_oom(shape: Optional[dict] = None, start_batch: int = 8, max_trials: 
     gpt.set_recompute("none")
     state = _allocated()
     ok, bad, trials = 0, None, []
-    message, tried, held, gap = "", None, None, None
+    message, tried, held, gap, summary = "", None, None, None, ""
     b = start_batch
     for _ in range(max_trials):
         trials.append(b)
@@ -444,6 +533,10 @@ def measure_oom(shape: Optional[dict] = None, start_batch: int = 8, max_trials: 
             tried = tried_bytes(message)
             held = _allocated()  # the failed pass's activations are still referenced by the traceback
             gap = int(torch.cuda.memory_reserved() - torch.cuda.memory_allocated())
+            try:
+                summary = torch.cuda.memory_summary(abbreviated=True)[:6000]
+            except Exception as err:  # noqa: BLE001 - text for the chapter, fail-soft
+                summary = f"memory_summary failed: {type(err).__name__}"
             del exc
         opt.zero_grad()
         _free()
@@ -457,7 +550,7 @@ def measure_oom(shape: Optional[dict] = None, start_batch: int = 8, max_trials: 
     _free()
     return OomResult(largest_ok_batch=ok, failed_batch=bad, message=message, tried_bytes=tried, held_bytes=held, state_bytes=int(state),
                      capacity_bytes=capacity, trials=tuple(trials), reserved_minus_allocated_bytes=gap,
-                     note="" if bad else f"no failure up to micro-batch {ok}")
+                     note="" if bad else f"no failure up to micro-batch {ok}", summary=summary)
 
 
 FRAG_SIZES_MIB = tuple(64 + 8 * i for i in range(1, 41))  # 72 ... 384 MiB, 9.1 GiB in all
@@ -471,9 +564,46 @@ for mib in sizes:
     x = torch.empty(mib * 2**20, dtype=torch.uint8, device="cuda")
     del x
 torch.cuda.synchronize()
-print(json.dumps(dict(allocated=torch.cuda.memory_allocated(), reserved=torch.cuda.memory_reserved(),
-                      peak=torch.cuda.max_memory_reserved(), largest=max(sizes) * 2**20)))
+out = dict(allocated=torch.cuda.memory_allocated(), reserved=torch.cuda.memory_reserved(),
+           peak=torch.cuda.max_memory_reserved(), largest=max(sizes) * 2**20)
+# Phase 2, fragmentation proper, under a cap of CAP bytes: for each of N rounds a BLOCK-byte
+# tensor (its own segment), freed; a tensor KEEP bytes smaller takes its place (a split), a
+# KEEP-byte keeper takes the remainder, the big one is freed: each segment then holds a small live
+# keeper and a free gap smaller than BLOCK that only a smaller request can use. Then one request
+# larger than any gap and than the unreserved capacity, though far below the free capacity.
+torch.cuda.empty_cache()
+MiB = 2**20
+cap, block, keep, request, rounds = [int(x) for x in sys.argv[2].split(",")]
+cap, block, keep, request = cap * MiB, block * MiB, keep * MiB, request * MiB
+_free, total = torch.cuda.mem_get_info()
+torch.cuda.set_per_process_memory_fraction(min(1.0, cap / total))
+torch.cuda.reset_peak_memory_stats()
+keepers = []
+try:
+    for _ in range(rounds):
+        x = torch.empty(block, dtype=torch.uint8, device="cuda")
+        del x
+        a = torch.empty(block - keep, dtype=torch.uint8, device="cuda")
+        keepers.append(torch.empty(keep, dtype=torch.uint8, device="cuda"))
+        del a
+    live = torch.cuda.memory_allocated()
+    try:
+        y = torch.empty(request, dtype=torch.uint8, device="cuda")
+        ok, err = True, ""
+        del y
+    except torch.OutOfMemoryError as exc:
+        ok, err = False, str(exc).split("\n")[0][:300]
+    st = torch.cuda.memory_stats()
+    out.update(pinned_ok=ok, pinned_error=err, pinned_cap=cap, pinned_request=request, pinned_live=live,
+               pinned_reserved=torch.cuda.max_memory_reserved(),
+               inactive_split=st.get("inactive_split_bytes.all.current"), retries=st.get("num_alloc_retries"))
+except Exception as exc:
+    out.update(pinned_error=f"{type(exc).__name__}: {exc}"[:300])
+print(json.dumps(out))
 """
+
+# cap 4 GiB; 12 rounds of 256 MiB blocks with 2 MiB keepers (3 GiB reserved, 24 MiB live); then 1.5 GiB
+FRAG_PINNED_MIB = (4096, 256, 2, 1536, 12)
 
 
 def _allocator_run(expandable: bool, sizes_mib) -> AllocatorRun:
@@ -486,13 +616,17 @@ def _allocator_run(expandable: bool, sizes_mib) -> AllocatorRun:
     env.pop("PYTORCH_CUDA_ALLOC_CONF", None)  # the allocator's defaults, whatever this process was started with
     if expandable:
         env["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
-    proc = subprocess.run([sys.executable, "-c", _FRAG_SCRIPT, ",".join(map(str, sizes_mib))], env=env, capture_output=True,
-                          text=True, timeout=180)
+    proc = subprocess.run([sys.executable, "-c", _FRAG_SCRIPT, ",".join(map(str, sizes_mib)), ",".join(map(str, FRAG_PINNED_MIB))],
+                          env=env, capture_output=True, text=True, timeout=180)
     if proc.returncode != 0:
         raise RuntimeError(f"allocator subprocess failed ({proc.returncode}): {(proc.stderr or proc.stdout).strip()[-300:]}")
     d = json.loads(proc.stdout.strip().splitlines()[-1])
     return AllocatorRun(expandable_segments=expandable, allocated_bytes=int(d["allocated"]), reserved_bytes=int(d["reserved"]),
-                        peak_reserved_bytes=int(d["peak"]), largest_bytes=int(d["largest"]))
+                        peak_reserved_bytes=int(d["peak"]), largest_bytes=int(d["largest"]),
+                        pinned_ok=d.get("pinned_ok"), pinned_error=d.get("pinned_error", ""), pinned_cap_bytes=d.get("pinned_cap"),
+                        pinned_request_bytes=d.get("pinned_request"), pinned_live_bytes=d.get("pinned_live"),
+                        pinned_reserved_bytes=d.get("pinned_reserved"), inactive_split_bytes=d.get("inactive_split"),
+                        alloc_retries=d.get("retries"))
 
 
 def measure_fragmentation(sizes_mib=FRAG_SIZES_MIB) -> FragmentationResult:
@@ -505,11 +639,147 @@ def measure_fragmentation(sizes_mib=FRAG_SIZES_MIB) -> FragmentationResult:
     return FragmentationResult(default=_allocator_run(False, sizes), expandable=_allocator_run(True, sizes), sizes_mib=sizes)
 
 
+_CONTEXT_SCRIPT = r"""
+import json, sys, torch
+if not torch.cuda.is_available():
+    sys.exit("no CUDA device")
+torch.cuda.init()
+torch.empty(1, device="cuda")  # the context is created lazily: make it
+torch.cuda.synchronize()
+free, total = torch.cuda.mem_get_info()
+a = total - free - torch.cuda.memory_reserved()
+x = torch.randn(1024, 1024, device="cuda", dtype=torch.bfloat16)
+y = x @ x
+torch.cuda.synchronize()
+free2, _ = torch.cuda.mem_get_info()
+print(json.dumps(dict(total=total, init=a, matmul=total - free2 - torch.cuda.memory_reserved())))
+"""
+
+
+def measure_context() -> ContextResult:
+    """Device memory outside PyTorch's allocator in a fresh process (nothing else imported): after
+    CUDA starts and after one bf16 matmul [B]. GPU only. Another process on the same GPU would
+    be counted too (``mem_get_info`` is device-wide)."""
+    import json
+    import subprocess
+    import sys
+
+    if not harness.on_gpu():
+        raise RuntimeError("the CUDA context is measured on a GPU only")
+    proc = subprocess.run([sys.executable, "-c", _CONTEXT_SCRIPT], capture_output=True, text=True, timeout=120)
+    if proc.returncode != 0:
+        raise RuntimeError(f"context subprocess failed ({proc.returncode}): {(proc.stderr or proc.stdout).strip()[-300:]}")
+    d = json.loads(proc.stdout.strip().splitlines()[-1])
+    return ContextResult(total_bytes=int(d["total"]), after_init_bytes=int(d["init"]), after_matmul_bytes=int(d["matmul"]))
+
+
+class StockGPT(nn.Module):
+    """The same shape built from PyTorch's own blocks: token and position embeddings, pre-norm
+    ``nn.TransformerEncoderLayer`` (GELU, 4h, dropout 0) run causally (``is_causal=True``: the
+    attention is ``scaled_dot_product_attention``, fused where the device has a kernel), a final
+    LayerNorm and an untied head; an fp32 cross-entropy."""
+
+    def __init__(self, hidden: int, heads: int, seq: int, vocab: int, layers: int):
+        super().__init__()
+        self.tok, self.pos = nn.Embedding(vocab, hidden), nn.Embedding(seq, hidden)
+        self.layers = nn.ModuleList(
+            nn.TransformerEncoderLayer(hidden, heads, 4 * hidden, dropout=0.0, activation="gelu", batch_first=True, norm_first=True)
+            for _ in range(layers))
+        self.ln_f, self.head = nn.LayerNorm(hidden), nn.Linear(hidden, vocab, bias=False)
+
+    def forward(self, idx, targets):
+        b, s = idx.shape
+        x = self.tok(idx) + self.pos.weight[:s]
+        mask = nn.Transformer.generate_square_subsequent_mask(s, device=x.device, dtype=x.dtype)
+        for layer in self.layers:
+            x = layer(x, src_mask=mask, is_causal=True)
+        logits = self.head(self.ln_f(x))
+        return F.cross_entropy(logits.float().view(b * s, -1), targets.view(b * s))
+
+
+def _stock_pass(gpt, opt, idx, tgt, counter=None) -> dict:
+    opt.zero_grad(set_to_none=True)
+    harness.synchronize()
+    m0 = _allocated()
+    if harness.on_gpu():
+        torch.cuda.reset_peak_memory_stats()
+    if counter is not None:
+        with counter:
+            loss = gpt(idx, tgt)
+    else:
+        loss = gpt(idx, tgt)
+    m_fwd = _allocated()
+    loss.backward()
+    del loss
+    m_bwd = _allocated()
+    peak = int(torch.cuda.max_memory_allocated()) if harness.on_gpu() else 0
+    return dict(activations=m_fwd - m0, gradients=m_bwd - m0, peak=peak - m0)
+
+
+def measure_stock(shape: Optional[dict] = None, batches=(1, 2)) -> StockResult:
+    """The stock model (``StockGPT``) with ``torch.optim.AdamW(foreach=True)``: the allocator's count
+    after the weights, after the first step (gradients and the lazily created moments), and per
+    micro-batch after the forward pass. Flash attention is asked for first (``sdpa_kernel``);
+    where it cannot run, PyTorch's default choice, recorded in ``sdpa_backend``."""
+    _free()
+    shape = dict(shape or choose_shape())
+    dtype = _dtype()
+    torch.manual_seed(0)
+    base = _allocated()
+    with torch.device(harness.device()):
+        gpt = StockGPT(**shape).to(dtype=dtype)
+    gpt.train()
+    w_bytes = _allocated() - base
+    opt = torch.optim.AdamW(gpt.parameters(), lr=1e-4, weight_decay=0.1, foreach=True)
+    params = sum(p.numel() for p in gpt.parameters())
+    on = harness.on_gpu()
+    backend, ctx = "default", None
+    if on:
+        try:
+            from torch.nn.attention import SDPBackend, sdpa_kernel
+
+            ctx = functools.partial(sdpa_kernel, [SDPBackend.FLASH_ATTENTION])
+            with ctx():
+                idx, tgt = _batch(shape, 1)
+                fwd_bwd(gpt, opt, idx, tgt)
+            backend = "flash"
+        except Exception:  # noqa: BLE001 - no flash kernel here: PyTorch's default choice
+            ctx, backend = None, "default"
+    import contextlib
+
+    ctx = ctx or contextlib.nullcontext
+    idx, tgt = _batch(shape, batches[0])
+    with ctx():
+        fwd_bwd(gpt, opt, idx, tgt)
+    g_bytes = _allocated() - base - w_bytes
+    before = _allocated()
+    opt.step()
+    o_bytes = _allocated() - before
+    points = []
+    for b in batches:
+        idx, tgt = _batch(shape, b)
+        with ctx():
+            _stock_pass(gpt, opt, idx, tgt)  # warm-up
+            _free()
+            counter = SavedBytes(gpt.parameters())
+            mem = _stock_pass(gpt, opt, idx, tgt, counter)
+        points.append(StockPoint(micro_batch=b, saved_bytes=counter.nbytes, activations_bytes=mem["activations"] if on else None,
+                                 peak_bytes=mem["peak"] if on else None))
+    res = StockResult(device=harness.device_name(), dtype=dtypes.from_torch(dtype).name, shape=shape, params=int(params),
+                      sdpa_backend=backend, weights_bytes=w_bytes if on else None, gradients_bytes=g_bytes if on else None,
+                      optimizer_bytes=o_bytes if on else None, points=tuple(points), note="" if on else CPU_NOTE)
+    del gpt, opt
+    _free()
+    return res
+
+
 def run_all() -> TrainingMemoryResults:
+    context = harness.attempt(measure_context) if harness.on_gpu() else None
     step = harness.attempt(measure_step)
+    stock = harness.attempt(measure_stock)
     oom = harness.attempt(measure_oom) if harness.on_gpu() else None
     frag = harness.attempt(measure_fragmentation) if harness.on_gpu() else None
-    return TrainingMemoryResults(step=step, oom=oom, fragmentation=frag)
+    return TrainingMemoryResults(step=step, oom=oom, fragmentation=frag, stock=stock, context=context)
 
 
 # --------------------------------------------------------------------------------------------
