@@ -885,9 +885,10 @@ def measure_amdahl(workers: Optional[Sequence[int]] = None, *, serial_iters: Opt
     part (up to the device's synchronization) and the whole, in the same runs, the worker counts
     interleaved. The serial part is the same work at every worker count, and the host's time
     for it swings between runs (6.5 to 14 ms in the first in-run H200 record), so its estimate
-    is the median over every step's serial part (``serial_samples_s``); the parallel part is the
-    one-worker steps'. The law then predicts the speed-ups of the whole steps (labelled
-    *calibrated*: ``p`` comes from the parts, not from the speed-ups). On a GPU the CUDA-event time of each step is recorded
+    is the median over the one-worker steps' serial parts (``serial_samples_s``); the parallel
+    part is the one-worker steps' too. The law then predicts the speed-ups of the whole steps at
+    2 and more workers (labelled *calibrated*: ``p`` comes from the one-worker steps' parts,
+    not from the steps whose speed-ups it predicts). On a GPU the CUDA-event time of each step is recorded
     beside it (``device_event_s``), to show what a device clock sees of host work.
 
     On a GPU a worker is an SM: the parallel part is a fixed amount of arithmetic split over
@@ -974,15 +975,17 @@ def amdahl_predictions(res: dict) -> dict:
     """Recompute the Amdahl comparison of a ``measure_amdahl`` result (or record).
 
     New records time the serial and parallel parts inside every step: ``p`` comes from the
-    median serial part of every step (the samples where recorded, else each point's median) and
-    the one-worker steps' parallel part; each point gets its speed-up, the law's prediction and
+    one-worker steps alone (the median of their serial part, the samples where recorded, and their
+    parallel part), so the speed-ups at 2 and more workers are predicted from runs they are not
+    part of (*calibrated* on the one-worker steps, not fitted in-sample); each point gets its speed-up, the law's prediction and
     the ceiling of its own run, ``T(1) / serial part of the steps at n workers`` (a step can never
     be shorter than its serial part, so the measured speed-up can never exceed it).
     """
     pts = res["points"]
     one = next(p for p in pts if p["workers"] == 1)
-    # the serial part is the same work at every n: its median over every step
-    samples = [v for pt in pts for v in (pt.get("serial_samples_s") or [pt["serial_s"]])]
+    # the serial part is the same work at every n; it is taken from the one-worker steps only, so
+    # the points compared (n >= 2) contribute nothing to p
+    samples = list(one.get("serial_samples_s") or [one["serial_s"]])
     serial_s, parallel_s = float(np.median(samples)), one["parallel_s"]
     p = model.parallel_fraction_from_times(serial_s, parallel_s)
     for pt in pts:
@@ -1046,7 +1049,8 @@ def accuracy_rows(record: dict) -> list:
     in); bandwidth against occupancy is *calibrated* (the latency comes from the pointer chase);
     divergence is *calibrated* on the one-path and no-work runs; launch overhead is *calibrated*
     on a separate launch loop and the graph replay, in both regimes (host-bound tiny kernels,
-    kernel-bound large ones); Amdahl is *calibrated* on the steps' serial and parallel parts.
+    kernel-bound large ones); Amdahl is *calibrated* on the one-worker steps' serial and parallel
+    parts (the rows compare 2 and more workers only).
     """
     import copy
 
@@ -1123,9 +1127,9 @@ def accuracy_rows(record: dict) -> list:
             if p["workers"] < 2:
                 continue
             rows.append(Row("simt", f"Amdahl speed-up on {p['workers']} {'SMs' if 'SM' in a['worker'] else 'workers'}",
-                            f"p = {info['parallel_fraction']:.4f} from the median serial part of every step and the one-worker parallel part",
+                            f"p = {info['parallel_fraction']:.4f} from the one-worker steps' serial and parallel parts",
                             p["predicted_speedup"], p["speedup"], "x", "calibrated", device,
-                            "serial and parallel parts timed inside the same steps"))
+                            "parts timed inside the one-worker steps, which are not among the rows compared"))
     rows += simt_warp.accuracy_rows(res, device) + simt_streams.accuracy_rows(res, device)  # the depth pass
     rows += simt_cluster.accuracy_rows(res, device)
     return rows

@@ -686,7 +686,7 @@ def launch_compare_rows(ref: dict | None, here: dict | None) -> list:
 
 
 def amdahl_compare_rows(ref: dict | None, here: dict | None, workers=(2, 8, 32, 128)) -> list:
-    """Amdahl's law with p from the steps' parts, against the measured speed-ups."""
+    """Amdahl's law with p from the one-worker steps' parts, against the measured speed-ups."""
     import copy
 
     from ..experiments.simt import amdahl_predictions
@@ -708,7 +708,7 @@ def amdahl_compare_rows(ref: dict | None, here: dict | None, workers=(2, 8, 32, 
         rows.append(dict(quantity=f"speed-up on {plural(w, 'worker')}", model=f"{p['predicted_speedup']:.1f}x" if p else None,
                          label="calibrated" if p else None, reference=f"{p['speedup']:.1f}x" if p else "not recorded",
                          ratio=_ratio(p["speedup"], p["predicted_speedup"]) if p else None, here=f"{q['speedup']:.2f}x" if q else None))
-    how = "p from the steps' parts"
+    how = "p from the one-worker steps' parts"
     def ceiling(info):
         return None if not info else ("none (no serial part measured)" if info["ceiling"] is None else f"{info['ceiling']:.1f}x")
 
