@@ -501,6 +501,7 @@ def ncu_accuracy_rows(ncu_record: Optional[Mapping]) -> list[Row]:
     device = str(((ncu_record or {}).get("provenance") or {}).get("gpu") or "unknown device")
     return [
         Row(TOPIC, f"Transpose {r['kind']}: {r['what']} (Nsight Compute)", "sector / bank model of the access pattern",
-            float(r["model"]), r["measured"], "count" if "bytes" not in r["counter"] else "B", "prediction", device)
+            float(r["model"]), r["measured"], "count" if "bytes" not in r["counter"] else "B", "prediction", device,
+            note="a count from address arithmetic (the access-pattern model), not a time: it can fail, but rarely does")
         for r in ncu_rows(ncu_record) if r["ratio"] is not None and r["counter"] in LEDGER_COUNTERS
     ]
