@@ -397,3 +397,20 @@ def test_barrier_latency_kernel_compiles_and_round_trips():
                    latency=(w.BarrierLatencyPoint(32, 4096, 20.5), w.BarrierLatencyPoint(64, 4096, error="boom")))
     assert w.Barriers.from_record(b.to_record()) == b
     assert w.Barriers.from_record({"points": [], "device": "t", "simulated": False}).latency == ()
+
+
+@pytest.mark.skipif(not NVCC, reason="no nvcc here")
+def test_gather_spill_kernel_keeps_values_live_and_bounds_spill_them():
+    """The latency-bound counterpart of spill_kernel (review simt #7): without bounds its 64 values
+    stay in registers across the dependent-load chain (more than 64 registers, no spills: the
+    compiler did not sink the loads past the loop); the (256, 8) bound caps it at 32 and spills."""
+    regs = {}
+    for label, bounds, min_blocks in w.SPILL_CONFIGS:
+        _, report, _ = w.compile_with_report(w.GATHER_SOURCE, "sm_90", {"NVALS": w.SPILL_NVALS, "THREADS": w.SPILL_THREADS,
+                                                                        "BOUNDS": bounds, "MIN_BLOCKS": min_blocks or 1})
+        (k,) = w.ptxas_summary(report)
+        regs[min_blocks] = k
+    assert regs[None].registers > w.SPILL_NVALS and regs[None].spill_store_bytes == 0
+    assert regs[8].registers <= 32 and regs[8].spill_store_bytes > 0
+    s = w.Spills(configs=(), device="t", simulated=True, gather=(w.SpillConfig("no bounds", None, 256, 64, registers=80),))
+    assert w.Spills.from_record(s.to_record()) == s

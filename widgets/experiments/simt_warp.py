@@ -199,6 +199,34 @@ extern "C" __global__ void BOUNDS_ATTR spill_kernel(float* __restrict__ out, con
 }
 """
 
+GATHER_SOURCE = r"""
+// The latency-bound counterpart of spill_kernel: NVALS values per thread are loaded, stay live
+// across a chain of `iters` dependent loads from a large random permutation (each load waits for
+// the previous one: memory latency, not arithmetic, sets the time), and are summed at the end.
+// Without bounds the values sit in registers and few warps fit; with __launch_bounds__ they spill
+// once before the chain and are reloaded once after it, while more warps keep more loads in flight.
+#if BOUNDS
+#define BOUNDS_ATTR __launch_bounds__(THREADS, MIN_BLOCKS)
+#else
+#define BOUNDS_ATTR
+#endif
+extern "C" __global__ void BOUNDS_ATTR gather_kernel(float* __restrict__ out, const float* __restrict__ in,
+                                                     const int* __restrict__ next, int n_next, int iters) {
+    float v[NVALS];
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+#pragma unroll
+    for (int i = 0; i < NVALS; ++i) v[i] = in[(t + 33 * i) & 4095];
+    int j = (int)(((long long)t * 2654435761LL) % n_next);
+#pragma unroll 1
+    for (int k = 0; k < iters; ++k) j = next[j];
+    float s = (float)j;
+#pragma unroll
+    for (int i = 0; i < NVALS; ++i) s = fmaf(s, 0.5f, v[i]);
+    out[t] = s;
+}
+"""
+GATHER_ELEMS = 1 << 24  # 64 MiB of int32 indices: far larger than the L2, so every hop goes to HBM
+
 REDUCE_VARIANTS = ("atomic_thread", "atomic_warp", "smem_tree", "shfl_block", "grid_stride")
 REDUCE_THREADS = 256
 GRID_STRIDE_BLOCKS_PER_SM = 4
@@ -392,6 +420,7 @@ class Spills(harness.Result):
     arch: Optional[str] = None
     sms: Optional[int] = None
     note: str = ""
+    gather: tuple[SpillConfig, ...] = ()  # the latency-bound gather_kernel, same three compilations (empty in older records)
 
 
 # --------------------------------------------------------------------------------------------
@@ -801,8 +830,53 @@ def measure_spills(*, iters: int = 2000, waves: int = 4, repeat: int = 5) -> Spi
             outb = None
         except Exception as exc:  # noqa: BLE001 - recorded
             configs.append(SpillConfig(**base, **rep, error=_err(exc)))
+    gather = _gather_spills(arch, on, drv, sms, stream, inp)
     return Spills(configs=tuple(configs), device=harness.device_name(), simulated=not on, arch=arch, sms=sms,
-                  note="" if on else "compiled only (no GPU here): the ptxas reports, no timings")
+                  note="" if on else "compiled only (no GPU here): the ptxas reports, no timings", gather=gather)
+
+
+def _gather_spills(arch, on, drv, sms, stream, inp, *, iters: int = 256, waves: int = 2, repeat: int = 5) -> tuple[SpillConfig, ...]:
+    """``gather_kernel`` compiled as ``SPILL_CONFIGS``: the ptxas reports and, on a GPU, the time
+    of ``iters`` dependent loads per thread over ``waves`` full waves. Every step fails soft."""
+    configs = []
+    nxt = None
+    if on:
+        try:
+            nxt = torch.randperm(GATHER_ELEMS, device="cuda", dtype=torch.int64).to(torch.int32)
+        except Exception as exc:  # noqa: BLE001 - recorded
+            return tuple(SpillConfig(label=label, min_blocks=mb, threads_per_block=SPILL_THREADS, nvals=SPILL_NVALS,
+                                     error=f"permutation: {_err(exc)}") for label, _, mb in SPILL_CONFIGS)
+    for label, bounds, min_blocks in SPILL_CONFIGS:
+        defines = {"NVALS": SPILL_NVALS, "THREADS": SPILL_THREADS, "BOUNDS": bounds, "MIN_BLOCKS": min_blocks or 1}
+        base = dict(label=label, min_blocks=min_blocks, threads_per_block=SPILL_THREADS, nvals=SPILL_NVALS)
+        try:
+            cubin, report, cmd = compile_with_report(GATHER_SOURCE, arch, defines)
+            summ = ptxas_summary(report)
+            rep = dict(ptxas_command=cmd,
+                       **({k: getattr(summ[0], k) for k in ("registers", "stack_frame_bytes", "spill_store_bytes", "spill_load_bytes")}
+                          if summ else {}))
+        except Exception as exc:  # noqa: BLE001 - recorded
+            configs.append(SpillConfig(**base, error=f"compile: {_err(exc)}"))
+            continue
+        if not on:
+            configs.append(SpillConfig(**base, **rep))
+            continue
+        try:
+            func = drv.load(cubin, "gather_kernel")
+            regs = drv.func_attribute(func, "num_regs")
+            blocks = drv.max_active_blocks(func, SPILL_THREADS, 0)
+            grid = blocks * sms * waves
+            outb = torch.empty(grid * SPILL_THREADS, device="cuda")
+            args = [outb.data_ptr(), inp.data_ptr(), nxt.data_ptr(), ctypes.c_int(GATHER_ELEMS), ctypes.c_int(iters)]
+            t = harness.time_fn(lambda: drv.launch(func, grid, SPILL_THREADS, 0, args, stream), repeat=repeat)
+            configs.append(SpillConfig(
+                **base, **rep, num_regs=regs, local_bytes=drv.func_attribute(func, "local_size_bytes"), blocks_per_sm=blocks,
+                model_blocks_per_sm=model.occupancy(SPILL_THREADS, regs, 0, arch).blocks_per_sm if arch in model.ARCHS else None,
+                grid=grid, iters=iters, time_s=t.median_s, time_min_s=t.min_s, time_max_s=t.max_s, sm_clock_hz=_sm_clock_hz()))
+            outb = None
+        except Exception as exc:  # noqa: BLE001 - recorded
+            configs.append(SpillConfig(**base, **rep, error=_err(exc)))
+    return tuple(configs)
 
 
 # --------------------------------------------------------------------------------------------
