@@ -203,6 +203,8 @@ GATHER_SOURCE = r"""
 // The latency-bound counterpart of spill_kernel: NVALS values per thread are loaded, stay live
 // across a chain of `iters` dependent loads from a large random permutation (each load waits for
 // the previous one: memory latency, not arithmetic, sets the time), and are summed at the end.
+// All lanes of a warp follow the same chain (one 32-byte sector per hop per warp), so even a full
+// SM keeps only a few hundred KiB in flight GPU-wide: far from saturating HBM, purely latency-bound.
 // Without bounds the values sit in registers and few warps fit; with __launch_bounds__ they spill
 // once before the chain and are reloaded once after it, while more warps keep more loads in flight.
 #if BOUNDS
@@ -216,7 +218,7 @@ extern "C" __global__ void BOUNDS_ATTR gather_kernel(float* __restrict__ out, co
     const int t = blockIdx.x * blockDim.x + threadIdx.x;
 #pragma unroll
     for (int i = 0; i < NVALS; ++i) v[i] = in[(t + 33 * i) & 4095];
-    int j = (int)(((long long)t * 2654435761LL) % n_next);
+    int j = (int)(((long long)(t >> 5) * 2654435761LL) % n_next);  // one chain per warp
 #pragma unroll 1
     for (int k = 0; k < iters; ++k) j = next[j];
     float s = (float)j;
