@@ -451,9 +451,9 @@ def hierarchy_table(gpus=None) -> str:
             [
                 g.name,
                 fmt_bytes(g.registers_per_sm_bytes),
-                fmt_bytes(l1) if l1 else "n/a",
+                fmt_bytes(l1) if l1 else "not in the catalog",
                 fmt_bytes_per_s(mh.smem_bytes_per_s(g.sms, g.boost_clock_hz)),
-                fmt_bytes(g.l2_bytes) if g.l2_bytes else "n/a",
+                fmt_bytes(g.l2_bytes) if g.l2_bytes else "not in the catalog",
                 f"{fmt_bytes(g.hbm_bytes)} {g.memory_type}",
                 fmt_bytes_per_s(g.hbm_bytes_per_s),
                 fmt_bytes_per_s(g.host_bytes_per_s),
@@ -746,7 +746,7 @@ def transpose_table(rows: list) -> str:
     from ..units import fmt_time
 
     def f(x, fmt):
-        return "n/a" if x is None else fmt(x)
+        return "no copy recorded" if x is None else fmt(x)
 
     def measured(r, x, fmt):
         if x is not None:
