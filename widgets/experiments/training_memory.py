@@ -791,6 +791,22 @@ def predicted_activation_bytes(shape: dict, micro_batch: int, recompute: str) ->
                                   recompute=recompute)
 
 
+def predicted_stock_activation_bytes(shape: dict, micro_batch: int) -> float:
+    """The activation model for the stock model (:class:`StockGPT`): the same count with fused
+    attention and no dropout (``attention="flash", dropout=False``) [B]."""
+    return model.activation_bytes(shape["seq"], micro_batch, shape["hidden"], shape["heads"], shape["layers"], shape["vocab"],
+                                  attention="flash", dropout=False)
+
+
+def predicted_step_ratio(step: StepResult, recompute: str) -> float:
+    """Forward + backward time with ``recompute`` over without, if FLOP/s stay the same: one plus
+    the extra FLOP over the step's (``6 N + attention``; full recomputation reruns the layers'
+    matmuls, ``layer_matmul_params``, not the output head, which the experiment does not
+    checkpoint) [-]."""
+    layers = step.layer_matmul_params or step.matmul_params
+    return 1.0 + model.recompute_flop_fraction(step.matmul_params, attention_flop(step.shape), recompute, recomputed_params=layers)
+
+
 def attention_flop(shape: dict) -> float:
     """Training FLOP per token of the experiment's attention (PaLM's 12 L H Q T) [FLOP]."""
     return model.attention_flop_per_token(shape["layers"], shape["heads"], shape["hidden"] // shape["heads"], shape["seq"])
@@ -804,11 +820,13 @@ def measured_mfu(step: StepResult, point: StepPoint) -> Optional[float]:
     return model.mfu(tokens_per_s, step.matmul_params, step.peak_flop_per_s, attention_flop(step.shape))
 
 
-def predicted_largest_batch(step_shape: dict, params: int, capacity_bytes: int) -> int:
+def predicted_largest_batch(step_shape: dict, params: int, capacity_bytes: int, reserve_fraction: float = 0.0) -> int:
     """The model's largest micro-batch: 16 bytes per parameter plus the activation model per
-    sequence, in ``capacity_bytes`` (nothing else: no transients, no fragmentation)."""
+    sequence, in ``capacity_bytes``, less ``reserve_fraction`` of it (0: nothing else, no
+    transients, no fragmentation; ``model.DEFAULT_RESERVE_FRACTION``: the calculators' planner)."""
     per = predicted_activation_bytes(step_shape, 1, "none")
-    return model.max_micro_batch(capacity_bytes, model.training_state_bytes(params), per)
+    fixed = model.training_state_bytes(params) + reserve_fraction * capacity_bytes
+    return model.max_micro_batch(capacity_bytes, fixed, per)
 
 
 def accuracy_rows(record: dict) -> list:
@@ -822,32 +840,65 @@ def accuracy_rows(record: dict) -> list:
     if step.weights_bytes is not None and step.optimizer_bytes is not None:
         g = [p.gradients_bytes for p in step.points if p.gradients_bytes is not None]
         measured = step.weights_bytes + step.optimizer_bytes + (g[0] if g else 0)
-        rows.append(Row("training_memory", "weights + gradients + AdamW state (allocator)", "16 bytes per parameter",
-                        model.training_state_bytes(step.params), measured, "B", "prediction", device,
-                        "nearly bookkeeping: fails only if the framework keeps extra copies or pads"))
+        rows.append(Row("training_memory", "weights + gradients + AdamW state of the book's GPT (allocator)", "16 bytes per parameter",
+                        model.training_state_bytes(step.params), measured, "B", "fit", device,
+                        "by construction, not a prediction: MixedAdamW allocates exactly 12 B/param; checks only the allocator's rounding"))
     for p in step.points:
         pred = predicted_activation_bytes(step.shape, p.micro_batch, p.recompute)
         inputs = f"Korthikanti et al. (recompute {p.recompute}), s={step.shape['seq']}, b={p.micro_batch}"
+        note = "the book's GPT, written to keep what the count counts: a check of the accounting"
         if p.activations_bytes is not None:
             what = f"activations after the forward pass, recompute {p.recompute}, micro-batch {p.micro_batch} (allocator)"
-            rows.append(Row("training_memory", what, inputs, pred, p.activations_bytes, "B", "prediction", device))
+            rows.append(Row("training_memory", what, inputs, pred, p.activations_bytes, "B", "prediction", device, note))
         elif p.saved_bytes:
             rows.append(Row("training_memory", f"activations saved for backward, recompute {p.recompute}, micro-batch {p.micro_batch} (hooks)",
-                            inputs, pred, p.saved_bytes, "B", "prediction", device))
+                            inputs, pred, p.saved_bytes, "B", "prediction", device, note))
+    stock = res.stock
+    if isinstance(stock, StockResult):
+        rows += _stock_rows(stock, device)
     by = {(p.recompute, p.micro_batch): p for p in step.points}
-    att = attention_flop(step.shape)
     for mode in ("selective", "full"):
         for b in BATCHES:
             base, rc = by.get(("none", b)), by.get((mode, b))
-            if base and rc and base.step_s and rc.step_s and step.peak_flop_per_s:
-                rows.append(Row("training_memory", f"step time with {mode} recomputation over without, micro-batch {b}",
-                                "extra FLOP of recomputation (same FLOP/s)", 1 + model.recompute_flop_fraction(step.matmul_params, att, mode),
-                                rc.step_s / base.step_s, "-", "prediction", device))
+            if base and rc and base.fwd_bwd_s and rc.fwd_bwd_s and step.peak_flop_per_s:
+                rows.append(Row("training_memory", f"forward + backward time with {mode} recomputation over without, micro-batch {b}",
+                                "extra FLOP of recomputation (layers only; same FLOP/s)", predicted_step_ratio(step, mode),
+                                rc.fwd_bwd_s / base.fwd_bwd_s, "-", "prediction", device,
+                                "optimizer step excluded from both times; fails if recomputed work runs at another FLOP/s"))
     oom = res.oom
     predicted_batch = predicted_largest_batch(step.shape, step.params, oom.capacity_bytes) if isinstance(oom, OomResult) else 0
     if isinstance(oom, OomResult) and oom.failed_batch and oom.largest_ok_batch > 0 and predicted_batch > 0:
         rows.append(Row("training_memory", "largest micro-batch that fits (no recomputation)",
                         "16 B/param + activation model, capacity free at start", predicted_batch,
                         oom.largest_ok_batch, "sequences", "prediction", device,
-                        f"bisected over {len(oom.trials)} tries; transients (logits, gradients) are not in the model"))
+                        f"bisected over {len(oom.trials)} tries; transients (the logits' fp32 copy and gradient, "
+                        "backward temporaries) are not in the model"))
+    reserve = model.DEFAULT_RESERVE_FRACTION
+    planned = predicted_largest_batch(step.shape, step.params, oom.capacity_bytes, reserve) if isinstance(oom, OomResult) else 0
+    if isinstance(oom, OomResult) and oom.failed_batch and oom.largest_ok_batch > 0 and planned > 0:
+        rows.append(Row("training_memory", "largest micro-batch that fits, the calculators' planner (10% allowance)",
+                        "16 B/param + activation model + 10% of the capacity", planned, oom.largest_ok_batch, "sequences",
+                        "prediction", device, "the allowance is too generous if the measured batch is larger, too tight if smaller"))
+    return rows
+
+
+def _stock_rows(stock: StockResult, device: str) -> list:
+    """The stock model, bucket by bucket: weights and gradients (dtype x count: by construction),
+    torch AdamW's moments and the activations (predictions)."""
+    rows: list = []
+    st = model.state_bytes(stock.params, "adamw", "bf16")
+    for what, pred, meas, label, note in (
+            ("weights", st.weights, stock.weights_bytes, "fit", "by construction (2 B x parameters): not counted"),
+            ("gradients", st.gradients, stock.gradients_bytes, "fit", "by construction (2 B x parameters): not counted"),
+            ("AdamW state (torch.optim.AdamW, foreach)", st.optimizer, stock.optimizer_bytes, "prediction",
+             "pure-16-bit layout: two moments in the weights' dtype, no master copy; fails if torch keeps fp32 state")):
+        if meas is not None:
+            rows.append(Row("training_memory", f"stock model: {what} (allocator)", "state_bytes(precision='bf16')", pred, meas, "B",
+                            label, device, note))
+    for p in stock.points:
+        if p.activations_bytes is not None:
+            rows.append(Row("training_memory", f"stock model: activations after the forward pass, micro-batch {p.micro_batch} (allocator)",
+                            f"activation_bytes(attention='flash', dropout=False), SDPA backend {stock.sdpa_backend}",
+                            predicted_stock_activation_bytes(stock.shape, p.micro_batch), p.activations_bytes, "B", "prediction", device,
+                            "nn.TransformerEncoderLayer + SDPA, not written to match the count"))
     return rows

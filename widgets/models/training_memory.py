@@ -30,13 +30,26 @@ OPTIMIZERS = ("adamw", "adamw_8bit", "sgd_momentum", "sgd")
 Adam(W) with two fp32 moments, Adam with two 8-bit moments (Dettmers et al. 2022, block-wise
 quantized), SGD with one fp32 momentum buffer, plain SGD."""
 
-PRECISIONS = ("mixed", "autocast", "fp32")
+PRECISIONS = ("mixed", "mixed_fp32_grads", "bf16", "autocast", "fp32")
 """How the state is stored.
 
 ``mixed``: 16-bit weights and gradients plus an fp32 master copy of
-the weights held by the optimizer (the layout of the ZeRO paper and Megatron-LM: 2 + 2 + 4 bytes
-before the moments). ``autocast``: fp32 weights and gradients, 16-bit only inside the forward
-(``torch.autocast``: 4 + 4, no master copy). ``fp32``: everything in fp32 (4 + 4)."""
+the weights held by the optimizer (the layout of the ZeRO paper, Rajbhandari et al. 2020: 2 + 2 + 4
+bytes before the moments; 16 per parameter with Adam). ``mixed_fp32_grads``: the same with fp32
+gradients (Megatron-LM's ``main_grad``: 2 + 4 + 4 before the moments, 18 with Adam; Megatron Core
+developer guide, "Distributed Optimizer"). ``bf16``: everything in 16 bits, no master copy, the
+moments in the weights' dtype (``torch.optim.AdamW`` on a model cast to bf16: 2 + 2 + 2 + 2 = 8 with
+Adam; updates smaller than a bf16 ulp are lost without stochastic rounding or Kahan summation).
+``autocast``: fp32 weights and gradients, 16-bit only inside the forward (``torch.autocast``:
+4 + 4, no master copy). ``fp32``: everything in fp32 (4 + 4)."""
+
+ATTENTION = ("materialized", "flash")
+"""How the attention core runs.
+
+``materialized``: softmax(Q K^T) is an s x s tensor per head that autograd keeps (eager
+attention, Korthikanti et al. 2022); ``flash``: a fused kernel (FlashAttention, Dao et al. 2022;
+``torch.nn.functional.scaled_dot_product_attention``) keeps its output and one fp32 log-sum-exp per
+head and token, no s x s tensor, and recomputes the rest in its backward."""
 
 RECOMPUTE = ("none", "selective", "full")
 """Activation recomputation (Korthikanti et al. 2022).
@@ -47,7 +60,10 @@ core (softmax, its dropout, the two attention matmuls), or keep only each layer'
 # Optimizer state bytes per parameter, moments only (the master copy is added for "mixed").
 _MOMENT_BYTES = {"adamw": 8.0, "adamw_8bit": 2.0, "sgd_momentum": 4.0, "sgd": 0.0}
 # (weight, gradient, master copy) bytes per parameter of each precision.
-_PRECISION_BYTES = {"mixed": (2.0, 2.0, 4.0), "autocast": (4.0, 4.0, 0.0), "fp32": (4.0, 4.0, 0.0)}
+_PRECISION_BYTES = {"mixed": (2.0, 2.0, 4.0), "mixed_fp32_grads": (2.0, 4.0, 4.0), "bf16": (2.0, 2.0, 0.0),
+                    "autocast": (4.0, 4.0, 0.0), "fp32": (4.0, 4.0, 0.0)}
+# Moments in 16 bits under "bf16" (fp32 moments halve; 8-bit moments stay 8-bit).
+_MOMENT_SCALE = {"bf16": {"adamw": 0.5, "sgd_momentum": 0.5}}
 
 # The ZeRO paper's communication volume per step, in parameters per GPU (Section 7): data
 # parallelism and ZeRO stages 1 and 2 move 2 Psi (reduce-scatter + all-gather, or an all-reduce);
@@ -103,12 +119,15 @@ def state_bytes(params: float, optimizer: str = "adamw", precision: str = "mixed
     >>> s = state_bytes(1e9)
     >>> s.weights / 1e9, s.gradients / 1e9, s.optimizer / 1e9
     (2.0, 2.0, 12.0)
+    >>> state_bytes(1e9, precision="mixed_fp32_grads").total / 1e9, state_bytes(1e9, precision="bf16").total / 1e9
+    (18.0, 8.0)
     """
     p = _params(params)
     opt = _check.choice("optimizer", optimizer, OPTIMIZERS)
     prec = _check.choice("precision", precision, PRECISIONS)
     w, g, master = _PRECISION_BYTES[prec]
-    return StateBytes(w * p, g * p, (master + _MOMENT_BYTES[opt]) * p)
+    moments = _MOMENT_BYTES[opt] * _MOMENT_SCALE.get(prec, {}).get(opt, 1.0)
+    return StateBytes(w * p, g * p, (master + moments) * p)
 
 
 def training_state_bytes(params: float, optimizer: str = "adamw", precision: str = "mixed") -> float:
@@ -243,14 +262,32 @@ def activation_bytes_per_layer(
     tensor_parallel: int = 1,
     sequence_parallel: bool = False,
     recompute: str = "none",
+    attention: str = "materialized",
+    dropout: bool = True,
+    kv_heads: int | None = None,
+    ffn_hidden: int | None = None,
+    gated: bool = False,
 ) -> float:
     """Activation bytes one transformer layer keeps for its backward pass, 16-bit activations.
 
-    Korthikanti et al. 2022, Table 2: ``s b h (34 + 5 a s / h)`` without parallelism (a GPT layer:
-    LayerNorms, attention with dropout, a 4h GELU MLP, dropout masks of one byte); with tensor
-    parallelism ``t`` ``s b h (10 + 24/t + 5 a s / (h t))``, with sequence parallelism too
-    ``s b h / t (34 + 5 a s / h)``; selective recomputation drops the ``5 a s / h`` term (the
-    attention core is recomputed); full recomputation keeps only the layer's input, ``2 s b h``.
+    The defaults are Korthikanti et al. 2022's GPT layer (Section 4.1, Table 2): ``s b h (34 + 5 a s
+    / h)`` without parallelism (LayerNorm inputs 4, attention 11 + 5 a s / h, a 4h GELU MLP 19,
+    in units of ``s b h`` bytes; one-byte dropout masks); with tensor parallelism ``t``
+    ``s b h (10 + 24/t + 5 a s / (h t))``, with sequence parallelism too ``s b h / t (34 + 5 a s /
+    h)``; selective recomputation drops the ``5 a s / h`` term (the attention core is recomputed);
+    full recomputation keeps only the layer's input, ``2 s b h``.
+
+    The same count, term by term, for other layers (units of ``s b h`` bytes): LayerNorm inputs 4,
+    the QKV and MLP inputs 2 + 2, one dropout mask after attention and one after the MLP (1 + 1,
+    ``dropout``); Q 2 and K, V ``2 kv/a`` each (grouped-query attention); the projection's input 2;
+    ``attention="materialized"``: the softmax output ``2 a s / h``, with dropout also its mask
+    ``a s / h`` and output ``2 a s / h``; ``attention="flash"``: the kernel's output 2 (a tensor
+    apart from the projection's input when the heads are transposed back, as in PyTorch's
+    ``nn.MultiheadAttention``) and an fp32 log-sum-exp ``4 a / h``, no s x s term (selective
+    recomputation then changes nothing); the MLP: GELU's input and output ``2 f + 2 f`` with ``f = ffn/h`` (16
+    at f = 4), gated (SwiGLU: gate, its activation, up and their product, ``8 f``; 28 for
+    Llama-3-8B's f = 3.5). Llama-3-8B with flash attention: ``s b h (43 + 4 a / h)``. RoPE's
+    rotated copies and RMSNorm's fp32 statistics are left out (a few per cent).
 
     Explained in :ref:`training_memory` > Activations.
 
@@ -270,6 +307,16 @@ def activation_bytes_per_layer(
         Sequence parallelism on (shards the LayerNorm and dropout activations over ``t``).
     recompute : str, optional
         One of ``RECOMPUTE``.
+    attention : str, optional
+        One of ``ATTENTION``.
+    dropout : bool, optional
+        Dropout in the layer (GPT-3: yes; Llama: no).
+    kv_heads : int, optional
+        Key/value heads [-], 1 to ``heads`` (default ``heads``).
+    ffn_hidden : int, optional
+        MLP width [-], >= 1 (default ``4 hidden``).
+    gated : bool, optional
+        A gated MLP (SwiGLU) instead of GELU.
 
     Returns
     -------
@@ -287,6 +334,8 @@ def activation_bytes_per_layer(
     2.671875
     >>> activation_bytes_per_layer(2048, 1, 12288, 96, recompute="full") / 2**20
     48.0
+    >>> activation_bytes_per_layer(1, 1, 4096, 32, attention="flash", dropout=False, kv_heads=8, ffn_hidden=14336, gated=True)
+    176160.0
     """
     s = _check.integer("seq", seq, minimum=1, maximum=MAX_COUNT)
     b = _check.integer("micro_batch", micro_batch, minimum=1, maximum=MAX_COUNT)
@@ -295,21 +344,31 @@ def activation_bytes_per_layer(
     t = _check.integer("tensor_parallel", tensor_parallel, minimum=1, maximum=MAX_COUNT)
     sp = _check.flag("sequence_parallel", sequence_parallel)
     rc = _check.choice("recompute", recompute, RECOMPUTE)
+    att = _check.choice("attention", attention, ATTENTION)
+    drop = 1.0 if _check.flag("dropout", dropout) else 0.0
+    kv = a if kv_heads is None else _check.integer("kv_heads", kv_heads, minimum=1, maximum=a)
+    f = 4.0 if ffn_hidden is None else _check.integer("ffn_hidden", ffn_hidden, minimum=1, maximum=MAX_COUNT) / h
+    glu = _check.flag("gated", gated)
     sbh = float(s) * b * h
     if rc == "full":
         return 2.0 * sbh
-    attention_core = 0.0 if rc == "selective" else 5.0 * a * s / (h * t)
-    if sp:
-        return sbh * (34.0 / t + attention_core)
-    return sbh * (10.0 + 24.0 / t + attention_core)
+    replicated = 8.0 + 2.0 * drop  # LayerNorm inputs 4, QKV and MLP inputs 2 + 2, two dropout masks
+    sharded = 2.0 + 4.0 * kv / a + 2.0 + (8.0 * f if glu else 4.0 * f)  # Q, K + V, projection input, MLP
+    if att == "flash":
+        sharded += 2.0  # the kernel's output, kept for its backward
+        core = 4.0 * a / h  # fp32 log-sum-exp per head and token; nothing for selective to drop
+    else:
+        core = 0.0 if rc == "selective" else (2.0 + 3.0 * drop) * a * s / h
+    return sbh * ((replicated / t if sp else replicated) + sharded / t + core / t)
 
 
-def outside_layers_activation_bytes(seq: int, micro_batch: int, hidden: int, vocab: int, tensor_parallel: int = 1) -> float:
+def outside_layers_activation_bytes(seq: int, micro_batch: int, hidden: int, vocab: int, tensor_parallel: int = 1,
+                                    dropout: bool = True) -> float:
     """Activation bytes kept outside the transformer layers [B].
 
-    The input embedding's dropout mask (``s b h``) and the final LayerNorm, output projection and
-    fp32 cross-entropy (``4 s b h (1 + v / h)``), Korthikanti et al. 2022, Section 4.3 (first
-    pipeline stage, p = 1).
+    The input embedding's dropout mask (``s b h``, only with ``dropout``) and the final LayerNorm,
+    output projection and fp32 cross-entropy (``4 s b h (1 + v / h)``), Korthikanti et al. 2022,
+    Section 4.3 (first pipeline stage, p = 1).
 
     Explained in :ref:`training_memory` > Activations.
 
@@ -325,6 +384,8 @@ def outside_layers_activation_bytes(seq: int, micro_batch: int, hidden: int, voc
         Vocabulary v [tokens], >= 1.
     tensor_parallel : int, optional
         Tensor-parallel size t [-], >= 1.
+    dropout : bool, optional
+        Dropout after the embedding.
 
     Returns
     -------
@@ -346,8 +407,9 @@ def outside_layers_activation_bytes(seq: int, micro_batch: int, hidden: int, voc
     h = _check.integer("hidden", hidden, minimum=1, maximum=MAX_COUNT)
     v = _check.integer("vocab", vocab, minimum=1, maximum=MAX_COUNT)
     t = _check.integer("tensor_parallel", tensor_parallel, minimum=1, maximum=MAX_COUNT)
+    drop = 1.0 if _check.flag("dropout", dropout) else 0.0
     sbh = float(s) * b * h
-    return sbh / t + 4.0 * sbh / t * (1.0 + v / h)
+    return drop * sbh / t + 4.0 * sbh / t * (1.0 + v / h)
 
 
 def activation_bytes(
@@ -360,6 +422,11 @@ def activation_bytes(
     tensor_parallel: int = 1,
     sequence_parallel: bool = False,
     recompute: str = "none",
+    attention: str = "materialized",
+    dropout: bool = True,
+    kv_heads: int | None = None,
+    ffn_hidden: int | None = None,
+    gated: bool = False,
 ) -> float:
     """Activation bytes of a whole model's forward pass kept for the backward pass [B].
 
@@ -388,6 +455,8 @@ def activation_bytes(
         Sequence parallelism on.
     recompute : str, optional
         One of ``RECOMPUTE``.
+    attention, dropout, kv_heads, ffn_hidden, gated : optional
+        The layer's variant, as in :func:`activation_bytes_per_layer`.
 
     Returns
     -------
@@ -405,8 +474,9 @@ def activation_bytes(
     34896.0
     """
     n = _check.integer("layers", layers, minimum=1, maximum=MAX_COUNT)
-    per_layer = activation_bytes_per_layer(seq, micro_batch, hidden, heads, tensor_parallel, sequence_parallel, recompute)
-    return n * per_layer + outside_layers_activation_bytes(seq, micro_batch, hidden, vocab, tensor_parallel)
+    per_layer = activation_bytes_per_layer(seq, micro_batch, hidden, heads, tensor_parallel, sequence_parallel, recompute,
+                                           attention, dropout, kv_heads, ffn_hidden, gated)
+    return n * per_layer + outside_layers_activation_bytes(seq, micro_batch, hidden, vocab, tensor_parallel, dropout)
 
 
 def gpt_params(layers: int, hidden: int, vocab: int, seq: int) -> int:
@@ -529,7 +599,8 @@ def attention_flop_per_token(layers: int, heads: int, head_dim: int, seq: int) -
     return 12.0 * n * a * q * t
 
 
-def recompute_flop_fraction(params: float, attention_flop_per_token: float = 0.0, recompute: str = "full") -> float:
+def recompute_flop_fraction(params: float, attention_flop_per_token: float = 0.0, recompute: str = "full",
+                            recomputed_params: float | None = None) -> float:
     """Extra FLOP of recomputation as a fraction of a step's ``6 N + attention`` FLOP [-].
 
     Full recomputation runs every layer's forward pass again: ``2 N`` plus a third of the
@@ -546,6 +617,9 @@ def recompute_flop_fraction(params: float, attention_flop_per_token: float = 0.0
         Training FLOP per token of attention [FLOP], >= 0 (:func:`attention_flop_per_token`).
     recompute : str, optional
         One of ``RECOMPUTE``.
+    recomputed_params : float, optional
+        Parameters whose matmuls full recomputation runs again [-], in (0, ``params``] (default
+        ``params``; the layers only when the output head is not checkpointed).
 
     Returns
     -------
@@ -565,8 +639,9 @@ def recompute_flop_fraction(params: float, attention_flop_per_token: float = 0.0
     p = _params(params)
     att = _quantity("attention_flop_per_token", attention_flop_per_token)
     rc = _check.choice("recompute", recompute, RECOMPUTE)
+    rp = p if recomputed_params is None else _check.in_range("recomputed_params", recomputed_params, 1e-300, p)
     step = 6.0 * p + att
-    extra = {"none": 0.0, "selective": att / 3.0, "full": 2.0 * p + att / 3.0}[rc]
+    extra = {"none": 0.0, "selective": att / 3.0, "full": 2.0 * rp + att / 3.0}[rc]
     return extra / step
 
 
@@ -842,14 +917,21 @@ def memory_budget(
     recompute: str = "none",
     tensor_parallel: int = 1,
     reserve_fraction: float = DEFAULT_RESERVE_FRACTION,
+    attention: str = "flash",
+    dropout: bool = False,
+    gated: bool = True,
 ) -> TrainingBudget:
     """The five buckets of one GPU training ``model`` with data parallelism over ``gpus`` GPUs.
 
     Weights, gradients and optimizer state from :func:`state_bytes`, sharded by ZeRO ``stage``
-    (and divided by ``tensor_parallel``); activations from :func:`activation_bytes` (a GPT layer's
-    count as Korthikanti et al. give it, applied to the model's hidden size, heads and layers:
-    a Llama layer's SwiGLU and grouped-query attention differ by a few sbh); the rest as
-    ``reserve_fraction`` of the GPU's memory.
+    (and divided by ``tensor_parallel``); activations from :func:`activation_bytes` with the
+    model's heads, key/value heads and MLP width, by default as today's stacks train a Llama-style
+    model (fused attention, no dropout, a SwiGLU MLP; ``attention="materialized", dropout=True,
+    gated=False`` is Korthikanti et al.'s GPT layer). Under full recomputation the backward pass
+    also holds one layer's recomputed activations (Chen et al. 2016: the stored checkpoints plus
+    one segment), so that layer's full count is added. Not counted: transients such as the fp32
+    gradient of the logits at the start of the backward pass (``4 s v`` bytes per sequence) and
+    the kernels' workspaces; the rest is ``reserve_fraction`` of the GPU's memory.
 
     Explained in :ref:`training_memory` > The memory budget.
 
@@ -877,6 +959,12 @@ def memory_budget(
         Tensor-parallel size [-], >= 1 (with sequence parallelism).
     reserve_fraction : float, optional
         The fifth bucket as a fraction of the GPU's memory [-], in [0, 1).
+    attention : str, optional
+        One of ``ATTENTION``.
+    dropout : bool, optional
+        Dropout in the layers.
+    gated : bool, optional
+        A gated (SwiGLU) MLP of the model's ``intermediate_size`` (else GELU of that width).
 
     Returns
     -------
@@ -907,32 +995,51 @@ def memory_budget(
     w = st.weights / n if k >= 3 else st.weights
     gr = st.gradients / n if k >= 2 else st.gradients
     op = st.optimizer / n if k >= 1 else st.optimizer
-    per_seq = activation_bytes(seq, 1, m.hidden_size, m.heads, m.layers, m.vocab_size, t, t > 1, recompute)
+    variant = dict(attention=attention, dropout=dropout, kv_heads=min(m.kv_heads, m.heads), ffn_hidden=m.intermediate_size, gated=gated)
+    per_seq = activation_bytes(seq, 1, m.hidden_size, m.heads, m.layers, m.vocab_size, t, t > 1, recompute, **variant)
+    if recompute == "full":  # the one layer being recomputed in the backward pass
+        per_seq += activation_bytes_per_layer(seq, 1, m.hidden_size, m.heads, t, t > 1, "none", **variant)
     cap = float(g.memory_bytes)
     return TrainingBudget(m.name, g.name, float(m.params), b, int(seq), w, gr, op, per_seq * b, r * cap, cap, per_seq)
 
 
 @dataclass(frozen=True)
 class Rung:
-    """One fix on the ladder: its name, the budget after it, and its cost: extra FLOP as a
-    fraction of the step's (recomputation) and extra bytes each GPU sends per step (sharding)."""
+    """One fix on the ladder: its name, the budget after it, its cost (extra FLOP as a fraction of
+    the step's; extra bytes each GPU sends per step over data parallelism) and what it damages."""
 
     fix: str
     budget: TrainingBudget
     extra_flop_fraction: float
     extra_comm_bytes: float
+    damage: str = ""
 
 
-FIXES = ("baseline", "selective recomputation", "full recomputation", "8-bit AdamW", "ZeRO-1", "ZeRO-2", "ZeRO-3 / FSDP")
-"""The fixes of :func:`fixes_ladder`, in the order of least damage, each applied on top of the
-previous ones."""
+FIXES = ("baseline", "fused attention", "ZeRO-1", "ZeRO-2", "full recomputation", "ZeRO-3 / FSDP", "8-bit AdamW")
+"""The fixes of :func:`fixes_ladder`, cheapest first, each applied on top of the previous ones.
+
+The baseline runs eager attention (the s x s softmax kept) with data parallelism. Fused attention
+(or selective recomputation) costs nothing or almost nothing; ZeRO-1 and ZeRO-2 cost nothing over
+data parallelism (the same 2 Psi of communication, exact arithmetic); full recomputation costs
+FLOP; ZeRO-3 communication; an 8-bit optimizer changes the numerics. (Micro-batch 1 with gradient
+accumulation comes before all of them: the ladder starts there.)"""
+
+_DAMAGE = {
+    "baseline": "",
+    "fused attention": "none (a fused kernel; selective recomputation: a little FLOP)",
+    "ZeRO-1": "none: exact, same communication as data parallelism",
+    "ZeRO-2": "none: exact, same communication as data parallelism",
+    "full recomputation": "FLOP",
+    "ZeRO-3 / FSDP": "communication (+50%)",
+    "8-bit AdamW": "the optimizer's numerics",
+}
 
 
 def fixes_ladder(model, gpu: str = "H200-SXM", micro_batch: int = 1, seq: int = 4096, gpus: int = 8) -> tuple:
     """Apply the fixes of ``FIXES`` in order, each on top of the last: budget and cost of each.
 
     The cost is the extra FLOP of recomputation and the extra communication of ZeRO-3 over data
-    parallelism.
+    parallelism; ``damage`` names what a fix changes.
 
     Explained in :ref:`training_memory` > The fixes, in order of least damage.
 
@@ -962,23 +1069,25 @@ def fixes_ladder(model, gpu: str = "H200-SXM", micro_batch: int = 1, seq: int = 
     Examples
     --------
     >>> [r.budget.fits for r in fixes_ladder("Llama-3-8B", "H100-SXM", 1, 4096, 8)]
-    [False, False, False, False, True, True, True]
+    [False, False, True, True, True, True, True]
     """
     m = _resolve(model)
     att = attention_flop_per_token(m.layers, m.heads, m.head_dim, seq)
+    eager = dict(attention="materialized", recompute="none", optimizer="adamw", stage=0)
+    fused = dict(eager, attention="flash")
     steps = (
-        ("baseline", dict(recompute="none", optimizer="adamw", stage=0)),
-        ("selective recomputation", dict(recompute="selective", optimizer="adamw", stage=0)),
-        ("full recomputation", dict(recompute="full", optimizer="adamw", stage=0)),
-        ("8-bit AdamW", dict(recompute="full", optimizer="adamw_8bit", stage=0)),
-        ("ZeRO-1", dict(recompute="full", optimizer="adamw_8bit", stage=1)),
-        ("ZeRO-2", dict(recompute="full", optimizer="adamw_8bit", stage=2)),
-        ("ZeRO-3 / FSDP", dict(recompute="full", optimizer="adamw_8bit", stage=3)),
+        ("baseline", eager),
+        ("fused attention", fused),
+        ("ZeRO-1", dict(fused, stage=1)),
+        ("ZeRO-2", dict(fused, stage=2)),
+        ("full recomputation", dict(fused, stage=2, recompute="full")),
+        ("ZeRO-3 / FSDP", dict(fused, stage=3, recompute="full")),
+        ("8-bit AdamW", dict(fused, stage=3, recompute="full", optimizer="adamw_8bit")),
     )
     out = []
     for name, kw in steps:
-        b = memory_budget(m, gpu, micro_batch, seq, gpus=gpus, **kw)
+        b = memory_budget(m, gpu, micro_batch, seq, gpus=gpus, dropout=False, **kw)
         extra = recompute_flop_fraction(m.params, att, kw["recompute"])
         comm = 0.0 if gpus == 1 else zero_comm_bytes_per_gpu(m.params, kw["stage"]) - zero_comm_bytes_per_gpu(m.params, 0)
-        out.append(Rung(name, b, extra, comm))
+        out.append(Rung(name, b, extra, comm, _DAMAGE[name]))
     return tuple(out)
