@@ -706,8 +706,9 @@ def reduction_predictions(res: Reductions) -> dict[str, ReductionPrediction]:
 
 
 def contention_predictions(res: Reductions) -> list[tuple[ContentionPoint, Optional[float]]]:
-    """Each contention point with ``model.atomic_throughput_per_s`` calibrated on the same sweep's
-    two ends: the rate at one address and the highest rate measured (the memory system's cap);
+    """Each contention point with ``model.atomic_throughput_per_s`` fitted to the same sweep's two
+    ends (a *fit*, not a calibration): the rate at one address and the highest rate measured (the
+    memory system's cap);
     ``[]`` when the sweep did not run."""
     if not isinstance(res.contention, Contention) or not res.contention.points:
         return []

@@ -870,14 +870,15 @@ def reduction_plot(res, *, title: str = "Reduction: bytes read per second", read
 
 def contention_plot(res, *, title: str = "Same-address atomics: spread them", readout: str | None = None) -> go.Figure:
     """Atomics per second against the number of addresses they are spread over (``simt_warp``
-    contention sweep): measured markers, and the model calibrated on the sweep's two ends."""
+    contention sweep): measured markers, and the model fitted to the sweep's two ends (a fit: both
+    constants come from the sweep it is drawn against)."""
     from ..experiments import simt_warp as sw
 
     pairs = sw.contention_predictions(res)
     fig = go.Figure()
     if pairs:
         xs = [p.addresses for p, _ in pairs]
-        fig.add_trace(go.Scatter(x=xs, y=[pred for _, pred in pairs], mode="lines", name="model (calibrated on the ends)",
+        fig.add_trace(go.Scatter(x=xs, y=[pred for _, pred in pairs], mode="lines", name="model (fit to the ends)",
                                  line=dict(color=series_color(3), dash="dash")))
         fig.add_trace(go.Scatter(x=xs, y=[p.atomics_per_s for p, _ in pairs], mode="markers", name="measured",
                                  marker=dict(color=series_color(0), size=10)))
