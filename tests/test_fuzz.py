@@ -186,6 +186,7 @@ VALID: dict[str, dict] = {
     "transformer.cached_tokens": dict(context_tokens=4096),
     "transformer.causal_attention_flop": dict(layers=32, heads=32, qk_dim=128, v_dim=128, tokens=1024),
     "serving.cost_per_million_tokens": dict(gpu_hour_price=3.0, gpus=1, tokens_per_s=1000.0),
+    "serving.compute_dtype_for": dict(gpu="T4"),  # the fallback path: bf16 weights computed in fp16
     "transformer.custom_model": dict(_LLAMA8),
     "serving.decode_ridge_batch": dict(
         param_bytes=16e9, flop_per_seq=16e9, kv_bytes_per_seq=1e7, peak_flop_per_s=989.4e12, hbm_bytes_per_s=4.8e12),

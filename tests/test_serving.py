@@ -478,6 +478,94 @@ def test_decode_step_rejects_what_it_used_to_accept():
         sv.decode_step("Llama-3-8B", "H200-SXM", 1, 10, compute_dtype="fp6")
 
 
+# --------------------------------------------------------------------------------------------
+# The compute dtype: which peak bounds the arithmetic (a T4 has no bf16 tensor cores)
+# Sources: [T4] NVIDIA T4 Tensor Core GPU datasheet: 65 TFLOPS mixed precision (FP16/FP32), 320 GB/s,
+# and no bf16 tensor cores on Turing (CUDA C++ Programming Guide, warp matrix functions: bf16 from
+# compute capability 8.0). [Llama3] meta-llama/Meta-Llama-3-8B config.json: hidden 4096, 32 layers,
+# 32 heads / 8 KV heads, head dim 128, FFN 14336, vocab 128256 (untied head); 8.03B parameters.
+# --------------------------------------------------------------------------------------------
+T4_FP16_FLOP_PER_S, T4_BYTES_PER_S = 65e12, 320e9  # [T4]
+
+
+def test_t4_latency_computes_bf16_weights_in_fp16_by_hand():
+    """[T4] + [Llama3], by hand: Llama-3-8B, bf16 weights and cache, batch 8, 1024-token prompts,
+    128 output tokens on a T4 (which the model used to refuse: it computed in bf16).
+
+    - TPOT: a decode step at the mean context 1024 + 128/2 = 1088 reads every weight but the input
+      embedding, 8.03e9 - 128256 x 4096 = 7,504,663,424 x 2 B, and the cache of 8 sequences,
+      8 x 1088 x (2 x 32 layers x 8 KV heads x 128 x 2 B = 131,072 B): 16,150,177,536 B at
+      320 GB/s = 50.47 ms. Its matmuls do 8 x 2 x 7.50e9 = 1.2e11 FLOP, 1.85 ms at 65 TFLOP/s:
+      memory-bound.
+    - Ridge: 2 B per weight for 2 FLOP per sequence, so the batch is peak / bandwidth =
+      65e12 / 320e9 = 203.125.
+    - TTFT: the prompt's FLOP, 2 x 1024 x (7,504,663,424 - 525,336,576 head) for the body, the head
+      for the last token only (2 x 525,336,576), causal attention 4 x 32 layers x 32 heads x 128 x
+      1024^2 / 2, over 65 TFLOP/s = 224.1 ms (its weight read, 15.0 GB / 320 GB/s = 46.9 ms, is
+      shorter: compute-bound)."""
+    r = sv.latency("Llama-3-8B", "T4", 8, 1024, 128, "bf16", "bf16")
+    assert r.compute_dtype == r.step.compute_dtype == "fp16"
+    assert "no bf16 tensor cores" in r.compute_note and "bf16 needs sm_80" in r.compute_note
+    assert r.compute_note == get_gpu("T4").why_no_peak("bf16") + "; computed in fp16"
+    assert r.tpot_s == pytest.approx((7_504_663_424 * 2 + 8 * 1088 * 131_072) / T4_BYTES_PER_S, rel=1e-12)
+    assert r.tpot_s == pytest.approx(50.47e-3, rel=1e-3)
+    assert r.step.bound == "memory" and r.step.compute_s == pytest.approx(r.step.flop / T4_FP16_FLOP_PER_S, rel=1e-12)
+    assert 8 * 2 * 7_504_663_424 / T4_FP16_FLOP_PER_S < r.step.compute_s < r.tpot_s / 20  # matmuls + attention
+    assert r.step.ridge_batch == pytest.approx(T4_FP16_FLOP_PER_S / T4_BYTES_PER_S, rel=1e-12)
+    head = 128256 * 4096
+    prompt_flop = 2 * 1024 * (7_504_663_424 - head) + 2 * head + 4 * 32 * 32 * 128 * 1024**2 / 2
+    assert r.ttft_s == pytest.approx(prompt_flop / T4_FP16_FLOP_PER_S, rel=1e-12)
+    assert r.ttft_s == pytest.approx(224.1e-3, rel=1e-3)
+    # asking for fp16 gives the same numbers and no note; asking for bf16 says why not
+    asked = sv.latency("Llama-3-8B", "T4", 8, 1024, 128, "bf16", "bf16", compute_dtype="fp16")
+    assert (asked.tpot_s, asked.ttft_s, asked.compute_dtype, asked.compute_note) == (r.tpot_s, r.ttft_s, "fp16", "")
+    with pytest.raises(ValueError, match="compute_dtype.*bf16 needs sm_80"):
+        sv.latency("Llama-3-8B", "T4", 8, 1024, 128, compute_dtype="bf16")
+
+
+def test_compute_dtype_defaults_follow_the_weights():
+    """The default: the weights' 16-bit (or fp32) format where the GPU has its peak, unchanged on
+    every GPU with bf16 (the numbers of the chapter); 8- and 4-bit weights at the 16-bit rate, the
+    note says so; fp8 matmuls when asked, at the catalog's fp8 peak (twice bf16's on an H200)."""
+    for name in ("H200-SXM", "A100-SXM-80GB", "MI300X", "L4"):
+        assert sv.compute_dtype_for(name, "bf16") == ("bf16", "")
+        assert sv.compute_dtype_for(name, "fp16") == ("fp16", "")
+        assert sv.compute_dtype_for(name, "int4")[0] == "bf16"
+    assert sv.compute_dtype_for("T4", "fp16") == ("fp16", "")
+    assert sv.compute_dtype_for("T4", "fp32") == ("fp32", "")
+    assert sv.compute_dtype_for("T4", "int4") == ("fp16", "int4 weights are widened to 16 bits for the matmuls "
+                                                  "(weight-only quantization); computed in fp16")
+    key, note = sv.compute_dtype_for("H200-SXM", "fp8")
+    assert key == "bf16" and "compute_dtype='fp8'" in note
+    key, note = sv.compute_dtype_for("A100-SXM-80GB", "fp8")  # no fp8 tensor cores: the catalog's reason
+    assert key == "bf16" and note.startswith(get_gpu("A100-SXM-80GB").why_no_peak("fp8"))
+    with pytest.raises(ValueError, match="fp8 needs sm_89"):
+        sv.compute_dtype_for("A100-SXM-80GB", "fp8", "fp8")
+    assert sv.compute_dtype_for("H200-SXM", "fp8", "fp8_e4m3") == ("fp8", "")
+    with pytest.raises(ValueError, match="compute_dtype must be a format with a peak"):
+        sv.compute_dtype_for("H200-SXM", "bf16", "int8")
+    # the default keeps the old bf16 numbers on an H200, fp8 weights included
+    h = get_gpu("H200-SXM")
+    assert sv.prefill_time_s("Llama-3-8B", h, 4096, "fp8") == sv.prefill_time_s("Llama-3-8B", h, 4096, "fp8", compute_dtype="bf16")
+    # a compute-bound prefill in fp8 takes the bf16 time x bf16 peak / fp8 peak (989.4 / 1978.9)
+    bf, f8 = (sv.prefill_time_s("Llama-3-8B", h, 4096, "fp8", compute_dtype=c) for c in ("bf16", "fp8"))
+    assert f8 == pytest.approx(bf * h.peak("bf16") / h.peak("fp8"), rel=1e-12)
+    # a peak given: the note says so (no catalog lookup)
+    s = sv.decode_step("Llama-3-8B", "T4", 1, 10, peak_flop_per_s=1e12)
+    assert s.compute_note.startswith("peak_flop_per_s given") and s.compute_dtype == "bf16"
+
+
+def test_capacity_plan_on_a_t4_says_its_compute_dtype():
+    """Llama-3-8B in bf16 does not fit a T4's 15,079 MiB (15.0 GB of weights in 90% of it); in int4
+    it does, and the plan computes in fp16 and says why."""
+    p = sv.plan_capacity("Llama-3-8B", "T4", 1, 1024, 256, 0.1, 0.35)
+    assert not p.feasible and p.compute_dtype == "fp16" and "bf16 needs sm_80" in p.compute_note
+    p = sv.plan_capacity("Llama-3-8B", "T4", 1, 1024, 256, 0.1, 0.35, weight_dtype="int4")
+    assert p.feasible and p.compute_dtype == "fp16" and "int4" in p.compute_note
+    assert p.ttft_s == sv.prefill_time_s("Llama-3-8B", "T4", 1024, "int4", compute_dtype="fp16")
+    assert sv.steady_batch("Llama-3-8B", "T4", 1, 1024, 256, "int4") == pytest.approx(p.batch, rel=1e-6)
+
+
 @settings(max_examples=40, deadline=None)
 @given(b=st.floats(0.5, 2048), ctx=st.integers(0, 200_000), pre=st.floats(0, 8192), p=st.integers(1, 32768),
        name=st.sampled_from(list(llms.PRESETS)), tp=st.sampled_from([1, 2, 8]))

@@ -593,6 +593,10 @@ class DecodeStep:
         FLOP per byte of attention on one GPU [FLOP/B].
     prefill_tokens : float
         Prompt tokens fused into the step [tokens].
+    compute_dtype : str
+        The format whose peak bounds the arithmetic (:func:`compute_dtype_for`).
+    compute_note : str
+        Why that is not the weights' format (empty when it is, or when it was asked for).
     """
 
     batch: float
@@ -612,6 +616,8 @@ class DecodeStep:
     attention_bound: str = "memory"  # of attention: "compute" when its FLOP/B per GPU is above the GPU's ridge (MLA on one GPU)
     attention_intensity: float = 0.0  # FLOP per byte of attention on one GPU (falls n-fold when TP replicates the cache)
     prefill_tokens: float = 0.0  # prompt tokens fused into this step (chunked prefill)
+    compute_dtype: str = "bf16"  # the format whose peak bounds the arithmetic
+    compute_note: str = ""  # why it is not the weights' format ("" when it is, or was asked for)
 
     @property
     def tokens_per_s(self) -> float:
@@ -619,16 +625,114 @@ class DecodeStep:
         return self.batch / self.time_s if self.time_s > 0 else 0.0
 
 
-def _rates(gpu: GPU, compute_dtype: str, hbm_bytes_per_s, peak_flop_per_s):
+# Formats with a dense peak of their own that weights may be stored in and computed in as they are.
+_SELF_COMPUTED = ("fp32", "bf16", "fp16")
+# Where the weights' format is not one of them (or the GPU has no peak for it): the 16-bit formats,
+# then fp32, in this order. bf16 first because it is what the serving engines pick where it exists;
+# fp16 where it does not (Turing, sm_75).
+_FALLBACK_COMPUTE = ("bf16", "fp16", "fp32")
+
+
+def _peak_key(name: str, value) -> str:
+    """The ``GPU.peak_flop_per_s`` key of a format named by the parameter ``name``: ``"fp8"`` for
+    the plain E4M3/E5M2 formats (FNUZ included), the canonical name otherwise (``ValueError`` if it
+    is not a format of :mod:`widgets.dtypes`, or has no peak key)."""
+    d = dtypes.get_dtype(value, param=name)
+    key = "fp8" if d.name.startswith("fp8_") else d.name
+    if key not in dtypes.PEAK_DTYPES:
+        raise ValueError(f"{name} must be a format with a peak rate ({', '.join(map(repr, dtypes.PEAK_DTYPES))}), got {value!r}")
+    return key
+
+
+def compute_dtype_for(gpu="H200-SXM", weight_dtype: str = "bf16", compute_dtype: Optional[str] = None) -> tuple:
+    """The format whose dense peak bounds the arithmetic of a step, and why it is not the weights' own.
+
+    With ``compute_dtype=None`` the weights' format where it is fp32, bf16 or fp16 and the GPU has a
+    dense peak for it; otherwise the first of bf16, fp16, fp32 the GPU has a peak for: 8-bit and
+    4-bit weights are counted at the 16-bit rate (weight-only kernels widen them; pass
+    ``compute_dtype="fp8"`` for fp8 matmuls), and a T4 (no bf16 tensor cores) computes bf16 weights
+    in fp16. A ``compute_dtype`` given is used as it is.
+
+    Explained in :ref:`serving` > Latency: TTFT, TPOT, ITL and end-to-end.
+
+    Parameters
+    ----------
+    gpu : str or ~widgets.hardware.GPU, optional
+        A catalog GPU (:func:`widgets.hardware.get_gpu`) or a GPU record.
+    weight_dtype : str, optional
+        Storage format of the weights, a name of :mod:`widgets.dtypes`.
+    compute_dtype : str or None, optional
+        A format with a catalog peak (``"fp32"``, ``"tf32"``, ``"bf16"``, ``"fp16"``, ``"fp8"``);
+        None: chosen as above.
+
+    Returns
+    -------
+    compute_dtype : str
+        The key of ``GPU.peak_flop_per_s`` the step is computed at.
+    note : str
+        Empty when that is the weights' format or the one asked for; else why it is not (the
+        GPU's reason from ``GPU.why_no_peak`` where it lacks the format).
+
+    Raises
+    ------
+    ValueError
+        If a name is not a format, ``compute_dtype`` has no peak on this GPU (the message says
+        why), or the GPU has no peak at all (a GPU described from the CUDA runtime).
+
+    Examples
+    --------
+    >>> compute_dtype_for("H200-SXM", "bf16")
+    ('bf16', '')
+    >>> compute_dtype_for("T4", "bf16")
+    ('fp16', 'T4 (sm_75) has no bf16 tensor cores: bf16 needs sm_80 or newer; computed in fp16')
+    >>> compute_dtype_for("H200-SXM", "int4")[0]
+    'bf16'
+    """
+    g = _gpu(gpu)
+    wd = dtypes.get_dtype(weight_dtype, param="weight_dtype").name
+    if compute_dtype is not None:
+        key = _peak_key("compute_dtype", compute_dtype)
+        g.peak(key, param="compute_dtype")  # raises with the GPU's reason
+        return key, ""
+    return _auto_compute_dtype(g, wd)
+
+
+def _auto_compute_dtype(g: GPU, wd: str) -> tuple:
+    """compute_dtype=None: (key, note) for canonical weight format ``wd`` on ``g``."""
+    if wd in _SELF_COMPUTED and wd in g.peak_flop_per_s:
+        return wd, ""
+    key = next((k for k in _FALLBACK_COMPUTE if k in g.peak_flop_per_s), None)
+    if key is None:
+        raise ValueError(f"gpu {g.name} has no peak FLOP/s in the catalog ({g.why_no_peak('bf16')}): give peak_flop_per_s")
+    if wd in _SELF_COMPUTED:
+        why = g.why_no_peak(wd)
+    elif wd.startswith("fp8_") and "fp8" in g.peak_flop_per_s:
+        why = f"{wd} weights are counted at the {key} rate (weight-only fp8; give compute_dtype='fp8' for fp8 matmuls)"
+    elif wd.startswith("fp8_"):
+        why = g.why_no_peak("fp8")
+    else:
+        why = f"{wd} weights are widened to 16 bits for the matmuls (weight-only quantization)"
+    return key, f"{why}; computed in {key}"
+
+
+def _rates(gpu: GPU, weight_dtype, compute_dtype, hbm_bytes_per_s, peak_flop_per_s):
+    """(bandwidth [B/s], peak [FLOP/s], compute dtype, note) of a step."""
     bw = gpu.hbm_bytes_per_s if hbm_bytes_per_s is None else _quantity("hbm_bytes_per_s", hbm_bytes_per_s, zero=False)
     if peak_flop_per_s is None:
-        key = _check.choice("compute_dtype", compute_dtype, tuple(gpu.peak_flop_per_s) or ("bf16",))
-        peak = gpu.peak(key)
+        key, note = compute_dtype_for(gpu, weight_dtype, compute_dtype)
+        peak = gpu.peak(key, param="compute_dtype")
     else:
         peak = _quantity("peak_flop_per_s", peak_flop_per_s, zero=False)
+        wd = dtypes.get_dtype(weight_dtype, param="weight_dtype").name
+        if compute_dtype is not None:
+            key, note = _peak_key("compute_dtype", compute_dtype), ""
+        else:
+            key = wd if wd in _SELF_COMPUTED else "bf16"
+            note = ""
+        note = f"peak_flop_per_s given ({peak:.4g} FLOP/s)" + (f"; {note}" if note else "")
     if not bw or bw <= 0:
         raise ValueError(f"hbm_bytes_per_s must be given for {gpu.name} (the catalog has none)")
-    return bw, peak
+    return bw, peak, key, note
 
 
 def decode_step(
@@ -639,7 +743,7 @@ def decode_step(
     weight_dtype: str = "bf16",
     kv_dtype: str = "bf16",
     tp: int = 1,
-    compute_dtype: str = "bf16",
+    compute_dtype: Optional[str] = None,
     hbm_bytes_per_s: Optional[float] = None,
     peak_flop_per_s: Optional[float] = None,
     allreduce_latency_s: Optional[float] = DEFAULT_ALLREDUCE_LATENCY_S,
@@ -680,8 +784,10 @@ def decode_step(
         Storage format of the KV cache, a name of :mod:`widgets.dtypes`.
     tp : int, optional
         Tensor-parallel GPUs per replica [-], 1 to 1024.
-    compute_dtype : str, optional
-        The format whose catalog peak bounds the arithmetic (``"bf16"``, ``"fp8"``...).
+    compute_dtype : str or None, optional
+        The format whose catalog peak bounds the arithmetic (``"bf16"``, ``"fp16"``, ``"fp8"``...);
+        None: the weights' where the GPU has a peak for it, else the GPU's 16-bit format
+        (:func:`compute_dtype_for`: fp16 on a T4).
     hbm_bytes_per_s : float or None, optional
         Memory bandwidth [B/s], > 0; None: the catalog's datasheet figure.
     peak_flop_per_s : float or None, optional
@@ -736,7 +842,7 @@ def decode_step(
     else:
         p_tok = 1
     wd, kd = _dtype_bytes("weight_dtype", weight_dtype), _dtype_bytes("kv_dtype", kv_dtype)
-    bw, peak = _rates(g, compute_dtype, hbm_bytes_per_s, peak_flop_per_s)
+    bw, peak, c_key, c_note = _rates(g, weight_dtype, compute_dtype, hbm_bytes_per_s, peak_flop_per_s)
     w = weight_bytes(m.step_params(b + tp_pre), wd) / n_tp
     share = _kv_share(m, n_tp)
     kv_seq = m.kv_bytes_per_sequence(c, kd) * share
@@ -771,6 +877,7 @@ def decode_step(
         linear_s=linear_s, attention_s=attention_s, comm_s=comm, time_s=linear_s + attention_s + comm,
         bound="memory" if w / bw >= lin_flop / peak else "compute", intensity=flop / (w + kv + kv_pre), ridge_batch=ridge,
         attention_bound="compute" if a_int > peak / bw else "memory", attention_intensity=a_int, prefill_tokens=tp_pre,
+        compute_dtype=c_key, compute_note=c_note,
     )
 
 
@@ -780,7 +887,7 @@ def prefill_time_s(
     prompt_tokens: int = 1024,
     weight_dtype: str = "bf16",
     tp: int = 1,
-    compute_dtype: str = "bf16",
+    compute_dtype: Optional[str] = None,
     hbm_bytes_per_s: Optional[float] = None,
     peak_flop_per_s: Optional[float] = None,
 ) -> float:
@@ -804,8 +911,9 @@ def prefill_time_s(
         Storage format of the weights, a name of :mod:`widgets.dtypes` (``"bf16"``, ``"fp8"``, ``"int4"``...).
     tp : int, optional
         Tensor-parallel GPUs per replica [-], 1 to 1024.
-    compute_dtype : str, optional
-        The format whose catalog peak bounds the arithmetic.
+    compute_dtype : str or None, optional
+        The format whose catalog peak bounds the arithmetic; None: the weights' where the GPU has
+        a peak for it, else the GPU's 16-bit format (:func:`compute_dtype_for`).
     hbm_bytes_per_s : float or None, optional
         Memory bandwidth [B/s], > 0; None: the catalog's datasheet figure.
     peak_flop_per_s : float or None, optional
@@ -830,7 +938,7 @@ def prefill_time_s(
     g = _gpu(gpu)
     p = _check.integer("prompt_tokens", prompt_tokens, minimum=1, maximum=MAX_COUNT)
     n_tp = _check.integer("tp", tp, minimum=1, maximum=1024)
-    bw, peak = _rates(g, compute_dtype, hbm_bytes_per_s, peak_flop_per_s)
+    bw, peak, _, _ = _rates(g, weight_dtype, compute_dtype, hbm_bytes_per_s, peak_flop_per_s)
     flop = m.prompt_flop(p) / n_tp
     w = weight_bytes(m.step_params(p), _dtype_bytes("weight_dtype", weight_dtype)) / n_tp
     return _check.finite_result("prefill time", max(flop / peak, w / bw), hbm_bytes_per_s=bw, peak_flop_per_s=peak)
@@ -854,6 +962,10 @@ class Latency:
         Output tokens per second of the whole batch [1/s].
     step : DecodeStep
         The decode step at the mean context.
+    compute_dtype : str
+        The format whose peak bounds prefill and decode (:func:`compute_dtype_for`).
+    compute_note : str
+        Why that is not the weights' format (empty when it is, or when it was asked for).
     """
 
     model: str
@@ -866,6 +978,8 @@ class Latency:
     e2e_s: float
     tokens_per_s: float  # output tokens per second of the whole batch
     step: DecodeStep
+    compute_dtype: str = "bf16"  # the format whose peak bounds prefill and decode
+    compute_note: str = ""  # why it is not the weights' format
 
 
 def latency(
@@ -879,6 +993,7 @@ def latency(
     tp: int = 1,
     hbm_bytes_per_s: Optional[float] = None,
     peak_flop_per_s: Optional[float] = None,
+    compute_dtype: Optional[str] = None,
 ) -> Latency:
     """A request's latency on a server decoding ``batch`` sequences: TTFT, TPOT, end-to-end and tokens/s.
 
@@ -908,12 +1023,17 @@ def latency(
     hbm_bytes_per_s : float or None, optional
         Memory bandwidth [B/s], > 0; None: the catalog's datasheet figure.
     peak_flop_per_s : float or None, optional
-        Dense peak [FLOP/s], > 0; None: the catalog's bf16 figure.
+        Dense peak [FLOP/s], > 0; None: the catalog's figure for ``compute_dtype``.
+    compute_dtype : str or None, optional
+        The format whose catalog peak bounds the arithmetic (``"bf16"``, ``"fp16"``, ``"fp8"``...);
+        None: the weights' where the GPU has a peak for it, else the GPU's 16-bit format
+        (:func:`compute_dtype_for`: fp16 on a T4).
 
     Returns
     -------
     Latency
-        ``ttft_s``, ``tpot_s``, ``e2e_s`` [s], the batch's ``tokens_per_s`` [1/s] and the decode step.
+        ``ttft_s``, ``tpot_s``, ``e2e_s`` [s], the batch's ``tokens_per_s`` [1/s], the decode step,
+        and the ``compute_dtype`` used with a ``compute_note`` saying why when it is not the weights'.
 
     Raises
     ------
@@ -925,10 +1045,13 @@ def latency(
     >>> r = latency("Llama-3-8B", "H200-SXM", batch=32, prompt_tokens=1024, output_tokens=256)
     >>> round(r.ttft_s * 1e3, 1), round(r.tpot_s * 1e3, 2), round(r.tokens_per_s)
     (14.7, 4.13, 7741)
+    >>> t4 = latency("Llama-3-8B", "T4", batch=8, prompt_tokens=1024, output_tokens=128)
+    >>> t4.compute_dtype, round(t4.tpot_s * 1e3, 1)
+    ('fp16', 50.5)
     """
     m = get_model(model, param="model")
     o = _check.integer("output_tokens", output_tokens, minimum=1)
-    ttft = prefill_time_s(m, gpu, prompt_tokens, weight_dtype, tp, hbm_bytes_per_s=hbm_bytes_per_s, peak_flop_per_s=peak_flop_per_s)
+    ttft = prefill_time_s(m, gpu, prompt_tokens, weight_dtype, tp, compute_dtype, hbm_bytes_per_s=hbm_bytes_per_s, peak_flop_per_s=peak_flop_per_s)
     step = decode_step(
         m,
         gpu,
@@ -937,12 +1060,14 @@ def latency(
         weight_dtype,
         kv_dtype,
         tp,
+        compute_dtype,
         hbm_bytes_per_s=hbm_bytes_per_s,
         peak_flop_per_s=peak_flop_per_s,
     )
     return Latency(
         model=m.name, gpu=_gpu(gpu).name, batch=step.batch, prompt_tokens=prompt_tokens, output_tokens=o, ttft_s=ttft,
         tpot_s=step.time_s, e2e_s=e2e_latency_s(ttft, step.time_s, o), tokens_per_s=step.tokens_per_s, step=step,
+        compute_dtype=step.compute_dtype, compute_note=step.compute_note,
     )
 
 
@@ -984,6 +1109,10 @@ class CapacityPlan:
         Chunked prefill: fused steps a prompt's tokens are spread over [-].
     ttft_chunked_s : float
         Those steps times TPOT, the time to the first token of a chunked prompt before queueing [s].
+    compute_dtype : str
+        The format whose peak bounds prefill and decode (:func:`compute_dtype_for`).
+    compute_note : str
+        Why that is not the weights' format (empty when it is, or when it was asked for).
     """
 
     feasible: bool
@@ -1003,6 +1132,8 @@ class CapacityPlan:
     max_utilization: float = DEFAULT_MAX_UTILIZATION  # the headroom the plan kept
     prefill_steps: int = 0  # chunked prefill: fused steps a prompt's tokens are spread over, ceil(P / (B P / O))
     ttft_chunked_s: float = 0.0  # those steps times TPOT: TTFT of a chunked prompt before any queueing
+    compute_dtype: str = "bf16"  # the format whose peak bounds prefill and decode
+    compute_note: str = ""  # why it is not the weights' format
 
 
 def _tpot_fn(m, g, p_tok, o, weight_dtype, kv_dtype, n_tp, chunked_prefill, kw):
@@ -1047,6 +1178,7 @@ def steady_batch(
     chunked_prefill: bool = True,
     hbm_bytes_per_s: Optional[float] = None,
     peak_flop_per_s: Optional[float] = None,
+    compute_dtype: Optional[str] = None,
 ) -> float:
     """The batch one replica runs at ``arrival_rate_per_s``: the fixed point of Little's law ``B = lambda * O * TPOT(B)``.
 
@@ -1079,7 +1211,10 @@ def steady_batch(
     hbm_bytes_per_s : float or None, optional
         Memory bandwidth [B/s], > 0; None: the catalog's datasheet figure.
     peak_flop_per_s : float or None, optional
-        Dense peak [FLOP/s], > 0; None: the catalog's bf16 figure.
+        Dense peak [FLOP/s], > 0; None: the catalog's figure for ``compute_dtype``.
+    compute_dtype : str or None, optional
+        The format whose catalog peak bounds the arithmetic; None: the weights' where the GPU has
+        a peak for it, else the GPU's 16-bit format (:func:`compute_dtype_for`: fp16 on a T4).
 
     Returns
     -------
@@ -1106,7 +1241,7 @@ def steady_batch(
     n_tp = _check.integer("tp", tp, minimum=1, maximum=1024)
     if not isinstance(chunked_prefill, bool):
         raise ValueError(f"chunked_prefill must be True or False, got {chunked_prefill!r}")
-    kw = dict(hbm_bytes_per_s=hbm_bytes_per_s, peak_flop_per_s=peak_flop_per_s)
+    kw = dict(hbm_bytes_per_s=hbm_bytes_per_s, peak_flop_per_s=peak_flop_per_s, compute_dtype=compute_dtype)
     b_mem = memory_budget(m, g, p_tok + o, 1, weight_dtype, kv_dtype, n_tp).max_concurrent_seqs
     if b_mem < 1:
         raise ValueError(f"model {m.name} leaves no room for one {p_tok + o}-token sequence on {n_tp} x {g.name}")
@@ -1132,6 +1267,7 @@ def plan_capacity(
     peak_flop_per_s: Optional[float] = None,
     chunked_prefill: bool = True,
     max_utilization: float = DEFAULT_MAX_UTILIZATION,
+    compute_dtype: Optional[str] = None,
 ) -> CapacityPlan:
     """Replicas of ``tp`` GPUs needed to serve ``arrival_rate_per_s`` requests within a TPOT target, and the cost.
 
@@ -1177,11 +1313,14 @@ def plan_capacity(
     hbm_bytes_per_s : float or None, optional
         Memory bandwidth [B/s], > 0; None: the catalog's datasheet figure.
     peak_flop_per_s : float or None, optional
-        Dense peak [FLOP/s], > 0; None: the catalog's bf16 figure.
+        Dense peak [FLOP/s], > 0; None: the catalog's figure for ``compute_dtype``.
     chunked_prefill : bool, optional
         Prompts ride in the decode steps (True) or run as separate prefills.
     max_utilization : float, optional
         Highest load per replica, a fraction of its capacity [-], in [0.01, 1].
+    compute_dtype : str or None, optional
+        The format whose catalog peak bounds the arithmetic; None: the weights' where the GPU has
+        a peak for it, else the GPU's 16-bit format (:func:`compute_dtype_for`: fp16 on a T4).
 
     Returns
     -------
@@ -1214,15 +1353,16 @@ def plan_capacity(
     u_max = _quantity("max_utilization", max_utilization, zero=False)
     if not 0.01 <= u_max <= 1:
         raise ValueError(f"max_utilization must be in [0.01, 1] (a fraction of a replica's capacity), got {max_utilization!r}")
-    kw = dict(hbm_bytes_per_s=hbm_bytes_per_s, peak_flop_per_s=peak_flop_per_s)
+    kw = dict(hbm_bytes_per_s=hbm_bytes_per_s, peak_flop_per_s=peak_flop_per_s, compute_dtype=compute_dtype)
     budget = memory_budget(m, g, p_tok + o, 1, weight_dtype, kv_dtype, n_tp)
     b_mem = budget.max_concurrent_seqs
     t_p = prefill_time_s(m, g, p_tok, weight_dtype, n_tp, **kw)
     tpot = _tpot_fn(m, g, p_tok, o, weight_dtype, kv_dtype, n_tp, chunked_prefill, kw)
+    _, _, c_key, c_note = _rates(g, weight_dtype, compute_dtype, hbm_bytes_per_s, peak_flop_per_s)
 
     def infeasible(reason: str, b_lat: float = 0.0) -> CapacityPlan:
         # no plan: every rate, time and cost of it is 0 (never NaN), and ``feasible`` says why
-        return CapacityPlan(False, reason, 0, 0, b_mem, b_lat, 0.0, 0.0, t_p, 0.0, 0.0, 0.0, 0.0, 0.0, u_max, 0, 0.0)
+        return CapacityPlan(False, reason, 0, 0, b_mem, b_lat, 0.0, 0.0, t_p, 0.0, 0.0, 0.0, 0.0, 0.0, u_max, 0, 0.0, c_key, c_note)
 
     if b_mem < 1:
         return infeasible(
@@ -1265,7 +1405,7 @@ def plan_capacity(
         output_tokens_per_s=out_tps,
         cost_per_million_output_tokens=cost_per_million_tokens(price, gpus, out_tps),
         cost_per_million_tokens=cost_per_million_tokens(price, gpus, lam * (p_tok + o)),
-        max_utilization=u_max, prefill_steps=steps, ttft_chunked_s=ttft_chunked,
+        max_utilization=u_max, prefill_steps=steps, ttft_chunked_s=ttft_chunked, compute_dtype=c_key, compute_note=c_note,
     )
 
 
@@ -1354,7 +1494,7 @@ __all__ = [
     "DEFAULT_ALLREDUCE_LATENCY_S", "DEFAULT_BLOCK_TOKENS", "DEFAULT_MAX_UTILIZATION",
     "DEFAULT_PREFILL_CHUNK_TOKENS", "DEFAULT_RESERVE_FRACTION", "MIN_ARRIVAL_RATE_PER_S", "CapacityPlan",
     "DecodeStep", "Latency", "MemoryBudget", "allreduce_time_s", "cost_per_million_tokens", "decode_ridge_batch",
-    "decode_step", "decode_step_time_s", "decode_tokens_per_s", "e2e_latency_s", "latency",
+    "compute_dtype_for", "decode_step", "decode_step_time_s", "decode_tokens_per_s", "e2e_latency_s", "latency",
     "littles_law_concurrency", "memory_budget", "paged_kv_blocks", "paged_kv_cache_bytes", "plan_capacity",
     "prefill_time_s", "steady_batch", "tpot_s",
 ]
