@@ -258,7 +258,7 @@ def test_transpose_accuracy_rows_recompute(ref):
     kernels["tiled"]["correct"] = False  # a wrong result is never compared
     rec = _with(ref, "transpose", {"n": n, "elem_bytes": 4, "device": "x", "simulated": False, "timing_note": "", "kernels": kernels})
     rows = [r for r in tx.accuracy_rows(rec) if r.label == "calibrated"]  # (the ncu counter rows are predictions)
-    assert [r.quantity.split(", ")[1].split(":")[0] for r in rows] == ["copy", "naive", "naive_read", "padded", "swizzled"]
+    assert [r.quantity.split(", ")[1].split(":")[0] for r in rows] == ["copy", "copy_ilp", "naive", "naive_read", "padded", "swizzled"]
     assert all(r.ratio == pytest.approx(1.0) for r in rows)
     assert [r for r in tx.accuracy_rows(_with(ref, "transpose", {"error": "x"})) if r.label == "calibrated"] == []
     # A numba copy slower than the Triton one: the measured ratio to it and the model calibrated on it share
@@ -528,13 +528,13 @@ def test_transpose_status_in_words(ref):
                "padded": {"error": "TypingError: No implementation of function array"}}
     rec = _with(ref, "transpose", {"n": 64, "elem_bytes": 4, "device": "x", "simulated": False, "timing_note": "", "kernels": kernels})
     st = tx.record_status(rec)
-    assert st == {"copy": "measured", "naive": "measured", "naive_read": "not run", "tiled": "wrong result",
+    assert st == {"copy": "measured", "copy_ilp": "not run", "naive": "measured", "naive_read": "not run", "tiled": "wrong result",
                   "padded": "failed: TypingError", "swizzled": "not run"}
     assert tx.status_sentence(rec) == ("copy and naive were measured; padded failed (TypingError); "
-                                       "tiled gave a wrong result (not compared); naive_read and swizzled are not in the record")
+                                       "tiled gave a wrong result (not compared); copy_ilp, naive_read and swizzled are not in the record")
     assert tx.status_sentence(_with(ref, "transpose", {"error": "x"})) == "no kernel is in the record" or \
         tx.status_sentence(_with(ref, "transpose", {"error": "x"})).endswith("are not in the record")
     ncu = {"n": 64, "points": [{"kind": "copy", "metrics": {"x": 1.0}}, {"kind": "padded", "error": "ncu exited with 1: y"}]}
     assert tx.ncu_status(ncu)["copy"] == "measured" and tx.ncu_status(ncu)["padded"] == "failed: ncu exited with 1"
-    assert tx.ncu_status_sentence(None).startswith("copy, naive, naive_read, tiled, padded and swizzled are not")
+    assert tx.ncu_status_sentence(None).startswith("copy, copy_ilp, naive, naive_read, tiled, padded and swizzled are not")
 

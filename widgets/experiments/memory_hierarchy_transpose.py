@@ -43,7 +43,7 @@ TILE = 32  # tile edge: a warp covers one tile row
 TILE_PADDED = 33  # a padded tile row; a module constant, so numba sees a compile-time shape (TILE + 1 is not)
 BLOCK_ROWS = 8  # a block of 32 x 8 threads moves a 32 x 32 tile, four elements per thread
 FLOAT_BYTES = 4
-KINDS = ("copy", "naive", "naive_read", "tiled", "padded", "swizzled")
+KINDS = ("copy", "copy_ilp", "naive", "naive_read", "tiled", "padded", "swizzled")
 GPU_N = 16384  # 1 GiB of fp32 per matrix: far beyond the L2
 CPU_N = 64  # the simulator runs each thread as a Python thread
 SPACER_CYCLES = 2_000_000  # ~1 ms GPU sleep before each timed launch: hides numba's host-side launch work
@@ -56,6 +56,23 @@ def copy_kernel(src, dst):
     y = cuda.blockIdx.y * TILE + cuda.threadIdx.y
     for j in range(0, TILE, BLOCK_ROWS):
         dst[y + j, x] = src[y + j, x]
+
+
+@cuda.jit
+def copy_ilp_kernel(src, dst):
+    """The copy with its four loads issued before any store: four independent loads in flight per
+    thread even if the compiler cannot prove that src and dst do not overlap (a test of the bytes-
+    in-flight explanation of the copy's shortfall)."""
+    x = cuda.blockIdx.x * TILE + cuda.threadIdx.x
+    y = cuda.blockIdx.y * TILE + cuda.threadIdx.y
+    a = src[y, x]
+    b = src[y + BLOCK_ROWS, x]
+    c = src[y + 2 * BLOCK_ROWS, x]
+    d = src[y + 3 * BLOCK_ROWS, x]
+    dst[y, x] = a
+    dst[y + BLOCK_ROWS, x] = b
+    dst[y + 2 * BLOCK_ROWS, x] = c
+    dst[y + 3 * BLOCK_ROWS, x] = d
 
 
 @cuda.jit
@@ -132,6 +149,7 @@ def transpose_swizzled_kernel(src, dst):
 
 KERNELS = {
     "copy": copy_kernel,
+    "copy_ilp": copy_ilp_kernel,
     "naive": transpose_naive_kernel,
     "naive_read": transpose_naive_read_kernel,
     "tiled": transpose_tiled_kernel,
@@ -196,7 +214,7 @@ def _time_kernel(kind: str, s, d, grid, block, spacer, repeat: int, src, dst, ex
         warnings.simplefilter("ignore")  # numba's low-occupancy warnings in the simulator
         t = harness.time_fn(lambda: kern(s, d), repeat=repeat, setup=spacer)
         harness.synchronize()
-    want = src if kind == "copy" else expected
+    want = src if kind.startswith("copy") else expected
     return TransposeKernel(t.median_s, t.min_s, t.max_s, t.repeat, bool(torch.equal(dst, want)))
 
 

@@ -1317,7 +1317,7 @@ def fusion_estimate(
 # Matrix transpose (explained in :ref:`memory_hierarchy` > The matrix transpose)
 # --------------------------------------------------------------------------------------------
 TRANSPOSE_TILE = 32  # tile edge: one warp spans a tile row
-TRANSPOSE_KINDS = ("copy", "naive", "naive_read", "tiled", "padded", "swizzled")
+TRANSPOSE_KINDS = ("copy", "copy_ilp", "naive", "naive_read", "tiled", "padded", "swizzled")
 
 
 @dataclass(frozen=True)
@@ -1410,7 +1410,8 @@ def transpose_cost(
     Every warp covers 32 consecutive columns of one row of a 32 x 32 tile (CUDA C++ Best
     Practices Guide, "Shared Memory in Matrix Multiplication"; NVIDIA's transpose example):
 
-    - ``copy``: reads and writes one row of 32 elements per warp: both coalesced;
+    - ``copy``: reads and writes one row of 32 elements per warp: both coalesced; ``copy_ilp`` is the
+      same copy with its loads issued before its stores (the model does not see the difference);
     - ``naive``: ``out[x, y] = in[y, x]``: coalesced reads, but each warp's 32 writes land ``n``
       elements apart, one sector per lane (:func:`warp_load_sectors` with stride ``n``);
     - ``naive_read``: ``out[y, x] = in[x, y]``, the control: strided reads (one sector per lane),
@@ -1437,7 +1438,8 @@ def transpose_cost(
     n : int
         Rows = columns of the matrix [elements], a multiple of 32, 32 to 2**20.
     kind : str
-        ``"copy"``, ``"naive"``, ``"naive_read"``, ``"tiled"``, ``"padded"`` or ``"swizzled"``.
+        ``"copy"``, ``"copy_ilp"``, ``"naive"``, ``"naive_read"``, ``"tiled"``, ``"padded"`` or
+        ``"swizzled"``.
     hbm_bytes_per_s : float
         HBM bandwidth [B/s], > 0.
     l2_bytes_per_s : float
