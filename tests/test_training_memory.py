@@ -227,6 +227,9 @@ def test_accuracy_rows_of_a_gpu_shaped_record_are_finite_and_positive():
         rows = ex.accuracy_rows(rec)
         assert len(rows) >= 5
         assert all(math.isfinite(r.ratio) and r.ratio > 0 for r in rows)
+        # no row that equals 1 by definition (none over none) is a prediction; the state row is by construction
+        assert not any("time" in r.quantity and r.predicted == 1.0 for r in rows)
+        assert [r.label for r in rows if "AdamW state of the book's GPT" in r.quantity] == ["fit"]
         assert ex.TrainingMemoryResults.from_record(rec["results"], strict=True).fragmentation.default.reserved_bytes == 2**30
 
 
@@ -271,7 +274,9 @@ def test_gpu_code_paths_run_on_a_simulated_device(monkeypatch):
         monkeypatch.setattr(torch.cuda, name, fn, raising=False)
     step = ex.measure_step(dict(ex.CPU_SHAPE), batches=(1,), modes=("none", "selective", "full"), repeat=1)
     assert step.gpu == "H200-SXM" and step.peak_flop_per_s == 989.4e12 and step.dtype == "bf16"
-    assert all(p.activations_bytes is not None and p.step_s > 0 for p in step.points)
+    assert all(p.activations_bytes is not None and p.step_s > 0 and p.fwd_bwd_s > 0 for p in step.points)
+    stock = ex.measure_stock(dict(ex.CPU_SHAPE), batches=(1,))
+    assert stock.optimizer_bytes is not None and stock.points[0].activations_bytes is not None
 
     oom_error = getattr(torch, "OutOfMemoryError", torch.cuda.OutOfMemoryError)
     real_batch = ex._batch
@@ -300,3 +305,136 @@ def test_gpt_params_counts_the_experiments_model():
     for shape in (ex.CPU_SHAPE, dict(ex.CPU_SHAPE, layers=3, seq=48)):
         gpt = ex.GPT(**shape)
         assert sum(p.numel() for p in gpt.parameters()) == tm.gpt_params(shape["layers"], shape["hidden"], shape["vocab"], shape["seq"])
+
+
+# --- Activation variants. The GPT-3 case is Korthikanti et al. 2022 (arXiv:2205.05198), Section 4.1:
+# attention 11 sbh + 5 a s^2 b (softmax 2, its dropout mask 1 and output 2), MLP 19 sbh, LayerNorms 4 sbh.
+# Without dropout the two 1-byte masks (sbh each) and 3 of the 5 a s^2 b go; a fused kernel (FlashAttention,
+# Dao et al. 2022, arXiv:2205.14135, Section 3.1: the backward pass needs O and the softmax statistics
+# (logsumexp), not the s x s matrix) keeps O (2 sbh) and one fp32 logsumexp per head and token (4 a s b).
+def test_activation_variants_by_hand():
+    s, b, h, a = 2048, 1, 2048, 16
+    sbh = s * b * h
+    # the default is Korthikanti's GPT layer
+    assert tm.activation_bytes_per_layer(s, b, h, a, attention="materialized", dropout=True) == sbh * (34 + 5 * a * s / h)
+    # eager attention, no dropout: 34 - 2 masks, softmax output only (2 a s^2 b)
+    assert tm.activation_bytes_per_layer(s, b, h, a, dropout=False) == sbh * (32 + 2 * a * s / h)
+    # fused attention, no dropout (PyTorch's TransformerEncoderLayer + SDPA): LN 4, QKV input 2, Q K V 6,
+    # O 2, projection input 2, MLP input 2, GELU input 8, fc2 input 8 = 34 sbh, plus the logsumexp
+    assert tm.activation_bytes_per_layer(s, b, h, a, attention="flash", dropout=False) == sbh * 34 + 4 * a * s * b
+    # selective recomputation has no s x s term to drop under a fused kernel
+    assert tm.activation_bytes_per_layer(s, b, h, a, recompute="selective", attention="flash", dropout=False) == \
+        tm.activation_bytes_per_layer(s, b, h, a, attention="flash", dropout=False)
+
+
+def test_llama_3_8b_activations_by_hand():
+    # Llama-3-8B (Grattafiori et al. 2024, arXiv:2407.21783, Table 3; HF config: hidden 4096, 32 heads,
+    # 8 KV heads, intermediate 14336): with fused attention and no dropout, per layer in sbh units:
+    # RMSNorm inputs 2 + 2, QKV input 2, Q 2, K and V 2 x 8/32 each, O 2, projection input 2, MLP input 2,
+    # SwiGLU gate output, SiLU output, up output, their product: 4 x 2 x 14336/4096 = 28 -> 43 sbh.
+    s, h, a = 4096, 4096, 32
+    per = tm.activation_bytes_per_layer(s, 1, h, a, attention="flash", dropout=False, kv_heads=8, ffn_hidden=14336, gated=True)
+    assert per == s * h * 43 + 4 * a * s
+    # about 21.5 GiB for 32 layers of one 4096-token sequence (the review's estimate: "about 20 GiB"),
+    # against 97 GiB with GPT-3's eager, dropout-laden count
+    assert 21 < 32 * per / 2**30 < 22
+    assert 32 * tm.activation_bytes_per_layer(s, 1, h, a) / 2**30 > 4 * 32 * per / 2**30
+    b = tm.memory_budget("Llama-3-8B", "H200-SXM", 1, 4096)
+    assert b.activation_bytes == pytest.approx(32 * per + tm.outside_layers_activation_bytes(4096, 1, 4096, 128256, dropout=False))
+
+
+def test_full_recomputation_budget_holds_one_recomputed_layer():
+    # Chen et al. 2016 (arXiv:1604.06174), Section 3: checkpointing keeps the checkpoints plus one segment's
+    # activations during the backward pass.
+    kw = dict(attention="flash", dropout=False, kv_heads=8, ffn_hidden=14336, gated=True)
+    b = tm.memory_budget("Llama-3-8B", "H200-SXM", 1, 4096, recompute="full")
+    stored = tm.activation_bytes(4096, 1, 4096, 32, 32, 128256, recompute="full", **kw)
+    assert b.activation_bytes == pytest.approx(stored + tm.activation_bytes_per_layer(4096, 1, 4096, 32, **kw))
+
+
+def test_state_layouts_megatron_and_pure_bf16():
+    # Megatron Core developer guide, "Distributed Optimizer" table: bf16 parameters with fp32 gradients:
+    # 18 bytes per parameter without the distributed optimizer, 6 + 12/d with it.
+    assert tm.training_state_bytes(1.0, "adamw", "mixed_fp32_grads") == 18.0
+    assert tm.zero_state_bytes_per_gpu(1.0, 8, 1, "adamw", "mixed_fp32_grads") == pytest.approx(6 + 12 / 8)
+    # torch.optim.AdamW on a bf16 model: exp_avg and exp_avg_sq are zeros_like(param): 2 + 2 + 2 + 2
+    assert tm.state_bytes(1.0, "adamw", "bf16") == tm.StateBytes(2.0, 2.0, 4.0)
+    assert tm.training_state_bytes(1.0, "adamw_8bit", "bf16") == 2 + 2 + 2  # 8-bit moments stay 8-bit
+
+
+def test_fixes_ladder_is_cheapest_first():
+    # ZeRO-1 and ZeRO-2 move the same 2 Psi as data parallelism (ZeRO, Section 7): they come before any fix
+    # that costs FLOP (full recomputation), communication (ZeRO-3) or numerics (8-bit AdamW)
+    ladder = tm.fixes_ladder("Llama-3-8B", "H100-SXM", 1, 4096, 8)
+    assert [r.fix for r in ladder] == list(tm.FIXES)
+    names = [r.fix for r in ladder]
+    assert names.index("ZeRO-2") < names.index("full recomputation") < names.index("8-bit AdamW")
+    free = [r for r in ladder if r.fix in ("fused attention", "ZeRO-1", "ZeRO-2")]
+    assert all(r.extra_flop_fraction == 0 and r.extra_comm_bytes == 0 for r in free)
+    first = next(r for r in ladder if r.budget.fits)
+    assert first.fix == "ZeRO-1"  # the review's check: ZeRO-1 with fused attention fits on 8 H100s
+    used = [r.budget.used_bytes for r in ladder]
+    assert all(x >= y for x, y in zip(used, used[1:]))  # each fix saves memory
+
+
+def test_recompute_fraction_of_the_layers_only():
+    # full recomputation of layers holding 90% of the parameters: 2 x 0.9 N over 6 N
+    assert tm.recompute_flop_fraction(1.0, 0.0, "full", recomputed_params=0.9) == pytest.approx(0.3)
+    with pytest.raises(ValueError, match="recomputed_params"):
+        tm.recompute_flop_fraction(1.0, 0.0, "full", recomputed_params=2.0)
+
+
+def test_selective_overhead_against_the_papers_figure():
+    # Korthikanti et al. Section 5 quote 2.7% (GPT-3, h = 12288) and 1.6% (MT-NLG, h = 20480), s = 2048, FLOP
+    # overhead for selective recomputation. Both equal the attention core's whole forward + backward FLOP
+    # (12 s^2 h b per layer) as a share of the layer's (72 s h^2 b + 12 s^2 h b): x / (1 + x), x = s / (6h).
+    # Recomputing the core runs only its forward (4 s^2 h b): a third of that, which the book's
+    # recompute_flop_fraction gives (0.9% for GPT-3).
+    for h, a, paper in ((12288, 96, 0.027), (20480, 128, 0.016)):
+        x = 2048 / (6 * h)
+        assert x / (1 + x) == pytest.approx(paper, abs=5e-4)
+        layer = 12 * h**2
+        att = tm.attention_flop_per_token(1, a, h // a, 2048)
+        assert tm.recompute_flop_fraction(layer, att, "selective") == pytest.approx(x / (1 + x) / 3)
+
+
+def test_causal_mask_hides_the_future():
+    from widgets.experiments import training_memory as ex
+
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 8, 4) for _ in range(3))
+    out = ex._attention_core(q, k, v, 0.0, False)
+    k2, v2 = k.clone(), v.clone()
+    k2[..., 5:, :] += 1.0
+    v2[..., 5:, :] -= 3.0
+    out2 = ex._attention_core(q, k2, v2, 0.0, False)
+    assert torch.allclose(out[..., :5, :], out2[..., :5, :])
+    assert not torch.allclose(out[..., 5:, :], out2[..., 5:, :])
+
+
+def test_stock_model_runs_and_its_rows_are_labelled(monkeypatch):
+    from dataclasses import replace
+
+    from widgets.experiments import training_memory as ex
+
+    stock = ex.measure_stock(dict(ex.CPU_SHAPE), batches=(1,))
+    assert stock.params == sum(p.numel() for p in ex.StockGPT(**ex.CPU_SHAPE).parameters())
+    st = tm.state_bytes(stock.params, "adamw", "bf16")
+    fake = replace(stock, weights_bytes=int(st.weights), gradients_bytes=int(st.gradients), optimizer_bytes=int(st.optimizer),
+                   points=tuple(replace(p, activations_bytes=p.saved_bytes) for p in stock.points))
+    rows = ex._stock_rows(fake, "test")
+    labels = {r.quantity.split(":")[1].split("(")[0].strip(): r.label for r in rows}
+    assert labels["weights"] == "fit" and labels["gradients"] == "fit"
+    assert labels["AdamW state"] == "prediction" and labels["activations after the forward pass, micro-batch 1"] == "prediction"
+    back = ex.TrainingMemoryResults.from_record(ex.TrainingMemoryResults(stock=stock).to_record(), strict=True)
+    assert back.stock.points[0].saved_bytes == stock.points[0].saved_bytes
+
+
+def test_step_ratio_excludes_the_optimizer_and_the_head():
+    from widgets.experiments import training_memory as ex
+
+    step = ex.measure_step(batches=(1,), modes=("none", "full"), repeat=1)
+    assert all(p.fwd_bwd_s and p.fwd_bwd_s > 0 for p in step.points)
+    assert step.layer_matmul_params < step.matmul_params  # the head is not recomputed
+    att = ex.attention_flop(step.shape)
+    assert ex.predicted_step_ratio(step, "full") == pytest.approx(1 + (2 * step.layer_matmul_params + att / 3) / (6 * step.matmul_params + att))
