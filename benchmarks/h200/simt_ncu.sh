@@ -103,6 +103,8 @@ record = {
                        "--metrics regex:smsp__average_warps_issue_stalled_.*_per_issue_active.ratio,... --launch-skip 1 --launch-count 1",
         "kernels": "widgets/experiments/simt_warp.py REDUCE_SOURCE, 256 threads per block",
         "n_elems": int(n_elems),
+        "n_elems_note": "every kernel sums n_elems float32 0/1 values, except reduce_atomic_thread: only the first "
+                        "simt_warp.ATOMIC_THREAD_ELEMS (16,777,216) (simt_ncu_driver.py)",
     },
     "metric": "smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio: warps stalled for <reason> per instruction issued",
     "points": points,
