@@ -800,6 +800,37 @@ def test_live_forms_recompute_and_show_errors():
     assert "no queueing" in _html(box) and "at most 80%" in _html(box)
 
 
+def test_calculators_offer_a_t4_and_show_the_fp16_fallback():
+    """A T4 has no bf16 tensor cores: the calculators compute bf16 weights in fp16 there and say so
+    (the static latency figure, the live latency and capacity forms, the static capacity planner)."""
+    from widgets.ui import serving as ui
+
+    why = get_gpu("T4").why_no_peak("bf16")
+    fig = ui.latency_figure(choices=(("Llama-3-8B", "T4", "bf16", 1), ("Llama-3-8B", "H200-SXM", "bf16", 1)), batches=(8, 32))
+    t4, h200 = _text(_frame(fig, 0, 0)), _text(_frame(fig, 1, 0))
+    assert "not modelled" not in t4 and "computed in fp16" in t4 and why.replace(" ", "") in t4.replace(" ", "")
+    assert "computed in" not in h200  # bf16 weights computed in bf16: nothing to say
+    marker = _frame(fig, 0, 0).data[-1]
+    assert marker.y[0] == pytest.approx(sv.latency("Llama-3-8B", "T4", 8, 1024, 256).tpot_s * 1e3)
+
+    box = ui.latency_calculator()
+    assert "<td>computed in</td><td><b>bf16 (the format of the weights)</b>" in _html(box)
+    box.controls["gpu"].value = "T4"
+    text = _html(box)
+    assert "Invalid input" not in text and f"<td>computed in</td><td><b>fp16 ({why})</b>" in text
+
+    box = ui.capacity_calculator()
+    box.controls["gpu"].value = "T4"
+    text = _html(box)  # bf16 weights do not fit; the answer still says what it computed in
+    assert "Infeasible" in text and f"Computed in fp16 ({why}" in text
+    box.controls["weight_dtype"].value = "int4"
+    assert "<td>GPUs</td>" in _html(box) and "<td>computed in</td><td><b>fp16 (int4 weights" in _html(box)
+
+    assert ("Llama-3-8B", "T4", 1024, "int4", 1) in ui.CAPACITY_CHOICES
+    fig = ui.capacity_figure(choices=(("Llama-3-8B", "T4", 1024, "int4", 1),), targets_ms=(10, 50), rates=(1, 20), rate=1)
+    assert "in fp16" in _text(_frame(fig, 0, 1)) and "infeasible" in _text(_frame(fig, 0, 0))  # int4 weights alone: 11.7 ms > 10 ms
+
+
 def test_checks_pass_and_fail(capsys):
     from widgets.ui import serving as ui
     from widgets.units import GiB

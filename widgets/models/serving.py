@@ -707,7 +707,7 @@ def _auto_compute_dtype(g: GPU, wd: str) -> tuple:
     if wd in _SELF_COMPUTED:
         why = g.why_no_peak(wd)
     elif wd.startswith("fp8_") and "fp8" in g.peak_flop_per_s:
-        why = f"{wd} weights are counted at the {key} rate (weight-only fp8; give compute_dtype='fp8' for fp8 matmuls)"
+        why = f"{wd} weights counted at the {key} rate (weight-only fp8; compute_dtype='fp8' for fp8 matmuls)"
     elif wd.startswith("fp8_"):
         why = g.why_no_peak("fp8")
     else:

@@ -252,8 +252,15 @@ def latency_summary(r: sv.Latency) -> str:
 
 def _latency_readout(r: sv.Latency) -> str:
     s = r.step
-    return (f"TTFT {fmt_time(r.ttft_s)}, TPOT {fmt_time(r.tpot_s)}, {_fmt_int(r.tokens_per_s)} tokens/s; "
+    line = (f"TTFT {fmt_time(r.ttft_s)}, TPOT {fmt_time(r.tpot_s)}, {_fmt_int(r.tokens_per_s)} tokens/s; "
             f"matmuls {s.bound}-bound, attention {s.attention_bound}-bound")
+    return line + (f"<br>{r.compute_note}" if r.compute_note else "")
+
+
+def _compute_row(dtype: str, note: str) -> tuple:
+    """The table row that says which format's peak the arithmetic was counted at, and why when it
+    is not the weights' (e.g. fp16 on a T4, which has no bf16 tensor cores)."""
+    return ("computed in", dtype + (f" ({note.rsplit('; computed in', 1)[0]})" if note else " (the format of the weights)"))
 
 
 def _latency_curves(model, gpu, prompt_tokens, output_tokens, weight_dtype, kv_dtype, tp, grid) -> list:
@@ -297,7 +304,8 @@ def _latency_marker(r: sv.Latency) -> go.Scatter:
 
 
 # (model, GPU, weight dtype, tensor parallelism) the static latency calculator offers: the H200
-# scenarios, then Llama-3-8B in bf16 on every other catalog GPU (one that cannot run it says why)
+# scenarios, then Llama-3-8B in bf16 on every other catalog GPU (a T4, without bf16 tensor cores,
+# computes in fp16 and says so; one the model cannot answer says why)
 LATENCY_CHOICES = (("Llama-3-8B", "H200-SXM", "bf16", 1), ("Llama-3-8B", "H100-SXM", "bf16", 1), ("Llama-3-8B", "L4", "bf16", 1),
                    ("Llama-3-70B", "H200-SXM", "fp8", 1), ("Llama-3-70B", "H200-SXM", "bf16", 4), ("DeepSeek-V3", "H200-SXM", "fp8", 8),
                    *(("Llama-3-8B", g, "bf16", 1) for g in gpu_names() if g not in ("H200-SXM", "H100-SXM", "L4")))
@@ -323,14 +331,14 @@ def latency_figure(choices=LATENCY_CHOICES, prompt_tokens: int = 1024, output_to
         try:
             curves[c] = _latency_curves(c[0], c[1], prompt_tokens, output_tokens, c[2], kv_dtype, c[3], grid)
             res.update({(c, b): sv.latency(c[0], c[1], b, prompt_tokens, output_tokens, c[2], kv_dtype, c[3]) for b in batches})
-        except ValueError as exc:  # e.g. bf16 on a T4 (no bf16 tensor cores): the frame says why
+        except ValueError as exc:  # a choice the model cannot answer (e.g. tp > 1 without a link): the frame says why
             why[c] = get_gpu(c[1]).why_no_peak(c[2]) or str(exc)
 
     def frame(c, b):
         if c in why:
             return _latency_unavailable(why[c]), f"{c[0]} on {c[3]} x {c[1]}: not modelled", why[c]
         r = res[c, b]
-        return curves[c] + [_latency_marker(r)], f"{c[0]} on {c[3]} x {c[1]}, batch {b}", _latency_readout(r)
+        return curves[c] + [_latency_marker(r)], f"{c[0]} on {c[3]} x {c[1]}, batch {b}", _latency_readout(r)  # the readout says a fallback
 
     return grid_figure(
         slider=("batch", batches, str),
@@ -375,6 +383,7 @@ def latency_calculator():
             ("step computes", fmt_flop(s.flop)),
             ("bound", f"matmuls {s.bound}-bound, attention {s.attention_bound}-bound ({s.attention_intensity:.3g} FLOP/B)"),
             ("turns compute-bound at batch", "never (KV cache grows as fast)" if math.isinf(s.ridge_batch) else f"{s.ridge_batch:.0f}"),
+            _compute_row(r.compute_dtype, r.compute_note),
         ]
         grid = np.unique(np.round(np.logspace(0, 3, 40))).astype(int).tolist()
         fig = go.Figure(_latency_curves(m, gpu, r.prompt_tokens, r.output_tokens, wd, kd, tp, grid) + [_latency_marker(r)])
@@ -427,12 +436,14 @@ def _capacity_frame(model, gpu, target_ms, prompt_tokens, output_tokens, price, 
             readout += f"; floor {_fmt_usd(floor)}/M tokens"
     else:
         readout = f"TPOT <= {target_ms:g} ms, {rate:g} req/s: infeasible ({here.reason.split(':')[0]})"
-    return traces, f"{model}, {prompt_tokens}-token prompts", readout
+    return traces, f"{model}, {prompt_tokens}-token prompts" + (f", in {here.compute_dtype}" if here.compute_note else ""), readout
 
 
-# (model, GPU, prompt tokens, weight dtype, tp) the static capacity planner offers
+# (model, GPU, prompt tokens, weight dtype, tp) the static capacity planner offers; the T4 holds
+# Llama-3-8B only in int4 (bf16 weights fill its 15 GiB) and computes in fp16 (its title says so)
 CAPACITY_CHOICES = (("Llama-3-8B", "H200-SXM", 1024, "bf16", 1), ("Llama-3-8B", "H200-SXM", 8192, "bf16", 1),
-                    ("Llama-3-8B", "H100-SXM", 1024, "bf16", 1), ("Llama-3-70B", "H200-SXM", 1024, "fp8", 1))
+                    ("Llama-3-8B", "H100-SXM", 1024, "bf16", 1), ("Llama-3-70B", "H200-SXM", 1024, "fp8", 1),
+                    ("Llama-3-8B", "T4", 1024, "int4", 1))
 CAPACITY_RATES = tuple(float(r) for r in np.round(np.logspace(0, 4, 41), 3))
 
 
@@ -487,7 +498,8 @@ def capacity_calculator():
     def show(result):
         p, rate, target = result
         if not p.feasible:
-            return f"<p><b>Infeasible:</b> {p.reason}</p>"
+            note = f" ({p.compute_note})" if p.compute_note else ""
+            return f"<p><b>Infeasible:</b> {p.reason}</p><p>Computed in {p.compute_dtype}{note}.</p>"
         rows = [
             ("GPUs", f"{p.gpus} ({p.replicas} replica(s) of {p.gpus // p.replicas})"),
             ("batch per replica (Little's law)", f"{p.batch:.1f}"),
@@ -500,6 +512,7 @@ def capacity_calculator():
             ("output tokens/s", _fmt_int(p.output_tokens_per_s)),
             ("per million output tokens", _fmt_usd(p.cost_per_million_output_tokens)),
             ("per million tokens (in + out)", _fmt_usd(p.cost_per_million_tokens)),
+            _compute_row(p.compute_dtype, p.compute_note),
         ]
         return table_html(rows), f"<p>{capacity_summary(p, rate, target).replace('<br>', ' ')}</p>"
 
