@@ -38,10 +38,11 @@ def quiz() -> Quiz:
                 why="2 bytes of weights per parameter on every GPU, plus (2 + 12) / 64 for the sharded gradients and optimizer state.",
             ),
             Number(
-                prompt="One layer with hidden size 4096 and 32 heads, one sequence of 4096 tokens, 16-bit activations, no "
-                "recomputation: how many GiB of activations does it keep (Korthikanti et al.)?",
+                prompt="One GPT-style layer (eager attention, dropout) with hidden size 4096 and 32 heads, one sequence of 4096 "
+                "tokens, 16-bit activations, no recomputation: how many GiB of activations does it keep (Korthikanti et al.)?",
                 value=act / u.GiB, unit="GiB", rel_tol=0.02,
-                why="s b h (34 + 5 a s / h) bytes; here 5 a s / h = 160, so the attention matrix dominates.",
+                why="s b h (34 + 5 a s / h) bytes; here 5 a s / h = 160, so the attention matrix dominates (a fused attention "
+                "kernel without dropout keeps no s x s term at all).",
             ),
             Number(
                 prompt=f"A 70-billion-parameter model trains on 2 trillion tokens on 2048 {g.name} GPUs at 40% MFU "
