@@ -405,7 +405,7 @@ def test_gather_spill_kernel_keeps_values_live_and_bounds_spill_them():
     stay in registers across the dependent-load chain (more than 64 registers, no spills: the
     compiler did not sink the loads past the loop); the (256, 8) bound caps it at 32 and spills."""
     regs = {}
-    for label, bounds, min_blocks in w.SPILL_CONFIGS:
+    for _label, bounds, min_blocks in w.SPILL_CONFIGS:
         _, report, _ = w.compile_with_report(w.GATHER_SOURCE, "sm_90", {"NVALS": w.SPILL_NVALS, "THREADS": w.SPILL_THREADS,
                                                                         "BOUNDS": bounds, "MIN_BLOCKS": min_blocks or 1})
         (k,) = w.ptxas_summary(report)
