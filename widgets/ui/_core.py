@@ -21,6 +21,7 @@ import textwrap
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
 
@@ -232,6 +233,128 @@ def style_figure(
     return fig
 
 
+def _numbers(values) -> list[float]:
+    out = []
+    for v in values if values is not None else ():
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+            continue
+        v = float(v)
+        if math.isfinite(v):
+            out.append(v)
+    return out
+
+
+def _axis_names(trace) -> tuple[str, str]:
+    xa = getattr(trace, "xaxis", None) or "x"
+    ya = getattr(trace, "yaxis", None) or "y"
+    return "xaxis" + xa[1:], "yaxis" + ya[1:]
+
+
+def _extents(traces, barmode: str | None) -> dict[str, tuple[float, float, bool]]:
+    """Per axis (``xaxis``, ``yaxis2``...): the smallest and largest data value the traces draw on
+    it and whether bars sit on it (so it should reach 0 and leave room for labels)."""
+    ext: dict[str, list] = {}
+    positions: set[str] = set()
+    stacks: dict[tuple[str, Any], list[float]] = {}
+
+    def put(axis: str, vals: list[float], bar: bool = False) -> None:
+        if not vals:
+            return
+        e = ext.setdefault(axis, [math.inf, -math.inf, False])
+        e[0], e[1], e[2] = min(e[0], *vals), max(e[1], *vals), e[2] or bar
+
+    for t in traces:
+        if getattr(t, "visible", None) in (False, "legendonly"):
+            continue
+        ttype = getattr(t, "type", None)
+        if ttype not in ("scatter", "scattergl", "bar", "heatmap"):
+            continue
+        xa, ya = _axis_names(t)
+        x = list(t.x) if t.x is not None else None
+        y = list(t.y) if t.y is not None else None
+        if ttype == "bar":
+            horizontal = t.orientation == "h"
+            vals_raw = x if horizontal else y
+            cats = y if horizontal else x
+            v_axis, c_axis = (xa, ya) if horizontal else (ya, xa)
+            if vals_raw is None:
+                continue
+            base = t.base
+            bases = list(base) if isinstance(base, (list, tuple, np.ndarray)) else [base or 0] * len(vals_raw)
+            cats = cats if cats is not None else list(range(len(vals_raw)))
+            for i, v in enumerate(vals_raw):
+                (fv,) = _numbers([v]) or (None,)
+                if fv is None:
+                    continue
+                b = _numbers([bases[i] if i < len(bases) else 0]) or [0.0]
+                if barmode in ("stack", "relative"):
+                    key = (v_axis, cats[i] if i < len(cats) else i)
+                    s = stacks.setdefault(key, [0.0, 0.0])
+                    s[0 if fv >= 0 else 1] += fv
+                    put(v_axis, [s[0], s[1]], bar=True)
+                else:
+                    put(v_axis, [b[0], b[0] + fv], bar=True)
+            positions.add(c_axis)  # bars have a width: leave their position axis to plotly
+        else:
+            put(xa, _numbers(x))
+            put(ya, _numbers(y))
+            if getattr(t, "fill", None) in ("tozeroy",):
+                put(ya, [0.0])
+            if getattr(t, "fill", None) in ("tozerox",):
+                put(xa, [0.0])
+    return {k: (lo, hi, bar) for k, (lo, hi, bar) in ext.items() if lo <= hi and k not in positions}
+
+
+def frame_ranges(traces, layout: Mapping[str, Any]) -> dict[str, list[float]]:
+    """The axis ranges one frame needs so that all its data is on the plot.
+
+    An axis the caller fixed (``layout[axis]["range"]``) keeps its range where the data fits and
+    is widened where it does not; an axis left to autorange gets the range of this frame's own data
+    (from 0 for bars and ``rangemode="tozero"``). Log axes range in decades, as plotly.js expects;
+    category axes and reversed axes are left alone."""
+    out: dict[str, list[float]] = {}
+    for axis, (lo, hi, bar) in _extents(traces, layout.get("barmode")).items():
+        spec = layout.get(axis) or {}
+        spec = spec.to_plotly_json() if hasattr(spec, "to_plotly_json") else dict(spec)
+        if spec.get("type") in ("category", "multicategory", "date") or spec.get("autorange") == "reversed":
+            continue
+        if spec.get("fixedrange") and spec.get("range") is not None:
+            continue
+        given = spec.get("range")
+        log = spec.get("type") == "log"
+        if log:
+            lo_hi = [v for v in (lo, hi) if v > 0]
+            if not lo_hi:
+                continue
+            lo, hi = math.log10(min(lo_hi)), math.log10(max(lo_hi))
+            pad = max(0.05, 0.04 * (hi - lo))
+            want = [lo - pad, hi + pad]
+        else:
+            if bar or spec.get("rangemode") == "tozero":
+                lo, hi = min(lo, 0.0), max(hi, 0.0)
+            span = hi - lo or abs(hi) or 1.0
+            pad_hi = 0.12 * span if bar else 0.05 * span
+            pad_lo = 0.0 if (bar or spec.get("rangemode") == "tozero") and lo == 0 else 0.05 * span
+            want = [lo - pad_lo, hi + pad_hi]
+        if given is not None and len(given) == 2 and None not in given:
+            g_lo, g_hi = min(given), max(given)
+            if g_lo <= lo and hi <= g_hi:
+                out[axis] = list(given)
+                continue
+            want = [min(g_lo, want[0]), max(g_hi, want[1])]
+        out[axis] = [float(want[0]), float(want[1])]
+    return out
+
+
+def _range_update(ranges: Mapping[str, list[float]]) -> dict[str, Any]:
+    """``Plotly.update``/``relayout`` keys that set these ranges."""
+    upd: dict[str, Any] = {}
+    for axis, r in ranges.items():
+        upd[f"{axis}.range"] = r
+        upd[f"{axis}.autorange"] = False
+    return upd
+
+
 def grid_figure(
     *,
     slider: tuple[str, Sequence[Any], Callable[[Any], str]],
@@ -300,8 +423,18 @@ def grid_figure(
     def fname(ci: int, si: int) -> str:
         return f"{ci}:{si}" if has_menu else str(si)
 
+    # every state carries its own axis ranges (plotly.js keeps the first state's autorange for
+    # every frame otherwise, and data runs off the plot)
+    base_layout = go.Layout(layout or {}).to_plotly_json()
+    ranges = {key: frame_ranges(tr, base_layout) for key, (tr, _ti, _ro) in grid.items()}
     frames = [
-        go.Frame(name=fname(ci, si), data=tr, layout=go.Layout(title=_title(ti, ro)[0]))
+        go.Frame(
+            name=fname(ci, si),
+            data=tr,
+            layout=go.Layout(
+                title=_title(ti, ro)[0], **{ax: dict(range=r, autorange=False) for ax, r in ranges[ci, si].items()}
+            ),
+        )
         for (ci, si), (tr, ti, ro) in grid.items()
     ]
     sliders = []
@@ -342,6 +475,7 @@ def grid_figure(
             layout_update = {f"sliders[{k}].visible": k == ci for k in range(len(c_values))}
             layout_update[f"sliders[{ci}].active"] = si0
             layout_update["title"] = _title(ti, ro)[0]
+            layout_update.update(_range_update(ranges[ci, si0]))
             buttons.append(dict(method="update", label=c_label(c), args=[restyle(tr), layout_update]))
         updatemenus.append(
             dict(
@@ -371,6 +505,8 @@ def grid_figure(
         meta=dict(calculator=True, inputs=[c_name, s_name] if has_menu else [s_name]),
         **(layout or {}),
     )
+    for ax, r in ranges[ci0, si0].items():
+        fig.update_layout({ax: dict(range=r, autorange=False)})
     return fig
 
 

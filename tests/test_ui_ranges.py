@@ -1,0 +1,130 @@
+"""Static calculators keep their data on the plot in every state (reader review R-1).
+
+Each frame of a ``grid_figure`` carries the axis ranges its own traces need. Checked twice: in
+Python (every frame's range holds its data) and in headless Chromium, where every dropdown entry x
+every slider step is applied through plotly.js's own button/step methods and the data is compared
+with the axis range plotly.js actually shows.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+
+import plotly.graph_objects as go
+import pytest
+
+from widgets.ui._core import frame_ranges, grid_figure
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def _growing(choice, v):
+    # data spans 1000x between frames, and the choices differ by 100x: one fixed range cannot hold it
+    scale = {"small": 1.0, "large": 100.0}[choice]
+    return (
+        [go.Scatter(x=[0, v], y=[0, scale * v * v], name="a"), go.Bar(x=["p", "q"], y=[scale * v, scale], name="b", xaxis="x2", yaxis="y2")],
+        f"{choice}", f"v = {v}",
+    )
+
+
+def _fig():
+    return grid_figure(
+        slider=("v", [1, 3, 10, 30], str),
+        choices=("c", ["small", "large"], str),
+        frame=_growing,
+        layout=dict(yaxis=dict(domain=[0, 0.45], range=[0, 2]), yaxis2=dict(domain=[0.55, 1], anchor="x2"), xaxis2=dict(anchor="y2")),
+    )
+
+
+def _inside(values, rng, log=False):
+    lo, hi = min(rng), max(rng)
+    for v in values:
+        if isinstance(v, (int, float)):
+            if log:
+                if v <= 0:
+                    continue
+                v = math.log10(v)
+            if not lo - 1e-9 <= v <= hi + 1e-9:
+                return False
+    return True
+
+
+def test_every_frame_and_dropdown_state_carries_ranges_that_hold_its_data():
+    fig = _fig()
+    assert len(fig.frames) == 8
+    for fr in fig.frames:
+        sc, bar = fr.data
+        assert _inside(sc.y, fr.layout.yaxis.range), (fr.name, sc.y, fr.layout.yaxis.range)
+        assert _inside(sc.x, fr.layout.xaxis.range)
+        assert _inside([0, *bar.y], fr.layout.yaxis2.range)
+    # a range the caller fixed is kept where the data fits it
+    assert list(fig.frames[0].layout.yaxis.range) == [0, 2]
+    # the dropdown sets the range of the state it shows
+    for button, ci in zip(fig.layout.updatemenus[0].buttons, (0, 1)):
+        upd = button.args[1]
+        assert upd["yaxis.autorange"] is False
+        assert _inside([{0: 1.0, 1: 100.0}[ci] * 1.0], upd["yaxis.range"])
+
+
+def test_frame_ranges_on_log_axes_and_stacked_bars():
+    traces = [go.Bar(x=[3.0], y=[0], orientation="h"), go.Bar(x=[5.0], y=[0], orientation="h")]
+    r = frame_ranges(traces, {"barmode": "stack", "xaxis": {"range": [0, 4]}})
+    assert r["xaxis"][1] >= 8.0 and r["xaxis"][0] == 0  # the stack's total, widened from 4
+    assert "yaxis" not in r  # bar positions are left to plotly
+    r = frame_ranges([go.Scatter(x=[1, 2], y=[0.5, 2000.0])], {"yaxis": {"type": "log", "range": [1, 3]}})
+    assert r["yaxis"][0] <= math.log10(0.5) and r["yaxis"][1] >= math.log10(2000)
+
+
+CHECK = """gd => { const fl = gd._fullLayout; const out = [];
+  gd._fullData.forEach((t, i) => { if (t.visible === false || t.visible === 'legendonly') return;
+    const xa = fl[(t.xaxis || 'x').replace('x', 'xaxis')], ya = fl[(t.yaxis || 'y').replace('y', 'yaxis')];
+    for (const [arr, a, nm] of [[t.y, ya, 'y'], [t.x, xa, 'x']]) {
+      if (!arr || !a || !a.range || a.type === 'category') continue;
+      if (t.type === 'bar' && ((t.orientation === 'h') !== (nm === 'x'))) continue;
+      const lo = Math.min(a.range[0], a.range[1]), hi = Math.max(a.range[0], a.range[1]), span = hi - lo;
+      for (const v of Array.from(arr)) { if (typeof v !== 'number' || !isFinite(v)) continue;
+        if (a.type === 'log' && v <= 0) continue;
+        const vv = a.type === 'log' ? Math.log10(v) : v;
+        if (vv > hi + 0.02 * span || vv < lo - 0.02 * span) { out.push(`trace ${i} ${nm}=${v} outside [${lo}, ${hi}]`); break; } } } });
+  return out; }"""
+
+APPLY_BUTTON = "([gd, bi]) => { const b = gd.layout.updatemenus[0].buttons[bi]; return Plotly[b.method](gd, ...b.args); }"
+APPLY_STEP = """([gd, si]) => { const s = gd.layout.sliders.find(s => s.visible !== false) || gd.layout.sliders[0];
+  const st = s.steps[Math.min(si, s.steps.length - 1)]; return Plotly[st.method](gd, ...st.args); }"""
+
+
+def _figures():
+    from widgets.ui import memory_hierarchy as mh
+    from widgets.ui import simt
+
+    return {"synthetic": _fig(), "fusion": mh.fusion_figure(), "divergence": simt.divergence_figure()}
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not CHROMIUM, reason="headless Chromium not found (`make chromium`)")
+@pytest.mark.parametrize("name", ["synthetic", "fusion", "divergence"])
+def test_in_chromium_every_state_keeps_the_data_inside_the_axes(name, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    fig = _figures()[name]
+    page_path = tmp_path / f"{name}.html"
+    fig.write_html(str(page_path), include_plotlyjs=True, full_html=True, div_id="gd", auto_play=False)
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        page = b.new_page(viewport={"width": 1000, "height": 800})
+        page.goto(page_path.as_uri())
+        page.wait_for_function("() => document.getElementById('gd') && document.getElementById('gd')._fullLayout")
+        gd = page.locator("#gd").element_handle()
+        problems = [("initial", x) for x in page.evaluate(CHECK, gd)]
+        n_buttons = len(fig.layout.updatemenus[0].buttons) if fig.layout.updatemenus else 1
+        n_steps = len(fig.layout.sliders[0].steps)
+        for bi in range(n_buttons):
+            if fig.layout.updatemenus:
+                page.evaluate(APPLY_BUTTON, [gd, bi])
+            for si in range(n_steps):
+                page.evaluate(APPLY_STEP, [gd, si])
+                page.wait_for_timeout(5)
+                problems += [((bi, si), x) for x in page.evaluate(CHECK, gd)]
+        b.close()
+    assert not problems, f"{len(problems)} states with data off the plot, e.g. {problems[:3]}"
