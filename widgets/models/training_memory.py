@@ -771,11 +771,16 @@ def max_micro_batch(capacity_bytes: float, fixed_bytes: float, bytes_per_sample:
     return int(min(lim, math.floor(room)))
 
 
-def offload_time_s(params: float, host_bytes_per_s: float, bytes_per_param: float = 16.0) -> float:
+def offload_time_s(params: float, host_bytes_per_s: float, down_bytes_per_param: float = 2.0,
+                   up_bytes_per_param: float = 2.0, full_duplex: bool = True) -> float:
     """Time to move offloaded state across the host link in one step [s].
 
-    The gradients down and the updated weights up at 2 bytes each is the minimum (ZeRO-Offload,
-    Ren et al. 2021); ``bytes_per_param`` counts what crosses in total.
+    ZeRO-Offload (Ren et al. 2021) sends the 2-byte gradients down to the host and the 2-byte updated
+    weights back up every step: the minimum traffic. PCIe is full duplex: each direction has its own
+    lanes at ``host_bytes_per_s``, so when the two streams overlap (bucket by bucket, or with the paper's
+    one-step delayed parameter update) the link needs only the longer of the two; ``full_duplex=False``
+    gives the time if they took turns (the sum). This is a lower bound either way: it ignores the CPU's
+    Adam and assumes the copies overlap the compute.
 
     Explained in :ref:`training_memory` > The fixes, in order of least damage.
 
@@ -785,8 +790,12 @@ def offload_time_s(params: float, host_bytes_per_s: float, bytes_per_param: floa
         Parameters [-], > 0.
     host_bytes_per_s : float
         Host link bandwidth, one direction [B/s], > 0.
-    bytes_per_param : float, optional
-        Bytes per parameter crossing the link per step [B], > 0.
+    down_bytes_per_param : float, optional
+        Bytes per parameter sent device to host per step (gradients) [B], >= 0.
+    up_bytes_per_param : float, optional
+        Bytes per parameter sent host to device per step (weights) [B], >= 0.
+    full_duplex : bool, optional
+        True: the two directions overlap (max); False: they take turns (sum).
 
     Returns
     -------
@@ -800,13 +809,18 @@ def offload_time_s(params: float, host_bytes_per_s: float, bytes_per_param: floa
 
     Examples
     --------
-    >>> offload_time_s(1e9, 50e9, 4)
+    >>> offload_time_s(1e9, 50e9)
+    0.04
+    >>> offload_time_s(1e9, 50e9, full_duplex=False)
     0.08
     """
     p = _params(params)
     bw = _quantity("host_bytes_per_s", host_bytes_per_s, zero=False)
-    b = _check.in_range("bytes_per_param", bytes_per_param, 1e-3, 64, "B")
-    return _check.finite_result("offload time", p * b / bw, host_bytes_per_s=host_bytes_per_s)
+    down = _check.in_range("down_bytes_per_param", down_bytes_per_param, 0, 64, "B")
+    up = _check.in_range("up_bytes_per_param", up_bytes_per_param, 0, 64, "B")
+    duplex = _check.flag("full_duplex", full_duplex)
+    per_param = max(down, up) if duplex else down + up
+    return _check.finite_result("offload time", p * per_param / bw, host_bytes_per_s=host_bytes_per_s)
 
 
 def lora_state_bytes(params: float, trainable_fraction: float, weight_bytes_per_param: float = 2.0) -> float:
