@@ -243,7 +243,7 @@ def probe() -> Machine:
             notes.append(f"nvidia-smi sees {smi.splitlines()[0].strip()}, but {why}: the chapters will run on the CPU")
     if packages.get("jupyterlab") and not packages.get("jupyterlab-myst"):
         notes.append(
-            "JupyterLab without jupyterlab-myst shows the prose's {glue} roles and admonitions raw: pip install jupyterlab-myst"
+            "JupyterLab without jupyterlab-myst shows the prose's {eval} roles and admonitions raw: pip install jupyterlab-myst"
         )
     kw["nvcc"] = _nvcc_version()
     kw["nvrtc"] = importlib.util.find_spec("cuda") is not None and _find("cuda.bindings.nvrtc")
