@@ -250,9 +250,10 @@ def _axis_names(trace) -> tuple[str, str]:
     return "xaxis" + xa[1:], "yaxis" + ya[1:]
 
 
-def _extents(traces, barmode: str | None) -> dict[str, tuple[float, float, bool]]:
+def _extents(traces, barmode: str | None) -> dict[str, tuple[float, float, bool, float]]:
     """Per axis (``xaxis``, ``yaxis2``...): the smallest and largest data value the traces draw on
-    it and whether bars sit on it (so it should reach 0 and leave room for labels)."""
+    it, whether bars sit on it (so it should reach 0 and leave room for labels) and the smallest
+    positive value (for log axes)."""
     ext: dict[str, list] = {}
     positions: set[str] = set()
     stacks: dict[tuple[str, Any], list[float]] = {}
@@ -260,8 +261,9 @@ def _extents(traces, barmode: str | None) -> dict[str, tuple[float, float, bool]
     def put(axis: str, vals: list[float], bar: bool = False) -> None:
         if not vals:
             return
-        e = ext.setdefault(axis, [math.inf, -math.inf, False])
+        e = ext.setdefault(axis, [math.inf, -math.inf, False, math.inf])
         e[0], e[1], e[2] = min(e[0], *vals), max(e[1], *vals), e[2] or bar
+        e[3] = min([e[3], *(v for v in vals if v > 0)])
 
     for t in traces:
         if getattr(t, "visible", None) in (False, "legendonly"):
@@ -302,7 +304,7 @@ def _extents(traces, barmode: str | None) -> dict[str, tuple[float, float, bool]
                 put(ya, [0.0])
             if getattr(t, "fill", None) in ("tozerox",):
                 put(xa, [0.0])
-    return {k: (lo, hi, bar) for k, (lo, hi, bar) in ext.items() if lo <= hi and k not in positions}
+    return {k: (lo, hi, bar, pos) for k, (lo, hi, bar, pos) in ext.items() if lo <= hi and k not in positions}
 
 
 def frame_ranges(traces, layout: Mapping[str, Any]) -> dict[str, list[float]]:
@@ -313,7 +315,7 @@ def frame_ranges(traces, layout: Mapping[str, Any]) -> dict[str, list[float]]:
     (from 0 for bars and ``rangemode="tozero"``). Log axes range in decades, as plotly.js expects;
     category axes and reversed axes are left alone."""
     out: dict[str, list[float]] = {}
-    for axis, (lo, hi, bar) in _extents(traces, layout.get("barmode")).items():
+    for axis, (lo, hi, bar, pos) in _extents(traces, layout.get("barmode")).items():
         spec = layout.get(axis) or {}
         spec = spec.to_plotly_json() if hasattr(spec, "to_plotly_json") else dict(spec)
         if spec.get("type") in ("category", "multicategory", "date") or spec.get("autorange") == "reversed":
@@ -323,12 +325,12 @@ def frame_ranges(traces, layout: Mapping[str, Any]) -> dict[str, list[float]]:
         given = spec.get("range")
         log = spec.get("type") == "log"
         if log:
-            lo_hi = [v for v in (lo, hi) if v > 0]
-            if not lo_hi:
+            if not math.isfinite(pos):
                 continue
-            lo, hi = math.log10(min(lo_hi)), math.log10(max(lo_hi))
+            lo, hi = math.log10(pos), math.log10(max(hi, pos))
             pad = max(0.05, 0.04 * (hi - lo))
-            want = [lo - pad, hi + pad]
+            # a bar on a log axis grows from the bottom: leave the smallest one visible
+            want = [lo - max(pad, 0.3 if bar else 0), hi + pad]
         else:
             if bar or spec.get("rangemode") == "tozero":
                 lo, hi = min(lo, 0.0), max(hi, 0.0)
@@ -602,8 +604,58 @@ class _NoForm:
         return ""
 
 
+def _readout_into_title(fw) -> None:
+    """A live figure carries its readout in the title's own text, not as a plotly subtitle.
+
+    JupyterLab's first render of a ``FigureWidget`` places a subtitle before the title is measured,
+    so the two were printed over each other until a control moved (reader review, JupyterLab #1).
+    One text element cannot overlap itself: its lines are laid out by plotly.js in one pass."""
+    title = fw.layout.title
+    sub = title.subtitle.text if title.subtitle else None
+    if not sub:
+        return
+    lines = str(sub).split("<br>")
+    readout = "<br>".join(f'<span style="font-size:12px">{line}</span>' for line in lines)
+    top = fw.layout.margin.t or 0
+    fw.layout.title.text = f"{title.text}<br>{readout}" if title.text else readout
+    fw.layout.title.subtitle.text = None
+    fw.layout.margin.t = top + 5 * len(lines)  # 12-px lines spaced as the title's 16-px ones
+
+
 def _is_figure(item: Any) -> bool:
     return isinstance(item, go.Figure)
+
+
+def slider(value: float, low: float, high: float, step: float = 1, *, description: str = "", log_base: float | None = None,
+           readout_format: str | None = None, **kw):
+    """An ipywidgets slider whose grid holds ``value`` exactly, so it opens at the calculator's
+    default (a slider snaps a value that is not on ``low + k * step`` to the nearest step).
+
+    The grid is shifted (``low`` moves down by less than one step) rather than the value rounded.
+    With ``log_base`` the grid is in exponents (a ``FloatLogSlider``). Integers on an integer grid
+    give an ``IntSlider``; anything else a ``FloatSlider``."""
+    import ipywidgets as w
+
+    if log_base is not None:
+        if value <= 0 or low <= 0:
+            raise ValueError(f"a log slider needs positive values, got value={value!r}, low={low!r}")
+        e, e_lo, e_hi = math.log(value, log_base), math.log(low, log_base), math.log(high, log_base)
+        k = math.floor((e - e_lo) / step + 1e-9)
+        e_lo = e - k * step
+        return w.FloatLogSlider(value=value, base=log_base, min=e_lo, max=max(e_hi, e), step=step, description=description,
+                                readout_format=readout_format or ".3g", **kw)
+    k = math.floor((value - low) / step + 1e-9)
+    lo = value - k * step
+    lo = lo if abs(lo - low) > 1e-12 * max(1.0, abs(low)) else low
+    hi = max(high, value)
+    if isinstance(value, (int, np.integer)) and float(lo).is_integer() and float(step).is_integer():
+        return w.IntSlider(value=int(value), min=int(lo), max=int(hi), step=int(step), description=description, **kw)
+    if readout_format is None:
+        digits = next((d for d in range(0, 7) if abs(round(value, d) - value) <= 1e-9 * max(1.0, abs(value))), 6)
+        digits = max(digits, next((d for d in range(0, 7) if abs(round(step, d) - step) <= 1e-12), 6))
+        readout_format = f".{digits}f"
+    return w.FloatSlider(value=float(value), min=float(lo), max=float(hi), step=float(step), description=description,
+                         readout_format=readout_format, **kw)
 
 
 def live_form(
@@ -659,6 +711,7 @@ def live_form(
                     for old, new in zip(fw.data, style.data):
                         old.update(new.to_plotly_json(), overwrite=True)
                 fw.layout = style.layout
+                _readout_into_title(fw)
         if tuple(fig_box.children) != tuple(figures):
             fig_box.children = tuple(figures)
 
@@ -678,6 +731,8 @@ def live_form(
     parts = ([w.HTML(f"<b>{html.escape(title)}</b>")] if title else []) + [w.VBox(list(controls.values())), html_out, fig_box]
     box = w.VBox(parts)
     for c in controls.values():
+        if getattr(c, "description", "") and hasattr(getattr(c, "style", None), "description_width"):
+            c.style.description_width = "initial"  # the whole label, units included
         c.observe(refresh, names="value")
     box.controls = dict(controls)
     box.output = html_out

@@ -17,7 +17,7 @@ from .. import _check
 from ..hardware import get_gpu, gpu_names
 from ..models import collectives as cm
 from ..units import GiB, MiB, fmt_bytes, fmt_bytes_per_s, fmt_time
-from ._core import grid_figure, live_form, percent, plural, style_figure, table_html
+from ._core import grid_figure, live_form, percent, plural, slider, style_figure, table_html
 from ._core import verdict as _verdict
 
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2")
@@ -346,7 +346,12 @@ def ring_allreduce_calculator():
     """Live: ranks and step -> who holds what, and the transfers of that step."""
     import ipywidgets as w
 
-    controls = {"n": w.IntSlider(value=4, min=2, max=12, description="ranks n"), "step": w.IntSlider(value=1, min=0, max=22, description="step")}
+    controls = {"n": w.IntSlider(value=4, min=2, max=12, description="ranks n"), "step": w.IntSlider(value=1, min=0, max=6, description="step")}
+
+    def follow_ranks(change):  # a ring of n ranks has 2(n-1) steps: the step slider offers those only
+        controls["step"].max = 2 * (change["new"] - 1)  # ipywidgets lowers the value with the max
+
+    controls["n"].observe(follow_ranks, names="value")  # before live_form's own observer: runs first
 
     def compute(n, step):
         cm.ring_allreduce_contributions(n, step)  # validates step against 2(n-1)
@@ -446,14 +451,14 @@ def dp_step_calculator():
     controls = {
         "params_billion": w.FloatText(value=1.3, description="params [1e9]"),
         "grad_elem_bytes": w.Dropdown(options=[("bf16 (2 B)", 2), ("fp32 (4 B)", 4)], value=2, description="gradients"),
-        "bucket_mib": w.FloatLogSlider(value=25, base=2, min=0, max=13, step=0.25, description="bucket [MiB]"),
+        "bucket_mib": slider(25, 1, 2**13, 0.25, log_base=2, description="bucket [MiB]"),
         "backward_ms": w.FloatText(value=15, description="backward [ms]"),
         "n": w.IntText(value=16, description="ranks n"),
         "nodes": w.IntText(value=2, description="nodes"),
-        "link_gb_per_s": w.FloatText(value=8 * cm.NETWORK_LINKS["InfiniBand NDR / 400 GbE RoCE"][0] / 1e9, description="busbw [GB/s]"),
-        "latency_us": w.FloatText(value=cm.NCCL_NVLINK_STEP_LATENCY_S * 1e6, description="alpha NVLink [µs]"),
-        "inter_latency_us": w.FloatText(value=cm.NCCL_NET_STEP_LATENCY_S * 1e6, description="alpha net [µs]"),
-        "call_latency_us": w.FloatText(value=cm.NCCL_CALL_LATENCY_S * 1e6, description="per call [µs]"),
+        "link_gb_per_s": w.FloatText(value=round(8 * cm.NETWORK_LINKS["InfiniBand NDR / 400 GbE RoCE"][0] / 1e9, 6), description="busbw [GB/s]"),
+        "latency_us": w.FloatText(value=round(cm.NCCL_NVLINK_STEP_LATENCY_S * 1e6, 6), description="alpha NVLink [µs]"),
+        "inter_latency_us": w.FloatText(value=round(cm.NCCL_NET_STEP_LATENCY_S * 1e6, 6), description="alpha net [µs]"),
+        "call_latency_us": w.FloatText(value=round(cm.NCCL_CALL_LATENCY_S * 1e6, 6), description="per call [µs]"),
     }
 
     def compute(params_billion, grad_elem_bytes, bucket_mib, backward_ms, n, nodes, link_gb_per_s, latency_us, inter_latency_us, call_latency_us):

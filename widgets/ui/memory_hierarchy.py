@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 from ..hardware import DTYPES, get_gpu, gpu_names
 from ..models import memory_hierarchy as mh
 from ..units import fmt_bytes_per_s, fmt_flop_per_s
-from ._core import gpu_color, grid_figure, live_form, percent, plural, series_color, style_figure, table_html
+from ._core import gpu_color, grid_figure, live_form, percent, plural, series_color, slider, style_figure, table_html
 from ._core import verdict as _verdict
 
 # The H200 in three dtypes, then every other catalog GPU in its 16-bit tensor-core type (bf16, or
@@ -699,7 +699,7 @@ def fusion_calculator(launch_s: float = 0.0):
         "gpu": w.Dropdown(options=gpu_names(), value="H200-SXM", description="GPU"),
         "log2_elems": w.IntSlider(value=28, min=10, max=32, description="log2 elements"),
         "n_ops": w.IntSlider(value=4, min=1, max=32, description="ops"),
-        "launch_us": w.FloatSlider(value=launch_s * 1e6, min=0, max=20, step=0.5, description="launch [us]"),
+        "launch_us": slider(launch_s * 1e6, 0, 20, 0.5, description="launch [µs]", readout_format=".2f"),
     }
 
     def compute(gpu, log2_elems, n_ops, launch_us):
@@ -715,7 +715,11 @@ def fusion_calculator(launch_s: float = 0.0):
             ("time, fused", fmt_time(f.fused_s)),
             ("speed-up of fusion", f"{f.speedup:.2f}x"),
         ]
-        fig = go.Figure(_fusion_traces(g.name, f.n_elems, FUSION_OPS, launch))
+        ops = tuple(range(1, max(max(FUSION_OPS), f.n_ops) + 1))
+        chosen = go.Scatter(x=[f.n_ops, f.n_ops], y=[f.eager_s, f.fused_s], mode="markers", name=f"your chain ({plural(f.n_ops, 'op')})",
+                            marker=dict(size=14, symbol="circle-open", line=dict(width=3), color=COLORS[3]),
+                            hovertemplate="%{x} ops: %{y:.3s}s<extra>your chain</extra>")
+        fig = go.Figure([*_fusion_traces(g.name, f.n_elems, ops, launch), chosen])
         fig.update_layout(xaxis=dict(title="ops in the chain"), yaxis=dict(title="time [s]", type="log"))
         return table_html(rows), style_figure(fig, title=f"{g.name}: {fmt_bytes(4 * f.n_elems)} fp32", height=420)
 
@@ -823,24 +827,28 @@ def _inflight_traces(gpu: str, latency_ns: float, stage_bytes: int = 16 * 1024) 
                    hovertemplate="%{y}: %{x:.1f} KiB<extra></extra>")]
 
 
-def inflight_figure(gpus=INFLIGHT_GPUS, latencies_ns=INFLIGHT_LATENCIES_NS) -> go.Figure:
+def inflight_figure(gpus=INFLIGHT_GPUS, latencies_ns=INFLIGHT_LATENCIES_NS, *, latency_ns: float = 600.0) -> go.Figure:
     """Static calculator: a dropdown over GPUs, a slider over the memory latency; bytes in flight per
-    SM that Little's law asks for, against what plain loads (registers) and async-copy stages hold."""
-    gpus, lats = list(gpus), list(latencies_ns)
+    SM that Little's law asks for, against what plain loads (registers) and async-copy stages hold.
+    The figure opens at ``latency_ns`` (the chapter passes the record's measured latency), which
+    joins the slider's values if it is not one of them."""
+    gpus = list(gpus)
+    latency_ns = round(float(latency_ns), 1)
+    lats = sorted({*latencies_ns, latency_ns})
 
     def frame(gpu, lat):
         g = get_gpu(gpu)
         if g.arch_limits is None:  # no CUDA warp slots or cp.async/TMA to compare with
             why = f"{g.name} ({g.arch}) is not a CUDA GPU: its warp slots and async copies are not modelled"
             return [go.Bar(y=[], x=[], orientation="h", showlegend=False)], f"{gpu}: not modelled", why
-        return _inflight_traces(gpu, lat), f"{gpu}: bytes in flight per SM at {lat} ns", inflight_summary(gpu, lat)
+        return _inflight_traces(gpu, lat), f"{gpu}: bytes in flight per SM at {lat:g} ns", inflight_summary(gpu, lat)
 
     return grid_figure(
-        slider=("latency [ns]", lats, lambda v: f"{v} ns"),
+        slider=("latency [ns]", lats, lambda v: f"{v:g} ns"),
         choices=("GPU", gpus, str),
         frame=frame,
         layout=dict(xaxis=dict(title="KiB in flight per SM"), yaxis=dict(autorange="reversed")),
-        active=(0, lats.index(600) if 600 in lats else 0),
+        active=(0, lats.index(latency_ns)),
         height=520,
     )
 

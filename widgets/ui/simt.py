@@ -21,6 +21,7 @@ from ._core import (
     percent,
     plural,
     series_color,
+    slider,
     style_figure,
     table_html,
 )
@@ -364,9 +365,9 @@ def latency_hiding_calculator(latency_s: float = 600e-9, bytes_per_s: float = 4.
     import ipywidgets as w
 
     controls = {
-        "latency_ns": w.IntSlider(value=int(round(latency_s * 1e9)), min=50, max=3000, step=10, description="latency [ns]"),
-        "tb_per_s": w.FloatSlider(value=bytes_per_s / 1e12, min=0.1, max=10, step=0.05, description="TB/s"),
-        "sms": w.IntSlider(value=sms, min=1, max=200, description="SMs"),
+        "latency_ns": slider(latency_s * 1e9, 50, 3000, 10, description="latency [ns]", readout_format=".1f"),
+        "tb_per_s": slider(bytes_per_s / 1e12, 0.1, 10, 0.05, description="TB/s", readout_format=".2f"),
+        "sms": slider(int(sms), 1, 200, description="SMs"),
         "bytes_per_load": w.Dropdown(options=[4, 8, 16], value=4, description="load [B]"),
         "loads": w.IntSlider(value=1, min=1, max=16, description="loads/thread"),
         "max_warps": w.Dropdown(options=[64, 48, 32], value=64, description="warps/SM"),

@@ -122,10 +122,20 @@ def peak_calculator():
         "dtype": w.Dropdown(options=list(PEAK_DTYPES), value="bf16", description="dtype"),
     }
 
-    def show(c: tc.PeakCheck):
-        return table_html(peak_rows(c))
+    def compute(gpu, dtype):
+        g = get_gpu(gpu)
+        if dtype not in tc.FLOP_PER_CLOCK_PER_SM.get(gpu, {}):  # offered, then answered with the reason
+            return g, dtype
+        return tc.peak_check(gpu, dtype)
 
-    return live_form(tc.peak_check, controls, show, title="Peak from first principles")
+    def show(c):
+        if isinstance(c, tc.PeakCheck):
+            return table_html(peak_rows(c))
+        g, dtype = c
+        catalog = fmt_flop_per_s(g.peak(dtype), 4) if g.why_no_peak(dtype) is None else f"n/a: {g.why_no_peak(dtype)}"
+        return table_html([("peak from first principles", f"n/a: {g.why_no_rate(dtype)}"), ("catalog (datasheet, dense)", catalog)])
+
+    return live_form(compute, controls, show, title="Peak from first principles")
 
 
 # --------------------------------------------------------------------------------------------
