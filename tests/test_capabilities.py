@@ -174,9 +174,17 @@ def test_precision_emulates_what_the_device_lacks(monkeypatch):
 
 def test_serving_names_the_gpu_that_ran(monkeypatch):
     """The serving record names the catalog GPU of the device that ran, never a fixed H200."""
-    from widgets.experiments import serving
+    import torch
 
-    assert serving.local_gpu_name() is None  # a CPU: no catalog GPU, said as None
+    from widgets.experiments import serving
+    from widgets.hardware import catalog_name_for, gpu_names
+
+    if torch.cuda.is_available():  # a GPU: the catalog entry of this device (None only if the catalog lacks it)
+        expected = catalog_name_for(torch.cuda.get_device_name(0))
+        assert serving.local_gpu_name() == expected
+        assert expected is None or expected in gpu_names()
+    else:
+        assert serving.local_gpu_name() is None  # a CPU: no catalog GPU, said as None
     rec = {"provenance": {"gpu": "NVIDIA L4", "device": "NVIDIA L4"}}
     assert serving.record_gpu_name(rec) == "L4"
     assert serving.record_gpu_name({"provenance": {"device": "CPU (x86_64)"}}) is None

@@ -198,7 +198,12 @@ def _public_properties():
 def _attribute_docs():
     """Documented module constants and class fields (``#:`` comments or a string after the
     assignment), as autodoc finds them."""
-    from sphinx.pycode import ModuleAnalyzer
+    try:
+        from sphinx.pycode import ModuleAnalyzer
+    except ImportError:  # e.g. the GPU machine, which has no Sphinx: autodoc's reading needs it
+        yield pytest.param("", id="attribute-docs",
+                           marks=pytest.mark.skip(reason="sphinx is not installed: autodoc's attribute docs cannot be read"))
+        return
 
     for modname in MODULES:
         for (cls, name), lines in ModuleAnalyzer.for_module(modname).find_attr_docs().items():

@@ -193,13 +193,31 @@ def test_shape_follows_free_memory():
     assert params >= 1e9  # the issue asks for at least 1B parameters on the H200
 
 
-def test_accuracy_rows_of_a_cpu_run_are_labelled():
+def _honest_label(quantity):
+    """The label each kind of row must carry: the optimizer-state and stock weights/gradients rows
+    are bytes-per-parameter times a count (true by construction: fit); the activation, time-ratio,
+    largest-batch and stock AdamW rows are predictions from independent inputs."""
+    by_construction = ("weights + gradients + AdamW state", "stock model: weights", "stock model: gradients")
+    return "fit" if quantity.startswith(by_construction) else "prediction"
+
+
+def test_accuracy_rows_of_a_run_are_honestly_labelled():
+    """On a CPU every row is a prediction (no allocator counts); on a GPU the allocator's state row
+    (16 B/param by construction) is also there, labelled fit, and the rest are predictions."""
+    import torch
+
     from widgets.experiments import training_memory as ex
 
     r = ex.TrainingMemoryResults(step=ex.measure_step(batches=(1,), modes=("none", "full"), repeat=1))
     rec = {"results": r.to_record(), "provenance": {}}
     rows = ex.accuracy_rows(rec)
-    assert rows and all(row.label == "prediction" for row in rows)
+    assert rows and all(row.label == _honest_label(row.quantity) for row in rows), [(row.quantity, row.label) for row in rows]
+    assert any(row.label == "prediction" for row in rows)
+    fits = [row for row in rows if row.label == "fit"]
+    if torch.cuda.is_available():  # the allocator counts the state: its by-construction row is there, and says so
+        assert fits and all("by construction" in row.note for row in fits)
+    else:
+        assert not fits
     assert all(math.isfinite(row.ratio) for row in rows)
     back = ex.TrainingMemoryResults.from_record(rec["results"], strict=True)
     assert back.step.points[0].saved_bytes == r.step.points[0].saved_bytes
@@ -210,7 +228,13 @@ def test_fragmentation_is_gpu_only_and_its_subprocess_reports_why(monkeypatch):
     from widgets.experiments import training_memory as ex
 
     r = harness.attempt(ex.measure_fragmentation)
-    assert isinstance(r, harness.Failed) and "GPU" in r.error
+    if harness.on_gpu():  # both allocator settings ran, each in its own process, over the same sizes
+        assert isinstance(r, ex.FragmentationResult), r
+        assert isinstance(r.default, ex.AllocatorRun) and isinstance(r.expandable, ex.AllocatorRun)
+        assert r.default.expandable_segments is False and r.expandable.expandable_segments is True
+        assert r.sizes_mib and all(run.peak_reserved_bytes > 0 for run in (r.default, r.expandable))
+    else:
+        assert isinstance(r, harness.Failed) and "GPU" in r.error
     if not harness.on_gpu():  # the subprocess itself says why it cannot run, and that becomes the error
         with pytest.raises(RuntimeError, match="no CUDA device"):
             ex._allocator_run(True, (1, 2))

@@ -31,7 +31,7 @@ RUNTIMES = HERE / "chapter_runtimes.json"
 WORDS_PER_MIN = 200  # Jupyter Book's reading-time estimate (sphinx wordcount, "minutes" = words / 200)
 EXERCISE_MIN = 10  # assumption: one exercise, done by a learner, discussed briefly
 GUESS_MIN = 2  # assumption: a "Guess first" prompt, answered and revealed
-CHAPTERS = ("memory_hierarchy", "simt", "tensor_cores", "collectives", "serving")
+CHAPTERS = ("memory_hierarchy", "simt", "tensor_cores", "collectives", "training_memory", "serving")
 
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-.]*")
 _ROLE = re.compile(r"\{[a-z:]+\}`([^`<]*)(?:<[^>]*>)?`")  # {term}`text <target>` -> text
@@ -192,6 +192,7 @@ TASTER_CORE = {
     "simt": "Occupancy: how many warps fit",
     "tensor_cores": "Peak from first principles",
     "collectives": "Algorithm bandwidth and bus bandwidth",
+    "training_memory": "The memory budget",
     "serving": "The memory budget, and the concurrency it allows",
 }
 
