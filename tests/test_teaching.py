@@ -124,11 +124,48 @@ def test_each_agenda_fits_its_time():
     """The agendas adapt (fewer quiz questions, a share of the exercises, chapters packed into days); when
     the chapters outgrow even that, this fails and the page says so."""
     t, h, d = plan.taster(), plan.half_day(), plan.two_day()
-    assert t["fits"] and t["total"] == sum(r[2] for r in t["rows"]) <= 90, t
+    assert t["fits"] and t["total"] == sum(r[2] for r in t["rows"]) <= plan.TASTER_BUDGET_MIN, t
     assert h["fits"] and h["total"] <= 210, h
+    assert h["rows"][0][0].startswith("Set-up check") and any(r[0] == "Break" for r in h["rows"]), h
     assert d["fits"] and len(d["totals"]) == 2 and max(d["totals"]) <= plan.DAY_BUDGET_MIN, d
+    assert d["rows"][0][1].startswith("Set-up check"), d
+    assert sum(r[1] == "Breaks and lunch" for r in d["rows"]) == 2, "each day has its breaks and lunch"
     covered = [r[1] for r in d["rows"]]
     assert all(plan.chapter_title(c) in covered for c in plan.CHAPTERS), "the two-day course teaches every chapter"
+
+
+def test_teaching_rate_and_exercise_kinds():
+    """Taught, not silently read (half the silent rate); exercises timed by the kind their title names."""
+    assert plan.WORDS_PER_MIN < plan.SILENT_WORDS_PER_MIN
+    assert plan.exercise_min("By hand: SAXPY") < plan.exercise_min("With the calculator: x") < plan.exercise_min("Code: x")
+    assert plan.exercise_min("Change the experiment: x") == plan.EXERCISE_KIND_MIN["Change the experiment"]
+    assert plan.exercise_min("Something else") == plan.EXERCISE_OTHER_MIN
+    for topic in plan.CHAPTERS:
+        titles = plan.exercise_titles(topic)
+        assert len(titles) == plan.chapter_minutes(topic)["exercises"] and all(titles), topic
+        assert plan.exercises_min(topic) == sum(plan.exercise_min(t) for t in titles)
+        assert plan.exercises_min(topic, 1) == min(plan.exercise_min(t) for t in titles)
+
+
+def test_gpu_logs_are_ordered_by_time_not_name(tmp_path, monkeypatch):
+    """measure_smoke_* (earlier) sorts after measure_final_* by name; the later run must win."""
+    gpu, logs = plan.gpu_seconds()
+    names = [p.rsplit("/", 1)[1] for p in logs.split(", ")]
+    if "measure_smoke_2026-12-01.log" in names and "measure_final_2026-12-01.log" in names:
+        assert names.index("measure_smoke_2026-12-01.log") < names.index("measure_final_2026-12-01.log")
+        final = (ROOT / "benchmarks" / "h200" / "measure_final_2026-12-01.log").read_text()
+        last = dict(re.findall(r"^\[done\] (\w+) in ([0-9.]+) s", final, re.M))
+        assert all(gpu[t] == float(v) for t, v in last.items())
+
+
+def test_prerequisite_map_covers_the_links():
+    """The hand-written map agrees with the notebooks: every earlier chapter linked or imported is a prerequisite."""
+    assert set(plan.PREREQUISITES) == set(plan.CHAPTERS)
+    for c in plan.CHAPTERS:
+        earlier = [o for o in plan.linked_chapters(c) if plan.CHAPTERS.index(o) < plan.CHAPTERS.index(c)]
+        assert set(earlier) <= set(plan.PREREQUISITES[c]), (c, earlier)
+        assert all(plan.CHAPTERS.index(o) < plan.CHAPTERS.index(c) for o in plan.PREREQUISITES[c]), c
+    assert all("memory_hierarchy" in plan.PREREQUISITES[c] for c in plan.CHAPTERS[1:]), "the roofline is the common ground"
 
 
 def test_two_gpu_chapters_come_from_the_doctor():

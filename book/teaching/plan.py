@@ -1,9 +1,12 @@
 """Numbers behind the workshop agendas (book/teaching/agendas.ipynb): nothing here is typed by hand.
 
-- Reading minutes per chapter section: the words of the section's Markdown cells (the
-  chapter notebooks as committed) at ``WORDS_PER_MIN`` words per minute, the rate Jupyter Book's
-  own reading-time estimate uses.
-- Run minutes per chapter: how long the chapter's notebook took to execute top to bottom, as
+- Teaching minutes per chapter section: the words of the section's Markdown cells (the
+  chapter notebooks as committed) at ``WORDS_PER_MIN`` words per minute, a teaching rate: half
+  the silent-reading rate of Jupyter Book's estimate (an assumption, labelled on the page).
+- GPU block of a chapter: the H200 measure time below plus ``FIRST_RUN_MIN`` (kernel start, imports,
+  JIT compiles, Colab's install); every taught block gets ``SLACK`` on top.
+- CPU build run seconds per chapter (kept for reference, not used in the agendas: the build
+  measures nothing): how long the chapter's notebook took to execute top to bottom, as
   myst-nb recorded it in a book build (``chapter_runtimes.json``, made with
   ``python book/teaching/plan.py collect <build>/_build/.doctrees/environment.pickle``; the file
   says which build and machine).
@@ -12,7 +15,7 @@
 - Which chapters need two GPUs, and what each catalog GPU can run: ``widgets.doctor``'s verdicts
   for a simulated machine (``simulate(name, gpus)``).
 - Exercise and "Guess first" minutes: counted from the notebooks (``{exercise}`` directives and
-  ``guess`` admonitions) times an allowance per item (``EXERCISE_MIN``, ``GUESS_MIN``). The
+  ``guess`` admonitions) times an allowance per item (``EXERCISE_KIND_MIN`` by the exercise's kind, ``GUESS_MIN``). The
   allowances are assumptions, not measurements: the agendas say so.
 """
 
@@ -28,10 +31,49 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 RUNTIMES = HERE / "chapter_runtimes.json"
-WORDS_PER_MIN = 200  # Jupyter Book's reading-time estimate (sphinx wordcount, "minutes" = words / 200)
-EXERCISE_MIN = 10  # assumption: one exercise, done by a learner, discussed briefly
+SILENT_WORDS_PER_MIN = 200  # Jupyter Book's silent-reading estimate (sphinx wordcount, "minutes" = words / 200)
+# Teaching rate, an assumption: a presenter speaks at about 130 words per minute, and teaching with predictions, board
+# work and questions runs at roughly half the silent-reading rate (instructor review, issue 15, finding 5).
+WORDS_PER_MIN = SILENT_WORDS_PER_MIN // 2
+# Minutes per exercise by kind (the exercise's title says its kind), done by learners and discussed briefly.
+# Assumptions, not timed in a room yet (instructor review, issue 15, finding 15).
+EXERCISE_KIND_MIN = {"By hand": 8, "With the calculator": 10, "With the precision explorer": 10, "Code": 25,
+                     "Change the experiment": 25}  # fmt: skip
+EXERCISE_OTHER_MIN = 15  # an exercise whose title names no kind
+EXERCISE_MIN = EXERCISE_KIND_MIN["With the calculator"]  # the SIMT occupancy exercise of the half-day
+FIRST_RUN_MIN = 5  # assumption: first run of a chapter: kernel start, torch import, Triton/numba JIT (Colab: its pip install)
+SLACK = 0.15  # assumption: questions, switching between deck and pages; added to every taught block
+SETUP_MIN = 30  # set-up check at the start of a half-day or a day (The Carpentries plan 30-60 min for installs)
 GUESS_MIN = 2  # assumption: a "Guess first" prompt, answered and revealed
 CHAPTERS = ("memory_hierarchy", "simt", "tensor_cores", "collectives", "training_memory", "serving")
+
+# Hand-written prerequisites (what a chapter's text uses from earlier chapters), checked in tests/test_teaching.py
+# against the links and imports in the notebooks: every earlier chapter a notebook links to or imports must be here.
+PREREQUISITES = {
+    "memory_hierarchy": {},
+    "simt": {"memory_hierarchy": "latency, bytes in flight and Little's law"},
+    "tensor_cores": {"memory_hierarchy": "the roofline and its ridge point", "simt": "warps, blocks and waves over the SMs"},
+    "collectives": {"memory_hierarchy": "time = bytes / bandwidth + latency"},
+    "training_memory": {"memory_hierarchy": "capacities in GiB, rates in GB/s",
+                        "collectives": "the all-reduce, reduce-scatter and all-gather that ZeRO costs"},
+    "serving": {"memory_hierarchy": "the roofline: decode is memory-bound, prefill compute-bound",
+                "tensor_cores": "the peak FLOP/s per dtype", "collectives": "tensor parallelism's all-reduce"},
+}  # fmt: skip
+
+
+def linked_chapters(topic: str) -> list[str]:
+    """Chapters that ``topic``'s notebook links to or whose model or calculator it imports."""
+    text = (ROOT / "chapters" / f"{topic}.ipynb").read_text(encoding="utf-8")
+    found = []
+    for o in CHAPTERS:
+        if o == topic:
+            continue
+        link = re.search(rf"<{o}>`|\({o}\)|\]\({o}\.ipynb|\{{doc\}}`{o}`", text)
+        code_use = re.search(rf"(models|ui) import [^\n]*\b{o}\b|widgets\.(models|ui)\.{o}\b", text)
+        if link or code_use:
+            found.append(o)
+    return found
+
 
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-.]*")
 _ROLE = re.compile(r"\{[a-z:]+\}`([^`<]*)(?:<[^>]*>)?`")  # {term}`text <target>` -> text
@@ -57,6 +99,7 @@ class Section:
     words: int
     exercises: int
     guesses: int
+    exercise_titles: tuple = ()
 
     @property
     def read_min(self) -> float:
@@ -78,7 +121,7 @@ def chapter_title(topic: str) -> str:
 
 def sections(topic: str) -> list[Section]:
     """The chapter's ``##`` sections in order (the text before the first one is "Introduction")."""
-    out: list[list] = [["Introduction", 0, 0, 0]]
+    out: list[list] = [["Introduction", 0, 0, 0, []]]
     for cell in notebook(topic)["cells"]:
         if cell["cell_type"] != "markdown":
             continue
@@ -86,12 +129,32 @@ def sections(topic: str) -> list[Section]:
         for part in re.split(r"(?m)^(?=## )", src):
             m = re.match(r"## (.+)", part)
             if m:
-                out.append([m.group(1).strip(), 0, 0, 0])
+                out.append([m.group(1).strip(), 0, 0, 0, []])
             cur = out[-1]
             cur[1] += words(part)
-            cur[2] += len(re.findall(r"^```\{exercise\}|^:::\{exercise\}", part, re.M))
+            found = re.findall(r"^(?:```|:::)\{exercise\}[ \t]*(.*)$", part, re.M)
+            cur[2] += len(found)
+            cur[4] += [t.strip() for t in found]
             cur[3] += len(re.findall(r":class:[^\n]*\bguess\b(?!-)", part))
-    return [Section(topic, t, w, e, g) for t, w, e, g in out if w or e or g]
+    return [Section(topic, t, w, e, g, tuple(x)) for t, w, e, g, x in out if w or e or g]
+
+
+def exercise_min(title: str) -> int:
+    """Minutes allowed for one exercise, by the kind its title starts with (``EXERCISE_KIND_MIN``)."""
+    for kind, minutes in EXERCISE_KIND_MIN.items():
+        if title.startswith(kind):
+            return minutes
+    return EXERCISE_OTHER_MIN
+
+
+def exercise_titles(topic: str) -> list[str]:
+    return [t for s in sections(topic) for t in s.exercise_titles]
+
+
+def exercises_min(topic: str, k: int | None = None) -> int:
+    """Minutes for the chapter's exercises; with ``k``, the ``k`` quickest (an instructor picks those in class)."""
+    mins = sorted(exercise_min(t) for t in exercise_titles(topic))
+    return sum(mins if k is None else mins[:k])
 
 
 def runtimes() -> dict:
@@ -100,13 +163,32 @@ def runtimes() -> dict:
 
 
 def gpu_seconds() -> tuple[dict, str]:
-    """Seconds ``widgets.measure`` spent per topic on the H200 (latest logged run), and the logs read."""
-    logs = sorted((ROOT / "benchmarks" / "h200").glob("measure*.log"))
+    """Seconds ``widgets.measure`` spent per topic on the H200 (latest logged run), and the logs read.
+
+    The logs are ordered by when they were committed (``git log``; a log not committed yet counts as newest, then by
+    file time), not by name: ``measure_smoke_*`` sorts after ``measure_final_*`` although it ran earlier."""
+    logs = sorted((ROOT / "benchmarks" / "h200").glob("measure*.log"), key=_log_time)
     found: dict[str, float] = {}
-    for log in logs:  # sorted by name (dated): later runs replace earlier ones
+    for log in logs:  # oldest first: later runs replace earlier ones
         for m in re.finditer(r"^\[done\] (\w+) in ([0-9.]+) s", log.read_text(errors="replace"), re.M):
             found[m.group(1)] = float(m.group(2))
     return found, ", ".join(f"benchmarks/h200/{p.name}" for p in logs)
+
+
+def _log_time(log: Path) -> tuple:
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "log", "-1", "--format=%ct", "--", str(log)], cwd=ROOT, capture_output=True,
+                             text=True, timeout=30).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        out = ""
+    return (int(out) if out else float("inf"), log.stat().st_mtime, log.name)
+
+
+def gpu_min(topic: str) -> float:
+    """Minutes of one live GPU run of the chapter's experiments: the H200's measure time plus ``FIRST_RUN_MIN``."""
+    return gpu_seconds()[0].get(topic, 0.0) / 60 + FIRST_RUN_MIN
 
 
 def two_gpu_chapters(gpu: str = "H200-SXM") -> dict:
@@ -119,15 +201,15 @@ def two_gpu_chapters(gpu: str = "H200-SXM") -> dict:
 
 
 def chapter_minutes(topic: str) -> dict:
-    """Minutes for one chapter taught in full: reading, running, exercises, guesses."""
+    """Minutes for one chapter taught in full: teaching the text, one live GPU run (instructor demo on the projector:
+    the H200 measure time + a first-run allowance), exercises by kind, guesses."""
     secs = sections(topic)
-    run = runtimes()["chapters"].get(topic, {}).get("run_s", 0.0)
     return {
         "read": sum(s.read_min for s in secs),
-        "run": run / 60,
+        "run": gpu_min(topic),
         "exercises": sum(s.exercises for s in secs),
         "guesses": sum(s.guesses for s in secs),
-        "exercise_min": EXERCISE_MIN * sum(s.exercises for s in secs),
+        "exercise_min": exercises_min(topic),
         "guess_min": GUESS_MIN * sum(s.guesses for s in secs),
     }
 
@@ -178,9 +260,10 @@ if __name__ == "__main__":
 # ---------------------------------------------------------------------------------------------
 # the three agendas: each adapts to the chapters' current length and says whether it fits
 
-TASTER_BUDGET_MIN = 90
+TASTER_BUDGET_MIN = 120  # two hours: six core sections with slack do not fit 90 min at the teaching rate
 HALF_DAY_BUDGET_MIN = 210
-DAY_BUDGET_MIN = 360  # sessions of a teaching day, breaks not counted
+DAY_BUDGET_MIN = 480  # a teaching day, 09:00-17:00, breaks and lunch included
+DAY_BREAKS_MIN = 60 + 2 * 15  # lunch and two breaks, taken at section boundaries
 CALC_MIN = 5  # assumption: the instructor moves a calculator's controls, the room predicts
 QUIZ_MIN = 1  # assumption: one quiz question, answered in the page
 BREAK_MIN = 15
@@ -217,7 +300,7 @@ def taster() -> dict:
                 raise ValueError(f"{c}: the taster's core section {TASTER_CORE[c]!r} is no longer in the chapter")
             q = min(questions, quiz_questions(c))
             rows.append([chapter_title(c), f"{TASTER_CORE[c]}; calculator; {q} quiz questions",
-                         round5(read_min(c, core) + GUESS_MIN + CALC_MIN + QUIZ_MIN * q)])  # fmt: skip
+                         round5((read_min(c, core) + GUESS_MIN + CALC_MIN + QUIZ_MIN * q) * (1 + SLACK))])  # fmt: skip
         rows.append(["Closing: what to measure next (the chapters' Predict, then measure)", "", CLOSE_MIN])
         total = sum(r[2] for r in rows)
         if total <= TASTER_BUDGET_MIN:
@@ -227,45 +310,57 @@ def taster() -> dict:
 
 def _full_chapter_min(c: str, exercises: int, quiz: bool = True) -> int:
     m = chapter_minutes(c)
-    return round5(read_min(c) + exercises * EXERCISE_MIN + m["guess_min"] + m["run"] + (QUIZ_MIN * quiz_questions(c) if quiz else 0))
+    taught = read_min(c) + exercises_min(c, exercises) + m["guess_min"] + m["run"] + (QUIZ_MIN * quiz_questions(c) if quiz else 0)
+    return round5(taught * (1 + SLACK))
 
 
 def half_day() -> dict:
-    """The memory hierarchy and tensor cores in full with part of their exercises; SIMT's occupancy if it fits."""
-    pair = ("memory_hierarchy", "tensor_cores")
-    n = {c: chapter_minutes(c)["exercises"] for c in pair}
-    for share in (2, 3, 4):  # half, a third, a quarter of the exercises
-        k = {c: max(1, math.ceil(n[c] / share)) for c in pair}
-        rows = []
-        for c in pair:
-            rows.append([chapter_title(c), f"all sections; {k[c]} of {n[c]} exercises; measure on the GPU", _full_chapter_min(c, k[c], quiz=False)])
-            if c == pair[0]:
-                rows.append(["Break", "", BREAK_MIN])
-        occ = "Occupancy: how many warps fit"
-        extra = ["SIMT execution", f"{occ}; one exercise", round5(read_min("simt", [occ]) + EXERCISE_MIN)]
-        if sum(r[2] for r in rows) + extra[2] <= HALF_DAY_BUDGET_MIN:
-            rows.append(extra)
+    """Set-up check, the memory hierarchy in full with part of its exercises, a break, then as much of tensor cores
+    (its sections in order) as the rest of the half-day holds."""
+    mh, tc = "memory_hierarchy", "tensor_cores"
+    n = chapter_minutes(mh)["exercises"]
+    for share in (2, 3, 4):  # half, a third, a quarter of the exercises (the quickest ones)
+        k = max(1, math.ceil(n / share))
+        rows = [["Set-up check: everyone runs the first cells", "", SETUP_MIN],
+                [chapter_title(mh), f"all sections; {k} of {n} exercises; the instructor runs the GPU measurement",
+                 _full_chapter_min(mh, k, quiz=False)],
+                ["Break", "", BREAK_MIN]]  # fmt: skip
+        left = HALF_DAY_BUDGET_MIN - sum(r[2] for r in rows)
+        taught, used = [], 0.0
+        for sec in sections(tc):
+            if sec.title in SKIP:
+                continue
+            cost = (sec.read_min + GUESS_MIN * sec.guesses) * (1 + SLACK)
+            if round5(used + cost + gpu_min(tc) * (1 + SLACK)) > left:
+                break
+            taught.append(sec.title)
+            used += cost
+        if taught:
+            rows.append([chapter_title(tc), f"sections {taught[0]!r} to {taught[-1]!r}; the instructor runs the GPU measurement",
+                         round5(used + gpu_min(tc) * (1 + SLACK))])  # fmt: skip
         total = sum(r[2] for r in rows)
-        if total <= HALF_DAY_BUDGET_MIN:
+        if total <= HALF_DAY_BUDGET_MIN and taught:
             break
     return {"rows": rows, "total": total, "budget": HALF_DAY_BUDGET_MIN, "fits": total <= HALF_DAY_BUDGET_MIN}
 
 
 def two_day() -> dict:
     """Every chapter in book order, packed into two days; all exercises if they fit, else half (the rest as homework)."""
-    for share in (1, 2):
+    for share in (1, 2, 3, 4, 6, 12):  # all, half, ..., one exercise per chapter in class (the rest as homework)
         blocks = []
         for c in CHAPTERS:
             n = chapter_minutes(c)["exercises"]
-            k = math.ceil(n / share)
+            k = max(1, math.ceil(n / share))
             what = f"{k} exercises, quiz" if k == n else f"{k} of {n} exercises (the rest as homework), quiz"
             blocks.append([chapter_title(c), what, _full_chapter_min(c, k)])
         blocks.append(["Closing: the room's measurements side by side", "--merge table and plot", MERGE_MIN])
-        days, day = [], []
+        setup = ["Set-up check: everyone runs the first cells", "", SETUP_MIN]
+        breaks = ["Breaks and lunch", "at section boundaries", DAY_BREAKS_MIN]
+        days, day = [], [setup, breaks]
         for b in blocks:
-            if day and sum(x[2] for x in day) + b[2] > DAY_BUDGET_MIN:
+            if len(day) > 2 and sum(x[2] for x in day) + b[2] > DAY_BUDGET_MIN:
                 days.append(day)
-                day = []
+                day = [breaks]
             day.append(b)
         days.append(day)
         totals = [sum(b[2] for b in d) for d in days]
