@@ -138,3 +138,13 @@ def test_live_figures_carry_the_readout_in_the_title_text_not_a_subtitle(mod, na
     form = _form(mod, name)
     for fw in form.figures:
         assert not fw.layout.title.subtitle.text, f"{mod}.{name}: subtitle drawn over the title in JupyterLab"
+
+
+def test_readouts_never_print_python_e_notation():
+    from widgets.ui import memory_hierarchy as mh
+    from widgets.ui.accuracy import _with_unit
+    from widgets.units import KiB, fmt_bytes, fmt_rate
+
+    assert "e+" not in mh.inflight_summary("L40S", 1200)  # was "(1.01e+03 KiB over 142 SMs)"
+    assert fmt_bytes(1010 * KiB) == "0.986 MiB" and fmt_rate(999.7e3) == "1 MB/s"
+    assert _with_unit(4.8e12, "B/s") == "4.8 TB/s" and _with_unit(0.00179, "s") == "1.79 ms"

@@ -49,11 +49,15 @@ def _check_digits(digits) -> int:
 
 def _scaled(value: float, table, digits: int) -> tuple[str, str]:
     mag = abs(value)
-    for factor, prefix in table:
-        if mag >= factor:
+    i = next((k for k, (factor, _p) in enumerate(table) if mag >= factor), len(table) - 1)
+    factor, prefix = table[i]
+    text = f"{value / factor:.{digits}g}"
+    if "e+" in text:  # 1010 KiB or 999.7 kB rounded up: never Python's 1.01e+03
+        if i > 0:
+            factor, prefix = table[i - 1]
             return f"{value / factor:.{digits}g}", prefix
-    factor, prefix = table[-1]
-    return f"{value / factor:.{digits}g}", prefix
+        text = f"{value / factor:,.0f}"
+    return text, prefix
 
 
 def fmt_rate(value: float, unit: str = "B/s", digits: int = 3) -> str:

@@ -16,6 +16,38 @@ def _fmt(v: float) -> str:
     return f"{v:.4g}"
 
 
+def _with_unit(v: float, unit: str) -> str:
+    """A value in the book's units (4.8 TB/s, 1.79 ms), not Python's e-notation (4.8e+12 B/s)."""
+    from ..units import fmt_bytes, fmt_bytes_per_s, fmt_flop_per_s, fmt_rate, fmt_time
+
+    try:
+        if unit == "s":
+            return fmt_time(v, 4)
+        if unit == "ms":
+            return fmt_time(v * 1e-3, 4)
+        if unit == "us":
+            return fmt_time(v * 1e-6, 4)
+        if unit == "B/s":
+            return fmt_bytes_per_s(v, 4)
+        if unit == "GB/s":
+            return fmt_bytes_per_s(v * 1e9, 4)
+        if unit == "FLOP/s":
+            return fmt_flop_per_s(v, 4)
+        if unit == "B":
+            return fmt_bytes(v, 4)
+        if unit == "1/s":
+            return fmt_rate(v, "/s", 4)
+    except ValueError:  # a value the formatter refuses (negative time...): the plain number
+        pass
+    if unit == "count" and float(v).is_integer():
+        return f"{v:,.0f}"
+    if unit == "x":
+        return f"{v:.4g}x"
+    if unit in ("-", "count", "relative error", ""):
+        return f"{v:,.4g}" if abs(v) < 1e6 else f"{v:.4g}"
+    return f"{v:,.4g} {unit}" if abs(v) < 1e6 else f"{v:.4g} {unit}"
+
+
 TOPIC_SHORT = {"memory_hierarchy": "mem", "simt": "simt", "tensor_cores": "tc", "collectives": "coll", "training_memory": "train", "serving": "serve"}
 LABEL_CHARS = 26  # a tick label that leaves a phone-wide plot room for its data
 
@@ -48,7 +80,7 @@ def ratio_figure(rows: list[Row]) -> go.Figure:
                 mode="markers",
                 name=label,
                 marker=dict(color=LABEL_COLORS[label], symbol=LABEL_SYMBOLS[label], size=9),
-                customdata=[[f"{r.topic}: {r.quantity} ({r.device})", _fmt(r.predicted), _fmt(r.measured), r.unit]
+                customdata=[[f"{r.topic}: {r.quantity} ({r.device})", _with_unit(r.predicted, r.unit), _with_unit(r.measured, r.unit), ""]
                             for _, r in sel],  # fmt: skip
                 hovertemplate="%{customdata[0]}<br>model %{customdata[1]} %{customdata[3]}, measured %{customdata[2]}"
                 " %{customdata[3]}<br>ratio %{x:.3f}<extra></extra>",
@@ -72,7 +104,7 @@ def ratio_figure(rows: list[Row]) -> go.Figure:
 def rows_table(rows: list[Row]) -> str:
     """Every comparison, in the book's table style."""
     body = [
-        (r.topic, r.quantity, r.inputs, f"{_fmt(r.predicted)} {r.unit}", f"{_fmt(r.measured)} {r.unit}",
+        (r.topic, r.quantity, r.inputs, _with_unit(r.predicted, r.unit), _with_unit(r.measured, r.unit),
          f"{r.ratio:.2f}", r.label, r.device)  # fmt: skip
         for r in rows
     ]

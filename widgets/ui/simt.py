@@ -912,7 +912,7 @@ def reduction_compare_rows(ref, here=None) -> list:
                  here=sized(here, rate(here, "torch_sum")))]
     for r in (ref.atomic_rate, ref.atomic_rate_one_lane) if ref else ():
         if isinstance(r, sw.AtomicRate):
-            rows.append(dict(quantity=f"atomics to one address per second, {r.pattern} adding", reference=f"{r.atomics_per_s:.3g}"))
+            rows.append(dict(quantity=f"atomics to one address per second, {r.pattern} adding", reference=f"{r.atomics_per_s / 1e6:,.0f} million"))
     for v in sw.REDUCE_VARIANTS:
         r = ref.variants.get(v) if ref else None
         h = here.variants.get(v) if here else None
