@@ -106,6 +106,19 @@ def test_live_notebook_form_carries_its_script():
     assert page.count("<script>") == 1 and "gpubook-quiz-right" in page
 
 
+def test_package_ships_the_quiz_script_for_colab():
+    """A pip install (Colab) has no book/_static: the package carries identical copies as package data."""
+    import tomllib
+
+    for name in ("quiz.js", "quiz.css"):
+        assert (qz.STATIC / name).read_bytes() == (STATIC / name).read_bytes(), f"widgets/static/{name} drifted from book/_static"
+    assert qz.STATIC.parent == Path(qz.__file__).resolve().parent, "the copies live inside the package"
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["widgets"]
+    assert "static/quiz.js" in data and "static/quiz.css" in data
+    page = _quiz("collectives").to_html(inline_script=True)
+    assert (qz.STATIC / "quiz.js").read_text() in page and "quiz.load(" not in page
+
+
 # ---------------------------------------------------------------------------------------------
 # the accepted answers are the models' (recomputed here independently of widgets/quizzes)
 

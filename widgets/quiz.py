@@ -12,7 +12,9 @@ in JavaScript, so the quiz cannot drift from the models.
 
 In the published book the page loads ``quiz.js``/``quiz.css`` (``book/_ext/teaching.py`` adds them
 to pages that hold a quiz). In a live notebook the HTML carries the script itself, so the quiz
-works in JupyterLab and Colab too. ``Quiz.check`` applies the same rule in Python (the tests use it).
+works in JupyterLab and Colab too: the package ships a copy of both files as package data
+(``widgets/static/``, kept identical to ``book/_static`` by tests/test_quiz.py), so a pip install
+from git (Colab) has them. ``Quiz.check`` applies the same rule in Python (the tests use it).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from pathlib import Path
 from . import _check
 
 TOPICS = ("memory_hierarchy", "simt", "tensor_cores", "collectives", "training_memory", "serving")
-STATIC = Path(__file__).resolve().parents[1] / "book" / "_static"
+STATIC = Path(__file__).resolve().parent / "static"  # package data: a copy of book/_static/quiz.{js,css}
 CSS_CLASS = "gpubook-quiz"
 
 
@@ -172,7 +174,7 @@ class Quiz:
             try:
                 css = (STATIC / "quiz.css").read_text(encoding="utf-8")
                 js = (STATIC / "quiz.js").read_text(encoding="utf-8")
-            except OSError:  # installed without the book's files (pip, Colab): the quiz shows, checks need quiz.check()
+            except OSError:  # a broken install without the package data: the quiz shows, checks need quiz.check()
                 return out.replace(
                     "This quiz checks answers with JavaScript in the page.",
                     f"This quiz checks answers in the book's pages; here, call <code>quiz.load({self.topic!r}).check(i, answer)</code>.",
