@@ -300,10 +300,11 @@ JS_MARKDOWN = """() => [...document.querySelectorAll('.jp-Notebook .jp-MarkdownC
               .map(e => e.textContent)};
 })"""
 
-# the live forms: code cells whose source is a ui.*_calculator() call
+# the live forms: code cells whose source is a ui.*_calculator(...) call, with or without arguments
+# (fusion_calculator(launch_s) and latency_hiding_calculator(latency_s, ...) take the record's values)
 JS_FORMS = """() => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell')]
   .map((c, i) => ({i, src: c.querySelector('.cm-content')?.textContent || ''}))
-  .filter(x => /ui\\.\\w+_calculator\\(\\)/.test(x.src)).map(x => x.i)"""
+  .filter(x => /ui\\.\\w+_calculator\\(/.test(x.src)).map(x => x.i)"""
 
 CONTROLS = (
     ".widget-dropdown, .widget-slider, .widget-text, .widget-inttext, .widget-floattext, .widget-bounded-inttext, "
