@@ -366,3 +366,33 @@ def test_taster_deck_opens_offline_in_chromium(built_book):
         b.close()
     assert not outside, outside
     assert not errors, errors
+
+
+def test_deck_uses_the_core_sections_calculator_after_a_predict_slide():
+    """No build: a fake doctree with two calculators; the deck takes the one in the taster's core section (shared
+    TASTER_CORE), puts a 'Predict first' slide before it, and steps linearly (Space and arrows reach every slide)."""
+    from types import SimpleNamespace
+
+    from docutils import nodes
+
+    teaching = _module("gpubook_teaching_ext", ROOT / "book" / "_ext" / "teaching.py")
+    assert teaching._taster_core() == plan.TASTER_CORE
+
+    def section(title, *children):
+        return nodes.section("", nodes.title(text=title), *children)
+
+    def calc(name):
+        return nodes.raw("", f'<div class="plotly-graph-div" id="{name}"></div><script>Plotly.newPlot("{name}")</script>', format="html")
+
+    tree = nodes.document(None, None)
+    tree += section("SIMT execution", section("Divergence", calc("divergence")), section(plan.TASTER_CORE["simt"], calc("occupancy")))
+    app = SimpleNamespace(builder=SimpleNamespace(format="html", images={}), env=SimpleNamespace(),
+                          config=SimpleNamespace(html_title="Book", project="Book"))
+    teaching._collect(app, tree, "chapters/simt")
+    entry = app.env.gpubook_slides["chapters/simt"]
+    assert "occupancy" in entry["calculator"] and "divergence" not in entry["calculator"]
+    deck = teaching.deck_html(app, [entry])
+    assert deck.index("Predict first") < deck.index('id="occupancy"')
+    assert 'navigationMode: "linear"' in deck and "Arrow keys to move" not in deck
+    assert "--out room/merged" in deck
+

@@ -6,8 +6,10 @@ taster's slide deck.
 - Slides: one reveal.js deck, ``slides/taster.html`` in the built site, made from the chapters
   themselves when the book is built: per chapter (in ``_toc.yml`` order) its title, each
   "Takeaway" admonition as the page renders it (numbers included, since they come from the
-  executed notebook), its drawn diagrams (``book/figures``) and its first static calculator (the
-  plotly figure, precomputed frames and all). No prose is copied into this file, so the deck
+  executed notebook), its drawn diagrams (``book/figures``) and the static calculator of the
+  taster's core section (``TASTER_CORE`` in ``book/teaching/plan.py``, shared with the agenda; the
+  chapter's first calculator when that section has none), preceded by a "predict first" slide so
+  the readout does not answer the question before it is asked. No prose is copied into this file, so the deck
   cannot drift from the chapters. reveal.js (npm, ``package.json``), MathJax and plotly.js are
   served by the book: the deck loads nothing from the network.
 """
@@ -29,6 +31,21 @@ REVEAL = ROOT / "node_modules" / "reveal.js" / "dist"
 REVEAL_FILES = ("reveal.js", "reveal.css", "theme/white.css")
 DECK = "slides/taster.html"
 QUIZ_MARK = 'class="gpubook-quiz"'
+
+
+def _taster_core() -> dict:
+    """``TASTER_CORE`` of book/teaching/plan.py (topic -> section title), the one list the agenda also uses."""
+    import importlib.util
+    import sys
+
+    name = "gpubook_plan_for_slides"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, ROOT / "book" / "teaching" / "plan.py")
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod  # its dataclasses look their module up
+        spec.loader.exec_module(mod)
+    mod = sys.modules[name]
+    return dict(mod.TASTER_CORE)
 
 
 def has_quiz(body: str) -> bool:
@@ -86,11 +103,22 @@ def _collect(app, doctree, docname) -> None:
         uri = img.get("uri", "")
         if "figures/" in uri and uri.endswith(".svg"):
             entry["figures"].append((uri, img.get("alt", "")))
-    for raw in doctree.findall(nodes.raw):
-        text = raw.astext()
-        if "html" in raw.get("format", "") and "plotly-graph-div" in text and "Plotly.newPlot" in text:
-            entry["calculator"] = text
+    def first_calculator(tree):
+        for raw in tree.findall(nodes.raw):
+            text = raw.astext()
+            if "html" in raw.get("format", "") and "plotly-graph-div" in text and "Plotly.newPlot" in text:
+                return text
+        return None
+
+    core = _taster_core().get(docname.split("/", 1)[1])
+    entry["core"] = core
+    for sec in doctree.findall(nodes.section):
+        head = sec.next_node(nodes.title)
+        if core and head is not None and head.astext().strip() == core:
+            entry["calculator"] = first_calculator(sec)
             break
+    if entry["calculator"] is None:
+        entry["calculator"] = first_calculator(doctree)
     app.env.gpubook_slides = getattr(app.env, "gpubook_slides", {})
     app.env.gpubook_slides[docname] = entry
 
@@ -119,9 +147,10 @@ def deck_html(app, chapters: list[dict]) -> str:
     """The reveal.js deck (HTML) for ``chapters`` (entries made by ``_collect``)."""
     title = html.escape(app.config.html_title or app.config.project or "The book")
     slides = [
-        f'<section><h1 class="deck-title">{title}</h1><p>A 90-minute taster</p>'
+        f'<section><h1 class="deck-title">{title}</h1><p>A two-hour taster</p>'
         "<ol>" + "".join(f"<li>{html.escape(c['title'])}</li>" for c in chapters) + "</ol>"
-        '<p class="deck-small">Arrow keys to move; Esc for an overview. Made from the chapters when the book was built.</p></section>'
+        '<p class="deck-small">Space, PageDown or the arrow keys step through every slide; Esc for an overview. '
+        "Made from the chapters when the book was built.</p></section>"
     ]
     for c in chapters:
         link = f"../{c['docname']}.html"
@@ -137,6 +166,11 @@ def deck_html(app, chapters: list[dict]) -> str:
                     f'<p class="deck-small">{html.escape(alt)}</p></section>'
                 )
         if c["calculator"]:
+            core = html.escape(c.get("core") or "the chapter's calculator")
+            inner.append(
+                f'<section><h3>Predict first: {core}</h3><p>Before the next slide: write down your guess '
+                "(the instructor notes give the question). The calculator on the next slide shows the answer.</p></section>"
+            )
             inner.append(
                 '<section class="deck-calculator"><h3>Calculator</h3>'
                 f'<div class="deck-plot">{c["calculator"]}</div>'
@@ -147,7 +181,7 @@ def deck_html(app, chapters: list[dict]) -> str:
     slides.append(
         '<section><h2>Now measure</h2><p>Run a chapter\'s <em>Predict, then measure</em> on your GPU, '
         "then gather the room's records:</p><pre><code>python -m widgets.measure --out mine\n"
-        "python -m widgets.measure --merge room/*/</code></pre></section>"
+        "python -m widgets.measure --merge room/*/ --out room/merged</code></pre></section>"
     )
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
@@ -172,7 +206,7 @@ def deck_html(app, chapters: list[dict]) -> str:
 <script src="../_static/mathjax/tex-chtml.js" async></script>
 <script src="../_static/reveal/reveal.js"></script>
 <script>
-Reveal.initialize({{hash: true, width: 1200, height: 800, margin: 0.04}});
+Reveal.initialize({{hash: true, width: 1200, height: 800, margin: 0.04, navigationMode: "linear"}});
 Reveal.on("slidechanged", function (e) {{
   if (window.Plotly) e.currentSlide.querySelectorAll(".plotly-graph-div").forEach(function (d) {{ Plotly.Plots.resize(d); }});
 }});
