@@ -137,7 +137,7 @@ def test_memory_hierarchy_answers():
     assert 150 < ridge < 260  # 989.4 TFLOP/s / 4.8 TB/s = 206 FLOP/B (NVIDIA H200 datasheet figures)
     assert math.isclose(_number(q, "at best").value, 10 * g.hbm_bytes_per_s / 1e12)
     assert _number(q, "stride of 2").value == 8  # 32 lanes x 8 B span = 256 B = 8 sectors of 32 B
-    assert _number(q, "wavefronts").value == 32  # every word in bank 0: a 32-way conflict
+    assert _number(q, "wavefronts").value == 16  # word 16 i: banks 0 and 16 only, 16 reads each
     assert math.isclose(_number(q, "GB or GiB").value, g.memory_bytes / 1e9)
     assert not _number(q, "GB or GiB").accepts(g.memory_bytes / u.GiB), "typing the GiB figure is the misconception"
 
@@ -302,3 +302,22 @@ def test_pages_without_a_quiz_do_not_load_its_script():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     assert mod.has_quiz('<div class="gpubook-quiz" id="quiz-simt">') and not mod.has_quiz("<p>no quiz</p>")
+
+
+def test_quiz_does_not_hand_out_exercise_answers():
+    """The learner edition removes the solutions; the quiz must not put them back (instructor review, issue 15, #12).
+    The exercises' answers are recomputed here from the models with the exercises' own inputs."""
+    from widgets.models import llms
+    from widgets.models import memory_hierarchy as mh
+    from widgets.models import training_memory as tm
+
+    taken = {
+        "training_memory": [tm.training_state_bytes(llms.get_model("Llama-3-8B").params) / 1e9],  # By hand: the state of Llama-3-8B
+        "memory_hierarchy": [mh.bank_conflict_wavefronts(32), mh.bank_conflict_wavefronts(33)],  # mh-ex-transpose
+    }
+    for topic, answers in taken.items():
+        for q in _quiz(topic).questions:
+            if isinstance(q, qz.Number):
+                assert not any(q.accepts(a) for a in answers), (topic, q.prompt)
+    assert "Llama-3-8B" not in _quiz("training_memory").questions[0].prompt
+

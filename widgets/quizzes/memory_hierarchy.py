@@ -17,7 +17,8 @@ def quiz() -> Quiz:
     stride = 2
     sectors = mh.warp_load_sectors(stride, 4)
     ideal = mh.warp_load_sectors(1, 4)
-    waves = mh.bank_conflict_wavefronts(32, 4)
+    row_words = 16  # not the exercise's 32 x 32 tile (mh-ex-transpose): the quiz must not hand out its answer
+    waves = mh.bank_conflict_wavefronts(row_words, 4)
     usable = g.memory_bytes
     regime = ("memory-bound", "compute-bound")
     return Quiz(
@@ -47,11 +48,11 @@ def quiz() -> Quiz:
                 why="The addresses span twice the bytes, so twice the sectors: half of every sector moved is wasted.",
             ),
             Number(
-                prompt="Each thread of a warp reads one 4-byte word of shared memory, thread <em>i</em> at word 32 x <em>i</em> "
-                "(a column of a 32 x 32 float tile). How many wavefronts (passes) does the access take?",
+                prompt=f"Each thread of a warp reads one 4-byte word of shared memory, thread <em>i</em> at word {row_words} x <em>i</em> "
+                f"(a column of a tile {row_words} floats wide). How many wavefronts (passes) does the access take?",
                 value=waves, unit="wavefronts", rel_tol=0.0, abs_tol=0.4,
-                why="All 32 words sit in the same bank (32 banks of 4 bytes), so the 32 reads go one after another: "
-                "a 32-way bank conflict. Padding each row by one word removes it.",
+                why=f"Word {row_words} x <em>i</em> lands in bank ({row_words} x <em>i</em>) mod 32 (32 banks of 4 bytes), so the "
+                f"32 reads share {32 // waves} banks, {waves} reads each, and the reads that share a bank go one after another.",
             ),
             Number(
                 prompt=f"GB or GiB? The device reports {u.fmt_bytes(usable, 4)} of usable memory. How much is that in GB (10<sup>9</sup> bytes)?",

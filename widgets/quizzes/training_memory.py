@@ -10,7 +10,7 @@ from ..quiz import Choice, Number, Quiz
 
 
 def quiz() -> Quiz:
-    m = llms.get_model("Llama-3-8B")
+    m = llms.get_model("Mistral-7B")  # not the exercise's Llama-3-8B: the quiz must not hand out its answer
     state = tm.training_state_bytes(m.params)
     zero = tm.zero_state_bytes_per_gpu(7.5e9, 64, 2)
     act = tm.activation_bytes_per_layer(4096, 1, 4096, 32)
@@ -51,7 +51,8 @@ def quiz() -> Quiz:
                 why="6 N D FLOP over GPUs x peak x MFU, divided by 86400 s.",
             ),
             Choice(
-                prompt="A step runs out of memory because of long sequences (the activations dominate). Which fix costs least?",
+                prompt="A step runs out of memory because of long sequences (the activations dominate). Which of these fixes the "
+                "activation overflow at the least cost?",
                 options=fixes, answer=1,
                 why="Selective recomputation removes the attention matrix's 5as/h term for a few per cent more FLOP; sharding does "
                 "not touch activations, and offloading costs host-link time every step.",
