@@ -208,6 +208,31 @@ def test_merge_refuses_nothing_to_merge(tmp_path):
     assert out.returncode == 1 and "no comparison" in out.stderr
 
 
+def test_merge_keeps_a_cpu_record_out_of_the_headline_and_the_plot(tmp_path):
+    """A record whose provenance names a CPU (here the H200 record with its device renamed: the labelling, not the
+    numbers, is under test) is labelled 'different device', counted in no headline and left out of the plot."""
+    from widgets import merge
+
+    rec = json.loads((ROOT / "widgets" / "data" / "h200" / "memory_hierarchy.json").read_text())
+    (tmp_path / "h200").mkdir()
+    (tmp_path / "h200" / "memory_hierarchy.json").write_text(json.dumps(rec))
+    rec["provenance"] = {**rec["provenance"], "device": "CPU (x86_64)"}
+    rec["provenance"].pop("gpu", None)
+    (tmp_path / "laptop").mkdir()
+    (tmp_path / "laptop" / "memory_hierarchy.json").write_text(json.dumps(rec))
+    sources, _ = merge.collect([tmp_path / "h200", tmp_path / "laptop"])
+    rows = merge.table_rows(sources)
+    gpu = [d for d in rows if "laptop" not in d["machine"]]
+    cpu = [d for d in rows if "laptop" in d["machine"]]
+    assert cpu and all(d["label"] == merge.OTHER_DEVICE and d["within_target"] == "" for d in cpu)
+    assert gpu and not any(d["label"] == merge.OTHER_DEVICE for d in gpu)
+    preds = [d for d in gpu if d["label"] == "prediction"]
+    md = merge.to_markdown(rows, sources, [])
+    assert f"{sum(d['within_target'] for d in preds)} of {len(preds)} GPU predictions" in md and "different device" in md
+    fig = merge.figure(rows)
+    assert [t.name for t in fig.data] == [gpu[0]["machine"]]
+
+
 @pytest.mark.slow
 def test_merge_h200_and_a_cpu_record(tmp_path):
     """The committed H200 records and a CPU record made now (the memory hierarchy's real CPU run)."""
@@ -235,12 +260,12 @@ def test_merge_h200_and_a_cpu_record(tmp_path):
     machines = {r["machine"] for r in rows}
     assert any("H200" in m for m in machines) and any("laptop" in m for m in machines) and len(machines) == 2
     for r in rows:
-        assert r["label"] in accuracy.LABELS
+        assert r["label"] in accuracy.LABELS if "H200" in r["machine"] else r["label"] == merge.OTHER_DEVICE
         assert abs(float(r["ratio"]) - float(r["measured"]) / float(r["model"])) <= 1e-9 * abs(float(r["ratio"]))
     html = (out / "merged.html").read_text()
     assert html.count("plotly-graph-div") == 1 and "Plotly.newPlot" in html
     fig = json.loads(re.search(r"Plotly\.newPlot\(\s*\"[^\"]+\",\s*(\[.*?\]),\s*\{", html, re.S).group(1))
-    assert {t["name"] for t in fig} == machines, "one trace per machine"
+    assert {t["name"] for t in fig} == {m for m in machines if "H200" in m}, "one trace per GPU machine, no CPU in the plot"
     md = (out / "merged.md").read_text()
     assert md.count("\n| memory_hierarchy |") + md.count("\n| simt |") > 10
 

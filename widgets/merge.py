@@ -12,6 +12,11 @@ writes
   quantity, on a log axis with the book's accuracy target shaded (plotly.js inside the file: it
   opens offline).
 
+A record made without a GPU (its provenance's device is a CPU) is compared with the model its topic
+uses, which is usually the reference GPU's: its rows are labelled ``different device`` instead of
+their label, count in no accuracy figure and stay out of the plot (they show that the method runs,
+not how good a model is). The headline counts GPU predictions only, per machine too.
+
 A file that is not a record, or a record whose comparisons cannot be computed, is reported and
 skipped; the merge needs at least one comparison (exit status 1 otherwise).
 """
@@ -30,6 +35,7 @@ from pathlib import Path
 from .accuracy import TARGET, Row, rows_for
 
 OUTPUTS = ("merged.csv", "merged.md", "merged.html")
+OTHER_DEVICE = "different device"  # the label of a non-GPU record's rows: not a prediction of a GPU model
 
 
 @dataclass(frozen=True)
@@ -41,6 +47,13 @@ class Source:
     machine: str
     date: str
     rows: tuple
+    gpu: bool = True
+
+
+def is_gpu_record(record: dict) -> bool:
+    """Whether ``record`` was measured on a GPU (``harness.device_name`` writes ``CPU (...)`` otherwise)."""
+    device = str((record.get("provenance") or {}).get("device") or "")
+    return bool(device) and not device.upper().startswith("CPU")
 
 
 def _machine(record: dict, rows, path: Path) -> str:
@@ -84,7 +97,7 @@ def collect(paths) -> tuple[list[Source], list[str]]:
             skipped.append(f"{f}: the record holds no comparison")
             continue
         prov = rec.get("provenance") or {}
-        sources.append(Source(str(f), rec["topic"], _machine(rec, rows, f), str(prov.get("date", "")), rows))
+        sources.append(Source(str(f), rec["topic"], _machine(rec, rows, f), str(prov.get("date", "")), rows, is_gpu_record(rec)))
     return sources, skipped
 
 
@@ -95,8 +108,8 @@ def table_rows(sources: list[Source]) -> list[dict]:
         for r in s.rows:
             out.append({
                 "topic": r.topic, "quantity": r.quantity, "machine": s.machine, "model": r.predicted,
-                "measured": r.measured, "unit": r.unit, "ratio": r.ratio, "label": r.label,
-                "within_target": abs(r.ratio - 1) <= TARGET, "record": s.path, "date": s.date,
+                "measured": r.measured, "unit": r.unit, "ratio": r.ratio, "label": r.label if s.gpu else OTHER_DEVICE,
+                "within_target": (abs(r.ratio - 1) <= TARGET) if s.gpu else "", "record": s.path, "date": s.date,
             })  # fmt: skip
     return sorted(out, key=lambda d: (d["topic"], d["quantity"], d["machine"]))
 
@@ -124,14 +137,21 @@ def _cells(d: dict) -> list[str]:
 def to_markdown(rows: list[dict], sources: list[Source], skipped: list[str]) -> str:
     machines = sorted({s.machine for s in sources})
     preds = [d for d in rows if d["label"] == "prediction"]
+    others = sorted({s.machine for s in sources if not s.gpu})
+    per_machine = "; ".join(
+        f"{m}: {sum(d['within_target'] is True for d in preds if d['machine'] == m)} of {sum(d['machine'] == m for d in preds)}"
+        for m in machines if m not in others
+    )  # fmt: skip
     lines = [
         "# The room's measurements against the models",
         "",
         f"{len(sources)} records from {len(machines)} machine(s): {', '.join(machines)}. Each row's model value is what "
         "the topic's `accuracy_rows` computes from that record with today's models (the book's Model accuracy page); "
-        f"ratio = measured / model; {sum(d['within_target'] for d in preds)} of {len(preds)} predictions are within "
-        f"{TARGET:.0%}. Only rows labelled *prediction* test a model. A record made on a CPU is compared with the model "
-        "its topic uses (often the reference GPU's figures): its ratios show the method, not a GPU's accuracy.",
+        f"ratio = measured / model; {sum(d['within_target'] is True for d in preds)} of {len(preds)} GPU predictions are "
+        f"within {TARGET:.0%} (per machine: {per_machine or 'none'}). Only rows labelled *prediction* test a model."
+        + (f" Records made without a GPU ({', '.join(others)}) are compared with their topic's model (usually the reference "
+           f"GPU's figures): their rows are labelled *{OTHER_DEVICE}*, show that the method runs, count in no figure above "
+           "and stay out of the plot." if others else ""),
         "",
         "| " + " | ".join(HEAD) + " |",
         "|" + "---|" * len(HEAD),
@@ -149,6 +169,7 @@ def figure(rows: list[dict]):
 
     from .ui._core import series_color, style_figure
 
+    rows = [d for d in rows if d["label"] != OTHER_DEVICE]  # a CPU against a GPU model would stretch the axis
     keys = list(dict.fromkeys((d["topic"], d["quantity"]) for d in rows))
     pos = {k: i for i, k in enumerate(keys)}
     fig = go.Figure()
@@ -163,11 +184,13 @@ def figure(rows: list[dict]):
         ))  # fmt: skip
     fig.add_vrect(x0=1 - TARGET, x1=1 + TARGET, fillcolor="#009E73", opacity=0.12, line_width=0)
     fig.add_vline(x=1, line=dict(color="#888", dash="dot"))
-    fig.update_xaxes(type="log", title_text="measured / model")
+    ratios = [d["ratio"] for d in rows if d["ratio"] > 0 and math.isfinite(d["ratio"])] or [1.0]
+    low, high = min(min(ratios), 1 - TARGET) / 1.3, max(max(ratios), 1 + TARGET) * 1.3
+    fig.update_xaxes(type="log", title_text="measured / model", range=[math.log10(low), math.log10(high)], tickfont=dict(size=14))
     fig.update_yaxes(range=[len(keys) - 0.5, -0.5], tickmode="array", tickvals=list(range(len(keys))),
-                     ticktext=[f"{t}: {q}"[:48] for t, q in keys], tickfont=dict(size=10), showgrid=False)  # fmt: skip
+                     ticktext=[f"{t}: {q}"[:64] for t, q in keys], tickfont=dict(size=13), showgrid=False)  # fmt: skip
     style_figure(fig, title="The room's measurements against the models",
-                 readout=f"circles: predictions; shaded: within {TARGET:.0%}", height=min(2000, max(440, 160 + 18 * len(keys))),
+                 readout=f"circles: predictions; shaded: within {TARGET:.0%}", height=max(440, 160 + 22 * len(keys)),
                  legend=True)  # fmt: skip
     return fig
 
