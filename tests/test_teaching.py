@@ -63,6 +63,13 @@ def test_teaching_part_is_in_the_book():
             assert (ROOT / f"{f}.md").exists() or (ROOT / f"{f}.ipynb").exists(), f
 
 
+def test_agendas_teach_every_chapter_of_the_toc():
+    """plan.CHAPTERS is the toc's chapters in the toc's order: a new chapter cannot be left out of the agendas."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    chapters = [f.split("/", 1)[1] for f in _toc_files(toc) if f.startswith("chapters/")]
+    assert list(plan.CHAPTERS) == chapters
+
+
 def test_instructor_notes_name_the_misconceptions():
     text = " ".join((TEACHING / f"instructor_{t}.md").read_text() for t in plan.CHAPTERS)
     for needle in ("Dense against sparse peaks", "GB or GiB", "algbw against busbw", "More occupancy is always faster",
