@@ -276,6 +276,21 @@ def test_quiz_works_offline_in_chromium(browser, tmp_path, topic):
 
 
 @pytest.mark.browser
+def test_live_notebook_quiz_checks_with_its_inline_script(browser, tmp_path):
+    """The form a notebook output shows (JupyterLab, Colab): no book page around it, the packaged script inline."""
+    q = _quiz("training_memory")
+    page_file = tmp_path / "live.html"
+    page_file.write_text(f'<!doctype html><html><head><meta charset="utf-8"></head><body>{q.to_html(inline_script=True)}</body></html>',
+                         encoding="utf-8")  # fmt: skip
+    page, outside, errors = _offline_page(browser)
+    page.goto(page_file.as_uri())
+    assert page.locator(".gpubook-quiz[data-ready]").count() == 1
+    _answer_all(page, "#quiz-training_memory", q)
+    assert not outside and not errors, (outside, errors)
+    page.close()
+
+
+@pytest.mark.browser
 @pytest.mark.build
 @pytest.mark.parametrize("topic", qz.TOPICS)
 def test_built_chapter_quiz_works_offline(browser, built_book, topic):
