@@ -128,3 +128,37 @@ def test_in_chromium_every_state_keeps_the_data_inside_the_axes(name, tmp_path):
                 problems += [((bi, si), x) for x in page.evaluate(CHECK, gd)]
         b.close()
     assert not problems, f"{len(problems)} states with data off the plot, e.g. {problems[:3]}"
+
+
+OVERLAP = """() => { const box = s => { const e = document.querySelector(s); if (!e) return null;
+  const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+  return {legend: box('.legend'), label: box('.slider-label')}; }"""
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not CHROMIUM, reason="headless Chromium not found (`make chromium`)")
+def test_on_a_phone_the_slider_label_clears_a_wrapped_legend(tmp_path):
+    """Reader review R-14: "micro-batch: 1" was printed over the legend on a 358-px plot."""
+    from playwright.sync_api import sync_playwright
+
+    from widgets.ui import simt, training_memory
+
+    figs = {"budget": training_memory.budget_figure(), "ladder": training_memory.ladder_figure(),
+            "divergence": simt.divergence_figure(), "synthetic": _fig()}
+    bad = []
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        for name, fig in figs.items():
+            fig.update_layout(width=358)
+            path = tmp_path / f"{name}.html"
+            fig.write_html(str(path), include_plotlyjs=True, div_id="gd", auto_play=False)
+            page = b.new_page(viewport={"width": 390, "height": 844})
+            page.goto(path.as_uri())
+            page.wait_for_selector(".slider-label")
+            r = page.evaluate(OVERLAP)
+            leg, lab = r["legend"], r["label"]
+            if leg and lab and not (leg[3] <= lab[1] or lab[3] <= leg[1] or leg[2] <= lab[0] or lab[2] <= leg[0]):
+                bad.append((name, leg, lab))
+            page.close()
+        b.close()
+    assert not bad, f"slider label over the legend: {bad}"

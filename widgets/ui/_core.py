@@ -221,7 +221,9 @@ def style_figure(
     top = title_px + 16
     bottom = 60 + (max(36, _legend_px(fig.data)) if show_legend else 0)
     height += max(0, bottom - 96)
-    plot_h = max(120, height - top - bottom)
+    plot_h = height - top - bottom
+    if plot_h < 120:  # the legend is placed in fractions of this height: make it true
+        height, plot_h = height + 120 - plot_h, 120
     fig.update_layout(
         template=TEMPLATE,
         title=spec,
@@ -418,9 +420,14 @@ def grid_figure(
     traces0 = grid[ci0, si0][0]
     show_legend = sum(1 for t in traces0 if t.showlegend is not False) > 1
     legend_px = max(_legend_px(tr) for tr, _ti, _ro in grid.values()) if show_legend else 0
-    bottom = 60 + legend_px + 84
+    bottom = 96 + legend_px + 84
     height += max(0, legend_px - 36)  # a legend that wraps takes room from below, not from the plot
-    plot_h = max(140, height - top - bottom)
+    # the legend and the slider are placed in fractions of the plot's height: the figure grows
+    # until the plot has the height they were computed for (a clamped estimate put the slider's
+    # label over a wrapped legend on a phone)
+    plot_h = height - top - bottom
+    if plot_h < 140:
+        height, plot_h = height + 140 - plot_h, 140
 
     def fname(ci: int, si: int) -> str:
         return f"{ci}:{si}" if has_menu else str(si)
@@ -458,7 +465,7 @@ def grid_figure(
                 x=0,
                 len=1,
                 xanchor="left",
-                y=-(60 + legend_px) / plot_h,
+                y=-(96 + legend_px) / plot_h,
                 yanchor="top",
                 pad=dict(t=8, b=4),
             )
