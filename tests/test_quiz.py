@@ -276,6 +276,35 @@ def test_quiz_works_offline_in_chromium(browser, tmp_path, topic):
 
 
 @pytest.mark.browser
+def test_typed_units_and_an_ambiguous_comma(browser, tmp_path):
+    """'48 TFLOP/s' and '25 %' are read as numbers; '1,099' is tried as 1099 and as 1.099 (review #27)."""
+    q = qz.Quiz(topic="parse", questions=(
+        qz.Number(prompt="a", value=1.0995, unit="TFLOP", why="w", rel_tol=0.01),
+        qz.Number(prompt="b", value=48.0, unit="TFLOP/s", why="w", rel_tol=0.01),
+        qz.Number(prompt="c", value=25.0, unit="%", why="w", rel_tol=0.01),
+        qz.Number(prompt="d", value=1200.0, unit="GB", why="w", rel_tol=0.01),
+    ))  # fmt: skip
+    page_file = tmp_path / "parse.html"
+    page_file.write_text(f'<!doctype html><html><head><meta charset="utf-8"></head><body>{q.to_html(inline_script=True)}</body></html>',
+                         encoding="utf-8")  # fmt: skip
+    page, outside, errors = _offline_page(browser)
+    page.goto(page_file.as_uri())
+    for i, typed, right in ((0, "1,099", True), (1, "48 TFLOP/s", True), (2, "25 %", True), (3, "1,2e3", None),
+                            (3, "1.2e3 GB", True), (0, "1,2", False), (1, "48-49", None)):  # fmt: skip
+        li = page.locator(f"li.gpubook-quiz-q[data-index='{i}']")
+        li.locator("input[type=text]").fill(typed)
+        li.locator(".gpubook-quiz-check").click()
+        cls = li.locator(".gpubook-quiz-feedback").get_attribute("class")
+        want = {True: "gpubook-quiz-right", False: "gpubook-quiz-wrong"}.get(right)
+        if want:
+            assert want in cls, (typed, cls)
+        else:
+            assert "gpubook-quiz-right" not in cls and "gpubook-quiz-wrong" not in cls, (typed, cls)
+    assert not outside and not errors, (outside, errors)
+    page.close()
+
+
+@pytest.mark.browser
 def test_live_notebook_quiz_checks_with_its_inline_script(browser, tmp_path):
     """The form a notebook output shows (JupyterLab, Colab): no book page around it, the packaged script inline."""
     q = _quiz("training_memory")

@@ -4,12 +4,17 @@
 (function () {
   "use strict";
 
-  function parseNumber(text) {
-    var s = String(text).trim().replace(/[\s_\u00a0\u202f]/g, "");
-    if (/^[+-]?\d+,\d+$/.test(s)) s = s.replace(",", ".");   // a decimal comma: 4,8
-    else s = s.replace(/,(?=\d{3}(\D|$))/g, "");              // thousands separators: 1,234.5
-    if (!/^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i.test(s)) return NaN;
-    return Number(s);
+  // The readings of what the reader typed (usually one; two when a comma could be a decimal or a thousands
+  // separator, as in 1,099). A trailing unit or % is dropped: "48 TFLOP/s", "25 %".
+  function parseNumbers(text) {
+    var m = String(text).trim().match(/^([+-]?[\d.,\s_\u00a0\u202f]*\d(?:e[+-]?\d+)?|[+-]?\.\d+(?:e[+-]?\d+)?)\s*(.*)$/i);
+    if (!m || (m[2] && !/^(%|[a-z\u00b5])/i.test(m[2]))) return [];
+    var s = m[1].replace(/[\s_\u00a0\u202f]/g, "");
+    var readings = [];
+    if (/^[+-]?\d{1,3},\d{3}$/.test(s)) readings = [s.replace(",", ""), s.replace(",", ".")];  // 1,099: both
+    else if (/^[+-]?\d+,\d+$/.test(s)) readings = [s.replace(",", ".")];                      // a decimal comma: 4,8
+    else readings = [s.replace(/,(?=\d{3}(\D|$))/g, "")];                                     // thousands: 1,234.5
+    return readings.filter(function (r) { return /^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i.test(r); }).map(Number);
   }
 
   function setFeedback(li, ok, text) {
@@ -34,8 +39,10 @@
       return;
     }
     var input = li.querySelector("input[type=text]");
-    var x = parseNumber(input.value);
-    if (!isFinite(x)) { setFeedback(li, null, "Type a number" + (q.unit ? " in " + q.unit : "") + " (e.g. 12.5 or 1.2e3)."); return; }
+    var xs = parseNumbers(input.value);
+    if (!xs.length) { setFeedback(li, null, "Type a number" + (q.unit ? " in " + q.unit : "") + " (e.g. 12.5 or 1.2e3)."); return; }
+    var hit = xs.filter(function (v) { return v >= q.low && v <= q.high; });
+    var x = hit.length ? hit[0] : xs[0];
     if (x >= q.low && x <= q.high) { setFeedback(li, true, "Right: the model gives " + q.shown + "."); showWhy(li); }
     else setFeedback(li, false, (x < q.low ? "Too low." : "Too high.") + " Try again, or show the answer.");
   }
