@@ -42,7 +42,9 @@ def quiz() -> Quiz:
             ),
             Number(
                 prompt=f"The book's memory budget for {m.name} in bf16 on one {g.name}: how many sequences of {ctx} tokens can its "
-                "KV cache hold at once?",
+                f"KV cache hold at once? The budget keeps {u.fmt_bytes(budget.overhead_bytes)} as the runtime's reserve and "
+                f"{u.fmt_bytes(budget.activation_bytes)} for activations and the batch's logits (the chapter's memory-budget "
+                "calculator shows every bucket).",
                 value=budget.max_concurrent_seqs, unit="sequences", rel_tol=0.0, abs_tol=0.4,
                 why="(memory - weights - activations - reserve) / KV bytes per sequence, rounded down.",
             ),

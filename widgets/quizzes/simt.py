@@ -59,7 +59,7 @@ def quiz() -> Quiz:
             ),
             Number(
                 prompt=f"A loop launches {n} kernels of {u.fmt_time(kernel_s)} each; each launch costs {u.fmt_time(launch_s)} of CPU time. "
-                "How long does the loop take, in ms?",
+                "Launches are asynchronous: the GPU runs one kernel while the CPU launches the next. How long does the loop take, in ms?",
                 value=loop / u.MS, unit="ms", rel_tol=0.02,
                 why="When the launch overhead exceeds the kernel, the CPU is the bottleneck: the loop takes n x overhead (CUDA graphs help).",
             ),

@@ -39,8 +39,8 @@ def quiz() -> Quiz:
                 why="FLOP / dense peak: a lower bound (real GEMMs reach 60-80 % of it; see <em>Predict, then measure</em>).",
             ),
             Number(
-                prompt=f"A GEMM with output {8192} x {4224} uses 128 x 256 tiles, one per SM at a time, on {g.sms} SMs. "
-                "How many waves does it run?",
+                prompt=f"A GEMM with output {8192} x {4224} uses tiles of 128 rows x 256 columns, one per SM at a time, "
+                f"on {g.sms} SMs; a partial tile counts as a tile. How many waves does it run?",
                 value=waves, unit="waves", rel_tol=0.0, abs_tol=0.4,
                 why=f"{tiles} tiles / {g.sms} SMs, rounded up: the last wave keeps only some SMs busy (wave efficiency {eff:.0%}).",
             ),
