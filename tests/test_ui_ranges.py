@@ -162,3 +162,10 @@ def test_on_a_phone_the_slider_label_clears_a_wrapped_legend(tmp_path):
             page.close()
         b.close()
     assert not bad, f"slider label over the legend: {bad}"
+
+
+def test_dropdown_menus_are_opaque():
+    """Reader review R-12: an open list was see-through over the plot (plotly.js paints menus in the
+    transparent paper colour unless told otherwise)."""
+    menu = _fig().layout.updatemenus[0]
+    assert menu.bgcolor and "rgba" not in menu.bgcolor and menu.font.color

@@ -107,6 +107,8 @@ def _template(dark: bool) -> go.layout.Template:
     )
 
 
+MENU_BG = "#e9edf1"  # dropdown menus, light and dark mode alike (book/_static/plotly_theme.js)
+
 pio.templates["book_light"] = _template(dark=False)
 pio.templates["book_dark"] = _template(dark=True)
 TEMPLATE = "book_light"
@@ -498,6 +500,12 @@ def grid_figure(
                 showactive=True,
                 pad=dict(r=4, t=0),
                 name=c_name,
+                # opaque (plotly.js paints a menu in paper_bgcolor, which is transparent here: an open
+                # list showed the bars through its entries on a phone, review R-12); light in dark
+                # mode too, as book/_static/plotly_theme.js keeps menus
+                bgcolor=MENU_BG,
+                bordercolor="#5b6570",
+                font=dict(color="#222222"),
             )
         )
     tr0, ti0, ro0 = grid[ci0, si0]
