@@ -197,6 +197,13 @@ def test_learner_toc_and_config_leave_out_the_instructor_pages():
     config = learner.learner_config(yaml.safe_load((ROOT / "_config.yml").read_text()))
     assert learner.INSTRUCTOR_GLOB in config["exclude_patterns"]
     assert all(Path(p).is_absolute() for p in config["sphinx"]["local_extensions"].values())
+    # launch buttons would open the repository's notebooks with their solutions: gone, or pointed at a learner fork
+    base = yaml.safe_load((ROOT / "_config.yml").read_text())
+    bare = learner.learner_config(base, launch_repo="")
+    assert not any(bare["launch_buttons"].get(k) for k in ("colab_url", "binderhub_url", "jupyterhub_url"))
+    fork = learner.learner_config(base, launch_repo="https://github.com/someone/learner-fork")
+    assert fork["repository"]["url"] == "https://github.com/someone/learner-fork"
+    assert fork["launch_buttons"] == base["launch_buttons"]
 
 
 # ---------------------------------------------------------------------------------------------

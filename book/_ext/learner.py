@@ -170,10 +170,24 @@ def _keep(toc: dict, only: list[str] | None) -> dict:
     return toc
 
 
-def learner_config(config: dict) -> dict:
+LAUNCH_REPO_ENV = "GPUBOOK_LEARNER_REPO"  # a learner fork (solutions removed) for the Colab/Binder buttons
+
+
+def learner_config(config: dict, launch_repo: str | None = None) -> dict:
     """``_config.yml`` for the learner edition: instructor pages excluded; local extensions with
-    absolute paths (the configuration file is written outside the repository)."""
+    absolute paths (the configuration file is written outside the repository). The Colab/Binder/
+    JupyterHub launch buttons would open the repository's notebooks, solutions included: they point
+    at ``launch_repo`` (a learner fork; default: the ``GPUBOOK_LEARNER_REPO`` environment variable)
+    or, without one, are removed."""
     config = copy.deepcopy(config)
+    launch_repo = launch_repo if launch_repo is not None else os.environ.get(LAUNCH_REPO_ENV, "")
+    if launch_repo:
+        config.setdefault("repository", {})["url"] = launch_repo
+    else:
+        buttons = config.setdefault("launch_buttons", {})
+        for key in ("colab_url", "binderhub_url", "jupyterhub_url", "thebe"):
+            if key in buttons:
+                buttons[key] = False if key == "thebe" else ""
     # hidden folders (a developer's scratch tree) are never pages of the book
     config["exclude_patterns"] = list(config.get("exclude_patterns", [])) + [INSTRUCTOR_GLOB, "_build", ".*", ".*/**"]
     config["title"] = f"{config.get('title', 'The book')} (learner edition)"
