@@ -169,3 +169,14 @@ def test_dropdown_menus_are_opaque():
     transparent paper colour unless told otherwise)."""
     menu = _fig().layout.updatemenus[0]
     assert menu.bgcolor and "rgba" not in menu.bgcolor and menu.font.color
+
+
+def test_readouts_wrap_between_quantities_not_inside_one():
+    """Reader review R-17: "fused 456 µs (2 / GiB)" broke a number from its unit."""
+    from widgets.ui._core import _wrap
+
+    text = "4 ops: eager 1.23 ms (4 GiB moved), fused 456 µs (2 GiB): 2.7x"
+    for width in range(20, 60):
+        lines = _wrap(text, width)
+        assert " ".join(lines) == text
+        assert not any(line.rstrip().endswith(("1.23", "456", "(2", "(4")) for line in lines), (width, lines)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 import textwrap
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -147,10 +148,14 @@ def percent(fraction: float, digits: int = 1) -> str:
     return f"{p:.{digits}f}%"
 
 
+_GLUE = "\x1f"  # stands for a space that must not break: between a number and its unit
+
+
 def _wrap(text: str, width: int) -> list[str]:
     lines: list[str] = []
     for part in str(text).split("<br>"):
-        lines.extend(textwrap.wrap(part, width=width, break_long_words=False) or [""])
+        part = re.sub(r"(\d) (?=[A-Za-zµ%])", r"\1" + _GLUE, part)  # "2 GiB" stays on one line
+        lines.extend(line.replace(_GLUE, " ") for line in textwrap.wrap(part, width=width, break_long_words=False) or [""])
     return lines
 
 
