@@ -642,6 +642,9 @@ FUSION_GPUS = ("H200-SXM", *(g for g in gpu_names() if g != "H200-SXM"))  # ever
 FUSION_OPS = tuple(range(1, 17))
 FUSION_SIZES = tuple(2**p for p in (12, 16, 20, 24, 26, 28, 30))  # fp32 elements: 16 KiB to 4 GiB (7: page weight)
 FUSION_READOUT_OPS = 4
+# 1, 2 and 5 of each decade labelled in full ("2m", "5m"): the curves often span less than a decade,
+# where decade labels alone left one tick label on the axis (review)
+FUSION_YAXIS = dict(title="time [s]", type="log", dtick="D2", minorloglabels="complete")
 
 
 def fusion_summary(gpu: str, n_elems: int, n_ops: int = FUSION_READOUT_OPS, launch_s: float = 0.0) -> str:
@@ -683,7 +686,7 @@ def fusion_figure(gpus=FUSION_GPUS, sizes=FUSION_SIZES, ops=FUSION_OPS, *, launc
         slider=("tensor size", sizes, lambda n: fmt_bytes(4 * n)),
         choices=("GPU", gpus, str),
         frame=frame,
-        layout=dict(xaxis=dict(title="ops in the chain", dtick=2), yaxis=dict(title="time [s]", type="log")),
+        layout=dict(xaxis=dict(title="ops in the chain", dtick=2), yaxis=FUSION_YAXIS),
         active=active,
         height=480,
     )
@@ -720,7 +723,7 @@ def fusion_calculator(launch_s: float = 0.0):
                             marker=dict(size=14, symbol="circle-open", line=dict(width=3), color=COLORS[3]),
                             hovertemplate="%{x} ops: %{y:.3s}s<extra>your chain</extra>")
         fig = go.Figure([*_fusion_traces(g.name, f.n_elems, ops, launch), chosen])
-        fig.update_layout(xaxis=dict(title="ops in the chain"), yaxis=dict(title="time [s]", type="log"))
+        fig.update_layout(xaxis=dict(title="ops in the chain"), yaxis=FUSION_YAXIS)
         return table_html(rows), style_figure(fig, title=f"{g.name}: {fmt_bytes(4 * f.n_elems)} fp32", height=420)
 
     return live_form(compute, controls, show, title="Kernel fusion")
