@@ -337,7 +337,7 @@ def frame_ranges(traces, layout: Mapping[str, Any]) -> dict[str, list[float]]:
             if not math.isfinite(pos):
                 continue
             lo, hi = math.log10(pos), math.log10(max(hi, pos))
-            pad = max(0.05, 0.04 * (hi - lo))
+            pad = max(0.1, 0.06 * (hi - lo))  # markers whole, not cut by the axis
             # a bar on a log axis grows from the bottom: leave the smallest one visible
             want = [lo - max(pad, 0.3 if bar else 0), hi + pad]
         else:
