@@ -132,13 +132,14 @@ def test_in_chromium_every_state_keeps_the_data_inside_the_axes(name, tmp_path):
 
 OVERLAP = """() => { const box = s => { const e = document.querySelector(s); if (!e) return null;
   const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
-  return {legend: box('.legend'), label: box('.slider-label')}; }"""
+  return {legend: box('.legend'), label: box('.slider-label'), menu: box('.updatemenu-header'), fig: box('#gd')}; }"""
 
 
 @pytest.mark.browser
 @pytest.mark.skipif(not CHROMIUM, reason="headless Chromium not found (`make chromium`)")
 def test_on_a_phone_the_slider_label_clears_a_wrapped_legend(tmp_path):
-    """Reader review R-14: "micro-batch: 1" was printed over the legend on a 358-px plot."""
+    """Reader review R-14: "micro-batch: 1" was printed over the legend on a 358-px plot; R-13: the
+    dropdown of long entries ran past the plot's right edge."""
     from playwright.sync_api import sync_playwright
 
     from widgets.ui import simt, training_memory
@@ -159,6 +160,8 @@ def test_on_a_phone_the_slider_label_clears_a_wrapped_legend(tmp_path):
             leg, lab = r["legend"], r["label"]
             if leg and lab and not (leg[3] <= lab[1] or lab[3] <= leg[1] or leg[2] <= lab[0] or lab[2] <= leg[0]):
                 bad.append((name, leg, lab))
+            if r["menu"] and r["menu"][2] > r["fig"][2] + 1:  # review R-13: the menu's arrow was cut off
+                bad.append((name, "menu", r["menu"], r["fig"]))
             page.close()
         b.close()
     assert not bad, f"slider label over the legend: {bad}"

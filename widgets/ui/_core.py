@@ -108,6 +108,7 @@ def _template(dark: bool) -> go.layout.Template:
     )
 
 
+MENU_CHARS = 32  # a dropdown entry this long still fits a 358-px plot at 13 px
 MENU_BG = "#e9edf1"  # dropdown menus, light and dark mode alike (book/_static/plotly_theme.js)
 
 pio.templates["book_light"] = _template(dark=False)
@@ -510,7 +511,9 @@ def grid_figure(
                 # mode too, as book/_static/plotly_theme.js keeps menus
                 bgcolor=MENU_BG,
                 bordercolor="#5b6570",
-                font=dict(color="#222222"),
+                # long entries ("Llama-3-8B, 1 GPU, ZeRO-0, recompute full") in a smaller font, so the
+                # menu and its arrow fit a phone-wide plot (review R-13)
+                font=dict(color="#222222", size=13 if max(len(str(c_label(c))) for c in c_values) <= MENU_CHARS else 10),
             )
         )
     tr0, ti0, ro0 = grid[ci0, si0]
