@@ -190,7 +190,7 @@ def figure(rows: list[dict]):
     fig.update_yaxes(range=[len(keys) - 0.5, -0.5], tickmode="array", tickvals=list(range(len(keys))),
                      ticktext=[f"{t}: {q}"[:64] for t, q in keys], tickfont=dict(size=13), showgrid=False)  # fmt: skip
     style_figure(fig, title="The room's measurements against the models",
-                 readout=f"circles: predictions; shaded: within {TARGET:.0%}", height=max(440, 160 + 22 * len(keys)),
+                 readout=f"circles: predictions; shaded: within {TARGET:.0%}", height=min(4000, max(440, 160 + 22 * len(keys))),
                  legend=True)  # fmt: skip
     return fig
 
