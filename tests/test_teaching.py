@@ -156,6 +156,8 @@ def test_teaching_rate_and_exercise_kinds():
 
 def test_gpu_logs_are_ordered_by_time_not_name(tmp_path, monkeypatch):
     """measure_smoke_* (earlier) sorts after measure_final_* by name; the later run must win."""
+    if not (ROOT / ".git").exists():
+        pytest.skip("no git history here (e.g. a tree copied without .git): the logs' commit times are unknown")
     gpu, logs = plan.gpu_seconds()
     names = [p.rsplit("/", 1)[1] for p in logs.split(", ")]
     if "measure_smoke_2026-12-01.log" in names and "measure_final_2026-12-01.log" in names:
@@ -410,6 +412,7 @@ def test_taster_deck_opens_offline_in_chromium(built_book):
 def test_deck_uses_the_core_sections_calculator_after_a_predict_slide():
     """No build: a fake doctree with two calculators; the deck takes the one in the taster's core section (shared
     TASTER_CORE), puts a 'Predict first' slide before it, and steps linearly (Space and arrows reach every slide)."""
+    pytest.importorskip("docutils", reason="docutils is not installed (the deck is made by the book's Sphinx extension)")
     from types import SimpleNamespace
 
     from docutils import nodes
