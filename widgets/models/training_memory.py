@@ -335,7 +335,7 @@ def activation_bytes_per_layer(
     >>> activation_bytes_per_layer(2048, 1, 12288, 96, recompute="full") / 2**20
     48.0
     >>> activation_bytes_per_layer(1, 1, 4096, 32, attention="flash", dropout=False, kv_heads=8, ffn_hidden=14336, gated=True)
-    176160.0
+    176256.0
     """
     s = _check.integer("seq", seq, minimum=1, maximum=MAX_COUNT)
     b = _check.integer("micro_batch", micro_batch, minimum=1, maximum=MAX_COUNT)
