@@ -34,6 +34,7 @@ from ..dtypes import bytes_per_element, to_torch
 from ..hardware import catalog_name_for, get_gpu
 from ..models import tensor_cores as model
 from . import harness
+from .tensor_cores_depth import DepthResults, run_depth
 
 DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")  # the record's labels; "fp8" is E4M3 (widgets.dtypes)
 
@@ -293,6 +294,7 @@ class TensorCoresResults(harness.Result):
     triton: Union[TritonVsTorch, harness.Failed]
     precision_triton: Union[PrecisionTriton, harness.Failed, None] = None
     plan: Optional[dict[str, Optional[str]]] = None  # dtype -> None (measured) or why not, on this device
+    depth: Union[DepthResults, harness.Failed, None] = None  # tensor_cores_depth: tiles, epilogue, data, 2:4, grouped
 
 
 RESULTS = TensorCoresResults  # the topic's result type (widgets.book.setup reads the record with it)
@@ -1018,6 +1020,7 @@ def run_all() -> TensorCoresResults:
         precision_triton=_optional(measure_precision_triton),
         triton=_optional(measure_triton_vs_torch),
         plan=dtype_plan(),
+        depth=_optional(run_depth),
     )
 
 
