@@ -213,6 +213,21 @@ VALID: dict[str, dict] = {
     "serving.paged_kv_blocks": dict(context_tokens=1000),
     "serving.paged_kv_cache_bytes": dict(bytes_per_token=131072.0, context_tokens=[1000, 24]),
     "serving.steady_batch": dict(model="Llama-3-8B"),
+    "serving.speculative_expected_tokens": dict(acceptance_rate=0.8, draft_tokens=4),
+    "serving.speculative_speedup": dict(acceptance_rate=0.8, draft_tokens=4, draft_cost_ratio=0.05),
+    "serving.speculative_best_draft_tokens": dict(acceptance_rate=0.8, draft_cost_ratio=0.05),
+    "serving.model_bandwidth_utilization": dict(bytes_per_step=14e9, step_s=0.014, hbm_bytes_per_s=2e12),
+    "serving.model_flops_utilization": dict(flop_per_step=16e9, step_s=0.003, peak_flop_per_s=989.4e12),
+    "serving.percentile": dict(values=[1.0, 2.0, 3.0], q=90),
+    "serving.slo_attainment": dict(ttft_s=[0.1, 0.3], tpot_s=[0.02, 0.02], ttft_slo_s=0.25, tpot_slo_s=0.05),
+    "serving.goodput_rate_per_s": dict(rates_per_s=[1.0, 2.0, 4.0], attainments=[1.0, 0.95, 0.5]),
+    "serving.decode_frontier": dict(model="Llama-3-8B", batches=[1, 8]),
+    "serving.kv_cache_waste": dict(max_tokens=2048, mean_tokens=512),
+    "serving.prefix_cache_savings": dict(model="Llama-3-8B"),
+    "serving.input_output_cost_ratio": dict(model="Llama-3-8B"),
+    "serving.split_kv_attention": dict(batch=1, kv_heads=8, context_tokens=65536, kv_bytes_per_token_per_head=40960.0, sms=132,
+                                       hbm_bytes_per_s=4.8e12),
+    "serving.moe_decode_per_gpu": dict(model="DeepSeek-V3"),
     "training_memory.state_bytes": dict(params=1e9),
     "training_memory.training_state_bytes": dict(params=1e9),
     "training_memory.zero_state_bytes_per_gpu": dict(params=1e9, gpus=8, stage=1),
@@ -278,7 +293,9 @@ FREE_TEXT = {"name@transformer.ModelConfig", "name@transformer.custom_model", "n
 # Parameters that hold a sequence or mapping (a list is the right type).
 CONTAINER = {"levels", "byte_addresses", "values", "lanes_per_path", "cost_per_path", "sizes_bytes", "times_s",
              "chunks_per_rank", "candidates", "peak_flop_per_s@hardware.GPU", "sources", "stage_s@simt.pipeline_time_s",
-             "stage_s@simt.pipeline_schedule", "compute_capability@hardware.Arch", "smem_carveouts_bytes@hardware.Arch"}
+             "stage_s@simt.pipeline_schedule", "compute_capability@hardware.Arch", "smem_carveouts_bytes@hardware.Arch",
+             "ttft_s@serving.slo_attainment", "tpot_s@serving.slo_attainment", "rates_per_s", "attainments",
+             "batches@serving.decode_frontier"}
 # Parameters that take a scalar or an array (elementwise models).
 ARRAY_OK = {"intensity@memory_hierarchy.attainable_flop_per_s", "ws_bytes", "warps_per_sm@simt.littles_law_bytes_per_s",
             "m@tensor_cores.predicted_flop_per_s", "n@tensor_cores.predicted_flop_per_s",

@@ -1490,6 +1490,880 @@ def paged_kv_cache_bytes(bytes_per_token: float, context_tokens, block_tokens: i
     return float(paged_kv_blocks(context_tokens, k) * k * b)
 
 
+# --------------------------------------------------------------------------------------------
+# Speculative decoding and multi-token prediction (Leviathan et al. 2023, Chen et al. 2023)
+# --------------------------------------------------------------------------------------------
+
+MAX_DRAFT_TOKENS = 64  # longer drafts than this are never worth it at any acceptance rate below 1
+
+
+def _acceptance(value) -> float:
+    return _check.fraction("acceptance_rate", value)
+
+
+def speculative_expected_tokens(acceptance_rate: float, draft_tokens: int) -> float:
+    """Expected tokens one verification step of the target produces, ``(1 - a^(k+1)) / (1 - a)``.
+
+    The draft proposes ``k`` tokens; each is accepted with probability ``a`` (independently, the
+    papers' simplifying assumption) until the first rejection; the target's own pass adds one
+    token (the correction at the first rejection, or a bonus token when all ``k`` pass). At
+    ``a = 1`` it is ``k + 1``; at ``a = 0`` it is 1 (plain decoding).
+
+    Explained in :ref:`serving` > Speculative decoding and multi-token prediction.
+
+    Parameters
+    ----------
+    acceptance_rate : float
+        Probability that the target accepts a drafted token [-], in [0, 1].
+    draft_tokens : int
+        Tokens drafted per step, ``k`` (Leviathan et al.'s gamma) [tokens], 0 to 64.
+
+    Returns
+    -------
+    float
+        Expected tokens per verification step [tokens].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or not a number (the message names it).
+
+    Examples
+    --------
+    Leviathan et al. 2023, Eq. (1); DeepSeek-V3's one extra MTP token accepted 85% of the time:
+
+    >>> round(speculative_expected_tokens(0.8, 4), 4), round(speculative_expected_tokens(0.85, 1), 4)
+    (3.3616, 1.85)
+    """
+    a = _acceptance(acceptance_rate)
+    k = _check.integer("draft_tokens", draft_tokens, minimum=0, maximum=MAX_DRAFT_TOKENS)
+    if a == 1.0:
+        return float(k + 1)
+    return (1.0 - a ** (k + 1)) / (1.0 - a)
+
+
+def speculative_speedup(acceptance_rate: float, draft_tokens: int, draft_cost_ratio: float, verify_cost_ratio: float = 1.0) -> float:
+    """Speed-up of speculative decoding over plain decoding, ``E[tokens] / (k c + v)``.
+
+    One step costs ``k`` draft steps (each ``c`` times a target decode step) and one target pass
+    over ``k + 1`` tokens (``v`` times a target decode step) and yields
+    :func:`speculative_expected_tokens` tokens. With ``v = 1`` (verifying ``k + 1`` tokens costs
+    what one decode step costs: the step is memory-bound and reads the weights once either way)
+    this is Leviathan et al.'s Theorem 3.8, ``(1 - a^(k+1)) / ((1 - a)(k c + 1))``. A measured ``v``
+    above 1 (the extra tokens' FLOP and attention) lowers it.
+
+    Explained in :ref:`serving` > Speculative decoding and multi-token prediction.
+
+    Parameters
+    ----------
+    acceptance_rate : float
+        Probability that the target accepts a drafted token [-], in [0, 1].
+    draft_tokens : int
+        Tokens drafted per step, ``k`` [tokens], 0 to 64.
+    draft_cost_ratio : float
+        Time of one draft step over one target decode step, ``c`` [-], >= 0.
+    verify_cost_ratio : float, optional
+        Time of the target's pass over ``k + 1`` tokens over one target decode step, ``v`` [-], > 0.
+
+    Returns
+    -------
+    float
+        Tokens per unit time with speculation over tokens per unit time without [-].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or not a number (the message names it).
+
+    Examples
+    --------
+    With one drafted token it is Leviathan et al.'s Corollary 3.9, ``(1 + a) / (1 + c)``:
+
+    >>> round(speculative_speedup(0.8, 1, 0.05), 4), round((1 + 0.8) / (1 + 0.05), 4)
+    (1.7143, 1.7143)
+    """
+    e = speculative_expected_tokens(acceptance_rate, draft_tokens)
+    c = _quantity("draft_cost_ratio", draft_cost_ratio)
+    v = _quantity("verify_cost_ratio", verify_cost_ratio, zero=False)
+    return _check.finite_result("speed-up", e / (draft_tokens * c + v), acceptance_rate=acceptance_rate, draft_tokens=draft_tokens,
+                                draft_cost_ratio=draft_cost_ratio, verify_cost_ratio=verify_cost_ratio)
+
+
+def speculative_best_draft_tokens(acceptance_rate: float, draft_cost_ratio: float, verify_cost_ratio: float = 1.0,
+                                  max_draft_tokens: int = 16) -> tuple:
+    """The draft length ``k`` in ``0..max_draft_tokens`` with the largest :func:`speculative_speedup`, and that speed-up.
+
+    ``k = 0`` (no speculation, speed-up ``1 / v``) wins when the draft is too slow or too often
+    wrong: Leviathan et al.'s Corollary 3.9 says some ``k`` helps whenever ``a > c`` (at ``v = 1``).
+    Ties go to the shorter draft.
+
+    Explained in :ref:`serving` > Speculative decoding and multi-token prediction.
+
+    Parameters
+    ----------
+    acceptance_rate : float
+        Probability that the target accepts a drafted token [-], in [0, 1].
+    draft_cost_ratio : float
+        Time of one draft step over one target decode step, ``c`` [-], >= 0.
+    verify_cost_ratio : float, optional
+        Time of the target's verification pass over one decode step, ``v`` [-], > 0 (the same for every ``k``).
+    max_draft_tokens : int, optional
+        Longest draft considered [tokens], 1 to 64.
+
+    Returns
+    -------
+    draft_tokens : int
+        The best ``k`` [tokens].
+    speedup : float
+        Its speed-up [-].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or not a number (the message names it).
+
+    Examples
+    --------
+    >>> k, s = speculative_best_draft_tokens(0.8, 0.05)
+    >>> k, round(s, 2)
+    (8, 3.09)
+    """
+    _acceptance(acceptance_rate)
+    _quantity("draft_cost_ratio", draft_cost_ratio)
+    _quantity("verify_cost_ratio", verify_cost_ratio, zero=False)
+    kmax = _check.integer("max_draft_tokens", max_draft_tokens, minimum=1, maximum=MAX_DRAFT_TOKENS)
+    best = (0, speculative_speedup(acceptance_rate, 0, draft_cost_ratio, verify_cost_ratio))
+    for k in range(1, kmax + 1):
+        s = speculative_speedup(acceptance_rate, k, draft_cost_ratio, verify_cost_ratio)
+        if s > best[1] * (1 + 1e-12):
+            best = (k, s)
+    return best
+
+
+# --------------------------------------------------------------------------------------------
+# Utilization (MBU, MFU), percentiles, SLOs and goodput
+# --------------------------------------------------------------------------------------------
+
+
+def model_bandwidth_utilization(bytes_per_step: float, step_s: float, hbm_bytes_per_s: float) -> float:
+    """MBU: the bandwidth a decode step achieved over the peak, ``bytes_per_step / step_s / hbm_bytes_per_s``.
+
+    ``bytes_per_step`` is what the step must read (weights plus the batch's KV cache), so MBU near 1
+    means the step runs at the memory roof; Databricks' definition of MBU. Its twin for compute is
+    :func:`model_flops_utilization`.
+
+    Explained in :ref:`serving` > MBU and MFU: how close to which roof.
+
+    Parameters
+    ----------
+    bytes_per_step : float
+        Bytes the step must read [B], >= 0.
+    step_s : float
+        Measured time of the step (TPOT) [s], > 0.
+    hbm_bytes_per_s : float
+        Peak memory bandwidth [B/s], > 0.
+
+    Returns
+    -------
+    float
+        MBU [-] (above 1 only if the bytes are overcounted or the peak undercounted).
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or not a number (the message names it).
+
+    Examples
+    --------
+    Databricks' example: a 7B-parameter model in 16 bits (14 GB) at 14 ms per token on a GPU of
+    2 TB/s moves 1 TB/s, an MBU of 50%:
+
+    >>> model_bandwidth_utilization(14e9, 14e-3, 2e12)
+    0.5
+    """
+    b = _quantity("bytes_per_step", bytes_per_step)
+    t = _quantity("step_s", step_s, zero=False)
+    bw = _quantity("hbm_bytes_per_s", hbm_bytes_per_s, zero=False)
+    return _check.finite_result("MBU", b / t / bw, bytes_per_step=bytes_per_step, step_s=step_s, hbm_bytes_per_s=hbm_bytes_per_s)
+
+
+def model_flops_utilization(flop_per_step: float, step_s: float, peak_flop_per_s: float) -> float:
+    """MFU: the FLOP/s a step achieved over the dense peak, ``flop_per_step / step_s / peak_flop_per_s``.
+
+    Explained in :ref:`serving` > MBU and MFU: how close to which roof.
+
+    Parameters
+    ----------
+    flop_per_step : float
+        FLOP the step must do [FLOP], >= 0.
+    step_s : float
+        Measured time of the step [s], > 0.
+    peak_flop_per_s : float
+        Dense peak [FLOP/s], > 0.
+
+    Returns
+    -------
+    float
+        MFU [-].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or not a number (the message names it).
+
+    Examples
+    --------
+    >>> model_flops_utilization(2 * 8e9, 3e-3, 989.4e12) < 0.01  # Llama-3-8B, batch 1: tensor cores idle
+    True
+    """
+    f = _quantity("flop_per_step", flop_per_step)
+    t = _quantity("step_s", step_s, zero=False)
+    p = _quantity("peak_flop_per_s", peak_flop_per_s, zero=False)
+    return _check.finite_result("MFU", f / t / p, flop_per_step=flop_per_step, step_s=step_s, peak_flop_per_s=peak_flop_per_s)
+
+
+def percentile(values, q: float) -> float:
+    """The ``q``-th percentile of ``values``, linearly interpolated between order statistics.
+
+    The same rule as ``numpy.percentile``'s default (``method="linear"``): the sorted values are
+    placed at ranks ``0..n-1`` and the percentile sits at rank ``q / 100 * (n - 1)``. Serving SLOs
+    are written on percentiles (P50, P90, P99 of TTFT and TPOT), not on means: a mean hides the
+    slow tail that users notice.
+
+    Explained in :ref:`serving` > Percentiles, SLOs and goodput.
+
+    Parameters
+    ----------
+    values : sequence of float
+        Samples (latencies [s], or anything) [-], 1 to 2**20 finite numbers.
+    q : float
+        Percentile [-], in [0, 100].
+
+    Returns
+    -------
+    float
+        The percentile, in the samples' unit [-].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or not a number (the message names it).
+
+    Examples
+    --------
+    >>> percentile([1, 2, 3, 4], 50), percentile([1, 2, 3, 4], 90), percentile([5.0], 99)
+    (2.5, 3.7, 5.0)
+    """
+    xs = sorted(_check.numbers_list("values", values))
+    p = _check.in_range("q", q, 0.0, 100.0)
+    r = p / 100.0 * (len(xs) - 1)
+    lo = int(math.floor(r))
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (r - lo)
+
+
+def slo_attainment(ttft_s, tpot_s, ttft_slo_s: float, tpot_slo_s: float) -> float:
+    """Fraction of requests that meet both their TTFT and their TPOT objective (DistServe's SLO attainment).
+
+    Explained in :ref:`serving` > Percentiles, SLOs and goodput.
+
+    Parameters
+    ----------
+    ttft_s : sequence of float
+        Time to first token of each request [s], >= 0.
+    tpot_s : sequence of float
+        Mean time per output token of each request, in the same order [s], >= 0.
+    ttft_slo_s : float
+        TTFT objective [s], > 0.
+    tpot_slo_s : float
+        TPOT objective [s], > 0.
+
+    Returns
+    -------
+    float
+        Requests with ``ttft <= ttft_slo_s`` and ``tpot <= tpot_slo_s``, over all requests [-].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range, not a number, or the two lists differ in length.
+
+    Examples
+    --------
+    >>> slo_attainment([0.1, 0.3, 0.2, 0.1], [0.02, 0.02, 0.06, 0.03], 0.25, 0.05)
+    0.5
+    """
+    a = _check.numbers_list("ttft_s", ttft_s, check=_check.non_negative)
+    b = _check.numbers_list("tpot_s", tpot_s, check=_check.non_negative)
+    if len(a) != len(b):
+        raise ValueError(f"tpot_s must have one value per request of ttft_s ({len(a)}), got {len(b)}")
+    t1 = _quantity("ttft_slo_s", ttft_slo_s, zero=False)
+    t2 = _quantity("tpot_slo_s", tpot_slo_s, zero=False)
+    return sum(1 for x, y in zip(a, b) if x <= t1 and y <= t2) / len(a)
+
+
+def goodput_rate_per_s(rates_per_s, attainments, target: float = 0.9) -> float:
+    """DistServe's goodput: the highest request rate whose SLO attainment is at least ``target``.
+
+    ``attainments[i]`` is the fraction of requests meeting both SLOs at ``rates_per_s[i]``
+    (:func:`slo_attainment` of a run at that rate). Between two sampled rates whose attainments
+    straddle the target the rate is interpolated linearly; 0 when even the lowest rate misses it.
+    Goodput, not throughput, is what a deployment should be sized by: requests served too slowly
+    count as lost.
+
+    Explained in :ref:`serving` > Percentiles, SLOs and goodput.
+
+    Parameters
+    ----------
+    rates_per_s : sequence of float
+        Request rates, increasing [1/s], > 0.
+    attainments : sequence of float
+        SLO attainment at each rate [-], in [0, 1].
+    target : float, optional
+        Attainment goal [-], in (0, 1] (DistServe uses 90%).
+
+    Returns
+    -------
+    float
+        Goodput [1/s].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range, not a number, the lists differ in length or the rates do not increase.
+
+    Examples
+    --------
+    >>> round(goodput_rate_per_s([1, 2, 4, 8], [1.0, 0.98, 0.86, 0.3], 0.9), 2)  # 2 + 2 x 0.08 / 0.12
+    3.33
+    """
+    r = _check.numbers_list("rates_per_s", rates_per_s, check=_check.positive)
+    a = _check.numbers_list("attainments", attainments, check=_check.fraction)
+    if len(r) != len(a):
+        raise ValueError(f"attainments must have one value per rate of rates_per_s ({len(r)}), got {len(a)}")
+    if any(y <= x for x, y in zip(r, r[1:])):
+        raise ValueError(f"rates_per_s must increase, got {list(rates_per_s)!r}")
+    goal = _check.fraction("target", target, open_low=True)
+    if a[0] < goal:
+        return 0.0
+    for i in range(1, len(r)):
+        if a[i] < goal:
+            return r[i - 1] + (r[i] - r[i - 1]) * (a[i - 1] - goal) / (a[i - 1] - a[i])
+    return r[-1]
+
+
+# --------------------------------------------------------------------------------------------
+# The latency-throughput frontier
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FrontierPoint:
+    """One batch size on the latency-throughput frontier (:func:`decode_frontier`).
+
+    Attributes
+    ----------
+    batch : int
+        Sequences decoded together [-].
+    step_s : float
+        The decode step (TPOT) [s].
+    user_tokens_per_s : float
+        Tokens per second each user sees, ``1 / step_s`` [1/s].
+    total_tokens_per_s : float
+        Tokens per second of the GPU(s), ``batch / step_s`` [1/s].
+    mbu : float
+        Bytes the step must read over the time, over the bandwidth [-].
+    mfu : float
+        FLOP of the step over the time, over the peak [-].
+    """
+
+    batch: int
+    step_s: float
+    user_tokens_per_s: float
+    total_tokens_per_s: float
+    mbu: float
+    mfu: float
+
+
+def decode_frontier(model, gpu="H200-SXM", context_tokens: int = 1024, batches=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512),
+                    weight_dtype: str = "bf16", kv_dtype: str = "bf16", tp: int = 1,
+                    hbm_bytes_per_s: Optional[float] = None, peak_flop_per_s: Optional[float] = None) -> list:
+    """Per-user against total tokens/s for each batch: the latency-throughput trade-off of decode.
+
+    Each point is :func:`decode_step` at that batch; batches that do not fit in memory
+    (:func:`memory_budget`) are left out. Below the ridge a larger batch buys total throughput for
+    almost no per-user speed (the weights are read once either way); past it each added sequence
+    adds its FLOP and the per-user speed falls as fast as the total rises. Every point of this
+    list is Pareto-optimal (no batch is faster for both); a serving engine picks one by its TPOT
+    objective.
+
+    Explained in :ref:`serving` > The latency-throughput frontier.
+
+    Parameters
+    ----------
+    model : str or ~widgets.models.transformer.ModelConfig
+        A catalog model (:func:`widgets.models.llms.get_model`) or a configuration.
+    gpu : str or ~widgets.hardware.GPU, optional
+        A catalog GPU (:func:`widgets.hardware.get_gpu`) or a GPU record.
+    context_tokens : int, optional
+        Tokens each sequence has cached [tokens], >= 1.
+    batches : sequence of int, optional
+        Batches to evaluate [-], each 1 to 2**20, at most 64 of them.
+    weight_dtype : str, optional
+        Storage format of the weights, a name of :mod:`widgets.dtypes`.
+    kv_dtype : str, optional
+        Storage format of the KV cache, a name of :mod:`widgets.dtypes`.
+    tp : int, optional
+        Tensor-parallel GPUs per replica [-], 1 to 1024.
+    hbm_bytes_per_s : float or None, optional
+        Memory bandwidth [B/s], > 0; None: the catalog's.
+    peak_flop_per_s : float or None, optional
+        Dense peak [FLOP/s], > 0; None: the catalog's.
+
+    Returns
+    -------
+    list of FrontierPoint
+        One per batch that fits, in the order given.
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or not a number (the message names it).
+
+    Examples
+    --------
+    >>> f = decode_frontier("Llama-3-8B", "H200-SXM", 1024, (1, 64))
+    >>> [round(p.user_tokens_per_s) for p in f], [round(p.total_tokens_per_s) for p in f]
+    ([317, 203], [317, 13017])
+    """
+    m = get_model(model, param="model")
+    g = _gpu(gpu)
+    ctx = _check.integer("context_tokens", context_tokens, minimum=1, maximum=MAX_COUNT)
+    bs = _check.integers_list("batches", batches, minimum=1, maximum=2**20, max_len=64)
+    n_tp = _check.integer("tp", tp, minimum=1, maximum=1024)
+    b_mem = memory_budget(m, g, ctx, 1, weight_dtype, kv_dtype, n_tp).max_concurrent_seqs
+    out = []
+    for b in bs:
+        if b > b_mem:
+            continue
+        s = decode_step(m, g, b, ctx, weight_dtype, kv_dtype, n_tp, hbm_bytes_per_s=hbm_bytes_per_s, peak_flop_per_s=peak_flop_per_s)
+        bw, peak, _, _ = _rates(g, weight_dtype, None, hbm_bytes_per_s, peak_flop_per_s)
+        out.append(FrontierPoint(b, s.time_s, 1.0 / s.time_s, b / s.time_s, (s.weight_bytes + s.kv_bytes) / s.time_s / bw,
+                                 s.flop / s.time_s / peak))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# PagedAttention's waste, prefix caching and the price of input tokens
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KVWaste:
+    """KV memory held against KV memory used, contiguous against paged (:func:`kv_cache_waste`).
+
+    Attributes
+    ----------
+    used_tokens : float
+        Token slots holding a cached key and value, per sequence [tokens].
+    contiguous_tokens, paged_tokens : float
+        Slots reserved per sequence: ``max_tokens`` contiguous, whole blocks paged [tokens].
+    contiguous_waste, paged_waste : float
+        Reserved but unused, as a fraction of what is reserved [-].
+    batch_gain : float
+        Sequences a paged cache holds in the same memory over those a contiguous one holds [-].
+    """
+
+    used_tokens: float
+    contiguous_tokens: float
+    paged_tokens: float
+    contiguous_waste: float
+    paged_waste: float
+    batch_gain: float
+
+
+def kv_cache_waste(max_tokens: int, mean_tokens: float, block_tokens: int = DEFAULT_BLOCK_TOKENS) -> KVWaste:
+    """Fraction of KV memory wasted when each sequence reserves ``max_tokens`` contiguously, and with blocks.
+
+    A contiguous cache reserves the longest allowed sequence for every request (it cannot know its
+    length in advance): ``1 - mean / max`` of it is wasted. A paged cache takes a block of
+    ``block_tokens`` when the last one fills, so a sequence wastes less than one block, and on
+    average ``(block_tokens - 1) / 2`` slots when lengths fall evenly across a block. The batch a
+    fixed KV memory holds grows by the ratio of the reservations. (The vLLM paper measured only
+    20.4% to 38.2% of KV memory holding tokens in the systems before it, and under 4% waste in vLLM.)
+
+    Explained in :ref:`serving` > PagedAttention: why blocks, and how big.
+
+    Parameters
+    ----------
+    max_tokens : int
+        Longest sequence a request may reach, reserved up front by a contiguous cache [tokens], >= 1.
+    mean_tokens : float
+        Mean tokens a sequence holds at a given moment [tokens], in [1, ``max_tokens``].
+    block_tokens : int, optional
+        Tokens per block of the paged cache [tokens], 1 to ``max_tokens`` (vLLM: 16).
+
+    Returns
+    -------
+    KVWaste
+        Slots used and reserved per sequence [tokens], waste fractions and the batch gain [-].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or not a number (the message names it).
+
+    Examples
+    --------
+    >>> w = kv_cache_waste(2048, 512, 16)
+    >>> round(w.contiguous_waste, 3), round(w.paged_waste, 4), round(w.batch_gain, 2)
+    (0.75, 0.0144, 3.94)
+    """
+    mx = _check.integer("max_tokens", max_tokens, minimum=1, maximum=MAX_COUNT)
+    mean = _check.in_range("mean_tokens", mean_tokens, 1.0, float(mx), "tokens")
+    k = _check.integer("block_tokens", block_tokens, minimum=1, maximum=mx)
+    paged = min(mean + (k - 1) / 2.0, float(mx) if mx % k == 0 else float(-(-mx // k) * k))
+    return KVWaste(used_tokens=mean, contiguous_tokens=float(mx), paged_tokens=paged, contiguous_waste=1.0 - mean / mx,
+                   paged_waste=1.0 - mean / paged, batch_gain=mx / paged)
+
+
+@dataclass(frozen=True)
+class PrefixCache:
+    """What sharing a cached prompt prefix saves (:func:`prefix_cache_savings`).
+
+    Attributes
+    ----------
+    kv_bytes_without, kv_bytes_with : float
+        KV cache of the requests' prompts, each its own copy of the prefix or one shared copy [B].
+    ttft_without_s, ttft_with_s : float
+        Prefill of one prompt: all of it, or only the part after the cached prefix [s].
+    """
+
+    kv_bytes_without: float
+    kv_bytes_with: float
+    ttft_without_s: float
+    ttft_with_s: float
+
+    @property
+    def kv_saved_fraction(self) -> float:
+        """Share of the prompts' KV cache that the shared prefix saves [-]."""
+        return 1.0 - self.kv_bytes_with / self.kv_bytes_without
+
+    @property
+    def ttft_saved_fraction(self) -> float:
+        """Share of the prefill time that the cached prefix saves [-]."""
+        return 1.0 - self.ttft_with_s / self.ttft_without_s
+
+
+def prefix_cache_savings(model, gpu="H200-SXM", prefix_tokens: int = 2048, prompt_tokens: int = 2560, requests: int = 64,
+                         weight_dtype: str = "bf16", kv_dtype: str = "bf16") -> PrefixCache:
+    """KV bytes and TTFT saved when ``requests`` prompts share their first ``prefix_tokens`` (a system prompt).
+
+    With prefix caching (vLLM's automatic prefix caching, SGLang's RadixAttention) the prefix's
+    keys and values are computed once and its blocks shared by every request that starts with it;
+    each request prefills only its own ``prompt_tokens - prefix_tokens`` tokens. The TTFT with the
+    cache is :func:`prefill_time_s` of that suffix: a lower bound that leaves out the suffix's
+    attention to the cached prefix.
+
+    Explained in :ref:`serving` > Prefix caching, and why input tokens are cheaper.
+
+    Parameters
+    ----------
+    model : str or ~widgets.models.transformer.ModelConfig
+        A catalog model (:func:`widgets.models.llms.get_model`) or a configuration.
+    gpu : str or ~widgets.hardware.GPU, optional
+        A catalog GPU (:func:`widgets.hardware.get_gpu`) or a GPU record.
+    prefix_tokens : int, optional
+        Tokens every prompt shares [tokens], 0 to ``prompt_tokens - 1``.
+    prompt_tokens : int, optional
+        Tokens of each prompt, prefix included [tokens], >= 1.
+    requests : int, optional
+        Requests in flight that share the prefix [-], >= 1.
+    weight_dtype : str, optional
+        Storage format of the weights, a name of :mod:`widgets.dtypes`.
+    kv_dtype : str, optional
+        Storage format of the KV cache, a name of :mod:`widgets.dtypes`.
+
+    Returns
+    -------
+    PrefixCache
+        KV bytes [B] and prefill times [s] without and with the shared prefix.
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or not a number (the message names it).
+
+    Examples
+    --------
+    >>> p = prefix_cache_savings("Llama-3-8B", "H200-SXM", 2048, 2560, 64)
+    >>> round(p.kv_saved_fraction, 3), round(p.ttft_saved_fraction, 2)
+    (0.787, 0.81)
+    """
+    m = get_model(model, param="model")
+    g = _gpu(gpu)
+    p = _check.integer("prompt_tokens", prompt_tokens, minimum=1, maximum=MAX_COUNT)
+    pre = _check.integer("prefix_tokens", prefix_tokens, minimum=0, maximum=p - 1)
+    n = _check.integer("requests", requests, minimum=1, maximum=MAX_COUNT)
+    per_tok = m.kv_bytes_per_token(_dtype_bytes("kv_dtype", kv_dtype))
+    without = n * p * per_tok
+    with_ = (pre + n * (p - pre)) * per_tok
+    t0 = prefill_time_s(m, g, p, weight_dtype)
+    t1 = prefill_time_s(m, g, p - pre, weight_dtype)
+    return PrefixCache(without, with_, t0, t1)
+
+
+def input_output_cost_ratio(model, gpu="H200-SXM", batch: int = 64, prompt_tokens: int = 1024, context_tokens: int = 1024,
+                            weight_dtype: str = "bf16", kv_dtype: str = "bf16") -> float:
+    """GPU time of an output token over GPU time of an input token: why output tokens are priced higher.
+
+    An input token costs its share of a prefill, ``prefill_time_s(prompt_tokens) / prompt_tokens``
+    (compute-bound: every weight read is used for the whole prompt); an output token its share of
+    a decode step, ``decode_step(batch).time_s / batch`` (memory-bound below the ridge batch: the
+    weights are read for ``batch`` tokens only). Below the ridge the ratio is roughly the ridge
+    batch over ``batch``.
+
+    Explained in :ref:`serving` > Prefix caching, and why input tokens are cheaper.
+
+    Parameters
+    ----------
+    model : str or ~widgets.models.transformer.ModelConfig
+        A catalog model (:func:`widgets.models.llms.get_model`) or a configuration.
+    gpu : str or ~widgets.hardware.GPU, optional
+        A catalog GPU (:func:`widgets.hardware.get_gpu`) or a GPU record.
+    batch : int, optional
+        Sequences per decode step [-], >= 1.
+    prompt_tokens : int, optional
+        Tokens of a prompt [tokens], >= 1.
+    context_tokens : int, optional
+        Tokens each decoding sequence has cached [tokens], >= 0.
+    weight_dtype : str, optional
+        Storage format of the weights, a name of :mod:`widgets.dtypes`.
+    kv_dtype : str, optional
+        Storage format of the KV cache, a name of :mod:`widgets.dtypes`.
+
+    Returns
+    -------
+    float
+        Seconds per output token over seconds per input token [-].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or not a number (the message names it).
+
+    Examples
+    --------
+    >>> round(input_output_cost_ratio("Llama-3-8B", "H200-SXM", 64, 1024, 1024), 1)
+    5.3
+    """
+    m = get_model(model, param="model")
+    g = _gpu(gpu)
+    b = _check.integer("batch", batch, minimum=1, maximum=MAX_COUNT)
+    p = _check.integer("prompt_tokens", prompt_tokens, minimum=1, maximum=MAX_COUNT)
+    ctx = _check.integer("context_tokens", context_tokens, minimum=0, maximum=MAX_COUNT)
+    per_in = prefill_time_s(m, g, p, weight_dtype) / p
+    per_out = decode_step(m, g, b, ctx, weight_dtype, kv_dtype).time_s / b
+    return _check.finite_result("cost ratio", per_out / per_in, batch=batch, prompt_tokens=prompt_tokens)
+
+
+# --------------------------------------------------------------------------------------------
+# Long context at small batch: split-KV (Flash-Decoding)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SplitKV:
+    """SM occupancy of decode attention with and without splitting the KV sequence (:func:`split_kv_attention`).
+
+    Attributes
+    ----------
+    blocks_unsplit, blocks_split : int
+        Thread blocks launched: one per (sequence, KV head), times ``splits`` with split-KV [-].
+    splits : int
+        Chunks each sequence's KV cache is cut into [-].
+    busy_sms_unsplit, busy_sms_split : float
+        Fraction of the SMs with work in the first wave [-].
+    time_unsplit_s, time_split_s : float
+        KV bytes over the bandwidth of the busy SMs [s] (the combine step left out).
+    """
+
+    blocks_unsplit: int
+    blocks_split: int
+    splits: int
+    busy_sms_unsplit: float
+    busy_sms_split: float
+    time_unsplit_s: float
+    time_split_s: float
+
+    @property
+    def speedup(self) -> float:
+        """Unsplit time over split time [-]."""
+        return self.time_unsplit_s / self.time_split_s
+
+
+def split_kv_attention(batch: int, kv_heads: int, context_tokens: int, kv_bytes_per_token_per_head: float, sms: int,
+                       hbm_bytes_per_s: float, chunk_tokens: int = 1024, sm_share: float = 4.0) -> SplitKV:
+    """Decode attention's time with one thread block per (sequence, KV head), and with the KV cut into chunks.
+
+    A decode attention kernel that gives each (sequence, KV head) one thread block launches
+    ``batch * kv_heads`` blocks: at batch 1 with 8 KV heads, 8 of an H200's 132 SMs stream the
+    whole cache. Flash-Decoding (split-KV) also splits each sequence's keys and values into
+    ``ceil(context / chunk_tokens)`` chunks, computes a partial softmax per chunk and combines them
+    (a small second step, left out here). The model: each busy SM streams at most
+    ``sm_share * hbm_bytes_per_s / sms`` (an SM can pull a few times its equal share, not all of
+    HBM), so the time is the KV bytes over ``min(hbm_bytes_per_s, busy_sms * that)``.
+
+    Explained in :ref:`serving` > Long context at small batch: split-KV.
+
+    Parameters
+    ----------
+    batch : int
+        Sequences [-], >= 1.
+    kv_heads : int
+        KV heads (one block each, the query heads of a group share it) [-], >= 1.
+    context_tokens : int
+        Tokens cached per sequence [tokens], >= 1.
+    kv_bytes_per_token_per_head : float
+        Bytes of one token's key and value of one head, all layers [B], > 0.
+    sms : int
+        Streaming multiprocessors of the GPU [-], >= 1.
+    hbm_bytes_per_s : float
+        Memory bandwidth [B/s], > 0.
+    chunk_tokens : int, optional
+        Tokens per split [tokens], >= 1.
+    sm_share : float, optional
+        Bandwidth one SM can draw, in multiples of ``hbm_bytes_per_s / sms`` [-], >= 1.
+
+    Returns
+    -------
+    SplitKV
+        Blocks [-], busy SM fractions [-] and times [s] without and with splitting.
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or not a number (the message names it).
+
+    Examples
+    --------
+    >>> s = split_kv_attention(1, 8, 65536, 2 * 128 * 2 * 80, 132, 4.8e12)
+    >>> s.blocks_unsplit, s.blocks_split, round(s.speedup, 1)
+    (8, 512, 4.1)
+    """
+    b = _check.integer("batch", batch, minimum=1, maximum=MAX_COUNT)
+    h = _check.integer("kv_heads", kv_heads, minimum=1, maximum=MAX_COUNT)
+    ctx = _check.integer("context_tokens", context_tokens, minimum=1, maximum=MAX_COUNT)
+    per = _quantity("kv_bytes_per_token_per_head", kv_bytes_per_token_per_head, zero=False)
+    n_sm = _check.integer("sms", sms, minimum=1, maximum=MAX_COUNT)
+    bw = _quantity("hbm_bytes_per_s", hbm_bytes_per_s, zero=False)
+    chunk = _check.integer("chunk_tokens", chunk_tokens, minimum=1, maximum=MAX_COUNT)
+    share = _check.in_range("sm_share", sm_share, 1.0, float(MAX_COUNT))
+    splits = -(-ctx // chunk)
+    kv = float(b) * h * ctx * per
+
+    def time_for(blocks: int) -> float:
+        busy = min(blocks, n_sm)
+        return _check.finite_result("attention time", kv / bw / min(1.0, busy * share / n_sm), hbm_bytes_per_s=hbm_bytes_per_s)
+
+    b0, b1 = b * h, b * h * splits
+    return SplitKV(b0, b1, splits, min(b0, n_sm) / n_sm, min(b1, n_sm) / n_sm, time_for(b0), time_for(b1))
+
+
+# --------------------------------------------------------------------------------------------
+# Expert parallelism and data-parallel attention (MoE/MLA serving)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MoEDeployment:
+    """Bytes per GPU of an MoE model served with expert parallelism (:func:`moe_decode_per_gpu`).
+
+    Attributes
+    ----------
+    gpus : int
+        GPUs of the deployment [-].
+    expert_bytes_per_gpu, dense_bytes_per_gpu : float
+        Routed-expert weights and the rest (attention, shared experts, embeddings) on each GPU [B].
+    tokens_per_expert : float
+        Tokens each routed expert processes per step, ``batch_per_gpu * gpus * k / E`` [tokens].
+    kv_bytes_per_gpu_dp, kv_bytes_per_gpu_tp : float
+        KV cache of ``batch_per_gpu`` sequences per GPU with data-parallel attention, and what tensor
+        parallelism over ``attention_tp`` GPUs costs for the same sequences (MLA's latent is replicated) [B].
+    """
+
+    gpus: int
+    expert_bytes_per_gpu: float
+    dense_bytes_per_gpu: float
+    tokens_per_expert: float
+    kv_bytes_per_gpu_dp: float
+    kv_bytes_per_gpu_tp: float
+
+
+def moe_decode_per_gpu(model, gpus: int = 256, batch_per_gpu: int = 64, context_tokens: int = 4096, attention_tp: int = 4,
+                       weight_dtype: str = "fp8", kv_dtype: str = "bf16") -> MoEDeployment:
+    """Weights and KV cache per GPU, and tokens per expert, when ``gpus`` GPUs serve an MoE model with expert parallelism.
+
+    Each GPU holds ``1 / gpus`` of the routed experts (EP) and a full copy of everything else
+    (data-parallel attention: each GPU runs the attention of its own ``batch_per_gpu`` sequences).
+    The experts see the tokens of every GPU, routed by an all-to-all: ``batch_per_gpu * gpus * k / E``
+    tokens each, which is what turns an expert's matmul from a weight stream into real work.
+    Tensor-parallel attention over ``attention_tp`` GPUs would split the heads, but MLA's latent is
+    shared by all heads, so each GPU would hold the cache of all ``attention_tp * batch_per_gpu``
+    sequences: ``attention_tp`` times the KV memory for the same batch. (DeepSeek-V3 decodes with
+    EP320 over 320 GPUs, attention TP4 with DP80.)
+
+    Explained in :ref:`serving` > Disaggregation, expert parallelism and data-parallel attention.
+
+    Parameters
+    ----------
+    model : str or ~widgets.models.transformer.ModelConfig
+        An MoE catalog model or configuration (``n_routed_experts > 0``).
+    gpus : int, optional
+        GPUs of the expert-parallel group [-], 1 to ``n_routed_experts``.
+    batch_per_gpu : int, optional
+        Sequences each GPU's attention decodes [-], >= 1.
+    context_tokens : int, optional
+        Tokens cached per sequence [tokens], >= 0.
+    attention_tp : int, optional
+        GPUs a tensor-parallel attention would be split over, for the comparison [-], >= 1.
+    weight_dtype : str, optional
+        Storage format of the weights, a name of :mod:`widgets.dtypes`.
+    kv_dtype : str, optional
+        Storage format of the KV cache, a name of :mod:`widgets.dtypes`.
+
+    Returns
+    -------
+    MoEDeployment
+        Bytes per GPU [B] and tokens per expert [tokens].
+
+    Raises
+    ------
+    ValueError
+        If the model has no routed experts, or an input is out of range (the message names it).
+
+    Examples
+    --------
+    >>> d = moe_decode_per_gpu("DeepSeek-V3", 256, 64)
+    >>> d.tokens_per_expert, round(d.kv_bytes_per_gpu_tp / d.kv_bytes_per_gpu_dp)
+    (512.0, 4)
+    """
+    m = get_model(model, param="model")
+    if not m.n_routed_experts:
+        raise ValueError(f"model {m.name} has no routed experts: expert parallelism needs an MoE model")
+    n = _check.integer("gpus", gpus, minimum=1, maximum=m.n_routed_experts)
+    b = _check.integer("batch_per_gpu", batch_per_gpu, minimum=1, maximum=MAX_COUNT)
+    ctx = _check.integer("context_tokens", context_tokens, minimum=0, maximum=MAX_COUNT)
+    atp = _check.integer("attention_tp", attention_tp, minimum=1, maximum=1024)
+    wb = _dtype_bytes("weight_dtype", weight_dtype)
+    expert = weight_bytes(m.routed_expert_params, wb)
+    dense = weight_bytes(m.params, wb) - expert
+    kv1 = m.kv_bytes_per_sequence(ctx, _dtype_bytes("kv_dtype", kv_dtype))
+    kv_dp = b * kv1
+    kv_tp = atp * b * kv1 * _kv_share(m, atp)
+    return MoEDeployment(n, expert / n, dense, b * n * m.experts_per_token / m.n_routed_experts, kv_dp, kv_tp)
+
+
 __all__ = [
     "DEFAULT_ALLREDUCE_LATENCY_S", "DEFAULT_BLOCK_TOKENS", "DEFAULT_MAX_UTILIZATION",
     "DEFAULT_PREFILL_CHUNK_TOKENS", "DEFAULT_RESERVE_FRACTION", "MIN_ARRIVAL_RATE_PER_S", "CapacityPlan",
@@ -1497,4 +2371,7 @@ __all__ = [
     "compute_dtype_for", "decode_step", "decode_step_time_s", "decode_tokens_per_s", "e2e_latency_s", "latency",
     "littles_law_concurrency", "memory_budget", "paged_kv_blocks", "paged_kv_cache_bytes", "plan_capacity",
     "prefill_time_s", "steady_batch", "tpot_s",
+    "FrontierPoint", "KVWaste", "MAX_DRAFT_TOKENS", "MoEDeployment", "PrefixCache", "SplitKV", "decode_frontier",
+    "goodput_rate_per_s", "input_output_cost_ratio", "kv_cache_waste", "model_bandwidth_utilization", "model_flops_utilization", "moe_decode_per_gpu", "percentile",
+    "prefix_cache_savings", "slo_attainment", "speculative_best_draft_tokens", "speculative_expected_tokens", "speculative_speedup", "split_kv_attention",
 ]
