@@ -44,7 +44,7 @@ from typing import Optional
 from .capabilities import Capabilities, arch_features, compute_capability
 from .units import GiB
 
-CHAPTERS = ("memory_hierarchy", "simt", "tensor_cores", "collectives", "training_memory", "serving")
+CHAPTERS = ("memory_hierarchy", "simt", "tensor_cores", "kernels", "collectives", "training_memory", "serving")
 
 # Packages reported in the table (distribution names), in order: the chapters' stack, then the front end.
 PACKAGES = ("numpy", "torch", "triton", "numba", "numba-cuda", "cuda-bindings", "cupy", "plotly", "myst-nb")
@@ -55,6 +55,7 @@ CHAPTER_NEEDS: dict[str, tuple[str, ...]] = {
     "memory_hierarchy": ("torch", "triton", "numba-cuda", "plotly", "ipywidgets"),  # numba-cuda: the transpose kernels
     "simt": ("torch", "numba-cuda", "plotly", "ipywidgets"),
     "tensor_cores": ("torch", "triton", "plotly", "ipywidgets"),
+    "kernels": ("torch", "plotly", "ipywidgets"),  # triton only for the tensor-core rung, on a GPU (fail-soft)
     "collectives": ("torch", "plotly", "ipywidgets"),
     "training_memory": ("torch", "plotly", "ipywidgets"),
     "serving": ("torch", "triton", "plotly", "ipywidgets"),
@@ -509,6 +510,23 @@ def _tensor_cores(m: Machine, cap: dict):
     return scaled, needs, caveats
 
 
+def _kernels(m: Machine, cap: dict):
+    # what widgets.experiments.kernels.measure_ladder does: CUDA C compiled at run time (nvcc or
+    # NVRTC) and loaded through the CUDA driver API on an NVIDIA GPU; numpy emulation elsewhere
+    scaled, needs, caveats = [], [], []
+    if not m.gpu:
+        scaled.append(_cpu_note("the ladder's tiling emulated in numpy at 33 x 35 x 37, host-clock timing only; the H200 record is shown"))
+        return scaled, needs, caveats
+    if not m.nvidia:
+        scaled.append(f"the CUDA C ladder needs an NVIDIA GPU (this is a {m.vendor} GPU): numpy emulation instead; timing runs")
+        return scaled, needs, caveats
+    if not cap["bf16_tc"]:
+        scaled.append(f"the Triton tensor-core rung left out (bf16/tf32 tensor cores need sm_80; this GPU is {m.arch})")
+    if not (m.nvcc or m.nvrtc):
+        needs.append("a CUDA C compiler for the ladder: nvcc (the CUDA toolkit) or NVRTC (pip install cuda-bindings)")
+    return scaled, needs, caveats
+
+
 def _collectives(m: Machine, cap: dict):
     scaled, needs, caveats = [], [], []
     if m.gpu and m.n_gpus >= 2 and m.nccl:  # the experiment's plan(): NCCL when torch sees 2+ GPUs and has NCCL
@@ -570,6 +588,7 @@ _RULES = {
     "memory_hierarchy": _memory_hierarchy,
     "simt": _simt,
     "tensor_cores": _tensor_cores,
+    "kernels": _kernels,
     "collectives": _collectives,
     "training_memory": _training_memory,
     "serving": _serving,

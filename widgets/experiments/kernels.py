@@ -1,0 +1,479 @@
+"""Kernels experiments: the fp32 matmul ladder, timing a kernel honestly, and the cubin record.
+
+- ``measure_ladder``: the CUDA-core rungs of ``kernels_cuda`` (naive, coalesced, shared-memory
+  tiles, 1D and 2D register blocking, float4 loads, warp tiling), each compiled at run time
+  (``simt_cuda.compile_cubin``: nvcc, else NVRTC), loaded through the driver API
+  (``simt_cuda.Driver``) and launched on torch's stream; every tile configuration of a rung is
+  checked against an fp64 reference at ragged sizes (127 x 131 x 129, 260 x 132 x 68) and timed with
+  CUDA events at 4096^3 (also checked there). Registers, spills (local memory) and static shared
+  memory per kernel from ``cuFuncGetAttribute``, resident blocks from
+  ``cuOccupancyMaxActiveBlocksPerMultiprocessor``. Then the tensor-core rung (the tensor-cores
+  chapter's Triton GEMM on fp32 inputs: ``tl.dot`` rounds them to TF32; and on bf16 inputs) and
+  cuBLAS through ``torch.matmul`` in fp32 with TF32 off (and on). The SM clock and board power
+  before and after. On a CPU: the tiling of every rung emulated in numpy at small sizes (zero
+  padding included), which checks the algorithm, not the CUDA C, and times nothing.
+- ``measure_timing``: CUDA events against the host clock (``time.perf_counter`` around the call
+  and ``torch.cuda.synchronize``) for a short kernel at several sizes, what an idle
+  ``torch.cuda.synchronize`` costs, launches back to back, a copy with and without flushing the L2
+  first, and 400 timed repeats of one kernel for the statistics of a mean (spread, confidence
+  interval, repeats needed).
+
+Every step is fail-soft (``harness.attempt``; one failed configuration is recorded with its error).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Optional, Union
+
+import numpy as np
+import torch
+
+from ..accuracy import Row
+from ..models import kernels as model
+from . import harness
+from . import kernels_cuda as kc
+
+BIG = (4096, 4096, 4096)
+RAGGED = ((127, 131, 129), (260, 132, 68))
+CPU_SIZE = (33, 35, 37)
+REL_TOL = 2e-4  # max |C - C_fp64| / max |C_fp64| for an fp32 kernel (K <= 4096); TF32 and bf16 are not held to it
+REPEATS = {"naive": 2, "coalesced": 3}
+DEFAULT_REPEATS = 10
+CPU_NOTE = "CPU: the tiling of each rung emulated in numpy at a small size (zero padding included); no CUDA C ran, nothing timed"
+
+
+# --------------------------------------------------------------------------------------------
+# Result types
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class KernelConfig(harness.Result):
+    """One tile configuration of one rung, as compiled and measured."""
+
+    kernel: str
+    config: tuple[int, ...]
+    threads_per_block: int
+    tile_m: int
+    tile_n: int
+    regs_per_thread: Optional[int] = None
+    local_bytes_per_thread: Optional[int] = None  # spills land in local memory
+    static_smem_bytes: Optional[int] = None
+    blocks_per_sm: Optional[int] = None  # cuOccupancyMaxActiveBlocksPerMultiprocessor
+    ragged_rel_err: Optional[float] = None  # worst over the ragged sizes
+    big_rel_err: Optional[float] = None
+    correct: Optional[bool] = None
+    time_s: Optional[float] = None  # median at BIG
+    min_time_s: Optional[float] = None
+    repeats: int = 0
+    gflop_per_s: Optional[float] = None
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class RungResult(harness.Result):
+    """Every configuration of one rung; ``best`` indexes the fastest correct one (None: none)."""
+
+    name: str
+    title: str
+    configs: tuple[KernelConfig, ...]
+    best: Optional[int] = None
+    compile_s: Optional[float] = None
+    error: str = ""
+
+    @property
+    def best_config(self) -> Optional[KernelConfig]:
+        return None if self.best is None else self.configs[self.best]
+
+
+@dataclass(frozen=True)
+class LibraryGemm(harness.Result):
+    """A library or Triton GEMM at BIG: what ran, its time, rate and error against fp64."""
+
+    name: str
+    precision: str
+    time_s: Optional[float] = None
+    gflop_per_s: Optional[float] = None
+    rel_err: Optional[float] = None
+    ragged_rel_err: Optional[float] = None
+    config: str = ""
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class LadderResult(harness.Result):
+    device: str
+    arch: Optional[str]
+    size: tuple[int, int, int]
+    ragged: tuple[tuple[int, int, int], ...]
+    rungs: tuple[RungResult, ...]
+    libraries: tuple[LibraryGemm, ...] = ()
+    clock_power_before: Optional[dict] = None
+    clock_power_after: Optional[dict] = None
+    sms: Optional[int] = None
+    compiler: str = ""
+    note: str = ""
+
+    def rung(self, name: str) -> Optional[RungResult]:
+        return next((r for r in self.rungs if r.name == name), None)
+
+    def library(self, name: str) -> Optional[LibraryGemm]:
+        return next((g for g in self.libraries if g.name == name), None)
+
+
+@dataclass(frozen=True)
+class ShortKernelPoint(harness.Result):
+    """One size of the short kernel: event and host-clock medians and spreads over ``repeats``."""
+
+    n_elems: int
+    bytes_moved: int
+    event_median_s: Optional[float]
+    event_std_s: Optional[float]
+    wall_median_s: float
+    wall_std_s: float
+    batched_event_per_call_s: Optional[float]  # events around `batch` launches back to back, divided
+    batch: int
+    repeats: int
+
+
+@dataclass(frozen=True)
+class TimingResult(harness.Result):
+    device: str
+    points: tuple[ShortKernelPoint, ...]
+    sync_idle_median_s: float
+    sync_idle_p90_s: float
+    flush_bytes: int = 0
+    copy_bytes: int = 0
+    copy_warm_median_s: Optional[float] = None
+    copy_cold_median_s: Optional[float] = None
+    copy_warm_std_s: Optional[float] = None
+    copy_cold_std_s: Optional[float] = None
+    samples_n_elems: int = 0
+    samples_s: tuple[float, ...] = ()  # the repeats of one kernel, in order, event-timed on a GPU
+    clock_power: Optional[dict] = None
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class KernelsResults(harness.Result):
+    ladder: Union[LadderResult, harness.Failed, None] = None
+    timing: Union[TimingResult, harness.Failed, None] = None
+
+
+RESULTS = KernelsResults
+
+
+# --------------------------------------------------------------------------------------------
+# Helpers
+# --------------------------------------------------------------------------------------------
+def rel_err(c: torch.Tensor, ref: torch.Tensor) -> float:
+    """max |c - ref| / max |ref| (ref in fp64)."""
+    denom = float(ref.abs().max())
+    return float((c.double() - ref).abs().max()) / (denom if denom > 0 else 1.0)
+
+
+def _operands(m: int, n: int, k: int, seed: int = 0, device=None):
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    a = (torch.rand((m, k), generator=g) * 2 - 1).to(device or harness.device())
+    b = (torch.rand((k, n), generator=g) * 2 - 1).to(device or harness.device())
+    return a.contiguous(), b.contiguous()
+
+
+def _reference(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return a.double() @ b.double()
+
+
+def emulate_tiled(a: np.ndarray, b: np.ndarray, bm: int, bn: int, bk: int) -> np.ndarray:
+    """What a tiled kernel computes, block by block: each BM x BN tile of C accumulates
+    (BM x BK) @ (BK x BN) products of zero-padded tiles, and only the part inside C is stored.
+    The CPU stand-in for the ladder (it checks the tiling and the padding, not the CUDA C)."""
+    m, k = a.shape
+    n = b.shape[1]
+    c = np.full((m, n), np.nan, dtype=np.float32)
+    for r0 in range(0, m, bm):
+        for c0 in range(0, n, bn):
+            acc = np.zeros((bm, bn), dtype=np.float32)
+            for k0 in range(0, k, bk):
+                at = np.zeros((bm, bk), dtype=np.float32)
+                bt = np.zeros((bk, bn), dtype=np.float32)
+                blk_a = a[r0:r0 + bm, k0:k0 + bk]
+                blk_b = b[k0:k0 + bk, c0:c0 + bn]
+                at[: blk_a.shape[0], : blk_a.shape[1]] = blk_a
+                bt[: blk_b.shape[0], : blk_b.shape[1]] = blk_b
+                acc += at @ bt
+            c[r0:r0 + bm, c0:c0 + bn] = acc[: min(bm, m - r0), : min(bn, n - c0)]
+    return c
+
+
+def _tile_k(rung: kc.Rung, config: tuple) -> int:
+    p = dict(zip(rung.params, config))
+    return p.get("BK", kc.PLAIN_TILE if rung.name == "smem" else 1)
+
+
+def _cpu_ladder() -> LadderResult:
+    m, n, k = CPU_SIZE
+    a, b = _operands(m, n, k, device="cpu")
+    ref = _reference(a, b)
+    rungs = []
+    for rung in kc.RUNGS:
+        configs = []
+        for config in rung.configs:
+            bm, bn = kc.tile(rung, config)
+            c = emulate_tiled(a.numpy(), b.numpy(), bm, bn, _tile_k(rung, config))
+            err = rel_err(torch.from_numpy(c), ref) if np.isfinite(c).all() else float("inf")
+            configs.append(KernelConfig(kc.kernel_name(rung, config), tuple(config), kc.threads_per_block(rung, config), bm, bn,
+                                        ragged_rel_err=err, correct=err < REL_TOL))
+        rungs.append(RungResult(rung.name, rung.title, tuple(configs)))
+    return LadderResult(harness.device_name(), None, CPU_SIZE, (CPU_SIZE,), tuple(rungs), note=CPU_NOTE)
+
+
+def _timed(fn, repeat: int) -> harness.Timing:
+    return harness.time_fn(fn, warmup=1, repeat=repeat)
+
+
+def _flop(size) -> float:
+    m, n, k = size
+    return 2.0 * m * n * k
+
+
+# --------------------------------------------------------------------------------------------
+# The ladder on a GPU
+# --------------------------------------------------------------------------------------------
+class _Launcher:
+    """Launch a compiled ladder kernel on torch's current stream."""
+
+    def __init__(self, drv, func, rung: kc.Rung, config: tuple):
+        self.drv, self.func = drv, func
+        self.threads = kc.threads_per_block(rung, config)
+        self.bm, self.bn = kc.tile(rung, config)
+
+    def __call__(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
+        m, k = a.shape
+        n = b.shape[1]
+        gx = -(-n // self.bn)
+        gy = -(-m // self.bm)
+        vec = int(k % 4 == 0 and n % 4 == 0 and a.data_ptr() % 16 == 0 and b.data_ptr() % 16 == 0 and c.data_ptr() % 16 == 0)
+        stream = torch.cuda.current_stream().cuda_stream
+        self.drv.launch(self.func, gx * gy, self.threads, 0,
+                        [a.data_ptr(), b.data_ptr(), c.data_ptr(), ctypes.c_int(m), ctypes.c_int(n), ctypes.c_int(k),
+                         ctypes.c_int(gx), ctypes.c_int(vec)], stream=stream)
+
+
+def _measure_config(drv, module_funcs, rung, config, ragged_ops, big) -> KernelConfig:
+    name = kc.kernel_name(rung, config)
+    bm, bn = kc.tile(rung, config)
+    base = dict(kernel=name, config=tuple(config), threads_per_block=kc.threads_per_block(rung, config), tile_m=bm, tile_n=bn)
+    info = {}
+    try:
+        func = module_funcs(name)
+        info = dict(regs_per_thread=drv.func_attribute(func, "num_regs"),
+                    local_bytes_per_thread=drv.func_attribute(func, "local_size_bytes"),
+                    static_smem_bytes=drv.func_attribute(func, "shared_size_bytes"))
+        try:
+            info["blocks_per_sm"] = drv.max_active_blocks(func, base["threads_per_block"], 0)
+        except Exception:  # noqa: BLE001
+            pass
+        launch = _Launcher(drv, func, rung, config)
+        worst = 0.0
+        for a, b, ref in ragged_ops:
+            c = torch.full((a.shape[0], b.shape[1]), float("nan"), device=a.device)
+            launch(a, b, c)
+            torch.cuda.synchronize()
+            worst = max(worst, rel_err(c, ref) if torch.isfinite(c).all() else float("inf"))
+        a, b, ref = big
+        c = torch.full((a.shape[0], b.shape[1]), float("nan"), device=a.device)
+        launch(a, b, c)
+        torch.cuda.synchronize()
+        big_err = rel_err(c, ref) if torch.isfinite(c).all() else float("inf")
+        repeat = REPEATS.get(rung.name, DEFAULT_REPEATS)
+        t = _timed(lambda: launch(a, b, c), repeat)
+        correct = worst < REL_TOL and big_err < REL_TOL
+        return KernelConfig(**base, **info, ragged_rel_err=worst, big_rel_err=big_err, correct=correct,
+                            time_s=t.median_s, min_time_s=t.min_s, repeats=t.repeat,
+                            gflop_per_s=_flop((a.shape[0], b.shape[1], a.shape[1])) / t.median_s / 1e9)
+    except Exception as exc:  # noqa: BLE001 - one configuration's failure is recorded, not raised
+        return KernelConfig(**base, **info, error=harness.Failed.of(exc).error)
+
+
+def _measure_rung(drv, arch: str, rung: kc.Rung, ragged_ops, big) -> RungResult:
+    t0 = time.perf_counter()
+    try:
+        from .simt_cuda import compile_cubin
+
+        cubin = compile_cubin(kc.source(rung), arch)
+    except Exception as exc:  # noqa: BLE001
+        err = harness.Failed.of(exc).error
+        configs = tuple(KernelConfig(kc.kernel_name(rung, c), tuple(c), kc.threads_per_block(rung, c), *kc.tile(rung, c), error=err)
+                        for c in rung.configs)
+        return RungResult(rung.name, rung.title, configs, None, None, "compile failed: " + err)
+    compile_s = time.perf_counter() - t0
+    configs = tuple(_measure_config(drv, lambda name: drv.load(cubin, name), rung, c, ragged_ops, big) for c in rung.configs)
+    ok = [i for i, c in enumerate(configs) if c.correct and c.gflop_per_s]
+    best = max(ok, key=lambda i: configs[i].gflop_per_s) if ok else None
+    return RungResult(rung.name, rung.title, configs, best, compile_s)
+
+
+def _library(name: str, precision: str, fn, big, ragged_ops, config=lambda: "") -> LibraryGemm:
+    try:
+        a, b, ref = big
+        out = fn(a, b)
+        torch.cuda.synchronize()
+        err = rel_err(out.float(), ref)
+        rerr = max(rel_err(fn(x, y).float(), r) for x, y, r in ragged_ops)
+        t = _timed(lambda: fn(a, b), DEFAULT_REPEATS)
+        flop = _flop((a.shape[0], b.shape[1], a.shape[1]))
+        return LibraryGemm(name, precision, t.median_s, flop / t.median_s / 1e9, err, rerr, config())
+    except Exception as exc:  # noqa: BLE001
+        return LibraryGemm(name, precision, error=harness.Failed.of(exc).error)
+
+
+def _cublas(tf32: bool):
+    from .tensor_cores import tf32_enabled
+
+    def run(a, b):
+        with tf32_enabled(tf32):
+            return a @ b
+
+    return run
+
+
+def _triton(dtype):
+    def run(a, b):
+        from .tensor_cores_triton import matmul
+
+        return matmul(a.to(dtype), b.to(dtype))
+
+    return run
+
+
+def measure_ladder(size=BIG) -> LadderResult:
+    """The whole ladder (see the module docstring); a CPU runs the numpy emulation."""
+    if not harness.on_gpu() or harness.capabilities().vendor != "NVIDIA":
+        return _cpu_ladder()
+    from .simt_cuda import Driver, _nvcc
+
+    cap = harness.capabilities()
+    drv = Driver()
+    arch = drv.arch()
+    ragged_ops = []
+    for i, (m, n, k) in enumerate(RAGGED):
+        a, b = _operands(m, n, k, seed=i + 1)
+        ragged_ops.append((a, b, _reference(a, b)))
+    a, b = _operands(*size, seed=0)
+    big = (a, b, _reference(a, b))
+    before = harness.gpu_clock_power()
+    rungs = tuple(_measure_rung(drv, arch, rung, ragged_ops, big) for rung in kc.RUNGS)
+    libs = [_library("cuBLAS fp32 (TF32 off)", "fp32", _cublas(False), big, ragged_ops),
+            _library("cuBLAS fp32 inputs, TF32 on", "tf32", _cublas(True), big, ragged_ops)]
+    if cap.tensor_cores("bf16"):
+        from .tensor_cores_triton import best_config
+
+        libs.append(_library("Triton tl.dot, fp32 inputs (TF32)", "tf32", _triton(torch.float32), big, ragged_ops, lambda: str(best_config())))
+        libs.append(_library("Triton tl.dot, bf16 inputs", "bf16", _triton(torch.bfloat16), big, ragged_ops, lambda: str(best_config())))
+    after = harness.gpu_clock_power()
+    props = torch.cuda.get_device_properties(0)
+    return LadderResult(harness.device_name(), arch, tuple(size), RAGGED, rungs, tuple(libs), before, after,
+                        props.multi_processor_count, "nvcc" if _nvcc() else "NVRTC")
+
+
+# --------------------------------------------------------------------------------------------
+# Timing a kernel
+# --------------------------------------------------------------------------------------------
+SHORT_SIZES = (1 << 10, 1 << 14, 1 << 18, 1 << 22, 1 << 25)
+CPU_SHORT_SIZES = (1 << 10, 1 << 14, 1 << 18)
+SHORT_REPEATS = 50
+BATCH = 100
+SAMPLES = 400
+SAMPLES_ELEMS = 1 << 22
+
+
+def _events_once(fn) -> float:
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record()
+    fn()
+    e.record()
+    e.synchronize()
+    return s.elapsed_time(e) * 1e-3
+
+
+def _wall_once(fn) -> float:
+    harness.synchronize()
+    t0 = time.perf_counter()
+    fn()
+    harness.synchronize()
+    return time.perf_counter() - t0
+
+
+def _std(xs) -> float:
+    return statistics.stdev(xs) if len(xs) > 1 else 0.0
+
+
+def measure_timing() -> TimingResult:
+    """Events against the host clock for a short kernel (``torch.add`` of n fp32 elements, out of
+    place) at several sizes; the idle cost of a synchronize; a copy with and without an L2 flush;
+    ``SAMPLES`` repeats of one size, in order."""
+    gpu = harness.on_gpu()
+    sizes = SHORT_SIZES if gpu else CPU_SHORT_SIZES
+    repeats = SHORT_REPEATS if gpu else 5
+    dev = harness.device()
+    points = []
+    for n in sizes:
+        x = torch.rand(n, device=dev)
+        y = torch.empty_like(x)
+
+        def fn(x=x, y=y):
+            torch.add(x, 1.0, out=y)
+
+        for _ in range(3):
+            fn()
+        harness.synchronize()
+        ev = [_events_once(fn) for _ in range(repeats)] if gpu else None
+        wall = [_wall_once(fn) for _ in range(repeats)]
+        batched = None
+        if gpu:
+            def many(fn=fn):
+                for _ in range(BATCH):
+                    fn()
+            batched = statistics.median(_events_once(many) for _ in range(5)) / BATCH
+        points.append(ShortKernelPoint(n, 8 * n, statistics.median(ev) if ev else None, _std(ev) if ev else None,
+                                       statistics.median(wall), _std(wall), batched, BATCH if gpu else 0, repeats))
+    syncs = []
+    for _ in range(200 if gpu else 20):
+        t0 = time.perf_counter()
+        harness.synchronize()
+        syncs.append(time.perf_counter() - t0)
+    syncs.sort()
+    # A copy that fits in L2, with and without writing a buffer twice the L2 between repeats.
+    l2 = harness.l2_bytes()
+    warm = cold = warm_s = cold_s = None
+    copy_bytes = flush_bytes = 0
+    if gpu and l2 > 0:
+        src = torch.rand(l2 // 8 // 4, device=dev)  # an eighth of L2 in, the same out
+        dst = torch.empty_like(src)
+        flush = torch.empty(2 * l2 // 4, device=dev)
+        copy_bytes, flush_bytes = 2 * src.numel() * 4, flush.numel() * 4
+        warm_t = [_events_once(lambda: dst.copy_(src)) for _ in range(30)]
+        cold_t = []
+        for _ in range(30):
+            flush.zero_()
+            cold_t.append(_events_once(lambda: dst.copy_(src)))
+        warm, cold, warm_s, cold_s = statistics.median(warm_t), statistics.median(cold_t), _std(warm_t), _std(cold_t)
+    n = SAMPLES_ELEMS if gpu else 1 << 14
+    x = torch.rand(n, device=dev)
+    y = torch.empty_like(x)
+    for _ in range(5):
+        torch.add(x, 1.0, out=y)
+    samples = [(_events_once if gpu else _wall_once)(lambda: torch.add(x, 1.0, out=y)) for _ in range(SAMPLES if gpu else 40)]
+    return TimingResult(harness.device_name(), tuple(points), statistics.median(syncs), syncs[int(0.9 * (len(syncs) - 1))],
+                        flush_bytes, copy_bytes, warm, cold, warm_s, cold_s, n, tuple(samples), harness.gpu_clock_power(),
+                        "" if gpu else "CPU: host clock only (no events); the method, not a GPU's numbers")
+
+
+def run_all() -> KernelsResults:
+    """Every kernels experiment (fail-soft)."""
+    timing = harness.attempt(measure_timing)
+    ladder = harness.attempt(measure_ladder)
+    return KernelsResults(ladder=ladder, timing=timing)
