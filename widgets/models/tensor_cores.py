@@ -1505,3 +1505,868 @@ def tensor_core_dot_error(k: int, dtype: str, fast_accum: bool = False) -> float
     fin = number_format(dtype)
     acc = tensor_core_accumulation_error(k, dtype, fast_accum).typical_error
     return math.sqrt(2 * fin.unit_roundoff**2 * ROUNDING_VARIANCE + acc**2)
+
+
+# --------------------------------------------------------------------------------------------
+# The GEMM tile hierarchy: the intensity each level needs (explained in :ref:`tensor_cores` >
+# The GEMM tile hierarchy)
+# --------------------------------------------------------------------------------------------
+def _elem_bytes_arg(name: str, value) -> float:
+    """An element size [B]: a number in [1/8, 16], or a number format's name (``"bf16"``, ``"nvfp4"``)."""
+    if isinstance(value, str):
+        return float(dtypes.bytes_per_element(value, param=name))
+    return _check.in_range(name, value, 0.125, 16.0, "B")
+
+
+def _catalog_gpu(gpu):
+    try:
+        return get_gpu(gpu)
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise ValueError(f"gpu must be a catalog GPU (name or record); got {gpu!r}") from exc
+
+
+def tile_intensity_flop_per_byte(bm: int, bn: int, bk: int, bytes_per_elem=2) -> float:
+    """FLOP per byte a ``bm x bn`` tile does on the operands it loads, one ``bk`` step at a time.
+
+    Each step loads a ``bm x bk`` slice of A and a ``bk x bn`` slice of B and does ``2 bm bn bk``
+    FLOP with them, so the intensity is ``2 bm bn / ((bm + bn) b)``: ``bk`` cancels, and only a
+    bigger (and squarer) tile raises it. Applied to a thread-block tile it is the intensity of the
+    loads from global memory (L2) into shared memory; applied to a warp tile (``mma.sync``) or to
+    a ``wgmma`` instruction's ``64 x N`` tile, that of the reads from shared memory.
+
+    Explained in :ref:`tensor_cores` > The GEMM tile hierarchy.
+
+    Parameters
+    ----------
+    bm, bn, bk : int
+        Tile rows, columns and depth of one step [-], each 1 to 2**16.
+    bytes_per_elem : float or str, optional
+        Element size of A and B [B] (1/8 to 16), or a number format's name (``"bf16"``).
+
+    Returns
+    -------
+    float
+        Arithmetic intensity [FLOP/B].
+
+    Raises
+    ------
+    ValueError
+        If a tile side is out of range or the element size is unknown.
+
+    Examples
+    --------
+    >>> tile_intensity_flop_per_byte(128, 256, 64, 2)   # a Hopper block tile in bf16
+    85.33333333333333
+    >>> tile_intensity_flop_per_byte(64, 64, 16, "bf16")  # a 64 x 64 warp tile
+    32.0
+    """
+    m_ = _check.integer("bm", bm, minimum=1, maximum=2**16)
+    n_ = _check.integer("bn", bn, minimum=1, maximum=2**16)
+    k_ = _check.integer("bk", bk, minimum=1, maximum=2**16)
+    b = _elem_bytes_arg("bytes_per_elem", bytes_per_elem)
+    return 2.0 * m_ * n_ * k_ / ((m_ * k_ + k_ * n_) * b)
+
+
+def smem_ridge_flop_per_byte(flop_per_clock_per_sm: float) -> float:
+    """FLOP per shared-memory byte an SM must do to keep its tensor cores busy.
+
+    The SM's dense FLOP per clock over the bytes its shared memory delivers per clock (32 banks of
+    4 B: ``SMEM_BANKS x SMEM_BANK_BYTES`` of :mod:`widgets.models.memory_hierarchy`). The clock
+    cancels: the ridge is a property of the SM's design, whatever clock it runs at.
+
+    Explained in :ref:`tensor_cores` > The GEMM tile hierarchy.
+
+    Parameters
+    ----------
+    flop_per_clock_per_sm : float
+        Dense FLOP per clock per SM for the data type [FLOP], 10**-6 to 10**9.
+
+    Returns
+    -------
+    float
+        Ridge intensity against shared memory [FLOP/B].
+
+    Raises
+    ------
+    ValueError
+        If the rate is out of range.
+
+    Examples
+    --------
+    >>> smem_ridge_flop_per_byte(4096)   # H100/H200 bf16: 4096 FLOP vs 128 B per clock
+    32.0
+    >>> smem_ridge_flop_per_byte(2048)   # A100 bf16
+    16.0
+    """
+    from .memory_hierarchy import SMEM_BANK_BYTES, SMEM_BANKS
+
+    r = _bounded("flop_per_clock_per_sm", flop_per_clock_per_sm, MAX_FLOP_PER_CLOCK_PER_SM, minimum=1e-6)
+    return r / (SMEM_BANKS * SMEM_BANK_BYTES)
+
+
+def wave_intensity_flop_per_byte(bm: int, bn: int, bytes_per_elem=2, sms: int = 132, group_m: int = 8) -> float:
+    """FLOP per byte of one wave of tiles, counting each row of A and column of B it needs once.
+
+    A wave is ``sms`` tiles running at once. Programs numbered in groups of ``group_m`` tile-rows
+    (the chapter's Triton kernel) cover ``group_m`` tile-rows and ``ceil(sms / group_m)``
+    tile-columns, so if the L2 keeps what one tile loads for its neighbours, the wave reads
+    ``group_m bm + ceil(sms/group_m) bn`` rows and columns from memory per step of K: the
+    intensity the HBM sees. A lower bound on reuse would be the single tile
+    (:func:`tile_intensity_flop_per_byte`); an upper bound, the whole GEMM's.
+
+    Explained in :ref:`tensor_cores` > The GEMM tile hierarchy.
+
+    Parameters
+    ----------
+    bm, bn : int
+        Block tile [-], each 1 to 2**16.
+    bytes_per_elem : float or str, optional
+        Element size of A and B [B] (1/8 to 16), or a number format's name.
+    sms : int, optional
+        Tiles in one wave (one per SM) [-], 1 to 10**6.
+    group_m : int, optional
+        Tile-rows per group of the program order [-], 1 to ``sms``.
+
+    Returns
+    -------
+    float
+        Arithmetic intensity of the wave's HBM traffic [FLOP/B].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
+    >>> round(wave_intensity_flop_per_byte(128, 256, 2, 132, 8))   # 8 x 17 tiles share their rows and columns
+    805
+    """
+    m_ = _check.integer("bm", bm, minimum=1, maximum=2**16)
+    n_ = _check.integer("bn", bn, minimum=1, maximum=2**16)
+    b = _elem_bytes_arg("bytes_per_elem", bytes_per_elem)
+    s = _check.integer("sms", sms, minimum=1, maximum=MAX_SMS)
+    g = _check.integer("group_m", group_m, minimum=1, maximum=s)
+    cols = -(-s // g)
+    return 2.0 * s * m_ * n_ / ((g * m_ + cols * n_) * b)
+
+
+@dataclass(frozen=True)
+class PipelineStages:
+    """How many shared-memory stages a tile's main loop needs to hide the load latency."""
+
+    step_s: float  # time the tensor cores spend on one K step of the tile [s]
+    bytes_per_s: float  # bytes per second one SM's loads must deliver [B/s]
+    in_flight_bytes: float  # Little's law: bytes per SM requested and not yet arrived [B]
+    stage_bytes: float  # bytes one stage holds (one K step of A and B) [B]
+    stages_needed: int  # stages in flight + the one the tensor cores are reading
+
+
+def pipeline_stages(bm: int, bn: int, bk: int, bytes_per_elem, flop_per_s_per_sm: float,
+                    latency_s: float) -> PipelineStages:
+    """Shared-memory stages a GEMM main loop needs (Little's law).
+
+    One K step of a ``bm x bn`` tile does ``2 bm bn bk`` FLOP on a stage of ``(bm + bn) bk``
+    elements; at ``flop_per_s_per_sm`` it lasts ``step_s``, so the SM consumes
+    ``stage_bytes / step_s`` bytes per second. To sustain that at ``latency_s`` the loads must keep
+    ``bytes_per_s x latency_s`` bytes in flight (:func:`widgets.models.memory_hierarchy.littles_law_bytes_in_flight`):
+    ``ceil`` of that over ``stage_bytes`` stages being filled, plus the one being read.
+
+    Explained in :ref:`tensor_cores` > Feeding the tensor cores: TMA, mbarriers, warp specialization.
+
+    Parameters
+    ----------
+    bm, bn, bk : int
+        Block tile and K step [-], each 1 to 2**16.
+    bytes_per_elem : float or str
+        Element size of A and B [B] (1/8 to 16), or a number format's name.
+    flop_per_s_per_sm : float
+        Rate one SM's tensor cores run the tile at [FLOP/s], > 0.
+    latency_s : float
+        Load latency under load [s], > 0 and at most 1 s.
+
+    Returns
+    -------
+    PipelineStages
+        Step time [s], bytes per second [B/s], bytes in flight [B], stage bytes [B], stages [-].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
+    H200 bf16 at the datasheet rate (989.4 TFLOP/s over 132 SMs), 128 x 256 x 64 tiles, 600 ns:
+
+    >>> p = pipeline_stages(128, 256, 64, 2, 989.4e12 / 132, 600e-9)
+    >>> round(p.step_s * 1e9), round(p.in_flight_bytes / 1024, 1), p.stages_needed
+    (560, 51.5, 3)
+    """
+    from .memory_hierarchy import littles_law_bytes_in_flight
+
+    m_ = _check.integer("bm", bm, minimum=1, maximum=2**16)
+    n_ = _check.integer("bn", bn, minimum=1, maximum=2**16)
+    k_ = _check.integer("bk", bk, minimum=1, maximum=2**16)
+    b = _elem_bytes_arg("bytes_per_elem", bytes_per_elem)
+    rate = _bounded("flop_per_s_per_sm", flop_per_s_per_sm, MAX_FLOP_PER_S, minimum=1e-6)
+    lat = _bounded("latency_s", latency_s, 1.0)
+    stage = (m_ + n_) * k_ * b
+    step = 2.0 * m_ * n_ * k_ / rate
+    bw = stage / step
+    flight = littles_law_bytes_in_flight(bw, lat)
+    return PipelineStages(step, bw, flight, stage, 1 + math.ceil(flight / stage - 1e-12))
+
+
+@dataclass(frozen=True)
+class TileHierarchy:
+    """A tiled GEMM's intensity at each level of the memory hierarchy against that level's ridge."""
+
+    block_intensity: float  # per block tile: loads from L2 into shared memory [FLOP/B]
+    smem_intensity: float  # per warp (or wgmma) tile: reads from shared memory [FLOP/B]
+    wave_intensity: float  # per wave, rows and columns loaded once from HBM [FLOP/B]
+    hbm_ridge: float  # peak / HBM bandwidth [FLOP/B]
+    l2_ridge: float | None  # peak / L2 bandwidth, where an L2 bandwidth is given [FLOP/B]
+    smem_ridge: float  # FLOP per clock per SM / 128 B per clock per SM [FLOP/B]
+    peak_flop_per_s: float  # dense peak [FLOP/s]
+    wave_efficiency: float  # of the m x n x k GEMM with this tile [-]
+    level_flop_per_s: dict  # level -> intensity x bandwidth (and "compute": peak x wave efficiency) [FLOP/s]
+    attainable_flop_per_s: float  # the smallest of them [FLOP/s]
+    bound: str  # the level that sets it
+    smem_bytes: int  # stages x (bm + bn) x bk x element size [B]
+    smem_limit_bytes: int | None  # shared memory one block may opt in to (None: arch not described) [B]
+    acc_registers_per_thread: float  # fp32 accumulators of the tile over the block's threads [-]
+
+    @property
+    def fits(self) -> bool:
+        """Whether the stages fit the block's shared memory and the accumulators 255 registers."""
+        smem_ok = self.smem_limit_bytes is None or self.smem_bytes <= self.smem_limit_bytes
+        return smem_ok and self.acc_registers_per_thread <= 255
+
+
+def tile_hierarchy(gpu, dtype: str, bm: int = 128, bn: int = 256, bk: int = 64, wm: int = 64, wn: int = 256,
+                   stages: int = 3, warps: int = 8, *, m: int = 4096, n: int = 4096, k: int = 4096,
+                   group_m: int = 8, l2_bytes_per_s: float | None = None) -> TileHierarchy:
+    """The roofline of a tiled GEMM at each level: HBM, L2 (where given), shared memory, compute.
+
+    Levels and their intensities: **HBM** sees a wave's rows and columns once
+    (:func:`wave_intensity_flop_per_byte`); **L2** feeds each block tile's loads
+    (:func:`tile_intensity_flop_per_byte` of ``bm x bn``); **shared memory** feeds the tensor cores
+    one warp tile (``mma.sync``) or one ``wgmma`` tile (``wm x wn``, both operands read from shared
+    memory) at a time, against a bandwidth of 128 B per clock per SM at the clock the datasheet
+    peak assumes (:func:`widgets.models.memory_hierarchy.smem_bytes_per_s`). Compute is the peak
+    times the wave efficiency of the ``m x n`` output. The attainable rate is the smallest
+    (:func:`widgets.models.memory_hierarchy.hierarchical_attainable_flop_per_s`). The catalog
+    publishes no L2 bandwidth: pass a measured one to include that level.
+
+    Explained in :ref:`tensor_cores` > The GEMM tile hierarchy.
+
+    Parameters
+    ----------
+    gpu : str or ~widgets.hardware.GPU
+        A catalog GPU with a dense ``dtype`` peak.
+    dtype : str
+        Input format, a catalog peak key (``"bf16"``, ``"fp8"``...).
+    bm, bn, bk : int, optional
+        Block tile and K step [-], each 1 to 2**12.
+    wm, wn : int, optional
+        Warp tile (or wgmma tile) [-], each 1 to 2**12, at most the block tile.
+    stages : int, optional
+        Shared-memory stages [-], 1 to 16.
+    warps : int, optional
+        Warps per block [-], 1 to 32.
+    m, n, k : int, optional
+        The GEMM's shape for the wave efficiency [-], each 1 to 2**24.
+    group_m : int, optional
+        Tile-rows per group of the program order [-], 1 to the SM count.
+    l2_bytes_per_s : float or None, optional
+        A measured L2 bandwidth [B/s], > 0; None leaves the L2 level out.
+
+    Returns
+    -------
+    TileHierarchy
+        Intensities and ridges [FLOP/B], the rate each level allows and the bound [FLOP/s],
+        shared memory [B] and accumulator registers per thread [-].
+
+    Raises
+    ------
+    ValueError
+        If the GPU or data type is unknown, or an input is out of range.
+
+    Examples
+    --------
+    >>> h = tile_hierarchy("H200-SXM", "bf16")              # 128 x 256 block, 64 x 256 wgmma tile
+    >>> round(h.block_intensity), round(h.smem_intensity, 1), h.smem_ridge, h.bound
+    (85, 51.2, 32.0, 'compute')
+    >>> tile_hierarchy("H200-SXM", "bf16", 64, 64, 64, 64, 64, 4, 4).smem_intensity   # at the ridge
+    32.0
+    """
+    from .memory_hierarchy import hierarchical_attainable_flop_per_s, smem_bytes_per_s
+
+    g = _catalog_gpu(gpu)
+    d = _check.choice("dtype", dtype, dtypes.PEAK_DTYPES)
+    peak = g.peak(d, param="dtype")
+    b = float(dtypes.bytes_per_element(d))
+    bm_ = _check.integer("bm", bm, minimum=1, maximum=2**12)
+    bn_ = _check.integer("bn", bn, minimum=1, maximum=2**12)
+    bk_ = _check.integer("bk", bk, minimum=1, maximum=2**12)
+    wm_ = _check.integer("wm", wm, minimum=1, maximum=bm_)
+    wn_ = _check.integer("wn", wn, minimum=1, maximum=bn_)
+    st = _check.integer("stages", stages, minimum=1, maximum=16)
+    w = _check.integer("warps", warps, minimum=1, maximum=32)
+    m_ = _check.integer("m", m, minimum=1, maximum=2**24)
+    n_ = _check.integer("n", n, minimum=1, maximum=2**24)
+    _check.integer("k", k, minimum=1, maximum=2**24)
+    gm = _check.integer("group_m", group_m, minimum=1, maximum=g.sms)
+    l2 = None if l2_bytes_per_s is None else _bounded("l2_bytes_per_s", l2_bytes_per_s, MAX_FLOP_PER_S, minimum=1.0)
+    rate = g.flop_per_clock_per_sm.get(d) or peak / (g.sms * g.clock_for(d))
+    block_i = tile_intensity_flop_per_byte(bm_, bn_, bk_, b)
+    smem_i = tile_intensity_flop_per_byte(wm_, wn_, bk_, b)
+    wave_i = wave_intensity_flop_per_byte(bm_, bn_, b, g.sms, gm)
+    smem_bw = smem_bytes_per_s(g.sms, g.clock_for(d))
+    weff = gemm_waves(m_, n_, bm_, bn_, g.sms)[2]
+    levels = {"HBM": (wave_i, g.hbm_bytes_per_s), "shared memory": (smem_i, smem_bw)}
+    if l2 is not None:
+        levels["L2"] = (block_i, l2)
+    rates = {name: i * bw for name, (i, bw) in levels.items()}
+    rates["compute"] = peak * weff
+    best, bound = hierarchical_attainable_flop_per_s(peak * weff, levels)
+    lim = g.arch_limits
+    return TileHierarchy(
+        block_i, smem_i, wave_i, peak / g.hbm_bytes_per_s, None if l2 is None else peak / l2,
+        smem_ridge_flop_per_byte(rate), peak, weff, rates, best, bound,
+        int(round(st * (bm_ + bn_) * bk_ * b)), lim.smem_per_block_optin_bytes if lim else None,
+        bm_ * bn_ / (w * 32),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Epilogue fusion (explained in :ref:`tensor_cores` > Feeding the tensor cores: TMA, mbarriers,
+# warp specialization)
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class EpilogueEstimate:
+    """A GEMM followed by elementwise ops, eagerly (each op one pass over C) and fused."""
+
+    gemm_s: float  # the GEMM alone (gemm_estimate) [s]
+    epilogue_bytes: int  # what the eager ops read and write [B]
+    epilogue_s: float  # their memory time plus one launch each [s]
+    eager_s: float  # GEMM + eager ops [s]
+    fused_s: float  # the GEMM with the ops in its epilogue (same bytes as the GEMM) [s]
+    speedup: float  # eager_s / fused_s [-]
+
+
+def epilogue_fusion_estimate(m: int, n: int, k: int, peak_flop_per_s: float, bytes_per_s: float, sms: int, *,
+                             n_ops: int = 2, out_bytes: int = 2, launch_s: float = 0.0, tile_m: int = 128,
+                             tile_n: int = 256) -> EpilogueEstimate:
+    """Time saved by fusing ``n_ops`` elementwise ops (bias, activation) into a GEMM's epilogue.
+
+    Eagerly each op reads C and writes it back
+    (:func:`widgets.models.memory_hierarchy.elementwise_chain_bytes`) and costs a launch; fused,
+    the ops run on the fp32 tile in registers before the one store the GEMM makes anyway, so they
+    cost no bytes (their FLOP are negligible beside ``2MNK``).
+
+    Explained in :ref:`tensor_cores` > Feeding the tensor cores: TMA, mbarriers, warp specialization.
+
+    Parameters
+    ----------
+    m, n, k : int
+        GEMM shape [-], each >= 1.
+    peak_flop_per_s : float
+        Dense peak [FLOP/s], > 0.
+    bytes_per_s : float
+        Memory bandwidth [B/s], > 0.
+    sms : int
+        SMs [-], >= 1.
+    n_ops : int, optional
+        Elementwise ops after the GEMM [-], 1 to 64.
+    out_bytes : int, optional
+        Element size of C [B]: 1, 2, 4 or 8.
+    launch_s : float, optional
+        Cost of one extra kernel launch [s], 0 to 1.
+    tile_m, tile_n : int, optional
+        The GEMM's tile [-], each >= 1.
+
+    Returns
+    -------
+    EpilogueEstimate
+        GEMM, epilogue, eager and fused times [s], the epilogue's bytes [B], the speed-up [-].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
+    H200 bf16, 8192 x 8192 x 1024 with bias and GELU: the two eager passes move 512 MiB.
+
+    >>> e = epilogue_fusion_estimate(8192, 8192, 1024, 989.4e12, 4.8e12, 132)
+    >>> e.epilogue_bytes // 2**20, round(e.speedup, 2)
+    (512, 1.78)
+    """
+    from .memory_hierarchy import elementwise_chain_bytes
+
+    ops = _check.integer("n_ops", n_ops, minimum=1, maximum=64)
+    ob = _check.integer("out_bytes", out_bytes, minimum=1, maximum=8)
+    if ob not in (1, 2, 4, 8):
+        raise ValueError(f"out_bytes must be 1, 2, 4 or 8, got {out_bytes!r}")
+    launch = _check.in_range("launch_s", launch_s, 0.0, 1.0, "s")
+    g = gemm_estimate(m, n, k, peak_flop_per_s, bytes_per_s, sms, tile_m=tile_m, tile_n=tile_n,
+                      in_bytes=2, out_bytes=ob)
+    eb = elementwise_chain_bytes(int(m) * int(n), ops, ob)
+    ep = eb / float(bytes_per_s) + ops * launch
+    return EpilogueEstimate(g.time_s, eb, ep, g.time_s + ep, g.time_s, (g.time_s + ep) / g.time_s)
+
+
+# --------------------------------------------------------------------------------------------
+# Power and data dependence (explained in :ref:`tensor_cores` > Power and data dependence)
+# --------------------------------------------------------------------------------------------
+DATA_KINDS = ("zeros", "ones", "randn", "sparse")
+
+
+def bf16_bit_patterns(values) -> np.ndarray:
+    """The bf16 encodings (16-bit patterns) of ``values``, rounded to nearest even.
+
+    The top 16 bits of each value's fp32 encoding after adding the round-to-nearest-even bias.
+
+    Explained in :ref:`tensor_cores` > Power and data dependence.
+
+    Parameters
+    ----------
+    values : array_like of float
+        Finite values [-], at most ``MAX_ELEMENTS * 100`` of them.
+
+    Returns
+    -------
+    numpy.ndarray
+        uint16 patterns [-], the shape of ``values``.
+
+    Raises
+    ------
+    ValueError
+        If ``values`` is empty, too long or holds a non-finite number.
+
+    Examples
+    --------
+    >>> [hex(b) for b in bf16_bit_patterns([1.0, -2.0, 0.0])]
+    ['0x3f80', '0xc000', '0x0']
+    """
+    if isinstance(values, (str, bytes)) or values is None or isinstance(values, bool):
+        raise ValueError(f"values must be an array of finite numbers, got {values!r:.80}")
+    try:
+        x = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"values must be an array of finite numbers, got {values!r:.80}") from exc
+    if x.size == 0 or x.size > MAX_ELEMENTS * 100 or not np.all(np.isfinite(x)) or np.abs(x).max() > 3.3e38:
+        raise ValueError(f"values must hold 1 to {MAX_ELEMENTS * 100} finite numbers within bf16's range, "
+                         f"got {x.size} (or one out of range)")
+    x = x.astype(np.float32)
+    u = x.view(np.uint32).astype(np.uint64)
+    u = u + 0x7FFF + ((u >> 16) & 1)
+    return (u >> 16).astype(np.uint16)
+
+
+def bit_toggle_fraction(values, bits: int = 16) -> float:
+    """Mean fraction of bits that flip from one word to the next in a stream of ``bits``-bit words.
+
+    The switching activity of a multiplier input fed the stream: dynamic power is proportional to
+    it (``P = a C V^2 f`` with activity ``a``), which is why a GEMM on random data draws more power
+    than the same GEMM on zeros or on a constant.
+
+    Explained in :ref:`tensor_cores` > Power and data dependence.
+
+    Parameters
+    ----------
+    values : array_like of int
+        Encodings [-], two or more, each 0 to 2**bits - 1 (the last axis is the stream).
+    bits : int, optional
+        Word width [bit], 1 to 64.
+
+    Returns
+    -------
+    float
+        Fraction of bits toggled per word [-], 0 to 1.
+
+    Raises
+    ------
+    ValueError
+        If fewer than two words, a word out of range or ``bits`` out of range.
+
+    Examples
+    --------
+    >>> bit_toggle_fraction([0, 0, 0, 0])
+    0.0
+    >>> bit_toggle_fraction([0x0000, 0xFFFF, 0x0000])
+    1.0
+    """
+    w = _check.integer("bits", bits, minimum=1, maximum=64)
+    if isinstance(values, (str, bytes)) or values is None or isinstance(values, bool):
+        raise ValueError(f"values must be an array of integers, got {values!r:.80}")
+    try:
+        p = np.asarray(values)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"values must be an array of integers, got {values!r:.80}") from exc
+    if p.ndim == 0 or p.shape[-1] < 2 or p.size > MAX_ELEMENTS * 100 or not np.issubdtype(p.dtype, np.integer):
+        raise ValueError(f"values must be an array of at least two integers along its last axis, got {values!r:.80}")
+    if p.min() < 0 or (w < 64 and int(p.max()) >= 2**w):
+        raise ValueError(f"values must be integers in [0, 2**{w}), got values from {p.min()} to {p.max()}")
+    x = p.astype(np.uint64)
+    diff = x[..., 1:] ^ x[..., :-1]
+    flips = np.zeros(diff.shape, dtype=np.float64)
+    for i in range(w):
+        flips += (diff >> np.uint64(i)) & np.uint64(1)
+    return float(flips.mean() / w)
+
+
+def operand_toggle_fraction(kind: str, zero_fraction: float = 0.75, n: int = 4096, seed: int = 0) -> float:
+    """bf16 bit-toggle fraction along K of one kind of GEMM operand (as the data-dependence experiment makes it).
+
+    ``"zeros"`` and ``"ones"`` never toggle; ``"randn"`` is standard normal; ``"sparse"`` is
+    standard normal with ``zero_fraction`` of its entries set to zero at random places.
+
+    Explained in :ref:`tensor_cores` > Power and data dependence.
+
+    Parameters
+    ----------
+    kind : str
+        ``"zeros"``, ``"ones"``, ``"randn"`` or ``"sparse"``.
+    zero_fraction : float, optional
+        Share of zeros in ``"sparse"`` [-], 0 to 1.
+    n : int, optional
+        Values drawn [-], 2 to 10**6.
+    seed : int, optional
+        Random seed [-], >= 0.
+
+    Returns
+    -------
+    float
+        Fraction of the 16 bits that flip between neighbours [-].
+
+    Raises
+    ------
+    ValueError
+        If ``kind`` is unknown or a number is out of range.
+
+    Examples
+    --------
+    >>> operand_toggle_fraction("ones"), round(operand_toggle_fraction("randn"), 2)
+    (0.0, 0.35)
+    """
+    kd = _check.choice("kind", kind, DATA_KINDS)
+    z = _check.fraction("zero_fraction", zero_fraction)
+    size = _check.integer("n", n, minimum=2, maximum=10**6)
+    rng = np.random.default_rng(_check.integer("seed", seed, minimum=0, maximum=2**63 - 1))
+    if kd == "zeros":
+        x = np.zeros(size)
+    elif kd == "ones":
+        x = np.ones(size)
+    else:
+        x = rng.standard_normal(size)
+        if kd == "sparse":
+            x = x * (rng.random(size) >= z)
+    return bit_toggle_fraction(bf16_bit_patterns(x))
+
+
+# --------------------------------------------------------------------------------------------
+# Block-scaled formats (explained in :ref:`tensor_cores` > Block-scaled formats and what
+# Blackwell changes)
+# --------------------------------------------------------------------------------------------
+BLOCK_SCALED = ("mxfp8", "mxfp4", "nvfp4")
+
+
+def _round_to_format(x: np.ndarray, fmt: dtypes.DType) -> np.ndarray:
+    """``x`` rounded to nearest (even) in ``fmt`` (normals and subnormals), saturated at its largest value."""
+    emin = 1 - fmt.bias
+    mag = np.abs(x)
+    with np.errstate(divide="ignore"):
+        e = np.floor(np.log2(np.where(mag > 0, mag, 1.0)))
+    e = np.maximum(e, emin)
+    q = np.exp2(e - fmt.man_bits)
+    y = np.round(x / q) * q
+    return np.clip(y, -fmt.max_finite, fmt.max_finite)
+
+
+def block_scaled_quantize(values, fmt: str) -> np.ndarray:
+    """``values`` quantized to a block-scaled format and back (what a GEMM on them would see).
+
+    ``"mxfp8"``/``"mxfp4"`` (OCP MX v1.0, section 6.3): per block of 32, a power-of-two scale
+    ``X = 2^(floor(log2 max|v|) - emax_elem)`` (E8M0), elements ``v / X`` rounded to E4M3 or E2M1
+    and saturated. ``"nvfp4"`` (NVIDIA): per block of 16 an E4M3 scale ``max|v| / 6`` (rounded
+    to E4M3, after a per-tensor fp32 scale that brings the block scales into E4M3's range), E2M1
+    elements. Blocks run along the last axis, whose length must be a multiple of the block size.
+
+    Explained in :ref:`tensor_cores` > Block-scaled formats and what Blackwell changes.
+
+    Parameters
+    ----------
+    values : array_like of float
+        Finite values [-]; last axis a multiple of the block size; at most ``MAX_ELEMENTS * 100``.
+    fmt : str
+        ``"mxfp8"``, ``"mxfp4"`` or ``"nvfp4"``.
+
+    Returns
+    -------
+    numpy.ndarray
+        The dequantized values [-], float64.
+
+    Raises
+    ------
+    ValueError
+        If the format is unknown or the values are not finite or do not fill whole blocks.
+
+    Examples
+    --------
+    >>> block_scaled_quantize([0.1, 1.0, 2.9, 7.0] * 8, "mxfp4")[:4]   # scale 2^(2-2) = 1: the E2M1 grid
+    array([0., 1., 3., 6.])
+    """
+    f = dtypes.get_dtype(_check.choice("fmt", fmt, BLOCK_SCALED), param="fmt")
+    if isinstance(values, (str, bytes)) or values is None or isinstance(values, bool):
+        raise ValueError(f"values must be an array of finite numbers, got {values!r:.80}")
+    try:
+        x = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"values must be an array of finite numbers, got {values!r:.80}") from exc
+    bs = f.block_size
+    if (x.ndim == 0 or x.size == 0 or x.size > MAX_ELEMENTS * 100 or x.shape[-1] % bs
+            or not np.all(np.isfinite(x)) or np.abs(x).max() > 1e30):
+        raise ValueError(f"values must be finite numbers (|v| <= 1e30) filling whole blocks of {bs} along the last "
+                         f"axis, got shape {x.shape}")
+    elem = dtypes.get_dtype(f.element)
+    blocks = x.reshape(-1, bs)
+    amax = np.abs(blocks).max(axis=1, keepdims=True)
+    if f.name == "nvfp4":
+        e4m3 = dtypes.get_dtype("fp8_e4m3")
+        t_amax = float(np.abs(x).max())
+        tensor_scale = t_amax / (e4m3.max_finite * elem.max_finite) if t_amax > 0 else 1.0
+        s = _round_to_format(amax / elem.max_finite / tensor_scale, e4m3) * tensor_scale
+    else:
+        emax_elem = math.floor(math.log2(elem.max_finite))
+        with np.errstate(divide="ignore"):
+            e = np.floor(np.log2(np.where(amax > 0, amax, 1.0))) - emax_elem
+        s = np.exp2(np.clip(e, -127, 127))
+    s = np.where(s > 0, s, 1.0)
+    q = _round_to_format(blocks / s, elem) * s
+    return q.reshape(x.shape)
+
+
+def quantization_error(fmt: str, n: int = 32768, seed: int = 0) -> float:
+    """Relative rms error of standard-normal data quantized to ``fmt``, ``||q - x|| / ||x||``.
+
+    Block-scaled formats through :func:`block_scaled_quantize`; plain formats (``"bf16"``,
+    ``"fp8_e4m3"``...) with one per-tensor scale that maps the largest value to the format's
+    largest (as ``torch._scaled_mm`` users do for fp8).
+
+    Explained in :ref:`tensor_cores` > Block-scaled formats and what Blackwell changes.
+
+    Parameters
+    ----------
+    fmt : str
+        ``"mxfp8"``, ``"mxfp4"``, ``"nvfp4"``, or a plain float format of the registry.
+    n : int, optional
+        Values drawn [-], 256 to 10**6, a multiple of 32.
+    seed : int, optional
+        Random seed [-], >= 0.
+
+    Returns
+    -------
+    float
+        Relative error [-].
+
+    Raises
+    ------
+    ValueError
+        If the format is unknown (or an integer format) or ``n`` is out of range.
+
+    Examples
+    --------
+    >>> round(quantization_error("bf16"), 4), round(quantization_error("mxfp8"), 3)
+    (0.0017, 0.029)
+    """
+    size = _check.integer("n", n, minimum=256, maximum=10**6)
+    if size % 32:
+        raise ValueError(f"n must be a multiple of 32, got {n!r}")
+    rng = np.random.default_rng(_check.integer("seed", seed, minimum=0, maximum=2**63 - 1))
+    x = rng.standard_normal(size)
+    if isinstance(fmt, str) and fmt.lower() in BLOCK_SCALED:
+        q = block_scaled_quantize(x, fmt.lower())
+    else:
+        f = dtypes.get_dtype(fmt, param="fmt")
+        if f.kind != "float" or f.block_size != 1:
+            raise ValueError(f"fmt must be a float format or one of {BLOCK_SCALED}, got {fmt!r}")
+        scale = np.abs(x).max() / f.max_finite
+        q = _round_to_format(x / scale, f) * scale
+    return float(np.linalg.norm(q - x) / np.linalg.norm(x))
+
+
+# --------------------------------------------------------------------------------------------
+# 2:4 sparsity and grouped GEMM (explained in :ref:`tensor_cores` > 2:4 sparsity and grouped GEMM)
+# --------------------------------------------------------------------------------------------
+SPARSE_2_4_INDEX_BITS = 2  # per kept value: its position among 4 (Mishra et al. 2021, section 3)
+
+
+def sparse_2_4_bytes(rows: int, cols: int, bytes_per_elem=2) -> float:
+    """Bytes of a 2:4-sparse matrix as the sparse tensor cores read it: half the values plus a
+    2-bit index per kept value.
+
+    Explained in :ref:`tensor_cores` > 2:4 sparsity and grouped GEMM.
+
+    Parameters
+    ----------
+    rows, cols : int
+        Matrix shape [-], each >= 1; ``cols`` a multiple of 4 (the groups run along it).
+    bytes_per_elem : float or str, optional
+        Element size [B] (1/8 to 16), or a number format's name.
+
+    Returns
+    -------
+    float
+        Values plus metadata [B].
+
+    Raises
+    ------
+    ValueError
+        If a dimension is out of range or ``cols`` is not a multiple of 4.
+
+    Examples
+    --------
+    >>> sparse_2_4_bytes(8192, 8192, 2) / (8192 * 8192 * 2)   # 16 + 2 bits of every 32: 0.5625
+    0.5625
+    """
+    r = _check.integer("rows", rows, minimum=1, maximum=2**31)
+    c = _check.integer("cols", cols, minimum=4, maximum=2**31)
+    if c % 4:
+        raise ValueError(f"cols must be a multiple of 4 for 2:4 groups, got {cols!r}")
+    b = _elem_bytes_arg("bytes_per_elem", bytes_per_elem)
+    kept = r * c // 2
+    return kept * b + kept * SPARSE_2_4_INDEX_BITS / 8
+
+
+def sparse_2_4_speedup(m: int, n: int, k: int, peak_flop_per_s: float, bytes_per_s: float, sms: int, *,
+                       in_bytes: int = 2, tile_m: int = 128, tile_n: int = 256) -> float:
+    """Predicted speed-up of a GEMM whose A (``m x k``) is 2:4 sparse, over the dense GEMM.
+
+    The sparse tensor cores skip the zeros, so the math runs at twice the dense peak
+    (:func:`sparse_flop_per_s`) with the same tiles and waves, and A's bytes shrink to
+    :func:`sparse_2_4_bytes`; each GEMM takes the larger of its compute and memory time
+    (:func:`gemm_estimate`). At most 2 where compute-bound; where A (the weights, with few tokens
+    in ``n``) dominates the bytes, ``1 / 0.5625`` in bf16 from the bytes alone.
+
+    Explained in :ref:`tensor_cores` > 2:4 sparsity and grouped GEMM.
+
+    Parameters
+    ----------
+    m, n, k : int
+        GEMM shape [-], each >= 1; ``k`` a multiple of 4.
+    peak_flop_per_s : float
+        Dense peak [FLOP/s], > 0.
+    bytes_per_s : float
+        Memory bandwidth [B/s], > 0.
+    sms : int
+        SMs [-], >= 1.
+    in_bytes : int, optional
+        Element size of A, B and C [B], 1 to 8.
+    tile_m, tile_n : int, optional
+        Output tile [-], each >= 1.
+
+    Returns
+    -------
+    float
+        Dense time over sparse time [-].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
+    >>> round(sparse_2_4_speedup(8192, 8192, 8192, 989.4e12, 4.8e12, 132), 2)   # compute-bound: 2x
+    2.0
+    >>> round(sparse_2_4_speedup(8192, 16, 8192, 989.4e12, 4.8e12, 132, tile_n=16), 2)  # 16 tokens: bytes-bound
+    1.77
+    """
+    b = _check.integer("in_bytes", in_bytes, minimum=1, maximum=8)
+    dense = gemm_estimate(m, n, k, peak_flop_per_s, bytes_per_s, sms, in_bytes=b, tile_m=tile_m, tile_n=tile_n)
+    kk = _check.integer("k", k, minimum=4)
+    if kk % 4:
+        raise ValueError(f"k must be a multiple of 4 for 2:4 groups along K, got {k!r}")
+    sparse_peak = sparse_flop_per_s(peak_flop_per_s)
+    fast = gemm_estimate(m, n, k, sparse_peak, bytes_per_s, sms, in_bytes=b, tile_m=tile_m, tile_n=tile_n)
+    moved = dense.bytes_moved - int(m) * kk * b + sparse_2_4_bytes(int(m), kk, b)
+    sparse_t = max(fast.compute_time_s, moved / float(bytes_per_s))
+    return dense.time_s / sparse_t
+
+
+@dataclass(frozen=True)
+class GroupedGemmEstimate:
+    """``groups`` equal GEMMs (MoE experts): one launch each, against one grouped launch."""
+
+    per_group_s: float  # one group's GEMM on the whole GPU (gemm_estimate) [s]
+    loop_s: float  # groups x max(per group, one launch) [s]
+    grouped_s: float  # every group's tiles in one launch: waves over all tiles, + one launch [s]
+    loop_wave_efficiency: float  # of one group alone [-]
+    grouped_wave_efficiency: float  # of all groups' tiles together [-]
+    speedup: float  # loop_s / grouped_s [-]
+
+
+def grouped_gemm_estimate(groups: int, m: int, n: int, k: int, peak_flop_per_s: float, bytes_per_s: float, sms: int,
+                          *, launch_s: float = 5e-6, tile_m: int = 128, tile_n: int = 256,
+                          in_bytes: int = 2) -> GroupedGemmEstimate:
+    """Many small GEMMs (``groups`` of ``m x n x k``, MoE experts) launched one by one or grouped.
+
+    One by one, each GEMM is its own grid: its few tiles fill a fraction of a wave, and each costs
+    at least a launch (the host issues launches about ``launch_s`` apart). Grouped (CUTLASS's
+    grouped GEMM, ``torch._grouped_mm``) one grid runs all groups' tiles, so the waves are counted
+    over ``groups x tiles`` and there is one launch.
+
+    Explained in :ref:`tensor_cores` > 2:4 sparsity and grouped GEMM.
+
+    Parameters
+    ----------
+    groups : int
+        Number of GEMMs [-], 1 to 10**5.
+    m, n, k : int
+        Each GEMM's shape [-], each >= 1.
+    peak_flop_per_s : float
+        Dense peak [FLOP/s], > 0.
+    bytes_per_s : float
+        Memory bandwidth [B/s], > 0.
+    sms : int
+        SMs [-], >= 1.
+    launch_s : float, optional
+        Time between two launches from the host [s], 0 to 1.
+    tile_m, tile_n : int, optional
+        Output tile [-], each >= 1.
+    in_bytes : int, optional
+        Element size [B], 1 to 8.
+
+    Returns
+    -------
+    GroupedGemmEstimate
+        Per-group, loop and grouped times [s], both wave efficiencies and the speed-up [-].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
+    64 experts of 256 tokens, K = 2048, N = 1536 on an H200: 12 tiles each, a tenth of a wave.
+
+    >>> e = grouped_gemm_estimate(64, 256, 1536, 2048, 989.4e12, 4.8e12, 132)
+    >>> round(e.loop_wave_efficiency, 3), round(e.grouped_wave_efficiency, 3), round(e.speedup, 1)
+    (0.091, 0.97, 10.1)
+    """
+    g = _check.integer("groups", groups, minimum=1, maximum=10**5)
+    launch = _check.in_range("launch_s", launch_s, 0.0, 1.0, "s")
+    b = _check.integer("in_bytes", in_bytes, minimum=1, maximum=8)
+    one = gemm_estimate(m, n, k, peak_flop_per_s, bytes_per_s, sms, tile_m=tile_m, tile_n=tile_n, in_bytes=b)
+    per_tile_s = one.compute_time_s / one.waves
+    total_tiles = g * one.tiles
+    waves = -(-total_tiles // int(sms))
+    grouped = max(waves * per_tile_s, g * one.memory_time_s) + launch
+    loop = g * max(one.time_s, launch)
+    return GroupedGemmEstimate(one.time_s, loop, grouped, one.wave_efficiency, total_tiles / (waves * int(sms)),
+                               loop / grouped)
