@@ -148,3 +148,109 @@ def test_readouts_never_print_python_e_notation():
     assert "e+" not in mh.inflight_summary("L40S", 1200)  # was "(1.01e+03 KiB over 142 SMs)"
     assert fmt_bytes(1010 * KiB) == "0.986 MiB" and fmt_rate(999.7e3) == "1 MB/s"
     assert _with_unit(4.8e12, "B/s") == "4.8 TB/s" and _with_unit(0.00179, "s") == "1.79 ms"
+
+
+# --- error sentences in the form's words (reader review jupyterlab #9) ---------------------------
+def _visible_error(form) -> str:
+    """The error sentence as the reader sees it (tags and the tooltip stripped), or ''."""
+    import html as _html
+    import re
+
+    text = _html.unescape(re.sub(r"<[^>]+>", " ", form.output.value))
+    return text.split("Invalid input:", 1)[1].strip() if "Invalid input:" in text else ""
+
+
+class _Control:
+    def __init__(self, description=""):
+        self.description = description
+
+
+def test_form_sentence_names_the_control_not_the_model_parameter():
+    from widgets.ui._core import form_sentence
+
+    c = {"micro_batch": _Control("Micro-batch"), "latency_us": _Control("alpha [µs]"), "cycles": _Control("cycles/path"),
+         "n": _Control("ranks n"), "dtype": _Control("inputs"), "bare": _Control()}
+    names = {"latency_s": ("latency_us", 1e-6), "cost_per_path": "cycles", "grad_bytes": "gradient bytes"}
+    assert form_sentence("micro_batch must be an integer in [1, 4096], got 0", c) == "“Micro-batch” must be an integer in [1, 4096], got 0"
+    # a converted unit: the numbers go back to the control's unit (was "got -4e-07" for a box in µs)
+    assert form_sentence("latency_s must be >= 0, got -4e-07", c, names) == "“alpha [µs]” must be >= 0, got -0.4"
+    assert form_sentence("latency_s must be in [0, 0.001] s, got 2", c, names) == "“alpha [µs]” must be in [0, 1000], got 2e+06"
+    assert form_sentence("cost_per_path[1] must be > 0, got 0.0", c, names) == "“cycles/path” entry 2 must be > 0, got 0.0"
+    assert form_sentence("grad_bytes must be <= 2**60 B (1 EiB), got 2e+21", c, names).startswith("“gradient bytes” must")
+    # plain words only as the subject or before '='; quoted values and prose are left alone
+    assert form_sentence("n must be an integer in [1, 8], got 0", c) == "“ranks n” must be an integer in [1, 8], got 0"
+    assert form_sentence("step must be at most 2(n-1) for n = 4", c) == "step must be at most 2(n-1) for “ranks n” = 4"
+    assert form_sentence("sums: fp8 only, got dtype='bf16'", c) == "sums: fp8 only, got “inputs”='bf16'"
+    assert form_sentence("gpu must be one of 'micro_batch'; got 'x'", c) == "gpu must be one of 'micro_batch'; got 'x'"
+    assert form_sentence("bare must be > 0, got -1", c) == "bare must be > 0, got -1"  # no label: the name stays
+
+
+def test_live_form_error_names_the_control_and_keeps_the_models_words_in_the_tooltip():
+    import ipywidgets as w
+
+    from widgets import _check
+    from widgets.ui import live_form
+
+    form = live_form(lambda micro_batch: _check.integer("micro_batch", micro_batch, minimum=1),
+                     {"micro_batch": w.IntText(value=1, description="Micro-batch")}, str)
+    form.controls["micro_batch"].value = 0
+    assert _visible_error(form).startswith("“Micro-batch” must be an integer in [1, ")
+    assert "micro_batch" not in _visible_error(form)
+    assert 'title="the model&#x27;s words: micro_batch must be' in form.output.value
+
+
+# Every calculator with a free-entry box, and the few cross-control errors a reader can reach:
+# whatever the model says, the form names what is on the screen (no snake_case parameter, and a
+# subject that is one of the form's labels).
+BAD_ENTRIES = {"Text": ("1, 0", "-1, 5", "5"), "FloatText": (0, -1, 1e12), "IntText": (0, -1)}
+COMBOS = [
+    ("serving", "memory_calculator", (("model", "custom"), ("kv_heads", 64))),
+    ("serving", "latency_calculator", (("tp", 2), ("gpu", "L4"))),
+    ("tensor_cores", "precision_calculator", (("dtype", "bf16"), ("accumulate", "Hopper fp8, fast"))),
+    ("collectives", "collective_time_calculator", (("latency_us", 1e12),)),  # the crossover passes 1 EiB
+]
+
+
+def _check_sentence(form, where):
+    import re
+
+    s = _visible_error(form)
+    if not s:
+        return 0
+    unquoted = re.sub(r"“[^”]*”|'[^']*'", "", s)
+    assert not re.search(r"\b[a-z][a-z0-9]*_[a-z0-9_]+\b", unquoted), f"{where}: {s!r} names a model parameter"
+    subject = s.split(" must ", 1)[0] if " must " in s else ""
+    if subject.startswith("“"):
+        labels = {getattr(c, "description", "") for c in form.controls.values()}
+        label = subject[1:].split("”", 1)[0]
+        assert label in labels or " " in label, f"{where}: {s!r}: {label!r} is not a control of the form"
+    return 1
+
+
+@pytest.mark.parametrize("mod, name", [(m, n) for m, n in CALCULATORS if n in {
+    "divergence_calculator", "gemm_calculator", "precision_calculator", "busbw_calculator", "collective_time_calculator",
+    "dp_step_calculator", "time_calculator"}])
+def test_error_sentences_name_the_forms_controls(mod, name):
+    import ipywidgets as w
+
+    form = _form(mod, name)
+    errors = 0
+    for key, c in form.controls.items():
+        kind = type(c).__name__
+        if kind not in BAD_ENTRIES or isinstance(c, (w.BoundedIntText, w.BoundedFloatText)):
+            continue
+        good = c.value
+        for bad in BAD_ENTRIES[kind]:
+            c.value = bad
+            errors += _check_sentence(form, f"{mod}.{name} {key}={bad!r}")
+        c.value = good
+    assert errors, f"{mod}.{name}: no bad entry was refused, so nothing was checked"
+
+
+@pytest.mark.parametrize("mod, name, moves", COMBOS)
+def test_cross_control_errors_name_the_forms_controls(mod, name, moves):
+    form = _form(mod, name)
+    for key, value in moves:
+        c = form.controls[key]
+        c.value = value
+    assert _check_sentence(form, f"{mod}.{name} {moves}") == 1, f"{mod}.{name}: {moves} shows no error"

@@ -580,9 +580,83 @@ def frames_figure(
 # tables and checks
 
 
-def error_html(exc: BaseException) -> str:
-    """The model's one-sentence complaint, as HTML."""
-    return f'<p class="calc-error" style="{ERROR_STYLE}">Invalid input: {html.escape(str(exc))}</p>'
+def error_html(exc: BaseException, sentence: str | None = None) -> str:
+    """The model's one-sentence complaint, as HTML.
+
+    ``sentence``: the same complaint in the form's words (:func:`form_sentence`); the model's own
+    words then stay in the paragraph's tooltip (``title``), for a reader who reads the model's code."""
+    own = str(exc)
+    if sentence is None or sentence == own:
+        return f'<p class="calc-error" style="{ERROR_STYLE}">Invalid input: {html.escape(own)}</p>'
+    tip = html.escape(f"the model's words: {own}", quote=True)
+    return f'<p class="calc-error" style="{ERROR_STYLE}" title="{tip}">Invalid input: {html.escape(sentence)}</p>'
+
+
+_NUM = r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"
+_NAME = re.compile(r"(?<![\w'\"\[.])([A-Za-z_]\w*)(?:\[(\d+)\])?(?![\w'\"(])")
+
+
+def _rescale(text: str, scale: float) -> str:
+    """The numbers of a ``_check`` sentence (``got X``, ``[low, high] unit``, ``>= X``) divided by
+    ``scale``: from the model's unit (seconds, bytes) back to the control's (µs, MiB). A bound
+    written with its own unit (``2**60 B (1 EiB)``) is left as written."""
+    def num(m: re.Match) -> str:
+        return f"{float(m.group(0)) / scale:.6g}"
+
+    def span(m: re.Match) -> str:  # "[0, 1e+06] s" -> "[0, 1000]": the label carries the unit
+        return f"[{float(m.group(1)) / scale:.6g}, {float(m.group(2)) / scale:.6g}]"
+
+    text = re.sub(rf"\[({_NUM}), ({_NUM})\](?: [^\s,;]+(?=[,;]))?", span, text)
+    text = re.sub(rf"(?<=[<>] ){_NUM}(?=[,;]|$)|(?<=[<>]= ){_NUM}(?=[,;]|$)|(?<=got ){_NUM}(?=[,;\s]|$)", num, text)
+    return text
+
+
+def form_sentence(message: str, controls: Mapping[str, Any], names: Mapping[str, Any] | None = None) -> str:
+    """A model's ``ValueError`` sentence in the form's words: each model parameter it names becomes
+    the label of the control that sets it (reader review: the form said ``cost_per_path[1]`` where
+    the box is labelled "cycles/path", and ``latency_s ... got -4e-07`` for "alpha [µs]" = -0.4).
+
+    ``controls``: key -> ipywidgets control; a control with a ``description`` lends its label to
+    the model parameter of the same name. ``names`` adds model parameter -> what sets it: a
+    control key, ``(control key, scale)`` where the model's value is the control's times
+    ``scale`` (e.g. ``("latency_us", 1e-6)``: the sentence's numbers are divided back), or a plain
+    label for a quantity the form derives (``"gradient bytes"``). A snake_case parameter is
+    replaced wherever it stands, a plain word (``n``, ``gpu``) only as the sentence's subject
+    (``n must ...``, ``accumulate: ...``) or before ``=``; quoted values are never touched.
+
+    >>> class C:
+    ...     def __init__(self, d): self.description = d
+    >>> form_sentence("latency_s must be >= 0, got -4e-07", {"latency_us": C("alpha [µs]")}, {"latency_s": ("latency_us", 1e-6)})
+    '“alpha [µs]” must be >= 0, got -0.4'
+    >>> form_sentence("cost_per_path[1] must be > 0, got 0.0", {"cycles": C("cycles/path")}, {"cost_per_path": "cycles"})
+    '“cycles/path” entry 2 must be > 0, got 0.0'
+    """
+    table: dict[str, tuple[str, float]] = {}
+    for key, c in controls.items():
+        label = getattr(c, "description", "") or ""
+        if label:
+            table[key] = (label, 1.0)
+    for name, target in (names or {}).items():
+        key, scale = (target if isinstance(target, tuple) else (target, 1.0))
+        label = getattr(controls.get(key), "description", "") or "" if key in controls else key
+        if label:
+            table[name] = (label, float(scale))
+
+    def swap(m: re.Match) -> str:
+        name, index = m.group(1), m.group(2)
+        if name not in table:
+            return m.group(0)
+        after = message[m.end():]
+        if "_" not in name and not after.lstrip().startswith("=") and not (m.start() == 0 and re.match(r" must |:", after)):
+            return m.group(0)  # a plain word counts as a parameter only as "n must ...", "accumulate: ..." or "n=4"
+        label = table[name][0]
+        return f"“{label}”" + (f" entry {int(index) + 1}" if index is not None else "")
+
+    first = _NAME.match(message)
+    out = _NAME.sub(swap, message)
+    if first and first.group(1) in table and table[first.group(1)][1] != 1.0:
+        out = _rescale(out, table[first.group(1)][1])
+    return out
 
 
 def verdict(ok: bool, message: str) -> bool:
@@ -687,6 +761,7 @@ def live_form(
     show: Callable[[Any], Any],
     *,
     title: str | None = None,
+    names: Mapping[str, Any] | None = None,
 ):
     """Build a live calculator.
 
@@ -699,6 +774,10 @@ def live_form(
     show : callable
         Turns ``compute``'s result into what is displayed: an HTML string, a plotly figure, or a
         tuple/list of those.
+    names : mapping, optional
+        Model parameter -> the control that sets it, for error sentences in the form's words
+        (:func:`form_sentence`): a control key, ``(key, scale)`` when the compute converts units,
+        or a plain label. A model parameter named like its control needs no entry.
 
     Returns
     -------
@@ -744,7 +823,7 @@ def live_form(
             shown = show(compute(**values))
             items = list(shown) if isinstance(shown, (tuple, list)) else [shown]
         except ValueError as exc:
-            items = [error_html(exc)]
+            items = [error_html(exc, form_sentence(str(exc), controls, names))]
         box.shown = items
         html_out.value = "".join(i for i in items if isinstance(i, str))
         figs = [i for i in items if _is_figure(i)]

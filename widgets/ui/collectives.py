@@ -178,7 +178,9 @@ def collective_time_calculator():
         style_figure(fig, title=f"{r['op']}, {plural(r['n'], 'rank')}", readout=readout, height=480)
         return table_html(rows), fig
 
-    return live_form(compute, controls, show, title="Collective time: ring or tree")
+    return live_form(compute, controls, show, title="Collective time: ring or tree",
+                     names={"size_bytes": "message size",  # S, or the ring/tree crossover the form computes
+                            "link_bytes_per_s": ("link_gb_per_s", 1e9), "latency_s": ("latency_us", 1e-6)})
 
 
 # --------------------------------------------------------------------------------------------
@@ -260,7 +262,8 @@ def busbw_calculator():
             (f"time at busbw {_gbps(r['target'])}", fmt_time(r["t_back"]) if np.isfinite(r["t_back"]) else "undefined for n = 1"),
         ])  # fmt: skip
 
-    return live_form(compute, controls, show, title="algbw and busbw (nccl-tests)")
+    return live_form(compute, controls, show, title="algbw and busbw (nccl-tests)",
+                     names={"size_bytes": ("size_mib", MiB), "time_s": ("time_us", 1e-6), "busbw": ("busbw_gb_per_s", 1e9)})
 
 
 # --------------------------------------------------------------------------------------------
@@ -482,7 +485,10 @@ def dp_step_calculator():
             ("hidden behind backward", percent(p.hidden_fraction)),
         ]), fig  # fmt: skip
 
-    return live_form(compute, controls, show, title="Data-parallel step: exposed communication")
+    return live_form(compute, controls, show, title="Data-parallel step: exposed communication",
+                     names={"grad_bytes": "gradient bytes (params x gradient size)", "bucket_bytes": ("bucket_mib", MiB),
+                            "backward_s": ("backward_ms", 1e-3), "link_bytes_per_s": ("link_gb_per_s", 1e9),
+                            "latency_s": ("latency_us", 1e-6)})
 
 
 # --------------------------------------------------------------------------------------------
@@ -626,3 +632,222 @@ def check_best_bucket(answer_bytes, grad_bytes: float, backward_s: float, n: int
     if answer_bytes == best:
         return _verdict(True, f"{_size(best)} exposes {fmt_time(top.exposed_comm_s)}, the least of the candidates")
     return _verdict(False, f"{_size(answer_bytes)} exposes {fmt_time(mine.exposed_comm_s)}; a candidate exposes only {fmt_time(top.exposed_comm_s)}")
+
+
+# --------------------------------------------------------------------------------------------
+# 6. Communication against computation: a roofline per parallelism
+# --------------------------------------------------------------------------------------------
+ROOFLINE_TOKENS = (64, 2**17)  # x range of the static figure [tokens]; the lines are straight on log-log axes
+ROOFLINE_WIDTHS = (4096, 8192, 16384)  # d_model; d_ff = 4 d_model (the page stays light: 78 frames)
+ROOFLINE_RANKS = {"node": 8, "network": 64}  # data-parallel ranks in each scope; tensor parallel stays 8-way
+ROOFLINE_SCOPE_LABEL = {"node": "in a node", "network": "across nodes"}
+ROOFLINE_GPUS = LADDER_GPUS
+
+
+def roofline_dtype(gpu: str) -> tuple:
+    """(dtype, note): bf16, or the GPU's fp16 where it has no bf16 tensor cores (with the reason)."""
+    g = get_gpu(gpu)
+    why = g.why_no_peak("bf16")
+    return ("bf16", "") if why is None else ("fp16", f"fp16 peak: {why}")
+
+
+def _roofline_inputs(gpu: str, scope: str) -> tuple:
+    dtype, note = roofline_dtype(gpu)
+    return get_gpu(gpu).peak(dtype), cm.roofline_link_bytes_per_s(gpu, scope), note
+
+
+def roofline_summary(gpu: str, scope: str, d_model: int, d_ff: int, tp_ranks: int = 8) -> str:
+    c, w, _ = _roofline_inputs(gpu, scope)
+    r = ROOFLINE_RANKS[scope]
+    crit = cm.critical_tokens_per_gpu(c, w, r)
+    y = cm.tensor_parallel_max_ranks(d_ff, c, w)
+    pp = cm.layer_roofline("pipeline", 1024, d_model, d_ff, c, w, 1)
+    return (f"data/FSDP ({r} GPUs) need ≥ {crit:,.0f} tokens per GPU; "
+            f"tensor parallel hides its collectives up to {y:.1f} ranks; pipeline send / compute {pp.ratio:.3f}")
+
+
+def _roofline_traces(gpu: str, scope: str, d_model: int, d_ff: int, tp_ranks: int = 8) -> list:
+    c, w, _ = _roofline_inputs(gpu, scope)
+    r = ROOFLINE_RANKS[scope]
+    xs = list(ROOFLINE_TOKENS)
+
+    def ratios(parallelism, ranks):
+        return [cm.layer_roofline(parallelism, t, d_model, d_ff, c, w, ranks).ratio for t in xs]
+
+    crit = cm.critical_tokens_per_gpu(c, w, r)
+    return [
+        go.Scatter(x=xs, y=[1, 1], mode="lines", name="communication = computation", line=dict(color="#888", dash="dot")),
+        go.Scatter(x=xs, y=ratios("data", r), mode="lines", name=f"data parallel and FSDP, {r} GPUs", line=dict(color=COLORS[0], width=3)),
+        go.Scatter(x=xs, y=ratios("tensor", tp_ranks), mode="lines", name=f"tensor parallel, {tp_ranks} GPUs", line=dict(color=COLORS[1], width=3)),
+        go.Scatter(x=xs, y=ratios("pipeline", 1), mode="lines", name="pipeline, 1 layer per stage", line=dict(color=COLORS[2], width=3)),
+        go.Scatter(x=[crit], y=[1], mode="markers", name="critical batch", marker=dict(color=COLORS[3], size=11, symbol="x")),
+    ]  # fmt: skip
+
+
+def _roofline_layout() -> dict:
+    return dict(
+        xaxis=dict(type="log", title="tokens per GPU (data, FSDP, pipeline) or per tensor-parallel group", exponentformat="SI"),
+        yaxis=dict(type="log", title="communication / computation [-]", exponentformat="SI", range=[-3, 2]),
+    )
+
+
+def parallelism_roofline_figure(gpus=ROOFLINE_GPUS, widths=ROOFLINE_WIDTHS, scopes=cm.ROOFLINE_SCOPES) -> go.Figure:
+    """Static: communication over computation time of one MLP layer (``d_ff = 4 d_model``) against
+    the tokens per GPU, for data parallelism/FSDP, tensor and pipeline parallelism. The dropdown picks
+    the GPU and whether the collectives stay in a node (NVLink) or cross the network (eight 400 Gb/s
+    adapters per node); the slider the model width. Below 1 the communication can hide behind the
+    matmuls."""
+    choices = [(g, s) for g in gpus for s in scopes]
+
+    def frame(choice, d):
+        g, s = choice
+        note = _roofline_inputs(g, s)[2]
+        readout = roofline_summary(g, s, d, 4 * d) + (f" ({note})" if note else "")
+        return _roofline_traces(g, s, d, 4 * d), f"{g} {ROOFLINE_SCOPE_LABEL[s]}, d_model {d:,}", readout
+
+    return grid_figure(
+        slider=("d_model", list(widths), lambda d: f"{d:,}"),
+        choices=("GPU", choices, lambda c: f"{c[0]} {ROOFLINE_SCOPE_LABEL[c[1]]}"),
+        frame=frame,
+        layout=_roofline_layout(),
+        active=(choices.index(("H200-SXM", "node")) if ("H200-SXM", "node") in choices else 0,
+                list(widths).index(8192) if 8192 in widths else 0),
+        height=520,
+    )
+
+
+def parallelism_roofline_rows(gpu: str, scope: str, tokens: float, d_model: int, d_ff: int, dp_ranks: int, tp_ranks: int,
+                              layers_per_stage: int = 1, bytes_per_elem: float = 2.0) -> list:
+    """Table rows: per parallelism, the pass, compute and communication time of one layer, ratio and verdict;
+    then the bytes of a whole step of that layer under each ZeRO stage."""
+    c, w, _ = _roofline_inputs(gpu, scope)
+    rows = []
+    for p, ranks in (("data", dp_ranks), ("fsdp", dp_ranks), ("tensor", tp_ranks), ("pipeline", 1)):
+        r = cm.layer_roofline(p, tokens, d_model, d_ff, c, w, ranks, bytes_per_elem, layers_per_stage)
+        verdict = "communication-bound" if r.comm_bound else "compute-bound"
+        rows.append((f"{p} ({r.phase})", f"compute {fmt_time(r.compute_s)}, communication {fmt_time(r.comm_s)}: "
+                                         f"ratio {r.ratio:.3g}, {verdict}"))
+    layer_params = 2 * d_model * d_ff
+    for stage in (0, 3):
+        t = cm.zero_step_comm_s(layer_params, dp_ranks, stage, w, bytes_per_elem)
+        ops = " + ".join(op for op, _ in cm.ZERO_COLLECTIVES[stage])
+        rows.append((f"ZeRO-{stage}, whole step of this layer", f"{ops}: {fmt_time(t)}"))
+    return rows
+
+
+def parallelism_roofline_calculator():
+    """Live: GPU, scope, tokens, widths, ranks -> compute and communication per parallelism, and the
+    crossovers."""
+    import ipywidgets as w
+
+    controls = {
+        "gpu": w.Dropdown(options=list(ROOFLINE_GPUS), value="H200-SXM", description="GPU"),
+        "scope": w.Dropdown(options=[(ROOFLINE_SCOPE_LABEL[s], s) for s in cm.ROOFLINE_SCOPES], value="node", description="links"),
+        "tokens": w.FloatLogSlider(value=4096, base=2, min=6, max=17, step=0.5, description="tokens/GPU"),
+        "d_model": w.IntText(value=8192, description="d_model"),
+        "d_ff": w.IntText(value=28672, description="d_ff"),
+        "dp_ranks": w.IntText(value=8, description="DP ranks"),
+        "tp_ranks": w.IntText(value=8, description="TP ranks"),
+        "layers_per_stage": w.IntText(value=1, description="layers/stage"),
+    }
+
+    def compute(gpu, scope, tokens, d_model, d_ff, dp_ranks, tp_ranks, layers_per_stage):
+        rows = parallelism_roofline_rows(gpu, scope, tokens, d_model, d_ff, dp_ranks, tp_ranks, layers_per_stage)
+        return dict(gpu=gpu, scope=scope, d_model=d_model, d_ff=d_ff, tp=tp_ranks, rows=rows)
+
+    def show(r):
+        fig = go.Figure(_roofline_traces(r["gpu"], r["scope"], r["d_model"], r["d_ff"], r["tp"]))
+        fig.update_layout(**_roofline_layout())
+        style_figure(fig, title=f"{r['gpu']} {ROOFLINE_SCOPE_LABEL[r['scope']]}",
+                     readout=roofline_summary(r["gpu"], r["scope"], r["d_model"], r["d_ff"], r["tp"]), height=480)
+        return table_html(r["rows"]), fig
+
+    return live_form(compute, controls, show, title="Communication against computation, per parallelism",
+                     names={"ranks": "dp_ranks"})
+
+
+# --------------------------------------------------------------------------------------------
+# 7. NCCL's protocols and its choice
+# --------------------------------------------------------------------------------------------
+H200_NCCL_NVLINK = get_gpu("H200-SXM").interconnect_links * cm.NCCL_NVLINK_BYTES_PER_S_PER_LINK["sm_90"]
+PROTOCOL_SIZES = np.logspace(3, 10, 29)  # 1 kB ... 10 GB
+
+
+def protocol_summary(op: str, n: int, link_bytes_per_s: float = H200_NCCL_NVLINK) -> str:
+    switches = cm.nccl_model_switch_bytes(op, n, link_bytes_per_s)
+    parts = [f"{a} {p}" + (f" from {_size(s)}" if s > 1 else "") for s, a, p in switches]
+    return "NCCL's model picks " + ", ".join(parts)
+
+
+def _protocol_traces(op: str, n: int, link_bytes_per_s: float = H200_NCCL_NVLINK, measured=None) -> list:
+    sizes = list(PROTOCOL_SIZES)
+
+    def busbw(t, s):
+        return cm.busbw_bytes_per_s(op, n, s, t) / 1e9
+
+    traces = []
+    for i, p in enumerate(cm.PROTOCOLS):
+        ys = [busbw(cm.nccl_model_time_s(op, s, n, link_bytes_per_s, "ring", p), s) for s in sizes]
+        traces.append(go.Scatter(x=sizes, y=ys, mode="lines", name=f"ring, {p}", line=dict(color=COLORS[i], dash="dash")))
+    if op == "all_reduce":
+        tree = [busbw(min(t for a, _, t in cm.nccl_model_choice(op, s, n, link_bytes_per_s).times if a == "tree"), s) for s in sizes]
+        traces.append(go.Scatter(x=sizes, y=tree, mode="lines", name="tree, best protocol", line=dict(color=COLORS[4], dash="dot")))
+    else:
+        traces.append(go.Scatter(x=[], y=[], mode="lines", name="tree (all-reduce only)", line=dict(color=COLORS[4], dash="dot")))
+    best = [busbw(cm.nccl_model_choice(op, s, n, link_bytes_per_s).time_s, s) for s in sizes]
+    traces.append(go.Scatter(x=sizes, y=best, mode="lines", name="NCCL's choice (model)", line=dict(color="#222", width=3)))
+    mx, my = measured if measured else ([], [])
+    traces.append(go.Scatter(x=list(mx), y=list(my), mode="markers", name="measured, 2 x H200 (reference record)",
+                             marker=dict(color=COLORS[3], size=9)))
+    return traces
+
+
+def protocol_figure(measured=None, ops=cm.NCCL_MODEL_OPS, ranks=(2, 4, 8), link_bytes_per_s: float = H200_NCCL_NVLINK) -> go.Figure:
+    """Static: bus bandwidth against message size by NCCL's own cost model, one line per ring protocol,
+    the tree's best, and the choice; ``measured`` maps an op to ``(sizes, busbw GB/s)`` measured on 2
+    ranks (drawn in the 2-rank frames). The dropdown picks the collective, the slider the ranks."""
+    measured = dict(measured or {})
+    ranks = list(ranks)
+
+    def frame(op, n):
+        m = measured.get(op) if n == 2 else None
+        return (_protocol_traces(op, n, link_bytes_per_s, m), f"{op}, {plural(n, 'rank')}, NCCL's view of NVLink",
+                protocol_summary(op, n, link_bytes_per_s))
+
+    return grid_figure(
+        slider=("ranks", ranks, str),
+        choices=("collective", list(ops), str),
+        frame=frame,
+        layout=dict(xaxis=dict(type="log", title="message size S [B]", exponentformat="SI"),
+                    yaxis=dict(type="log", title="bus bandwidth [GB/s]", exponentformat="SI")),
+        active=(0, 0),
+        height=500,
+    )
+
+
+def protocol_calculator():
+    """Live: collective, ranks, size, link -> every algorithm and protocol's modelled time, and NCCL's choice."""
+    import ipywidgets as w
+
+    controls = {
+        "op": w.Dropdown(options=cm.NCCL_MODEL_OPS, value="all_reduce", description="operation"),
+        "n": w.IntText(value=8, description="ranks n"),
+        "size_mib": w.FloatLogSlider(value=1, base=2, min=-10, max=14, step=0.5, description="S [MiB]"),
+        "link_gb_per_s": w.FloatText(value=round(H200_NCCL_NVLINK / 1e9, 6), description="link [GB/s]"),
+    }
+
+    def compute(op, n, size_mib, link_gb_per_s):
+        return dict(op=op, n=n, size=size_mib * MiB, link=link_gb_per_s * 1e9,
+                    choice=cm.nccl_model_choice(op, size_mib * MiB, n, link_gb_per_s * 1e9))
+
+    def show(r):
+        c = r["choice"]
+        rows = [(f"{a}, {p}" + ("  ← NCCL's choice" if (a, p) == (c.algorithm, c.protocol) else ""), fmt_time(t)) for a, p, t in c.times]
+        fig = go.Figure(_protocol_traces(r["op"], r["n"], r["link"]))
+        fig.update_layout(xaxis=dict(type="log", title="message size S [B]", exponentformat="SI"),
+                          yaxis=dict(type="log", title="bus bandwidth [GB/s]", exponentformat="SI"))
+        style_figure(fig, title=f"{r['op']}, {plural(r['n'], 'rank')}", readout=protocol_summary(r["op"], r["n"], r["link"]), height=460)
+        return table_html(rows), fig
+
+    return live_form(compute, controls, show, title="NCCL's protocols: LL, LL128, Simple",
+                     names={"size_bytes": ("size_mib", MiB), "link_bytes_per_s": ("link_gb_per_s", 1e9)})

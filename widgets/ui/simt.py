@@ -293,7 +293,8 @@ def divergence_calculator():
         fig.update_xaxes(title="time [cycles]")
         return table_html(rows), style_figure(fig, title=divergence_title(d), readout=divergence_readout(d), height=480)
 
-    return live_form(compute, controls, show, title="Warp divergence")
+    return live_form(compute, controls, show, title="Warp divergence",
+                     names={"lanes_per_path": "lanes", "cost_per_path": "cycles"})
 
 
 # --------------------------------------------------------------------------------------------
