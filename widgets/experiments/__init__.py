@@ -42,4 +42,4 @@ TRITON_IMPORTED_TOO_EARLY: bool = _SET_HERE and _TRITON_WAS_IMPORTED
 notebook): its own jit helpers are then compiled-mode objects and interpreted kernels that call
 them fail. ``widgets.experiments._triton`` warns; restart and import ``widgets`` first."""
 
-TOPICS = ("memory_hierarchy", "simt", "tensor_cores", "kernels", "collectives", "training_memory", "serving")
+TOPICS = ("memory_hierarchy", "simt", "tensor_cores", "kernels", "collectives", "training_memory", "serving", "attention")

@@ -1,0 +1,718 @@
+"""Attention and FlashAttention: the FLOP of attention, the bytes it moves, and the online softmax.
+
+Pure functions (standard library only). Attention ``O = softmax(Q K^T / sqrt(d)) V`` costs two
+matmuls (:func:`attention_flop`). Written as three kernels (a matmul, a softmax, a matmul) it
+writes the ``N x N`` score matrix to memory and reads it back (:func:`standard_attention_hbm_bytes`,
+``4 N d + 4 N^2`` elements per head). FlashAttention (Dao et al. 2022) never writes it: it tiles
+``Q`` into row blocks that stay on chip and streams ``K`` and ``V`` past them, keeping a running
+maximum and sum per row (the online softmax of Milakov & Gimelshein 2018, :func:`online_softmax`),
+so its traffic is ``Theta(N^2 d^2 / M)`` for ``M`` elements of on-chip memory
+(:func:`flash_attention_hbm_bytes`, Theorem 2 of the paper).
+
+Units are in the names: ``*_bytes`` [B], ``*_flop`` [FLOP], ``*_s`` [s], ``*_per_s`` [1/s].
+Every public function rejects non-physical input with a ``ValueError`` naming the parameter, the
+value and what is valid.
+
+Explained in :ref:`attention` > Attention's FLOP and bytes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from . import _check
+from .transformer import MAX_COUNT, _bpe, _quantity
+
+BACKWARD_FACTOR = 2.5
+"""Backward FLOP over forward FLOP of attention: five matmuls against two (Dao 2023, section 4.1)."""
+
+MAX_SEQ = 2**24
+"""Largest sequence length the models accept [tokens] (N^2 of it still fits a float exactly)."""
+
+MAX_HEAD_DIM = 2**14
+"""Largest head dimension the models accept [-]."""
+
+
+def _dims(batch, heads, head_dim):
+    b = _check.integer("batch", batch, minimum=1, maximum=MAX_COUNT)
+    h = _check.integer("heads", heads, minimum=1, maximum=MAX_COUNT)
+    d = _check.integer("head_dim", head_dim, minimum=1, maximum=MAX_HEAD_DIM)
+    return b, h, d
+
+
+def _seq(name, value):
+    return _check.integer(name, value, minimum=1, maximum=MAX_SEQ)
+
+
+def attention_flop(batch: int, heads: int, seq_q: int, seq_kv: int, head_dim: int, causal: bool = False,
+                   backward: bool = False) -> float:
+    """FLOP of scaled dot-product attention, the FlashAttention papers' convention [FLOP].
+
+    The forward pass is two matmuls, ``S = Q K^T`` and ``O = P V``, each ``2 seq_q seq_kv d``
+    FLOP per (batch, head): ``4 B H seq_q seq_kv d``. The softmax's exponentials and the scaling
+    are not counted. ``causal`` halves it (the benchmark convention of Dao 2023, section 4.1,
+    although the lower triangle plus the diagonal is a little more than half). ``backward`` counts
+    the backward pass alone: five matmuls (``dV``, ``dP``, ``dS``-to-``dQ``, ``dK``, and ``S``
+    recomputed), 2.5 times the forward.
+
+    Explained in :ref:`attention` > Attention's FLOP and bytes.
+
+    Parameters
+    ----------
+    batch : int
+        Batch size B [-], >= 1.
+    heads : int
+        Heads H [-], >= 1.
+    seq_q : int
+        Query length [tokens], >= 1.
+    seq_kv : int
+        Key/value length [tokens], >= 1.
+    head_dim : int
+        Head dimension d [-], >= 1.
+    causal : bool, optional
+        Causal mask: half the FLOP.
+    backward : bool, optional
+        Count the backward pass (2.5 x the forward) instead of the forward.
+
+    Returns
+    -------
+    float
+        FLOP [FLOP].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
+    >>> attention_flop(1, 1, 1024, 1024, 64) / 1e6  # 4 N^2 d
+    268.435456
+    >>> attention_flop(16, 16, 4096, 4096, 128, causal=True) / 1e12
+    1.099511627776
+    """
+    b, h, d = _dims(batch, heads, head_dim)
+    nq, nk = _seq("seq_q", seq_q), _seq("seq_kv", seq_kv)
+    causal = _check.flag("causal", causal)
+    backward = _check.flag("backward", backward)
+    flop = 4.0 * b * h * nq * nk * d
+    if causal:
+        flop /= 2
+    if backward:
+        flop *= BACKWARD_FACTOR
+    return flop
+
+
+def attention_matrix_bytes(batch: int, heads: int, seq_q: int, seq_kv: int, bytes_per_elem=2) -> float:
+    """Bytes of one ``B x H x seq_q x seq_kv`` score (or probability) matrix [B].
+
+    What an unfused attention materializes, once for ``S`` and once for ``P``; it grows with the
+    square of the sequence.
+
+    Explained in :ref:`attention` > The softmax wall.
+
+    Parameters
+    ----------
+    batch : int
+        Batch size B [-], >= 1.
+    heads : int
+        Heads H [-], >= 1.
+    seq_q : int
+        Query length [tokens], >= 1.
+    seq_kv : int
+        Key/value length [tokens], >= 1.
+    bytes_per_elem : float or str, optional
+        Bytes per element [B] (2 for bf16), or a format name such as ``"bf16"``.
+
+    Returns
+    -------
+    float
+        Bytes of the matrix [B].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
+    >>> attention_matrix_bytes(1, 32, 8192, 8192) / 2**30  # GiB, one layer of Llama-2-7B's heads
+    4.0
+    """
+    b, h, _ = _dims(batch, heads, 1)
+    nq, nk = _seq("seq_q", seq_q), _seq("seq_kv", seq_kv)
+    return float(b * h * nq * nk) * _bpe("bytes_per_elem", bytes_per_elem)
+
+
+def standard_attention_hbm_bytes(batch: int, heads: int, seq: int, head_dim: int, bytes_per_elem=2) -> float:
+    """HBM traffic of standard (unfused) attention's forward pass [B].
+
+    Per (batch, head), as Algorithm 0 of Dao et al. 2022 moves it: read ``Q`` and ``K`` (``2 N d``),
+    write ``S`` (``N^2``); read ``S`` and write ``P`` (``2 N^2``); read ``P`` and ``V``
+    (``N^2 + N d``), write ``O`` (``N d``): ``4 N d + 4 N^2`` elements. Every matrix is touched
+    once per kernel: caches are assumed to hold nothing between kernels (true once ``S`` outgrows
+    the L2).
+
+    Explained in :ref:`attention` > The softmax wall.
+
+    Parameters
+    ----------
+    batch : int
+        Batch size B [-], >= 1.
+    heads : int
+        Heads H [-], >= 1.
+    seq : int
+        Sequence length N [tokens], >= 1 (queries and keys).
+    head_dim : int
+        Head dimension d [-], >= 1.
+    bytes_per_elem : float or str, optional
+        Bytes per element [B] (2 for bf16), or a format name such as ``"bf16"``.
+
+    Returns
+    -------
+    float
+        Bytes read and written [B].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
+    >>> standard_attention_hbm_bytes(1, 1, 1024, 64, 2) / 2**20  # (4 N d + 4 N^2) x 2 B, in MiB
+    8.5
+    """
+    b, h, d = _dims(batch, heads, head_dim)
+    n = _seq("seq", seq)
+    return float(b * h * (4 * n * d + 4 * n * n)) * _bpe("bytes_per_elem", bytes_per_elem)
+
+
+@dataclass(frozen=True)
+class FlashBlocks:
+    """The tile sizes FlashAttention's Algorithm 1 picks for an on-chip memory of ``M`` elements."""
+
+    block_q: int
+    """Rows of Q per block, ``B_r = min(ceil(M / 4d), d)`` [-]."""
+    block_kv: int
+    """Rows of K and V per block, ``B_c = ceil(M / 4d)`` [-]."""
+    sram_elems: int
+    """On-chip memory M [elements]."""
+
+
+def flash_blocks(head_dim: int, sram_bytes: float, bytes_per_elem=2) -> FlashBlocks:
+    """FlashAttention's block sizes for an on-chip memory of ``sram_bytes`` (Algorithm 1, line 1).
+
+    ``B_c = ceil(M / 4d)`` and ``B_r = min(ceil(M / 4d), d)``, with ``M = sram_bytes /
+    bytes_per_elem`` elements (Dao et al. 2022, Algorithm 1): the Q, K, V and O blocks then fit in
+    ``M``.
+
+    Explained in :ref:`attention` > FlashAttention's tiling.
+
+    Parameters
+    ----------
+    head_dim : int
+        Head dimension d [-], >= 1.
+    sram_bytes : float
+        On-chip memory per thread block [B], at least ``4 d`` elements.
+    bytes_per_elem : float or str, optional
+        Bytes per element [B] (2 for bf16), or a format name such as ``"bf16"``.
+
+    Returns
+    -------
+    FlashBlocks
+        ``block_q`` and ``block_kv`` [-], and ``sram_elems`` [elements].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or the memory holds fewer than ``4 d`` elements.
+
+    Examples
+    --------
+    >>> flash_blocks(128, 228 * 1024)  # an H100/H200 SM's shared memory, bf16
+    FlashBlocks(block_q=128, block_kv=228, sram_elems=116736)
+    """
+    d = _check.integer("head_dim", head_dim, minimum=1, maximum=MAX_HEAD_DIM)
+    sram = _quantity("sram_bytes", sram_bytes, zero=False)
+    bpe = _bpe("bytes_per_elem", bytes_per_elem)
+    m = int(sram // bpe)
+    if m < 4 * d:
+        raise ValueError(f"sram_bytes must hold at least 4 x head_dim = {4 * d} elements "
+                         f"({4 * d * bpe:g} B), got {sram_bytes!r}")
+    bc = -(-m // (4 * d))
+    return FlashBlocks(block_q=min(bc, d), block_kv=bc, sram_elems=m)
+
+
+def flash_attention_hbm_bytes(batch: int, heads: int, seq: int, head_dim: int, sram_bytes: float,
+                              bytes_per_elem=2) -> float:
+    """HBM traffic of FlashAttention's forward pass, FlashAttention-2's loop order [B].
+
+    The outer loop walks blocks of ``B_r`` query rows (block sizes of :func:`flash_blocks`); each
+    block reads ``Q_i`` once, streams every ``K_j`` and ``V_j`` past it and writes ``O_i`` once
+    (Dao 2023, Algorithm 1). Per (batch, head): ``Q`` and ``O`` once (``2 N d``), ``K`` and ``V``
+    once per query block (``2 N d ceil(N / B_r)``). With ``B_r = M / 4d`` that is
+    ``Theta(N^2 d^2 / M)`` (Dao et al. 2022, Theorem 2). No cache is assumed: the repeated reads of
+    ``K`` and ``V`` are what an L2 can catch, so a measurement may fall below this count, never
+    (beyond the log-sum-exp's ``4 N`` bytes, not counted) above ``4 N d`` elements.
+
+    Explained in :ref:`attention` > FlashAttention's tiling.
+
+    Parameters
+    ----------
+    batch : int
+        Batch size B [-], >= 1.
+    heads : int
+        Heads H [-], >= 1.
+    seq : int
+        Sequence length N [tokens], >= 1.
+    head_dim : int
+        Head dimension d [-], >= 1.
+    sram_bytes : float
+        On-chip memory per thread block [B], at least ``4 d`` elements.
+    bytes_per_elem : float or str, optional
+        Bytes per element [B] (2 for bf16), or a format name such as ``"bf16"``.
+
+    Returns
+    -------
+    float
+        Bytes read and written [B].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
+    >>> flash_attention_hbm_bytes(1, 1, 1024, 64, 4 * 64 * 64 * 2) / 2**20  # B_r = 64: 16 passes
+    4.25
+    """
+    b, h, d = _dims(batch, heads, head_dim)
+    n = _seq("seq", seq)
+    bpe = _bpe("bytes_per_elem", bytes_per_elem)
+    blocks = flash_blocks(d, sram_bytes, bpe)
+    passes = -(-n // blocks.block_q)
+    return float(b * h * (2 * n * d + 2 * n * d * passes)) * bpe
+
+
+def flash_attention_min_hbm_bytes(batch: int, heads: int, seq: int, head_dim: int, bytes_per_elem=2) -> float:
+    """Compulsory HBM traffic of attention's forward pass: Q, K, V read once, O written once [B].
+
+    The floor every fused kernel approaches when the L2 catches the repeated reads of ``K`` and
+    ``V``: ``4 N d`` elements per (batch, head).
+
+    Explained in :ref:`attention` > FlashAttention's tiling.
+
+    Parameters
+    ----------
+    batch : int
+        Batch size B [-], >= 1.
+    heads : int
+        Heads H [-], >= 1.
+    seq : int
+        Sequence length N [tokens], >= 1.
+    head_dim : int
+        Head dimension d [-], >= 1.
+    bytes_per_elem : float or str, optional
+        Bytes per element [B] (2 for bf16), or a format name such as ``"bf16"``.
+
+    Returns
+    -------
+    float
+        Bytes read and written [B].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
+    >>> flash_attention_min_hbm_bytes(1, 1, 1024, 64) / 2**20
+    0.5
+    """
+    b, h, d = _dims(batch, heads, head_dim)
+    n = _seq("seq", seq)
+    return float(b * h * 4 * n * d) * _bpe("bytes_per_elem", bytes_per_elem)
+
+
+def attention_time_s(flop: float, hbm_bytes: float, peak_flop_per_s: float, hbm_bytes_per_s: float) -> float:
+    """Roofline time of an attention pass: the larger of compute time and memory time [s].
+
+    Explained in :ref:`attention` > FlashAttention's tiling.
+
+    Parameters
+    ----------
+    flop : float
+        FLOP of the pass [FLOP], >= 0.
+    hbm_bytes : float
+        Bytes moved to and from HBM [B], >= 0.
+    peak_flop_per_s : float
+        Dense peak [FLOP/s], > 0.
+    hbm_bytes_per_s : float
+        HBM bandwidth [B/s], > 0.
+
+    Returns
+    -------
+    float
+        Time [s].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
+    >>> attention_time_s(1e12, 1e9, 1e15, 1e12)  # 1 ms either way
+    0.001
+    """
+    f = _quantity("flop", flop)
+    q = _quantity("hbm_bytes", hbm_bytes)
+    p = _quantity("peak_flop_per_s", peak_flop_per_s, zero=False)
+    bw = _quantity("hbm_bytes_per_s", hbm_bytes_per_s, zero=False)
+    return max(f / p, q / bw)
+
+
+def math_path_peak_bytes(batch: int, heads: int, seq: int, head_dim: int, bytes_per_elem=2,
+                         compute_bytes_per_elem=None) -> float:
+    """Peak memory of PyTorch SDPA's math path, forward without autograd [B].
+
+    The math path (``torch.nn.attention.SDPBackend.MATH``) is ordinary ops: it makes working
+    copies of ``Q``, ``K`` and ``V`` (scaled, or converted: ``3 N d``), computes ``S`` (``N^2``)
+    and ``P = softmax(S)`` (``N^2``, while ``S`` is still alive), then ``O``. Counted: the inputs
+    and the output in their format (``4 N d``) and the working set in the compute format
+    (``3 N d + 2 N^2``). Since PyTorch 2.5 the math path computes fp16 and bf16 inputs in fp32
+    unless ``torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp(True)``: then
+    ``compute_bytes_per_elem`` is 4.
+
+    Explained in :ref:`attention` > The silent fallback.
+
+    Parameters
+    ----------
+    batch : int
+        Batch size B [-], >= 1.
+    heads : int
+        Heads H [-], >= 1.
+    seq : int
+        Sequence length N [tokens], >= 1.
+    head_dim : int
+        Head dimension d [-], >= 1.
+    bytes_per_elem : float or str, optional
+        Bytes per element of the inputs [B] (2 for bf16), or a format name such as ``"bf16"``.
+    compute_bytes_per_elem : float or str, optional
+        Bytes per element of the working set [B] (default ``bytes_per_elem``).
+
+    Returns
+    -------
+    float
+        Bytes allocated at the peak [B].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
+    >>> math_path_peak_bytes(1, 1, 1024, 64) / 2**20
+    4.875
+    >>> math_path_peak_bytes(1, 1, 1024, 64, compute_bytes_per_elem=4) / 2**20  # bf16 upcast to fp32
+    9.25
+    """
+    b, h, d = _dims(batch, heads, head_dim)
+    n = _seq("seq", seq)
+    s = _bpe("bytes_per_elem", bytes_per_elem)
+    c = s if compute_bytes_per_elem is None else _bpe("compute_bytes_per_elem", compute_bytes_per_elem)
+    return float(b * h) * (4 * n * d * s + (3 * n * d + 2 * n * n) * c)
+
+
+def flash_path_peak_bytes(batch: int, heads: int, seq: int, head_dim: int, bytes_per_elem=2) -> float:
+    """Peak memory of a fused (flash) attention forward [B]: ``Q, K, V, O`` and an fp32 log-sum-exp per row.
+
+    Explained in :ref:`attention` > The silent fallback.
+
+    Parameters
+    ----------
+    batch : int
+        Batch size B [-], >= 1.
+    heads : int
+        Heads H [-], >= 1.
+    seq : int
+        Sequence length N [tokens], >= 1.
+    head_dim : int
+        Head dimension d [-], >= 1.
+    bytes_per_elem : float or str, optional
+        Bytes per element [B] (2 for bf16), or a format name such as ``"bf16"``.
+
+    Returns
+    -------
+    float
+        Bytes allocated at the peak [B].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
+    >>> flash_path_peak_bytes(1, 1, 1024, 64) / 2**20
+    0.50390625
+    """
+    b, h, d = _dims(batch, heads, head_dim)
+    n = _seq("seq", seq)
+    return float(b * h * (4 * n * d * _bpe("bytes_per_elem", bytes_per_elem) + 4 * n))
+
+
+def largest_math_seq(batch: int, heads: int, head_dim: int, capacity_bytes: float, bytes_per_elem=2,
+                     compute_bytes_per_elem=None) -> int:
+    """Longest sequence whose math-path forward fits in ``capacity_bytes`` [tokens].
+
+    The largest ``N`` with :func:`math_path_peak_bytes` ``<= capacity_bytes`` (0 when even one
+    token does not fit).
+
+    Explained in :ref:`attention` > The silent fallback.
+
+    Parameters
+    ----------
+    batch : int
+        Batch size B [-], >= 1.
+    heads : int
+        Heads H [-], >= 1.
+    head_dim : int
+        Head dimension d [-], >= 1.
+    capacity_bytes : float
+        Memory available [B], >= 0.
+    bytes_per_elem : float or str, optional
+        Bytes per element of the inputs [B] (2 for bf16), or a format name such as ``"bf16"``.
+    compute_bytes_per_elem : float or str, optional
+        Bytes per element of the working set [B] (default ``bytes_per_elem``).
+
+    Returns
+    -------
+    int
+        Sequence length [tokens].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
+    >>> largest_math_seq(1, 32, 128, 141e9)  # one H200, bf16
+    32966
+    """
+    b, h, d = _dims(batch, heads, head_dim)
+    cap = _quantity("capacity_bytes", capacity_bytes)
+    sb = _bpe("bytes_per_elem", bytes_per_elem)
+    cb = sb if compute_bytes_per_elem is None else _bpe("compute_bytes_per_elem", compute_bytes_per_elem)
+    per = cap / (b * h)  # 2 c N^2 + (4 s + 3 c) d N <= per
+    lin = (4 * sb + 3 * cb) * d
+    n = int((-lin + math.sqrt(lin * lin + 8 * cb * per)) / (4 * cb))
+    while n > 0 and math_path_peak_bytes(b, h, n, d, sb, cb) > cap:
+        n -= 1
+    while n + 1 <= MAX_SEQ and math_path_peak_bytes(b, h, n + 1, d, sb, cb) <= cap:
+        n += 1
+    return min(n, MAX_SEQ)
+
+
+@dataclass(frozen=True)
+class OnlineSoftmaxStep:
+    """The state after one block of the online softmax."""
+
+    step: int
+    """Blocks seen [-]."""
+    seen: int
+    """Elements seen [-]."""
+    running_max: float
+    """Largest score so far, ``m`` [-]."""
+    running_sum: float
+    """``l = sum exp(x_i - m)`` over the elements seen [-]."""
+    rescale: float
+    """``exp(m_old - m_new)``: the factor this step applied to the old sum and output [-]."""
+    output: float
+    """The normalized weighted sum so far, ``sum exp(x_i - m) v_i / l`` [-]."""
+
+
+def _vector(name, x):
+    if isinstance(x, (str, bytes)) or not hasattr(x, "__len__"):
+        raise ValueError(f"{name} must be a non-empty sequence of finite numbers, got {x!r:.80}")
+    vals = [_check.number(f"{name}[{i}]", v) for i, v in enumerate(x)]
+    if not vals:
+        raise ValueError(f"{name} must be a non-empty sequence of finite numbers, got an empty one")
+    if len(vals) > MAX_SEQ:
+        raise ValueError(f"{name} must have at most {MAX_SEQ} elements, got {len(vals)}")
+    return vals
+
+
+def online_softmax_steps(x, block: int, values=None) -> list:
+    """The online softmax, block by block: the running max, sum and output after each block.
+
+    For each block ``x_j``: ``m_new = max(m, max x_j)``; ``l = l exp(m - m_new) + sum exp(x_j -
+    m_new)``; the unnormalized output ``o = o exp(m - m_new) + sum exp(x_j - m_new) v_j``
+    (Milakov & Gimelshein 2018, Algorithm 3; the output is FlashAttention's ``O_i`` for one query
+    row and a one-dimensional ``V``). After the last block ``o / l`` is ``softmax(x) . v``.
+
+    Explained in :ref:`attention` > Online softmax.
+
+    Parameters
+    ----------
+    x : sequence of float
+        Scores of one row [-], finite, non-empty.
+    block : int
+        Elements per block [-], >= 1.
+    values : sequence of float, optional
+        One value per score [-] (default all 1, so the output is 1).
+
+    Returns
+    -------
+    list of OnlineSoftmaxStep
+        One state per block.
+
+    Raises
+    ------
+    ValueError
+        If ``x`` or ``values`` holds a non-finite number, their lengths differ, or ``block`` < 1.
+
+    Examples
+    --------
+    >>> [round(s.running_max, 2) for s in online_softmax_steps([1.0, 3.0, 2.0, 5.0], 2)]
+    [3.0, 5.0]
+    """
+    xs = _vector("x", x)
+    vs = [1.0] * len(xs) if values is None else _vector("values", values)
+    if len(vs) != len(xs):
+        raise ValueError(f"values must have as many elements as x ({len(xs)}), got {len(vs)}")
+    blk = _check.integer("block", block, minimum=1, maximum=MAX_SEQ)
+    m, total, o = -math.inf, 0.0, 0.0
+    steps = []
+    for j, start in enumerate(range(0, len(xs), blk)):
+        xb, vb = xs[start:start + blk], vs[start:start + blk]
+        m_new = max(m, max(xb))
+        scale = math.exp(m - m_new) if m > -math.inf else 0.0
+        e = [math.exp(v - m_new) for v in xb]
+        total = total * scale + math.fsum(e)
+        o = o * scale + math.fsum(ei * vi for ei, vi in zip(e, vb))
+        m = m_new
+        steps.append(OnlineSoftmaxStep(step=j + 1, seen=start + len(xb), running_max=m, running_sum=total,
+                                       rescale=scale if j else 1.0, output=o / total))
+    return steps
+
+
+def online_softmax(x, block: int) -> list:
+    """Softmax of ``x`` computed block by block with a running max and sum [-].
+
+    Two passes over the row, the first blockwise: the running max ``m`` and sum ``l`` are updated
+    per block, the old sum rescaled by ``exp(m_old - m_new)`` whenever the max grows; then
+    ``exp(x_i - m) / l``. Equals ``softmax(x)`` to rounding whatever the block size (Milakov &
+    Gimelshein 2018).
+
+    Explained in :ref:`attention` > Online softmax.
+
+    Parameters
+    ----------
+    x : sequence of float
+        Scores [-], finite, non-empty.
+    block : int
+        Elements per block [-], >= 1.
+
+    Returns
+    -------
+    list of float
+        Probabilities [-], summing to 1.
+
+    Raises
+    ------
+    ValueError
+        If ``x`` holds a non-finite number or is empty, or ``block`` < 1.
+
+    Examples
+    --------
+    >>> [round(p, 4) for p in online_softmax([1.0, 2.0, 3.0], 2)]
+    [0.09, 0.2447, 0.6652]
+    """
+    last = online_softmax_steps(x, block)[-1]
+    return [math.exp(_check.number("x", v) - last.running_max) / last.running_sum for v in x]
+
+
+def softmax(x) -> list:
+    """The ordinary softmax of ``x``: ``exp(x_i - max x) / sum exp(x_j - max x)`` [-].
+
+    Needs the whole row before it can write any element: the max and the sum are over all of it.
+
+    Explained in :ref:`attention` > The softmax wall.
+
+    Parameters
+    ----------
+    x : sequence of float
+        Scores [-], finite, non-empty.
+
+    Returns
+    -------
+    list of float
+        Probabilities [-].
+
+    Raises
+    ------
+    ValueError
+        If ``x`` holds a non-finite number or is empty.
+
+    Examples
+    --------
+    >>> [round(p, 4) for p in softmax([0.0, 0.0])]
+    [0.5, 0.5]
+    """
+    xs = _vector("x", x)
+    m = max(xs)
+    e = [math.exp(v - m) for v in xs]
+    s = math.fsum(e)
+    return [v / s for v in e]
+
+
+def softmax_hbm_bytes(rows: int, cols: int, bytes_per_elem=4, fused: bool = True) -> float:
+    """HBM traffic of a row softmax over a ``rows x cols`` matrix [B].
+
+    Fused (one kernel, a row held on chip): read ``x`` once, write ``y`` once, ``2 rows cols``
+    elements. As five eager ops (max, subtract, exp, sum, divide), each reading its input from
+    memory and writing its output: ``x`` read by max and subtract (``2``), ``z`` written and read
+    (``2``), ``e`` written, read by the sum and the divide (``3``), ``y`` written (``1``):
+    ``8 rows cols`` elements (the per-row max and sum, ``4 rows``, are also counted).
+
+    Explained in :ref:`attention` > The softmax wall.
+
+    Parameters
+    ----------
+    rows : int
+        Rows [-], >= 1.
+    cols : int
+        Row length [-], >= 1.
+    bytes_per_elem : float or str, optional
+        Bytes per element [B] (4 for fp32), or a format name such as ``"fp32"``.
+    fused : bool, optional
+        One kernel (True) or five eager ops (False).
+
+    Returns
+    -------
+    float
+        Bytes read and written [B].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
+    >>> softmax_hbm_bytes(1024, 1024) / 2**20, softmax_hbm_bytes(1024, 1024, fused=False) / 2**20
+    (8.0, 32.015625)
+    """
+    r = _check.integer("rows", rows, minimum=1, maximum=MAX_COUNT)
+    c = _check.integer("cols", cols, minimum=1, maximum=MAX_COUNT)
+    bpe = _bpe("bytes_per_elem", bytes_per_elem)
+    if _check.flag("fused", fused):
+        return float(2 * r * c) * bpe
+    return float(8 * r * c + 4 * r) * bpe
