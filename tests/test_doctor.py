@@ -171,7 +171,7 @@ def test_missing_packages_are_needs():
     v = verdicts(cpu_machine(packages=dict(STACK, **{"numba-cuda": None})))
     assert v["simt"].status == "needs" and v["memory_hierarchy"].status == "needs"  # the transpose kernels are numba-cuda
     v = verdicts(cpu_machine(packages=dict(STACK, triton=None)))
-    assert {k for k, x in v.items() if x.status == "needs"} == {"memory_hierarchy", "tensor_cores", "serving"}
+    assert {k for k, x in v.items() if x.status == "needs"} == {"memory_hierarchy", "tensor_cores", "serving", "attention"}
 
 
 def test_gpu_without_a_cuda_compiler_cannot_run_simt():
@@ -416,7 +416,7 @@ def test_chapter_line_for_a_first_cell():
     assert "needs" in dr.chapter_line("serving", replace(dr.simulate("T4"), free_bytes=4 * GiB))
     assert "no GPU" in dr.chapter_line("simt", cpu_machine())
     with pytest.raises(ValueError, match="chapter must be one of"):
-        dr.chapter_line("attention", cpu_machine())
+        dr.chapter_line("no_such_chapter", cpu_machine())
 
 
 @pytest.mark.slow

@@ -44,7 +44,7 @@ from typing import Optional
 from .capabilities import Capabilities, arch_features, compute_capability
 from .units import GiB
 
-CHAPTERS = ("memory_hierarchy", "simt", "tensor_cores", "kernels", "collectives", "training_memory", "serving")
+CHAPTERS = ("memory_hierarchy", "simt", "tensor_cores", "kernels", "collectives", "training_memory", "serving", "attention")
 
 # Packages reported in the table (distribution names), in order: the chapters' stack, then the front end.
 PACKAGES = ("numpy", "torch", "triton", "numba", "numba-cuda", "cuda-bindings", "cupy", "plotly", "myst-nb")
@@ -59,6 +59,7 @@ CHAPTER_NEEDS: dict[str, tuple[str, ...]] = {
     "collectives": ("torch", "plotly", "ipywidgets"),
     "training_memory": ("torch", "plotly", "ipywidgets"),
     "serving": ("torch", "triton", "plotly", "ipywidgets"),
+    "attention": ("torch", "triton", "plotly", "ipywidgets"),
 }
 INSTALL_HINT = 'pip install "gpu-book-widgets[chapters]" (or make install)'
 
@@ -584,6 +585,19 @@ def _training_memory(m: Machine, cap: dict):
     return scaled, needs, caveats
 
 
+def _attention(m: Machine, cap: dict):
+    # what widgets.experiments.attention does: Triton kernels (interpreted on a CPU), SDPA's backends
+    scaled, needs, caveats = [], [], []
+    if not m.gpu:
+        scaled.append(_cpu_note("the Triton kernels through Triton's interpreter in fp16 at N <= 256; SDPA's CPU backends"))
+        return scaled, needs, caveats
+    if m.nvidia and not cap["bf16_tc"]:
+        scaled.append(f"fp16 instead of bf16, and SDPA's flash backend refuses (it needs sm_80; this GPU is {m.arch}): recorded as refused")
+    if not m.nvidia:
+        caveats.append(f"the Triton kernels and SDPA's fused backends are untested on {m.vendor} GPUs")
+    return scaled, needs, caveats
+
+
 _RULES = {
     "memory_hierarchy": _memory_hierarchy,
     "simt": _simt,
@@ -592,6 +606,7 @@ _RULES = {
     "collectives": _collectives,
     "training_memory": _training_memory,
     "serving": _serving,
+    "attention": _attention,
 }
 
 

@@ -317,6 +317,13 @@ def measure_softmax(shapes=None, repeat: int = 20) -> SoftmaxResult:
 # --------------------------------------------------------------------------------------------
 # 2. FlashAttention: the Triton kernel against SDPA's backends
 # --------------------------------------------------------------------------------------------
+def _gpu_dtype() -> tuple[torch.dtype, str]:
+    """bf16 where the GPU has bf16 tensor cores (sm_80 and later), fp16 elsewhere (and in Triton's interpreter)."""
+    if harness.on_gpu() and harness.capabilities().tensor_cores("bf16"):
+        return torch.bfloat16, "bf16"
+    return torch.float16, "fp16"
+
+
 def _inputs(batch, heads, seq, head_dim, dtype, seed=0):
     dev = harness.device()
     g = torch.Generator(device=dev).manual_seed(seed)
@@ -325,8 +332,7 @@ def _inputs(batch, heads, seq, head_dim, dtype, seed=0):
 
 def _flash_point(batch, heads, seq, head_dim, causal, repeat) -> FlashPoint:
     gpu = harness.on_gpu()
-    dtype = torch.bfloat16 if gpu else torch.float16
-    name = "bf16" if gpu else "fp16"
+    dtype, name = _gpu_dtype()
     q, k, v = _inputs(batch, heads, seq, head_dim, dtype)
     # the reference: SDPA's default choice on a GPU; fp32 SDPA on a CPU
     ref = harness.attempt(_sdpa, q, k, v, None, causal) if gpu else _sdpa(q.float(), k.float(), v.float(), None, causal)
@@ -378,7 +384,7 @@ def measure_flash(shapes=None, head_dim: Optional[int] = None, repeat: Optional[
         for causal in (False, True):
             p = harness.attempt(_flash_point, b, h, n, d, causal, repeat)
             if isinstance(p, harness.Failed):
-                p = FlashPoint(b, h, n, d, "bf16" if gpu else "fp16", causal, (KernelRun("triton", time=p),))
+                p = FlashPoint(b, h, n, d, _gpu_dtype()[1], causal, (KernelRun("triton", time=p),))
             points.append(p)
     return FlashResult(harness.device_name(), INTERPRETED, tuple(points), BF16_TOLERANCE if gpu else CPU_TOLERANCE,
                        "" if gpu else CPU_NOTE)
@@ -412,7 +418,7 @@ def measure_memory(seqs=None, repeat: int = 3) -> MemoryResult:
     gpu = harness.on_gpu()
     seqs = seqs or (GPU_MEMORY_SEQS if gpu else CPU_MEMORY_SEQS)
     shape = MEMORY_SHAPE if gpu else CPU_MEMORY_SHAPE
-    dtype = torch.bfloat16 if gpu else torch.float32
+    dtype, dname = _gpu_dtype() if gpu else (torch.float32, "fp32")
     points = []
     for backend in ("MATH", "FLASH_ATTENTION"):
         failed = False
@@ -428,7 +434,7 @@ def measure_memory(seqs=None, repeat: int = 3) -> MemoryResult:
         upcast = not bool(torch._C._get_math_sdp_allow_fp16_bf16_reduction())
     except Exception:  # noqa: BLE001 - older torch: no such switch (the math path computed in the input's dtype)
         upcast = None
-    return MemoryResult(shape["batch"], shape["heads"], shape["head_dim"], "bf16" if gpu else "fp32",
+    return MemoryResult(shape["batch"], shape["heads"], shape["head_dim"], dname,
                         harness.device_name(), cap, tuple(points), "" if gpu else "CPU: no allocator counters; times only",
                         upcast)
 
