@@ -1179,4 +1179,6 @@ def accuracy_rows(record: dict) -> list:
                             "fp32 accumulator, truncating, one accumulator per output",
                             model.tensor_core_accumulation_error(r["k"], pt["dtype"]).typical_error, r["accumulation"],
                             "relative error", acc.label, device, f"{pt['method']}; {acc.source}"))
-    return rows
+    from .tensor_cores_depth import accuracy_rows as depth_rows
+
+    return rows + depth_rows(record)

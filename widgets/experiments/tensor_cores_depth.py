@@ -508,3 +508,148 @@ def run_depth() -> DepthResults:
         secs[name] = round(time.perf_counter() - t0, 2)
     return DepthResults(**out, seconds=secs)
 
+
+
+# --------------------------------------------------------------------------------------------
+# Constants measured by other chapters' micro-benchmarks (the "calibrated" inputs), and the
+# accuracy ledger of the depth experiments
+# --------------------------------------------------------------------------------------------
+def calibration(gpu: str = "h200") -> dict:
+    """Constants the depth models take from OTHER recorded micro-benchmarks of ``gpu``: the L2
+    plateau of memory_hierarchy's working-set sweep [B/s], simt's DRAM pointer-chase latency [s] and
+    simt's eager launch cost per kernel [s]. A missing record or field gives ``None`` (the row that
+    needs it is then left out), never an error."""
+    out = {"l2_bytes_per_s": None, "dram_latency_s": None, "launch_s": None}
+    try:
+        from ..models.memory_hierarchy_records import l2_plateau_and_hbm_level
+
+        out["l2_bytes_per_s"] = l2_plateau_and_hbm_level(harness.load_reference("memory_hierarchy", gpu))[0]
+    except Exception:  # noqa: BLE001 - no record, or a record without the sweep
+        pass
+    try:
+        simt = harness.load_reference("simt", gpu)["results"]
+        out["dram_latency_s"] = simt.get("memory_latency", {}).get("dram_latency_s")
+        out["launch_s"] = simt.get("launch_overhead", {}).get("eager_per_kernel_s")
+    except Exception:  # noqa: BLE001
+        pass
+    return out
+
+
+def wgmma_tile(bm: int, bn: int) -> tuple[int, int]:
+    """The tile one Hopper ``wgmma`` reads from shared memory in Triton's GEMM: 64 rows (one
+    warpgroup's instruction M) by the block's N, at most 256."""
+    return min(64, bm), min(bn, 256)
+
+
+def _ok(x) -> bool:
+    return isinstance(x, dict) and "error" not in x and x.get("median_s") is not None
+
+
+def accuracy_rows(record: dict) -> list:
+    """The depth experiments' comparisons in a tensor_cores ``record`` (``results["depth"]``),
+    recomputed from the raw times with today's models; nothing where the record has no depth part
+    or no catalog GPU.
+
+    Labels: a tile's throughput is a **prediction** where compute, HBM or shared memory bounds it
+    (catalog figures only), **calibrated** where the L2 level does (the L2 bandwidth is the
+    memory_hierarchy chapter's measured plateau). The eager epilogue's time and what fusion saves
+    are **predictions** (HBM bandwidth from the catalog). Throughput on zeros, ones and sparse data
+    scaled from the random-data run by the SM clocks seen is a **fit** (the clocks come from the
+    runs predicted). The 2:4 speed-up is a **prediction**; the grouped GEMM's loop time is
+    **calibrated** (simt's measured launch cost), its grouped time a **prediction**.
+    """
+    from ..accuracy import Row
+    from ..dtypes import bytes_per_element
+    from ..models import tensor_cores as model
+
+    R = record.get("results", {})
+    D, gpu = R.get("depth"), R.get("catalog_gpu")
+    if not isinstance(D, dict) or not gpu or "error" in D:
+        return []
+    prov = record.get("provenance", {})
+    device = prov.get("gpu") or prov.get("device") or "unknown"
+    g = get_gpu_safe(gpu)
+    if g is None:
+        return []
+    cal = calibration()
+    topic, rows = "tensor_cores", []
+    dt = {"bfloat16": "bf16", "float16": "fp16"}
+    T = D.get("tiles")
+    if isinstance(T, dict) and "error" not in T and not T.get("interpreted", True) and dt.get(T.get("dtype")) in g.peak_flop_per_s:
+        d = dt[T["dtype"]]
+        for p in T["points"]:
+            if not _ok(p.get("time")):
+                continue
+            bm, bn, bk, gm, st, w = p["config"]
+            wm, wn = wgmma_tile(bm, bn)
+            h = model.tile_hierarchy(g, d, bm, bn, bk, wm, wn, st, w, m=T["n"], n=T["n"], k=T["n"], group_m=gm,
+                                     l2_bytes_per_s=cal["l2_bytes_per_s"])
+            label = "calibrated" if h.bound == "L2" else "prediction"
+            rows.append(Row(topic, f"Triton {d} GEMM {T['n']}^3, {bm}x{bn}x{bk} tile, {st} stages, {w} warps",
+                            f"min over levels: {h.bound}-bound (block {h.block_intensity:.0f}, wgmma tile "
+                            f"{h.smem_intensity:.0f}, wave {h.wave_intensity:.0f} FLOP/B)",
+                            h.attainable_flop_per_s, p["flop_per_s"], "FLOP/s", label, device,
+                            "L2 bandwidth: memory_hierarchy's measured plateau" if label == "calibrated" else
+                            "catalog peak, HBM bandwidth and 128 B/clk/SM of shared memory"))
+    E = D.get("epilogue")
+    if isinstance(E, dict) and "error" not in E and not E.get("interpreted", True):
+        out_b = 2
+        chain = model.epilogue_fusion_estimate(E["m"], E["n"], E["k"], g.peak("bf16"), g.hbm_bytes_per_s, g.sms,
+                                               out_bytes=out_b)
+        if _ok(E.get("epilogue_only")):
+            rows.append(Row(topic, f"eager bias + GELU on a {E['m']}x{E['n']} {E['dtype']} C", "2 passes over C at the catalog HBM bandwidth",
+                            chain.epilogue_s, E["epilogue_only"]["median_s"], "s", "prediction", device,
+                            f"{chain.epilogue_bytes / 2**20:.0f} MiB read and written"))
+        if _ok(E.get("triton_unfused")) and _ok(E.get("triton_fused")):
+            saved = E["triton_unfused"]["median_s"] - E["triton_fused"]["median_s"]
+            if saved > 0:
+                rows.append(Row(topic, f"time epilogue fusion saves, {E['m']}x{E['n']}x{E['k']} (Triton unfused - fused)",
+                                "the eager passes' bytes at the catalog HBM bandwidth", chain.epilogue_s, saved, "s",
+                                "prediction", device, "same GEMM tile in both; the fused one applies bias+GELU in registers"))
+    DD = D.get("data")
+    if isinstance(DD, dict) and "error" not in DD:
+        runs = {r["data"]: r for r in DD.get("runs", []) if isinstance(r, dict) and "error" not in r}
+        base = runs.get("randn")
+        clk = lambda r: ((r or {}).get("sm_clock_mhz") or {}).get("median") if ((r or {}).get("sm_clock_mhz") or {}).get("samples", 0) >= 10 else None  # noqa: E731
+        if base and clk(base):
+            for kind in ("zeros", "ones", "sparse"):
+                r = runs.get(kind)
+                if r and clk(r):
+                    rows.append(Row(topic, f"{DD['dtype']} GEMM {DD['n']}^3 on {kind}, sustained",
+                                    f"random-data throughput x clock ratio ({clk(r):.0f} / {clk(base):.0f} MHz)",
+                                    base["flop_per_s"] * clk(r) / clk(base), r["flop_per_s"], "FLOP/s", "fit", device,
+                                    "clocks sampled by NVML during the runs predicted"))
+    S = D.get("sparse")
+    if isinstance(S, dict) and "error" not in S and _ok(S.get("dense")) and _ok(S.get("sparse")):
+        d = dt.get(S["dtype"])
+        if d in g.peak_flop_per_s:
+            e = int(bytes_per_element(d))
+            pred = model.sparse_2_4_speedup(S["n"], S["n"], S["n"], g.peak(d), g.hbm_bytes_per_s, g.sms, in_bytes=e)
+            rows.append(Row(topic, f"2:4 sparse {d} GEMM {S['n']}^3, speed-up over dense", "2x the dense peak, same tiles and waves",
+                            pred, S["dense"]["median_s"] / S["sparse"]["median_s"], "x", "prediction", device,
+                            f"torch.sparse.to_sparse_semi_structured ({S.get('backend')})"))
+    G = D.get("grouped")
+    if isinstance(G, dict) and "error" not in G:
+        d = dt.get(G["dtype"])
+        if d in g.peak_flop_per_s:
+            est = model.grouped_gemm_estimate(G["experts"], G["tokens"], G["n"], G["k"], g.peak(d), g.hbm_bytes_per_s, g.sms,
+                                              launch_s=cal["launch_s"] or 0.0)
+            shape = f"{G['experts']} x ({G['tokens']}x{G['n']}x{G['k']})"
+            if _ok(G.get("loop")) and cal["launch_s"]:
+                rows.append(Row(topic, f"{d} GEMMs {shape}, one launch each", "per-GEMM waves of 128x256 tiles, >= one launch each",
+                                est.loop_s, G["loop"]["median_s"], "s", "calibrated", device, "launch cost: simt's measured eager launch"))
+            if _ok(G.get("grouped")):
+                rows.append(Row(topic, f"{d} GEMMs {shape}, one grouped launch (torch._grouped_mm)",
+                                "waves over every group's 128x256 tiles", est.grouped_s, G["grouped"]["median_s"], "s",
+                                "prediction" if not cal["launch_s"] else "calibrated", device, ""))
+    return rows
+
+
+def get_gpu_safe(name):
+    """The catalog record ``name``, or None."""
+    from ..hardware import get_gpu
+
+    try:
+        return get_gpu(name)
+    except Exception:  # noqa: BLE001
+        return None
