@@ -58,6 +58,8 @@ from .serving_decoder import (
     prefill,
     tune_linears,
 )
+from .serving_speculative import SpeculativeCosts, measure_speculative
+from .serving_splitkv import SplitKVSweep, measure_split_kv
 
 GPU_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 CPU_BATCHES = (1, 2, 4, 8, 16)
@@ -852,6 +854,8 @@ class ServingResults(harness.Result):
     decode_vs_model: Optional[dict] = None
     ttft_model_s: Optional[dict] = None
     target: Optional[dict] = None
+    speculative: SpeculativeCosts | harness.Failed | None = None  # serving_speculative: draft and verification costs
+    split_kv: SplitKVSweep | harness.Failed | None = None  # serving_splitkv: decode attention at batch 1, long context
 
 
 RESULTS = ServingResults  # the topic's result type (widgets.book.setup reads the record with it)
@@ -876,6 +880,13 @@ def run_all() -> ServingResults:
               f"worst error for batch 1-64: {c['max_error_batch_1_64']:.1%}", flush=True)
     opts = bandwidth_options(ceilings, gemv)
     ttft_cmp = {name: ttft_model_s(ttft, gpu, bw, option_peak(ceilings, name), steps.dtype) for name, bw in opts.items()}
+    spec = harness.attempt(measure_speculative, dec)
+    print(f"  speculative: {spec.error if isinstance(spec, harness.Failed) else 'verify ' + str(spec.verify_s) + '; errors ' + str(spec.errors)}",
+          flush=True)
+    _free()
+    splitkv = harness.attempt(measure_split_kv)
+    print(f"  split-KV: {splitkv.error if isinstance(splitkv, harness.Failed) else str(splitkv.one_seq_s) + ' / ' + str(splitkv.spread_s)}",
+          flush=True)
     return ServingResults(
         ceilings=ceilings,
         gemv=gemv,
@@ -892,6 +903,8 @@ def run_all() -> ServingResults:
             "max_error": {name: c["max_error_batch_1_64"] for name, c in cmp.items()},
             "labels": dict(OPTION_LABELS),
         },
+        speculative=spec,
+        split_kv=splitkv,
     )
 
 
