@@ -41,7 +41,7 @@ EPILOGUE_SHAPE_GPU = (8192, 8192, 1024)  # M, N, K: a short K makes the epilogue
 EPILOGUE_SHAPE_CPU = (64, 64, 32)
 DATA_KINDS = ("zeros", "ones", "randn", "sparse")  # sparse: random normal with SPARSE_ZERO_FRACTION zeros
 SPARSE_ZERO_FRACTION = 0.75
-DATA_N_GPU, DATA_N_CPU = 8192, 128
+DATA_N_GPU, DATA_N_CPU = 8192, 64
 GROUPED_GPU = (64, 256, 2048, 1536)  # experts, tokens per expert, K (model width), N (expert width)
 GROUPED_CPU = (4, 16, 32, 32)
 SPARSE_N_GPU = 8192
@@ -74,8 +74,28 @@ class Spread(harness.Result):
     repeat: int
 
 
-def _timed(fn, repeat: int, warmup: int = 3) -> Union[Spread, harness.Failed]:
-    t = harness.attempt(harness.time_fn, fn, warmup=warmup, repeat=repeat)
+SPACER_CYCLES = 2_000_000  # ~1 ms GPU sleep enqueued before each timed call (see _spacer)
+
+
+def _spacer():
+    """``setup`` for ``harness.time_fn`` on a GPU: a GPU sleep of ``SPACER_CYCLES`` enqueued before
+    the start event, so the host's launch work for the call overlaps it and the events time the
+    kernels alone (a Triton launch costs tens of microseconds of host time, a tenth of a 4096^3
+    GEMM). None on a CPU or where ``torch.cuda._sleep`` is missing."""
+    if not harness.on_gpu():
+        return None
+    try:
+        torch.cuda._sleep(1000)
+        torch.cuda.synchronize()
+    except Exception:  # noqa: BLE001 - time without it
+        return None
+    return lambda: torch.cuda._sleep(SPACER_CYCLES)
+
+
+def _timed(fn, repeat: int, warmup: int = 3, spaced: bool = True) -> Union[Spread, harness.Failed]:
+    """Median seconds of ``fn()`` (a GPU sleep before each call unless ``spaced`` is False: then
+    the host's launch work is part of the time), or :class:`harness.Failed` with the reason."""
+    t = harness.attempt(harness.time_fn, fn, warmup=warmup, repeat=repeat, setup=_spacer() if spaced else None)
     if isinstance(t, harness.Failed):
         return t
     return Spread(t.median_s, t.min_s, t.max_s, t.repeat)
@@ -142,7 +162,8 @@ def _tile_point(a, b, ref, cfg, repeat: int) -> TilePoint:
         return TilePoint(tuple(cfg), compiled)
     harness.synchronize()
     err = _rel_err(c, ref)
-    regs, spills, smem = _compiled_info(compiled)
+    info = harness.attempt(_compiled_info, compiled)
+    regs, spills, smem = (None, None, None) if isinstance(info, harness.Failed) else info
     t = _timed(run, repeat)
     flop = 2 * m * n * k
     return TilePoint(tuple(cfg), t, None if isinstance(t, harness.Failed) else flop / t.median_s, err, regs, spills, smem)
@@ -351,7 +372,7 @@ def _data_run(kind: str, n: int, dt, seconds: float, windows: int, rest_s: float
 
 def measure_data_dependence(n: int | None = None, kinds=DATA_KINDS, *, seconds: float | None = None,
                             windows: int | None = None, seed: int = 0) -> DataDependence:
-    """One ``n^3`` GEMM (bf16 on a GPU: ``n = 8192``; fp32 at ``n = 128`` on a CPU) held back to
+    """One ``n^3`` GEMM (bf16 on a GPU: ``n = 8192``; fp32 at ``n = 64`` on a CPU) held back to
     back for ``windows`` x ``seconds`` on each kind of data (:func:`operands`), after a rest, with
     the SM clock and board power sampled (NVML). Same instructions, same bytes: only the bits differ."""
     gpu = harness.on_gpu()
@@ -440,7 +461,8 @@ class GroupedGemm(harness.Result):
 
 def measure_grouped_gemm(shape=None, *, repeat: int | None = None, seed: int = 0) -> GroupedGemm:
     """Time the MoE-style grouped GEMM three ways (:class:`GroupedGemm`). GPU: 64 experts x 256
-    tokens, K = 2048, N = 1536 in bf16; CPU: 4 x 16, 32, 32 in fp32."""
+    tokens, K = 2048, N = 1536 in bf16; CPU: 4 x 16, 32, 32 in fp32. Timed as the host issues it
+    (no spacer): the loop's launches are part of its cost."""
     gpu = harness.on_gpu()
     e, t, k, n = shape or (GROUPED_GPU if gpu else GROUPED_CPU)
     repeat = repeat or (20 if gpu else 1)
@@ -477,8 +499,10 @@ def measure_grouped_gemm(shape=None, *, repeat: int | None = None, seed: int = 0
     else:
         f, out = g
         gerr = _rel_err(out.reshape(e, t, n), torch.bmm(x, w))
-        grouped = _timed(f, repeat)
-    return GroupedGemm(e, t, k, n, _dname(dt), _timed(loop, repeat), _timed(lambda: torch.bmm(x, w), repeat), grouped, gerr)
+        grouped = _timed(f, repeat, spaced=False)
+    # No spacer here: the host issuing one launch per expert is what the loop costs.
+    return GroupedGemm(e, t, k, n, _dname(dt), _timed(loop, repeat, spaced=False),
+                       _timed(lambda: torch.bmm(x, w), repeat, spaced=False), grouped, gerr)
 
 
 # --------------------------------------------------------------------------------------------
