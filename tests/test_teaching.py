@@ -438,3 +438,94 @@ def test_deck_uses_the_core_sections_calculator_after_a_predict_slide():
     assert 'navigationMode: "linear"' in deck and "Arrow keys to move" not in deck
     assert "--out room/merged" in deck
 
+
+
+# ---------------------------------------------------------------------------------------------
+# exercise checks: a FAIL line points to the method, never to the answer (reviews of round 3:
+# check_waves printed "ceil(5120/128) x ceil(5120/256) = 800", check_activation_gib the formula
+# with the exercise's values filled in)
+
+
+def _by_hand_checks():
+    """(name, check, its answers recomputed from the models, wrong answers to try). Each check takes
+    the exercise's defaults; the answers come from the models, as the checks compute them."""
+    from widgets import hardware as hw
+    from widgets.models import llms
+    from widgets.models import memory_hierarchy as mh
+    from widgets.models import serving as sv
+    from widgets.models import simt as sm
+    from widgets.models import tensor_cores as tc
+    from widgets.models import training_memory as tm
+    from widgets.ui import memory_hierarchy as umh
+    from widgets.ui import serving as usv
+    from widgets.ui import simt as usm
+    from widgets.ui import tensor_cores as utc
+    from widgets.ui import training_memory as utm
+    from widgets.units import GiB
+
+    waves = tc.gemm_waves(5120, 5120, 128, 256, 132)
+    rate = tc.FLOP_PER_CLOCK_PER_SM["A100-SXM-80GB"]["bf16"]
+    clocks = tc.instruction_clocks(16, 8, 16, rate)
+    g8, g70 = llms.get_model("Llama-3-8B").params, llms.get_model("Llama-3-70B").params
+    state = tm.training_state_bytes(g8) / 1e9
+    act = tm.activation_bytes_per_layer(2048, 1, 12288, 96) / GiB
+    days = tm.training_time_s(175e9, 300e9, 1024, hw.get_gpu("A100-SXM-80GB").peak("bf16"), 0.5) / 86400
+    mfu = tm.mfu(5e4, 1.3e9, hw.get_gpu("H100-SXM").peak("bf16"))
+    batch = tm.memory_budget("Llama-3-8B", "H200-SXM", 1, 4096, stage=3, gpus=8, recompute="full").max_micro_batch
+    zero = next(k for k in range(4) if tm.zero_state_bytes_per_gpu(g70, 64, k) <= 80 * GiB)
+    kv = llms.LLAMA_3_70B.kv_bytes_per_sequence(32768, "fp8") / GiB
+    ridge = sv.decode_step("Llama-3-8B", "H100-SXM", 1, 0).ridge_batch
+    peak = tc.peak_check("H100-SXM", "fp8").peak_flop_per_s
+    e5m2 = tc.number_format("fp8_e5m2").max_normal
+    h100 = hw.get_gpu("H100-SXM")
+    inflight = mh.littles_law_bytes_in_flight(h100.hbm_bytes_per_s, 700e-9) / h100.sms / 1024
+    atomics = sm.reduction_atomics(1 << 26, "block", 256)
+    fusion = (mh.elementwise_chain_bytes(2**26, 3, 2), mh.elementwise_chain_bytes(2**26, 3, 2, fused=True))
+    return [
+        ("tensor_cores.check_waves", utc.check_waves, waves, [(0, 0, 0.0), (waves[0], 0, 0.0), (waves[0], waves[1], 0.0)]),
+        ("tensor_cores.check_mma_clocks", utc.check_mma_clocks, (clocks, tc.TENSOR_CORES_PER_SM), [(0, 0), (clocks * 3, 4), (clocks, 0)]),
+        ("tensor_cores.check_peak", utc.check_peak, (peak,), [(0,), (peak * 0.7,)]),
+        ("tensor_cores.check_format_max", lambda a: utc.check_format_max("fp8_e5m2", a), (e5m2,), [(0,), (448,)]),
+        ("training_memory.check_state_gb", utm.check_state_gb, (state,), [(0,), (state * 1.5,), ("x",)]),
+        ("training_memory.check_zero_stage", utm.check_zero_stage, (zero,), [(k,) for k in range(4) if k != zero]),
+        ("training_memory.check_activation_gib", utm.check_activation_gib, (act,), [(0,), (act * 1.5,), ("x",)]),
+        ("training_memory.check_full_recompute_cost", utm.check_full_recompute_cost, (1 / 3,), [(0,), (0.5,), ("x",)]),
+        ("training_memory.check_gpt3_days", utm.check_gpt3_days, (days,), [(0,), (days * 1.5,), ("x",)]),
+        ("training_memory.check_mfu", utm.check_mfu, (mfu,), [(0,), (mfu * 1.5,), ("x",)]),
+        ("training_memory.check_max_batch", utm.check_max_batch, (batch,), [(batch + 1,), (max(1, batch - 1),), ("x",)]),
+        ("serving.check_kv_cache_gib", usv.check_kv_cache_gib, (kv,), [(0,), (kv * 1.5,)]),
+        ("serving.check_ridge_batch", usv.check_ridge_batch, (ridge,), [(0,), (ridge * 1.5,)]),
+        ("memory_hierarchy.check_bytes_in_flight", umh.check_bytes_in_flight, (inflight,), [(0,), (inflight * 1.5,)]),
+        ("memory_hierarchy.check_fusion_bytes", umh.check_fusion_bytes, fusion, [(0, 0), (fusion[0], 0)]),
+        ("simt.check_atomics", usm.check_atomics, (atomics,), [(0,), (atomics * 2,)]),
+    ]
+
+
+def _numbers(text):
+    return [float(x.replace(",", "")) for x in re.findall(r"(?<![\w.])\d[\d,]*\.?\d*(?:e[+-]?\d+)?", text)]
+
+
+def test_check_hints_point_to_the_method_not_the_answer(capsys):
+    for name, check, answers, wrongs in _by_hand_checks():
+        for args in wrongs:
+            assert check(*args) is False, f"{name}{args} passed a wrong answer"
+            out = capsys.readouterr().out
+            assert out.startswith("FAIL: "), (name, args, out)
+            echoed = [float(a) for a in args if isinstance(a, (int, float))]
+            for x in _numbers(out):
+                for want in answers:
+                    if want and not any(x == e for e in echoed):
+                        assert abs(x / want - 1) > 0.005, f"{name}{args} gives the answer away: {out.strip()!r}"
+        assert check(*answers) is True, f"{name} refuses the models' answer {answers}"
+        assert capsys.readouterr().out.startswith("PASS: ")
+
+
+def test_hint_test_can_fail(capsys):
+    """The scan above catches a hint that states the answer (the old check_waves line)."""
+    def leaky(tiles):
+        from widgets.ui._core import verdict
+        return verdict(False, f"tiles: ceil(5120/128) x ceil(5120/256) = {800}, not {tiles}")
+
+    leaky(0)
+    out = capsys.readouterr().out
+    assert any(abs(x / 800 - 1) <= 0.005 for x in _numbers(out))

@@ -506,7 +506,8 @@ def check_waves(tiles, waves, wave_efficiency, m: int = 5120, n: int = 5120, til
     """Are (tiles, waves, wave efficiency) right for this GEMM (efficiency within 0.01)?"""
     t, w, eff = tc.gemm_waves(m, n, tile_m, tile_n, sms)
     if tiles != t:
-        return _verdict(False, f"tiles: ceil({m}/{tile_m}) x ceil({n}/{tile_n}) = {t}, not {tiles}")
+        return _verdict(False, f"tiles: {tiles!r} is not right: count the tiles along each side of the output, a partial "
+                               "tile counting as a whole one, and multiply")
     if waves != w:
         hint = " (the partial last wave counts as a whole one)" if waves == w - 1 else ""
         return _verdict(False, f"waves: {waves} is wrong{hint}")
@@ -579,7 +580,9 @@ def check_mma_clocks(clocks, warps, gpu: str = "A100-SXM-80GB", dtype: str = "bf
     if c == tc.instruction_clocks(16, 8, 16, rate, tensor_cores_used=tc.TENSOR_CORES_PER_SM):
         return _verdict(False, "that is the SM-wide rate: one warp's mma.sync runs on one of the SM's four tensor cores")
     if c != want:
-        return _verdict(False, f"{c:g} clocks is wrong: 2 x 16 x 8 x 16 FLOP at a quarter of {rate} FLOP per clock")
+        return _verdict(False, f"{c:g} clocks is not right: count the FLOP of one m16n8k16 (a multiply and an add per "
+                               "term), at the rate of the one tensor core that runs it")
     if isinstance(warps, bool) or warps != tc.TENSOR_CORES_PER_SM:
-        return _verdict(False, "warps: one per sub-partition, each feeding its own tensor core")
+        return _verdict(False, f"warps: {warps!r} is not right: how many tensor cores does the SM have, and how many of them "
+                               "can one warp's instruction use?")
     return _verdict(True, f"{want:g} clocks per mma.sync on one tensor core; {tc.TENSOR_CORES_PER_SM} warps, one per sub-partition")

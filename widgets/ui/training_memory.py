@@ -6,6 +6,9 @@ the chapter's measurements and the exercise checks live here too.
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import plotly.graph_objects as go
 
 from ..hardware import get_gpu, gpu_names
@@ -286,53 +289,121 @@ def _close(answer, expected, rel=0.02) -> bool:
     return abs(a - expected) <= rel * abs(expected)
 
 
+def _number(answer) -> float | None:
+    """The reader's answer as a finite float, or None (a string, a bool, None, nan)."""
+    if isinstance(answer, bool) or not isinstance(answer, (int, float, np.integer, np.floating)):
+        return None
+    a = float(answer)
+    return a if math.isfinite(a) else None
+
+
+def _whole(answer) -> int | None:
+    """The reader's answer as an int if it is a whole number (``3`` or ``3.0``), else None."""
+    a = _number(answer)
+    return int(a) if a is not None and a.is_integer() else None
+
+
+# The FAIL lines point to the method and the section, never to the number (reviews of round 3:
+# a hint that states the formula with the exercise's values filled in is the answer).
 def check_state_gb(answer) -> bool:
     """Exercise: mixed-precision AdamW state of Llama-3-8B, in GB (decimal)."""
-    expected = tm.training_state_bytes(llms.get_model("Llama-3-8B").params) / 1e9
-    return _verdict(_close(answer, expected), f"16 bytes x {llms.get_model('Llama-3-8B').params:.3g} parameters = {expected:.1f} GB"
-                    if _close(answer, expected) else "count 2 + 2 + 12 bytes per parameter, in decimal GB")
+    params = llms.get_model("Llama-3-8B").params
+    expected = tm.training_state_bytes(params) / 1e9
+    a = _number(answer)
+    if a is None:
+        return _verdict(False, f"the answer must be a number of GB, got {answer!r}")
+    if _close(a, expected):
+        return _verdict(True, f"16 bytes x {params:.3g} parameters = {expected:.1f} GB")
+    if _close(a, expected * 1e9 / GiB):
+        return _verdict(False, f"{a:g} is in GiB: the exercise asks for decimal GB (10^9 bytes)")
+    return _verdict(False, f"{a:g} GB is not right: add up what one parameter costs in weights, gradients and optimizer state "
+                           "(section 'Sixteen bytes per parameter'), times the parameters, in decimal GB")
 
 
 def check_zero_stage(answer) -> bool:
     """Exercise: the lowest ZeRO stage at which Llama-3-70B's state fits in 80 GiB on 64 GPUs."""
     p = llms.get_model("Llama-3-70B").params
     expected = next(k for k in range(4) if tm.zero_state_bytes_per_gpu(p, 64, k) <= 80 * GiB)
-    ok = answer == expected
-    return _verdict(ok, f"stage {expected}: {fmt_bytes(tm.zero_state_bytes_per_gpu(p, 64, expected))} per GPU" if ok
-                    else "compute the per-GPU state for stages 0, 1, 2, 3 and take the first under 80 GiB")
+    k = _whole(answer)
+    if k not in (0, 1, 2, 3):
+        return _verdict(False, f"the answer must be a ZeRO stage, 0, 1, 2 or 3, got {answer!r}")
+    if k == expected:
+        return _verdict(True, f"stage {expected}: {fmt_bytes(tm.zero_state_bytes_per_gpu(p, 64, expected))} per GPU")
+    per_gpu = tm.zero_state_bytes_per_gpu(p, 64, k)
+    if per_gpu > 80 * GiB:
+        return _verdict(False, f"at stage {k} each GPU still holds {fmt_bytes(per_gpu)} of state, over 80 GiB: "
+                               "see which buckets each stage shards (section 'Sharding the state: ZeRO and FSDP')")
+    return _verdict(False, f"stage {k} fits, but is it the lowest? Work out the per-GPU state of the stages below it")
 
 
 def check_activation_gib(answer) -> bool:
     """Exercise: one GPT-3 layer's activations at s = 2048, b = 1, no recomputation, in GiB."""
-    expected = tm.activation_bytes_per_layer(2048, 1, 12288, 96) / GiB
-    return _verdict(_close(answer, expected), f"s b h (34 + 5 a s / h) = {expected:.3g} GiB" if _close(answer, expected)
-                    else "s b h (34 + 5 a s / h) bytes with s = 2048, b = 1, h = 12288, a = 96, then divide by 2**30")
+    s, b, h, a_heads = 2048, 1, 12288, 96
+    expected = tm.activation_bytes_per_layer(s, b, h, a_heads) / GiB
+    a = _number(answer)
+    if a is None:
+        return _verdict(False, f"the answer must be a number of GiB, got {answer!r}")
+    if _close(a, expected):
+        return _verdict(True, f"s b h (34 + 5 a s / h) = {expected:.3g} GiB")
+    if _close(a, expected * GiB / 1e9):
+        return _verdict(False, f"{a:g} is in GB: the exercise asks for GiB (2^30 bytes)")
+    if _close(a, 34 * s * b * h / GiB):
+        return _verdict(False, f"{a:g} GiB leaves out the attention terms that grow with the sequence length")
+    return _verdict(False, f"{a:g} GiB is not right: count the bytes one layer keeps per token of the sequence, including the terms "
+                           "that grow with s (section 'Activations'), then multiply by the tokens")
 
 
 def check_full_recompute_cost(answer) -> bool:
     """Exercise: extra FLOP of full recomputation, as a fraction, ignoring attention."""
     expected = tm.recompute_flop_fraction(1e9, 0.0, "full")
-    return _verdict(_close(answer, expected), "one more forward pass: 2 N on top of 6 N = 1/3" if _close(answer, expected)
-                    else "the forward pass is 2 N of the 6 N FLOP per token")
+    a = _number(answer)
+    if a is None:
+        return _verdict(False, f"the answer must be a fraction (a number such as 0.5), got {answer!r}")
+    if _close(a, expected):
+        return _verdict(True, "one more forward pass: 2 N on top of 6 N = 1/3")
+    if _close(a, 100 * expected):
+        return _verdict(False, f"{a:g} looks like a percent: give a fraction")
+    return _verdict(False, f"{a:g} is not right: which pass does full recomputation run a second time, and what share of a "
+                           "training step's FLOP is that pass? (section 'Recomputation: memory for time')")
 
 
 def check_gpt3_days(answer) -> bool:
     """Exercise: days to train GPT-3 (175B, 300B tokens) on 1024 A100s at 50% MFU."""
     expected = tm.training_time_s(175e9, 300e9, 1024, get_gpu("A100-SXM-80GB").peak("bf16"), 0.5) / 86400
-    return _verdict(_close(answer, expected, 0.05), f"6 N D / (1024 x 312 TFLOP/s x 0.5) = {expected:.1f} days"
-                    if _close(answer, expected, 0.05) else "6 N D FLOP over the cluster's delivered FLOP/s, in days")
+    a = _number(answer)
+    if a is None:
+        return _verdict(False, f"the answer must be a number of days, got {answer!r}")
+    if _close(a, expected, 0.05):
+        return _verdict(True, f"6 N D / (1024 x 312 TFLOP/s x 0.5) = {expected:.1f} days")
+    if _close(a, expected * 86400, 0.05) or _close(a, expected * 24, 0.05):
+        return _verdict(False, f"{a:g} is in seconds or hours: give days")
+    return _verdict(False, f"{a:g} days is not right: the training's FLOP (section 'The compute: 6 N D') over what the cluster "
+                           "delivers per second at that MFU, in days")
 
 
 def check_mfu(answer) -> bool:
     """Exercise: MFU of a 1.3B-parameter model at 50,000 tokens/s on one H100 (bf16 dense peak)."""
     expected = tm.mfu(5e4, 1.3e9, get_gpu("H100-SXM").peak("bf16"))
-    return _verdict(_close(answer, expected), f"6 x 1.3e9 x 5e4 / 989.4e12 = {expected:.3f}" if _close(answer, expected)
-                    else "tokens/s x 6 N over the dense bf16 peak")
+    a = _number(answer)
+    if a is None:
+        return _verdict(False, f"the answer must be a fraction (a number such as 0.5), got {answer!r}")
+    if _close(a, expected):
+        return _verdict(True, f"6 x 1.3e9 x 5e4 / 989.4e12 = {expected:.3f}")
+    if _close(a, 100 * expected):
+        return _verdict(False, f"{a:g} looks like a percent: give a fraction")
+    return _verdict(False, f"{a:g} is not right: the model FLOP per second the run does (section 'The compute: 6 N D') over the "
+                           "GPU's dense bf16 peak")
 
 
 def check_max_batch(answer) -> bool:
     """Exercise: the largest micro-batch of Llama-3-8B at 4096 tokens with full recomputation and
     ZeRO-3 on 8 H200s, by the memory budget."""
     b = tm.memory_budget("Llama-3-8B", "H200-SXM", 1, 4096, stage=3, gpus=8, recompute="full")
-    ok = answer == b.max_micro_batch
-    return _verdict(ok, f"{b.max_micro_batch} sequences" if ok else "use budget_calculator() (or memory_budget(...).max_micro_batch)")
+    k = _whole(answer)
+    if k is None or k < 1:
+        return _verdict(False, f"the answer must be a whole number of sequences, 1 or more, got {answer!r}")
+    if k == b.max_micro_batch:
+        return _verdict(True, f"{b.max_micro_batch} sequences")
+    side = "does not fit" if k > b.max_micro_batch else "fits, and so does a larger one"
+    return _verdict(False, f"micro-batch {k} {side}: set the budget calculator (or memory_budget) to this case and read "
+                           "'largest micro-batch that fits'")
