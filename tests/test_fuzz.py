@@ -42,6 +42,7 @@ MODULES = (
     "widgets.models.llms",
     "widgets.models.serving",
     "widgets.models.training_memory",
+    "widgets.models.attention",
     "widgets.units",
     "widgets.hardware",
 )
@@ -56,6 +57,7 @@ RESULT_CLASSES = {
     "RingTransfer", "DataParallelStep", "HierarchicalAllReduce", "CrossNodeAllReduce",
     "CapacityPlan", "DecodeStep", "Latency", "MemoryBudget",
     "StateBytes", "TrainingBudget", "Rung",
+    "FlashBlocks", "OnlineSoftmaxStep",
 }
 
 _H200 = dict(peak_flop_per_s=989.4e12, bytes_per_s=4.8e12)
@@ -154,6 +156,7 @@ VALID: dict[str, dict] = {
     "tensor_cores.tile_intensity_flop_per_byte": dict(bm=128, bn=256, bk=64),
     "tensor_cores.smem_ridge_flop_per_byte": dict(flop_per_clock_per_sm=4096),
     "tensor_cores.wave_intensity_flop_per_byte": dict(bm=128, bn=256),
+    "tensor_cores.smem_read_tile": dict(bm=128, bn=256),
     "tensor_cores.pipeline_stages": dict(bm=128, bn=256, bk=64, bytes_per_elem=2, flop_per_s_per_sm=7.5e12, latency_s=6e-7),
     "tensor_cores.tile_hierarchy": dict(gpu="H200-SXM", dtype="bf16"),
     "tensor_cores.epilogue_fusion_estimate": dict(m=4096, n=4096, k=1024, sms=132, **_H200),
@@ -177,6 +180,16 @@ VALID: dict[str, dict] = {
     "collectives.collective_time_s": dict(op="all_reduce", size_bytes=1e9, n=8, link_bytes_per_s=450e9),
     "collectives.ring_allreduce_time_s": dict(size_bytes=1e9, n=8, link_bytes_per_s=450e9),
     "collectives.ring_tree_crossover_bytes": dict(op="all_reduce", n=8, link_bytes_per_s=450e9, latency_s=5e-6),
+    "collectives.layer_roofline": dict(parallelism="data", tokens=4096, d_model=8192, d_ff=28672, peak_flop_per_s=989.4e12,
+                                       link_bytes_per_s=450e9, ranks=8, bytes_per_elem=2.0, layers_per_stage=1),
+    "collectives.critical_tokens_per_gpu": dict(peak_flop_per_s=989.4e12, link_bytes_per_s=450e9, ranks=8, bytes_per_elem=2.0),
+    "collectives.tensor_parallel_max_ranks": dict(d_ff=28672, peak_flop_per_s=989.4e12, link_bytes_per_s=450e9, bytes_per_elem=2.0),
+    "collectives.roofline_link_bytes_per_s": dict(gpu="H200-SXM", scope="network", gpus_per_node=8),
+    "collectives.zero_step_comm_s": dict(params=7e9, gpus=8, stage=3, busbw_bytes_per_s=450e9, bytes_per_elem=2.0),
+    "collectives.nccl_model_time_s": dict(op="all_reduce", size_bytes=2**20, n=8, link_bytes_per_s=370.8e9, algorithm="ring",
+                                          protocol="LL", ll_max_bytes_per_s=141e9),
+    "collectives.nccl_model_choice": dict(op="all_reduce", size_bytes=2**20, n=8, link_bytes_per_s=370.8e9, ll_max_bytes_per_s=141e9),
+    "collectives.nccl_model_switch_bytes": dict(op="all_reduce", n=8, link_bytes_per_s=370.8e9, ll_max_bytes_per_s=141e9),
     "collectives.fit_alpha_beta": dict(sizes_bytes=[1e3, 1e6, 1e9], times_s=[20e-6 + s / 300e9 for s in (1e3, 1e6, 1e9)]),
     "collectives.ring_allreduce_schedule": dict(n=4),
     "collectives.ring_allreduce_contributions": dict(n=4, step=1),
@@ -261,6 +274,20 @@ VALID: dict[str, dict] = {
     "training_memory.lora_state_bytes": dict(params=8e9, trainable_fraction=0.01),
     "training_memory.memory_budget": dict(model="Llama-3-8B"),
     "training_memory.fixes_ladder": dict(model="Llama-3-8B"),
+    "attention.attention_flop": dict(batch=1, heads=16, seq_q=4096, seq_kv=4096, head_dim=128),
+    "attention.attention_matrix_bytes": dict(batch=1, heads=16, seq_q=4096, seq_kv=4096),
+    "attention.standard_attention_hbm_bytes": dict(batch=1, heads=16, seq=4096, head_dim=128),
+    "attention.flash_blocks": dict(head_dim=128, sram_bytes=228 * 1024),
+    "attention.flash_attention_hbm_bytes": dict(batch=1, heads=16, seq=4096, head_dim=128, sram_bytes=228 * 1024),
+    "attention.flash_attention_min_hbm_bytes": dict(batch=1, heads=16, seq=4096, head_dim=128),
+    "attention.attention_time_s": dict(flop=1e12, hbm_bytes=1e9, peak_flop_per_s=989.4e12, hbm_bytes_per_s=4.8e12),
+    "attention.math_path_peak_bytes": dict(batch=1, heads=16, seq=4096, head_dim=128),
+    "attention.flash_path_peak_bytes": dict(batch=1, heads=16, seq=4096, head_dim=128),
+    "attention.largest_math_seq": dict(batch=1, heads=16, head_dim=128, capacity_bytes=80e9),
+    "attention.online_softmax_steps": dict(x=[1.0, 3.0, 2.0, 5.0], block=2),
+    "attention.online_softmax": dict(x=[1.0, 3.0, 2.0, 5.0], block=2),
+    "attention.softmax": dict(x=[1.0, 3.0, 2.0]),
+    "attention.softmax_hbm_bytes": dict(rows=1024, cols=4096),
     # units
     "units.fmt_rate": dict(value=4.8e12),
     "units.fmt_bytes_per_s": dict(value=4.8e12),
@@ -310,7 +337,8 @@ CONTAINER = {"levels", "byte_addresses", "values", "lanes_per_path", "cost_per_p
              "chunks_per_rank", "candidates", "peak_flop_per_s@hardware.GPU", "sources", "stage_s@simt.pipeline_time_s",
              "stage_s@simt.pipeline_schedule", "compute_capability@hardware.Arch", "smem_carveouts_bytes@hardware.Arch",
              "ttft_s@serving.slo_attainment", "tpot_s@serving.slo_attainment", "rates_per_s", "attainments",
-             "batches@serving.decode_frontier"}
+             "batches@serving.decode_frontier", "x@attention.online_softmax_steps", "x@attention.online_softmax",
+             "x@attention.softmax"}
 # Parameters that take a scalar or an array (elementwise models).
 ARRAY_OK = {"intensity@memory_hierarchy.attainable_flop_per_s", "ws_bytes", "warps_per_sm@simt.littles_law_bytes_per_s",
             "m@tensor_cores.predicted_flop_per_s", "n@tensor_cores.predicted_flop_per_s",

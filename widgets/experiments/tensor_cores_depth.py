@@ -559,12 +559,6 @@ def calibration(gpu: str = "h200") -> dict:
     return out
 
 
-def wgmma_tile(bm: int, bn: int) -> tuple[int, int]:
-    """The tile one Hopper ``wgmma`` reads from shared memory in Triton's GEMM: 64 rows (one
-    warpgroup's instruction M) by the block's N, at most 256."""
-    return min(64, bm), min(bn, 256)
-
-
 def _ok(x) -> bool:
     return isinstance(x, dict) and "error" not in x and x.get("median_s") is not None
 
@@ -605,7 +599,7 @@ def accuracy_rows(record: dict) -> list:
             if not _ok(p.get("time")):
                 continue
             bm, bn, bk, gm, st, w = p["config"]
-            wm, wn = wgmma_tile(bm, bn)
+            wm, wn = model.smem_read_tile(bm, bn, w, wgmma=g.arch == "sm_90")
             h = model.tile_hierarchy(g, d, bm, bn, bk, wm, wn, st, w, m=T["n"], n=T["n"], k=T["n"], group_m=gm,
                                      l2_bytes_per_s=cal["l2_bytes_per_s"])
             label = "calibrated" if h.bound == "L2" else "prediction"

@@ -1651,6 +1651,51 @@ def wave_intensity_flop_per_byte(bm: int, bn: int, bytes_per_elem=2, sms: int = 
     return 2.0 * s * m_ * n_ / ((g * m_ + cols * n_) * b)
 
 
+def smem_read_tile(bm: int, bn: int, warps: int = 8, wgmma: bool = True) -> tuple[int, int]:
+    """The tile whose operands one instruction stream reads from shared memory.
+
+    With ``wgmma`` (Hopper) a warpgroup's instruction is ``64 x N`` with N up to 256, both operands
+    read from shared memory: ``(min(64, bm), min(bn, 256))`` (each warpgroup of a block reads its
+    own). With ``mma.sync`` each warp loads its warp tile into registers once per step (``ldmatrix``);
+    the block's warps are laid out 2 x (warps/2) over the tile (as CUTLASS's and Triton's default
+    layouts do for 4 and 8 warps): ``(bm / 2, bn / (warps / 2))``; one warp takes the whole tile.
+
+    Explained in :ref:`tensor_cores` > The GEMM tile hierarchy.
+
+    Parameters
+    ----------
+    bm, bn : int
+        Block tile [-], each 1 to 2**12.
+    warps : int, optional
+        Warps per block [-], 1 to 32.
+    wgmma : bool, optional
+        Hopper's warpgroup instruction (True) or ``mma.sync`` warp tiles (False).
+
+    Returns
+    -------
+    tuple of int
+        Rows and columns of the tile read per instruction stream [-].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
+    >>> smem_read_tile(128, 256, 8), smem_read_tile(128, 256, 8, wgmma=False)
+    ((64, 256), (64, 64))
+    """
+    m_ = _check.integer("bm", bm, minimum=1, maximum=2**12)
+    n_ = _check.integer("bn", bn, minimum=1, maximum=2**12)
+    w = _check.integer("warps", warps, minimum=1, maximum=32)
+    if _check.flag("wgmma", wgmma):
+        return min(64, m_), min(n_, 256)
+    if w == 1:
+        return m_, n_
+    return max(1, m_ // 2), max(1, n_ // (w // 2))
+
+
 @dataclass(frozen=True)
 class PipelineStages:
     """How many shared-memory stages a tile's main loop needs to hide the load latency."""

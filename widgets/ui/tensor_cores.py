@@ -586,3 +586,170 @@ def check_mma_clocks(clocks, warps, gpu: str = "A100-SXM-80GB", dtype: str = "bf
         return _verdict(False, f"warps: {warps!r} is not right: how many tensor cores does the SM have, and how many of them "
                                "can one warp's instruction use?")
     return _verdict(True, f"{want:g} clocks per mma.sync on one tensor core; {tc.TENSOR_CORES_PER_SM} warps, one per sub-partition")
+
+
+# --------------------------------------------------------------------------------------------
+# The GEMM tile hierarchy: intensity per level against each level's ridge
+# --------------------------------------------------------------------------------------------
+# (bm, bn, bk, stages, warps): the block tiles of the static calculator's slider
+TILE_CONFIGS = ((64, 64, 64, 4, 4), (128, 128, 64, 4, 4), (128, 256, 64, 3, 8), (256, 128, 64, 3, 8))
+TILE_CHOICES = (("H200-SXM", "bf16"), ("H200-SXM", "fp8"),
+                *((g, "bf16" if "bf16" in get_gpu(g).peak_flop_per_s else "fp16") for g in gpu_names() if g != "H200-SXM"))
+TILE_LEVEL_COLORS = {"HBM": series_color(0), "L2": series_color(1), "shared memory": series_color(2), "compute": series_color(3)}
+
+
+def tile_config_label(cfg) -> str:
+    """``128 x 256`` (block tile) for a slider."""
+    return f"{cfg[0]} x {cfg[1]}"
+
+
+def tile_why_not(gpu: str) -> str | None:
+    """Why the tile-hierarchy model does not apply to ``gpu`` (None where it does)."""
+    g = get_gpu(gpu)
+    if g.vendor != "NVIDIA":
+        return (f"{gpu}: the shared-memory level is modelled for NVIDIA SMs (32 banks x 4 B per clock); "
+                f"{g.vendor}'s LDS is not described in the catalog")
+    return None
+
+
+def tile_hierarchy_for(gpu: str, dtype: str, cfg, l2_bytes_per_s: dict | None = None, n: int = 8192) -> tc.TileHierarchy:
+    """:func:`widgets.models.tensor_cores.tile_hierarchy` for a slider's ``cfg`` (wgmma tiles on sm_90,
+    ``mma.sync`` warp tiles elsewhere), with the measured L2 bandwidth where ``l2_bytes_per_s`` has one."""
+    bm, bn, bk, st, w = cfg
+    g = get_gpu(gpu)
+    wm, wn = tc.smem_read_tile(bm, bn, w, wgmma=g.arch == "sm_90")
+    l2 = (l2_bytes_per_s or {}).get(gpu)
+    return tc.tile_hierarchy(g, dtype, bm, bn, bk, wm, wn, st, w, m=n, n=n, k=n, l2_bytes_per_s=l2)
+
+
+def tile_rows(h: tc.TileHierarchy) -> list[tuple[str, str]]:
+    rows = [("block tile (loads from L2)", f"{h.block_intensity:.1f} FLOP/B"),
+            ("shared-memory read tile", f"{h.smem_intensity:.1f} FLOP/B against a ridge of {h.smem_ridge:.0f}"),
+            ("one wave (from HBM)", f"{h.wave_intensity:.0f} FLOP/B against a ridge of {h.hbm_ridge:.0f}")]
+    if h.l2_ridge is not None:
+        rows.append(("L2 ridge (measured L2 bandwidth)", f"{h.l2_ridge:.0f} FLOP/B"))
+    rows += [(f"{name} allows", fmt_flop_per_s(v)) for name, v in h.level_flop_per_s.items()]
+    lim = f" of {fmt_bytes(h.smem_limit_bytes)}" if h.smem_limit_bytes else ""
+    rows += [("attainable", f"{fmt_flop_per_s(h.attainable_flop_per_s)} ({h.bound}-bound)"),
+             ("shared memory for the stages", fmt_bytes(h.smem_bytes) + lim),
+             ("fp32 accumulators per thread", f"{h.acc_registers_per_thread:.0f} registers"),
+             ("fits", "yes" if h.fits else "no: too much shared memory or too many registers")]
+    return rows
+
+
+def tile_summary(h: tc.TileHierarchy) -> str:
+    fit = "" if h.fits else "; does NOT fit"
+    return (f"{h.bound}-bound at {fmt_flop_per_s(h.attainable_flop_per_s)}; read tile {h.smem_intensity:.0f} vs "
+            f"ridge {h.smem_ridge:.0f} FLOP/B; {fmt_bytes(h.smem_bytes)} smem{fit}")
+
+
+def _tile_traces(h: tc.TileHierarchy | None, gpu: str) -> list:
+    levels = list(h.level_flop_per_s) if h else ["HBM", "shared memory", "compute"]
+    ys = [h.level_flop_per_s[x] / 1e12 for x in levels] if h else [None] * len(levels)
+    return [
+        go.Bar(x=levels, y=ys, marker=dict(color=[TILE_LEVEL_COLORS.get(x, "#888888") for x in levels]), name="rate each level allows",
+               hovertemplate="%{x}: %{y:.4g} TFLOP/s<extra></extra>"),
+        go.Scatter(x=levels, y=[h.attainable_flop_per_s / 1e12] * len(levels) if h else [None] * len(levels), mode="lines",
+                   name="attainable (the lowest)", line=dict(color=gpu_color(gpu), dash="dash")),
+    ]
+
+
+def _tile_layout() -> dict:
+    return dict(xaxis=dict(title="level"), yaxis=dict(title="FLOP/s it allows [TFLOP/s]", type="log", range=[2, 4.3], dtick=1))
+
+
+def tile_figure(choices=TILE_CHOICES, configs=TILE_CONFIGS, l2_bytes_per_s: dict | None = None) -> go.Figure:
+    """Static tile-hierarchy calculator: the dropdown picks (GPU, data type), the slider the block
+    tile; bars show the FLOP/s each level allows (intensity x bandwidth; compute: peak x wave
+    efficiency at 8192^3), the dashed line the lowest. ``l2_bytes_per_s`` maps a GPU to a measured
+    L2 bandwidth (the catalog publishes none) to add that level."""
+    choices, configs = [tuple(c) for c in choices], [tuple(c) for c in configs]
+
+    def frame(choice, cfg):
+        gpu, dtype = choice
+        why = tile_why_not(gpu)
+        if why:
+            return _tile_traces(None, gpu), f"{gpu} {dtype}, {tile_config_label(cfg)} tile", why
+        h = tile_hierarchy_for(gpu, dtype, cfg, l2_bytes_per_s)
+        return _tile_traces(h, gpu), f"{gpu} {dtype}, {tile_config_label(cfg)} tile, {cfg[3]} stages", tile_summary(h)
+
+    ci = choices.index(("H200-SXM", "bf16")) if ("H200-SXM", "bf16") in choices else 0
+    si = next((i for i, c in enumerate(configs) if c[:2] == (128, 256)), 0)
+    return grid_figure(slider=("block tile", configs, tile_config_label),
+                       choices=("GPU, dtype", choices, lambda c: f"{c[0]} {c[1]}"),
+                       frame=frame, layout=_tile_layout(), active=(ci, si))
+
+
+def tile_calculator(l2_bytes_per_s: dict | None = None):
+    """Live tile-hierarchy calculator: GPU, data type, block tile, K step, stages, warps and an
+    optional measured L2 bandwidth -> intensity at each level, the bound, shared memory and registers."""
+    import ipywidgets as w
+
+    controls = {
+        "gpu": w.Dropdown(options=gpu_names(), value="H200-SXM", description="GPU"),
+        "dtype": w.Dropdown(options=list(PEAK_DTYPES), value="bf16", description="dtype"),
+        "bm": w.Dropdown(options=(32, 64, 128, 256), value=128, description="tile M"),
+        "bn": w.Dropdown(options=(32, 64, 128, 256), value=256, description="tile N"),
+        "bk": w.Dropdown(options=(16, 32, 64, 128), value=64, description="tile K"),
+        "stages": w.IntSlider(value=3, min=1, max=8, description="stages"),
+        "warps": w.Dropdown(options=(1, 2, 4, 8, 16), value=8, description="warps"),
+        "l2_tb_per_s": w.FloatText(value=((l2_bytes_per_s or {}).get("H200-SXM") or 0) / 1e12, description="L2 TB/s (0: none)"),
+    }
+
+    def compute(gpu, dtype, bm, bn, bk, stages, warps, l2_tb_per_s):
+        why = tile_why_not(gpu)
+        if why:
+            raise ValueError(why)
+        g = get_gpu(gpu)
+        wm, wn = tc.smem_read_tile(bm, bn, warps, wgmma=g.arch == "sm_90")
+        l2 = l2_tb_per_s * 1e12 if l2_tb_per_s else None
+        return gpu, tc.tile_hierarchy(g, dtype, bm, bn, bk, wm, wn, stages, warps, m=8192, n=8192, k=8192, l2_bytes_per_s=l2)
+
+    def show(result):
+        gpu, h = result
+        fig = go.Figure(_tile_traces(h, gpu))
+        fig.update_layout(**_tile_layout())
+        style_figure(fig, title=f"{gpu}: the rate each level allows", readout=tile_summary(h))
+        return table_html(tile_rows(h)), fig
+
+    return live_form(compute, controls, show, title="GEMM tile hierarchy: intensity per level",
+                     names={"l2_bytes_per_s": ("l2_tb_per_s", 1e-12)})
+
+
+def check_smem_ridge(answer, gpu: str = "H100-SXM", dtype: str = "bf16") -> bool:
+    """Is ``answer`` the FLOP per shared-memory byte ``gpu``'s SMs need in ``dtype`` (within 1%)?"""
+    rate = get_gpu(gpu).flop_per_clock_per_sm.get(dtype)
+    want = tc.smem_ridge_flop_per_byte(rate)
+    try:
+        a = float(answer)
+    except (TypeError, ValueError):
+        return _verdict(False, f"the answer must be a number of FLOP/B, got {answer!r}")
+    if abs(a - want) <= 0.01 * want:
+        return _verdict(True, f"{rate:.0f} FLOP per clock per SM / 128 B per clock per SM = {want:g} FLOP/B, whatever the clock")
+    if abs(a - want / 2) <= 0.01 * want:
+        return _verdict(False, f"that is an A100's ridge: {gpu} does twice the FLOP per clock per SM with the same 128 B")
+    return _verdict(False, f"{a:g} FLOP/B is not it: divide the SM's FLOP per clock by what 32 banks of 4 B deliver per clock")
+
+
+def check_stages(answer, bm: int = 128, bn: int = 128, bk: int = 64, gpu: str = "H200-SXM", dtype: str = "bf16",
+                 latency_s: float = 800e-9) -> int:
+    """Is ``answer`` the number of shared-memory stages a ``bm x bn x bk`` tile needs at ``latency_s``,
+    running at ``gpu``'s dense peak (Little's law, :func:`widgets.models.tensor_cores.pipeline_stages`)?"""
+    g = get_gpu(gpu)
+    p = tc.pipeline_stages(bm, bn, bk, dtype, g.peak(dtype) / g.sms, latency_s)
+    ok = answer == p.stages_needed and not isinstance(answer, bool)
+    msg = (f"a step of {fmt_time(p.step_s)} consumes {fmt_bytes(p.stage_bytes)}; {fmt_time(latency_s)} of latency keeps "
+           f"{fmt_bytes(p.in_flight_bytes)} in flight: {p.stages_needed - 1} stage(s) loading + 1 being read = {p.stages_needed}")
+    return _verdict(ok, msg if ok else f"not {answer!r}: {msg}")
+
+
+def check_block_bits(answer, fmt: str = "nvfp4") -> bool:
+    """Is ``answer`` the bits per element of ``fmt`` counting its share of the block scale (within 0.01)?"""
+    d = dtypes.get_dtype(fmt)
+    try:
+        a = float(answer)
+    except (TypeError, ValueError):
+        return _verdict(False, f"the answer must be a number of bits, got {answer!r}")
+    ok = abs(a - d.bits_with_scales) <= 0.01
+    msg = f"{d.bits} bits + an {d.scale_bits}-bit scale shared by {d.block_size} = {d.bits_with_scales:g} bits per element"
+    return _verdict(ok, msg if ok else f"not {a:g}: {msg}")
