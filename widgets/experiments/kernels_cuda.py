@@ -332,7 +332,7 @@ RUNGS = (
           (128, 256, 16, 64, 64, 4, 8, 4, 256),
           (64, 128, 16, 32, 64, 2, 8, 4, 128),
           (128, 128, 16, 64, 32, 1, 8, 8, 256),
-          (128, 128, 8, 64, 64, 4, 8, 4, 128))),
+          (64, 128, 16, 32, 64, 1, 4, 4, 128))),  # Boehm's A100 setting
 )
 """The CUDA-core rungs in order, with the tile configurations tried at run time (3-6 for the best rungs)."""
 
