@@ -237,6 +237,8 @@ def flash_blocks(head_dim: int, sram_bytes: float, bytes_per_elem=2) -> FlashBlo
     d = _check.integer("head_dim", head_dim, minimum=1, maximum=MAX_HEAD_DIM)
     sram = _quantity("sram_bytes", sram_bytes, zero=False)
     bpe = _bpe("bytes_per_elem", bytes_per_elem)
+    if sram / bpe > MAX_COUNT:
+        raise ValueError(f"sram_bytes / bytes_per_elem must be at most {MAX_COUNT} elements, got {sram_bytes!r} / {bytes_per_elem!r}")
     m = int(sram // bpe)
     if m < 4 * d:
         raise ValueError(f"sram_bytes must hold at least 4 x head_dim = {4 * d} elements "
@@ -373,7 +375,8 @@ def attention_time_s(flop: float, hbm_bytes: float, peak_flop_per_s: float, hbm_
     q = _quantity("hbm_bytes", hbm_bytes)
     p = _quantity("peak_flop_per_s", peak_flop_per_s, zero=False)
     bw = _quantity("hbm_bytes_per_s", hbm_bytes_per_s, zero=False)
-    return max(f / p, q / bw)
+    return _check.finite_result("attention_time_s", max(f / p, q / bw), flop=f, hbm_bytes=q, peak_flop_per_s=p,
+                                hbm_bytes_per_s=bw)
 
 
 def math_path_peak_bytes(batch: int, heads: int, seq: int, head_dim: int, bytes_per_elem=2,
@@ -494,7 +497,7 @@ def largest_math_seq(batch: int, heads: int, head_dim: int, capacity_bytes: floa
     Returns
     -------
     int
-        Sequence length [tokens].
+        Sequence length [tokens], at most ``MAX_SEQ``.
 
     Raises
     ------
@@ -510,14 +513,16 @@ def largest_math_seq(batch: int, heads: int, head_dim: int, capacity_bytes: floa
     cap = _quantity("capacity_bytes", capacity_bytes)
     sb = _bpe("bytes_per_elem", bytes_per_elem)
     cb = sb if compute_bytes_per_elem is None else _bpe("compute_bytes_per_elem", compute_bytes_per_elem)
-    per = cap / (b * h)  # 2 c N^2 + (4 s + 3 c) d N <= per
-    lin = (4 * sb + 3 * cb) * d
-    n = int((-lin + math.sqrt(lin * lin + 8 * cb * per)) / (4 * cb))
-    while n > 0 and math_path_peak_bytes(b, h, n, d, sb, cb) > cap:
-        n -= 1
-    while n + 1 <= MAX_SEQ and math_path_peak_bytes(b, h, n + 1, d, sb, cb) <= cap:
-        n += 1
-    return min(n, MAX_SEQ)
+    lo, hi = 0, MAX_SEQ  # bisection: the peak grows with N
+    if math_path_peak_bytes(b, h, hi, d, sb, cb) <= cap:
+        return hi
+    while hi - lo > 1:  # peak(lo) <= cap < peak(hi)
+        mid = (lo + hi) // 2
+        if math_path_peak_bytes(b, h, mid, d, sb, cb) <= cap:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 @dataclass(frozen=True)
