@@ -103,10 +103,12 @@ def _memory_layout(cap_gib: float, max_gib: float) -> dict:
     )
 
 
-# (model, weight dtype, context) the static memory calculator offers
-MEMORY_CHOICES = (("Llama-3-8B", "bf16", 8192), ("Llama-3-8B", "bf16", 32768), ("Mistral-7B", "bf16", 32768),
-                  ("Llama-3-70B", "fp8", 8192), ("Llama-3-70B", "fp8", 32768))
-MEMORY_BATCHES = (1, 8, 16, 32, 48, 64, 80, 96, 112, 128, 160, 192, 256)
+# (model, weight dtype, context, GPU) the static memory calculator offers: the H200 scenarios, then
+# Llama-3-8B at 8k tokens on every other catalog GPU (in int4 on the T4, whose 15 GiB bf16 weights fill)
+MEMORY_CHOICES = (("Llama-3-8B", "bf16", 8192, "H200-SXM"), ("Llama-3-8B", "bf16", 32768, "H200-SXM"), ("Mistral-7B", "bf16", 32768, "H200-SXM"),
+                  ("Llama-3-70B", "fp8", 8192, "H200-SXM"), ("Llama-3-70B", "fp8", 32768, "H200-SXM"),
+                  *(("Llama-3-8B", "int4" if g == "T4" else "bf16", 8192, g) for g in gpu_names() if g != "H200-SXM"))
+MEMORY_BATCHES = (1, 8, 16, 32, 64, 96, 128, 192, 256)
 
 
 def _ctx_label(c: int) -> str:
@@ -114,15 +116,16 @@ def _ctx_label(c: int) -> str:
 
 
 def memory_figure(choices=MEMORY_CHOICES, gpu: str = "H200-SXM", batches=None, kv_dtype: str = "bf16", tp: int = 1,
-                  active=("Llama-3-8B", "bf16", 8192)) -> go.Figure:
-    """Static memory budget on one ``gpu``: the dropdown picks (model, weight dtype, context),
-    the slider how many such sequences are served."""
+                  active=("Llama-3-8B", "bf16", 8192, "H200-SXM")) -> go.Figure:
+    """Static memory budget: the dropdown picks (model, weight dtype, context[, GPU]) (a choice
+    without a GPU is on ``gpu``), the slider how many such sequences are served; the dashed line is
+    the chosen GPU's usable memory."""
     batches = _check.integers_list("batches", batches if batches is not None else MEMORY_BATCHES, minimum=0, maximum=transformer.MAX_COUNT)
-    choices = [tuple(c) for c in choices]
+    choices = [tuple(c) if len(c) == 4 else (*c, gpu) for c in choices]
     if not choices:
         raise ValueError("choices must hold at least one (model, weight dtype, context)")
-    budgets = {(c, b): sv.memory_budget(c[0], gpu, c[2], b, c[1], kv_dtype, tp) for c in choices for b in batches}
-    cap = next(iter(budgets.values())).hbm_bytes / GiB
+    budgets = {(c, b): sv.memory_budget(c[0], c[3], c[2], b, c[1], kv_dtype, tp) for c in choices for b in batches}
+    caps = [budgets[c, batches[0]].hbm_bytes / GiB for c in choices]
     max_gib = max(x.used_bytes for x in budgets.values()) / GiB
 
     def frame(c, b):
@@ -130,19 +133,39 @@ def memory_figure(choices=MEMORY_CHOICES, gpu: str = "H200-SXM", batches=None, k
         verdict = "fits" if x.fits else f"does NOT fit ({fmt_bytes(-x.free_bytes)} short)"
         readout = (f"KV cache {fmt_bytes(x.kv_bytes)}: {verdict}; at most "
                    f"{plural(x.max_concurrent_seqs, 'sequence')} of that length")
-        return _memory_traces(x), f"{c[0]} ({c[1]}), {b} x {_ctx_label(c[2])} tokens", readout
+        return _memory_traces(x), f"{c[0]} ({c[1]}) on {c[3]}, {b} x {_ctx_label(c[2])} tokens", readout
 
-    ci = choices.index(tuple(active)) if tuple(active) in choices else 0
+    act = tuple(active) if len(active) == 4 else (*active, gpu)
+    ci = choices.index(act) if act in choices else 0
     # one fixed x range per choice (the largest bar of its slider, or the GPU), kept by every
     # frame and by the dropdown, so no bar runs off and the range never jumps within a choice
-    ranges = [[0, max(cap, max(budgets[c, b].used_bytes for b in batches) / GiB) * 1.05] for c in choices]
+    ranges = [[0, max(cap, max(budgets[c, b].used_bytes for b in batches) / GiB) * 1.05] for c, cap in zip(choices, caps)]
     fig = grid_figure(
         slider=("sequences", batches, str),
-        choices=("model, weights, context", choices, lambda c: f"{c[0]} {c[1]}, {_ctx_label(c[2])} tokens"),
-        frame=frame, layout=_memory_layout(cap, max_gib), active=(ci, batches.index(64) if 64 in batches else 0), height=420,
+        choices=("model, weights, context, GPU", choices, lambda c: f"{c[0]} {c[1]}, {_ctx_label(c[2])}, {c[3]}"),
+        frame=frame, layout=_memory_layout(caps[ci], max_gib), active=(ci, batches.index(64) if 64 in batches else 0), height=420,
     )
     _pin_x_range(fig, ranges, ci)
+    _pin_usable_line(fig, caps)
     return fig
+
+
+def _pin_usable_line(fig: go.Figure, caps: list) -> None:
+    """The dashed "usable memory" line of each choice's GPU, in every frame of that choice and in its
+    dropdown button (frames named ``"ci:si"``, or ``"si"`` with one choice)."""
+    def parts(cap):
+        shapes = [dict(type="line", x0=cap, x1=cap, y0=-0.5, y1=0.5, line=dict(color="#888888", width=3, dash="dash"))]
+        return shapes, [dict(x=cap, y=0.55, text=f"usable {cap:.1f} GiB", showarrow=False)]
+
+    for fr in fig.frames:
+        ci = int(fr.name.split(":")[0]) if ":" in fr.name else 0
+        fr.layout.shapes, fr.layout.annotations = parts(caps[ci])
+    for menu in fig.layout.updatemenus:
+        for ci, button in enumerate(menu.buttons):
+            shapes, notes = parts(caps[ci])
+            args = list(button.args)
+            args[1] = {**args[1], "shapes": shapes, "annotations": notes}
+            button.args = args
 
 
 def _pin_x_range(fig: go.Figure, ranges: list, ci0: int) -> None:
@@ -443,14 +466,16 @@ def _capacity_frame(model, gpu, target_ms, prompt_tokens, output_tokens, price, 
 # Llama-3-8B only in int4 (bf16 weights fill its 15 GiB) and computes in fp16 (its title says so)
 CAPACITY_CHOICES = (("Llama-3-8B", "H200-SXM", 1024, "bf16", 1), ("Llama-3-8B", "H200-SXM", 8192, "bf16", 1),
                     ("Llama-3-8B", "H100-SXM", 1024, "bf16", 1), ("Llama-3-70B", "H200-SXM", 1024, "fp8", 1),
-                    ("Llama-3-8B", "T4", 1024, "int4", 1))
-CAPACITY_RATES = tuple(float(r) for r in np.round(np.logspace(0, 4, 41), 3))
+                    ("Llama-3-8B", "T4", 1024, "int4", 1),
+                    *(("Llama-3-8B", g, 1024, "bf16", 1) for g in gpu_names() if g not in ("H200-SXM", "H100-SXM", "T4")))
+# 5 rates per decade (every catalog GPU is a choice: each frame plans every rate, so the count is the build's cost)
+CAPACITY_RATES = tuple(float(r) for r in np.round(np.logspace(0, 4, 21), 3))
 
 
 def _capacity_label(c) -> str:
-    """A dropdown label short enough for a phone: ``Llama-3-8B bf16, H200, 1k-tok``."""
+    """A dropdown label short enough for a phone: ``Llama-3-8B bf16, H200, 1k`` (the prompt's length last)."""
     tp = f" TP{c[4]}" if c[4] > 1 else ""
-    return f"{c[0]} {c[3]}, {c[1].removesuffix('-SXM')}{tp}, {_ctx_label(c[2])}-tok"
+    return f"{c[0]} {c[3]}, {c[1].replace('-SXM', '')}{tp}, {_ctx_label(c[2])}"
 
 
 def capacity_figure(choices=CAPACITY_CHOICES, output_tokens: int = 256, gpu_hour_price: float = 3.0, rate: float = 20.0,
@@ -718,3 +743,198 @@ def check_gpus_needed(answer, rate: float = 50.0, tpot_target_s: float = 0.03) -
     if answer == p.gpus:
         return _verdict(True, f"{plural(p.gpus, 'GPU')}, each running about {p.batch:.0f} sequences")
     return _verdict(False, f"{plural(answer, 'GPU')} is {'too many' if answer > p.gpus else 'too few'}; use plan_capacity or the planner")
+
+
+# --------------------------------------------------------------------------------------------
+# Depth: speculative decoding, the latency-throughput frontier, paged KV waste
+# --------------------------------------------------------------------------------------------
+SPEC_DRAFT_COSTS = (0.02, 0.05, 0.1, 0.2, 0.4)
+SPEC_ACCEPTANCE = (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95)
+SPEC_MAX_K = 16
+
+
+def speculative_readout(a: float, c: float, v: float = 1.0, max_k: int = SPEC_MAX_K) -> str:
+    """The best draft length and its speed-up, and the expected tokens per step there."""
+    k, s = sv.speculative_best_draft_tokens(a, c, v, max_k)
+    if k == 0:
+        return f"a = {a:g}, c = {c:g}: no draft length helps (a must exceed c); decode plainly"
+    e = sv.speculative_expected_tokens(a, k)
+    return f"a = {a:g}, c = {c:g}: best k = {k}, {e:.2f} tokens per target pass, speed-up {s:.2f}x"
+
+
+def _speculative_frame(c: float, a: float, v: float, max_k: int):
+    ks = list(range(0, max_k + 1))
+    ss = [sv.speculative_speedup(a, k, c, v) for k in ks]
+    kb, sb = sv.speculative_best_draft_tokens(a, c, v, max_k)
+    traces = [
+        go.Scatter(x=ks, y=ss, mode="lines+markers", name="speed-up", line=dict(color=series_color(0)),
+                   hovertemplate="k = %{x}: %{y:.2f}x<extra></extra>"),
+        go.Scatter(x=[0, max_k], y=[1.0, 1.0], mode="lines", name="plain decoding", line=dict(color="#888888", dash="dot"),
+                   hoverinfo="skip"),
+        go.Scatter(x=[kb], y=[sb], mode="markers", name="best k", marker=dict(size=13, color=series_color(1), line=dict(color="#444444", width=1)),
+                   hovertemplate="best k = %{x}: %{y:.2f}x<extra></extra>"),
+    ]
+    return traces, f"speculative decoding, draft cost c = {c:g}", speculative_readout(a, c, v, max_k)
+
+
+def speculative_figure(draft_costs=SPEC_DRAFT_COSTS, acceptance_rates=SPEC_ACCEPTANCE, verify_cost_ratio: float = 1.0,
+                       max_draft_tokens: int = SPEC_MAX_K) -> go.Figure:
+    """Static speculative-decoding calculator: the dropdown picks the draft's cost ratio ``c``, the
+    slider the acceptance rate ``a``; the curve is the speed-up against the draft length ``k``
+    (:func:`widgets.models.serving.speculative_speedup`), the marker the best ``k``."""
+    cs = _check.numbers_list("draft_costs", draft_costs, check=_check.non_negative)
+    aa = _check.numbers_list("acceptance_rates", acceptance_rates, check=_check.fraction)
+    v = _check.positive("verify_cost_ratio", verify_cost_ratio)
+    kmax = _check.integer("max_draft_tokens", max_draft_tokens, minimum=1, maximum=sv.MAX_DRAFT_TOKENS)
+    top = max(sv.speculative_best_draft_tokens(a, min(cs), v, kmax)[1] for a in aa)
+    return grid_figure(
+        slider=("acceptance rate a", aa, lambda a: f"{a:g}"),
+        choices=("draft cost c", cs, lambda c: f"draft step = {c:g} x target step"),
+        frame=lambda c, a: _speculative_frame(c, a, v, kmax),
+        layout=dict(xaxis=dict(title="draft tokens per step k", range=[-0.5, kmax + 0.5]),
+                    yaxis=dict(title="speed-up over plain decoding [x]", range=[0, top * 1.08])),
+        active=(cs.index(0.05) if 0.05 in cs else 0, aa.index(0.8) if 0.8 in aa else 0), height=440,
+    )
+
+
+def speculative_calculator():
+    """Live speculative-decoding calculator: acceptance rate, draft cost ratio, verification cost
+    ratio -> speed-up against draft length and the best draft length."""
+    import ipywidgets as w
+
+    controls = {
+        "a": w.FloatSlider(value=0.8, min=0.0, max=0.99, step=0.01, description="acceptance a"),
+        "c": w.FloatLogSlider(value=0.05, base=10, min=-3, max=0, step=0.05, description="draft cost c"),
+        "v": w.FloatSlider(value=1.0, min=1.0, max=3.0, step=0.05, description="verify cost v"),
+    }
+
+    def compute(a, c, v):
+        return a, c, v, sv.speculative_best_draft_tokens(a, c, v, SPEC_MAX_K)
+
+    def show(result):
+        a, c, v, (k, s) = result
+        traces, title, readout = _speculative_frame(c, a, v, SPEC_MAX_K)
+        fig = go.Figure(traces)
+        fig.update_layout(xaxis=dict(title="draft tokens per step k"), yaxis=dict(title="speed-up over plain decoding [x]", rangemode="tozero"))
+        rows = [("best draft length k", str(k)), ("speed-up at that k", f"{s:.2f}x"),
+                ("tokens per target pass", f"{sv.speculative_expected_tokens(a, k):.2f}")]
+        return table_html(rows), style_figure(fig, title=title, readout=readout)
+
+    return live_form(compute, controls, show, title="Speculative decoding")
+
+
+# (model, GPU, weight dtype) the static frontier offers: Llama-3-8B on every catalog GPU (int4 on
+# the T4, whose 15 GiB bf16 weights would fill), and Llama-3-70B in fp8 on an H200
+FRONTIER_CHOICES = (("Llama-3-8B", "H200-SXM", "bf16"), ("Llama-3-70B", "H200-SXM", "fp8"),
+                    *(("Llama-3-8B", g, "int4" if g == "T4" else "bf16") for g in gpu_names() if g != "H200-SXM"))
+FRONTIER_CONTEXTS = (1024, 4096, 16384)
+FRONTIER_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+
+
+def _frontier_frame(model, gpu, dtype, ctx, batches, tpot_target_s):
+    try:
+        pts = sv.decode_frontier(model, gpu, ctx, batches, dtype, dtype if dtype in ("bf16", "fp8") else "bf16")
+    except ValueError as exc:
+        pts, why = [], str(exc)
+    else:
+        why = "" if pts else f"{model} in {dtype} leaves no room for a {ctx:,}-token sequence on {gpu}"
+    x = [p.total_tokens_per_s for p in pts]
+    y = [p.user_tokens_per_s for p in pts]
+    info = [[p.batch, p.step_s * 1e3, p.mbu * 100, p.mfu * 100] for p in pts]
+    ok = [p for p in pts if p.step_s <= tpot_target_s]
+    traces = [
+        go.Scatter(x=x, y=y, mode="lines+markers+text", text=[str(p.batch) for p in pts], textposition="top right", name="batch",
+                   customdata=info, line=dict(color=series_color(0)),
+                   hovertemplate="batch %{customdata[0]}: %{customdata[1]:.3g} ms per step, %{y:.0f} tokens/s per user, "
+                                 "%{x:.3g} tokens/s total; MBU %{customdata[2]:.0f}%, MFU %{customdata[3]:.0f}%<extra></extra>"),
+        go.Scatter(x=[ok[-1].total_tokens_per_s] if ok else [], y=[ok[-1].user_tokens_per_s] if ok else [], mode="markers",
+                   name=f"largest batch within TPOT {tpot_target_s * 1e3:g} ms",
+                   marker=dict(size=14, color=series_color(1), line=dict(color="#444444", width=1))),
+    ]
+    if why:
+        return traces, f"{model} ({dtype}) on {gpu}, {ctx:,}-token context", why
+    best = ok[-1] if ok else None
+    readout = (f"batch 1: {pts[0].user_tokens_per_s:.0f} tokens/s per user; batch {pts[-1].batch}: "
+               f"{pts[-1].total_tokens_per_s:,.0f} tokens/s total at {pts[-1].user_tokens_per_s:.0f} per user")
+    if best is not None:
+        readout += f"<br>within TPOT {tpot_target_s * 1e3:g} ms: batch {best.batch}, {best.total_tokens_per_s:,.0f} tokens/s (MBU {best.mbu:.0%})"
+    return traces, f"{model} ({dtype}) on {gpu}, {ctx:,}-token context", readout
+
+
+def frontier_figure(choices=FRONTIER_CHOICES, contexts=FRONTIER_CONTEXTS, batches=FRONTIER_BATCHES, tpot_target_s: float = 0.05) -> go.Figure:
+    """Static latency-throughput frontier: per-user against total decode tokens/s, one point per
+    batch (:func:`widgets.models.serving.decode_frontier`); the dropdown picks (model, GPU, weights),
+    the slider the context; the marker is the largest batch within a TPOT target."""
+    ctxs = _check.integers_list("contexts", contexts, minimum=1, maximum=transformer.MAX_COUNT)
+    bs = _check.integers_list("batches", batches, minimum=1, maximum=2**20, max_len=64)
+    t = _check.positive("tpot_target_s", tpot_target_s)
+    choices = [tuple(c) for c in choices]
+    return grid_figure(
+        slider=("context [tokens]", ctxs, lambda c: f"{c:,}"),
+        choices=("model, GPU, weights", choices, lambda c: f"{c[0]} {c[2]}, {c[1]}"),
+        frame=lambda c, ctx: _frontier_frame(c[0], c[1], c[2], ctx, bs, t),
+        layout=dict(xaxis=dict(type="log", title="total tokens/s [1/s]"), yaxis=dict(type="log", title="tokens/s per user [1/s]")),
+        height=480,
+    )
+
+
+KV_WASTE_CHOICES = ((2048, 16), (8192, 16), (32768, 16), (8192, 1), (8192, 128), (8192, 512))
+KV_WASTE_MEAN_FRACTIONS = (0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9)
+
+
+def _kv_waste_frame(max_tokens, block, frac, model, gpu):
+    mean = max(1.0, frac * max_tokens)
+    w = sv.kv_cache_waste(max_tokens, mean, block)
+    cont = sv.memory_budget(model, gpu, max_tokens, 0).max_concurrent_seqs
+    paged = sv.memory_budget(model, gpu, math.ceil(w.paged_tokens), 0).max_concurrent_seqs
+    rows = ["contiguous (max length)", f"paged ({block}-token blocks)"]
+    traces = [
+        go.Bar(y=rows, x=[w.used_tokens, w.used_tokens], orientation="h", name="tokens held", marker_color="#ff7f0e",
+               hovertemplate="%{x:,.0f} tokens held<extra></extra>"),
+        go.Bar(y=rows, x=[w.contiguous_tokens - w.used_tokens, w.paged_tokens - w.used_tokens], orientation="h", name="reserved, unused",
+               marker_color="#bbbbbb", hovertemplate="%{x:,.0f} slots wasted<extra></extra>"),
+    ]
+    readout = (f"waste {w.contiguous_waste:.0%} contiguous, {w.paged_waste:.1%} paged; "
+               f"{model} on {gpu}: {plural(cont, 'sequence')} -> {plural(paged, 'sequence')}")
+    return traces, f"max {max_tokens:,} tokens, mean {mean:,.0f} held", readout
+
+
+def kv_waste_figure(choices=KV_WASTE_CHOICES, mean_fractions=KV_WASTE_MEAN_FRACTIONS, model: str = "Llama-3-8B",
+                    gpu: str = "H200-SXM") -> go.Figure:
+    """Static PagedAttention calculator: the dropdown picks (max length, block size), the slider the
+    mean length as a fraction of the max; bars show the slots held and wasted per sequence, the
+    readout the waste and the batch it buys for ``model`` on ``gpu``
+    (:func:`widgets.models.serving.kv_cache_waste`)."""
+    fr = _check.numbers_list("mean_fractions", mean_fractions, check=lambda n, v: _check.in_range(n, v, 1e-6, 1.0))
+    choices = [tuple(c) for c in choices]
+    return grid_figure(
+        slider=("mean length / max", fr, lambda f: f"{f:g}"),
+        choices=("max length, block", choices, lambda c: f"max {c[0]:,} tokens, {plural(c[1], 'token')} per block"),
+        frame=lambda c, f: _kv_waste_frame(c[0], c[1], f, model, gpu),
+        layout=dict(barmode="stack", xaxis=dict(title="token slots per sequence"), yaxis=dict(autorange="reversed")),
+        active=(0, fr.index(0.2) if 0.2 in fr else 0), height=380,
+    )
+
+
+def check_speculative_speedup(answer) -> bool:
+    """Exercise: speed-up of speculative decoding at a = 0.7, k = 3, c = 0.1, with v = 1."""
+    want = sv.speculative_speedup(0.7, 3, 0.1)
+    if _close(answer, want, 0.01):
+        e = sv.speculative_expected_tokens(0.7, 3)
+        return _verdict(True, f"{want:.2f}x: (1 - 0.7^4) / (1 - 0.7) = {e:.3f} tokens per step, over 3 x 0.1 + 1 = 1.3 step times")
+    if _close(answer, sv.speculative_expected_tokens(0.7, 3), 0.01):
+        return _verdict(False, "that is the tokens per step: divide by the step's cost, k c + 1 target steps")
+    if _close(answer, (1 - 0.7 ** 3) / 0.3 / 1.3, 0.01):
+        return _verdict(False, "the target's own pass always adds a token: the exponent is k + 1")
+    return _verdict(False, f"{answer!r} is off; speed-up = (1 - a^(k+1)) / ((1 - a)(k c + 1))")
+
+
+def check_paged_batch_gain(answer) -> bool:
+    """Exercise: how many times more sequences a paged cache (16-token blocks) holds than a
+    contiguous one reserving 8192 tokens, when sequences hold 1024 tokens on average."""
+    want = sv.kv_cache_waste(8192, 1024, 16).batch_gain
+    if _close(answer, want, 0.02):
+        return _verdict(True, f"{want:.2f}x: 8192 reserved slots against 1024 + 7.5 held on average")
+    if _close(answer, 8.0, 0.005):
+        return _verdict(False, "close: a paged sequence also wastes half a block on average ((16 - 1) / 2 slots)")
+    return _verdict(False, f"{answer!r} is off; compare the slots each sequence reserves: max length against mean + (block - 1) / 2")
