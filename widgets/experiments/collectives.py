@@ -432,6 +432,22 @@ def accuracy_rows(record: dict) -> list:
             small.time_s * 1e6, "us", "prediction",
             "the measured time is a call from Python through torch.distributed, back to back: most likely host-side launch cost "
             "(not measured in this record), not NCCL's kernel latency")
+    g = get_gpu(catalog) if catalog else None
+    per_link = model.NCCL_NVLINK_BYTES_PER_S_PER_LINK.get(g.arch) if g else None
+    if per_link and g.interconnect_links:
+        # NCCL's own tuner model (tuning.cc): its NVLink bandwidth (links x topo.h's per-link figure), its
+        # latencies and protocols; sizes from 16 MiB up (below, a call from Python costs more than the
+        # collective: the smallest sizes all take about the same time).
+        nccl_bw = g.interconnect_links * per_link
+        for p in ar:
+            if p.size_bytes < 16 * MiB:
+                continue
+            c = model.nccl_model_choice("all_reduce", p.size_bytes, n, nccl_bw)
+            add(f"all_reduce time, {fmt_bytes(p.size_bytes)}, NCCL's tuner model",
+                f"{n} ranks; {g.interconnect_links} NVLink links x {per_link / 1e9:.1f} GB/s (NCCL topo.h) = {nccl_bw / 1e9:.1f} GB/s; "
+                f"tuning.cc latencies and protocol factors; chosen: {c.algorithm} {c.protocol}",
+                c.time_s * 1e6, p.time_s * 1e6, "us", "prediction",
+                "NCCL's own estimate of its time; it leaves out HBM traffic of the reduction and the host's call cost")
     for op, pts in by_op.items():
         p = pts[-1]
         if op == "all_reduce" or p.size_bytes != big.size_bytes or model.busbw_factor(op, n) == 0:

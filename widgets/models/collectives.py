@@ -1784,3 +1784,627 @@ def bandwidth_ladder(gpu) -> list:
     rows.append(("PCIe (to the host)", g.host_bytes_per_s, g.sources.get("host_bytes_per_s", "")))
     rows += [(name, bw, src) for name, (bw, src) in NETWORK_LINKS.items()]
     return rows
+
+
+# --------------------------------------------------------------------------------------------
+# Communication against computation: a roofline per parallelism (the scaling book's derivation)
+# --------------------------------------------------------------------------------------------
+PARALLELISMS = ("data", "fsdp", "tensor", "pipeline")
+MAX_WIDTH = 2**24  # d_model and d_ff bound (16 M)
+MAX_TOKENS = 2.0**40  # tokens per GPU bound
+MAX_PEAK_FLOP_PER_S = 1e21  # a zettaFLOP/s: any GPU of this century
+ROOFLINE_SCOPES = ("node", "network")
+
+
+@dataclass(frozen=True)
+class LayerRoofline:
+    """Compute and communication of one MLP layer under one parallelism, in the pass where they must overlap.
+
+    Attributes
+    ----------
+    parallelism : str
+        One of ``PARALLELISMS``.
+    phase : str
+        ``"backward"`` (data, fsdp: the pass whose weight-gradient matmuls the collectives hide
+        behind) or ``"forward"`` (tensor, pipeline: the backward has twice the FLOP and the same
+        bytes, so the forward is the tighter pass).
+    compute_s : float
+        Matmul time of that pass at the peak [s].
+    comm_s : float
+        Collective (or send) time of that pass at the link's bandwidth [s].
+    comm_bytes : float
+        Bytes each GPU sends in that pass [B].
+    """
+
+    parallelism: str
+    phase: str
+    compute_s: float
+    comm_s: float
+    comm_bytes: float
+
+    @property
+    def ratio(self) -> float:
+        """Communication time over compute time [-]; above 1 the layer is communication-bound."""
+        return self.comm_s / self.compute_s if self.compute_s > 0 else math.inf
+
+    @property
+    def comm_bound(self) -> bool:
+        """True when the communication takes longer than the compute it could hide behind."""
+        return self.comm_s > self.compute_s
+
+    @property
+    def time_s(self) -> float:
+        """The pass's time with perfect overlap, the larger of the two [s]."""
+        return max(self.compute_s, self.comm_s)
+
+
+def _width(name: str, value) -> int:
+    return _check.integer(name, value, minimum=1, maximum=MAX_WIDTH)
+
+
+def _peak(name: str, value) -> float:
+    _check.positive(name, value)
+    return _check.in_range(name, value, 1e6, MAX_PEAK_FLOP_PER_S, "FLOP/s")
+
+
+def _elem(value) -> float:
+    return _check.in_range("bytes_per_elem", value, 0.125, 8, "B")
+
+
+def layer_roofline(
+    parallelism: str,
+    tokens: float,
+    d_model: int,
+    d_ff: int,
+    peak_flop_per_s: float,
+    link_bytes_per_s: float,
+    ranks: int = 8,
+    bytes_per_elem: float = 2.0,
+    layers_per_stage: int = 1,
+) -> LayerRoofline:
+    """Compute against communication for one MLP layer (``W_in[D, F]``, ``W_out[F, D]``) under one parallelism.
+
+    The layer of the scaling book's derivation (Austin et al. 2025, "How to Parallelize a
+    Transformer for Training" and "How to Think About GPUs" > Rooflines for LLM scaling on GPUs):
+    attention and the gate matrix are left out; a matmul of ``t`` tokens by a ``D x F`` matrix is
+    ``2 t D F`` FLOP; each collective is a ring at ``link_bytes_per_s`` bus bandwidth
+    (:func:`collective_time_s`, latency 0), so it costs ``(r-1)/r`` or ``2(r-1)/r`` of its bytes.
+
+    - ``"data"``: backward, ``8 t D F / C`` (dX and dW of both matrices) against an all-reduce of
+      the ``2 D F`` gradient elements.
+    - ``"fsdp"`` (ZeRO-3): backward, the same compute against an all-gather of the weights and a
+      reduce-scatter of the gradients (the forward's all-gather against ``4 t D F / C`` has the
+      same ratio).
+    - ``"tensor"`` (Megatron with sequence parallelism): forward, ``4 t D F / (r C)`` against an
+      all-gather and a reduce-scatter of the ``t x D`` activations (without sequence parallelism
+      one all-reduce of them: the same time). ``t`` is the tokens of the tensor-parallel group.
+    - ``"pipeline"``: forward, ``4 t D F L / C`` for a stage of ``L`` layers against one send of the
+      ``t x D`` activations to the next stage at the link's bandwidth (``ranks`` is not used).
+
+    Explained in :ref:`collectives` > Communication against computation: a roofline per parallelism.
+
+    Parameters
+    ----------
+    parallelism : str
+        One of ``PARALLELISMS``: ``"data"``, ``"fsdp"``, ``"tensor"``, ``"pipeline"``.
+    tokens : float
+        Tokens per GPU per step (data, fsdp), per tensor-parallel group (tensor) or per
+        micro-batch (pipeline) [-], > 0.
+    d_model : int
+        Model width ``D`` [-], 1 to ``MAX_WIDTH``.
+    d_ff : int
+        Feed-forward width ``F`` [-], 1 to ``MAX_WIDTH``.
+    peak_flop_per_s : float
+        The GPU's matmul rate ``C`` [FLOP/s] (the dense peak, or a measured rate).
+    link_bytes_per_s : float
+        Bus bandwidth of the collectives ``W`` (per direction; for pipeline the point-to-point link)
+        [B/s], > 0.
+    ranks : int, optional
+        GPUs sharing the collective ``r`` [-], 1 to ``MAX_RANKS``.
+    bytes_per_elem : float, optional
+        Bytes per communicated element [B], 0.125 to 8 (2 for bf16).
+    layers_per_stage : int, optional
+        Layers per pipeline stage [-], 1 to 100,000 (pipeline only).
+
+    Returns
+    -------
+    LayerRoofline
+        The pass, its compute and communication times [s] and bytes sent [B], with their ratio.
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or ``parallelism`` is unknown.
+
+    Examples
+    --------
+    H100 numbers as the scaling book rounds them (990 TFLOP/s, 450 GB/s NVLink), 8-way data parallel:
+
+    >>> r = layer_roofline("data", 2200, 8192, 28672, 990e12, 450e9, ranks=8)
+    >>> round(r.ratio, 3)  # (8-1)/8 x (990e12/450e9) / 2200
+    0.875
+    >>> round(layer_roofline("tensor", 4096, 8192, 28672, 990e12, 450e9, ranks=8).ratio, 3)  # (r-1) C / (F W)
+    0.537
+    """
+    p = _check.choice("parallelism", parallelism, PARALLELISMS)
+    t = _check.in_range("tokens", _check.positive("tokens", tokens), 1e-9, MAX_TOKENS)
+    d, f = _width("d_model", d_model), _width("d_ff", d_ff)
+    c = _peak("peak_flop_per_s", peak_flop_per_s)
+    w = _rate("link_bytes_per_s", link_bytes_per_s)
+    r = _ranks(ranks, name="ranks")
+    e = _elem(bytes_per_elem)
+    stage = _check.integer("layers_per_stage", layers_per_stage, minimum=1, maximum=100_000)
+    weights = 2.0 * d * f * e  # both matrices [B]
+    acts = t * d * e  # one [t, D] activation [B]
+    if p == "data":
+        comm = collective_time_s("all_reduce", weights, r, w)
+        return LayerRoofline(p, "backward", 8.0 * t * d * f / c, comm, busbw_factor("all_reduce", r) * weights)
+    if p == "fsdp":
+        comm = collective_time_s("all_gather", weights, r, w) + collective_time_s("reduce_scatter", weights, r, w)
+        return LayerRoofline(p, "backward", 8.0 * t * d * f / c, comm, 2.0 * busbw_factor("all_gather", r) * weights)
+    if p == "tensor":
+        comm = collective_time_s("all_gather", acts, r, w) + collective_time_s("reduce_scatter", acts, r, w)
+        return LayerRoofline(p, "forward", 4.0 * t * d * f / (r * c), comm, 2.0 * busbw_factor("all_gather", r) * acts)
+    return LayerRoofline(p, "forward", 4.0 * t * d * f * stage / c, acts / w, acts)
+
+
+def critical_tokens_per_gpu(peak_flop_per_s: float, link_bytes_per_s: float, ranks: int = MAX_RANKS, bytes_per_elem: float = 2.0) -> float:
+    """Tokens per GPU above which data parallelism and FSDP (ZeRO-3) hide their collectives: ``(r-1)/r (e/2) C / W``.
+
+    Set the backward pass's ``8 t D F / C`` equal to a ring all-reduce of ``2 D F e`` bytes (or the
+    all-gather plus reduce-scatter of FSDP, the same bytes): the widths cancel, and what is left is
+    the GPU's FLOP per byte of link, ``C / W``. The scaling book's rule ``B/X > C/W`` (Austin et al.
+    2025) is the many-rank limit with bf16 (``e = 2``).
+
+    Explained in :ref:`collectives` > Communication against computation: a roofline per parallelism.
+
+    Parameters
+    ----------
+    peak_flop_per_s : float
+        The GPU's matmul rate ``C`` [FLOP/s].
+    link_bytes_per_s : float
+        Bus bandwidth of the collective ``W`` [B/s], > 0.
+    ranks : int, optional
+        Data-parallel GPUs ``r`` [-], 1 to ``MAX_RANKS`` (default: the many-rank limit).
+    bytes_per_elem : float, optional
+        Bytes per communicated gradient or weight element [B], 0.125 to 8.
+
+    Returns
+    -------
+    float
+        Tokens per GPU per step [-]; 0 for one rank (nothing to communicate).
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
+    >>> round(critical_tokens_per_gpu(990e12, 450e9))  # the scaling book's H100 in a node: 2200
+    2200
+    >>> round(critical_tokens_per_gpu(990e12, 400e9))  # across nodes, 8 x 400 Gb/s per node: 2475
+    2475
+    """
+    c = _peak("peak_flop_per_s", peak_flop_per_s)
+    w = _rate("link_bytes_per_s", link_bytes_per_s)
+    r = _ranks(ranks, name="ranks")
+    e = _elem(bytes_per_elem)
+    return (r - 1) / r * (e / 2.0) * c / w
+
+
+def tensor_parallel_max_ranks(d_ff: int, peak_flop_per_s: float, link_bytes_per_s: float, bytes_per_elem: float = 2.0) -> float:
+    """The tensor-parallel degree at which a layer's collectives take as long as its matmuls: ``1 + (2/e) F W / C``.
+
+    Forward pass: ``4 t D F / (r C)`` against an all-gather and a reduce-scatter of ``t D e`` bytes,
+    ``2 (r-1)/r t D e / W``: the tokens and ``D`` cancel, so only the feed-forward width decides.
+    The scaling book writes ``Y < F W / C`` (it drops the ring's ``(r-1)/r``, which adds the one).
+    Unlike data parallelism these collectives sit on the critical path: the ratio holds only if
+    they are overlapped with the matmuls (asynchronous tensor parallelism, collective matmul).
+
+    Explained in :ref:`collectives` > Communication against computation: a roofline per parallelism.
+
+    Parameters
+    ----------
+    d_ff : int
+        Feed-forward width ``F`` [-], 1 to ``MAX_WIDTH``.
+    peak_flop_per_s : float
+        The GPU's matmul rate ``C`` [FLOP/s].
+    link_bytes_per_s : float
+        Bus bandwidth of the collectives ``W`` [B/s], > 0.
+    bytes_per_elem : float, optional
+        Bytes per activation element [B], 0.125 to 8.
+
+    Returns
+    -------
+    float
+        Ranks [-] (not rounded: a degree below it is compute-bound).
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
+    >>> round(tensor_parallel_max_ranks(28000, 990e12, 400e9) - 1, 1)  # the book: about 11-way
+    11.3
+    """
+    f = _width("d_ff", d_ff)
+    c = _peak("peak_flop_per_s", peak_flop_per_s)
+    w = _rate("link_bytes_per_s", link_bytes_per_s)
+    e = _elem(bytes_per_elem)
+    return 1.0 + (2.0 / e) * f * w / c
+
+
+def roofline_link_bytes_per_s(gpu, scope: str = "node", gpus_per_node: int = 8, nic: str = "InfiniBand NDR / 400 GbE RoCE") -> float:
+    """The bus bandwidth ``W`` a parallelism's collectives get, from the catalog.
+
+    ``"node"``: the GPU's NVLink (or Infinity Fabric) per direction, or its PCIe link where it has
+    none. ``"network"``: NCCL's ring over every adapter of the node, the smaller of that link and
+    ``gpus_per_node`` adapters (:func:`cross_node_allreduce`); the scaling book's "node egress"
+    (400 GB/s for eight 400 Gb/s adapters).
+
+    Explained in :ref:`collectives` > Communication against computation: a roofline per parallelism.
+
+    Parameters
+    ----------
+    gpu : str or ~widgets.hardware.GPU
+        A catalog GPU.
+    scope : str, optional
+        ``"node"`` or ``"network"``.
+    gpus_per_node : int, optional
+        GPUs and network adapters per node [-], 1 to 1024.
+    nic : str, optional
+        One of the catalog's ``NICS``.
+
+    Returns
+    -------
+    float
+        Bandwidth [B/s].
+
+    Raises
+    ------
+    ValueError
+        If ``gpu``, ``scope`` or ``nic`` is unknown or ``gpus_per_node`` is out of range.
+
+    Examples
+    --------
+    >>> roofline_link_bytes_per_s("H200-SXM") / 1e9, roofline_link_bytes_per_s("H200-SXM", "network") / 1e9
+    (450.0, 400.0)
+    """
+    g = get_gpu(gpu, param="gpu")
+    s = _check.choice("scope", scope, ROOFLINE_SCOPES)
+    k = _ranks(gpus_per_node, maximum=1024, name="gpus_per_node")
+    link = NICS[_check.choice("nic", nic, tuple(NICS))].bytes_per_s
+    intra = g.interconnect_bytes_per_s or g.host_bytes_per_s
+    return intra if s == "node" else min(intra, k * link)
+
+
+# --------------------------------------------------------------------------------------------
+# ZeRO-1/2/3 and FSDP: the collectives of one step
+# --------------------------------------------------------------------------------------------
+ZERO_COLLECTIVES = {
+    0: (("all_reduce", "gradients"),),
+    1: (("reduce_scatter", "gradients"), ("all_gather", "updated weights")),
+    2: (("reduce_scatter", "gradients"), ("all_gather", "updated weights")),
+    3: (("all_gather", "weights, forward"), ("all_gather", "weights, backward"), ("reduce_scatter", "gradients")),
+}
+
+
+def zero_step_comm_s(params: float, gpus: int, stage: int, busbw_bytes_per_s: float, bytes_per_elem: float = 2.0) -> float:
+    """Data-parallel communication time of one step under ZeRO stage 0 to 3 (FSDP ``FULL_SHARD`` is 3).
+
+    Each collective of ``ZERO_COLLECTIVES[stage]`` moves the whole model (``S = params x
+    bytes_per_elem``) by the ring model (:func:`collective_time_s`, latency 0): stage 0 (plain
+    DDP) one all-reduce; stages 1 and 2 the same bytes as a reduce-scatter of the gradients and an
+    all-gather of the updated weights; stage 3 one more all-gather, because the weights are
+    gathered again for the backward pass. Per GPU that is ``2 Psi`` and ``3 Psi`` elements
+    (Rajbhandari et al. 2020, Section 7; ``widgets.models.training_memory.zero_comm_bytes_per_gpu``),
+    times ``(n-1)/n`` for the ring, over the bus bandwidth.
+
+    Explained in :ref:`collectives` > ZeRO and FSDP: the bytes of each stage.
+
+    Parameters
+    ----------
+    params : float
+        Parameters ``Psi`` [-], > 0.
+    gpus : int
+        Data-parallel GPUs [-], 1 to ``MAX_RANKS``.
+    stage : int
+        ZeRO stage [-], 0 to 3.
+    busbw_bytes_per_s : float
+        Bus bandwidth of the collectives [B/s], > 0.
+    bytes_per_elem : float, optional
+        Bytes per communicated element [B], 0.125 to 8 (2 for bf16).
+
+    Returns
+    -------
+    float
+        Time [s]; 0 for one GPU.
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
+    >>> [round(zero_step_comm_s(7e9, 8, s, 450e9) * 1e3, 2) for s in range(4)]  # ms
+    [54.44, 54.44, 54.44, 81.67]
+    """
+    from .training_memory import _params
+
+    p = _params(params)
+    n = _ranks(gpus, name="gpus")
+    k = _check.integer("stage", stage, minimum=0, maximum=3)
+    w = _rate("busbw_bytes_per_s", busbw_bytes_per_s)
+    e = _elem(bytes_per_elem)
+    s = _bytes("params x bytes_per_elem", p * e)
+    return sum(collective_time_s(op, s, n, w) for op, _ in ZERO_COLLECTIVES[k])
+
+
+# --------------------------------------------------------------------------------------------
+# NCCL's protocols and its choice of algorithm: the tuner's cost model on one node
+# --------------------------------------------------------------------------------------------
+PROTOCOLS = ("LL", "LL128", "Simple")
+# NVIDIA/nccl tag v2.28.9-1, src/graph/tuning.cc, ncclTunerConstantsDefaults: baseLatencies and
+# hwLatencies[NVLINK] [s], per algorithm and protocol (LL, LL128, Simple).
+NCCL_BASE_LATENCY_S = {"tree": {"LL": 6.8e-6, "LL128": 14.0e-6, "Simple": 8.4e-6},
+                       "ring": {"LL": 6.6e-6, "LL128": 14.0e-6, "Simple": 8.4e-6}}
+NCCL_NVLINK_HW_LATENCY_S = {"tree": {"LL": 0.6e-6, "LL128": 1.25e-6, "Simple": 4.0e-6},
+                            "ring": {"LL": 0.6e-6, "LL128": 1.9e-6, "Simple": 3.4e-6}}
+# Share of the bus bandwidth each protocol keeps (tuning.cc, "Various model refinements"): LL sends
+# 4 bytes of data with a 4-byte flag in each 8-byte store (0.5); LL128 keeps 120 of every 128 bytes
+# (NCCL rounds it to 0.92); Simple sends data and flags separately (1, but with memory fences: the
+# higher per-step latency above). The tree all-reduce also loses 0.92, and its LL and LL128 keep
+# 1/3.8 and 7/9 on one node.
+NCCL_RING_PROTOCOL_FACTOR = {"LL": 0.5, "LL128": 0.92, "Simple": 1.0}
+NCCL_TREE_PROTOCOL_FACTOR = {"LL": 1.0 / 3.8, "LL128": 7.0 / 9.0, "Simple": 1.0}
+NCCL_TREE_ALLREDUCE_FACTOR = 0.92
+# The most LL reaches on one node, Hopper (tuning.cc llMaxBws, Hopper-N1: 141 GB/s; Ampere 87.7,
+# Blackwell 282).
+NCCL_LL_MAX_BYTES_PER_S_HOPPER = 141.0e9
+# What NCCL counts per NVLink link when it sizes its rings (src/graph/topo.h, SM90_NVLINK_BW 20.6 GB/s;
+# SM100 40.1): 18 links of an H100/H200 are 370.8 GB/s to NCCL, not the datasheet's 450.
+NCCL_NVLINK_BYTES_PER_S_PER_LINK = {"sm_80": 20.0e9, "sm_86": 12.0e9, "sm_90": 20.6e9, "sm_100": 40.1e9}
+# tuning.cc treeCorrectionFactor[protocol][log2(bytes / 64)], for the tree all-reduce below 512 MiB.
+NCCL_TREE_CORRECTION = {
+    "LL": (1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0),
+    "LL128": (1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0),
+    "Simple": (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9),
+}
+NCCL_MODEL_OPS = ("all_reduce", "all_gather", "reduce_scatter")
+
+
+@dataclass(frozen=True)
+class NcclChoice:
+    """The algorithm and protocol NCCL's cost model picks for one call, and every candidate's time.
+
+    Attributes
+    ----------
+    algorithm : str
+        ``"ring"`` or ``"tree"``.
+    protocol : str
+        One of ``PROTOCOLS``.
+    time_s : float
+        The modelled time of that choice [s].
+    times : tuple
+        ``(algorithm, protocol, time [s])`` of every candidate, in NCCL's order.
+    """
+
+    algorithm: str
+    protocol: str
+    time_s: float
+    times: tuple
+
+
+def nccl_model_time_s(
+    op: str,
+    size_bytes: float,
+    n: int,
+    link_bytes_per_s: float,
+    algorithm: str = "ring",
+    protocol: str = "Simple",
+    ll_max_bytes_per_s: float = NCCL_LL_MAX_BYTES_PER_S_HOPPER,
+) -> float:
+    """NCCL's own estimate of a collective's time on one node, for one algorithm and protocol.
+
+    Follows ``ncclTopoTuneModel`` and ``ncclTopoGetAlgoTime`` (NVIDIA/nccl v2.28.9-1,
+    src/graph/tuning.cc) for ranks on one NVLink node: latency ``base + steps x hw`` (ring:
+    ``2(n-1)`` steps for all-reduce, ``n-1`` for all-gather and reduce-scatter; tree all-reduce:
+    ``2(n-1)``), bandwidth the link's times the protocol's share (``NCCL_RING_PROTOCOL_FACTOR``,
+    LL capped at ``ll_max_bytes_per_s``; the tree's ``NCCL_TREE_*`` factors and its size
+    correction), turned into algorithm bandwidth (ring: ``n / steps``; tree: ``1/2``). Left out:
+    NCCL's per-channel caps (which bind only with few channels) and everything across nodes.
+
+    Explained in :ref:`collectives` > NCCL's protocols and how it picks one.
+
+    Parameters
+    ----------
+    op : str
+        One of ``NCCL_MODEL_OPS``: ``"all_reduce"``, ``"all_gather"``, ``"reduce_scatter"``.
+    size_bytes : float
+        ``S`` by the nccl-tests convention (what NCCL itself counts) [B], >= 0.
+    n : int
+        Ranks on the node [-], 1 to 1024.
+    link_bytes_per_s : float
+        The ring's bus bandwidth with the Simple protocol (NCCL: channels x per-channel bandwidth)
+        [B/s], > 0.
+    algorithm : str, optional
+        ``"ring"`` or ``"tree"`` (tree: all-reduce only).
+    protocol : str, optional
+        One of ``PROTOCOLS``.
+    ll_max_bytes_per_s : float, optional
+        The most the LL protocol reaches [B/s], > 0 (``NCCL_LL_MAX_BYTES_PER_S_HOPPER``).
+
+    Returns
+    -------
+    float
+        Time [s]; 0 for one rank.
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range, or the tree is asked for another op than all-reduce.
+
+    Examples
+    --------
+    1 MiB on 8 H200s, with the 370.8 GB/s NCCL counts for 18 NVLink 4 links:
+
+    >>> round(nccl_model_time_s("all_reduce", 2**20, 8, 370.8e9, "ring", "LL") * 1e6, 2)  # us
+    28.01
+    >>> round(nccl_model_time_s("all_reduce", 2**20, 8, 370.8e9, "ring", "Simple") * 1e6, 2)
+    60.95
+    """
+    o = _check.choice("op", op, NCCL_MODEL_OPS)
+    s = _bytes("size_bytes", size_bytes)
+    k = _ranks(n, maximum=1024)
+    b = _rate("link_bytes_per_s", link_bytes_per_s)
+    a = _check.choice("algorithm", algorithm, ALGORITHMS)
+    p = _check.choice("protocol", protocol, PROTOCOLS)
+    llmax = _rate("ll_max_bytes_per_s", ll_max_bytes_per_s)
+    if a == "tree" and o != "all_reduce":
+        raise ValueError(f"algorithm must be 'ring' for {o} (NCCL runs only the all-reduce as a tree), got 'tree'")
+    if k == 1:
+        return 0.0
+    steps = 2 * (k - 1) if o == "all_reduce" else k - 1
+    lat = NCCL_BASE_LATENCY_S[a][p] + steps * NCCL_NVLINK_HW_LATENCY_S[a][p]
+    if a == "ring":
+        bus = b * NCCL_RING_PROTOCOL_FACTOR[p]
+        if p == "LL":
+            bus = min(llmax, bus)
+        alg = bus * k / steps
+    else:
+        bus = b * NCCL_TREE_ALLREDUCE_FACTOR * NCCL_TREE_PROTOCOL_FACTOR[p]
+        if p == "LL":
+            bus = min(bus, llmax)
+        alg = bus * 0.5
+        chunks = int(s) >> 6
+        if chunks >= 1:
+            log_size = chunks.bit_length() - 1
+            if log_size < 23:
+                alg *= NCCL_TREE_CORRECTION[p][log_size]
+    return lat + s / alg
+
+
+def nccl_model_choice(
+    op: str,
+    size_bytes: float,
+    n: int,
+    link_bytes_per_s: float,
+    protocols=PROTOCOLS,
+    ll_max_bytes_per_s: float = NCCL_LL_MAX_BYTES_PER_S_HOPPER,
+) -> NcclChoice:
+    """The algorithm and protocol with the least modelled time, as NCCL picks them for every call.
+
+    NCCL loops over algorithms (tree before ring) and protocols (LL, LL128, Simple) and keeps the
+    first strictly fastest (``ncclTopoGetAlgoInfo``, src/enqueue.cc); this does the same with
+    :func:`nccl_model_time_s`. ``NCCL_ALGO`` and ``NCCL_PROTO`` narrow the candidates.
+
+    Explained in :ref:`collectives` > NCCL's protocols and how it picks one.
+
+    Parameters
+    ----------
+    op : str
+        One of ``NCCL_MODEL_OPS``.
+    size_bytes : float
+        ``S`` [B], >= 0.
+    n : int
+        Ranks on the node [-], 2 to 1024.
+    link_bytes_per_s : float
+        The ring's Simple bus bandwidth [B/s], > 0.
+    protocols : sequence of str, optional
+        The enabled protocols, a non-empty subset of ``PROTOCOLS``.
+    ll_max_bytes_per_s : float, optional
+        The most LL reaches [B/s], > 0.
+
+    Returns
+    -------
+    NcclChoice
+        The chosen algorithm, protocol and time [s], and every candidate's time.
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
+    >>> c = nccl_model_choice("all_reduce", 16 * 2**20, 8, 370.8e9)
+    >>> c.algorithm, c.protocol
+    ('ring', 'LL128')
+    """
+    _check.choice("op", op, NCCL_MODEL_OPS)
+    _ranks(n, minimum=2, maximum=1024)
+    if isinstance(protocols, str) or not hasattr(protocols, "__iter__"):
+        raise ValueError(f"protocols must be a non-empty list drawn from {PROTOCOLS}, got {protocols!r}")
+    protos = [_check.choice("protocols", q, PROTOCOLS) for q in protocols]
+    if not protos:
+        raise ValueError(f"protocols must be a non-empty list drawn from {PROTOCOLS}, got {protocols!r}")
+    algos = ("tree", "ring") if op == "all_reduce" else ("ring",)
+    times = tuple((a, q, nccl_model_time_s(op, size_bytes, n, link_bytes_per_s, a, q, ll_max_bytes_per_s))
+                  for a in algos for q in PROTOCOLS if q in protos)
+    best = times[0]
+    for cand in times[1:]:
+        if cand[2] < best[2]:
+            best = cand
+    return NcclChoice(best[0], best[1], best[2], times)
+
+
+def nccl_model_switch_bytes(op: str, n: int, link_bytes_per_s: float, protocols=PROTOCOLS,
+                            ll_max_bytes_per_s: float = NCCL_LL_MAX_BYTES_PER_S_HOPPER) -> list:
+    """The message sizes where NCCL's cost model changes its choice, from 1 B to 64 GiB.
+
+    Explained in :ref:`collectives` > NCCL's protocols and how it picks one.
+
+    Parameters
+    ----------
+    op : str
+        One of ``NCCL_MODEL_OPS``.
+    n : int
+        Ranks on the node [-], 2 to 1024.
+    link_bytes_per_s : float
+        The ring's Simple bus bandwidth [B/s], > 0.
+    protocols : sequence of str, optional
+        The enabled protocols.
+    ll_max_bytes_per_s : float, optional
+        The most LL reaches [B/s], > 0.
+
+    Returns
+    -------
+    list of tuple
+        ``(size [B], algorithm, protocol)``: from that size up (to the next entry) the choice is
+        that one; the first entry is at 1 B.
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
+    >>> [(round(s / 2**10), a, p) for s, a, p in nccl_model_switch_bytes("all_reduce", 8, 370.8e9)]  # KiB
+    [(0, 'ring', 'LL'), (3433, 'ring', 'LL128'), (36645, 'ring', 'Simple')]
+    """
+    def pick(s):
+        c = nccl_model_choice(op, s, n, link_bytes_per_s, protocols, ll_max_bytes_per_s)
+        return c.algorithm, c.protocol
+
+    grid = [2.0**k for k in range(0, 37)]
+    out = [(1.0, *pick(1.0))]
+    prev = out[0][1:]
+    for lo, hi in zip(grid, grid[1:]):
+        now = pick(hi)
+        while now != prev:  # the choice changes in (lo, hi]: bisect on whole bytes (again if it changes twice)
+            a, b = lo, hi
+            while b - a > 1:
+                mid = math.floor((a + b) / 2)
+                if pick(mid) == prev:
+                    a = mid
+                else:
+                    b = mid
+            prev = pick(b)
+            out.append((float(b), *prev))
+            lo = b
+    return out

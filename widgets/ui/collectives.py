@@ -851,3 +851,35 @@ def protocol_calculator():
 
     return live_form(compute, controls, show, title="NCCL's protocols: LL, LL128, Simple",
                      names={"size_bytes": ("size_mib", MiB), "link_bytes_per_s": ("link_gb_per_s", 1e9)})
+
+
+def check_critical_tokens(answer_tokens, gpu: str = "B200", scope: str = "network", ranks: int = cm.MAX_RANKS) -> bool:
+    """Is ``answer_tokens`` (tokens per GPU) within 2% of the critical batch of data parallelism for
+    ``gpu``'s dense 16-bit peak and its ``scope`` link (``cm.critical_tokens_per_gpu``)?"""
+    c, w, _ = _roofline_inputs(gpu, scope)
+    want = cm.critical_tokens_per_gpu(c, w, ranks)
+    try:
+        got = _check.positive("answer_tokens", answer_tokens)
+    except ValueError as exc:
+        return _verdict(False, str(exc))
+    if abs(got - want) <= 0.02 * want:
+        return _verdict(True, f"{want:,.0f} tokens per GPU: below that the all-reduce outlasts the backward's matmuls")
+    hint = "too high" if got > want else "too low"
+    return _verdict(False, f"{got:,.0f} is {hint}: divide the GPU's FLOP/s by the bandwidth its collectives get ({_gbps(w)})")
+
+
+def check_protocol_switch(answer_bytes, op: str = "all_reduce", n: int = 8, link_bytes_per_s: float = H200_NCCL_NVLINK) -> bool:
+    """Is ``answer_bytes`` within 5% of the size where NCCL's cost model leaves the LL protocol
+    (``cm.nccl_model_switch_bytes``)?"""
+    switches = cm.nccl_model_switch_bytes(op, n, link_bytes_per_s)
+    if len(switches) < 2:
+        return _verdict(False, "NCCL's model never leaves its first choice for these inputs")
+    want, algo, proto = switches[1]
+    try:
+        got = _check.positive("answer_bytes", answer_bytes)
+    except ValueError as exc:
+        return _verdict(False, str(exc))
+    if abs(got - want) <= 0.05 * want:
+        return _verdict(True, f"from {_size(want)} the model prefers {algo} {proto} to LL")
+    hint = "too large" if got > want else "too small"
+    return _verdict(False, f"{_size(got)} is {hint}: set LL's time equal to LL128's (latency + S / algbw each)")

@@ -1,0 +1,234 @@
+"""Tests of the collectives chapter's depth pass: the communication-vs-compute roofline per
+parallelism, ZeRO/FSDP step volumes, and NCCL's own protocol/algorithm cost model.
+
+Sources
+-------
+[SB-GPU] Austin et al., "How to Scale Your Model", "How to Think About GPUs" (2025-08-18),
+      section "Rooflines for LLM Scaling on GPUs" (jax-ml/scaling-book, gpus.md): data parallelism
+      and FSDP are compute-bound when B/X > C/W_collective: "Within a node ... 990e12 / 450e9 = 2200";
+      "Within an SU or at the spine level, BS > 990e12 / 400e9 = 2475"; B200 beyond a node
+      "2250e12 / 400e9 = 5625". Tensor parallelism: Y < F W / C, "F / 2475 beyond a node. For
+      F=28000 like LLaMA-3, this is about 11-way TP".
+[SB-TR] Same book, "How to Parallelize a Transformer for Training" (training.md): TPU v5p,
+      C = 4.6e14, W = 2 x 9e10: "our batch size per chip must be at least 2,550".
+[ZeRO] Rajbhandari et al. 2020, "ZeRO: Memory Optimizations Toward Training Trillion Parameter
+      Models", Section 7: data parallelism 2 Psi per step (reduce-scatter + all-gather), Pos and
+      Pos+g 2 Psi, Pos+g+p 3 Psi ("1.5x" of baseline data parallelism).
+[NCCL] NVIDIA/nccl tag v2.28.9-1: src/graph/tuning.cc (ncclTunerConstantsDefaults: baseLatencies
+      ring {6.6, 14.0, 8.4} us, tree {6.8, 14.0, 8.4}; hwLatencies NVLINK ring {.6, 1.9, 3.4}, tree
+      {.6, 1.25, 4.0}; llMaxBws Hopper-N1 141.0 GB/s; "busBw * .5" for ring LL, "0.92 /*120.0/128.0*/"
+      for ring LL128, tree all-reduce ".92", tree LL "1.0/3.8", tree LL128 one node "7.0/9.0";
+      ratio n/nsteps for rings, .5 for trees; treeCorrectionFactor), src/graph/topo.h
+      (SM90_NVLINK_BW 20.6), src/include/enqueue.h (ncclFuncMaxSendRecvCount: nBytes of all-gather and
+      reduce-scatter are count x nRanks, the whole buffer).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from widgets.models import collectives as cm
+from widgets.models import training_memory as tm
+
+GiB = 2**30
+MiB = 2**20
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# --------------------------------------------------------------------------------------------
+# The roofline per parallelism
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("c, w, expected", [(990e12, 450e9, 2200), (990e12, 400e9, 2475), (2250e12, 400e9, 5625), (4.6e14, 1.8e11, 2555.6)])
+def test_critical_batch_matches_the_scaling_book(c, w, expected):
+    """[SB-GPU] H100 in a node 2200, across nodes 2475, B200 across nodes 5625; [SB-TR] TPU v5p
+    4.6e14 / 1.8e11 = 2556 (the book rounds to "at least 2,550"). The book's rule is the many-rank
+    limit: the ring's (r-1)/r -> 1."""
+    assert cm.critical_tokens_per_gpu(c, w) == pytest.approx(expected, rel=1e-4)
+
+
+def test_critical_batch_is_where_the_layer_crosses():
+    """At the critical tokens per GPU the backward's matmuls and the all-reduce take the same time,
+    for any width: the widths cancel (hand-derived: 8 t D F / C = 2 (r-1)/r 2 D F e / W)."""
+    c, w = 989.4e12, 450e9
+    for r in (2, 8, 64):
+        t = cm.critical_tokens_per_gpu(c, w, r)
+        assert t == pytest.approx((r - 1) / r * c / w)
+        for d, f in ((4096, 14336), (8192, 28672), (1, 1)):
+            x = cm.layer_roofline("data", t, d, f, c, w, r)
+            assert x.ratio == pytest.approx(1.0) and x.phase == "backward"
+            assert cm.layer_roofline("data", 2 * t, d, f, c, w, r).ratio == pytest.approx(0.5)
+            assert not cm.layer_roofline("data", 2 * t, d, f, c, w, r).comm_bound
+            assert cm.layer_roofline("data", t / 2, d, f, c, w, r).comm_bound
+    assert cm.critical_tokens_per_gpu(c, w, 1) == 0  # one GPU: nothing to send
+    assert cm.critical_tokens_per_gpu(c, w, 2**20, bytes_per_elem=4) == pytest.approx(2 * c / w, rel=1e-5)  # fp32 gradients
+
+
+def test_fsdp_has_the_critical_batch_of_data_parallelism_and_half_again_its_bytes():
+    """[SB-GPU] "DP and ZeRO sharding involve either a weight AllReduce or a ReduceScatter + AllGather
+    in the backward pass. Since these both have the same cost ..."; the forward's all-gather adds the
+    third Psi of [ZeRO]."""
+    args = (3000, 8192, 28672, 989.4e12, 450e9, 16)
+    dp, fsdp = cm.layer_roofline("data", *args), cm.layer_roofline("fsdp", *args)
+    assert fsdp.ratio == pytest.approx(dp.ratio) and fsdp.comm_bytes == pytest.approx(dp.comm_bytes)
+    weights = 2 * 8192 * 28672 * 2.0
+    assert dp.comm_bytes == pytest.approx(2 * 15 / 16 * weights)  # a ring all-reduce sends 2(n-1)/n S per rank
+
+
+def test_tensor_parallel_limit_matches_the_scaling_book():
+    """[SB-GPU] F=28000 beyond a node: F W / C = 28000 x 400e9 / 990e12 = 11.3 ("about 11-way"); the
+    exact ring's (Y-1)/Y adds one rank to the bound, which the book drops."""
+    y = cm.tensor_parallel_max_ranks(28000, 990e12, 400e9)
+    assert y - 1 == pytest.approx(11.31, abs=0.01)
+    # at exactly that degree the forward's all-gather + reduce-scatter take as long as its matmuls
+    assert cm.layer_roofline("tensor", 4096, 8192, 28000, 990e12, 400e9, ranks=12).ratio < 1
+    assert cm.layer_roofline("tensor", 4096, 8192, 28000, 990e12, 400e9, ranks=13).ratio > 1
+    # the ratio does not depend on the tokens or on d_model
+    r = [cm.layer_roofline("tensor", t, d, 28000, 990e12, 400e9, ranks=8).ratio for t in (64, 65536) for d in (1024, 16384)]
+    assert max(r) == pytest.approx(min(r))
+    assert r[0] == pytest.approx(7 * 990e12 / (28000 * 400e9))
+
+
+def test_pipeline_sends_are_cheap():
+    """Hand-derived: one [t, D] bf16 send per stage against 4 t D F L / C of forward matmuls:
+    ratio = e C / (4 F L W); falls as layers per stage grow."""
+    r1 = cm.layer_roofline("pipeline", 4096, 8192, 28672, 989.4e12, 450e9, layers_per_stage=1)
+    assert r1.ratio == pytest.approx(2 * 989.4e12 / (4 * 28672 * 450e9))
+    r10 = cm.layer_roofline("pipeline", 4096, 8192, 28672, 989.4e12, 450e9, layers_per_stage=10)
+    assert r10.ratio == pytest.approx(r1.ratio / 10) and r1.comm_bytes == 4096 * 8192 * 2
+
+
+def test_roofline_links_from_the_catalog():
+    """[SB-GPU] table: H100 GPU egress 450e9, node egress 400e9 (8 x 400 Gb/s). A GPU without NVLink
+    uses its PCIe link."""
+    from widgets.hardware import get_gpu
+
+    assert cm.roofline_link_bytes_per_s("H100-SXM") == 450e9
+    assert cm.roofline_link_bytes_per_s("H100-SXM", "network") == 400e9
+    assert cm.roofline_link_bytes_per_s("B200", "network") == 400e9  # [SB-GPU] Quiz 5: the same 400 GB/s scale-out
+    assert cm.roofline_link_bytes_per_s("L4") == get_gpu("L4").host_bytes_per_s
+    with pytest.raises(ValueError, match="^scope must be one of"):
+        cm.roofline_link_bytes_per_s("H200-SXM", "rack")
+
+
+@pytest.mark.parametrize("bad", [dict(parallelism="expert"), dict(tokens=0), dict(d_model=0), dict(ranks=0), dict(bytes_per_elem=0)])
+def test_roofline_rejects_bad_input(bad):
+    args = dict(parallelism="data", tokens=1024, d_model=4096, d_ff=16384, peak_flop_per_s=1e15, link_bytes_per_s=4e11)
+    with pytest.raises(ValueError, match=f"^{next(iter(bad))}"):
+        cm.layer_roofline(**{**args, **bad})
+
+
+# --------------------------------------------------------------------------------------------
+# ZeRO and FSDP volumes
+# --------------------------------------------------------------------------------------------
+def test_zero_step_time_agrees_with_the_training_memory_volumes():
+    """[ZeRO] Section 7: 2 Psi for stages 0-2, 3 Psi for stage 3 (1.5x). The collectives' ring times
+    (this module) and the bytes per GPU of training_memory must tell the same story: time =
+    bytes x (n-1)/n / busbw."""
+    psi, n, w = 7e9, 8, 450e9
+    times = [cm.zero_step_comm_s(psi, n, s, w) for s in range(4)]
+    for s, t in enumerate(times):
+        assert t == pytest.approx(tm.zero_comm_bytes_per_gpu(psi, s) * (n - 1) / n / w)
+    assert times[0] == times[1] == times[2] and times[3] / times[0] == pytest.approx(1.5)
+    assert cm.zero_step_comm_s(psi, 1, 3, w) == 0.0
+    assert [op for op, _ in cm.ZERO_COLLECTIVES[3]].count("all_gather") == 2
+
+
+# --------------------------------------------------------------------------------------------
+# NCCL's tuner model
+# --------------------------------------------------------------------------------------------
+def test_nccl_model_latencies_are_tunings():
+    """[NCCL] a zero-byte call costs base + steps x hw: ring LL on 8 ranks 6.6 + 14 x 0.6 = 15.0 us
+    (the chapter's existing NCCL_CALL_LATENCY_S + 14 NCCL_NVLINK_STEP_LATENCY_S), Simple 8.4 + 14 x 3.4,
+    LL128 14.0 + 14 x 1.9; all-gather has n-1 steps."""
+    t = {p: cm.nccl_model_time_s("all_reduce", 0, 8, 370.8e9, "ring", p) for p in cm.PROTOCOLS}
+    assert t["LL"] == pytest.approx(15.0e-6) and t["Simple"] == pytest.approx(56.0e-6) and t["LL128"] == pytest.approx(40.6e-6)
+    assert t["LL"] == pytest.approx(cm.ring_allreduce_time_s(0, 8, 1e12))  # the same NCCL constants as the chapter's ring
+    assert cm.nccl_model_time_s("all_gather", 0, 8, 370.8e9, "ring", "LL") == pytest.approx(6.6e-6 + 7 * 0.6e-6)
+    assert cm.nccl_model_time_s("all_reduce", 0, 8, 370.8e9, "tree", "LL") == pytest.approx(6.8e-6 + 14 * 0.6e-6)
+
+
+def test_nccl_model_bandwidths_are_the_protocol_shares():
+    """[NCCL] at large sizes the ring's busbw tends to the link x 0.5 (LL, capped at 141 GB/s on
+    Hopper), x 0.92 (LL128), x 1 (Simple); the tree all-reduce's algbw is half its busbw."""
+    s, n, b = 2.0**50, 8, 370.8e9
+    busbw = {p: cm.busbw_bytes_per_s("all_reduce", n, s, cm.nccl_model_time_s("all_reduce", s, n, b, "ring", p)) for p in cm.PROTOCOLS}
+    assert busbw["LL"] == pytest.approx(141e9, rel=1e-5)  # 0.5 x 370.8 = 185 > the cap (latency: 1e-8 of the time at 1 PiB)
+    assert busbw["LL128"] == pytest.approx(0.92 * b, rel=1e-5) and busbw["Simple"] == pytest.approx(b, rel=1e-5)
+    low = cm.busbw_bytes_per_s("all_reduce", n, s, cm.nccl_model_time_s("all_reduce", s, n, 200e9, "ring", "LL"))
+    assert low == pytest.approx(100e9, rel=1e-5)  # below the cap: half the link
+    tree = cm.nccl_model_time_s("all_reduce", s, n, b, "tree", "Simple")
+    assert s / tree == pytest.approx(0.5 * 0.92 * b, rel=1e-5)  # log2(2**50/64) >= 23: no size correction
+    with pytest.raises(ValueError, match="^algorithm must be 'ring' for all_gather"):
+        cm.nccl_model_time_s("all_gather", GiB, 8, b, "tree")
+
+
+def test_nccl_model_choice_orders_protocols_by_size():
+    """LL wins small messages (lowest latency), Simple large ones (full bandwidth); on 8 ranks
+    LL128 sits between (its per-step latency 1.9 us beats Simple's 3.4 us); on one node the tree
+    never wins (it has at most the ring's latency terms and half its bandwidth factor)."""
+    sw = cm.nccl_model_switch_bytes("all_reduce", 8, 370.8e9)
+    assert [p for _, _, p in sw] == ["LL", "LL128", "Simple"] and all(a == "ring" for _, a, _ in sw)
+    sizes = [s for s, _, _ in sw]
+    assert sizes == sorted(sizes) and sizes[0] == 1.0
+    for s, a, p in sw[1:]:  # each switch point is exact to one byte
+        assert cm.nccl_model_choice("all_reduce", s, 8, 370.8e9).protocol == p
+        assert cm.nccl_model_choice("all_reduce", s - 1, 8, 370.8e9).protocol != p
+    # 2 ranks: 2 steps, so Simple's extra per-step latency costs little and LL128 never wins
+    assert [p for _, _, p in cm.nccl_model_switch_bytes("all_reduce", 2, 370.8e9)] == ["LL", "Simple"]
+    c = cm.nccl_model_choice("all_reduce", GiB, 8, 370.8e9, protocols=("LL",))
+    assert (c.algorithm, c.protocol) == ("ring", "LL") and len(c.times) == 2
+    with pytest.raises(ValueError, match="^protocols must be"):
+        cm.nccl_model_choice("all_reduce", GiB, 8, 370.8e9, protocols=())
+
+
+def test_nccl_counts_less_nvlink_than_the_datasheet():
+    """[NCCL] topo.h: 20.6 GB/s per NVLink 4 link; 18 links (catalog) = 370.8 GB/s, against the
+    datasheet's 450 GB/s per direction."""
+    from widgets.hardware import get_gpu
+
+    g = get_gpu("H200-SXM")
+    assert g.interconnect_links * cm.NCCL_NVLINK_BYTES_PER_S_PER_LINK[g.arch] == pytest.approx(370.8e9)
+    assert g.interconnect_links * cm.NCCL_NVLINK_BYTES_PER_S_PER_LINK[g.arch] < g.interconnect_bytes_per_s
+
+
+def test_accuracy_rows_carry_the_tuner_predictions():
+    """The reference two-H200 record gets the tuner model's rows, each a prediction, only from 16 MiB
+    up, each naming the protocol chosen; ratios are recomputed, not stored."""
+    from widgets.experiments import collectives as ex
+
+    rec = json.loads((ROOT / "widgets/data/h200x2/collectives.json").read_text())
+    rows = [r for r in ex.accuracy_rows(rec) if "tuner" in r.quantity]
+    assert rows and all(r.label == "prediction" for r in rows)
+    assert all("chosen: ring" in r.inputs for r in rows)
+    assert {r.quantity.split(", ")[1] for r in rows} == {"16 MiB", "64 MiB", "256 MiB", "1 GiB"}
+
+
+# --------------------------------------------------------------------------------------------
+# The calculators
+# --------------------------------------------------------------------------------------------
+def test_depth_figures_stay_light_and_offer_every_gpu():
+    import plotly.io as pio
+
+    from widgets.hardware import gpu_names
+    from widgets.ui import collectives as ui
+
+    fig = ui.parallelism_roofline_figure()
+    assert len(pio.to_json(fig)) < 300_000 and len(fig.layout.sliders) >= 1 and len(fig.layout.updatemenus) == 1
+    labels = " | ".join(b.label for b in fig.layout.updatemenus[0].buttons)
+    assert all(f"{g} in a node" in labels and f"{g} across nodes" in labels for g in gpu_names())
+    t4 = next(f for f in fig.frames if "T4" in f.layout.title.text)
+    assert "fp16 peak" in t4.layout.title.subtitle.text.replace("<br>", " ")  # says why it is not bf16
+    fig = ui.protocol_figure(measured={"all_reduce": ([MiB, 16 * MiB], [20.0, 200.0])})
+    assert len(pio.to_json(fig)) < 300_000 and len(fig.layout.updatemenus) == 1
+
+
+def test_live_calculators_build_without_error():
+    from widgets.ui import collectives as ui
+
+    for make in (ui.parallelism_roofline_calculator, ui.protocol_calculator):
+        form = make()
+        assert form is not None
