@@ -1,0 +1,264 @@
+"""The attention chapter's models, kernels and experiment plumbing.
+
+Sources of the expected values:
+- [FA1] Dao, Fu, Ermon, Rudra, Re, "FlashAttention: Fast and Memory-Efficient Exact Attention with
+  IO-Awareness", NeurIPS 2022, arXiv:2205.14135: Algorithm 0 (standard attention's reads and
+  writes), Algorithm 1 line 1 (block sizes B_c = ceil(M/4d), B_r = min(ceil(M/4d), d)), Theorem 2
+  (Theta(N d + N^2) against Theta(N^2 d^2 / M) HBM accesses), section 3.2 ("d (64-128) and M
+  (around 100KB)").
+- [FA2] Dao, "FlashAttention-2: Faster Attention with Better Parallelism and Work Partitioning",
+  arXiv:2307.08691, section 4.1 (FLOP = 4 seqlen^2 head_dim heads, halved when causal, backward
+  2.5 x forward); abstract (50-73% of the A100's theoretical maximum FLOP/s).
+- [FA3] Shah, Bikshandi, Zhang, Thakkar, Ramani, Dao, "FlashAttention-3", arXiv:2407.08608,
+  abstract (FP16 up to 740 TFLOP/s on H100, 75% utilization).
+- [MG] Milakov, Gimelshein, "Online normalizer calculation for softmax", arXiv:1805.02867,
+  Algorithm 3 (the online recurrence equals the safe softmax).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from widgets.models import attention as am
+
+
+# --------------------------------------------------------------------------------------------
+# FLOP: the FlashAttention-2 convention
+# --------------------------------------------------------------------------------------------
+def test_forward_flop_is_four_n_squared_d_per_head():  # [FA2] section 4.1
+    assert am.attention_flop(1, 1, 1, 1, 1) == 4
+    b, h, n, d = 8, 16, 2048, 128
+    assert am.attention_flop(b, h, n, n, d) == 4 * n * n * d * h * b
+
+
+def test_causal_halves_and_backward_is_two_and_a_half():  # [FA2] section 4.1
+    f = am.attention_flop(2, 16, 4096, 4096, 128)
+    assert am.attention_flop(2, 16, 4096, 4096, 128, causal=True) == f / 2
+    assert am.attention_flop(2, 16, 4096, 4096, 128, backward=True) == 2.5 * f
+    assert am.attention_flop(2, 16, 4096, 4096, 128, causal=True, backward=True) == 1.25 * f
+
+
+def test_cross_attention_counts_queries_times_keys():  # by hand: S is seq_q x seq_kv
+    assert am.attention_flop(1, 1, 10, 30, 8) == 2 * 10 * 30 * 8 + 2 * 10 * 30 * 8
+
+
+def test_reported_utilizations_against_the_catalog():
+    """[FA3] 740 TFLOP/s is '75% utilization' of the H100 SXM's dense fp16 peak; [FA2] 73% of the
+    A100's 312 TFLOP/s is about 228 TFLOP/s (its 'up to 225 TFLOPs/s' end to end sits below)."""
+    from widgets.hardware import get_gpu
+
+    assert 740e12 / get_gpu("H100-SXM").peak_flop_per_s["fp16"] == pytest.approx(0.75, abs=0.005)
+    assert 0.73 * get_gpu("A100-SXM-80GB").peak_flop_per_s["bf16"] == pytest.approx(228e12, rel=0.01)
+
+
+# --------------------------------------------------------------------------------------------
+# Bytes: Algorithm 0 against FlashAttention (Theorem 2)
+# --------------------------------------------------------------------------------------------
+def test_standard_attention_bytes_follow_algorithm_0():  # [FA1] Algorithm 0, counted by hand
+    n, d = 1024, 64
+    elems = (2 * n * d + n * n) + (n * n + n * n) + (n * n + n * d + n * d)  # S=QK^T; P=softmax(S); O=PV
+    assert elems == 4 * n * d + 4 * n * n
+    assert am.standard_attention_hbm_bytes(1, 1, n, d, 2) == 2 * elems
+    assert am.standard_attention_hbm_bytes(3, 5, n, d, 4) == 15 * 4 * elems
+    assert am.standard_attention_hbm_bytes(1, 1, 1, 1, 1) == 8  # N = d = 1
+
+
+def test_block_sizes_of_algorithm_1():  # [FA1] Algorithm 1, line 1
+    b = am.flash_blocks(64, 100_000, 2)  # d = 64, M = 50,000 elements ("around 100KB", section 3.2)
+    assert (b.sram_elems, b.block_kv, b.block_q) == (50_000, math.ceil(50_000 / 256), 64)
+    b = am.flash_blocks(128, 64 * 1024, 2)  # M / 4d = 64 < d: B_r = 64
+    assert (b.block_q, b.block_kv) == (64, 64)
+    with pytest.raises(ValueError, match="sram_bytes"):
+        am.flash_blocks(128, 4 * 128 * 2 - 1, 2)
+
+
+def test_flash_bytes_count_one_pass_of_k_and_v_per_query_block():  # FlashAttention-2's loop order, by hand
+    n, d, sram = 4096, 64, 100_000
+    br = am.flash_blocks(d, sram, 2).block_q
+    passes = math.ceil(n / br)
+    assert am.flash_attention_hbm_bytes(1, 1, n, d, sram, 2) == 2 * (2 * n * d + 2 * n * d * passes)
+    assert am.flash_attention_hbm_bytes(1, 1, 1, d, sram, 2) == 2 * 4 * d  # one token: Q, K, V, O once
+
+
+def test_theorem_2_more_sram_fewer_bytes():
+    """[FA1] Theorem 2: K/V traffic ~ N^2 d^2 / M while B_r = M / 4d < d: doubling M halves it."""
+    n, d = 8192, 128
+    floor = am.flash_attention_min_hbm_bytes(1, 1, n, d, 2)
+    small = am.flash_attention_hbm_bytes(1, 1, n, d, 64 * 1024, 2) - floor / 2  # less Q and O
+    large = am.flash_attention_hbm_bytes(1, 1, n, d, 128 * 1024, 2) - floor / 2
+    assert small == pytest.approx(2 * large)
+    # and against N: quadratic for flash's K/V passes, as for the standard N^2 term
+    f = [am.flash_attention_hbm_bytes(1, 1, n, d, 64 * 1024, 2) for n in (4096, 8192)]
+    assert f[1] / f[0] == pytest.approx(4, rel=0.02)
+
+
+def test_flash_moves_less_than_standard_and_at_least_the_floor():
+    for n in (512, 4096, 32768):
+        for d in (64, 128):
+            std = am.standard_attention_hbm_bytes(2, 8, n, d)
+            fl = am.flash_attention_hbm_bytes(2, 8, n, d, 228 * 1024)
+            lo = am.flash_attention_min_hbm_bytes(2, 8, n, d)
+            assert lo <= fl <= std
+    # H100/H200 SM (228 KiB), d = 128, bf16: B_r = d, K/V read N/128 times: half the standard N^2 term
+    n = 16384
+    ratio = am.flash_attention_hbm_bytes(1, 1, n, 128, 228 * 1024) / am.standard_attention_hbm_bytes(1, 1, n, 128)
+    assert ratio == pytest.approx(0.5, rel=0.02)
+
+
+def test_matrix_memory_and_math_path_peak():
+    assert am.attention_matrix_bytes(1, 32, 8192, 8192, 2) == 4 * 2**30  # 32 x 8192^2 x 2 B: 4 GiB
+    n, d = 1024, 64
+    assert am.math_path_peak_bytes(1, 1, n, d, 2) == 2 * (7 * n * d + 2 * n * n)
+    assert am.math_path_peak_bytes(1, 1, n, d, 2, 4) == 2 * 4 * n * d + 4 * (3 * n * d + 2 * n * n)
+    assert am.flash_path_peak_bytes(1, 1, n, d, 2) == 2 * 4 * n * d + 4 * n
+    assert am.softmax_hbm_bytes(10, 100, 4) == 4 * 2 * 1000
+    assert am.softmax_hbm_bytes(10, 100, 4, fused=False) == 4 * (8 * 1000 + 40)
+
+
+def test_largest_math_seq_is_the_boundary():
+    cap = 80e9
+    n = am.largest_math_seq(2, 16, 128, cap, 2, 4)
+    assert am.math_path_peak_bytes(2, 16, n, 128, 2, 4) <= cap < am.math_path_peak_bytes(2, 16, n + 1, 128, 2, 4)
+    assert am.largest_math_seq(1, 1, 64, 0) == 0
+    assert am.largest_math_seq(1, 1, 64, 1e30) == am.MAX_SEQ
+
+
+def test_roofline_time():
+    assert am.attention_time_s(2e12, 1e9, 1e15, 1e12) == 2e-3  # compute-bound
+    assert am.attention_time_s(1e9, 4e9, 1e15, 1e12) == 4e-3  # memory-bound
+
+
+# --------------------------------------------------------------------------------------------
+# The online softmax [MG]
+# --------------------------------------------------------------------------------------------
+def test_online_softmax_equals_softmax_whatever_the_block():
+    rng = random.Random(0)
+    for length in (1, 7, 64):
+        x = [rng.gauss(0, 3) for _ in range(length)]
+        want = am.softmax(x)
+        for block in (1, 3, length, length + 5):
+            got = am.online_softmax(x, block)
+            assert max(abs(a - b) for a, b in zip(got, want)) < 1e-15
+            assert math.fsum(got) == pytest.approx(1.0, abs=1e-15)
+
+
+def test_online_softmax_does_not_overflow_and_rescales():
+    x = [1000.0, 1001.0, 999.0, 1003.0]  # exp(1000) overflows a float: the running max keeps it finite
+    got = am.online_softmax(x, 2)
+    e = [math.exp(v - 1003.0) for v in x]
+    assert got == pytest.approx([v / sum(e) for v in e], rel=1e-14)
+    steps = am.online_softmax_steps(x, 2)
+    assert [s.running_max for s in steps] == [1001.0, 1003.0]
+    assert steps[1].rescale == pytest.approx(math.exp(1001.0 - 1003.0))  # the old sum shrinks when the max grows
+    assert steps[0].running_sum == pytest.approx(1 + math.exp(-1))  # exp(1000-1001) + exp(0), by hand
+
+
+def test_online_output_is_the_attention_weighted_sum():
+    rng = random.Random(1)
+    x = [rng.uniform(-5, 5) for _ in range(20)]
+    v = [rng.uniform(-1, 1) for _ in range(20)]
+    want = math.fsum(p * vi for p, vi in zip(am.softmax(x), v))
+    for block in (1, 4, 20):
+        assert am.online_softmax_steps(x, block, v)[-1].output == pytest.approx(want, rel=1e-13)
+    assert am.online_softmax([2.0, 2.0, 2.0, 2.0], 3) == pytest.approx([0.25] * 4)
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: am.attention_flop(0, 1, 1, 1, 1), "batch"),
+    (lambda: am.attention_flop(1, 1, 1, 1, 1.5), "head_dim"),
+    (lambda: am.attention_flop(1, 1, 1, 1, 1, causal="yes"), "causal"),
+    (lambda: am.standard_attention_hbm_bytes(1, 1, -4, 64), "seq"),
+    (lambda: am.flash_attention_hbm_bytes(1, 1, 64, 64, -1.0), "sram_bytes"),
+    (lambda: am.online_softmax([1.0, math.nan], 2), r"x\[1\]"),
+    (lambda: am.online_softmax([], 2), "x"),
+    (lambda: am.online_softmax([1.0], 0), "block"),
+    (lambda: am.online_softmax_steps([1.0, 2.0], 1, [1.0]), "values"),
+    (lambda: am.math_path_peak_bytes(1, 1, 64, 64, "no-such-format"), "bytes_per_elem"),
+])
+def test_bad_input_names_the_parameter(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+# --------------------------------------------------------------------------------------------
+# The Triton kernels, through the interpreter on a CPU (a compiled run on a GPU)
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("n, causal", [(64, False), (80, True)])  # 80: a partial block (masks)
+def test_triton_flash_attention_matches_sdpa(n, causal):
+    import torch
+
+    from widgets.experiments import attention_triton as kt
+
+    dev = "cuda" if torch.cuda.is_available() else "cpu"
+    g = torch.Generator(device=dev).manual_seed(0)
+    q, k, v = (torch.randn((1, 2, n, 32), generator=g, device=dev, dtype=torch.float16) for _ in range(3))
+    got = kt.flash_attention(q, k, v, causal)
+    want = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)
+    assert (got.float() - want).abs().max().item() < 2e-3
+    with pytest.raises(ValueError, match="head_dim"):
+        kt.flash_attention(q[..., :24], k[..., :24], v[..., :24])
+
+
+def test_triton_softmax_matches_torch():
+    import torch
+
+    from widgets.experiments import attention_triton as kt
+
+    x = torch.randn((3, 100), generator=torch.Generator().manual_seed(0))
+    if torch.cuda.is_available():
+        x = x.cuda()
+    assert (kt.softmax(x) - torch.softmax(x, dim=1)).abs().max().item() < 1e-6
+    assert (kt.naive_softmax(x) - torch.softmax(x, dim=1)).abs().max().item() < 1e-6
+
+
+# --------------------------------------------------------------------------------------------
+# Experiment plumbing: records read back typed, accuracy rows recomputed from raw numbers
+# --------------------------------------------------------------------------------------------
+def test_accuracy_rows_recompute_from_the_record():
+    from widgets.experiments import attention as ex
+
+    mem = ex.MemoryResult(1, 16, 128, "bf16", "NVIDIA H200", 150_000_000_000, (
+        ex.MemoryPoint(8192, "MATH", peak_bytes=10_000_000_000, time_s=0.1),
+        ex.MemoryPoint(8192, "FLASH_ATTENTION", peak_bytes=200_000_000, time_s=0.01),
+        ex.MemoryPoint(65536, "MATH", error="OutOfMemoryError: ..."),
+    ), math_half_in_fp32=True)
+    rec = {"topic": "attention", "provenance": {"gpu": "NVIDIA H200"},
+           "results": ex.AttentionResults(memory=mem).to_record()}
+    rows = {r.quantity: r for r in ex.accuracy_rows(rec)}
+    math_row = rows["peak memory of SDPA's math backend, N = 8192"]
+    assert math_row.predicted == am.math_path_peak_bytes(1, 16, 8192, 128, 2, 4) and math_row.label == "prediction"
+    assert math_row.measured == 10_000_000_000
+    assert rows["peak memory of SDPA's flash backend, N = 8192"].predicted == am.flash_path_peak_bytes(1, 16, 8192, 128, 2)
+    assert len(rows) == 2  # the failed point is not a comparison
+
+
+def test_flash_table_tflops_use_the_papers_convention():
+    from widgets.experiments import attention as ex
+
+    t = ex.Timed(1e-3, 1e-3, 1e-3, 5)
+    p = ex.FlashPoint(2, 16, 8192, 128, "bf16", True, (ex.KernelRun("triton", time=t),
+                                                       ex.KernelRun("CUDNN_ATTENTION", time=ex.harness.Failed("refused"))))
+    rows = ex.flash_table(ex.FlashResult("x", False, (p,), 0.02))
+    assert rows[0]["tflop_per_s"] == pytest.approx(am.attention_flop(2, 16, 8192, 8192, 128, causal=True) / 1e-3 / 1e12)
+    assert rows[1]["tflop_per_s"] is None and rows[1]["error"] == "refused"
+
+
+def test_reference_record_reads_back():
+    from widgets.experiments import attention as ex
+    from widgets.experiments import harness
+
+    try:
+        rec = harness.load_reference("attention")
+    except (FileNotFoundError, ValueError):
+        pytest.skip("no H200 record of the attention chapter yet")
+    res = ex.AttentionResults.from_record(rec["results"])
+    if isinstance(res.flash, ex.FlashResult):
+        for p in res.flash.points:
+            tri = next(r for r in p.runs if r.name == "triton")
+            if tri.max_abs_error is not None:
+                assert tri.max_abs_error < res.flash.tolerance, (p.seq, p.causal, tri.max_abs_error)
+    for r in ex.accuracy_rows(rec):
+        assert r.label in ("prediction", "calibrated", "fit")
