@@ -244,6 +244,7 @@ VALID: dict[str, dict] = {
     "serving.speculative_expected_tokens": dict(acceptance_rate=0.8, draft_tokens=4),
     "serving.speculative_speedup": dict(acceptance_rate=0.8, draft_tokens=4, draft_cost_ratio=0.05),
     "serving.speculative_best_draft_tokens": dict(acceptance_rate=0.8, draft_cost_ratio=0.05),
+    "serving.speculative_verify_time_s": dict(model="Llama-3-8B"),
     "serving.model_bandwidth_utilization": dict(bytes_per_step=14e9, step_s=0.014, hbm_bytes_per_s=2e12),
     "serving.model_flops_utilization": dict(flop_per_step=16e9, step_s=0.003, peak_flop_per_s=989.4e12),
     "serving.percentile": dict(values=[1.0, 2.0, 3.0], q=90),

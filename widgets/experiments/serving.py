@@ -1007,6 +1007,10 @@ def accuracy_rows(record: dict) -> list:
         rows.append(Row("serving", f"transient memory of a {kv['prefill_tokens']}-token prefill", "activation_bytes of the decoder's shapes",
                         est, kv["prefill_peak_extra_bytes"], "B", "prediction", device,
                         "the decoder keeps SiLU output and product apart and copies K and V per query group"))
+    from . import serving_speculative, serving_splitkv
+
+    rows += serving_speculative.accuracy_rows(res.get("speculative"), gpu, device)
+    rows += serving_splitkv.accuracy_rows(res.get("split_kv"), gpu, device)
     # The paged cache's pool bytes and block counts are NOT rows: the pool is allocated with the
     # formula's own shape and blocks are taken as ceil(len / block) by construction, so they check
     # the allocator's bookkeeping, not a prediction (serving review 1). The chapter shows them.

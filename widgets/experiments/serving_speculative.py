@@ -261,3 +261,55 @@ def measured_speedups(costs, acceptance_rates, draft: str = "mtp", batch_index: 
         i = max(range(len(ss)), key=ss.__getitem__) if ss else None
         out[a] = {"k": ks, "speedup": ss, "best_k": ks[i] if i is not None else None, "best": ss[i] if i is not None else None}
     return out
+
+
+def predicted_verify_ratios(costs, gpu: str, batch_index: int = 0) -> list:
+    """``v(k)`` from the roofline (:func:`widgets.models.serving.speculative_verify_time_s` with the
+    catalog's bandwidth and peak for ``gpu``), for each measured ``verify_tokens``."""
+    from ..models import serving as sv
+
+    c = costs if isinstance(costs, SpeculativeCosts) else SpeculativeCosts.from_record(costs)
+    m = DecoderConfig(**c.target).model_config()
+    b = c.batches[batch_index]
+    t0 = sv.speculative_verify_time_s(m, gpu, b, c.context_tokens, 0, c.dtype, c.dtype)
+    return [sv.speculative_verify_time_s(m, gpu, b, c.context_tokens, t - 1, c.dtype, c.dtype) / t0 for t in c.verify_tokens]
+
+
+def predicted_draft_ratio(costs, gpu: str, draft: str = "mtp", batch_index: int = 0) -> Optional[float]:
+    """``c`` from the roofline: the draft's decode step over the target's (:func:`widgets.models.serving.decode_step`)."""
+    from ..models import serving as sv
+
+    c = costs if isinstance(costs, SpeculativeCosts) else SpeculativeCosts.from_record(costs)
+    if draft not in c.drafts:
+        return None
+    b, ctx = c.batches[batch_index], c.context_tokens
+    target = DecoderConfig(**c.target).model_config()
+    d = DecoderConfig(**c.drafts[draft].config).model_config()
+    return sv.decode_step(d, gpu, b, ctx, c.dtype, c.dtype).time_s / sv.decode_step(target, gpu, b, ctx, c.dtype, c.dtype).time_s
+
+
+def accuracy_rows(costs, gpu: Optional[str], device: str) -> list:
+    """The speculative-decoding comparisons of a record (``results["speculative"]``): the measured
+    verification ratio ``v(k)`` and draft ratio ``c`` against the roofline's (predictions: catalog
+    bandwidth and peak only). Empty for a record without the experiment, a failed one, or a device
+    the catalog lacks (no datasheet to predict from)."""
+    from ..accuracy import Row
+
+    if not costs or gpu is None or (isinstance(costs, dict) and "error" in costs) or isinstance(costs, harness.Failed):
+        return []
+    c = costs if isinstance(costs, SpeculativeCosts) else SpeculativeCosts.from_record(costs)
+    rows = []
+    for i, b in enumerate(c.batches):
+        meas, pred = verify_ratios(c, i), predicted_verify_ratios(c, gpu, i)
+        for j, t in enumerate(c.verify_tokens):
+            if t in (5, 17) and meas[j] is not None:
+                rows.append(Row("serving", f"verification pass of {t} tokens over 1 token, batch {b}, {c.context_tokens}-token caches",
+                                "roofline, datasheet bandwidth and peak (weights read once for all tokens)", pred[j], meas[j], "x", "prediction",
+                                device, "falsified if the extra tokens cost more than their FLOP and their keys and values"))
+    for name in ("mtp", "small"):
+        meas, pred = draft_ratio(c, name), predicted_draft_ratio(c, gpu, name)
+        if meas is not None and pred is not None:
+            rows.append(Row("serving", f"draft step over target step ({name} draft), batch {c.batches[0]}",
+                            "roofline of both decoders, datasheet bandwidth and peak", pred, meas, "x", "prediction", device,
+                            "a small draft's fixed per-step costs (launches, small kernels) weigh more than its bytes"))
+    return rows

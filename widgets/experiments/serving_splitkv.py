@@ -126,3 +126,27 @@ def measure_split_kv(contexts=None, repeat: int = 20) -> SplitKVSweep:
     return SplitKVSweep(heads=h, kv_heads=kvh, head_dim=d, contexts=ctxs, kv_bytes=kv_bytes, one_seq_s=one, spread_s=spread, split_s=split,
                         spread_batch=SPREAD_BATCH, splits=splits, dtype=model_dtype(dtype), device=harness.device_name(), sms=sms,
                         errors=errors)
+
+
+def accuracy_rows(sweep, gpu: Optional[str], device: str) -> list:
+    """Decode attention at the longest context, one sequence and the same bytes over
+    ``spread_batch`` sequences, against KV bytes over the catalog's bandwidth (predictions: the
+    memory roof, which a kernel that leaves SMs idle at batch 1 misses). Empty without the
+    experiment, for a failed one, or a device the catalog lacks."""
+    from ..accuracy import Row
+    from ..hardware import get_gpu
+
+    if not sweep or gpu is None or (isinstance(sweep, dict) and "error" in sweep) or isinstance(sweep, harness.Failed):
+        return []
+    s = sweep if isinstance(sweep, SplitKVSweep) else SplitKVSweep.from_record(sweep)
+    bw = get_gpu(gpu).hbm_bytes_per_s
+    n, kv = s.contexts[-1], s.kv_bytes[-1]
+    rows = []
+    cases = ((f"1 sequence of {n:,} tokens", s.one_seq_s[-1]),
+             (f"{s.spread_batch} sequences of {n // s.spread_batch:,} tokens", s.spread_s[-1]),
+             (f"1 sequence of {n:,} tokens, split-KV in torch ({s.splits} chunks)", s.split_s[-1]))
+    for what, t in cases:
+        if t is not None:
+            rows.append(Row("serving", f"decode attention of one layer, {what}", "KV bytes / datasheet bandwidth", kv / bw, t, "s", "prediction",
+                            device, "the memory roof; SDPA's kernel choice decides whether one sequence fills the SMs"))
+    return rows

@@ -1640,6 +1640,74 @@ def speculative_best_draft_tokens(acceptance_rate: float, draft_cost_ratio: floa
     return best
 
 
+def speculative_verify_time_s(model, gpu="H200-SXM", batch: int = 1, context_tokens: int = 1024, draft_tokens: int = 4,
+                              weight_dtype: str = "bf16", kv_dtype: str = "bf16", hbm_bytes_per_s: Optional[float] = None,
+                              peak_flop_per_s: Optional[float] = None) -> float:
+    """Lower bound on the target's verification pass: ``batch`` sequences, ``draft_tokens + 1`` new tokens each, one GPU [s].
+
+    The weight matmuls see ``batch * (k + 1)`` tokens but read the weights once
+    (:func:`decode_step`'s ``linear_s`` at that many tokens, output head included for every token:
+    verification needs all their logits); attention reads each sequence's cache once for its
+    ``k + 1`` queries (the bytes of a ``batch``-sequence step plus the new keys and values, the
+    FLOP ``k + 1`` times). Over :func:`decode_step`'s time at ``k = 0`` it is the verification
+    cost ratio ``v`` of :func:`speculative_speedup`: near 1 while the step stays memory-bound.
+
+    Explained in :ref:`serving` > Speculative decoding and multi-token prediction.
+
+    Parameters
+    ----------
+    model : str or ~widgets.models.transformer.ModelConfig
+        A catalog model (:func:`widgets.models.llms.get_model`) or a configuration.
+    gpu : str or ~widgets.hardware.GPU, optional
+        A catalog GPU (:func:`widgets.hardware.get_gpu`) or a GPU record.
+    batch : int, optional
+        Sequences verified together [-], >= 1.
+    context_tokens : int, optional
+        Tokens each sequence has cached [tokens], >= 0.
+    draft_tokens : int, optional
+        Drafted tokens per sequence, ``k`` [tokens], 0 to 64.
+    weight_dtype : str, optional
+        Storage format of the weights, a name of :mod:`widgets.dtypes`.
+    kv_dtype : str, optional
+        Storage format of the KV cache, a name of :mod:`widgets.dtypes`.
+    hbm_bytes_per_s : float or None, optional
+        Memory bandwidth [B/s], > 0; None: the catalog's.
+    peak_flop_per_s : float or None, optional
+        Dense peak [FLOP/s], > 0; None: the catalog's.
+
+    Returns
+    -------
+    float
+        Time of the pass [s].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or not a number (the message names it).
+
+    Examples
+    --------
+    Llama-3-8B on an H200, one sequence: checking 5 tokens costs what producing one does:
+
+    >>> t1 = speculative_verify_time_s("Llama-3-8B", "H200-SXM", 1, 1024, 0)
+    >>> round(speculative_verify_time_s("Llama-3-8B", "H200-SXM", 1, 1024, 4) / t1, 3)
+    1.0
+    """
+    m = get_model(model, param="model")
+    g = _gpu(gpu)
+    b = _check.integer("batch", batch, minimum=1, maximum=MAX_COUNT)
+    ctx = _check.integer("context_tokens", context_tokens, minimum=0, maximum=MAX_COUNT)
+    k = _check.integer("draft_tokens", draft_tokens, minimum=0, maximum=MAX_DRAFT_TOKENS)
+    kw = dict(hbm_bytes_per_s=hbm_bytes_per_s, peak_flop_per_s=peak_flop_per_s)
+    big = decode_step(m, g, b * (k + 1), ctx, weight_dtype, kv_dtype, **kw)
+    one = decode_step(m, g, b, ctx, weight_dtype, kv_dtype, **kw)
+    bw, peak, _, _ = _rates(g, weight_dtype, None, hbm_bytes_per_s, peak_flop_per_s)
+    attn_flop = one.flop - b * 2.0 * m.flop_params
+    kv_new = b * k * m.kv_bytes_per_token(_dtype_bytes("kv_dtype", kv_dtype))
+    attention = max((one.kv_bytes + kv_new) / bw, (k + 1) * attn_flop / peak)
+    return _check.finite_result("verification time", big.linear_s + attention, batch=batch, draft_tokens=draft_tokens)
+
+
 # --------------------------------------------------------------------------------------------
 # Utilization (MBU, MFU), percentiles, SLOs and goodput
 # --------------------------------------------------------------------------------------------
@@ -2372,6 +2440,7 @@ __all__ = [
     "littles_law_concurrency", "memory_budget", "paged_kv_blocks", "paged_kv_cache_bytes", "plan_capacity",
     "prefill_time_s", "steady_batch", "tpot_s",
     "FrontierPoint", "KVWaste", "MAX_DRAFT_TOKENS", "MoEDeployment", "PrefixCache", "SplitKV", "decode_frontier",
-    "goodput_rate_per_s", "input_output_cost_ratio", "kv_cache_waste", "model_bandwidth_utilization", "model_flops_utilization", "moe_decode_per_gpu", "percentile",
-    "prefix_cache_savings", "slo_attainment", "speculative_best_draft_tokens", "speculative_expected_tokens", "speculative_speedup", "split_kv_attention",
+    "goodput_rate_per_s", "input_output_cost_ratio", "kv_cache_waste", "model_bandwidth_utilization", "model_flops_utilization",
+    "moe_decode_per_gpu", "percentile", "prefix_cache_savings", "slo_attainment", "speculative_best_draft_tokens",
+    "speculative_expected_tokens", "speculative_speedup", "speculative_verify_time_s", "split_kv_attention",
 ]
