@@ -35,6 +35,7 @@ import torch
 
 from ..accuracy import Row
 from ..models import kernels as model
+from ..models import simt as simt_model
 from . import harness
 from . import kernels_cuda as kc
 
@@ -477,3 +478,71 @@ def run_all() -> KernelsResults:
     timing = harness.attempt(measure_timing)
     ladder = harness.attempt(measure_ladder)
     return KernelsResults(ladder=ladder, timing=timing)
+
+
+# --------------------------------------------------------------------------------------------
+# Model accuracy
+# --------------------------------------------------------------------------------------------
+GROUP = 20  # repeats per group in the confidence-interval check
+
+
+def ci_check(samples) -> Optional[tuple[float, float]]:
+    """(predicted, measured) spread of a mean of ``GROUP`` repeats: predicted from the first
+    ``GROUP`` samples alone (``s / sqrt(GROUP)``), measured as the standard deviation of the means
+    of the disjoint groups of ``GROUP`` that follow. None with fewer than 4 such groups."""
+    xs = list(samples)
+    groups = [xs[i:i + GROUP] for i in range(GROUP, len(xs) - GROUP + 1, GROUP)]
+    if len(groups) < 4 or len(xs) < GROUP:
+        return None
+    predicted = statistics.stdev(xs[:GROUP]) / math.sqrt(GROUP)
+    measured = statistics.stdev(statistics.fmean(g) for g in groups)
+    return predicted, measured
+
+
+def accuracy_rows(record: dict) -> list:
+    """Every comparison of the kernels chapter, recomputed from ``record``'s raw measurements."""
+    from ..hardware import catalog_name_for
+
+    res = KernelsResults.from_record(record["results"])
+    rows: list = []
+    prov = record.get("provenance", {})
+    ladder = res.ladder
+    gpu = catalog_name_for(prov.get("gpu") or "") if prov.get("gpu") else None
+    if isinstance(ladder, LadderResult) and gpu and model.why_not_on(gpu) is None and ladder.arch:
+        device = prov.get("gpu") or ladder.device
+        m, n, k = ladder.size
+        for r in ladder.rungs:
+            b = r.best_config
+            if b is None or not b.gflop_per_s or b.regs_per_thread is None:
+                continue
+            sizes = model.sizes_from_config(r.name, b.config)
+            p = model.predict_on(gpu, r.name, m, n, k, regs_per_thread=b.regs_per_thread, **sizes)
+            rows.append(Row("kernels", f"{r.title} ({b.kernel}) at {m}x{n}x{k}, fp32", f"tiling counts + {gpu} datasheet (SMs, clock, lanes)",
+                            p.predicted_flop_per_s / 1e9, b.gflop_per_s, "GFLOP/s", "prediction", device,
+                            f"limiter {p.limiter}; latency is not modelled: a rung with little independent work per warp falls below it"))
+            est = model.rung_cost(r.name, k, **sizes).regs_per_thread_estimate
+            rows.append(Row("kernels", f"registers per thread, {b.kernel}", "accumulators + fragments + 32",
+                            est, b.regs_per_thread, "registers", "prediction", device,
+                            "a rough count: the compiler adds address and loop registers and may unroll the tile loads"))
+            if b.blocks_per_sm is not None and b.static_smem_bytes is not None:
+                occ = simt_model.occupancy(b.threads_per_block, b.regs_per_thread, b.static_smem_bytes, ladder.arch)
+                rows.append(Row("kernels", f"resident blocks per SM, {b.kernel}", "SIMT occupancy model (compiled registers and shared memory)",
+                                occ.blocks_per_sm, b.blocks_per_sm, "blocks", "prediction", device,
+                                "against cuOccupancyMaxActiveBlocksPerMultiprocessor"))
+    timing = res.timing
+    if isinstance(timing, TimingResult) and timing.points and timing.points[0].event_median_s:
+        device = prov.get("gpu") or timing.device
+        for p in timing.points:
+            if not p.event_median_s:
+                continue
+            pred = p.event_median_s * (1 + model.host_timing_error(p.event_median_s, timing.sync_idle_median_s))
+            rows.append(Row("kernels", f"host-clock time of a {p.bytes_moved / 1e6:.3g} MB add (launch + synchronize)",
+                            "event time + the idle cost of torch.cuda.synchronize", pred, p.wall_median_s, "s", "calibrated", device,
+                            "the overhead constant is measured on the idle-synchronize micro-benchmark; launch cost is not in it"))
+        check = ci_check(timing.samples_s)
+        if check:
+            what = f"spread of the mean of {GROUP} repeats ({len(timing.samples_s)} repeats of a {timing.samples_n_elems * 8 / 1e6:.3g} MB add)"
+            rows.append(Row("kernels", what,
+                            f"s / sqrt({GROUP}) from the first {GROUP} repeats", check[0], check[1], "s", "prediction", device,
+                            "fails if the repeats drift or are correlated (clocks, power, a neighbour)"))
+    return rows

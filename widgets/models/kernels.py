@@ -452,6 +452,245 @@ def ladder_prediction(rung: str, m: int, n: int, k: int, sms: int, clock_hz: flo
     return LadderPrediction(cost.tiling.rung, flop, ceilings, limiter, tail, rate, flop / rate, occ, cost)
 
 
+def fp32_lanes_per_sm(peak_flop_per_s: float, sms: int, clock_hz: float) -> int:
+    """FP32 multiply-add lanes per SM implied by a GPU's dense fp32 peak: ``peak / (2 x SMs x clock)``, rounded.
+
+    Explained in :ref:`kernels` > The ladder's model.
+
+    Parameters
+    ----------
+    peak_flop_per_s : float
+        Dense fp32 peak [FLOP/s], > 0.
+    sms : int
+        SMs [-], >= 1.
+    clock_hz : float
+        The clock the peak assumes [Hz], > 0.
+
+    Returns
+    -------
+    int
+        Lanes [-], >= 1.
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
+    >>> fp32_lanes_per_sm(67e12, 132, 1.98e9), fp32_lanes_per_sm(19.5e12, 108, 1.41e9)  # H200, A100
+    (128, 64)
+    """
+    p = _check.in_range("peak_flop_per_s", peak_flop_per_s, 1e6, 1e18, "FLOP/s")
+    s = _check.integer("sms", sms, minimum=1, maximum=100_000)
+    f = _check.in_range("clock_hz", clock_hz, 1e6, 1e11, "Hz")
+    return max(1, round(p / (2.0 * s * f)))
+
+
+@dataclass(frozen=True)
+class TileSummary:
+    """What a tiling asks of an SM and what it buys, level by level.
+
+    Attributes
+    ----------
+    tiling : Tiling
+        The tile sizes.
+    smem_bytes_per_block : int
+        Shared memory of one block [B].
+    regs_per_thread : int
+        Registers per thread used for the occupancy [-].
+    occupancy : ~widgets.models.simt.Occupancy
+        Resident blocks and warps per SM.
+    global_flop_per_byte : float
+        FLOP per byte loaded from L2/HBM into shared memory by one block tile [FLOP/B].
+    smem_flop_per_byte : float
+        FLOP per byte read from shared memory into registers by one thread tile [FLOP/B].
+    """
+
+    tiling: Tiling
+    smem_bytes_per_block: int
+    regs_per_thread: int
+    occupancy: simt.Occupancy
+    global_flop_per_byte: float
+    smem_flop_per_byte: float
+
+
+def tile_summary(rung: str, arch: str = "sm_90", regs_per_thread: int | None = None, **sizes) -> TileSummary:
+    """Shared memory and registers of a tiling, the occupancy they allow, and the arithmetic intensity at each level.
+
+    A block tile ``bm x bn`` with steps of ``bk`` loads ``(bm + bn) bk`` floats for ``2 bm bn bk``
+    FLOP: ``bm bn / (2 (bm + bn))`` FLOP per byte from L2/HBM. A thread tile ``tm x tn`` reads
+    ``tm + tn`` floats from shared memory for ``2 tm tn`` FLOP: ``tm tn / (2 (tm + tn))`` FLOP per byte.
+
+    Explained in :ref:`kernels` > The ladder's model.
+
+    Parameters
+    ----------
+    rung : str
+        One of ``RUNGS``.
+    arch : str, optional
+        Compute capability (``widgets.hardware.ARCHS``).
+    regs_per_thread : int, optional
+        Registers per thread [-]; default the estimate of :func:`rung_cost`.
+    **sizes : int
+        Tile sizes replacing the rung's defaults [elements].
+
+    Returns
+    -------
+    TileSummary
+        Shared memory, registers, occupancy and the two intensities.
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
+    >>> t = tile_summary("vectorized")
+    >>> t.smem_bytes_per_block, round(t.global_flop_per_byte, 1), t.smem_flop_per_byte
+    (8192, 32.0, 2.0)
+    """
+    cost = rung_cost(rung, **sizes)
+    t = cost.tiling
+    regs = cost.regs_per_thread_estimate if regs_per_thread is None else _check.integer("regs_per_thread", regs_per_thread, minimum=1, maximum=255)
+    occ = simt.occupancy(t.threads, regs, cost.smem_bytes_per_block, arch)
+    tm, tn = t.tm * t.wmiter, t.tn * t.wniter
+    if t.rung in ("naive", "coalesced"):
+        gfpb = 1.0 / cost.global_bytes_per_flop
+    else:
+        gfpb = 2.0 * t.bm * t.bn / (FP32_BYTES * (t.bm + t.bn))
+    sfpb = 2.0 * tm * tn / (FP32_BYTES * (tm + tn))
+    return TileSummary(t, cost.smem_bytes_per_block, regs, occ, gfpb, sfpb)
+
+
+CONFIG_ORDER = {
+    "naive": (),
+    "coalesced": (),
+    "smem": (),
+    "blocktile_1d": ("bm", "bn", "bk", "tm"),
+    "blocktile_2d": ("bm", "bn", "bk", "tm", "tn"),
+    "vectorized": ("bm", "bn", "bk", "tm", "tn"),
+    "warptile": ("bm", "bn", "bk", "wm", "wn", "wniter", "tm", "tn"),
+}
+"""The order of each rung's template parameters in the CUDA C (``widgets/experiments/kernels_cuda.py``)."""
+
+
+def sizes_from_config(rung: str, config) -> dict:
+    """A recorded tile configuration (the CUDA C template's integer parameters, in order) as tile sizes.
+
+    Explained in :ref:`kernels` > The ladder's model.
+
+    Parameters
+    ----------
+    rung : str
+        One of ``RUNGS``.
+    config : sequence of int
+        The template parameters [elements] (warp tiling's trailing thread count is ignored).
+
+    Returns
+    -------
+    dict
+        ``bm``, ``bn``... as :func:`tiling` takes them.
+
+    Raises
+    ------
+    ValueError
+        If the rung is unknown or ``config`` is too short.
+
+    Examples
+    --------
+    >>> sizes_from_config("vectorized", (128, 128, 8, 8, 8))
+    {'bm': 128, 'bn': 128, 'bk': 8, 'tm': 8, 'tn': 8}
+    """
+    r = _check.choice("rung", rung, RUNGS)
+    names = CONFIG_ORDER[r]
+    values = list(config) if isinstance(config, (list, tuple)) else None
+    if values is None or len(values) < len(names):
+        raise ValueError(f"config must list {len(names)} integers for {r} ({', '.join(names) or 'none'}), got {config!r}")
+    return {k: _dim(k, v) for k, v in zip(names, values)}
+
+
+def why_not_on(gpu: str) -> str | None:
+    """Why :func:`predict_on` cannot describe a catalog GPU (None when it can).
+
+    Explained in :ref:`kernels` > The ladder's model.
+
+    Parameters
+    ----------
+    gpu : str
+        A catalog GPU name (``widgets.hardware.gpu_names()``).
+
+    Returns
+    -------
+    str or None
+        The reason, or None.
+
+    Raises
+    ------
+    ValueError
+        If ``gpu`` is not in the catalog.
+
+    Examples
+    --------
+    >>> why_not_on("H200-SXM") is None, why_not_on("MI300X")[:23]
+    (True, 'MI300X is not a CUDA GP')
+    """
+    from ..hardware import ARCHS, get_gpu
+
+    g = get_gpu(gpu, param="gpu")
+    if g.arch not in ARCHS:
+        return f"{g.name} is not a CUDA GPU ({g.arch}): the ladder's occupancy and issue model is NVIDIA's"
+    if "fp32" not in g.peak_flop_per_s:
+        return f"{g.name} has no fp32 peak in the catalog"
+    return None
+
+
+def predict_on(gpu: str, rung: str, m: int, n: int, k: int, regs_per_thread: int | None = None, **sizes) -> LadderPrediction:
+    """:func:`ladder_prediction` on a catalog GPU: its SMs, fp32 clock, HBM bandwidth, arch and fp32 lanes.
+
+    Explained in :ref:`kernels` > The ladder's model.
+
+    Parameters
+    ----------
+    gpu : str
+        A catalog GPU name.
+    rung : str
+        One of ``RUNGS``.
+    m, n, k : int
+        GEMM dimensions [elements], >= 1.
+    regs_per_thread : int, optional
+        Registers per thread as compiled [-].
+    **sizes : int
+        Tile sizes replacing the rung's defaults [elements].
+
+    Returns
+    -------
+    LadderPrediction
+        As :func:`ladder_prediction`.
+
+    Raises
+    ------
+    ValueError
+        If the GPU is unknown or not described by the model (:func:`why_not_on`), or an input is out of range.
+
+    Examples
+    --------
+    >>> round(predict_on("H200-SXM", "naive", 4096, 4096, 4096).predicted_flop_per_s / 1e9)
+    503
+    """
+    from ..hardware import get_gpu
+
+    reason = why_not_on(gpu)
+    if reason:
+        raise ValueError(f"gpu: {reason}")
+    g = get_gpu(gpu, param="gpu")
+    clock = g.clock_for("fp32")
+    lanes = fp32_lanes_per_sm(g.peak("fp32"), g.sms, clock)
+    return ladder_prediction(rung, m, n, k, g.sms, clock, g.hbm_bytes_per_s, arch=g.arch, regs_per_thread=regs_per_thread,
+                             fp32_lanes_per_sm=lanes, **sizes)
+
+
 def flop_per_s(m: int, n: int, k: int, seconds: float) -> float:
     """The rate of an m x n x k GEMM that took ``seconds``: 2 m n k / seconds.
 
