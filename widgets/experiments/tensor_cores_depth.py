@@ -34,14 +34,14 @@ TILE_CONFIGS_GPU = (
     (128, 256, 64, 8, 3, 8),
     (128, 256, 64, 8, 4, 8),
 )
-TILE_CONFIGS_CPU = ((16, 16, 16, 4, 1, 4), (32, 32, 32, 4, 1, 4))
+TILE_CONFIGS_CPU = ((32, 32, 32, 4, 1, 4), (64, 64, 32, 4, 1, 4))
 TILE_N_GPU, TILE_N_CPU = 4096, 64
 EPILOGUE_CONFIG_GPU = (128, 256, 64, 8, 3, 8)
 EPILOGUE_SHAPE_GPU = (8192, 8192, 1024)  # M, N, K: a short K makes the epilogue's share visible
 EPILOGUE_SHAPE_CPU = (64, 64, 32)
 DATA_KINDS = ("zeros", "ones", "randn", "sparse")  # sparse: random normal with SPARSE_ZERO_FRACTION zeros
 SPARSE_ZERO_FRACTION = 0.75
-DATA_N_GPU, DATA_N_CPU = 8192, 64
+DATA_N_GPU, DATA_N_CPU = 8192, 32
 GROUPED_GPU = (64, 256, 2048, 1536)  # experts, tokens per expert, K (model width), N (expert width)
 GROUPED_CPU = (4, 16, 32, 32)
 SPARSE_N_GPU = 8192
@@ -372,12 +372,12 @@ def _data_run(kind: str, n: int, dt, seconds: float, windows: int, rest_s: float
 
 def measure_data_dependence(n: int | None = None, kinds=DATA_KINDS, *, seconds: float | None = None,
                             windows: int | None = None, seed: int = 0) -> DataDependence:
-    """One ``n^3`` GEMM (bf16 on a GPU: ``n = 8192``; fp32 at ``n = 64`` on a CPU) held back to
+    """One ``n^3`` GEMM (bf16 on a GPU: ``n = 8192``; fp32 at ``n = 32`` on a CPU, 1 ms per kind) held back to
     back for ``windows`` x ``seconds`` on each kind of data (:func:`operands`), after a rest, with
     the SM clock and board power sampled (NVML). Same instructions, same bytes: only the bits differ."""
     gpu = harness.on_gpu()
     n = n or (DATA_N_GPU if gpu else DATA_N_CPU)
-    seconds = seconds if seconds is not None else (2.0 if gpu else 0.02)
+    seconds = seconds if seconds is not None else (2.0 if gpu else 0.001)
     windows = windows or (1 if gpu else 1)
     rest_s = 1.0 if gpu else 0.0
     dt = _dtype() if gpu else torch.float32
@@ -671,3 +671,44 @@ def get_gpu_safe(name):
         return get_gpu(name)
     except Exception:  # noqa: BLE001
         return None
+
+
+def depth_part(record: dict, key: str):
+    """``results["depth"][key]`` of a tensor_cores record, or None where the record has none or
+    the step failed (:func:`depth_status` says which)."""
+    D = (record or {}).get("results", {}).get("depth")
+    part = D.get(key) if isinstance(D, dict) else None
+    return part if isinstance(part, dict) and "error" not in part else None
+
+
+def depth_status(record: dict, key: str) -> str:
+    """"" where the record holds step ``key`` of the depth experiments, else a sentence saying why
+    not (never recorded, or failed with the recorded error)."""
+    D = (record or {}).get("results", {}).get("depth")
+    if not isinstance(D, dict):
+        return ("The H200 reference record does not hold this experiment yet: it is measured by "
+                "python -m widgets.measure --topic tensor_cores on a GPU.")
+    if isinstance(D.get("error"), str):
+        return f"The depth experiments failed in the recorded run ({D['error'][:200]})."
+    part = D.get(key)
+    if part is None:
+        return "The H200 reference record does not hold this step."
+    if isinstance(part, dict) and "error" in part:
+        return f"This step failed in the recorded run: {part['error'][:200]}."
+    return ""
+
+
+def compare_rows(record: dict, keyword: str) -> list[dict]:
+    """The :func:`accuracy_rows` whose quantity contains ``keyword``, formatted for
+    ``widgets.book.compare_table`` (quantity, model, label, reference, ratio)."""
+    from ..units import fmt_flop_per_s, fmt_time
+
+    def fmt(v, unit):
+        return fmt_flop_per_s(v) if unit == "FLOP/s" else fmt_time(v) if unit == "s" else f"{v:.2f}{unit if unit != 'x' else 'x'}"
+
+    out = []
+    for r in accuracy_rows(record):
+        if keyword in r.quantity:
+            out.append(dict(quantity=r.quantity, model=fmt(r.predicted, r.unit), label=r.label,
+                            reference=fmt(r.measured, r.unit), ratio=f"{r.measured / r.predicted:.2f}"))
+    return out
