@@ -472,3 +472,75 @@ def test_step_ratio_excludes_the_optimizer_and_the_head():
     assert step.layer_matmul_params < step.matmul_params  # the head is not recomputed
     att = ex.attention_flop(step.shape)
     assert ex.predicted_step_ratio(step, "full") == pytest.approx(1 + (2 * step.layer_matmul_params + att / 3) / (6 * step.matmul_params + att))
+
+
+# --- fp16 with a loss scaler, for GPUs without bf16 (review finding 24) ---------------------------
+def _fp16_pair(scaled: bool):
+    from widgets.experiments import training_memory as ex
+
+    torch.manual_seed(0)
+    p = torch.nn.Parameter(torch.randn(8, 4).half())
+    scaler = torch.amp.GradScaler("cpu") if scaled else None
+    return p, ex.MixedAdamW([p], lr=1e-2, scaler=scaler)
+
+
+def test_fp16_loss_scaler_unscales_the_update_and_skips_an_overflow():
+    """Micikevicius et al. 2018 (mixed-precision training, loss scaling): the scaled step equals the
+    unscaled one; a step whose scaled gradients overflow fp16 is skipped and the scale halves."""
+    from widgets.experiments import training_memory as ex
+
+    x = torch.linspace(-1e-3, 1e-3, 32).view(8, 4)
+    (a, opt_a), (b, opt_b) = _fp16_pair(True), _fp16_pair(False)
+    for p, opt in ((a, opt_a), (b, opt_b)):
+        opt.zero_grad()
+        opt.scale((p.float() * x).sum()).backward()
+        ex.optimizer_step(opt)
+    assert opt_a.t == opt_b.t == 1 and opt_a.skipped == 0
+    # the update divided the scale back out: the first moment is 0.1 g, not 0.1 x 65536 g (Adam's step direction
+    # alone would not show it: m / sqrt(v) does not change with the gradient's scale)
+    assert torch.allclose(opt_a.m[0], opt_b.m[0], rtol=2e-3, atol=0) and torch.allclose(opt_a.master[0], opt_b.master[0], atol=1e-6)
+    assert float(a.grad.abs().max()) > 1e3 * float(b.grad.abs().max())  # the fp16 gradients were scaled (65536 x)
+    before, scale = opt_a.master[0].clone(), opt_a.scaler.get_scale()
+    opt_a.zero_grad()
+    opt_a.scale((a.float() * 1e3).sum()).backward()  # 1e3 x 65536 overflows fp16 (max 65504)
+    ex.optimizer_step(opt_a)
+    assert opt_a.skipped == 1 and opt_a.t == 1 and torch.equal(opt_a.master[0], before)
+    assert opt_a.scaler.get_scale() == scale / 2
+    # the scaler keeps scalars only: nothing per parameter (the state stays 12 B/param in the optimizer)
+    assert all(not torch.is_tensor(v) or v.numel() == 1 for v in opt_a.scaler.state_dict().values())
+    assert ex.loss_scaler(torch.bfloat16) is None and ex.loss_scaler(torch.float32) is None
+
+
+def test_a_gpu_without_bf16_trains_in_fp16_with_the_scaler(monkeypatch):
+    """The capability rule (not the GPU's name) picks fp16 and the scaler: a simulated T4 (sm_75)."""
+    from widgets import doctor
+    from widgets.experiments import harness
+    from widgets.experiments import training_memory as ex
+
+    monkeypatch.setattr(harness, "capabilities", lambda: doctor.simulate("T4").capabilities)
+    assert ex._dtype() == torch.float16
+    step = ex.measure_step(dict(ex.CPU_SHAPE), batches=(1,), modes=("none",), repeat=1)
+    assert step.dtype == "fp16" and step.loss_scaler.startswith("torch.amp.GradScaler") and step.loss_scale > 0
+    rec = ex.TrainingMemoryResults(step=step).to_record()
+    assert ex.TrainingMemoryResults.from_record(rec, strict=True).step.loss_scaler == step.loss_scaler
+    monkeypatch.setattr(harness, "capabilities", lambda: doctor.simulate("A100-SXM-80GB").capabilities)
+    assert ex._dtype() == torch.bfloat16 and ex.loss_scaler(ex._dtype()) is None
+
+
+def test_full_recompute_peak_row_is_the_planners_sum_labelled_a_prediction():
+    """The ledger's full-recomputation peak: stored inputs (2 s b h per layer) + outside layers (s b h dropout +
+    4 s b h (1 + v/h)) + one layer's s b h (34 + 5 a s / h) + 2 B/param of gradients, by hand at s=32, b=1, h=64,
+    a=4, v=256, L=2: 8192 + 2048 + 40960 + 2048 x 44 = 141,312 B plus 2 P."""
+    from dataclasses import replace
+
+    from widgets.experiments import training_memory as ex
+
+    shape = dict(ex.CPU_SHAPE)
+    assert shape == dict(hidden=64, heads=4, seq=32, vocab=256, layers=2)
+    assert ex.predicted_full_recompute_peak_bytes(shape, 1, 1000) == 141_312 + 2 * 1000
+    step = ex.measure_step(shape, batches=(1,), modes=("full",), repeat=1)
+    pts = tuple(replace(p, activations_bytes=p.saved_bytes, peak_bytes=123_456) for p in step.points)  # a GPU-shaped record
+    rec = {"results": ex.TrainingMemoryResults(step=replace(step, points=pts)).to_record(), "provenance": {}}
+    rows = [r for r in ex.accuracy_rows(rec) if r.quantity.startswith("peak above the state")]
+    assert [(r.label, r.measured) for r in rows] == [("prediction", 123_456)]
+    assert rows[0].predicted == ex.predicted_full_recompute_peak_bytes(shape, 1, step.params)

@@ -137,17 +137,44 @@ class GPT(nn.Module):
 
 class MixedAdamW:
     """AdamW with fp32 master weights and moments for a 16-bit model (12 bytes per parameter),
-    stepping one parameter at a time (a transient of one parameter's fp32 gradient)."""
+    stepping one parameter at a time (a transient of one parameter's fp32 gradient).
 
-    def __init__(self, params, lr: float = 1e-4, betas=(0.9, 0.95), eps: float = 1e-8, weight_decay: float = 0.1):
+    For an fp16 model it takes a loss scaler (``scaler``: a ``torch.amp.GradScaler``): the loss is
+    scaled before ``backward`` (:meth:`scale`) so that small gradients do not flush to zero in fp16,
+    and :func:`optimizer_step` hands the step to the scaler, which checks the 16-bit gradients for
+    inf/NaN and sets ``grad_scale`` and ``found_inf`` here (PyTorch's contract for optimizers that
+    unscale inside their own step, ``_step_supports_amp_scaling``, as its fused Adam does): a step
+    with an overflow is skipped, the others divide each fp32 gradient transient by the scale. The
+    scaler keeps one scale and one growth counter, nothing per parameter (Micikevicius et al. 2018).
+    """
+
+    _step_supports_amp_scaling = True  # GradScaler.step: check infs, set grad_scale/found_inf, call step()
+
+    def __init__(self, params, lr: float = 1e-4, betas=(0.9, 0.95), eps: float = 1e-8, weight_decay: float = 0.1, scaler=None):
         self.params = [p for p in params if p.requires_grad]
         self.lr, self.betas, self.eps, self.wd, self.t = lr, betas, eps, weight_decay, 0
         self.master = [p.detach().float().clone() for p in self.params]
         self.m = [torch.zeros_like(w) for w in self.master]
         self.v = [torch.zeros_like(w) for w in self.master]
+        self.scaler = scaler
+        self.skipped = 0  # steps skipped by the loss scaler (an inf/NaN gradient)
+
+    @property
+    def param_groups(self) -> list:
+        """What ``torch.amp.GradScaler`` reads to find the gradients (one group, as an optimizer has)."""
+        return [{"params": self.params}]
+
+    def scale(self, loss):
+        """The loss to call ``backward`` on: scaled by the loss scaler, if there is one."""
+        return loss if self.scaler is None else self.scaler.scale(loss)
 
     @torch.no_grad()
     def step(self) -> None:
+        scale = getattr(self, "grad_scale", None)  # set by GradScaler.step for this call only
+        found_inf = getattr(self, "found_inf", None)
+        if found_inf is not None and float(found_inf) > 0:
+            self.skipped += 1
+            return  # an overflow in the scaled gradients: skip the update (the scaler lowers the scale)
         self.t += 1
         b1, b2 = self.betas
         bc1, bc2 = 1 - b1**self.t, 1 - b2**self.t
@@ -155,6 +182,8 @@ class MixedAdamW:
             if p.grad is None:
                 continue
             g = p.grad.float()
+            if scale is not None:
+                g.div_(scale)
             w.mul_(1 - self.lr * self.wd)
             m.lerp_(g, 1 - b1)
             v.mul_(b2).addcmul_(g, g, value=1 - b2)
@@ -165,6 +194,24 @@ class MixedAdamW:
     def zero_grad(self) -> None:
         for p in self.params:
             p.grad = None
+
+
+def optimizer_step(opt: MixedAdamW) -> None:
+    """One optimizer step; with a loss scaler: ``scaler.step`` (inf check, then ``opt.step``) and
+    ``scaler.update`` (halve the scale after an overflow, double it after 2000 clean steps)."""
+    if opt.scaler is None:
+        opt.step()
+    else:
+        opt.scaler.step(opt)
+        opt.scaler.update()
+
+
+def loss_scaler(dtype):
+    """A ``torch.amp.GradScaler`` for an fp16 model (its default dynamic scaling), None for bf16
+    or fp32 (their exponent range needs none)."""
+    if dtype != torch.float16:
+        return None
+    return torch.amp.GradScaler(harness.device().type)
 
 
 # --------------------------------------------------------------------------------------------
@@ -269,7 +316,10 @@ class StepPoint(harness.Result):
 @dataclass(frozen=True)
 class StepResult(harness.Result):
     """The training step: the model's shape, its parameter counts, the state buckets [B] measured
-    by the allocator (null on a CPU) and by tensor sizes, and one ``StepPoint`` per mode and batch."""
+    by the allocator (null on a CPU) and by tensor sizes, and one ``StepPoint`` per mode and batch.
+    In fp16 (a GPU without bf16 tensor cores): ``loss_scaler`` names the scaler, ``scaler_bytes`` is
+    what it holds on the device [B] (allocator), ``loss_scale`` its last scale and ``skipped_steps``
+    the steps it skipped for an inf/NaN gradient (empty, null, null, 0 in bf16)."""
 
     device: str
     dtype: str
@@ -288,6 +338,10 @@ class StepResult(harness.Result):
     note: str = ""
     optimizer_step_s: Optional[float] = None
     layer_matmul_params: Optional[int] = None
+    loss_scaler: str = ""
+    scaler_bytes: Optional[int] = None
+    loss_scale: Optional[float] = None
+    skipped_steps: int = 0
 
 
 @dataclass(frozen=True)
@@ -403,10 +457,21 @@ def build(shape: dict, dtype=None, seed: int = 0):
         gpt = GPT(**shape).to(dtype=dtype)
     gpt.train()
     after_w = _allocated()
-    opt = MixedAdamW(gpt.parameters())
+    opt = MixedAdamW(gpt.parameters(), scaler=loss_scaler(dtype))
     after_o = _allocated()
     on = harness.on_gpu()
     return gpt, opt, (after_w - base if on else None), (after_o - after_w if on else None)
+
+
+def scaler_bytes(opt: MixedAdamW) -> Optional[int]:
+    """Bytes the loss scaler holds on the device after its first use (its scale and growth
+    counter, made lazily), by the allocator; None without a scaler or on a CPU."""
+    if opt.scaler is None or not harness.on_gpu():
+        return None
+    before = _allocated()
+    probe = opt.scaler.scale(torch.ones((), device=harness.device()))
+    del probe
+    return _allocated() - before
 
 
 def train_step(gpt: GPT, opt: MixedAdamW, idx, targets, counter: Optional[SavedBytes] = None) -> dict:
@@ -422,11 +487,11 @@ def train_step(gpt: GPT, opt: MixedAdamW, idx, targets, counter: Optional[SavedB
     else:
         loss = gpt(idx, targets)
     m_fwd = _allocated()
-    loss.backward()
+    opt.scale(loss).backward()
     del loss
     m_bwd = _allocated()
     peak = int(torch.cuda.max_memory_allocated()) if harness.on_gpu() else 0
-    opt.step()
+    optimizer_step(opt)
     return dict(activations=m_fwd - m0, gradients=m_bwd - m0, peak=peak - m0)
 
 
@@ -434,21 +499,24 @@ def fwd_bwd(gpt: nn.Module, opt, idx, targets) -> None:
     """Forward and backward only (no optimizer step): what recomputation changes."""
     opt.zero_grad()
     loss = gpt(idx, targets)
-    loss.backward()
+    (opt.scale(loss) if isinstance(opt, MixedAdamW) else loss).backward()  # the stock model's AdamW has no scaler
     del loss
 
 
-def measure_step(shape: Optional[dict] = None, batches=BATCHES, modes=MODES, repeat: int = 3) -> StepResult:
+def measure_step(shape: Optional[dict] = None, batches=BATCHES, modes=MODES, repeat: int = 3, dtype=None) -> StepResult:
     """Build the GPT of ``shape`` (default: ``choose_shape()``), then for each recomputation mode
-    and micro-batch: one warm-up step, one counted step, ``repeat`` timed steps."""
+    and micro-batch: one warm-up step, one counted step, ``repeat`` timed steps. ``dtype``: the
+    device's 16-bit format (``_dtype()``) unless given (``torch.float16`` runs the loss-scaled path
+    on any device)."""
     _free()
     shape = dict(shape or choose_shape())
-    dtype = _dtype()
+    dtype = dtype or _dtype()
     outside = None
     if harness.on_gpu():
         free, total = torch.cuda.mem_get_info()
         outside = int(total - free - torch.cuda.memory_reserved())
     gpt, opt, w_bytes, o_bytes = build(shape, dtype)
+    s_bytes = scaler_bytes(opt)
     params = sum(p.numel() for p in gpt.parameters())
     matmul_params = params - gpt.tok.weight.numel() - gpt.pos.weight.numel()
     points = []
@@ -472,7 +540,7 @@ def measure_step(shape: Optional[dict] = None, batches=BATCHES, modes=MODES, rep
                 fwd_bwd_s=fb.median_s, fwd_bwd_min_s=fb.min_s))
     opt_s = None
     try:  # the optimizer step alone (gradients of the last point in place)
-        opt_s = harness.time_fn(opt.step, warmup=0, repeat=repeat).median_s
+        opt_s = harness.time_fn(functools.partial(optimizer_step, opt), warmup=0, repeat=repeat).median_s
     except Exception:  # noqa: BLE001 - a timing, fail-soft
         opt_s = None
     layer_params = sum(p.numel() for layer in gpt.layers for p in layer.parameters())
@@ -486,7 +554,9 @@ def measure_step(shape: Optional[dict] = None, batches=BATCHES, modes=MODES, rep
         optimizer_tensor_bytes=_tensor_bytes(opt.master + opt.m + opt.v),
         gradients_tensor_bytes=_tensor_bytes(gpt.parameters()),  # one 16-bit gradient per weight
         outside_allocator_bytes=outside, peak_flop_per_s=peak, gpu=gpu, points=tuple(points),
-        note="" if harness.on_gpu() else CPU_NOTE, optimizer_step_s=opt_s, layer_matmul_params=int(layer_params))
+        note="" if harness.on_gpu() else CPU_NOTE, optimizer_step_s=opt_s, layer_matmul_params=int(layer_params),
+        loss_scaler="torch.amp.GradScaler (dynamic)" if opt.scaler is not None else "", scaler_bytes=s_bytes,
+        loss_scale=float(opt.scaler.get_scale()) if opt.scaler is not None else None, skipped_steps=opt.skipped)
     del gpt, opt
     _free()
     return res
@@ -524,7 +594,7 @@ def measure_oom(shape: Optional[dict] = None, start_batch: int = 8, max_trials: 
         try:
             idx, tgt = _batch(shape, b)
             loss = gpt(idx, tgt)
-            loss.backward()
+            opt.scale(loss).backward()
             del loss, idx, tgt
             ok = b
         except oom_error as exc:
@@ -791,6 +861,16 @@ def predicted_activation_bytes(shape: dict, micro_batch: int, recompute: str) ->
                                   recompute=recompute)
 
 
+def predicted_full_recompute_peak_bytes(shape: dict, micro_batch: int, params: int) -> float:
+    """The calculators' planner for full recomputation (:func:`widgets.models.training_memory.memory_budget`)
+    on the experiment's shape: the stored layer inputs and outside-layer activations, plus one
+    layer's full activations while it is recomputed, plus the gradients (2 B/param), as if all
+    three peaked at once [B]. An upper bound by construction of the sum: in the backward pass the
+    checkpoints are freed as the gradients appear."""
+    one_layer = model.activation_bytes_per_layer(shape["seq"], micro_batch, shape["hidden"], shape["heads"])
+    return predicted_activation_bytes(shape, micro_batch, "full") + one_layer + model.state_bytes(params).gradients
+
+
 def predicted_stock_activation_bytes(shape: dict, micro_batch: int) -> float:
     """The activation model for the stock model (:class:`StockGPT`): the same count with fused
     attention and no dropout (``attention="flash", dropout=False``) [B]."""
@@ -853,6 +933,13 @@ def accuracy_rows(record: dict) -> list:
         elif p.saved_bytes:
             rows.append(Row("training_memory", f"activations saved for backward, recompute {p.recompute}, micro-batch {p.micro_batch} (hooks)",
                             inputs, pred, p.saved_bytes, "B", "prediction", device, note))
+    for p in step.points:
+        if p.recompute == "full" and p.peak_bytes:
+            rows.append(Row("training_memory", f"peak above the state in forward + backward, full recomputation, micro-batch {p.micro_batch} "
+                            "(allocator)", "the planner's full-recompute bucket: stored inputs + one recomputed layer + 2 B/param of gradients",
+                            predicted_full_recompute_peak_bytes(step.shape, p.micro_batch, step.params), p.peak_bytes, "B", "prediction",
+                            device, "the planner adds the three as if they peaked together (an upper bound: the checkpoints are freed as "
+                            "the gradients appear); fails if the peak is higher: a backward temporary not in the model"))
     stock = res.stock
     if isinstance(stock, StockResult):
         rows += _stock_rows(stock, device)

@@ -35,7 +35,9 @@ PRECISIONS = ("mixed", "mixed_fp32_grads", "bf16", "autocast", "fp32")
 
 ``mixed``: 16-bit weights and gradients plus an fp32 master copy of
 the weights held by the optimizer (the layout of the ZeRO paper, Rajbhandari et al. 2020: 2 + 2 + 4
-bytes before the moments; 16 per parameter with Adam). ``mixed_fp32_grads``: the same with fp32
+bytes before the moments; 16 per parameter with Adam). bf16 or fp16 alike: fp16 adds a dynamic loss
+scaler (Micikevicius et al. 2018; ``torch.amp.GradScaler``), one scale and one growth counter for the
+whole model, nothing per parameter, so the bytes are the same. ``mixed_fp32_grads``: the same with fp32
 gradients (Megatron-LM's ``main_grad``: 2 + 4 + 4 before the moments, 18 with Adam; Megatron Core
 developer guide, "Distributed Optimizer"). ``bf16``: everything in 16 bits, no master copy, the
 moments in the weights' dtype (``torch.optim.AdamW`` on a model cast to bf16: 2 + 2 + 2 + 2 = 8 with
