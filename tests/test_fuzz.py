@@ -43,6 +43,7 @@ MODULES = (
     "widgets.models.serving",
     "widgets.models.training_memory",
     "widgets.models.attention",
+    "widgets.models.kernels",
     "widgets.units",
     "widgets.hardware",
 )
@@ -58,6 +59,7 @@ RESULT_CLASSES = {
     "CapacityPlan", "DecodeStep", "Latency", "MemoryBudget",
     "StateBytes", "TrainingBudget", "Rung",
     "FlashBlocks", "OnlineSoftmaxStep",
+    "Tiling", "RungCost", "LadderPrediction", "TileSummary",
 }
 
 _H200 = dict(peak_flop_per_s=989.4e12, bytes_per_s=4.8e12)
@@ -190,6 +192,10 @@ VALID: dict[str, dict] = {
                                           protocol="LL", ll_max_bytes_per_s=141e9),
     "collectives.nccl_model_choice": dict(op="all_reduce", size_bytes=2**20, n=8, link_bytes_per_s=370.8e9, ll_max_bytes_per_s=141e9),
     "collectives.nccl_model_switch_bytes": dict(op="all_reduce", n=8, link_bytes_per_s=370.8e9, ll_max_bytes_per_s=141e9),
+    "collectives.fat_tree_max_endpoints": dict(switch_ports=64, levels=2),
+    "collectives.oversubscribed_bytes_per_s": dict(nic_bytes_per_s=50e9, down_ports=32, up_ports=16),
+    "collectives.moe_all_to_all_time_s": dict(tokens=32, d_model=7168, experts_per_token=9, link_bytes_per_s=50e9,
+                                              dispatch_bytes_per_elem=1.0, combine_bytes_per_elem=2.0, remote_fraction=1.0),
     "collectives.fit_alpha_beta": dict(sizes_bytes=[1e3, 1e6, 1e9], times_s=[20e-6 + s / 300e9 for s in (1e3, 1e6, 1e9)]),
     "collectives.ring_allreduce_schedule": dict(n=4),
     "collectives.ring_allreduce_contributions": dict(n=4, step=1),
@@ -257,6 +263,20 @@ VALID: dict[str, dict] = {
     "serving.split_kv_attention": dict(batch=1, kv_heads=8, context_tokens=65536, kv_bytes_per_token_per_head=40960.0, sms=132,
                                        hbm_bytes_per_s=4.8e12),
     "serving.moe_decode_per_gpu": dict(model="DeepSeek-V3"),
+    "kernels.tiling": dict(rung="warptile"),
+    "kernels.rung_cost": dict(rung="vectorized"),
+    "kernels.ladder_prediction": dict(rung="blocktile_2d", m=4096, n=4096, k=4096, sms=132, clock_hz=1.98e9, hbm_bytes_per_s=4.8e12),
+    "kernels.fp32_lanes_per_sm": dict(peak_flop_per_s=67e12, sms=132, clock_hz=1.98e9),
+    "kernels.tile_summary": dict(rung="vectorized"),
+    "kernels.sizes_from_config": dict(rung="vectorized", config=(128, 128, 8, 8, 8)),
+    "kernels.why_not_on": dict(gpu="H200-SXM"),
+    "kernels.predict_on": dict(gpu="H200-SXM", rung="smem", m=1024, n=1024, k=1024),
+    "kernels.flop_per_s": dict(m=4096, n=4096, k=4096, seconds=3e-3),
+    "kernels.t_quantile": dict(confidence=0.95, dof=9),
+    "kernels.mean_ci_half_width": dict(std_s=1e-6, repeats=30),
+    "kernels.repeats_needed": dict(std_s=1e-6, mean_s=5e-5, relative_half_width=0.01),
+    "kernels.median_ci_ranks": dict(repeats=20),
+    "kernels.host_timing_error": dict(kernel_s=5e-6, overhead_s=1e-5),
     "training_memory.state_bytes": dict(params=1e9),
     "training_memory.training_state_bytes": dict(params=1e9),
     "training_memory.zero_state_bytes_per_gpu": dict(params=1e9, gpus=8, stage=1),
@@ -779,7 +799,7 @@ def test_check_flags_enums_text_lists_and_arrays():
 
 
 # --- calculators: every invalid state shows a sentence naming a real field, never inf/nan ----------
-UI_TOPICS = ("memory_hierarchy", "simt", "tensor_cores", "collectives", "training_memory", "serving")
+UI_TOPICS = ("memory_hierarchy", "simt", "tensor_cores", "kernels", "collectives", "training_memory", "serving", "attention")
 UI_BAD = {
     "IntText": {"zero": 0, "neg1": -1, "2**31": 2**31, "2**62": 2**62},
     "FloatText": {"zero": 0.0, "neg1": -1.0, "nan": math.nan, "inf": math.inf, "-inf": -math.inf, "1e308": 1e308,
