@@ -55,7 +55,7 @@ RESULT_CLASSES = {
     "ArchLimits", "Occupancy", "Divergence", "LatencyHiding",
     "PeakCheck", "GemmEstimate", "DotError", "Accumulator", "AccumulationError",
     "PipelineStages", "TileHierarchy", "EpilogueEstimate", "GroupedGemmEstimate",
-    "RingTransfer", "DataParallelStep", "HierarchicalAllReduce", "CrossNodeAllReduce",
+    "RingTransfer", "DataParallelStep", "HierarchicalAllReduce", "CrossNodeAllReduce", "LayerRoofline", "NcclChoice",
     "CapacityPlan", "DecodeStep", "Latency", "MemoryBudget",
     "StateBytes", "TrainingBudget", "Rung",
     "FlashBlocks", "OnlineSoftmaxStep",
