@@ -521,6 +521,8 @@ def test_a_gpu_without_bf16_trains_in_fp16_with_the_scaler(monkeypatch):
     assert ex._dtype() == torch.float16
     step = ex.measure_step(dict(ex.CPU_SHAPE), batches=(1,), modes=("none",), repeat=1)
     assert step.dtype == "fp16" and step.loss_scaler.startswith("torch.amp.GradScaler") and step.loss_scale > 0
+    if torch.cuda.is_available():  # on a GPU (the H200 batch) this is the real CUDA path: the scaler's bytes are counted
+        assert step.scaler_bytes is not None and 0 <= step.scaler_bytes < step.params, step.scaler_bytes  # not one per parameter
     rec = ex.TrainingMemoryResults(step=step).to_record()
     assert ex.TrainingMemoryResults.from_record(rec, strict=True).step.loss_scaler == step.loss_scaler
     monkeypatch.setattr(harness, "capabilities", lambda: doctor.simulate("A100-SXM-80GB").capabilities)
