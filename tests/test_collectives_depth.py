@@ -232,3 +232,38 @@ def test_live_calculators_build_without_error():
     for make in (ui.parallelism_roofline_calculator, ui.protocol_calculator):
         form = make()
         assert form is not None
+
+
+# --------------------------------------------------------------------------------------------
+# Topology and expert parallelism
+# --------------------------------------------------------------------------------------------
+def test_fat_tree_sizes_match_published_clusters():
+    """Al-Fares, Loukissas & Vahdat 2008 (SIGCOMM), Section 3: k^3/4 hosts, "48-port ... 27,648 hosts";
+    Zhao et al. 2025 (Insights into DeepSeek-V3, ISCA): a two-layer fat tree of 64-port 400G switches
+    per plane, eight planes, up to 16,384 GPUs."""
+    assert cm.fat_tree_max_endpoints(48, 3) == 27_648
+    assert 8 * cm.fat_tree_max_endpoints(64, 2) == 16_384
+    assert cm.fat_tree_max_endpoints(4, 3) == 16  # the paper's Figure 3: k = 4, 16 hosts
+    assert cm.fat_tree_max_endpoints(64, 1) == 64  # one switch: every port down
+    with pytest.raises(ValueError, match="^switch_ports must be even"):
+        cm.fat_tree_max_endpoints(47, 2)
+
+
+def test_oversubscription_shares_the_uplinks():
+    assert cm.oversubscribed_bytes_per_s(50e9, 32, 32) == 50e9
+    assert cm.oversubscribed_bytes_per_s(50e9, 32, 16) == 25e9  # 2:1
+    assert cm.oversubscribed_bytes_per_s(50e9, 16, 32) == 50e9  # more up than down: the adapter limits
+
+
+def test_moe_all_to_all_matches_the_deepseek_estimate():
+    """Zhao et al. 2025 (Insights into DeepSeek-V3), inference speed: (1 B + 2 B) x 32 x 9 x 7K / 50 GB/s
+    = 120.96 us per layer; two micro-batches over 61 layers: 14.76 ms per output token; on GB200 NVL72
+    (900 GB/s) 6.72 us and 0.82 ms."""
+    t = cm.moe_all_to_all_time_s(32, 7000, 9, 50e9)
+    assert t == pytest.approx(120.96e-6)
+    assert 2 * 61 * t == pytest.approx(14.76e-3, abs=5e-6)
+    nvl = cm.moe_all_to_all_time_s(32, 7000, 9, 900e9)
+    assert nvl == pytest.approx(6.72e-6) and 2 * 61 * nvl == pytest.approx(0.82e-3, abs=5e-6)
+    # uniform routing over n GPUs keeps (n-1)/n of the copies remote; bf16 both ways costs 4/3 as much
+    assert cm.moe_all_to_all_time_s(32, 7000, 9, 50e9, remote_fraction=7 / 8) == pytest.approx(t * 7 / 8)
+    assert cm.moe_all_to_all_time_s(32, 7000, 9, 50e9, 2.0, 2.0) == pytest.approx(t * 4 / 3)

@@ -2408,3 +2408,148 @@ def nccl_model_switch_bytes(op: str, n: int, link_bytes_per_s: float, protocols=
             out.append((float(b), *prev))
             lo = b
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# Topology and expert parallelism: fat trees, oversubscription, the all-to-all of a MoE layer
+# --------------------------------------------------------------------------------------------
+def fat_tree_max_endpoints(switch_ports: int, levels: int = 2) -> int:
+    """Endpoints (NICs) a non-blocking fat tree of ``levels`` switch levels connects: ``2 (k/2)^levels``.
+
+    Every switch but the top level gives half its ``k`` ports to the level below and half to the
+    level above, so each level multiplies the reach by ``k/2``; the top level gives all ``k`` down.
+    Two levels (leaf-spine): ``k^2/2``; three levels: ``k^3/4`` (Al-Fares, Loukissas & Vahdat 2008:
+    48-port switches connect 27,648 hosts). A rail-optimized cluster builds one such tree per rail
+    (per GPU index in the node), so its GPUs number ``rails`` times this.
+
+    Explained in :ref:`collectives` > Topology: fat trees, rails and the all-to-all of experts.
+
+    Parameters
+    ----------
+    switch_ports : int
+        Ports per switch ``k`` [-], even, 2 to 4096.
+    levels : int, optional
+        Switch levels [-], 1 to 5.
+
+    Returns
+    -------
+    int
+        Endpoints [-].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range or ``switch_ports`` is odd.
+
+    Examples
+    --------
+    >>> fat_tree_max_endpoints(48, 3), fat_tree_max_endpoints(64, 2)
+    (27648, 2048)
+    """
+    k = _check.integer("switch_ports", switch_ports, minimum=2, maximum=4096)
+    if k % 2:
+        raise ValueError(f"switch_ports must be even (half down, half up), got {switch_ports!r}")
+    m = _check.integer("levels", levels, minimum=1, maximum=5)
+    return 2 * (k // 2) ** m
+
+
+def oversubscribed_bytes_per_s(nic_bytes_per_s: float, down_ports: int, up_ports: int) -> float:
+    """What each endpoint can send out of its leaf switch when all do at once: ``nic x min(1, up / down)``.
+
+    A leaf with ``down_ports`` endpoints and ``up_ports`` links to the spine (same speed) is
+    oversubscribed ``down:up``; traffic that leaves the leaf (an all-to-all across the cluster, a
+    ring that crosses leaves) shares the uplinks. The bisection bandwidth of the cluster scales the
+    same way.
+
+    Explained in :ref:`collectives` > Topology: fat trees, rails and the all-to-all of experts.
+
+    Parameters
+    ----------
+    nic_bytes_per_s : float
+        One endpoint's link, per direction [B/s], > 0.
+    down_ports : int
+        Endpoints per leaf [-], 1 to 4096.
+    up_ports : int
+        Uplinks per leaf [-], 1 to 4096.
+
+    Returns
+    -------
+    float
+        Bandwidth per endpoint for traffic leaving the leaf [B/s].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
+    >>> oversubscribed_bytes_per_s(50e9, 32, 32) / 1e9, oversubscribed_bytes_per_s(50e9, 32, 16) / 1e9
+    (50.0, 25.0)
+    """
+    b = _rate("nic_bytes_per_s", nic_bytes_per_s)
+    d = _check.integer("down_ports", down_ports, minimum=1, maximum=4096)
+    u = _check.integer("up_ports", up_ports, minimum=1, maximum=4096)
+    return b * min(1.0, u / d)
+
+
+def moe_all_to_all_time_s(
+    tokens: float,
+    d_model: int,
+    experts_per_token: float,
+    link_bytes_per_s: float,
+    dispatch_bytes_per_elem: float = 1.0,
+    combine_bytes_per_elem: float = 2.0,
+    remote_fraction: float = 1.0,
+) -> float:
+    """Dispatch plus combine of one MoE layer's tokens, bound by one GPU's link: ``t k D (e_d + e_c) f / B``.
+
+    Each of the ``t`` tokens a GPU holds goes to ``k`` experts (its hidden vector, ``D`` elements
+    of ``e_d`` bytes: DeepSeek-V3 dispatches in FP8) and comes back as ``k`` outputs (``e_c``
+    bytes: BF16); the share ``f`` whose expert lives on another GPU crosses the link. Zhao et al.
+    2025 (Insights into DeepSeek-V3, ISCA) estimate decoding this way: 32 tokens, 9 experts (8
+    routed and the shared one), ``D`` = 7K, 50 GB/s of InfiniBand: 120.96 us per layer.
+
+    Explained in :ref:`collectives` > Topology: fat trees, rails and the all-to-all of experts.
+
+    Parameters
+    ----------
+    tokens : float
+        Tokens per GPU in the layer [-], > 0.
+    d_model : int
+        Hidden size ``D`` [-], 1 to ``MAX_WIDTH``.
+    experts_per_token : float
+        Experts each token is sent to ``k`` [-], 0 to 1024.
+    link_bytes_per_s : float
+        The GPU's share of the link the all-to-all crosses, per direction [B/s], > 0.
+    dispatch_bytes_per_elem : float, optional
+        Bytes per element sent to the experts [B], 0.125 to 8.
+    combine_bytes_per_elem : float, optional
+        Bytes per element sent back [B], 0.125 to 8.
+    remote_fraction : float, optional
+        Share of the copies whose expert is on another GPU [-], 0 to 1 (``(n-1)/n`` for uniform
+        routing over ``n`` GPUs).
+
+    Returns
+    -------
+    float
+        Time [s].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
+    >>> round(moe_all_to_all_time_s(32, 7000, 9, 50e9) * 1e6, 2)  # us: Zhao et al. 2025
+    120.96
+    """
+    t = _check.in_range("tokens", _check.positive("tokens", tokens), 1e-9, MAX_TOKENS)
+    d = _width("d_model", d_model)
+    k = _check.in_range("experts_per_token", experts_per_token, 0, 1024)
+    b = _rate("link_bytes_per_s", link_bytes_per_s)
+    ed = _check.in_range("dispatch_bytes_per_elem", dispatch_bytes_per_elem, 0.125, 8, "B")
+    ec = _check.in_range("combine_bytes_per_elem", combine_bytes_per_elem, 0.125, 8, "B")
+    f = _check.fraction("remote_fraction", remote_fraction)
+    return t * k * d * (ed + ec) * f / b

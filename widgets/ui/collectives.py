@@ -639,7 +639,8 @@ def check_best_bucket(answer_bytes, grad_bytes: float, backward_s: float, n: int
 # --------------------------------------------------------------------------------------------
 ROOFLINE_TOKENS = (64, 2**17)  # x range of the static figure [tokens]; the lines are straight on log-log axes
 ROOFLINE_WIDTHS = (4096, 8192, 16384)  # d_model; d_ff = 4 d_model (the page stays light: 78 frames)
-ROOFLINE_RANKS = {"node": 8, "network": 64}  # data-parallel ranks in each scope; tensor parallel stays 8-way
+ROOFLINE_RANKS = {"node": 8, "network": 64}  # data-parallel ranks in each scope
+ROOFLINE_TP_RANKS = {"node": 8, "network": 16}  # tensor parallel: one node, or two whole nodes (every adapter in use)
 ROOFLINE_SCOPE_LABEL = {"node": "in a node", "network": "across nodes"}
 ROOFLINE_GPUS = LADDER_GPUS
 
@@ -656,7 +657,7 @@ def _roofline_inputs(gpu: str, scope: str) -> tuple:
     return get_gpu(gpu).peak(dtype), cm.roofline_link_bytes_per_s(gpu, scope), note
 
 
-def roofline_summary(gpu: str, scope: str, d_model: int, d_ff: int, tp_ranks: int = 8) -> str:
+def roofline_summary(gpu: str, scope: str, d_model: int, d_ff: int, tp_ranks=None) -> str:
     c, w, _ = _roofline_inputs(gpu, scope)
     r = ROOFLINE_RANKS[scope]
     crit = cm.critical_tokens_per_gpu(c, w, r)
@@ -666,8 +667,9 @@ def roofline_summary(gpu: str, scope: str, d_model: int, d_ff: int, tp_ranks: in
             f"tensor parallel hides its collectives up to {y:.1f} ranks; pipeline send / compute {pp.ratio:.3f}")
 
 
-def _roofline_traces(gpu: str, scope: str, d_model: int, d_ff: int, tp_ranks: int = 8) -> list:
+def _roofline_traces(gpu: str, scope: str, d_model: int, d_ff: int, tp_ranks=None) -> list:
     c, w, _ = _roofline_inputs(gpu, scope)
+    tp_ranks = ROOFLINE_TP_RANKS[scope] if tp_ranks is None else tp_ranks
     r = ROOFLINE_RANKS[scope]
     xs = list(ROOFLINE_TOKENS)
 
@@ -677,8 +679,8 @@ def _roofline_traces(gpu: str, scope: str, d_model: int, d_ff: int, tp_ranks: in
     crit = cm.critical_tokens_per_gpu(c, w, r)
     return [
         go.Scatter(x=xs, y=[1, 1], mode="lines", name="communication = computation", line=dict(color="#888", dash="dot")),
-        go.Scatter(x=xs, y=ratios("data", r), mode="lines", name=f"data parallel and FSDP, {r} GPUs", line=dict(color=COLORS[0], width=3)),
-        go.Scatter(x=xs, y=ratios("tensor", tp_ranks), mode="lines", name=f"tensor parallel, {tp_ranks} GPUs", line=dict(color=COLORS[1], width=3)),
+        go.Scatter(x=xs, y=ratios("data", r), mode="lines", name="data parallel and FSDP", line=dict(color=COLORS[0], width=3)),
+        go.Scatter(x=xs, y=ratios("tensor", tp_ranks), mode="lines", name="tensor parallel", line=dict(color=COLORS[1], width=3)),
         go.Scatter(x=xs, y=ratios("pipeline", 1), mode="lines", name="pipeline, 1 layer per stage", line=dict(color=COLORS[2], width=3)),
         go.Scatter(x=[crit], y=[1], mode="markers", name="critical batch", marker=dict(color=COLORS[3], size=11, symbol="x")),
     ]  # fmt: skip
@@ -703,7 +705,8 @@ def parallelism_roofline_figure(gpus=ROOFLINE_GPUS, widths=ROOFLINE_WIDTHS, scop
         g, s = choice
         note = _roofline_inputs(g, s)[2]
         readout = roofline_summary(g, s, d, 4 * d) + (f" ({note})" if note else "")
-        return _roofline_traces(g, s, d, 4 * d), f"{g} {ROOFLINE_SCOPE_LABEL[s]}, d_model {d:,}", readout
+        title = f"{g} {ROOFLINE_SCOPE_LABEL[s]}, d_model {d:,}: data {ROOFLINE_RANKS[s]}, tensor {ROOFLINE_TP_RANKS[s]} GPUs"
+        return _roofline_traces(g, s, d, 4 * d), title, readout
 
     return grid_figure(
         slider=("d_model", list(widths), lambda d: f"{d:,}"),
