@@ -29,7 +29,7 @@ from pathlib import Path
 
 from . import _check
 
-TOPICS = ("memory_hierarchy", "simt", "tensor_cores", "collectives", "training_memory", "serving")
+TOPICS = ("memory_hierarchy", "simt", "tensor_cores", "kernels", "collectives", "training_memory", "serving", "attention")
 STATIC = Path(__file__).resolve().parent / "static"  # package data: a copy of book/_static/quiz.{js,css}
 CSS_CLASS = "gpubook-quiz"
 
