@@ -296,14 +296,7 @@ def _changed(a, b):
     return a["title"] != b["title"] or a["data"] != b["data"]
 
 
-KNOWN_DROPDOWN_DEFECT = pytest.mark.xfail(
-    strict=True, reason="a known defect, not yet fixed: on the tensor_cores peak figure the plot's svg-container "
-    "intercepts clicks on the dropdown button (found by this test at a78f0d1, after the phone-font and menu-layout "
-    "changes of 493a856/41ed945); strict, so the test fails again once the figure is fixed")
-
-
-@pytest.mark.parametrize("chapter", [pytest.param(c, marks=KNOWN_DROPDOWN_DEFECT) if c == "tensor_cores" else c
-                                     for c in CHAPTERS])
+@pytest.mark.parametrize("chapter", CHAPTERS)
 def test_static_calculators_have_two_controls_that_each_change_the_figure(server, browser, chapter):
     v = _open(browser, server, f"chapters/{chapter}")
     page = v.page

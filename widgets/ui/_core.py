@@ -110,6 +110,9 @@ def _template(dark: bool) -> go.layout.Template:
 
 MENU_CHARS = 32  # a dropdown entry this long still fits a 358-px plot at 13 px
 MENU_BG = "#e9edf1"  # dropdown menus, light and dark mode alike (book/_static/plotly_theme.js)
+# One entry of an open dropdown in plotly.js: 33 px at a 13-px font (less at 10 px) plus a 2-px gap
+# (measured in the built page: 13 entries open 455 px tall).
+MENU_ENTRY_PX = 35
 
 pio.templates["book_light"] = _template(dark=False)
 pio.templates["book_dark"] = _template(dark=True)
@@ -367,6 +370,18 @@ def _range_update(ranges: Mapping[str, list[float]]) -> dict[str, Any]:
     return upd
 
 
+SLIDER_CHAR_PX = 7  # a slider tick label in plotly.js: about 7 px per character at its 12-px default font
+PLOT_MARGIN_PX = {"l": 56, "r": 16}  # grid_figure's side margins; the slider spans the plot between them
+
+
+def slider_edge_pad(labels: Sequence[str]) -> dict:
+    """Side padding [px] of a slider's rail that keeps its first and last tick labels inside the
+    figure: plotly.js centres each label on its tick and the rail spans the plot, so half a long
+    end label hung past the margin and was cut (review R-15: "ZeRO-3 / FS")."""
+    half = [len(str(labels[i])) * SLIDER_CHAR_PX / 2 if labels else 0 for i in (0, -1)]
+    return {"l": max(0, math.ceil(half[0] - PLOT_MARGIN_PX["l"])), "r": max(0, math.ceil(half[1] - PLOT_MARGIN_PX["r"]))}
+
+
 def grid_figure(
     *,
     slider: tuple[str, Sequence[Any], Callable[[Any], str]],
@@ -436,6 +451,16 @@ def grid_figure(
     plot_h = height - top - bottom
     if plot_h < 140:
         height, plot_h = height + 140 - plot_h, 140
+    if has_menu:
+        # The open list hangs from the menu's header (10 px above the plot) down to the figure's
+        # bottom edge. Where it does not fit, plotly.js shows it in a scroll box scrolled to the
+        # active entry, so the entries above the active one were out of sight and could not be
+        # clicked (the tensor_cores peak figure: 13 GPUs, H200 third; the browser test's click
+        # landed on the svg-container). The figure grows until the whole list fits; the plot
+        # takes the extra height.
+        need = top + len(c_values) * MENU_ENTRY_PX + 8
+        if height < need:
+            height, plot_h = need, plot_h + need - height
 
     def fname(ci: int, si: int) -> str:
         return f"{ci}:{si}" if has_menu else str(si)
@@ -475,7 +500,7 @@ def grid_figure(
                 xanchor="left",
                 y=-(96 + legend_px) / plot_h,
                 yanchor="top",
-                pad=dict(t=8, b=4),
+                pad=dict(t=8, b=4, **slider_edge_pad([s["label"] for s in steps])),
             )
         )
 
@@ -522,7 +547,7 @@ def grid_figure(
         template=TEMPLATE,
         title=_title(ti0, ro0)[0],
         height=height,
-        margin=dict(t=top, b=bottom, l=56, r=16),
+        margin=dict(t=top, b=bottom, **PLOT_MARGIN_PX),
         showlegend=show_legend,
         legend=dict(orientation="h", x=0, xanchor="left", y=-56 / plot_h, yanchor="top"),
         sliders=sliders,
