@@ -546,3 +546,35 @@ def test_full_recompute_peak_row_is_the_planners_sum_labelled_a_prediction():
     rows = [r for r in ex.accuracy_rows(rec) if r.quantity.startswith("peak above the state")]
     assert [(r.label, r.measured) for r in rows] == [("prediction", 123_456)]
     assert rows[0].predicted == ex.predicted_full_recompute_peak_bytes(shape, 1, step.params)
+
+
+# --- the fixes ladder's slider (review R-15: 4 of 7 step names shown, the last cut at the edge) ----
+PHONE_RAIL_PX = 358 - 56 - 16  # a phone-wide figure less grid_figure's side margins
+
+
+def test_fixes_ladder_slider_labels_all_fit_a_phone_and_the_title_names_each_fix():
+    from widgets.ui import training_memory as ui
+    from widgets.ui._core import SLIDER_CHAR_PX
+
+    fig = ui.ladder_figure()
+    slider = fig.layout.sliders[0]
+    labels = [s.label for s in slider.steps]
+    assert len(labels) == len(tm.FIXES)
+    # plotly.js labels every k-th tick, k = ceil(label width / space per tick): k must be 1 on a phone
+    per_tick = PHONE_RAIL_PX / (len(labels) - 1)
+    assert max(len(x) for x in labels) * SLIDER_CHAR_PX + 8 <= per_tick, labels
+    titles = [f.layout.title.text for f in fig.frames[: len(tm.FIXES)]]
+    assert all(fix in title for fix, title in zip(tm.FIXES[1:], titles[1:])), titles
+
+
+def test_slider_end_labels_stay_inside_the_figure():
+    """The kit pads the rail so that half of the first and of the last tick label fit in the margins."""
+    from widgets.ui._core import PLOT_MARGIN_PX, SLIDER_CHAR_PX, grid_figure
+
+    names = ["baseline", "fused attention", "ZeRO-3 / FSDP"]
+    fig = grid_figure(slider=("fix", names, str), choices=("c", ["x"], str), frame=lambda c, v: ([], v, ""))
+    pad = fig.layout.sliders[0].pad
+    assert len(names[-1]) * SLIDER_CHAR_PX / 2 <= PLOT_MARGIN_PX["r"] + pad.r
+    assert len(names[0]) * SLIDER_CHAR_PX / 2 <= PLOT_MARGIN_PX["l"] + pad.l
+    short = grid_figure(slider=("n", [1, 2, 4], str), choices=("c", ["x"], str), frame=lambda c, v: ([], str(v), ""))
+    assert (short.layout.sliders[0].pad.l, short.layout.sliders[0].pad.r) == (0, 0)  # short labels: the rail is unchanged
