@@ -1870,9 +1870,10 @@ def tile_hierarchy(gpu, dtype: str, bm: int = 128, bn: int = 256, bk: int = 64, 
     wave_i = wave_intensity_flop_per_byte(bm_, bn_, b, g.sms, gm)
     smem_bw = smem_bytes_per_s(g.sms, g.clock_for(d))
     weff = gemm_waves(m_, n_, bm_, bn_, g.sms)[2]
-    levels = {"HBM": (wave_i, g.hbm_bytes_per_s), "shared memory": (smem_i, smem_bw)}
+    levels = {"HBM": (wave_i, g.hbm_bytes_per_s)}
     if l2 is not None:
         levels["L2"] = (block_i, l2)
+    levels["shared memory"] = (smem_i, smem_bw)
     rates = {name: i * bw for name, (i, bw) in levels.items()}
     rates["compute"] = peak * weff
     best, bound = hierarchical_attainable_flop_per_s(peak * weff, levels)

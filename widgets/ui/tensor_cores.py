@@ -599,8 +599,8 @@ TILE_LEVEL_COLORS = {"HBM": series_color(0), "L2": series_color(1), "shared memo
 
 
 def tile_config_label(cfg) -> str:
-    """``128 x 256`` (block tile) for a slider."""
-    return f"{cfg[0]} x {cfg[1]}"
+    """``128x256`` (block tile) for a slider: short, so four labels fit a phone-wide slider."""
+    return f"{cfg[0]}x{cfg[1]}"
 
 
 def tile_why_not(gpu: str) -> str | None:
@@ -637,7 +637,7 @@ def tile_rows(h: tc.TileHierarchy) -> list[tuple[str, str]]:
     return rows
 
 
-def tile_summary(h: tc.TileHierarchy) -> str:
+def tile_readout(h: tc.TileHierarchy) -> str:
     fit = "" if h.fits else "; does NOT fit"
     return (f"{h.bound}-bound at {fmt_flop_per_s(h.attainable_flop_per_s)}; read tile {h.smem_intensity:.0f} vs "
             f"ridge {h.smem_ridge:.0f} FLOP/B; {fmt_bytes(h.smem_bytes)} smem{fit}")
@@ -650,7 +650,7 @@ def _tile_traces(h: tc.TileHierarchy | None, gpu: str) -> list:
         go.Bar(x=levels, y=ys, marker=dict(color=[TILE_LEVEL_COLORS.get(x, "#888888") for x in levels]), name="rate each level allows",
                hovertemplate="%{x}: %{y:.4g} TFLOP/s<extra></extra>"),
         go.Scatter(x=levels, y=[h.attainable_flop_per_s / 1e12] * len(levels) if h else [None] * len(levels), mode="lines",
-                   name="attainable (the lowest)", line=dict(color=gpu_color(gpu), dash="dash")),
+                   name="attainable (the lowest)", line=dict(color="#666666", dash="dash", width=2.5)),
     ]
 
 
@@ -671,7 +671,7 @@ def tile_figure(choices=TILE_CHOICES, configs=TILE_CONFIGS, l2_bytes_per_s: dict
         if why:
             return _tile_traces(None, gpu), f"{gpu} {dtype}, {tile_config_label(cfg)} tile", why
         h = tile_hierarchy_for(gpu, dtype, cfg, l2_bytes_per_s)
-        return _tile_traces(h, gpu), f"{gpu} {dtype}, {tile_config_label(cfg)} tile, {cfg[3]} stages", tile_summary(h)
+        return _tile_traces(h, gpu), f"{gpu} {dtype}, {tile_config_label(cfg)} tile, {cfg[3]} stages", tile_readout(h)
 
     ci = choices.index(("H200-SXM", "bf16")) if ("H200-SXM", "bf16") in choices else 0
     si = next((i for i, c in enumerate(configs) if c[:2] == (128, 256)), 0)
@@ -709,7 +709,7 @@ def tile_calculator(l2_bytes_per_s: dict | None = None):
         gpu, h = result
         fig = go.Figure(_tile_traces(h, gpu))
         fig.update_layout(**_tile_layout())
-        style_figure(fig, title=f"{gpu}: the rate each level allows", readout=tile_summary(h))
+        style_figure(fig, title=f"{gpu}: the rate each level allows", readout=tile_readout(h))
         return table_html(tile_rows(h)), fig
 
     return live_form(compute, controls, show, title="GEMM tile hierarchy: intensity per level",
