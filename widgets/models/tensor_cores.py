@@ -2252,8 +2252,9 @@ SPARSE_2_4_INDEX_BITS = 2  # per kept value: its position among 4 (Mishra et al.
 
 
 def sparse_2_4_bytes(rows: int, cols: int, bytes_per_elem=2) -> float:
-    """Bytes of a 2:4-sparse matrix as the sparse tensor cores read it: half the values plus a
-    2-bit index per kept value.
+    """Bytes of a 2:4-sparse matrix as the sparse tensor cores read it.
+
+    Half the values plus a 2-bit index per kept value.
 
     Explained in :ref:`tensor_cores` > 2:4 sparsity and grouped GEMM.
 
