@@ -17,6 +17,8 @@ def quiz() -> Quiz:
     ring = cm.ring_allreduce_time_s(size, n, g.interconnect_bytes_per_s)
     ops = ("all_reduce", "all_gather", "broadcast")
     factors = {op: cm.busbw_factor(op, n) for op in ops}
+    crit = cm.critical_tokens_per_gpu(g.peak("bf16"), cm.roofline_link_bytes_per_s(g, "network"))
+    zero = [cm.zero_step_comm_s(7e9, n, stage, g.interconnect_bytes_per_s) for stage in (0, 3)]
     return Quiz(
         topic="collectives",
         note="Every accepted answer below was computed by the book's models and GPU catalog when this page was built.",
@@ -48,6 +50,18 @@ def quiz() -> Quiz:
                 f"{u.fmt_bytes_per_s(g.interconnect_bytes_per_s)} per GPU, with the book's default latencies? Answer in ms.",
                 value=ring / u.MS, unit="ms", rel_tol=0.03,
                 why="call latency + 2(n-1) step latencies + 2(n-1)/n x S / B: for 1 GiB the bandwidth term dominates.",
+            ),
+            Number(
+                prompt=f"Data parallelism across many nodes of {g.name}s, each node with eight 400 Gb/s adapters "
+                f"({u.fmt_bytes_per_s(cm.roofline_link_bytes_per_s(g, 'network'))} per GPU for NCCL's ring): above how many tokens "
+                "per GPU does the backward pass's compute (dense bf16 peak) outlast the gradient all-reduce?",
+                value=crit, unit="tokens", rel_tol=0.03,
+                why="8 t D F / C against 2 x 2 D F bytes / W: the widths cancel and t* = C / W, the GPU's FLOP per byte of link.",
+            ),
+            Number(
+                prompt="ZeRO-3 (FSDP) against plain data parallelism: how many times the bytes per step does it send?",
+                value=zero[1] / zero[0], unit="x", rel_tol=0.02,
+                why="The weights are all-gathered again for the backward pass: 3 Psi instead of 2 Psi (Rajbhandari et al. 2020, Section 7).",
             ),
         ),
     )
