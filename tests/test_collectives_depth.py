@@ -267,3 +267,27 @@ def test_moe_all_to_all_matches_the_deepseek_estimate():
     # uniform routing over n GPUs keeps (n-1)/n of the copies remote; bf16 both ways costs 4/3 as much
     assert cm.moe_all_to_all_time_s(32, 7000, 9, 50e9, remote_fraction=7 / 8) == pytest.approx(t * 7 / 8)
     assert cm.moe_all_to_all_time_s(32, 7000, 9, 50e9, 2.0, 2.0) == pytest.approx(t * 4 / 3)
+
+
+def test_exercise_checks_pass_the_answer_and_fail_others():
+    """The two new exercises' checks accept the model's answer (within their tolerance) and reject a
+    wrong one, a non-number and an off-by-a-factor answer."""
+    from widgets.ui import collectives as ui
+
+    want = cm.critical_tokens_per_gpu(2250e12, 400e9)  # B200 (catalog bf16 2.25 PFLOP/s) across nodes
+    assert ui.check_critical_tokens(want * 1.01) and not ui.check_critical_tokens(want * 1.05)
+    assert not ui.check_critical_tokens(want / 8) and not ui.check_critical_tokens("5625")
+    s = cm.nccl_model_switch_bytes("all_reduce", 4, ui.H200_NCCL_NVLINK)[1][0]
+    assert ui.check_protocol_switch(s * 0.97, n=4) and not ui.check_protocol_switch(s * 1.2, n=4)
+    assert not ui.check_protocol_switch(-1, n=4)
+
+
+def test_roofline_calculator_rows_carry_every_parallelism_and_the_zero_stages():
+    from widgets.ui import collectives as ui
+
+    rows = ui.parallelism_roofline_rows("H200-SXM", "node", 4096, 8192, 28672, 8, 8)
+    names = [r[0] for r in rows]
+    assert names[:4] == ["data (backward)", "fsdp (backward)", "tensor (forward)", "pipeline (forward)"]
+    assert names[4:] == ["ZeRO-0, whole step of this layer", "ZeRO-3, whole step of this layer"]
+    assert "compute-bound" in rows[0][1]
+    assert "communication-bound" in ui.parallelism_roofline_rows("H200-SXM", "network", 256, 8192, 28672, 64, 16)[0][1]
