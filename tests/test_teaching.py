@@ -529,3 +529,56 @@ def test_hint_test_can_fail(capsys):
     leaky(0)
     out = capsys.readouterr().out
     assert any(abs(x / 800 - 1) <= 0.005 for x in _numbers(out))
+
+
+# ---------------------------------------------------------------------------------------------
+# the clock schedule (instructor review, issue 15, finding 14: no clock times, no breaks)
+
+
+def test_schedule_by_hand():
+    """A 100-min block across a break at +60 min is split around it; a block with <= 10 min left finishes
+    first (the break moves); a block due to start < 10 min before a break starts after it."""
+    rows = plan.schedule([["A", "a", 100], ["B", "b", 50]], "09:00", [("Break", 60, 15)])
+    assert rows == [["09:00", "10:00", "A", "a", 60], ["10:00", "10:15", "Break", "", 15],
+                    ["10:15", "10:55", "A (continued)", "a", 40], ["10:55", "11:45", "B", "b", 50]]
+    assert plan.schedule([["A", "", 65]], "09:00", [("Break", 60, 15)]) == [["09:00", "10:05", "A", "", 65]]  # no later block
+    assert plan.schedule([["A", "", 65], ["B", "", 5]], "09:00", [("Break", 60, 15)])[1] == ["10:05", "10:20", "Break", "", 15]
+    late = plan.schedule([["A", "", 55], ["B", "", 30]], "13:30", [("Break", 60, 15)])
+    assert late == [["13:30", "14:25", "A", "", 55], ["14:25", "14:40", "Break", "", 15], ["14:40", "15:10", "B", "", 30]]
+    with pytest.raises(ValueError, match="24-hour time"):
+        plan.schedule([["A", "", 5]], "9am")
+    with pytest.raises(ValueError, match="midnight"):
+        plan.schedule([["A", "", 120]], "23:00")
+
+
+def _contiguous(rows, start):
+    assert rows[0][0] == start
+    assert all(a[1] == b[0] for a, b in zip(rows, rows[1:])), rows
+    assert all(plan.clock_min(r[1]) - plan.clock_min(r[0]) == r[-1] for r in rows), rows
+
+
+@pytest.mark.parametrize("start", ["09:00", "13:30"])
+def test_taster_and_half_day_on_the_clock(start):
+    for agenda in (plan.taster(), plan.half_day()):
+        rows = plan.schedule(agenda["rows"], start)
+        _contiguous(rows, start)
+        assert plan.clock_min(rows[-1][1]) - plan.clock_min(start) == agenda["total"]
+        assert [r[2] for r in rows] == [r[0] for r in agenda["rows"]]  # no break added, none dropped
+
+
+def test_two_day_course_on_the_clock():
+    d = plan.two_day()
+    rows = plan.two_day_schedule("09:00")
+    for day in sorted({r[0] for r in rows}):
+        mine = [r[1:] for r in rows if r[0] == day]
+        _contiguous(mine, "09:00")
+        assert plan.clock_min(mine[-1][1]) <= plan.clock_min("17:00"), mine[-1]
+        lunch = [r for r in mine if r[2] == "Lunch"]
+        assert len(lunch) == 1 and lunch[0][4] == 60
+        assert abs(plan.clock_min(lunch[0][0]) - plan.clock_min("12:30")) <= plan.BREAK_SHIFT_MIN, lunch
+    # every chapter's minutes survive the splitting at breaks and at the day's end
+    for c in plan.CHAPTERS:
+        title = plan.chapter_title(c)
+        planned = sum(r[3] for r in d["rows"] if r[1] in (title, f"{title} (continued)"))
+        on_clock = sum(r[5] for r in rows if r[3] in (title, f"{title} (continued)"))
+        assert planned == on_clock > 0, c

@@ -263,12 +263,17 @@ if __name__ == "__main__":
 TASTER_BUDGET_MIN = 120  # two hours: six core sections with slack do not fit 90 min at the teaching rate
 HALF_DAY_BUDGET_MIN = 210
 DAY_BUDGET_MIN = 480  # a teaching day, 09:00-17:00, breaks and lunch included
-DAY_BREAKS_MIN = 60 + 2 * 15  # lunch and two breaks, taken at section boundaries
+# A day's breaks: (name, minutes after the day's start, minutes). 09:00 start: a break at 10:30, lunch at 12:30, a
+# break at 15:00 (assumptions); taken at the section boundary nearest that time.
+DAY_BREAKS = (("Break", 90, 15), ("Lunch", 210, 60), ("Break", 360, 15))
+DAY_BREAKS_MIN = sum(b[2] for b in DAY_BREAKS)  # lunch and two breaks
+BREAKS_ROW = "Breaks and lunch"  # the two-day agenda's row for them (placed on the clock by :func:`schedule`)
 CALC_MIN = 5  # assumption: the instructor moves a calculator's controls, the room predicts
 QUIZ_MIN = 1  # assumption: one quiz question, answered in the page
 BREAK_MIN = 15
 OPEN_MIN = CLOSE_MIN = 5
 MERGE_MIN = 30  # the closing discussion of the room's records
+MIN_SPLIT_MIN = 20  # a chapter split over two days keeps at least this long on each side (else it starts the next day)
 SKIP = ("Exercises", "References")  # exercises are timed by their allowance; references are not read aloud
 TASTER_CORE = {
     "memory_hierarchy": "Arithmetic intensity and the roofline",
@@ -345,7 +350,11 @@ def half_day() -> dict:
 
 
 def two_day() -> dict:
-    """Every chapter in book order, packed into two days; all exercises if they fit, else half (the rest as homework)."""
+    """Every chapter in book order, packed into two days; all exercises if they fit, else half (the rest as homework).
+
+    A day holds ``DAY_BUDGET_MIN`` with its breaks (and the first day the set-up check); a chapter that does not fit
+    in what is left of a day goes on the next morning (at a section boundary: its rows are marked "continued"),
+    unless less than ``MIN_SPLIT_MIN`` would be left on either side, and then it starts the next day."""
     for share in (1, 2, 3, 4, 6, 12):  # all, half, ..., one exercise per chapter in class (the rest as homework)
         blocks = []
         for c in CHAPTERS:
@@ -355,13 +364,19 @@ def two_day() -> dict:
             blocks.append([chapter_title(c), what, _full_chapter_min(c, k)])
         blocks.append(["Closing: the room's measurements side by side", "--merge table and plot", MERGE_MIN])
         setup = ["Set-up check: everyone runs the first cells", "", SETUP_MIN]
-        breaks = ["Breaks and lunch", "at section boundaries", DAY_BREAKS_MIN]
+        breaks = [BREAKS_ROW, "at section boundaries", DAY_BREAKS_MIN]
         days, day = [], [setup, breaks]
-        for b in blocks:
-            if len(day) > 2 and sum(x[2] for x in day) + b[2] > DAY_BUDGET_MIN:
-                days.append(day)
-                day = [breaks]
-            day.append(b)
+        for title, what, minutes in blocks:
+            left, part = minutes, 0
+            while left > 0:
+                room = DAY_BUDGET_MIN - sum(x[2] for x in day)
+                if room < left and (room < MIN_SPLIT_MIN or left - room < MIN_SPLIT_MIN):
+                    days.append(day)  # too little room to start here (or to leave for tomorrow): a new day
+                    day = [breaks]
+                    continue
+                take = min(left, room)
+                day.append([title if part == 0 else f"{title} (continued)", what, take])
+                left, part = left - take, part + 1
         days.append(day)
         totals = [sum(b[2] for b in d) for d in days]
         if len(days) <= 2 and max(totals) <= DAY_BUDGET_MIN:
@@ -369,3 +384,65 @@ def two_day() -> dict:
     rows = [[f"day {i}", *b] for i, d in enumerate(days, 1) for b in d]
     return {"rows": rows, "totals": totals, "budget": DAY_BUDGET_MIN,
             "fits": len(days) <= 2 and max(totals) <= DAY_BUDGET_MIN}  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------
+# the clock: an agenda's blocks with start and end times
+
+
+def clock_min(hhmm: str) -> int:
+    """``"09:00"`` -> 540 (minutes after midnight); ``ValueError`` unless it is a 24-hour ``HH:MM`` time."""
+    m = re.fullmatch(r"([01]?\d|2[0-3]):([0-5]\d)", hhmm.strip()) if isinstance(hhmm, str) else None
+    if m is None:
+        raise ValueError(f"start must be a 24-hour time such as '09:00' or '13:30', got {hhmm!r}")
+    return 60 * int(m.group(1)) + int(m.group(2))
+
+
+def clock(minutes: int) -> str:
+    """540 -> ``"09:00"``."""
+    return f"{minutes // 60:02d}:{minutes % 60:02d}"
+
+
+BREAK_SHIFT_MIN = 10  # a break moves by up to this much rather than cut a block into a sliver
+
+
+def schedule(blocks, start: str = "09:00", breaks=()) -> list[list]:
+    """Clock times for an agenda's blocks: rows ``[start, end, block, content, minutes]``.
+
+    ``blocks``: ``[block, content, minutes]`` in order (an agenda's rows; a ``BREAKS_ROW`` row is
+    dropped, its breaks placed by ``breaks``). ``breaks``: ``(name, minutes after start, minutes)``;
+    a break starts at its time, and a block still running then is split around it (the second
+    part is marked "continued": the instructor stops at the nearest section boundary), except that
+    a break moves by up to ``BREAK_SHIFT_MIN`` rather than leave a sliver: a block with that little
+    left finishes first, and a block due to start that little before a break starts after it. A
+    break that the day's blocks end before is not taken. ``ValueError`` if the day would pass midnight.
+    """
+    t0 = clock_min(start)
+    pending = sorted(breaks, key=lambda b: b[1])
+    rows, t = [], t0
+    for title, content, minutes in blocks:
+        if title == BREAKS_ROW:
+            continue
+        left, part = minutes, 0
+        while left > 0:
+            due = t0 + pending[0][1] - t if pending else None  # minutes until the next break
+            if due is not None and (due <= 0 or (due < BREAK_SHIFT_MIN and part == 0 and rows)):
+                name, _at, length = pending.pop(0)  # due now, or so soon that a new block waits for it
+                rows.append([clock(t), clock(t + length), name, "", length])
+                t += length
+                continue
+            run = left if due is None or left - due <= BREAK_SHIFT_MIN else due  # a block about to end finishes first
+            label = title if part == 0 or title.endswith("(continued)") else f"{title} (continued)"
+            rows.append([clock(t), clock(t + run), label, content, run])
+            t, left, part = t + run, left - run, part + 1
+    if t > 24 * 60:
+        raise ValueError(f"starting at {start}, the agenda ({t - t0} min) runs past midnight")
+    return rows
+
+
+def two_day_schedule(start: str = "09:00") -> list[list]:
+    """:func:`two_day` on the clock, each day from ``start`` with ``DAY_BREAKS``: rows ``[day, start, end,
+    block, content, minutes]``."""
+    plan_rows = two_day()["rows"]
+    days = sorted({r[0] for r in plan_rows}, key=lambda d: int(d.split()[-1]))
+    return [[d, *row] for d in days for row in schedule([r[1:] for r in plan_rows if r[0] == d], start, DAY_BREAKS)]
