@@ -657,12 +657,18 @@ def _roofline_inputs(gpu: str, scope: str) -> tuple:
     return get_gpu(gpu).peak(dtype), cm.roofline_link_bytes_per_s(gpu, scope), note
 
 
+def _send_link(gpu: str, scope: str) -> float:
+    """A pipeline stage's send: the GPU's own link in a node; across nodes its one adapter (a node's other
+    adapters carry the other GPUs' sends)."""
+    return cm.roofline_link_bytes_per_s(gpu, scope, gpus_per_node=1)
+
+
 def roofline_summary(gpu: str, scope: str, d_model: int, d_ff: int, tp_ranks=None) -> str:
     c, w, _ = _roofline_inputs(gpu, scope)
     r = ROOFLINE_RANKS[scope]
     crit = cm.critical_tokens_per_gpu(c, w, r)
     y = cm.tensor_parallel_max_ranks(d_ff, c, w)
-    pp = cm.layer_roofline("pipeline", 1024, d_model, d_ff, c, w, 1)
+    pp = cm.layer_roofline("pipeline", 1024, d_model, d_ff, c, _send_link(gpu, scope), 1)
     return (f"data/FSDP ({r} GPUs) need ≥ {crit:,.0f} tokens per GPU; "
             f"tensor parallel hides its collectives up to {y:.1f} ranks; pipeline send / compute {pp.ratio:.3f}")
 
@@ -673,15 +679,15 @@ def _roofline_traces(gpu: str, scope: str, d_model: int, d_ff: int, tp_ranks=Non
     r = ROOFLINE_RANKS[scope]
     xs = list(ROOFLINE_TOKENS)
 
-    def ratios(parallelism, ranks):
-        return [cm.layer_roofline(parallelism, t, d_model, d_ff, c, w, ranks).ratio for t in xs]
+    def ratios(parallelism, ranks, link=w):
+        return [cm.layer_roofline(parallelism, t, d_model, d_ff, c, link, ranks).ratio for t in xs]
 
     crit = cm.critical_tokens_per_gpu(c, w, r)
     return [
         go.Scatter(x=xs, y=[1, 1], mode="lines", name="communication = computation", line=dict(color="#888", dash="dot")),
         go.Scatter(x=xs, y=ratios("data", r), mode="lines", name="data parallel and FSDP", line=dict(color=COLORS[0], width=3)),
         go.Scatter(x=xs, y=ratios("tensor", tp_ranks), mode="lines", name="tensor parallel", line=dict(color=COLORS[1], width=3)),
-        go.Scatter(x=xs, y=ratios("pipeline", 1), mode="lines", name="pipeline, 1 layer per stage", line=dict(color=COLORS[2], width=3)),
+        go.Scatter(x=xs, y=ratios("pipeline", 1, _send_link(gpu, scope)), mode="lines", name="pipeline, 1 layer per stage", line=dict(color=COLORS[2], width=3)),
         go.Scatter(x=[crit], y=[1], mode="markers", name="critical batch", marker=dict(color=COLORS[3], size=11, symbol="x")),
     ]  # fmt: skip
 
@@ -726,7 +732,8 @@ def parallelism_roofline_rows(gpu: str, scope: str, tokens: float, d_model: int,
     c, w, _ = _roofline_inputs(gpu, scope)
     rows = []
     for p, ranks in (("data", dp_ranks), ("fsdp", dp_ranks), ("tensor", tp_ranks), ("pipeline", 1)):
-        r = cm.layer_roofline(p, tokens, d_model, d_ff, c, w, ranks, bytes_per_elem, layers_per_stage)
+        link = _send_link(gpu, scope) if p == "pipeline" else w
+        r = cm.layer_roofline(p, tokens, d_model, d_ff, c, link, ranks, bytes_per_elem, layers_per_stage)
         verdict = "communication-bound" if r.comm_bound else "compute-bound"
         rows.append((f"{p} ({r.phase})", f"compute {fmt_time(r.compute_s)}, communication {fmt_time(r.comm_s)}: "
                                          f"ratio {r.ratio:.3g}, {verdict}"))
