@@ -17,6 +17,8 @@ def quiz() -> Quiz:
     t_min = flop / dense
     tiles, waves, eff = tc.gemm_waves(8192, 4224, 128, 256, g.sms)
     dim = 4100
+    ridge = tc.smem_ridge_flop_per_byte(g.flop_per_clock_per_sm["bf16"])
+    nvfp4 = tc.dtypes.get_dtype("nvfp4")
     options = tuple(u.fmt_flop_per_s(x, 4) for x in (sparse, dense, dense / 2))
     return Quiz(
         topic="tensor_cores",
@@ -48,6 +50,20 @@ def quiz() -> Quiz:
                 prompt=f"Is a bf16 matrix with a leading dimension of {dim} elements aligned to 16 bytes, as tensor-core kernels want?",
                 options=("yes", "no"), answer=0 if tc.is_aligned(dim, 2) else 1,
                 why=f"{dim} x 2 B = {dim * 2} B, not a multiple of 16: pad to a multiple of 8 elements.",
+            ),
+            Number(
+                prompt=f"An {g.name} SM does {g.flop_per_clock_per_sm['bf16']:.0f} dense bf16 FLOP per clock and its shared "
+                "memory delivers 32 banks x 4 B per clock. What intensity (per byte read from shared memory) must its "
+                "tensor cores reach to stay busy?",
+                value=ridge, unit="FLOP/B", rel_tol=0.02,
+                why="FLOP per clock / bytes per clock; the clock cancels. A 64 x 64 warp tile only just reaches it, "
+                "which is why wgmma reads its operands straight from shared memory in 64 x 256 pieces.",
+            ),
+            Number(
+                prompt=f"NVFP4 stores 4-bit elements with one {nvfp4.scale_bits}-bit scale per block of {nvfp4.block_size}. "
+                "How many bits does one element cost, counting its share of the scale?",
+                value=nvfp4.bits_with_scales, unit="bits", rel_tol=0.0, abs_tol=0.01,
+                why="4 + 8 / 16: the scale's bits spread over the block.",
             ),
         ),
     )
