@@ -378,8 +378,8 @@ def slider_edge_pad(labels: Sequence[str]) -> dict:
     """Side padding [px] of a slider's rail that keeps its first and last tick labels inside the
     figure: plotly.js centres each label on its tick and the rail spans the plot, so half a long
     end label hung past the margin and was cut (review R-15: "ZeRO-3 / FS")."""
-    half = [len(str(labels[i])) * SLIDER_CHAR_PX / 2 if labels else 0 for i in (0, -1)]
-    return {"l": max(0, math.ceil(half[0] - PLOT_MARGIN_PX["l"])), "r": max(0, math.ceil(half[1] - PLOT_MARGIN_PX["r"]))}
+    half = [(len(str(labels[i])) * SLIDER_CHAR_PX + 1) // 2 if labels else 0 for i in (0, -1)]  # whole pixels, rounded up
+    return {"l": max(0, half[0] - PLOT_MARGIN_PX["l"]), "r": max(0, half[1] - PLOT_MARGIN_PX["r"])}
 
 
 def grid_figure(
