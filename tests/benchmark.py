@@ -5,6 +5,7 @@ its load to ``benchmarks/``.
     .venv/bin/python tests/benchmark.py fresh-clone [--keep]
     .venv/bin/python tests/benchmark.py unit [--repeat 3]
     .venv/bin/python tests/benchmark.py build-nbval [--repeat 3]   # = make bench-parts
+    .venv/bin/python tests/benchmark.py pages [--html _build/html]
 
 - ``fresh-clone``: clones this repository's committed HEAD into a temporary folder and runs, as CI
   does (``CI=true``), ``make install`` then ``make test`` there, each timed; the book build inside
@@ -14,6 +15,8 @@ its load to ``benchmarks/``.
   pip's and npm's caches when this machine has them (as they do for CI here): the record says so.
 - ``unit``: ``make unit`` here, wall and CPU time. -> ``benchmarks/make_unit.json`` (target < 60 s).
 - ``build-nbval``: a clean book build and nbval of the chapters, here. -> ``benchmarks/build_and_nbval.json``.
+- ``pages [--html _build/html]``: time to the load event of every page in Chromium (median of 3), against
+  the 3-s budget. -> ``benchmarks/page_load.json``. (A time budget is a benchmark, not a test.)
 """
 
 from __future__ import annotations
@@ -237,11 +240,60 @@ def build_nbval(args) -> dict:
     }
 
 
+def pages(args) -> dict:
+    """Time to the load event of every page of a built site (``--html``, default ``_build/html``),
+    served locally, fresh browser context each time; ``--repeat`` loads per page (default 3)."""
+    import functools
+    import http.server
+    import threading
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    import test_browser as tb  # the browser tests' page visit: one definition of "opening a page"
+    from playwright.sync_api import sync_playwright
+
+    html = Path(args.html or ROOT / "_build" / "html")
+    if not (html / "index.html").exists():
+        raise SystemExit(f"no built site at {html}: run `make book` first")
+    handler = functools.partial(tb._Quiet, directory=str(html))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    server = f"http://127.0.0.1:{httpd.server_address[1]}"
+    repeat = max(args.repeat, 3) if args.repeat == 1 else args.repeat
+    rows = {}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=tb.CHROMIUM, args=tb.FLAGS)
+        for path in tb.PAGES:
+            loads = []
+            for _ in range(repeat):
+                v = tb._open(browser, server, path)
+                tb._close(v)
+                loads.append(round(v.load_s, 3))
+            rows[path] = {"load_s": loads, "median_s": statistics.median(loads), "bytes": v.bytes}
+            print(f"{path:32s} median {statistics.median(loads):5.2f} s  {loads}")
+        browser.close()
+    httpd.shutdown()
+    worst = max(r["median_s"] for r in rows.values())
+    return {
+        "what": "time to the load event per page, local server, fresh browser context, headless Chromium 1400x900",
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "commit": commit(),
+        "machine": machine(),
+        "html": str(html),
+        "pages": rows,
+        "budget_s": tb.LOAD_S,
+        "worst_median_s": worst,
+        "under_budget": worst <= tb.LOAD_S,
+        "note": "a benchmark, not a test: the machine is shared (see load_average); the test suite checks bytes, "
+        "console and network only",
+    }
+
+
 MODES = {
     "fresh-clone": (fresh_clone, "fresh_clone_make_test.json"),
     "fresh-install": (fresh_install, "fresh_clone_make_install.json"),
     "unit": (unit, "make_unit.json"),
     "build-nbval": (build_nbval, "build_and_nbval.json"),
+    "pages": (pages, "page_load.json"),
 }
 
 
@@ -250,6 +302,7 @@ def main(argv=None) -> int:
     ap.add_argument("mode", nargs="?", default="fresh-clone", choices=MODES)
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--keep", action="store_true", help="fresh-clone: keep the clone and its logs")
+    ap.add_argument("--html", help="pages: the built site (default _build/html)")
     ap.add_argument("--out", help="where to write the record (default: benchmarks/<mode's file>)")
     args = ap.parse_args(argv)
     fn, name = MODES[args.mode]

@@ -404,9 +404,15 @@ def _settle(page, i: int, before: dict, plots, need_figure: bool) -> tuple[dict,
         table = after["html"] != before["html"]
         if (fig or not need_figure) and table:
             return after, fig, table
+        if after["error"]:
+            return after, fig, table
         idle = page.evaluate("() => document.body.innerText.includes('| Idle')")
         now = time.monotonic()
-        quiet_since = (quiet_since or now) if idle and now - t0 > 0.75 else None
+        # Give up early only when nothing at all has changed with the kernel idle for a second (a
+        # move that changes nothing, e.g. a slider already at its end). Once the table has changed,
+        # the figure's update is on its way (same callback; Chromium draws it late on a busy
+        # machine): wait for it up to CONTROL_S.
+        quiet_since = (quiet_since or now) if idle and not (fig or table) and now - t0 > 0.75 else None
         if (quiet_since and now - quiet_since > 1.0) or now - t0 > CONTROL_S:
             return after, fig, table
 
