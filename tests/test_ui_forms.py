@@ -16,7 +16,7 @@ import pytest
 
 pytest.importorskip("ipywidgets")
 
-MODULES = ("memory_hierarchy", "simt", "tensor_cores", "collectives", "serving", "training_memory", "attention")
+MODULES = ("memory_hierarchy", "simt", "tensor_cores", "kernels", "collectives", "serving", "training_memory", "attention")
 
 
 def _calculators():

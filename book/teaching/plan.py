@@ -45,7 +45,7 @@ FIRST_RUN_MIN = 5  # assumption: first run of a chapter: kernel start, torch imp
 SLACK = 0.15  # assumption: questions, switching between deck and pages; added to every taught block
 SETUP_MIN = 30  # set-up check at the start of a half-day or a day (The Carpentries plan 30-60 min for installs)
 GUESS_MIN = 2  # assumption: a "Guess first" prompt, answered and revealed
-CHAPTERS = ("memory_hierarchy", "simt", "tensor_cores", "collectives", "training_memory", "serving")
+CHAPTERS = ("memory_hierarchy", "simt", "tensor_cores", "kernels", "collectives", "training_memory", "serving")
 
 # Hand-written prerequisites (what a chapter's text uses from earlier chapters), checked in tests/test_teaching.py
 # against the links and imports in the notebooks: every earlier chapter a notebook links to or imports must be here.
@@ -53,6 +53,8 @@ PREREQUISITES = {
     "memory_hierarchy": {},
     "simt": {"memory_hierarchy": "latency, bytes in flight and Little's law"},
     "tensor_cores": {"memory_hierarchy": "the roofline and its ridge point", "simt": "warps, blocks and waves over the SMs"},
+    "kernels": {"memory_hierarchy": "coalescing, bank conflicts and tiling", "simt": "occupancy, waves and asynchronous launches",
+                "tensor_cores": "the Triton GEMM on tensor cores"},
     "collectives": {"memory_hierarchy": "time = bytes / bandwidth + latency"},
     "training_memory": {"memory_hierarchy": "capacities in GiB, rates in GB/s",
                         "collectives": "the all-reduce, reduce-scatter and all-gather that ZeRO costs"},
@@ -279,6 +281,7 @@ TASTER_CORE = {
     "memory_hierarchy": "Arithmetic intensity and the roofline",
     "simt": "Occupancy: how many warps fit",
     "tensor_cores": "Peak from first principles",
+    "kernels": "The ladder's model",
     "collectives": "Algorithm bandwidth and bus bandwidth",
     "training_memory": "The memory budget",
     "serving": "The memory budget, and the concurrency it allows",

@@ -732,7 +732,7 @@ MAX_REPEATS = 10**7
 
 
 def t_quantile(confidence: float, dof: int) -> float:
-    """Two-sided Student-t critical value: P(|T| <= t) = confidence with ``dof`` degrees of freedom.
+    """Two-sided Student-t critical value t: P(-t <= T <= t) = confidence with ``dof`` degrees of freedom.
 
     The normal quantile with the Cornish-Fisher expansion (Abramowitz and Stegun 26.7.5), within
     0.1 % of the tables from 3 degrees of freedom; exact tabulated values below that.
