@@ -309,3 +309,27 @@ def test_depth_accuracy_rows_recomputed_and_labelled():
     rec = _fake_record()
     rec["results"]["depth"]["tiles"]["interpreted"] = True
     assert not any("tile" in r.quantity for r in d.accuracy_rows(rec))
+
+
+# --------------------------------------------------------------------------------------------
+# The calculator and the exercise checks
+# --------------------------------------------------------------------------------------------
+def test_tile_figure_offers_every_gpu_and_says_why_not():
+    from widgets.hardware import gpu_names
+    from widgets.ui import tensor_cores as ui
+
+    labels = " | ".join(b["label"] for b in ui.tile_figure(configs=ui.TILE_CONFIGS[:1]).layout.updatemenus[0].buttons)
+    assert all(g in labels for g in gpu_names())
+    assert ui.tile_why_not("MI300X") and ui.tile_why_not("H200-SXM") is None
+    fig = ui.tile_figure(choices=(("MI300X", "bf16"),), configs=ui.TILE_CONFIGS[:2])
+    assert "NVIDIA SMs" in fig.layout.title.subtitle.text
+
+
+def test_exercise_checks_accept_the_model_and_reject_the_usual_mistakes(capsys):
+    from widgets.ui import tensor_cores as ui
+
+    assert ui.check_smem_ridge(32) and not ui.check_smem_ridge(16) and not ui.check_smem_ridge("x")
+    assert "A100" in capsys.readouterr().out
+    p = tc.pipeline_stages(128, 128, 64, "bf16", H200_BF16 / H200_SMS, 800e-9)
+    assert ui.check_stages(p.stages_needed) and not ui.check_stages(p.stages_needed - 1) and not ui.check_stages(True)
+    assert ui.check_block_bits(4.5) and not ui.check_block_bits(4.25) and ui.check_block_bits(4.25, "mxfp4")
