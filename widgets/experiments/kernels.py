@@ -331,11 +331,17 @@ def _library(name: str, precision: str, fn, big, ragged_ops, config=lambda: "") 
         return LibraryGemm(name, precision, error=harness.Failed.of(exc).error)
 
 
-def _cublas(tf32: bool):
-    from .tensor_cores import tf32_enabled
+def _optional(module: str):
+    """A sibling module that needs Triton, imported only when a GPU run asks for it: Triton is optional
+    for this chapter (its tensor-core rung fails soft without it; the doctor does not require it)."""
+    import importlib
 
+    return importlib.import_module(f"{__package__}.{module}")
+
+
+def _cublas(tf32: bool):
     def run(a, b):
-        with tf32_enabled(tf32):
+        with _optional("tensor_cores").tf32_enabled(tf32):
             return a @ b
 
     return run
@@ -343,9 +349,7 @@ def _cublas(tf32: bool):
 
 def _triton(dtype):
     def run(a, b):
-        from .tensor_cores_triton import matmul
-
-        return matmul(a.to(dtype), b.to(dtype))
+        return _optional("tensor_cores_triton").matmul(a.to(dtype), b.to(dtype))
 
     return run
 
@@ -370,10 +374,11 @@ def measure_ladder(size=BIG) -> LadderResult:
     libs = [_library("cuBLAS fp32 (TF32 off)", "fp32", _cublas(False), big, ragged_ops),
             _library("cuBLAS fp32 inputs, TF32 on", "tf32", _cublas(True), big, ragged_ops)]
     if cap.tensor_cores("bf16"):
-        from .tensor_cores_triton import best_config
+        def config():
+            return str(_optional("tensor_cores_triton").best_config())
 
-        libs.append(_library("Triton tl.dot, fp32 inputs (TF32)", "tf32", _triton(torch.float32), big, ragged_ops, lambda: str(best_config())))
-        libs.append(_library("Triton tl.dot, bf16 inputs", "bf16", _triton(torch.bfloat16), big, ragged_ops, lambda: str(best_config())))
+        libs.append(_library("Triton tl.dot, fp32 inputs (TF32)", "tf32", _triton(torch.float32), big, ragged_ops, config))
+        libs.append(_library("Triton tl.dot, bf16 inputs", "bf16", _triton(torch.bfloat16), big, ragged_ops, config))
     after = harness.gpu_clock_power()
     props = torch.cuda.get_device_properties(0)
     return LadderResult(harness.device_name(), arch, tuple(size), RAGGED, rungs, tuple(libs), before, after,
