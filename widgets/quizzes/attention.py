@@ -1,0 +1,65 @@
+"""Quiz: attention and FlashAttention (answers from widgets.models.attention and the GPU catalog).
+
+The inputs differ from the chapter's exercises, so the quiz does not hand out their answers."""
+
+from __future__ import annotations
+
+from .. import hardware as hw
+from .. import units as u
+from ..models import attention as am
+from ..quiz import Choice, Number, Quiz
+
+
+def quiz() -> Quiz:
+    flop = am.attention_flop(8, 16, 4096, 4096, 64) / 1e12
+    std = am.standard_attention_hbm_bytes(2, 16, 4096, 64, 2) / 1e9
+    rescale = am.online_softmax_steps([1.0, 4.0], 1)[1].rescale
+    g = hw.get_gpu("A100-SXM-80GB")
+    longest = am.largest_math_seq(1, 16, 64, g.memory_bytes, 2, 4)
+    return Quiz(
+        topic="attention",
+        note="Every accepted answer below was computed by the book's models and catalogs when this page was built.",
+        questions=(
+            Number(
+                prompt="Non-causal attention, forward pass only: batch 8, 16 heads, N = 4096, head size 64. How many TFLOP, "
+                "by the FlashAttention papers' convention?",
+                value=flop, unit="TFLOP", rel_tol=0.02,
+                why="Two matmuls, QK^T and PV, each 2 N^2 d FLOP per (batch, head): 4 B H N^2 d.",
+            ),
+            Number(
+                prompt="Standard (unfused) attention, forward: batch 2, 16 heads, N = 4096, head size 64, bf16. How many GB "
+                "(decimal) move to and from HBM?",
+                value=std, unit="GB", rel_tol=0.02,
+                why="(4 N d + 4 N^2) elements per (batch, head), 2 bytes each: S written, read, P written, read.",
+            ),
+            Number(
+                prompt="An online softmax has seen one score, 1.0; the next block holds the score 4.0. By what factor is the "
+                "running sum multiplied before the new term is added?",
+                value=rescale, unit="", rel_tol=0.005,
+                why="exp(m_old - m_new) = exp(1 - 4): every old term exp(x - 1) becomes exp(x - 4).",
+            ),
+            Number(
+                prompt=f"PyTorch's math path computes bf16 attention in fp32 and keeps S and P at once. On one {g.name} "
+                f"({u.fmt_bytes(g.memory_bytes)}), batch 1, 16 heads of 64: what is the longest sequence that fits?",
+                value=longest, unit="tokens", rel_tol=0.03,
+                why="The peak is about 2 N^2 x 4 bytes per head (S and P in fp32), plus the inputs: solve for N.",
+            ),
+            Choice(
+                prompt="FlashAttention's backward pass does more FLOP than standard attention's. Why is it faster?",
+                options=("It uses lower precision for the recomputed scores",
+                         "Recomputing S from Q and K on chip costs less time than reading S and P back from HBM",
+                         "It skips the softmax's gradient"),
+                answer=1,
+                why="Attention's unfused steps are memory-bound: moving N^2 elements costs more than the matmul FLOP that "
+                "recompute them on tensor cores.",
+            ),
+            Choice(
+                prompt="You pass an arbitrary boolean mask and dropout 0.1 to scaled_dot_product_attention. What is the risk?",
+                options=("None: every backend supports both", "A silent fallback to a slower backend (possibly the math path)",
+                         "An error"),
+                answer=1,
+                why="The dispatcher takes the first backend whose constraints hold, without a warning; sdpa_kernel([...]) "
+                "with the backends you accept turns a fallback into an error.",
+            ),
+        ),
+    )
