@@ -24,6 +24,7 @@ Explained in :ref:`kernels` > The ladder's model.
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from dataclasses import dataclass, field
@@ -305,7 +306,13 @@ def rung_cost(rung: str, k_dim: int = 4096, **sizes) -> RungCost:
     """
     t = tiling(rung, **sizes)
     kd = _check.integer("k_dim", k_dim, minimum=1, maximum=MAX_DIM)
-    loads = _inner_loads(t, max(kd, WARP))
+    return _rung_cost(t, max(kd, WARP) if t.rung in ("naive", "coalesced") else WARP)
+
+
+@functools.lru_cache(maxsize=1024)
+def _rung_cost(t: Tiling, kd: int) -> RungCost:
+    """:func:`rung_cost` of a checked tiling (cached: calculators ask for the same tiling many times)."""
+    loads = _inner_loads(t, kd)
     fma = t.tm * t.tn * t.wmiter * t.wniter
     inner_instr = len(loads)
     inner_wave = sum(w for _, w in loads)

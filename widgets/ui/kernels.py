@@ -197,7 +197,7 @@ def tile_calculator():
 # --------------------------------------------------------------------------------------------
 SPREADS = (0.01, 0.02, 0.05, 0.1, 0.2)
 TARGETS = (0.005, 0.01, 0.02, 0.05)
-REPEAT_AXIS = np.unique(np.round(np.logspace(np.log10(2), 5, 60)).astype(int))
+REPEAT_AXIS = np.unique(np.round(np.logspace(np.log10(2), 5, 36)).astype(int))
 
 
 def _repeats_frame(cv: float, target: float, label: str):
