@@ -681,8 +681,10 @@ def tile_figure(choices=TILE_CHOICES, configs=TILE_CONFIGS, l2_bytes_per_s: dict
 
 
 def tile_calculator(l2_bytes_per_s: dict | None = None):
-    """Live tile-hierarchy calculator: GPU, data type, block tile, K step, stages, warps and an
-    optional measured L2 bandwidth -> intensity at each level, the bound, shared memory and registers."""
+    """Live tile-hierarchy calculator: GPU, data type, block tile, K step, stages, warps, the
+    instruction that reads shared memory (``wgmma`` tiles of 64 x N, or ``mma.sync`` warp tiles)
+    and an optional measured L2 bandwidth -> intensity at each level, the bound, shared memory and
+    registers."""
     import ipywidgets as w
 
     controls = {
@@ -693,15 +695,18 @@ def tile_calculator(l2_bytes_per_s: dict | None = None):
         "bk": w.Dropdown(options=(16, 32, 64, 128), value=64, description="tile K"),
         "stages": w.IntSlider(value=3, min=1, max=8, description="stages"),
         "warps": w.Dropdown(options=(1, 2, 4, 8, 16), value=8, description="warps"),
+        "mma": w.Dropdown(options=("auto", "wgmma", "mma.sync"), value="auto", description="instruction"),
         "l2_tb_per_s": w.FloatText(value=((l2_bytes_per_s or {}).get("H200-SXM") or 0) / 1e12, description="L2 TB/s (0: none)"),
     }
 
-    def compute(gpu, dtype, bm, bn, bk, stages, warps, l2_tb_per_s):
+    def compute(gpu, dtype, bm, bn, bk, stages, warps, mma, l2_tb_per_s):
         why = tile_why_not(gpu)
         if why:
             raise ValueError(why)
         g = get_gpu(gpu)
-        wm, wn = tc.smem_read_tile(bm, bn, warps, wgmma=g.arch == "sm_90")
+        # auto: wgmma where the GPU has it (sm_90), mma.sync warp tiles elsewhere
+        wgmma = g.arch == "sm_90" if mma == "auto" else mma == "wgmma"
+        wm, wn = tc.smem_read_tile(bm, bn, warps, wgmma=wgmma)
         l2 = l2_tb_per_s * 1e12 if l2_tb_per_s else None
         return gpu, tc.tile_hierarchy(g, dtype, bm, bn, bk, wm, wn, stages, warps, m=8192, n=8192, k=8192, l2_bytes_per_s=l2)
 
