@@ -25,7 +25,7 @@ from . import _check
 from .transformer import MAX_COUNT, _bpe, _quantity
 
 BACKWARD_FACTOR = 2.5
-"""Backward FLOP over forward FLOP of attention: five matmuls against two (Dao 2023, section 4.1)."""
+"""Backward FLOP over forward FLOP of attention, five matmuls against two (Dao 2023, section 4.1)."""
 
 MAX_SEQ = 2**24
 """Largest sequence length the models accept [tokens] (N^2 of it still fits a float exactly)."""
@@ -538,7 +538,7 @@ class OnlineSoftmaxStep:
     running_sum: float
     """``l = sum exp(x_i - m)`` over the elements seen [-]."""
     rescale: float
-    """``exp(m_old - m_new)``: the factor this step applied to the old sum and output [-]."""
+    """The factor ``exp(m_old - m_new)`` this step applied to the old sum and output [-]."""
     output: float
     """The normalized weighted sum so far, ``sum exp(x_i - m) v_i / l`` [-]."""
 
