@@ -120,8 +120,10 @@ def test_sections_cover_each_chapter():
 
 
 def test_recorded_run_times_and_gpu_seconds():
+    # the CPU build's run times are kept for reference only (the agendas use the H200's measure times): a chapter newer
+    # than the last `plan.py collect` may be missing; every GPU measure time must be there
     rt = plan.runtimes()
-    assert set(rt["chapters"]) == set(plan.CHAPTERS) and all(c["run_s"] > 0 for c in rt["chapters"].values())
+    assert set(rt["chapters"]) <= set(plan.CHAPTERS) and all(c["run_s"] > 0 for c in rt["chapters"].values())
     gpu, logs = plan.gpu_seconds()
     assert set(gpu) == set(plan.CHAPTERS) and "benchmarks/h200/" in logs
     assert plan.round5(0.1) == 5 and plan.round5(10) == 10 and plan.round5(10.2) == 15
@@ -132,6 +134,9 @@ def test_each_agenda_fits_its_time():
     the chapters outgrow even that, this fails and the page says so."""
     t, h, d = plan.taster(), plan.half_day(), plan.two_day()
     assert t["fits"] and t["total"] == sum(r[2] for r in t["rows"]) <= plan.TASTER_BUDGET_MIN, t
+    taught = {r[0] for r in t["rows"]}
+    for c in plan.CHAPTERS:  # every chapter is taught in the taster or named as left for later
+        assert (plan.chapter_title(c) in taught) != (plan.chapter_title(c) in t["rows"][-1][1]), c
     assert h["fits"] and h["total"] <= 210, h
     assert h["rows"][0][0].startswith("Set-up check") and any(r[0] == "Break" for r in h["rows"]), h
     assert d["fits"] and len(d["totals"]) == 2 and max(d["totals"]) <= plan.DAY_BUDGET_MIN, d
@@ -574,8 +579,11 @@ def test_two_day_course_on_the_clock():
         _contiguous(mine, "09:00")
         assert plan.clock_min(mine[-1][1]) <= plan.clock_min("17:00"), mine[-1]
         lunch = [r for r in mine if r[2] == "Lunch"]
-        assert len(lunch) == 1 and lunch[0][4] == 60
-        assert abs(plan.clock_min(lunch[0][0]) - plan.clock_min("12:30")) <= plan.BREAK_SHIFT_MIN, lunch
+        if plan.clock_min(mine[-1][1]) > plan.clock_min("12:30") + plan.BREAK_SHIFT_MIN:  # a day that runs past lunch has one
+            assert len(lunch) == 1 and lunch[0][4] == 60
+            assert abs(plan.clock_min(lunch[0][0]) - plan.clock_min("12:30")) <= plan.BREAK_SHIFT_MIN, lunch
+        else:
+            assert not lunch
     # every chapter's minutes survive the splitting at breaks and at the day's end
     for c in plan.CHAPTERS:
         title = plan.chapter_title(c)

@@ -21,6 +21,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -45,7 +46,7 @@ FIRST_RUN_MIN = 5  # assumption: first run of a chapter: kernel start, torch imp
 SLACK = 0.15  # assumption: questions, switching between deck and pages; added to every taught block
 SETUP_MIN = 30  # set-up check at the start of a half-day or a day (The Carpentries plan 30-60 min for installs)
 GUESS_MIN = 2  # assumption: a "Guess first" prompt, answered and revealed
-CHAPTERS = ("memory_hierarchy", "simt", "tensor_cores", "kernels", "collectives", "training_memory", "serving")
+CHAPTERS = ("memory_hierarchy", "simt", "tensor_cores", "kernels", "collectives", "training_memory", "serving", "attention")
 
 # Hand-written prerequisites (what a chapter's text uses from earlier chapters), checked in tests/test_teaching.py
 # against the links and imports in the notebooks: every earlier chapter a notebook links to or imports must be here.
@@ -60,6 +61,8 @@ PREREQUISITES = {
                         "collectives": "the all-reduce, reduce-scatter and all-gather that ZeRO costs"},
     "serving": {"memory_hierarchy": "the roofline: decode is memory-bound, prefill compute-bound",
                 "tensor_cores": "the peak FLOP/s per dtype", "collectives": "tensor parallelism's all-reduce"},
+    "attention": {"memory_hierarchy": "the roofline, its ridge point and kernel fusion",
+                  "tensor_cores": "tiled matmuls on tensor cores", "training_memory": "activations kept for the backward pass"},
 }  # fmt: skip
 
 
@@ -108,6 +111,7 @@ class Section:
         return self.words / WORDS_PER_MIN
 
 
+@functools.cache  # read once per process: the agendas ask for each chapter many times
 def notebook(topic: str) -> dict:
     return json.loads((ROOT / "chapters" / f"{topic}.ipynb").read_text(encoding="utf-8"))
 
@@ -123,6 +127,11 @@ def chapter_title(topic: str) -> str:
 
 def sections(topic: str) -> list[Section]:
     """The chapter's ``##`` sections in order (the text before the first one is "Introduction")."""
+    return list(_sections(topic))
+
+
+@functools.cache
+def _sections(topic: str) -> tuple:
     out: list[list] = [["Introduction", 0, 0, 0, []]]
     for cell in notebook(topic)["cells"]:
         if cell["cell_type"] != "markdown":
@@ -138,7 +147,7 @@ def sections(topic: str) -> list[Section]:
             cur[2] += len(found)
             cur[4] += [t.strip() for t in found]
             cur[3] += len(re.findall(r":class:[^\n]*\bguess\b(?!-)", part))
-    return [Section(topic, t, w, e, g, tuple(x)) for t, w, e, g, x in out if w or e or g]
+    return tuple(Section(topic, t, w, e, g, tuple(x)) for t, w, e, g, x in out if w or e or g)
 
 
 def exercise_min(title: str) -> int:
@@ -164,6 +173,7 @@ def runtimes() -> dict:
     return json.loads(RUNTIMES.read_text(encoding="utf-8"))
 
 
+@functools.cache  # one git log per measure log, once per process
 def gpu_seconds() -> tuple[dict, str]:
     """Seconds ``widgets.measure`` spent per topic on the H200 (latest logged run), and the logs read.
 
@@ -285,6 +295,7 @@ TASTER_CORE = {
     "collectives": "Algorithm bandwidth and bus bandwidth",
     "training_memory": "The memory budget",
     "serving": "The memory budget, and the concurrency it allows",
+    "attention": "Online softmax",
 }
 
 
@@ -292,6 +303,7 @@ def read_min(topic: str, titles=None) -> float:
     return sum(s.read_min for s in sections(topic) if s.title not in SKIP and (titles is None or s.title in titles))
 
 
+@functools.cache
 def quiz_questions(topic: str) -> int:
     from widgets import quiz
 
@@ -299,21 +311,36 @@ def quiz_questions(topic: str) -> int:
 
 
 def taster() -> dict:
-    """Opening, one core section per chapter with its calculator, a guess and a few quiz questions, closing."""
-    for questions in (3, 2, 1):
+    """Opening, one core section per chapter with its calculator, a guess and a few quiz questions, closing.
+
+    The same number of quiz questions per chapter (3, 2 or 1) if that fits; else each chapter gets as many (up to 3)
+    as its block's rounding to 5 minutes leaves room for, possibly none; if even that does not fit, the last chapters
+    in the book's order are left for later (named in the closing row; their slides stay in the deck)."""
+    def block(c, q):
+        core = [s.title for s in sections(c) if s.title == TASTER_CORE[c]]
+        if not core:
+            raise ValueError(f"{c}: the taster's core section {TASTER_CORE[c]!r} is no longer in the chapter")
+        return round5((read_min(c, core) + GUESS_MIN + CALC_MIN + QUIZ_MIN * q) * (1 + SLACK))
+
+    attempts = [(q, len(CHAPTERS)) for q in (3, 2, 1)] + [(None, n) for n in range(len(CHAPTERS), 0, -1)]
+    for questions, n in attempts:
         rows = [["Opening: why bytes, FLOP and queues", "", OPEN_MIN]]
-        for c in CHAPTERS:
-            core = [s.title for s in sections(c) if s.title == TASTER_CORE[c]]
-            if not core:
-                raise ValueError(f"{c}: the taster's core section {TASTER_CORE[c]!r} is no longer in the chapter")
-            q = min(questions, quiz_questions(c))
-            rows.append([chapter_title(c), f"{TASTER_CORE[c]}; calculator; {q} quiz questions",
-                         round5((read_min(c, core) + GUESS_MIN + CALC_MIN + QUIZ_MIN * q) * (1 + SLACK))])  # fmt: skip
-        rows.append(["Closing: what to measure next (the chapters' Predict, then measure)", "", CLOSE_MIN])
+        for c in CHAPTERS[:n]:
+            most = quiz_questions(c)
+            if questions is None:  # as many as fit in the block's rounding
+                q = max(k for k in range(min(3, most) + 1) if block(c, k) == block(c, 0))
+            else:
+                q = min(questions, most)
+            quiz = f"{q} quiz question{'s' if q != 1 else ''}" if q else "no quiz question (the quiz as homework)"
+            rows.append([chapter_title(c), f"{TASTER_CORE[c]}; calculator; {quiz}", block(c, q)])
+        later = [chapter_title(c) for c in CHAPTERS[n:]]
+        rows.append(["Closing: what to measure next (the chapters' Predict, then measure)",
+                     f"left for later: {'; '.join(later)}" if later else "", CLOSE_MIN])
         total = sum(r[2] for r in rows)
         if total <= TASTER_BUDGET_MIN:
             break
-    return {"rows": rows, "total": total, "budget": TASTER_BUDGET_MIN, "fits": total <= TASTER_BUDGET_MIN}
+    return {"rows": rows, "total": total, "budget": TASTER_BUDGET_MIN, "fits": total <= TASTER_BUDGET_MIN,
+            "left_for_later": [c for c in CHAPTERS[n:]]}
 
 
 def _full_chapter_min(c: str, exercises: int, quiz: bool = True) -> int:
@@ -353,18 +380,23 @@ def half_day() -> dict:
 
 
 def two_day() -> dict:
-    """Every chapter in book order, packed into two days; all exercises if they fit, else half (the rest as homework).
+    """Every chapter in book order, packed into two days; all exercises if they fit, else half (the rest as homework),
+    down to one per chapter; if even that does not fit, the quizzes go home too, then every exercise.
 
     A day holds ``DAY_BUDGET_MIN`` with its breaks (and the first day the set-up check); a chapter that does not fit
     in what is left of a day goes on the next morning (at a section boundary: its rows are marked "continued"),
-    unless less than ``MIN_SPLIT_MIN`` would be left on either side, and then it starts the next day."""
-    for share in (1, 2, 3, 4, 6, 12):  # all, half, ..., one exercise per chapter in class (the rest as homework)
+    with at least ``MIN_SPLIT_MIN`` on each side (with less room left, it starts the next day)."""
+    # all exercises, half, ..., one per chapter in class (the rest as homework); then the quizzes as homework too; then
+    # every exercise as homework
+    attempts = [(share, True) for share in (1, 2, 3, 4, 6, 12)] + [(12, False), (None, False)]
+    for share, quiz in attempts:
         blocks = []
         for c in CHAPTERS:
             n = chapter_minutes(c)["exercises"]
-            k = max(1, math.ceil(n / share))
-            what = f"{k} exercises, quiz" if k == n else f"{k} of {n} exercises (the rest as homework), quiz"
-            blocks.append([chapter_title(c), what, _full_chapter_min(c, k)])
+            k = 0 if share is None else max(1, math.ceil(n / share))
+            what = ("exercises as homework" if k == 0 else f"{k} exercises" if k == n else
+                    f"{k} of {n} exercises (the rest as homework)") + (", quiz" if quiz else ", quiz as homework")
+            blocks.append([chapter_title(c), what, _full_chapter_min(c, k, quiz=quiz)])
         blocks.append(["Closing: the room's measurements side by side", "--merge table and plot", MERGE_MIN])
         setup = ["Set-up check: everyone runs the first cells", "", SETUP_MIN]
         breaks = [BREAKS_ROW, "at section boundaries", DAY_BREAKS_MIN]
@@ -373,11 +405,11 @@ def two_day() -> dict:
             left, part = minutes, 0
             while left > 0:
                 room = DAY_BUDGET_MIN - sum(x[2] for x in day)
-                if room < left and (room < MIN_SPLIT_MIN or left - room < MIN_SPLIT_MIN):
-                    days.append(day)  # too little room to start here (or to leave for tomorrow): a new day
+                take = left if left <= room else min(room, left - MIN_SPLIT_MIN)  # leave tomorrow no sliver either
+                if take < MIN_SPLIT_MIN and take < left:
+                    days.append(day)  # too little room to start here: a new day
                     day = [breaks]
                     continue
-                take = min(left, room)
                 day.append([title if part == 0 else f"{title} (continued)", what, take])
                 left, part = left - take, part + 1
         days.append(day)
