@@ -98,7 +98,8 @@ def parse(path: str) -> list[dict]:
     if head is None:
         raise SystemExit(f"ncu produced no counter table in {path} (permissions? nothing profiled?):\n{text[-2000:]}")
     header = rows[head]
-    ii, ki = header.index("ID"), header.index("Kernel Name")
+    ii = header.index("ID")
+    ki = header.index("Kernel Name") if "Kernel Name" in header else ii
     ni, ui, vi = header.index("Metric Name"), header.index("Metric Unit"), header.index("Metric Value")
     kernels: dict = {}
     for r in rows[head + 1:]:
