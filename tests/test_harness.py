@@ -366,4 +366,4 @@ def test_book_setup_rejects_an_unknown_topic():
     from widgets import book
 
     with pytest.raises(ValueError, match="topic must be one of"):
-        book.setup("attention")
+        book.setup("no_such_topic")
