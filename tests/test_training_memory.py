@@ -533,16 +533,17 @@ def test_full_recompute_peak_row_is_the_planners_sum_labelled_a_prediction():
     """The ledger's full-recomputation peak: stored inputs (2 s b h per layer) + outside layers (s b h dropout +
     4 s b h (1 + v/h)) + one layer's s b h (34 + 5 a s / h) + 2 B/param of gradients, by hand at s=32, b=1, h=64,
     a=4, v=256, L=2: 8192 + 2048 + 40960 + 2048 x 44 = 141,312 B plus 2 P."""
-    from dataclasses import replace
-
     from widgets.experiments import training_memory as ex
 
     shape = dict(ex.CPU_SHAPE)
     assert shape == dict(hidden=64, heads=4, seq=32, vocab=256, layers=2)
     assert ex.predicted_full_recompute_peak_bytes(shape, 1, 1000) == 141_312 + 2 * 1000
-    step = ex.measure_step(shape, batches=(1,), modes=("full",), repeat=1)
-    pts = tuple(replace(p, activations_bytes=p.saved_bytes, peak_bytes=123_456) for p in step.points)  # a GPU-shaped record
-    rec = {"results": ex.TrainingMemoryResults(step=replace(step, points=pts)).to_record(), "provenance": {}}
+    # a GPU-shaped record, made up (nothing is measured here: the row's arithmetic and label are under test)
+    point = ex.StepPoint(recompute="full", micro_batch=1, saved_bytes=1, activations_bytes=1, peak_bytes=123_456)
+    step = ex.StepResult(device="NVIDIA H200", dtype="bf16", shape=shape, params=1000, matmul_params=900, weights_bytes=None,
+                         optimizer_bytes=None, weights_tensor_bytes=2000, optimizer_tensor_bytes=12000, gradients_tensor_bytes=2000,
+                         outside_allocator_bytes=None, peak_flop_per_s=None, gpu="H200-SXM", points=(point,))
+    rec = {"results": ex.TrainingMemoryResults(step=step).to_record(), "provenance": {}}
     rows = [r for r in ex.accuracy_rows(rec) if r.quantity.startswith("peak above the state")]
     assert [(r.label, r.measured) for r in rows] == [("prediction", 123_456)]
     assert rows[0].predicted == ex.predicted_full_recompute_peak_bytes(shape, 1, step.params)
