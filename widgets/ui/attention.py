@@ -58,8 +58,8 @@ def io_readout(p: dict, seq: int) -> str:
             f"B_c = {b.block_kv}); the matmuls alone {fmt_time(p['compute_s'])}")
 
 
-def _io_traces(gpu, head_dim, sram_bytes, seqs=SEQS):
-    pts = [io_point(gpu, n, head_dim, sram_bytes) for n in seqs]
+def _io_traces(gpu, head_dim, sram_bytes, seqs=SEQS, batch=1, heads=32):
+    pts = [io_point(gpu, n, head_dim, sram_bytes, batch, heads) for n in seqs]
     x = list(seqs)
     out = []
     for i, (key, name, dash) in enumerate((("standard_bytes", "standard (S and P in HBM)", "solid"),
@@ -111,16 +111,19 @@ def io_calculator():
     }
 
     def compute(gpu, seq, head_dim, sram_kib, batch, heads):
-        return io_point(gpu, seq, head_dim, sram_kib * KiB, batch, heads), seq, head_dim, sram_kib
+        return io_point(gpu, seq, head_dim, sram_kib * KiB, batch, heads), seq, head_dim, sram_kib, batch, heads
 
     def show(r):
-        p, seq, d, kib = r
+        p, seq, d, kib, batch, heads = r
         rows = [("FLOP (4 B H N^2 d)", f"{p['flop']:.3g}"), ("standard: HBM bytes", fmt_bytes(p["standard_bytes"])),
                 ("flash: HBM bytes (no cache)", fmt_bytes(p["flash_bytes"])), ("floor: Q, K, V, O once", fmt_bytes(p["floor_bytes"])),
                 ("flash blocks B_r x B_c", f"{p['blocks'].block_q} x {p['blocks'].block_kv}"),
                 (f"standard: time ({p['dtype']} roofline)", fmt_time(p["standard_s"])), ("flash: time", fmt_time(p["flash_s"])),
                 ("the matmuls alone", fmt_time(p["compute_s"]))]
-        traces, _pts = _io_traces(p["gpu"], d, kib * KiB)
+        traces, _pts = _io_traces(p["gpu"], d, kib * KiB, batch=batch, heads=heads)
+        traces.append(go.Scatter(x=[seq, seq], y=[p["standard_bytes"], p["flash_bytes"]], mode="markers", name=f"your N = {seq:,}",
+                                 marker=dict(size=11, color="#222222", symbol="diamond"),
+                                 hovertemplate="N = %{x:,}: %{y:.3s}B<extra></extra>"))
         fig = go.Figure(traces)
         fig.update_layout(**_io_layout())
         return table_html(rows), style_figure(fig, title=f"{p['gpu']}, head size {d}, {kib} KiB on chip", readout=io_readout(p, seq),
@@ -261,11 +264,12 @@ def matrix_readout(p: dict) -> str:
             f"at that N a flash kernel needs {fmt_bytes(p['flash_at_longest'])}")
 
 
-def _matrix_traces(gpu, batch, heads=MATRIX_HEADS, head_dim=MATRIX_HEAD_DIM, seqs=SEQS):
-    pts = [matrix_point(gpu, batch, heads, head_dim, n) for n in seqs]
+def _matrix_traces(gpu, batch, heads=MATRIX_HEADS, head_dim=MATRIX_HEAD_DIM, seqs=SEQS, compute_bytes=4):
+    pts = [matrix_point(gpu, batch, heads, head_dim, n, compute_bytes) for n in seqs]
     x = list(seqs)
     cap = pts[0]["capacity_bytes"] / GiB
-    math_t = go.Scatter(x=x, y=[p["math_bytes"] / GiB for p in pts], mode="lines+markers", name="math path (S and P, fp32)",
+    math_t = go.Scatter(x=x, y=[p["math_bytes"] / GiB for p in pts], mode="lines+markers",
+                        name=f"math path (S and P, {'fp32' if compute_bytes == 4 else '16-bit'})",
                         line=dict(color=series_color(0)), hovertemplate="N = %{x:,}: %{y:.3g} GiB<extra></extra>")
     flash_t = go.Scatter(x=x, y=[p["flash_bytes"] / GiB for p in pts], mode="lines+markers", name="flash (Q, K, V, O)",
                          line=dict(color=series_color(1)), hovertemplate="N = %{x:,}: %{y:.3g} GiB<extra></extra>")
@@ -310,15 +314,24 @@ def matrix_calculator():
 
     def compute(gpu, batch, heads, head_dim, seq, compute_bytes):
         p = matrix_point(gpu, batch, heads, head_dim, seq, compute_bytes)
+        p.update(batch=batch, heads=heads, head_dim=head_dim, seq=seq, compute_bytes=compute_bytes)
         p["flash_at_longest"] = am.flash_path_peak_bytes(batch, heads, max(p["longest"], 1), head_dim, 2)
         return p
 
     def show(p):
         fits = "yes" if p["math_bytes"] <= p["capacity_bytes"] else "NO: out of memory"
-        return table_html([("one S (or P) matrix", fmt_bytes(p["matrix_bytes"])), ("math path: peak", fmt_bytes(p["math_bytes"])),
+        traces, _p = _matrix_traces(p["gpu"], p["batch"], p["heads"], p["head_dim"], compute_bytes=p["compute_bytes"])
+        traces.append(go.Scatter(x=[p["seq"], p["seq"]], y=[p["math_bytes"] / GiB, p["flash_bytes"] / GiB], mode="markers",
+                                 name=f"your N = {p['seq']:,}", marker=dict(size=11, color="#222222", symbol="diamond"),
+                                 hovertemplate="N = %{x:,}: %{y:.3g} GiB<extra></extra>"))
+        fig = go.Figure(traces)
+        fig.update_layout(**_matrix_layout())
+        table = table_html([("one S (or P) matrix", fmt_bytes(p["matrix_bytes"])), ("math path: peak", fmt_bytes(p["math_bytes"])),
                            ("math path fits?", fits), ("flash: peak", fmt_bytes(p["flash_bytes"])),
                            (f"{p['gpu']} memory", fmt_bytes(p["capacity_bytes"])),
                            ("longest N for the math path", f"{p['longest']:,}")])
+        return table, style_figure(fig, title=f"{p['gpu']}, batch {p['batch']} x {p['heads']} heads of {p['head_dim']}",
+                                   readout=matrix_readout(p), height=380)
 
     return live_form(compute, controls, show, title="The attention matrix's memory")
 
