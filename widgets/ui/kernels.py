@@ -155,7 +155,7 @@ def tile_figure(blocks=BLOCK_TILES, threads=THREAD_TILES, arch: str = "sm_90") -
         slider=("thread tile", list(threads), lambda t: f"{t[0]}x{t[1]}"),
         choices=("block tile", list(blocks), lambda b: f"{b[0]} x {b[1]}, BK {b[2]}"),
         frame=lambda b, t: _tile_frame(b, t, arch),
-        layout=dict(xaxis=dict(title="FLOP per byte moved", type="log"), yaxis=dict(autorange="reversed")),
+        layout=dict(xaxis=dict(title="FLOP per byte moved", rangemode="tozero"), yaxis=dict(autorange="reversed")),
         active=(2, 2), height=380,
     )
 
