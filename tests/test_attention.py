@@ -202,6 +202,21 @@ def test_triton_flash_attention_matches_sdpa(n, causal):
         kt.flash_attention(q[..., :24], k[..., :24], v[..., :24])
 
 
+def test_triton_tma_variant_matches_sdpa_and_refuses_ragged_n():
+    import torch
+
+    from widgets.experiments import attention_triton as kt
+
+    dev = "cuda" if torch.cuda.is_available() else "cpu"
+    g = torch.Generator(device=dev).manual_seed(1)
+    q, k, v = (torch.randn((2, 2, 128, 32), generator=g, device=dev, dtype=torch.float16) for _ in range(3))
+    got = kt.flash_attention_tma(q, k, v, True)  # 2 x 2 heads: each head's rows start at bh * N in the descriptor
+    want = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=True)
+    assert (got.float() - want).abs().max().item() < 2e-3
+    with pytest.raises(ValueError, match="multiple of"):
+        kt.flash_attention_tma(q[:, :, :80], k[:, :, :80], v[:, :, :80])
+
+
 def test_triton_softmax_matches_torch():
     import torch
 

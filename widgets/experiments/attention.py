@@ -49,7 +49,8 @@ TOPIC = "attention"
 BACKENDS = ("FLASH_ATTENTION", "CUDNN_ATTENTION", "EFFICIENT_ATTENTION", "MATH")
 """SDPA's backends the experiments try, by their ``SDPBackend`` names."""
 BACKEND_SHORT = {"FLASH_ATTENTION": "flash", "CUDNN_ATTENTION": "cuDNN", "EFFICIENT_ATTENTION": "memory-efficient",
-                 "MATH": "math", "triton": "this chapter's Triton kernel"}
+                 "MATH": "math", "triton": "this chapter's Triton kernel",
+                 "triton_tma": "the same kernel, TMA descriptors"}
 
 HEAD_DIM = 128
 GPU_FLASH_SHAPES = ((4, 16, 4096), (2, 16, 8192))  # (batch, heads, seq): B*H*N the same, 64 and 32 (batch, head) pairs
@@ -138,6 +139,7 @@ class FlashPoint(harness.Result):
     runs: tuple[KernelRun, ...]
     triton_config: Optional[tuple[int, ...]] = None  # (BLOCK_M, BLOCK_N, num_warps, num_stages)
     first_call_s: Optional[float] = None  # the Triton kernel's first call: compilation and autotuning included
+    triton_tma_config: Optional[tuple[int, ...]] = None  # the TMA variant's choice
 
 
 @dataclass(frozen=True)
@@ -354,6 +356,18 @@ def _flash_point(batch, heads, seq, head_dim, causal, repeat) -> FlashPoint:
                                                     warmup=3 if gpu else 0),
                               max_abs_error=err, peak_extra_bytes=peak if isinstance(peak, int) else None))
     config = tuple(kernels.best_config())
+    tma_config = None
+    if gpu:  # the same kernel with tensor descriptors (TMA on Hopper): fail-soft, a second Triton variant
+        out = harness.attempt(kernels.flash_attention_tma, q, k, v, causal)
+        if isinstance(out, harness.Failed):
+            runs.append(KernelRun("triton_tma", time=out))
+        else:
+            err = None if isinstance(ref, harness.Failed) else _max_abs(out, ref)
+            out = None
+            runs.append(KernelRun("triton_tma", time=_timed(lambda: kernels.flash_attention_tma(q, k, v, causal), repeat),
+                                  max_abs_error=err))
+            tma_config = kernels.best_tma_config()
+        _free()
     for backend in BACKENDS:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -370,7 +384,8 @@ def _flash_point(batch, heads, seq, head_dim, causal, repeat) -> FlashPoint:
         _free()
     q = k = v = ref = None  # free before the next shape
     _free()
-    return FlashPoint(batch, heads, seq, head_dim, name, bool(causal), tuple(runs), config, first)
+    return FlashPoint(batch, heads, seq, head_dim, name, bool(causal), tuple(runs), config, first,
+                      tuple(tma_config) if tma_config else None)
 
 
 def measure_flash(shapes=None, head_dim: Optional[int] = None, repeat: Optional[int] = None) -> FlashResult:

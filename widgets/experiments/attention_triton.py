@@ -247,3 +247,128 @@ def best_config():
         bc = _autotuned.best_config
         return (bc.kwargs["BLOCK_M"], bc.kwargs["BLOCK_N"], bc.num_warps, bc.num_stages)
     return CPU_CONFIG
+
+
+# ----------------------------------------------------------------------------------------------
+# The same kernel with tensor descriptors (Hopper's TMA on a GPU that has it)
+# ----------------------------------------------------------------------------------------------
+TMA_CONFIGS = (
+    (128, 64, 4, 3),
+    (128, 64, 8, 3),
+    (128, 128, 8, 2),
+    (128, 128, 8, 3),
+)
+
+
+@triton.jit
+def _attn_inner_tma(acc, l_i, m_i, q, desc_k, desc_v, row0, lo, hi, qk_scale, offs_m, offs_n,
+                    DIAGONAL: tl.constexpr, BLOCK_N: tl.constexpr):
+    """As :func:`_attn_inner`, the K and V blocks loaded through tensor descriptors."""
+    for start_n in range(lo, hi, BLOCK_N):
+        start_n = tl.multiple_of(start_n, BLOCK_N)
+        k = desc_k.load([row0 + start_n, 0])
+        qk = tl.dot(q, tl.trans(k))
+        if DIAGONAL:
+            keep = offs_m[:, None] >= (start_n + offs_n)[None, :]
+            qk = tl.where(keep, qk * qk_scale, -1.0e30)
+            m_ij = tl.maximum(m_i, tl.max(qk, 1))
+            qk = qk - m_ij[:, None]
+        else:
+            m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+            qk = qk * qk_scale - m_ij[:, None]
+        p = tl.math.exp2(qk)
+        alpha = tl.math.exp2(m_i - m_ij)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None]
+        v = desc_v.load([row0 + start_n, 0])
+        acc = tl.dot(p.to(v.dtype), v, acc)
+        m_i = m_ij
+    return acc, l_i, m_i
+
+
+@triton.jit
+def flash_attention_tma_kernel(Q, K, V, Out, sm_scale, ZH, N_CTX,
+                               HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr,
+                               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """:func:`flash_attention_kernel` for contiguous (batch, heads, N, d) tensors, N a multiple of
+    both blocks, every tile moved by a tensor descriptor (TMA on Hopper)."""
+    num_m = tl.cdiv(N_CTX, BLOCK_M)
+    pid_m = tl.program_id(0)
+    if CAUSAL:
+        pid_m = num_m - 1 - pid_m
+    bh = tl.program_id(1)
+    rows = ZH * N_CTX
+    desc_q = tl.make_tensor_descriptor(Q, shape=[rows, HEAD_DIM], strides=[HEAD_DIM, 1], block_shape=[BLOCK_M, HEAD_DIM])
+    desc_k = tl.make_tensor_descriptor(K, shape=[rows, HEAD_DIM], strides=[HEAD_DIM, 1], block_shape=[BLOCK_N, HEAD_DIM])
+    desc_v = tl.make_tensor_descriptor(V, shape=[rows, HEAD_DIM], strides=[HEAD_DIM, 1], block_shape=[BLOCK_N, HEAD_DIM])
+    desc_o = tl.make_tensor_descriptor(Out, shape=[rows, HEAD_DIM], strides=[HEAD_DIM, 1], block_shape=[BLOCK_M, HEAD_DIM])
+    row0 = bh * N_CTX
+    start_m = pid_m * BLOCK_M
+    offs_m = start_m + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    qk_scale = sm_scale * 1.4426950408889634
+    q = desc_q.load([row0 + start_m, 0])
+    if CAUSAL:
+        acc, l_i, m_i = _attn_inner_tma(acc, l_i, m_i, q, desc_k, desc_v, row0, 0, start_m, qk_scale, offs_m, offs_n,
+                                        False, BLOCK_N)
+        acc, l_i, m_i = _attn_inner_tma(acc, l_i, m_i, q, desc_k, desc_v, row0, start_m, start_m + BLOCK_M, qk_scale, offs_m,
+                                        offs_n, True, BLOCK_N)
+    else:
+        acc, l_i, m_i = _attn_inner_tma(acc, l_i, m_i, q, desc_k, desc_v, row0, 0, N_CTX, qk_scale, offs_m, offs_n,
+                                        False, BLOCK_N)
+    acc = acc / l_i[:, None]
+    desc_o.store([row0 + start_m, 0], acc.to(Out.dtype.element_ty))
+
+
+_tma_autotuned = None if INTERPRETED else triton.autotune(
+    configs=[_config(c) for c in TMA_CONFIGS], key=["N_CTX", "HEAD_DIM", "CAUSAL"])(flash_attention_tma_kernel)
+_ALLOCATOR_SET = False
+
+
+def _set_allocator(device) -> None:
+    """Tensor descriptors made inside a kernel need a little global scratch memory from the host."""
+    global _ALLOCATOR_SET
+    if _ALLOCATOR_SET:
+        return
+
+    def alloc(size: int, alignment: int, stream):
+        return torch.empty(size, device=device, dtype=torch.int8)
+
+    triton.set_allocator(alloc)
+    _ALLOCATOR_SET = True
+
+
+def flash_attention_tma(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
+                        sm_scale: float | None = None, *, config=None) -> torch.Tensor:
+    """:func:`flash_attention` through :func:`flash_attention_tma_kernel`: contiguous inputs, N a
+    multiple of 128 (of the blocks of ``config``); autotuned over :data:`TMA_CONFIGS` on a GPU."""
+    _check_qkv(q, k, v)
+    q, k, v = (t.contiguous() for t in (q, k, v))
+    b, h, n, d = q.shape
+    autotune = config is None and _tma_autotuned is not None
+    need = 128 if autotune else max((config or CPU_CONFIG)[:2])  # every block of TMA_CONFIGS divides 128
+    if n % need:
+        raise ValueError(f"the TMA kernel needs N a multiple of {need}, got {n}")
+    _set_allocator(q.device)
+    scale = 1.0 / math.sqrt(d) if sm_scale is None else float(sm_scale)
+    o = torch.empty_like(q)
+    args = (q, k, v, o, scale, b * h, n)
+    if autotune:
+        grid = lambda meta: (triton.cdiv(n, meta["BLOCK_M"]), b * h)  # noqa: E731
+        _tma_autotuned[grid](*args, HEAD_DIM=d, CAUSAL=bool(causal))
+        return o
+    bm, bn, warps, stages = config or CPU_CONFIG
+    flash_attention_tma_kernel[(triton.cdiv(n, bm), b * h)](*args, HEAD_DIM=d, CAUSAL=bool(causal), BLOCK_M=bm, BLOCK_N=bn,
+                                                             num_warps=warps, num_stages=stages)
+    return o
+
+
+def best_tma_config():
+    """The configuration the TMA kernel's autotuner chose last, or None."""
+    if _tma_autotuned is not None and getattr(_tma_autotuned, "best_config", None) is not None:
+        bc = _tma_autotuned.best_config
+        return (bc.kwargs["BLOCK_M"], bc.kwargs["BLOCK_N"], bc.num_warps, bc.num_stages)
+    return None
