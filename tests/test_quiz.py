@@ -353,11 +353,15 @@ def test_quiz_does_not_hand_out_exercise_answers():
     The exercises' answers are recomputed here from the models with the exercises' own inputs."""
     from widgets.models import llms
     from widgets.models import memory_hierarchy as mh
+    from widgets.models import kernels as km
     from widgets.models import training_memory as tm
 
     taken = {
         "training_memory": [tm.training_state_bytes(llms.get_model("Llama-3-8B").params) / 1e9],  # By hand: the state of Llama-3-8B
         "memory_hierarchy": [mh.bank_conflict_wavefronts(32), mh.bank_conflict_wavefronts(33)],  # mh-ex-transpose
+        "kernels": [km.tile_summary("vectorized", bm=128, bn=128, bk=16).smem_bytes_per_block,  # kernels-ex-smem
+                    km.tile_summary("vectorized", tm=8, tn=8).smem_flop_per_byte,  # kernels-ex-thread
+                    km.repeats_needed(0.05, 1.0, 0.01), km.host_timing_error(5e-6, 20e-6)],  # kernels-ex-repeats, -host
     }
     for topic, answers in taken.items():
         for q in _quiz(topic).questions:

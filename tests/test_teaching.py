@@ -491,6 +491,7 @@ def _by_hand_checks():
         ("tensor_cores.check_mma_clocks", utc.check_mma_clocks, (clocks, tc.TENSOR_CORES_PER_SM), [(0, 0), (clocks * 3, 4), (clocks, 0)]),
         ("tensor_cores.check_peak", utc.check_peak, (peak,), [(0,), (peak * 0.7,)]),
         ("tensor_cores.check_format_max", lambda a: utc.check_format_max("fp8_e5m2", a), (e5m2,), [(0,), (448,)]),
+        *_kernels_checks(),
         ("training_memory.check_state_gb", utm.check_state_gb, (state,), [(0,), (state * 1.5,), ("x",)]),
         ("training_memory.check_zero_stage", utm.check_zero_stage, (zero,), [(k,) for k in range(4) if k != zero]),
         ("training_memory.check_activation_gib", utm.check_activation_gib, (act,), [(0,), (act * 1.5,), ("x",)]),
@@ -503,6 +504,26 @@ def _by_hand_checks():
         ("memory_hierarchy.check_bytes_in_flight", umh.check_bytes_in_flight, (inflight,), [(0,), (inflight * 1.5,)]),
         ("memory_hierarchy.check_fusion_bytes", umh.check_fusion_bytes, fusion, [(0, 0), (fusion[0], 0)]),
         ("simt.check_atomics", usm.check_atomics, (atomics,), [(0,), (atomics * 2,)]),
+    ]
+
+
+def _kernels_checks():
+    """The kernels chapter's checks, with their answers from widgets.models.kernels."""
+    from widgets.models import kernels as km
+    from widgets.ui import kernels as uk
+
+    naive = km.rung_cost("naive").wavefronts_per_warp
+    smem = km.tile_summary("vectorized", bm=128, bn=128, bk=16).smem_bytes_per_block
+    inten = km.tile_summary("vectorized", tm=8, tn=8).smem_flop_per_byte
+    reps = km.repeats_needed(0.05, 1.0, 0.01)
+    err = km.host_timing_error(5e-6, 20e-6)
+    return [
+        ("kernels.check_naive_wavefronts", uk.check_naive_wavefronts, (naive,), [(0,), (32,), (64,), ("x",)]),
+        ("kernels.check_smem_per_block", uk.check_smem_per_block, (smem,), [(0,), (smem / 2,), (16,), ("x",)]),
+        ("kernels.check_thread_intensity", uk.check_thread_intensity, (inten,), [(0,), (inten * 2,), ("x",)]),
+        ("kernels.check_repeats", uk.check_repeats, (reps,), [(0,), (reps * 2,), (25,), ("x",)]),
+        ("kernels.check_host_error", uk.check_host_error, (err,), [(0,), (err * 100,), (err + 1,), ("x",)]),
+        ("kernels.check_patched_result", uk.check_patched_result, (35.0,), [(0,), (21,), ("x",)]),
     ]
 
 
