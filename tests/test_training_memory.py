@@ -579,3 +579,29 @@ def test_slider_end_labels_stay_inside_the_figure():
     assert len(names[0]) * SLIDER_CHAR_PX / 2 <= PLOT_MARGIN_PX["l"] + pad.l
     short = grid_figure(slider=("n", [1, 2, 4], str), choices=("c", ["x"], str), frame=lambda c, v: ([], str(v), ""))
     assert (short.layout.sliders[0].pad.l, short.layout.sliders[0].pad.r) == (0, 0)  # short labels: the rail is unchanged
+
+
+def test_context_measurement_subtracts_what_was_in_use_before(monkeypatch):
+    """The fresh process is told how much the device held before it started (the H200's first record counted the
+    measuring process's 12 GiB as 'context'); its script subtracts it. Plumbing only: no GPU here."""
+    import json
+    import subprocess
+    from types import SimpleNamespace
+
+    from widgets.experiments import harness
+    from widgets.experiments import training_memory as ex
+
+    seen = {}
+
+    def fake_run(cmd, **kw):
+        seen["before"] = int(kw["env"]["GPUBOOK_DEVICE_USED_BEFORE"])
+        assert "- before -" in cmd[-1]  # the script subtracts it from both readings
+        out = json.dumps({"total": 150, "init": 5, "matmul": 7, "before": seen["before"]})
+        return SimpleNamespace(returncode=0, stdout=out + "\n", stderr="")
+
+    monkeypatch.setattr(harness, "on_gpu", lambda: True)
+    for name, fn in (("mem_get_info", lambda *a: (100, 150)), ("synchronize", lambda *a: None), ("empty_cache", lambda *a: None)):
+        monkeypatch.setattr(torch.cuda, name, fn, raising=False)
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    r = ex.measure_context()
+    assert seen["before"] == 50 and r.used_before_bytes == 50 and (r.after_init_bytes, r.after_matmul_bytes) == (5, 7)

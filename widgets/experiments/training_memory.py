@@ -396,11 +396,13 @@ class StockResult(harness.Result):
 @dataclass(frozen=True)
 class ContextResult(harness.Result):
     """Device memory not held by PyTorch's allocator in a fresh process [B]: after CUDA starts
-    (the context) and after one bf16 matmul (plus cuBLAS's handle and kernels)."""
+    (the context) and after one bf16 matmul (plus cuBLAS's handle and kernels), less what was in
+    use on the device before it started (``used_before_bytes``: the measuring process and any other)."""
 
     total_bytes: int
     after_init_bytes: int
     after_matmul_bytes: int
+    used_before_bytes: Optional[int] = None
 
 
 @dataclass(frozen=True)
@@ -710,37 +712,45 @@ def measure_fragmentation(sizes_mib=FRAG_SIZES_MIB) -> FragmentationResult:
 
 
 _CONTEXT_SCRIPT = r"""
-import json, sys, torch
+import json, os, sys, torch
 if not torch.cuda.is_available():
     sys.exit("no CUDA device")
+before = int(os.environ.get("GPUBOOK_DEVICE_USED_BEFORE", "0"))  # in use on the device before this process started
 torch.cuda.init()
 torch.empty(1, device="cuda")  # the context is created lazily: make it
 torch.cuda.synchronize()
 free, total = torch.cuda.mem_get_info()
-a = total - free - torch.cuda.memory_reserved()
+a = total - free - before - torch.cuda.memory_reserved()
 x = torch.randn(1024, 1024, device="cuda", dtype=torch.bfloat16)
 y = x @ x
 torch.cuda.synchronize()
 free2, _ = torch.cuda.mem_get_info()
-print(json.dumps(dict(total=total, init=a, matmul=total - free2 - torch.cuda.memory_reserved())))
+print(json.dumps(dict(total=total, init=a, matmul=total - free2 - before - torch.cuda.memory_reserved(), before=before)))
 """
 
 
 def measure_context() -> ContextResult:
     """Device memory outside PyTorch's allocator in a fresh process (nothing else imported): after
-    CUDA starts and after one bf16 matmul [B]. GPU only. Another process on the same GPU would
-    be counted too (``mem_get_info`` is device-wide)."""
+    CUDA starts and after one bf16 matmul [B]. GPU only. ``mem_get_info`` is device-wide, so what
+    was in use before the fresh process started (this process, which waits meanwhile, with what
+    earlier topics left cached, and any other process) is read first and subtracted; the H200's
+    first record (13.2 GB "context") had counted it."""
     import json
+    import os
     import subprocess
     import sys
 
     if not harness.on_gpu():
         raise RuntimeError("the CUDA context is measured on a GPU only")
-    proc = subprocess.run([sys.executable, "-c", _CONTEXT_SCRIPT], capture_output=True, text=True, timeout=120)
+    _free()
+    free0, total0 = torch.cuda.mem_get_info()
+    env = dict(os.environ, GPUBOOK_DEVICE_USED_BEFORE=str(int(total0 - free0)))
+    proc = subprocess.run([sys.executable, "-c", _CONTEXT_SCRIPT], capture_output=True, text=True, timeout=120, env=env)
     if proc.returncode != 0:
         raise RuntimeError(f"context subprocess failed ({proc.returncode}): {(proc.stderr or proc.stdout).strip()[-300:]}")
     d = json.loads(proc.stdout.strip().splitlines()[-1])
-    return ContextResult(total_bytes=int(d["total"]), after_init_bytes=int(d["init"]), after_matmul_bytes=int(d["matmul"]))
+    return ContextResult(total_bytes=int(d["total"]), after_init_bytes=int(d["init"]), after_matmul_bytes=int(d["matmul"]),
+                         used_before_bytes=int(d.get("before", 0)))
 
 
 class StockGPT(nn.Module):
