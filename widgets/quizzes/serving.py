@@ -53,6 +53,25 @@ def quiz() -> Quiz:
                 value=conc, unit="requests", rel_tol=0.01,
                 why="Little's law: L = arrival rate x time in the system.",
             ),
+            Number(
+                prompt="A draft proposes 4 tokens per step, each accepted with probability 0.8. How many tokens does one "
+                "verification pass of the target yield on average?",
+                value=sv.speculative_expected_tokens(0.8, 4), unit="tokens", rel_tol=0.01,
+                why="(1 - a^(k+1)) / (1 - a): the accepted prefix of the draft plus the target's own token "
+                "(section <em>Speculative decoding and multi-token prediction</em>).",
+            ),
+            Choice(
+                prompt="Why do providers charge less for an input token than for an output token?",
+                options=(
+                    "input tokens are shorter",
+                    "a prompt is prefilled in compute-bound passes where every weight read serves many tokens; "
+                    "each decode step reads the weights for one token per sequence",
+                    "output tokens need a larger KV cache",
+                ),
+                answer=1,
+                why=f"For {m.name} on an {g.name} at batch 64 an output token costs "
+                f"{sv.input_output_cost_ratio(m, g.name, 64):.1f} times the GPU time of an input token.",
+            ),
             Choice(
                 prompt="A server dies with \"CUDA out of memory. Tried to allocate 2.00 MiB\". What used the memory?",
                 options=culprits, answer=1,
