@@ -31,7 +31,7 @@ class QuantError(harness.Result):
     bytes_per_weight: float
 
 
-def weight_quantization_error(bits: int = 4, group_size: int = 128, rows: int = 256, cols: int = 4096, seed: int = 0) -> QuantError:
+def weight_quantization_error(bits: int = 4, group_size: int = 128, rows: int = 128, cols: int = 4096, seed: int = 0) -> QuantError:
     """Quantize a ``rows x cols`` random-normal weight matrix to ``bits``-bit integers with one fp16
     scale per ``group_size`` inputs, and measure ``||W_q - W|| / ||W||`` and, for a random-normal
     input batch of 8, ``||W_q x - W x|| / ||W x||`` (Frobenius norms). ``bytes_per_weight`` counts the

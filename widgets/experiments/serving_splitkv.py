@@ -30,7 +30,7 @@ from ..models import llms
 from . import harness
 
 GPU_CONTEXTS = (8192, 32768, 131072)
-CPU_CONTEXTS = (1024, 4096)
+CPU_CONTEXTS = (1024,)
 SPREAD_BATCH = 16  # the same bytes spread over this many sequences
 GPU_SPLITS = 32
 
