@@ -248,7 +248,7 @@ WARPTILE = r"""
 // sub-tile, so a warp's shared-memory reads are contiguous and its registers are reused across
 // sub-tiles. Vector loads as in rung 6.
 template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int NT>
-__device__ __forceinline__ void sgemm_warp(ARGS) {
+__device__ __forceinline__ void sgemm_warp_single(ARGS) {
     constexpr int WMITER = (WM * WN) / (32 * TM * TN * WNITER);
     constexpr int WSUBM = WM / WMITER, WSUBN = WN / WNITER;
     static_assert((BM / WM) * (BN / WN) * 32 == NT, "one warp per warp tile");
@@ -300,6 +300,142 @@ __device__ __forceinline__ void sgemm_warp(ARGS) {
                               row0 + wrow * WM + wm * WSUBM + trow * TM + m,
                               col0 + wcol * WN + wn * WSUBN + tcol * TN, vec);
 }
+
+// Double buffering (DB = 1): two shared-memory buffers; the next tile's global loads are issued into
+// registers before this tile is computed and stored to the other buffer after it, so the loads'
+// latency overlaps the multiply-adds, with one barrier per tile instead of two.
+template <int BM, int BN, int BK, int NT>
+struct TileRegs {
+    float4 a[(BM * BK / 4 + NT - 1) / NT];
+    float4 b[(BK * BN / 4 + NT - 1) / NT];
+};
+
+template <int BM, int BN, int BK, int NT>
+__device__ __forceinline__ void fetch(const float* __restrict__ A, const float* __restrict__ B, TileRegs<BM, BN, BK, NT>& r,
+        int M, int N, int K, int row0, int col0, int k0, int vec) {
+#pragma unroll
+    for (int j = 0; j < (BM * BK / 4 + NT - 1) / NT; ++j) {
+        const int i = threadIdx.x + j * NT;
+        if (i >= BM * BK / 4) break;
+        const int rr = i / (BK / 4), c = (i % (BK / 4)) * 4, gr = row0 + rr, gc = k0 + c;
+        float4 v;
+        if (vec && gr < M && gc + 3 < K) {
+            v = *reinterpret_cast<const float4*>(&A[(long long)gr * K + gc]);
+        } else {
+            v.x = (gr < M && gc + 0 < K) ? A[(long long)gr * K + gc + 0] : 0.0f;
+            v.y = (gr < M && gc + 1 < K) ? A[(long long)gr * K + gc + 1] : 0.0f;
+            v.z = (gr < M && gc + 2 < K) ? A[(long long)gr * K + gc + 2] : 0.0f;
+            v.w = (gr < M && gc + 3 < K) ? A[(long long)gr * K + gc + 3] : 0.0f;
+        }
+        r.a[j] = v;
+    }
+#pragma unroll
+    for (int j = 0; j < (BK * BN / 4 + NT - 1) / NT; ++j) {
+        const int i = threadIdx.x + j * NT;
+        if (i >= BK * BN / 4) break;
+        const int rr = i / (BN / 4), c = (i % (BN / 4)) * 4, gr = k0 + rr, gc = col0 + c;
+        float4 v;
+        if (vec && gr < K && gc + 3 < N) {
+            v = *reinterpret_cast<const float4*>(&B[(long long)gr * N + gc]);
+        } else {
+            v.x = (gr < K && gc + 0 < N) ? B[(long long)gr * N + gc + 0] : 0.0f;
+            v.y = (gr < K && gc + 1 < N) ? B[(long long)gr * N + gc + 1] : 0.0f;
+            v.z = (gr < K && gc + 2 < N) ? B[(long long)gr * N + gc + 2] : 0.0f;
+            v.w = (gr < K && gc + 3 < N) ? B[(long long)gr * N + gc + 3] : 0.0f;
+        }
+        r.b[j] = v;
+    }
+}
+
+template <int BM, int BN, int BK, int NT>
+__device__ __forceinline__ void stash(const TileRegs<BM, BN, BK, NT>& r, float* As, float* Bs) {
+#pragma unroll
+    for (int j = 0; j < (BM * BK / 4 + NT - 1) / NT; ++j) {
+        const int i = threadIdx.x + j * NT;
+        if (i >= BM * BK / 4) break;
+        const int rr = i / (BK / 4), c = (i % (BK / 4)) * 4;
+        As[(c + 0) * BM + rr] = r.a[j].x;
+        As[(c + 1) * BM + rr] = r.a[j].y;
+        As[(c + 2) * BM + rr] = r.a[j].z;
+        As[(c + 3) * BM + rr] = r.a[j].w;
+    }
+#pragma unroll
+    for (int j = 0; j < (BK * BN / 4 + NT - 1) / NT; ++j) {
+        const int i = threadIdx.x + j * NT;
+        if (i >= BK * BN / 4) break;
+        const int rr = i / (BN / 4), c = (i % (BN / 4)) * 4;
+        *reinterpret_cast<float4*>(&Bs[rr * BN + c]) = r.b[j];
+    }
+}
+
+template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int NT>
+__device__ __forceinline__ void sgemm_warp_double(ARGS) {
+    constexpr int WMITER = (WM * WN) / (32 * TM * TN * WNITER);
+    constexpr int WSUBM = WM / WMITER, WSUBN = WN / WNITER;
+    static_assert((BM / WM) * (BN / WN) * 32 == NT, "one warp per warp tile");
+    static_assert((WSUBN / TN) * (WSUBM / TM) == 32, "a warp's 32 threads cover one sub-tile");
+    __shared__ __align__(16) float As[2][BK * BM];
+    __shared__ __align__(16) float Bs[2][BK * BN];
+    const int row0 = (blockIdx.x / gx) * BM, col0 = (blockIdx.x % gx) * BN;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int wrow = warp / (BN / WN), wcol = warp % (BN / WN);
+    const int trow = lane / (WSUBN / TN), tcol = lane % (WSUBN / TN);
+    float acc[WMITER * TM * WNITER * TN] = {0.0f};
+    float ra[WMITER * TM], rb[WNITER * TN];
+    TileRegs<BM, BN, BK, NT> next;
+    fetch<BM, BN, BK, NT>(A, B, next, M, N, K, row0, col0, 0, vec);
+    stash<BM, BN, BK, NT>(next, As[0], Bs[0]);
+    __syncthreads();
+    int buf = 0;
+    for (int k0 = 0; k0 < K; k0 += BK) {
+        const bool more = k0 + BK < K;
+        if (more) fetch<BM, BN, BK, NT>(A, B, next, M, N, K, row0, col0, k0 + BK, vec);
+        const float* as = As[buf];
+        const float* bs = Bs[buf];
+#pragma unroll
+        for (int k = 0; k < BK; ++k) {
+#pragma unroll
+            for (int wm = 0; wm < WMITER; ++wm)
+#pragma unroll
+                for (int m = 0; m < TM; m += 4)
+                    *reinterpret_cast<float4*>(&ra[wm * TM + m]) =
+                        *reinterpret_cast<const float4*>(&as[k * BM + wrow * WM + wm * WSUBM + trow * TM + m]);
+#pragma unroll
+            for (int wn = 0; wn < WNITER; ++wn)
+#pragma unroll
+                for (int n = 0; n < TN; n += 4)
+                    *reinterpret_cast<float4*>(&rb[wn * TN + n]) =
+                        *reinterpret_cast<const float4*>(&bs[k * BN + wcol * WN + wn * WSUBN + tcol * TN + n]);
+#pragma unroll
+            for (int wm = 0; wm < WMITER; ++wm)
+#pragma unroll
+                for (int wn = 0; wn < WNITER; ++wn)
+#pragma unroll
+                    for (int m = 0; m < TM; ++m)
+#pragma unroll
+                        for (int n = 0; n < TN; ++n)
+                            acc[(wm * TM + m) * (WNITER * TN) + wn * TN + n] += ra[wm * TM + m] * rb[wn * TN + n];
+        }
+        if (more) stash<BM, BN, BK, NT>(next, As[buf ^ 1], Bs[buf ^ 1]);
+        __syncthreads();
+        buf ^= 1;
+    }
+#pragma unroll
+    for (int wm = 0; wm < WMITER; ++wm)
+#pragma unroll
+        for (int wn = 0; wn < WNITER; ++wn)
+#pragma unroll
+            for (int m = 0; m < TM; ++m)
+                store_row<TN>(C, &acc[(wm * TM + m) * (WNITER * TN) + wn * TN], M, N,
+                              row0 + wrow * WM + wm * WSUBM + trow * TM + m,
+                              col0 + wcol * WN + wn * WSUBN + tcol * TN, vec);
+}
+
+template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int NT, int DB>
+__device__ __forceinline__ void sgemm_warp(ARGS) {
+    if constexpr (DB) sgemm_warp_double<BM, BN, BK, WM, WN, WNITER, TM, TN, NT>(A, B, C, M, N, K, gx, vec);
+    else sgemm_warp_single<BM, BN, BK, WM, WN, WNITER, TM, TN, NT>(A, B, C, M, N, K, gx, vec);
+}
 """
 
 
@@ -326,13 +462,16 @@ RUNGS = (
          ((128, 128, 8, 8, 8), (64, 64, 8, 4, 4))),
     Rung("vectorized", "vectorized (float4) loads", VECTORIZED, "sgemm_vec", ("BM", "BN", "BK", "TM", "TN"),
          ((128, 128, 8, 8, 8), (128, 128, 16, 8, 8), (64, 128, 16, 8, 8), (128, 64, 16, 8, 8))),
-    Rung("warptile", "warp tiling", WARPTILE, "sgemm_warp", ("BM", "BN", "BK", "WM", "WN", "WNITER", "TM", "TN", "NT"),
-         ((128, 128, 16, 64, 64, 4, 8, 4, 128),   # Boehm's kernel 10 configuration
-          (128, 128, 16, 64, 32, 2, 8, 4, 256),
-          (128, 256, 16, 64, 64, 4, 8, 4, 256),
-          (64, 128, 16, 32, 64, 2, 8, 4, 128),
-          (128, 128, 16, 64, 32, 1, 8, 8, 256),
-          (64, 128, 16, 32, 64, 1, 4, 4, 128))),  # Boehm's A100 setting
+    Rung("warptile", "warp tiling", WARPTILE, "sgemm_warp", ("BM", "BN", "BK", "WM", "WN", "WNITER", "TM", "TN", "NT", "DB"),
+         ((128, 128, 16, 64, 64, 4, 8, 4, 128, 0),   # Boehm's kernel 10 configuration
+          (128, 128, 16, 64, 32, 2, 8, 4, 256, 0),
+          (128, 256, 16, 64, 64, 4, 8, 4, 256, 0),
+          (64, 128, 16, 32, 64, 2, 8, 4, 128, 0),
+          (128, 128, 16, 64, 32, 1, 8, 8, 256, 0),
+          (64, 128, 16, 32, 64, 1, 4, 4, 128, 0),   # Boehm's A100 setting
+          (128, 128, 16, 64, 32, 2, 8, 4, 256, 1),  # DB = 1: double-buffered shared memory
+          (128, 128, 16, 64, 32, 1, 8, 8, 256, 1),
+          (128, 128, 8, 64, 64, 4, 8, 4, 128, 1))),
 )
 """The CUDA-core rungs in order, with the tile configurations tried at run time (3-6 for the best rungs)."""
 
