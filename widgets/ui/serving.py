@@ -441,7 +441,7 @@ def _capacity_frame(model, gpu, target_ms, prompt_tokens, output_tokens, price, 
     ok = [p.feasible for p in plans]
     cost = [p.cost_per_million_output_tokens if f else None for p, f in zip(plans, ok)]
     extra = [[p.gpus, p.batch] if f else [None, None] for p, f in zip(plans, ok)]
-    here = sv.plan_capacity(model, gpu, rate, prompt_tokens, output_tokens, target, price, tp, weight_dtype)
+    here = plans[rates.index(rate)]  # the marker's plan is one of the curve's
     floor = min((c for c in cost if c is not None), default=None)
     traces = [
         go.Scatter(x=list(rates), y=cost, mode="lines+markers", name="cost per million output tokens", customdata=extra,
@@ -468,8 +468,10 @@ CAPACITY_CHOICES = (("Llama-3-8B", "H200-SXM", 1024, "bf16", 1), ("Llama-3-8B", 
                     ("Llama-3-8B", "H100-SXM", 1024, "bf16", 1), ("Llama-3-70B", "H200-SXM", 1024, "fp8", 1),
                     ("Llama-3-8B", "T4", 1024, "int4", 1),
                     *(("Llama-3-8B", g, 1024, "bf16", 1) for g in gpu_names() if g not in ("H200-SXM", "H100-SXM", "T4")))
-# 5 rates per decade (every catalog GPU is a choice: each frame plans every rate, so the count is the build's cost)
-CAPACITY_RATES = tuple(float(r) for r in np.round(np.logspace(0, 4, 21), 3))
+# 4 rates per decade and 5 TPOT targets: every catalog GPU is a choice and each frame plans every
+# rate, so choices x targets x rates is the build's cost (kept at what 5 choices x 6 x 41 cost before)
+CAPACITY_RATES = tuple(float(r) for r in np.round(np.logspace(0, 4, 17), 3))
+CAPACITY_TARGETS_MS = (10, 20, 30, 50, 100)
 
 
 def _capacity_label(c) -> str:
@@ -479,7 +481,7 @@ def _capacity_label(c) -> str:
 
 
 def capacity_figure(choices=CAPACITY_CHOICES, output_tokens: int = 256, gpu_hour_price: float = 3.0, rate: float = 20.0,
-                    targets_ms=TPOT_TARGETS_MS, rates=CAPACITY_RATES) -> go.Figure:
+                    targets_ms=CAPACITY_TARGETS_MS, rates=CAPACITY_RATES) -> go.Figure:
     """Static capacity planner: the dropdown picks (model, GPU, prompt length, weight dtype, tp),
     the slider the TPOT target; the curve is the cost per million output tokens against the
     request rate (GPUs and batch in the hover), the readout the plan at ``rate`` requests/s and
