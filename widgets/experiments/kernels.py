@@ -354,10 +354,19 @@ def _triton(dtype):
     return run
 
 
-def measure_ladder(size=BIG) -> LadderResult:
-    """The whole ladder (see the module docstring); a CPU runs the numpy emulation."""
+LADDER_TIMEOUT_S = 600
+
+
+def measure_ladder(size=BIG, isolate: bool = True) -> LadderResult:
+    """The whole ladder (see the module docstring); a CPU runs the numpy emulation.
+
+    On a GPU it runs in a fresh Python process (``isolate``): a hand-written kernel that faults
+    leaves a sticky CUDA error in its context, which must not take the caller's (the other
+    topics of ``python -m widgets.measure``, a notebook) down with it."""
     if not harness.on_gpu() or harness.capabilities().vendor != "NVIDIA":
         return _cpu_ladder()
+    if isolate:
+        return _ladder_in_subprocess(tuple(int(v) for v in size))
     from .simt_cuda import Driver, _nvcc
 
     cap = harness.capabilities()
@@ -383,6 +392,25 @@ def measure_ladder(size=BIG) -> LadderResult:
     props = torch.cuda.get_device_properties(0)
     return LadderResult(harness.device_name(), arch, tuple(size), RAGGED, rungs, tuple(libs), before, after,
                         props.multi_processor_count, "nvcc" if _nvcc() else "NVRTC")
+
+
+def _ladder_in_subprocess(size) -> LadderResult:
+    import json
+    import os
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "ladder.json"
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([str(harness.REPO_ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+        cmd = [sys.executable, "-m", "widgets.experiments.kernels", "ladder", str(out), *map(str, size)]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=LADDER_TIMEOUT_S, cwd=str(harness.REPO_ROOT), env=env)
+        if p.returncode != 0 or not out.exists():
+            raise RuntimeError(f"the ladder's process exited with {p.returncode}: {(p.stderr or p.stdout)[-800:]}")
+        return LadderResult.from_record(json.loads(out.read_text()))
 
 
 # --------------------------------------------------------------------------------------------
@@ -551,3 +579,22 @@ def accuracy_rows(record: dict) -> list:
                             f"s / sqrt({GROUP}) from the first {GROUP} repeats", check[0], check[1], "s", "prediction", device,
                             "fails if the repeats drift or are correlated (clocks, power, a neighbour)"))
     return rows
+
+
+def _main(argv) -> int:
+    """``python -m widgets.experiments.kernels ladder OUT.json M N K``: the ladder in this process, as JSON."""
+    import json
+    from pathlib import Path
+
+    if len(argv) != 5 or argv[0] != "ladder":
+        print("usage: python -m widgets.experiments.kernels ladder OUT.json M N K")
+        return 2
+    res = measure_ladder(tuple(int(v) for v in argv[2:5]), isolate=False)
+    Path(argv[1]).write_text(json.dumps(res.to_record()))
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    raise SystemExit(_main(sys.argv[1:]))
