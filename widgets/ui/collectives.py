@@ -831,7 +831,7 @@ def protocol_figure(measured=None, ops=cm.NCCL_MODEL_OPS, ranks=(2, 4, 8), link_
         layout=dict(xaxis=dict(type="log", title="message size S [B]", exponentformat="SI"),
                     yaxis=dict(type="log", title="bus bandwidth [GB/s]", exponentformat="SI")),
         active=(0, 0),
-        height=500,
+        height=580,
     )
 
 
