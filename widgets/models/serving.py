@@ -2049,6 +2049,11 @@ class KVWaste:
     paged_waste: float
     batch_gain: float
 
+    @property
+    def paged_context_tokens(self) -> int:
+        """Slots a paged sequence holds on average, rounded up to a whole token [tokens]."""
+        return math.ceil(self.paged_tokens)
+
 
 def kv_cache_waste(max_tokens: int, mean_tokens: float, block_tokens: int = DEFAULT_BLOCK_TOKENS) -> KVWaste:
     """Fraction of KV memory wasted when each sequence reserves ``max_tokens`` contiguously, and with blocks.

@@ -888,7 +888,7 @@ def _kv_waste_frame(max_tokens, block, frac, model, gpu):
     mean = max(1.0, frac * max_tokens)
     w = sv.kv_cache_waste(max_tokens, mean, block)
     cont = sv.memory_budget(model, gpu, max_tokens, 0).max_concurrent_seqs
-    paged = sv.memory_budget(model, gpu, math.ceil(w.paged_tokens), 0).max_concurrent_seqs
+    paged = sv.memory_budget(model, gpu, w.paged_context_tokens, 0).max_concurrent_seqs
     rows = ["contiguous (max length)", f"paged ({block}-token blocks)"]
     traces = [
         go.Bar(y=rows, x=[w.used_tokens, w.used_tokens], orientation="h", name="tokens held", marker_color="#ff7f0e",
