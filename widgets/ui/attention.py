@@ -31,8 +31,7 @@ def _dtype16(g) -> str:
 # --------------------------------------------------------------------------------------------
 # 1. HBM traffic and time: standard against flash
 # --------------------------------------------------------------------------------------------
-IO_SRAM_KIB = (64, 128, 228)
-IO_HEAD_DIMS = (64, 128)
+IO_SETTINGS = ((128, 228), (128, 128), (128, 64), (64, 228), (256, 228))  # (head size, on-chip KiB); the H200's SM first
 
 
 def io_point(gpu: str, seq: int, head_dim: int, sram_bytes: float, batch: int = 1, heads: int = 32) -> dict:
@@ -62,9 +61,9 @@ def _io_traces(gpu, head_dim, sram_bytes, seqs=SEQS, batch=1, heads=32):
     pts = [io_point(gpu, n, head_dim, sram_bytes, batch, heads) for n in seqs]
     x = list(seqs)
     out = []
-    for i, (key, name, dash) in enumerate((("standard_bytes", "standard (S and P in HBM)", "solid"),
-                                           ("flash_bytes", "flash (no cache, Theorem 2)", "solid"),
-                                           ("floor_bytes", "Q, K, V, O once (the floor)", "dot"))):
+    for i, (key, name, dash) in enumerate((("standard_bytes", "standard", "solid"),
+                                           ("flash_bytes", "flash, no cache", "solid"),
+                                           ("floor_bytes", "Q, K, V, O once", "dot"))):
         out.append(go.Scatter(x=x, y=[p[key] for p in pts], mode="lines+markers", name=name,
                               line=dict(color=series_color(i), dash=dash),
                               hovertemplate=f"{name}<br>N = %{{x:,}}: %{{y:.3s}}B<extra></extra>"))
@@ -76,24 +75,24 @@ def _io_layout() -> dict:
                 yaxis=dict(title="HBM bytes, one layer's forward [B]", type="log"))
 
 
-def io_figure(gpus=GPUS, head_dims=IO_HEAD_DIMS, sram_kib=IO_SRAM_KIB, seqs=SEQS) -> go.Figure:
+def io_figure(gpus=GPUS, settings=IO_SETTINGS, seqs=SEQS) -> go.Figure:
     """Static: HBM bytes of one attention forward (batch 1, 32 heads, 16-bit) against N. The
-    dropdown picks the GPU and head size, the slider the on-chip memory per thread block; the
+    dropdown picks the GPU, the slider the head size and the on-chip memory per thread block; the
     readout gives the roofline times at N = 16,384 on that GPU."""
-    choices = [(g, d) for g in gpus for d in head_dims]
+    gpus = list(gpus)
     read = READ_SEQ if READ_SEQ in seqs else seqs[-1]
 
-    def frame(c, kib):
-        traces, _pts = _io_traces(c[0], c[1], kib * KiB, seqs)
-        p = io_point(c[0], read, c[1], kib * KiB)
-        title = f"{p['gpu']}, head size {c[1]}, {kib} KiB on chip ({p['smem_per_sm_bytes'] // KiB} KiB per SM)"
+    def frame(gpu, st):
+        d, kib = st
+        traces, _pts = _io_traces(gpu, d, kib * KiB, seqs)
+        p = io_point(gpu, read, d, kib * KiB)
+        title = f"{p['gpu']}, d = {d}, {kib} KiB on chip (SM: {p['smem_per_sm_bytes'] // KiB} KiB)"
         return traces, title, io_readout(p, read)
 
     return grid_figure(
-        slider=("on-chip memory", list(sram_kib), lambda k: f"{k} KiB"),
-        choices=("GPU, head size", choices, lambda c: f"{c[0]}, d = {c[1]}"),
-        frame=frame, layout=_io_layout(), active=(choices.index(("H200-SXM", 128)) if ("H200-SXM", 128) in choices else 0,
-                                                  len(sram_kib) - 1), height=460,
+        slider=("head size, on-chip memory", list(settings), lambda st: f"d {st[0]}, {st[1]} KiB"),
+        choices=("GPU", gpus, str),
+        frame=frame, layout=_io_layout(), active=(gpus.index("H200-SXM") if "H200-SXM" in gpus else 0, 0), height=420,
     )
 
 
