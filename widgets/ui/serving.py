@@ -806,7 +806,7 @@ def speculative_calculator():
 
     controls = {
         "a": w.FloatSlider(value=0.8, min=0.0, max=0.99, step=0.01, description="acceptance a"),
-        "c": w.FloatLogSlider(value=0.05, base=10, min=-3, max=0, step=0.05, description="draft cost c"),
+        "c": w.FloatSlider(value=0.05, min=0.0, max=1.0, step=0.01, description="draft cost c"),
         "v": w.FloatSlider(value=1.0, min=1.0, max=3.0, step=0.05, description="verify cost v"),
     }
 
