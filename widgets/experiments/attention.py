@@ -140,6 +140,8 @@ class FlashPoint(harness.Result):
     triton_config: Optional[tuple[int, ...]] = None  # (BLOCK_M, BLOCK_N, num_warps, num_stages)
     first_call_s: Optional[float] = None  # the Triton kernel's first call: compilation and autotuning included
     triton_tma_config: Optional[tuple[int, ...]] = None  # the TMA variant's choice
+    autotune_ms: dict[str, float] = field(default_factory=dict)  # each configuration's time when the pointer kernel was tuned
+    tma_autotune_ms: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -356,6 +358,8 @@ def _flash_point(batch, heads, seq, head_dim, causal, repeat) -> FlashPoint:
                                                     warmup=3 if gpu else 0),
                               max_abs_error=err, peak_extra_bytes=peak if isinstance(peak, int) else None))
     config = tuple(kernels.best_config())
+    tuned = kernels.autotune_timings() if gpu else {}
+    tma_tuned: dict = {}
     tma_config = None
     if gpu:  # the same kernel with tensor descriptors (TMA on Hopper): fail-soft, a second Triton variant
         out = harness.attempt(kernels.flash_attention_tma, q, k, v, causal)
@@ -367,6 +371,7 @@ def _flash_point(batch, heads, seq, head_dim, causal, repeat) -> FlashPoint:
             runs.append(KernelRun("triton_tma", time=_timed(lambda: kernels.flash_attention_tma(q, k, v, causal), repeat),
                                   max_abs_error=err))
             tma_config = kernels.best_tma_config()
+            tma_tuned = kernels.tma_autotune_timings()
         _free()
     for backend in BACKENDS:
         with warnings.catch_warnings(record=True) as caught:
@@ -385,7 +390,7 @@ def _flash_point(batch, heads, seq, head_dim, causal, repeat) -> FlashPoint:
     q = k = v = ref = None  # free before the next shape
     _free()
     return FlashPoint(batch, heads, seq, head_dim, name, bool(causal), tuple(runs), config, first,
-                      tuple(tma_config) if tma_config else None)
+                      tuple(tma_config) if tma_config else None, tuned, tma_tuned)
 
 
 def measure_flash(shapes=None, head_dim: Optional[int] = None, repeat: Optional[int] = None) -> FlashResult:

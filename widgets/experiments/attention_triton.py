@@ -372,3 +372,26 @@ def best_tma_config():
         bc = _tma_autotuned.best_config
         return (bc.kwargs["BLOCK_M"], bc.kwargs["BLOCK_N"], bc.num_warps, bc.num_stages)
     return None
+
+
+def _timings(tuner) -> dict:
+    """{"BLOCK_M x BLOCK_N, warps w, stages s": ms} of the autotuner's last tuning, or {} (none, or an older Triton)."""
+    out = {}
+    try:
+        for cfg, t in (getattr(tuner, "configs_timings", None) or {}).items():
+            ms = t[0] if isinstance(t, (list, tuple)) else t
+            label = f"{cfg.kwargs['BLOCK_M']} x {cfg.kwargs['BLOCK_N']}, warps {cfg.num_warps}, stages {cfg.num_stages}"
+            out[label] = float(ms)
+    except Exception:  # noqa: BLE001 - diagnostics only
+        return {}
+    return out
+
+
+def autotune_timings() -> dict:
+    """The pointer kernel's autotuning: milliseconds per configuration at the last shape tuned (GPU)."""
+    return _timings(_autotuned)
+
+
+def tma_autotune_timings() -> dict:
+    """The TMA kernel's autotuning: milliseconds per configuration at the last shape tuned (GPU)."""
+    return _timings(_tma_autotuned)
