@@ -291,3 +291,20 @@ def test_roofline_calculator_rows_carry_every_parallelism_and_the_zero_stages():
     assert names[4:] == ["ZeRO-0, whole step of this layer", "ZeRO-3, whole step of this layer"]
     assert "compute-bound" in rows[0][1]
     assert "communication-bound" in ui.parallelism_roofline_rows("H200-SXM", "network", 256, 8192, 28672, 64, 16)[0][1]
+
+
+def test_by_hand_exercise_checks_can_fail():
+    """The by-hand exercises' checks: nccl-tests' all_gather conventions (S = output; busbw = algbw x 7/8) and
+    the ring/recursive-doubling crossover (proportional to alpha x B)."""
+    from widgets.ui import collectives as ui
+
+    s, t = 512 * MiB, 1.6e-3
+    alg = s / t / 1e9
+    bus = alg * 7 / 8
+    t64 = 63 / 64 * s / (bus * 1e9) * 1e3
+    assert ui.check_benchmark_line(alg, bus, 64, t64)
+    assert not ui.check_benchmark_line(alg, alg, 64, t64)  # busbw = algbw: the factor forgotten
+    assert not ui.check_benchmark_line(alg, bus, 512, t64)  # the shard is S / n, not S
+    x = cm.ring_tree_crossover_bytes("all_reduce", 64, 450e9, cm.NCCL_NVLINK_STEP_LATENCY_S)
+    y = cm.ring_tree_crossover_bytes("all_reduce", 64, 50e9, cm.NCCL_NET_STEP_LATENCY_S)
+    assert ui.check_tree_crossover(x, y) and not ui.check_tree_crossover(y, x) and not ui.check_tree_crossover(x, x / 9)

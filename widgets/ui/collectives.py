@@ -893,3 +893,48 @@ def check_protocol_switch(answer_bytes, op: str = "all_reduce", n: int = 8, link
         return _verdict(True, f"from {_size(want)} the model prefers {algo} {proto} to LL")
     hint = "too large" if got > want else "too small"
     return _verdict(False, f"{_size(got)} is {hint}: set LL's time equal to LL128's (latency + S / algbw each)")
+
+
+def check_benchmark_line(algbw_gb_per_s, busbw_gb_per_s, shard_mib, time_64_ms, size_bytes: float = 512 * MiB, time_s: float = 1.6e-3,
+                         n: int = 8) -> bool:
+    """The 'read a benchmark line' exercise: all_gather_perf on ``n`` GPUs, size ``size_bytes``, time ``time_s``.
+    Checks algbw and busbw [GB/s], each rank's shard [MiB] and the time on 64 GPUs at the same busbw [ms], each within 2%."""
+    busbw = cm.busbw_bytes_per_s("all_gather", n, size_bytes, time_s)
+    want = {
+        "algbw_gb_per_s": cm.algbw_bytes_per_s(size_bytes, time_s) / 1e9,
+        "busbw_gb_per_s": busbw / 1e9,
+        "shard_mib": size_bytes / n / MiB,
+        "time_64_ms": cm.time_from_busbw_s("all_gather", 64, size_bytes, busbw) * 1e3,
+    }
+    got = dict(algbw_gb_per_s=algbw_gb_per_s, busbw_gb_per_s=busbw_gb_per_s, shard_mib=shard_mib, time_64_ms=time_64_ms)
+    for name, value in got.items():
+        try:
+            v = _check.positive(name, value)
+        except ValueError as exc:
+            return _verdict(False, str(exc))
+        if abs(v - want[name]) > 0.02 * want[name]:
+            hints = {"algbw_gb_per_s": "algbw is S / t (decimal GB)", "busbw_gb_per_s": "busbw is algbw x (n-1)/n for all-gather",
+                     "shard_mib": "S is the all-gather's OUTPUT: n shards", "time_64_ms": "t = (n-1)/n x S / busbw with n = 64"}
+            return _verdict(False, f"{name} = {v:g} is off: {hints[name]}")
+    return _verdict(True, "all four match nccl-tests' conventions")
+
+
+def check_tree_crossover(nvlink_bytes, ib_bytes, n: int = 64) -> bool:
+    """The 'where the tree wins' exercise: the ring/recursive-doubling crossover of an all-reduce on ``n`` ranks over
+    NVLink (the H200's, NCCL's NVLink step latency) and over one NDR adapter (NCCL's network step latency), each
+    within 5%."""
+    ib = cm.NETWORK_LINKS["InfiniBand NDR / 400 GbE RoCE"][0]
+    want = {
+        "nvlink_bytes": cm.ring_tree_crossover_bytes("all_reduce", n, H200_NVLINK, cm.NCCL_NVLINK_STEP_LATENCY_S),
+        "ib_bytes": cm.ring_tree_crossover_bytes("all_reduce", n, ib, cm.NCCL_NET_STEP_LATENCY_S),
+    }
+    for name, value in (("nvlink_bytes", nvlink_bytes), ("ib_bytes", ib_bytes)):
+        try:
+            v = _check.positive(name, value)
+        except ValueError as exc:
+            return _verdict(False, str(exc))
+        if abs(v - want[name]) > 0.05 * want[name]:
+            return _verdict(False, f"{name} = {_size(v)} is {'too large' if v > want[name] else 'too small'}: set "
+                                   "(2(n-1) - log2 n) alpha equal to (log2 n - 2(n-1)/n) S / B")
+    return _verdict(True, f"{_size(want['nvlink_bytes'])} over NVLink, {_size(want['ib_bytes'])} over one adapter: "
+                          "the crossover scales with alpha x B")
