@@ -387,8 +387,8 @@ def math_path_peak_bytes(batch: int, heads: int, seq: int, head_dim: int, bytes_
     copies of ``Q``, ``K`` and ``V`` (scaled, or converted: ``3 N d``), computes ``S`` (``N^2``)
     and ``P = softmax(S)`` (``N^2``, while ``S`` is still alive), then ``O``. Counted: the inputs
     and the output in their format (``4 N d``) and the working set in the compute format
-    (``3 N d + 2 N^2``). Since PyTorch 2.5 the math path computes fp16 and bf16 inputs in fp32
-    unless ``torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp(True)``: then
+    (``3 N d + 2 N^2``). Recent PyTorch versions compute fp16 and bf16 inputs of the math path in
+    fp32 unless ``torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp(True)``: then
     ``compute_bytes_per_elem`` is 4.
 
     Explained in :ref:`attention` > The silent fallback.
