@@ -308,3 +308,20 @@ def test_by_hand_exercise_checks_can_fail():
     x = cm.ring_tree_crossover_bytes("all_reduce", 64, 450e9, cm.NCCL_NVLINK_STEP_LATENCY_S)
     y = cm.ring_tree_crossover_bytes("all_reduce", 64, 50e9, cm.NCCL_NET_STEP_LATENCY_S)
     assert ui.check_tree_crossover(x, y) and not ui.check_tree_crossover(y, x) and not ui.check_tree_crossover(x, x / 9)
+
+
+def test_the_chapter_has_six_checked_exercises_and_cites_its_new_sources():
+    """Issue 11's 'done when': at least 6 exercises with checks; the depth pass's sections and sources are in the
+    chapter (a cheap parse of the committed notebook, no execution)."""
+    import re
+
+    nb = json.loads((ROOT / "chapters/collectives.ipynb").read_text())
+    text = "\n".join("".join(c["source"]) for c in nb["cells"])
+    labels = re.findall(r":label: (coll-ex-[\w-]+)", text)
+    checks = set(re.findall(r"ui\.(check_\w+)\(", text))
+    assert len(labels) >= 7 and len(checks) >= 6, (labels, checks)
+    for heading in ("## NCCL's protocols and how it picks one", "## Communication against computation: a roofline per parallelism",
+                    "### ZeRO and FSDP: the bytes of each stage", "## Topology: fat trees, rails and the all-to-all of experts"):
+        assert heading in text
+    for key in ("collectives_nccl_topo", "collectives_zhao2025insights", "collectives_alfares2008", "scaling_book"):
+        assert f"{{cite}}`{key}`" in text
