@@ -169,7 +169,11 @@ def test_gpu_logs_are_ordered_by_time_not_name(tmp_path, monkeypatch):
         assert names.index("measure_smoke_2026-12-01.log") < names.index("measure_final_2026-12-01.log")
         final = (ROOT / "benchmarks" / "h200" / "measure_final_2026-12-01.log").read_text()
         last = dict(re.findall(r"^\[done\] (\w+) in ([0-9.]+) s", final, re.M))
-        assert all(gpu[t] == float(v) for t, v in last.items())
+        paths = logs.split(", ")
+        later = paths[[p.rsplit("/", 1)[1] for p in paths].index("measure_final_2026-12-01.log") + 1:]
+        rerun = {t for p in later for t in re.findall(r"^\[done\] (\w+) in", (ROOT / p).read_text(), re.M)}
+        assert all(gpu[t] == float(v) for t, v in last.items() if t not in rerun)  # a later batch's run wins
+        assert all(t in gpu for t in rerun)
 
 
 def test_prerequisite_map_covers_the_links():

@@ -179,12 +179,12 @@ def gpu_seconds() -> tuple[dict, str]:
 
     The logs are ordered by when they were committed (``git log``; a log not committed yet counts as newest, then by
     file time), not by name: ``measure_smoke_*`` sorts after ``measure_final_*`` although it ran earlier."""
-    logs = sorted((ROOT / "benchmarks" / "h200").glob("measure*.log"), key=_log_time)
+    logs = sorted((ROOT / "benchmarks" / "h200").glob("**/measure*.log"), key=_log_time)  # a batch's folder too (batch_r4/)
     found: dict[str, float] = {}
     for log in logs:  # oldest first: later runs replace earlier ones
         for m in re.finditer(r"^\[done\] (\w+) in ([0-9.]+) s", log.read_text(errors="replace"), re.M):
             found[m.group(1)] = float(m.group(2))
-    return found, ", ".join(f"benchmarks/h200/{p.name}" for p in logs)
+    return found, ", ".join(p.relative_to(ROOT).as_posix() for p in logs)
 
 
 def _log_time(log: Path) -> tuple:
