@@ -568,9 +568,9 @@ def accuracy_rows(record: dict) -> list:
     recomputed from the raw times with today's models; nothing where the record has no depth part
     or no catalog GPU.
 
-    Labels: a tile's throughput is a **prediction** where compute, HBM or shared memory bounds it
-    (catalog figures only), **calibrated** where the L2 level does (the L2 bandwidth is the
-    memory_hierarchy chapter's measured plateau). The eager epilogue's time and what fusion saves
+    Labels: a tile's throughput against the catalog levels alone (compute, HBM, shared memory) is a
+    **prediction**; with the L2 level added, where it binds, **calibrated** (the L2 bandwidth is
+    the memory_hierarchy chapter's measured plateau). The eager epilogue's time and what fusion saves
     are **predictions** (HBM bandwidth from the catalog). Throughput on zeros, ones and sparse data
     scaled from the random-data run by the SM clocks seen is a **fit** (the clocks come from the
     runs predicted). The 2:4 speed-up is a **prediction**; the grouped GEMM's loop time is
@@ -600,8 +600,15 @@ def accuracy_rows(record: dict) -> list:
                 continue
             bm, bn, bk, gm, st, w = p["config"]
             wm, wn = model.smem_read_tile(bm, bn, w, wgmma=g.arch == "sm_90")
+            h0 = model.tile_hierarchy(g, d, bm, bn, bk, wm, wn, st, w, m=T["n"], n=T["n"], k=T["n"], group_m=gm)
+            rows.append(Row(topic, f"Triton {d} GEMM {T['n']}^3, {bm}x{bn}x{bk} tile, {st} stages, {w} warps, catalog levels",
+                            f"min over HBM, shared memory, compute: {h0.bound}-bound", h0.attainable_flop_per_s,
+                            p["flop_per_s"], "FLOP/s", "prediction", device,
+                            "catalog peak, HBM bandwidth and 128 B/clk/SM of shared memory; no L2 level"))
             h = model.tile_hierarchy(g, d, bm, bn, bk, wm, wn, st, w, m=T["n"], n=T["n"], k=T["n"], group_m=gm,
                                      l2_bytes_per_s=cal["l2_bytes_per_s"])
+            if h.bound == h0.bound:
+                continue  # the L2 level does not bind: the row above says it all
             label = "calibrated" if h.bound == "L2" else "prediction"
             rows.append(Row(topic, f"Triton {d} GEMM {T['n']}^3, {bm}x{bn}x{bk} tile, {st} stages, {w} warps",
                             f"min over levels: {h.bound}-bound (block {h.block_intensity:.0f}, wgmma tile "
