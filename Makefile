@@ -62,12 +62,12 @@ DOCTESTS := --doctest-modules widgets/models widgets/units.py widgets/hardware.p
 # here), the one book build (tests/conftest.py::built_book) runs it in BUILD mode (GPUBOOK_BUILD=1,
 # no measurement). CI (CI=true) refuses to skip the browser tests.
 # Workers: twice the cores (at least 4): the browser tests mostly wait on Chromium, a kernel or the
-# build, so more workers than cores keep both cores busy; tests/conftest.py keeps each file on one
-# worker except the long independent ones (SPREAD_FILES).
+# build, so more workers than cores keep both cores busy; the root conftest.py's scheduler keeps each
+# file on one worker except the long independent ones (SPREAD_FILES), longest first.
 TEST_WORKERS ?= $(shell n=$$(( $$(nproc 2>/dev/null || echo 2) * 2 )); [ $$n -lt 4 ] && n=4; echo $$n)
 
 test: install chromium
-	GPUBOOK_REQUIRE_BROWSER=$${CI:+1} $(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup -p no:cacheprovider -q \
+	GPUBOOK_REQUIRE_BROWSER=$${CI:+1} $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -p no:cacheprovider -q \
 	  tests chapters --nbval-lax --nbval-current-env $(DOCTESTS)
 
 unit: install

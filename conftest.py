@@ -4,9 +4,64 @@ Random test order (pytest-randomly) must never shuffle a notebook's cells: nbval
 kernel, in order. pytest-randomly shuffles inside its hook wrapper before any plain
 implementation runs, so this trylast implementation puts each notebook's cells back in order,
 in the slots they hold (other tests keep their random places).
+
+`make test` spreads the work over pytest-xdist workers with ``--dist loadfile`` and the scheduler
+below (``pytest_xdist_make_scheduler``, used by the controller, which loads only this conftest): a
+file's tests stay on one worker (a notebook's cells run in order in one kernel; module fixtures
+such as a small built book or a torchrun are made once), except the files in SPREAD_FILES, whose
+tests are long and independent: each goes to whichever worker is free. Work starts with the longest
+pieces (FIRST: the JupyterLab chapters and the test that triggers the book build), then the others
+by size. (xdist's own ``loadgroup`` does not work with pytest 9: it renames ``item._nodeid``, which
+pytest 9's ``nodeid`` no longer reads, so grouped tests were scattered and a notebook's cells ran
+in several kernels.)
 """
 
+import os
+from pathlib import Path
+
 import pytest
+
+SPREAD_FILES = {"test_browser.py", "test_jupyterlab.py", "test_quiz.py", "test_ui_ranges.py", "test_fuzz.py",
+                "test_docstrings.py"}
+# scopes that start first, in this order (prefixes of a scope)
+FIRST = ("tests/test_book.py", "tests/test_jupyterlab.py::test_chapter_runs_reads_and_reacts_in_jupyterlab",
+         "chapters/")
+
+
+def scope_of(nodeid: str) -> str:
+    """The unit of work a test belongs to: its file, or the test itself in a SPREAD_FILES file."""
+    path = nodeid.split("::", 1)[0]
+    return nodeid if Path(path).name in SPREAD_FILES else path
+
+
+def scope_order(scope: str, size: int) -> tuple:
+    """Sort key of a scope: FIRST prefixes in their order, then the largest (most tests) first."""
+    for k, prefix in enumerate(FIRST):
+        if scope.startswith(prefix):
+            return (k, -size)
+    return (len(FIRST), -size)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class SpreadFileScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return scope_of(nodeid)
+
+    config.option.loadscopereorder = False  # the workers' collection order (below) is the queue's order
+    return SpreadFileScheduling(config, log)
+
+
+def _longest_first(items) -> None:
+    """Sort ``items`` (stably) by their scope's :func:`scope_order`; every worker sorts alike."""
+    sizes: dict[str, int] = {}
+    for item in items:
+        sc = scope_of(item.nodeid)
+        sizes[sc] = sizes.get(sc, 0) + 1
+    items.sort(key=lambda it: scope_order(scope_of(it.nodeid), sizes[scope_of(it.nodeid)]))
 
 
 def _keep_notebook_cells_in_order(items) -> None:
@@ -23,3 +78,5 @@ def _keep_notebook_cells_in_order(items) -> None:
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
     _keep_notebook_cells_in_order(items)
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # a worker: its collection order is the scheduler's queue
+        _longest_first(items)

@@ -64,33 +64,11 @@ def browser_unavailable() -> str | None:
     return None
 
 
-# ---- how `make test` spreads the work over pytest-xdist workers (`--dist loadgroup`) ----
-# Every file's tests stay on one worker (a notebook's cells must run in order in one kernel, and
-# module-scoped fixtures such as a small built book or a torchrun are made once), except the files
-# below, whose tests are independent and long: each of their tests goes to whichever worker is free.
-# `make test` runs more workers than cores: a browser test mostly waits for Chromium or a kernel.
-SPREAD_FILES = {"test_browser.py", "test_jupyterlab.py", "test_quiz.py", "test_ui_ranges.py", "test_fuzz.py",
-                "test_docstrings.py"}
-
-
-def _xdist_group(item) -> str | None:
-    """The xdist group of ``item``: its file, unless the file is in SPREAD_FILES."""
-    if item.path.name in SPREAD_FILES:
-        return None
-    try:
-        return str(item.path.relative_to(ROOT))
-    except ValueError:
-        return str(item.path)
-
-
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     why = browser_unavailable()
     required = os.environ.get("GPUBOOK_REQUIRE_BROWSER", "") not in ("", "0")
     for item in items:
-        group = _xdist_group(item)
-        if group and item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(group))
         slow_fixture = SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ()))
         if slow_fixture or (item.path.name, getattr(item, "originalname", item.name)) in SLOW_TESTS:
             item.add_marker(pytest.mark.slow)
