@@ -1009,8 +1009,10 @@ def accuracy_rows(record: dict) -> list:
                         "the decoder keeps SiLU output and product apart and copies K and V per query group"))
     from . import serving_speculative, serving_splitkv
 
-    rows += serving_speculative.accuracy_rows(res.get("speculative"), gpu, device)
-    rows += serving_splitkv.accuracy_rows(res.get("split_kv"), gpu, device)
+    # predictions from the catalog's datasheet: only for a device the run found in the catalog
+    datasheet_gpu = gpu if res["ceilings"].get("datasheet_bytes_per_s") else None
+    rows += serving_speculative.accuracy_rows(res.get("speculative"), datasheet_gpu, device)
+    rows += serving_splitkv.accuracy_rows(res.get("split_kv"), datasheet_gpu, device)
     # The paged cache's pool bytes and block counts are NOT rows: the pool is allocated with the
     # formula's own shape and blocks are taken as ceil(len / block) by construction, so they check
     # the allocator's bookkeeping, not a prediction (serving review 1). The chapter shows them.
