@@ -1948,13 +1948,16 @@ def layer_roofline(
     return LayerRoofline(p, "forward", 4.0 * t * d * f * stage / c, acts / w, acts)
 
 
-def critical_tokens_per_gpu(peak_flop_per_s: float, link_bytes_per_s: float, ranks: int = MAX_RANKS, bytes_per_elem: float = 2.0) -> float:
-    """Tokens per GPU above which data parallelism and FSDP (ZeRO-3) hide their collectives: ``(r-1)/r (e/2) C / W``.
+def critical_tokens_per_gpu(peak_flop_per_s: float, link_bytes_per_s: float, ranks: int = MAX_RANKS, bytes_per_elem: float = 2.0,
+                            experts_ratio: float = 1.0) -> float:
+    """Tokens per GPU above which data parallelism and FSDP (ZeRO-3) hide their collectives: ``(r-1)/r (e/2) (E/k) C / W``.
 
     Set the backward pass's ``8 t D F / C`` equal to a ring all-reduce of ``2 D F e`` bytes (or the
     all-gather plus reduce-scatter of FSDP, the same bytes): the widths cancel, and what is left is
     the GPU's FLOP per byte of link, ``C / W``. The scaling book's rule ``B/X > C/W`` (Austin et al.
-    2025) is the many-rank limit with bf16 (``e = 2``).
+    2025) is the many-rank limit with bf16 (``e = 2``). In a mixture of experts each token runs
+    ``k`` of the ``E`` experts but every expert's weights are synchronized, so the compute per byte
+    falls by ``k/E`` and the critical batch grows by ``E/k`` (the book's ``B/X > (E/k) C/W``).
 
     Explained in :ref:`collectives` > Communication against computation: a roofline per parallelism.
 
@@ -1968,6 +1971,8 @@ def critical_tokens_per_gpu(peak_flop_per_s: float, link_bytes_per_s: float, ran
         Data-parallel GPUs ``r`` [-], 1 to ``MAX_RANKS`` (default: the many-rank limit).
     bytes_per_elem : float, optional
         Bytes per communicated gradient or weight element [B], 0.125 to 8.
+    experts_ratio : float, optional
+        Experts over experts per token ``E/k`` of a mixture of experts [-], 1 to 1024 (1: dense).
 
     Returns
     -------
@@ -1985,12 +1990,15 @@ def critical_tokens_per_gpu(peak_flop_per_s: float, link_bytes_per_s: float, ran
     2200
     >>> round(critical_tokens_per_gpu(990e12, 400e9))  # across nodes, 8 x 400 Gb/s per node: 2475
     2475
+    >>> round(critical_tokens_per_gpu(990e12, 400e9, experts_ratio=128 / 4))  # the book's gpt-oss: 79,200
+    79200
     """
     c = _peak("peak_flop_per_s", peak_flop_per_s)
     w = _rate("link_bytes_per_s", link_bytes_per_s)
     r = _ranks(ranks, name="ranks")
     e = _elem(bytes_per_elem)
-    return (r - 1) / r * (e / 2.0) * c / w
+    m = _check.in_range("experts_ratio", experts_ratio, 1, 1024)
+    return (r - 1) / r * (e / 2.0) * m * c / w
 
 
 def tensor_parallel_max_ranks(d_ff: int, peak_flop_per_s: float, link_bytes_per_s: float, bytes_per_elem: float = 2.0) -> float:
@@ -2216,7 +2224,10 @@ def nccl_model_time_s(
     ``2(n-1)``), bandwidth the link's times the protocol's share (``NCCL_RING_PROTOCOL_FACTOR``,
     LL capped at ``ll_max_bytes_per_s``; the tree's ``NCCL_TREE_*`` factors and its size
     correction), turned into algorithm bandwidth (ring: ``n / steps``; tree: ``1/2``). Left out:
-    NCCL's per-channel caps (which bind only with few channels) and everything across nodes.
+    NCCL's per-channel caps (which bind only with few channels), everything across nodes, and the
+    algorithms NVLS, CollNet and PAT: on an NVSwitch node with NVLink multicast NCCL also weighs NVLS
+    (25 us per call in its model, ``hwLatencies[NVLINK][NVLS][Simple]``) and takes it for large
+    all-reduces, so this model is NCCL's with ``NCCL_NVLS_ENABLE=0``.
 
     Explained in :ref:`collectives` > NCCL's protocols and how it picks one.
 
@@ -2296,7 +2307,7 @@ def nccl_model_choice(
     protocols=PROTOCOLS,
     ll_max_bytes_per_s: float = NCCL_LL_MAX_BYTES_PER_S_HOPPER,
 ) -> NcclChoice:
-    """The algorithm and protocol with the least modelled time, as NCCL picks them for every call.
+    """The ring or tree and protocol with the least modelled time, as NCCL picks them with NVLS, CollNet and PAT off.
 
     NCCL loops over algorithms (tree before ring) and protocols (LL, LL128, Simple) and keeps the
     first strictly fastest (``ncclTopoGetAlgoInfo``, src/enqueue.cc); this does the same with
@@ -2507,8 +2518,10 @@ def moe_all_to_all_time_s(
     Each of the ``t`` tokens a GPU holds goes to ``k`` experts (its hidden vector, ``D`` elements
     of ``e_d`` bytes: DeepSeek-V3 dispatches in FP8) and comes back as ``k`` outputs (``e_c``
     bytes: BF16); the share ``f`` whose expert lives on another GPU crosses the link. Zhao et al.
-    2025 (Insights into DeepSeek-V3, ISCA) estimate decoding this way: 32 tokens, 9 experts (8
-    routed and the shared one), ``D`` = 7K, 50 GB/s of InfiniBand: 120.96 us per layer.
+    2025 (Insights into DeepSeek-V3, ISCA) bound decoding speed with this formula: 32 tokens, 9
+    experts (8 routed and the shared one), ``D`` ~ 7K, 50 GB/s of InfiniBand, two micro-batches over
+    61 layers: about 67 tokens/s (about 1,200 on GB200 NVL72, 900 GB/s), a communication-only
+    upper bound.
 
     Explained in :ref:`collectives` > Topology: fat trees, rails and the all-to-all of experts.
 
@@ -2542,8 +2555,8 @@ def moe_all_to_all_time_s(
 
     Examples
     --------
-    >>> round(moe_all_to_all_time_s(32, 7000, 9, 50e9) * 1e6, 2)  # us: Zhao et al. 2025
-    120.96
+    >>> round(1 / (2 * 61 * moe_all_to_all_time_s(32, 7000, 9, 50e9)), 1)  # tokens/s; Zhao et al. 2025: ~67
+    67.8
     """
     t = _check.in_range("tokens", _check.positive("tokens", tokens), 1e-9, MAX_TOKENS)
     d = _width("d_model", d_model)
