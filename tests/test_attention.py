@@ -217,6 +217,24 @@ def test_triton_tma_variant_matches_sdpa_and_refuses_ragged_n():
         kt.flash_attention_tma(q[:, :, :80], k[:, :, :80], v[:, :, :80])
 
 
+@pytest.mark.parametrize("scale", [-0.5, 0.0])  # SDPA accepts any scale; max(s x) = s max(x) fails for s < 0
+def test_triton_kernels_take_a_scale_of_any_sign(scale):
+    import torch
+
+    from widgets.experiments import attention_triton as kt
+
+    dev = "cuda" if torch.cuda.is_available() else "cpu"
+    g = torch.Generator(device=dev).manual_seed(2)
+    q, k, v = (torch.randn((1, 1, 128, 32), generator=g, device=dev, dtype=torch.float16) * 3 for _ in range(3))
+    s = (q.float() @ k.float().transpose(-1, -2)) * scale  # by hand: torch 2.x's CPU SDPA itself gives NaN here when causal
+    for causal in (False, True):
+        mask = torch.ones(128, 128, dtype=torch.bool, device=dev).triu(1) if causal else None
+        want = (s.masked_fill(mask, float("-inf")) if causal else s).softmax(-1) @ v.float()
+        for fn in (kt.flash_attention, kt.flash_attention_tma):
+            got = fn(q, k, v, causal, scale).float()
+            assert torch.isfinite(got).all() and (got - want).abs().max().item() < 2e-2, (fn.__name__, causal)
+
+
 def test_triton_softmax_matches_torch():
     import torch
 

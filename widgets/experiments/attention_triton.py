@@ -103,19 +103,16 @@ def _attn_inner(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_vn, start_m,
             k = tl.load(k_ptrs)
         else:
             k = tl.load(k_ptrs, mask=cols[:, None] < n_ctx, other=0.0)
-        qk = tl.dot(q, tl.trans(k))  # S block: BLOCK_M x BLOCK_N, fp32
+        qk = tl.dot(q, tl.trans(k)) * qk_scale  # S block: BLOCK_M x BLOCK_N, fp32, scaled before the max (any sign)
         if DIAGONAL:
             keep = offs_m[:, None] >= cols[None, :]
             if not EVEN_N:
                 keep = keep & (cols[None, :] < n_ctx)
-            qk = tl.where(keep, qk * qk_scale, -1.0e30)
-            m_ij = tl.maximum(m_i, tl.max(qk, 1))
-            qk = qk - m_ij[:, None]
-        else:
-            if not EVEN_N:
-                qk = tl.where(cols[None, :] < n_ctx, qk, -1.0e30)
-            m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
-            qk = qk * qk_scale - m_ij[:, None]
+            qk = tl.where(keep, qk, -1.0e30)
+        elif not EVEN_N:
+            qk = tl.where(cols[None, :] < n_ctx, qk, -1.0e30)
+        m_ij = tl.maximum(m_i, tl.max(qk, 1))
+        qk = qk - m_ij[:, None]
         p = tl.math.exp2(qk)  # scores already in log2 units
         alpha = tl.math.exp2(m_i - m_ij)  # rescales the old sum and output when the max grew
         l_i = l_i * alpha + tl.sum(p, 1)
@@ -267,15 +264,12 @@ def _attn_inner_tma(acc, l_i, m_i, q, desc_k, desc_v, row0, lo, hi, qk_scale, of
     for start_n in range(lo, hi, BLOCK_N):
         start_n = tl.multiple_of(start_n, BLOCK_N)
         k = desc_k.load([row0 + start_n, 0])
-        qk = tl.dot(q, tl.trans(k))
+        qk = tl.dot(q, tl.trans(k)) * qk_scale  # scaled before the max: max(s x) = s max(x) only for s > 0
         if DIAGONAL:
             keep = offs_m[:, None] >= (start_n + offs_n)[None, :]
-            qk = tl.where(keep, qk * qk_scale, -1.0e30)
-            m_ij = tl.maximum(m_i, tl.max(qk, 1))
-            qk = qk - m_ij[:, None]
-        else:
-            m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
-            qk = qk * qk_scale - m_ij[:, None]
+            qk = tl.where(keep, qk, -1.0e30)
+        m_ij = tl.maximum(m_i, tl.max(qk, 1))
+        qk = qk - m_ij[:, None]
         p = tl.math.exp2(qk)
         alpha = tl.math.exp2(m_i - m_ij)
         l_i = l_i * alpha + tl.sum(p, 1)
