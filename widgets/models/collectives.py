@@ -2162,6 +2162,9 @@ NCCL_BASE_LATENCY_S = {"tree": {"LL": 6.8e-6, "LL128": 14.0e-6, "Simple": 8.4e-6
                        "ring": {"LL": 6.6e-6, "LL128": 14.0e-6, "Simple": 8.4e-6}}
 NCCL_NVLINK_HW_LATENCY_S = {"tree": {"LL": 0.6e-6, "LL128": 1.25e-6, "Simple": 4.0e-6},
                             "ring": {"LL": 0.6e-6, "LL128": 1.9e-6, "Simple": 3.4e-6}}
+# NVLS (NVLink SHARP), which this model leaves out: baseLatencies 0 and hwLatencies[NVLINK][NVLS][Simple]
+# 25 us per call (same file), the latency NCCL weighs against the ring's when NVLink multicast is on.
+NCCL_NVLS_NVLINK_LATENCY_S = 25.0e-6
 # Share of the bus bandwidth each protocol keeps (tuning.cc, "Various model refinements"): LL sends
 # 4 bytes of data with a 4-byte flag in each 8-byte store (0.5); LL128 keeps 120 of every 128 bytes
 # (NCCL rounds it to 0.92); Simple sends data and flags separately (1, but with memory fences: the
@@ -2226,7 +2229,7 @@ def nccl_model_time_s(
     correction), turned into algorithm bandwidth (ring: ``n / steps``; tree: ``1/2``). Left out:
     NCCL's per-channel caps (which bind only with few channels), everything across nodes, and the
     algorithms NVLS, CollNet and PAT: on an NVSwitch node with NVLink multicast NCCL also weighs NVLS
-    (25 us per call in its model, ``hwLatencies[NVLINK][NVLS][Simple]``) and takes it for large
+    (``NCCL_NVLS_NVLINK_LATENCY_S``, 25 us per call in its model) and takes it for large
     all-reduces, so this model is NCCL's with ``NCCL_NVLS_ENABLE=0``.
 
     Explained in :ref:`collectives` > NCCL's protocols and how it picks one.

@@ -53,7 +53,8 @@ def quiz() -> Quiz:
             ),
             Number(
                 prompt=f"Data parallelism across many nodes of {g.name}s, each node with eight 400 Gb/s adapters "
-                f"({u.fmt_bytes_per_s(cm.roofline_link_bytes_per_s(g, 'network'))} per GPU for NCCL's ring): above how many tokens "
+                f"({u.fmt_bytes_per_s(cm.roofline_link_bytes_per_s(g, 'network'))} per node: also the bus bandwidth each GPU sees in a ring "
+                "over all eight rails): above how many tokens "
                 "per GPU does the backward pass's compute (dense bf16 peak) outlast the gradient all-reduce?",
                 value=crit, unit="tokens", rel_tol=0.03,
                 why="8 t D F / C against 2 x 2 D F bytes / W: the widths cancel and t* = C / W, the GPU's FLOP per byte of link.",

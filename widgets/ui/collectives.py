@@ -821,7 +821,7 @@ def protocol_figure(measured=None, ops=cm.NCCL_MODEL_OPS, ranks=(2, 4, 8), link_
 
     def frame(op, n):
         m = measured.get(op) if n == 2 else None
-        return (_protocol_traces(op, n, link_bytes_per_s, m), f"{op}, {plural(n, 'rank')}, NCCL's view of NVLink",
+        return (_protocol_traces(op, n, link_bytes_per_s, m), f"{op}, {plural(n, 'rank')}, NCCL's view of NVLink (NVLS off)",
                 protocol_summary(op, n, link_bytes_per_s))
 
     return grid_figure(
@@ -836,12 +836,14 @@ def protocol_figure(measured=None, ops=cm.NCCL_MODEL_OPS, ranks=(2, 4, 8), link_
 
 
 def protocol_calculator():
-    """Live: collective, ranks, size, link -> every algorithm and protocol's modelled time, and NCCL's choice."""
+    """Live: collective, ranks, size, link -> every ring and tree protocol's modelled time, and NCCL's choice with NVLS off.
+
+    The constants are NCCL's for one node, so the ranks are one NVLink domain's (8 on HGX, up to 72 on NVL72)."""
     import ipywidgets as w
 
     controls = {
         "op": w.Dropdown(options=cm.NCCL_MODEL_OPS, value="all_reduce", description="operation"),
-        "n": w.IntText(value=8, description="ranks n"),
+        "n": w.IntText(value=8, description="ranks n"),  # NCCL's one-node constants: one NVLink domain (8 HGX, 72 NVL72)
         "size_mib": w.FloatLogSlider(value=1, base=2, min=-10, max=14, step=0.5, description="S [MiB]"),
         "link_gb_per_s": w.FloatText(value=round(H200_NCCL_NVLINK / 1e9, 6), description="link [GB/s]"),
     }
@@ -859,7 +861,7 @@ def protocol_calculator():
         style_figure(fig, title=f"{r['op']}, {plural(r['n'], 'rank')}", readout=protocol_summary(r["op"], r["n"], r["link"]), height=460)
         return table_html(rows), fig
 
-    return live_form(compute, controls, show, title="NCCL's protocols: LL, LL128, Simple",
+    return live_form(compute, controls, show, title="NCCL's protocols in one NVLink domain (ring and tree; NVLS off): LL, LL128, Simple",
                      names={"size_bytes": ("size_mib", MiB), "link_bytes_per_s": ("link_gb_per_s", 1e9)})
 
 
