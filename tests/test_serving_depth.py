@@ -130,13 +130,25 @@ def test_slo_attainment_and_goodput_by_hand():
         sv.slo_attainment([0.1], [0.1, 0.2], 1, 1)
 
 
-def test_frontier_is_pareto_and_matches_decode_step():
+def test_frontier_flags_dominated_batches_and_matches_decode_step():
+    """Past the point where the step time is proportional to the batch (Llama-3-8B, 1024-token
+    contexts: batch 256 on an H200) the total stops growing: batch 512 halves the per-user rate for
+    no total gain and is off the frontier (review r4 #1)."""
     pts = sv.decode_frontier("Llama-3-8B", "H200-SXM", 1024, (1, 8, 64, 256, 512))
     assert [p.batch for p in pts] == [1, 8, 64, 256, 512]
     assert pts[0].step_s == sv.decode_step("Llama-3-8B", "H200-SXM", 1, 1024).time_s
     tot = [p.total_tokens_per_s for p in pts]
     usr = [p.user_tokens_per_s for p in pts]
-    assert tot == sorted(tot) and usr == sorted(usr, reverse=True)  # no point dominates another
+    assert tot == sorted(tot) and usr == sorted(usr, reverse=True)
+    assert pts[-1].total_tokens_per_s == pytest.approx(pts[-2].total_tokens_per_s, rel=1e-9)
+    assert pts[-1].user_tokens_per_s == pytest.approx(pts[-2].user_tokens_per_s / 2)
+    assert [p.on_frontier for p in pts] == [True, True, True, True, False]
+    # a point that dominates another, by hand: every point flagged False has a point at least as good on both axes
+    for p in pts:
+        dominated = any(q.user_tokens_per_s >= p.user_tokens_per_s * (1 - 1e-9) and q.total_tokens_per_s >= p.total_tokens_per_s * (1 - 1e-9)
+                        and q is not p and (q.user_tokens_per_s, q.total_tokens_per_s) != pytest.approx((p.user_tokens_per_s, p.total_tokens_per_s))
+                        for q in pts)
+        assert p.on_frontier == (not dominated)
     assert pts[0].mbu == pytest.approx(1.0)  # the lower bound at batch 1 runs at the memory roof
     assert pts[-1].mfu > pts[0].mfu
     # batches that do not fit are left out
@@ -268,8 +280,14 @@ def test_split_kv_sdpa_equals_sdpa_and_the_sweep_runs():
     assert torch.allclose(sk.split_kv_sdpa(q, k, v, 4), F.scaled_dot_product_attention(q, k, v), atol=1e-5)
     r = sk.measure_split_kv(contexts=(256,), repeat=1)
     assert r.kv_bytes == [2 * 8 * 256 * 128 * 4] and not r.errors
-    assert sk.accuracy_rows(sk.SplitKVSweep.from_record(r.to_record()), "H200-SXM", "test")[0].predicted == pytest.approx(
-        r.kv_bytes[0] / get_gpu("H200-SXM").hbm_bytes_per_s)
+    rows = sk.accuracy_rows(sk.SplitKVSweep.from_record(r.to_record()), "H200-SXM", "test")
+    g = get_gpu("H200-SXM")
+    # one sequence against the unsplit-kernel model, the spread batch against the memory roof; the
+    # torch split-KV has no model and no row (review r4 #4: a bound is not a prediction)
+    assert len(rows) == 2 and all(x.label == "prediction" for x in rows)
+    assert rows[0].predicted == pytest.approx(sv.split_kv_attention(1, 8, 256, r.kv_bytes[0] / (256 * 8), g.sms, g.hbm_bytes_per_s).time_unsplit_s)
+    assert rows[0].predicted > r.kv_bytes[0] / g.hbm_bytes_per_s  # 8 blocks do not fill 132 SMs
+    assert rows[1].predicted == pytest.approx(r.kv_bytes[0] / g.hbm_bytes_per_s)
 
 
 def test_quantization_error_falls_with_bits_and_group_size():
@@ -337,6 +355,16 @@ def test_kv_waste_figure_and_frontier_readouts():
     assert list(bars[1].x) == pytest.approx([2048 - 512, w.paged_tokens - 512])
     fig = ui.frontier_figure(choices=(("Llama-3-8B", "T4", "bf16"),), contexts=(1024,))
     assert "leaves no room" in fig.layout.title.subtitle.text.replace("<br>", " ")
+    # the readout says when the extra sequences buy no throughput (review r4 #2), and which batches are dominated (#1)
+    cont, paged = (sv.memory_budget("Llama-3-8B", "H200-SXM", n, 0).max_concurrent_seqs for n in (2048, w.paged_context_tokens))
+    tps = [p.total_tokens_per_s for p in sv.decode_frontier("Llama-3-8B", "H200-SXM", 512, (cont, paged))]
+    readout = ui._kv_waste_frame(2048, 16, 0.25, "Llama-3-8B", "H200-SXM")[2]
+    assert f"{tps[0]:,.0f} -> {tps[1]:,.0f} tokens/s (1.00x)" in readout
+    readout = ui._frontier_frame("Llama-3-8B", "H200-SXM", "bf16", 1024, (1, 64, 256, 512), 0.05)[2]
+    assert "off the frontier" in readout and "batch 512" in readout.split("off the frontier")[1]
+    assert "within TPOT 50 ms: batch 256" in readout
+    # a best k on the search limit is said to be one (review r4 #13b)
+    assert "search limit" in ui.speculative_readout(0.95, 0.02) and "search limit" not in ui.speculative_readout(0.7, 0.1)
 
 
 def test_exercise_checks_accept_the_answer_and_reject_near_misses():
@@ -346,5 +374,8 @@ def test_exercise_checks_accept_the_answer_and_reject_near_misses():
     assert not ui.check_speculative_speedup(sv.speculative_expected_tokens(0.7, 3))
     assert not ui.check_speculative_speedup("two")
     assert ui.check_paged_batch_gain(8192 / (1024 + 7.5))
+    assert ui.check_paged_batch_gain(7.9)  # within 1% (review r4 #9)
+    assert ui.check_paged_batch_gain(8192 / (1024 + 15))  # the worst case, 15 empty slots, is accepted with a note
     assert not ui.check_paged_batch_gain(8.0)
+    assert not ui.check_paged_batch_gain(7.5)
     assert not ui.check_paged_batch_gain(math.nan)

@@ -129,24 +129,32 @@ def measure_split_kv(contexts=None, repeat: int = 20) -> SplitKVSweep:
 
 
 def accuracy_rows(sweep, gpu: Optional[str], device: str) -> list:
-    """Decode attention at the longest context, one sequence and the same bytes over
-    ``spread_batch`` sequences, against KV bytes over the catalog's bandwidth (predictions: the
-    memory roof, which a kernel that leaves SMs idle at batch 1 misses). Empty without the
-    experiment, for a failed one, or a device the catalog lacks."""
+    """Decode attention at the longest context. One sequence against the chapter's model of a kernel
+    with one thread block per KV head (:func:`widgets.models.serving.split_kv_attention`,
+    ``time_unsplit_s``, its default ``sm_share``; the catalog's SMs and bandwidth); the same bytes
+    over ``spread_batch`` sequences, which fill the SMs, against the memory roof (KV bytes over the
+    catalog's bandwidth). Both are predictions. The explicit split-KV in torch has no model (its
+    scores' round trip through memory is not modelled) and gets no row: the memory roof is only a
+    bound for it. Empty without the experiment, for a failed one, or a device the catalog lacks."""
     from ..accuracy import Row
     from ..hardware import get_gpu
+    from ..models import serving as sv
 
     if not sweep or gpu is None or (isinstance(sweep, dict) and "error" in sweep) or isinstance(sweep, harness.Failed):
         return []
     s = sweep if isinstance(sweep, SplitKVSweep) else SplitKVSweep.from_record(sweep)
-    bw = get_gpu(gpu).hbm_bytes_per_s
+    g = get_gpu(gpu)
+    bw = g.hbm_bytes_per_s
     n, kv = s.contexts[-1], s.kv_bytes[-1]
     rows = []
-    cases = ((f"1 sequence of {n:,} tokens", s.one_seq_s[-1]),
-             (f"{s.spread_batch} sequences of {n // s.spread_batch:,} tokens", s.spread_s[-1]),
-             (f"1 sequence of {n:,} tokens, split-KV in torch ({s.splits} chunks)", s.split_s[-1]))
-    for what, t in cases:
-        if t is not None:
-            rows.append(Row("serving", f"decode attention of one layer, {what}", "KV bytes / datasheet bandwidth", kv / bw, t, "s", "prediction",
-                            device, "the memory roof; SDPA's kernel choice decides whether one sequence fills the SMs"))
+    if s.one_seq_s[-1] is not None:
+        model = sv.split_kv_attention(1, s.kv_heads, n, kv / (n * s.kv_heads), g.sms, bw).time_unsplit_s
+        rows.append(Row("serving", f"decode attention of one layer, 1 sequence of {n:,} tokens",
+                        "sv.split_kv_attention, one block per KV head (unsplit)", model, s.one_seq_s[-1], "s", "prediction", device,
+                        "assumes one SM draws sm_share times its equal share of the bandwidth (an assumption, not a measurement); "
+                        "SDPA's kernel choice (not recorded) decides how many SMs one sequence keeps busy"))
+    if s.spread_s[-1] is not None:
+        rows.append(Row("serving", f"decode attention of one layer, {s.spread_batch} sequences of {n // s.spread_batch:,} tokens",
+                        "KV bytes / datasheet bandwidth", kv / bw, s.spread_s[-1], "s", "prediction", device,
+                        "the memory roof: the sequences' heads fill the SMs"))
     return rows

@@ -24,7 +24,7 @@ Explained in :ref:`serving`.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 from .. import dtypes
@@ -1943,6 +1943,9 @@ class FrontierPoint:
         Bytes the step must read over the time, over the bandwidth [-].
     mfu : float
         FLOP of the step over the time, over the peak [-].
+    on_frontier : bool
+        False when another batch of the list gives at least as many tokens/s per user and in total,
+        and more of one of them (Pareto-dominated) [-].
     """
 
     batch: int
@@ -1951,6 +1954,7 @@ class FrontierPoint:
     total_tokens_per_s: float
     mbu: float
     mfu: float
+    on_frontier: bool = True
 
 
 def decode_frontier(model, gpu="H200-SXM", context_tokens: int = 1024, batches=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512),
@@ -1959,11 +1963,13 @@ def decode_frontier(model, gpu="H200-SXM", context_tokens: int = 1024, batches=(
     """Per-user against total tokens/s for each batch: the latency-throughput trade-off of decode.
 
     Each point is :func:`decode_step` at that batch; batches that do not fit in memory
-    (:func:`memory_budget`) are left out. Below the ridge a larger batch buys total throughput for
-    almost no per-user speed (the weights are read once either way); past it each added sequence
-    adds its FLOP and the per-user speed falls as fast as the total rises. Every point of this
-    list is Pareto-optimal (no batch is faster for both); a serving engine picks one by its TPOT
-    objective.
+    (:func:`memory_budget`) are left out. While the weights dominate the step's bytes a larger batch
+    buys total throughput for a small per-user cost (the weights are read once either way; each
+    sequence adds its KV reads). Once the step's time grows in proportion to the batch (the linear
+    part compute-bound and the KV reads proportional to the batch) the total stops growing, and a
+    larger batch only lowers the per-user rate: such points are flagged ``on_frontier=False``
+    (Pareto-dominated, with a relative tolerance of 1e-9 on ties). A serving engine picks a point of
+    the frontier by its TPOT objective.
 
     Explained in :ref:`serving` > The latency-throughput frontier.
 
@@ -2003,6 +2009,8 @@ def decode_frontier(model, gpu="H200-SXM", context_tokens: int = 1024, batches=(
     >>> f = decode_frontier("Llama-3-8B", "H200-SXM", 1024, (1, 64))
     >>> [round(p.user_tokens_per_s) for p in f], [round(p.total_tokens_per_s) for p in f]
     ([317, 203], [317, 13017])
+    >>> [(p.batch, p.on_frontier) for p in decode_frontier("Llama-3-8B", "H200-SXM", 1024, (256, 512))]
+    [(256, True), (512, False)]
     """
     m = get_model(model, param="model")
     g = _gpu(gpu)
@@ -2018,7 +2026,19 @@ def decode_frontier(model, gpu="H200-SXM", context_tokens: int = 1024, batches=(
         bw, peak, _, _ = _rates(g, weight_dtype, None, hbm_bytes_per_s, peak_flop_per_s)
         out.append(FrontierPoint(b, s.time_s, 1.0 / s.time_s, b / s.time_s, (s.weight_bytes + s.kv_bytes) / s.time_s / bw,
                                  s.flop / s.time_s / peak))
-    return out
+
+    def _ge(x, y):  # x >= y up to a relative 1e-9 (equal totals past saturation are ties, not gains)
+        return x >= y * (1 - 1e-9)
+
+    def _gt(x, y):
+        return x > y * (1 + 1e-9)
+
+    def _dominated(p):
+        return any(_ge(q.user_tokens_per_s, p.user_tokens_per_s) and _ge(q.total_tokens_per_s, p.total_tokens_per_s)
+                   and (_gt(q.user_tokens_per_s, p.user_tokens_per_s) or _gt(q.total_tokens_per_s, p.total_tokens_per_s))
+                   for q in out if q is not p)
+
+    return [replace(p, on_frontier=not _dominated(p)) for p in out]
 
 
 # --------------------------------------------------------------------------------------------
