@@ -160,7 +160,7 @@ VALID: dict[str, dict] = {
     "tensor_cores.smem_ridge_flop_per_byte": dict(flop_per_clock_per_sm=4096),
     "tensor_cores.wave_intensity_flop_per_byte": dict(bm=128, bn=256),
     "tensor_cores.smem_read_tile": dict(bm=128, bn=256),
-    "tensor_cores.pipeline_stages": dict(bm=128, bn=256, bk=64, bytes_per_elem=2, flop_per_s_per_sm=7.5e12, latency_s=6e-7),
+    "tensor_cores.pipeline_stages": dict(bm=128, bn=256, bk=64, bytes_per_elem=2, flop_per_s_per_sm=7.5e12, latency_s=6e-7, mma_in_flight=1),
     "tensor_cores.tile_hierarchy": dict(gpu="H200-SXM", dtype="bf16"),
     "tensor_cores.epilogue_fusion_estimate": dict(m=4096, n=4096, k=1024, sms=132, **_H200),
     "tensor_cores.bf16_bit_patterns": dict(values=[1.0, 2.0, 3.0]),

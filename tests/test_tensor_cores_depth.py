@@ -26,8 +26,11 @@ H200_SMS = 132
 # The tile hierarchy
 # --------------------------------------------------------------------------------------------
 def test_shared_memory_ridge_is_32_flop_per_byte_on_hopper():
-    # H100 whitepaper (2022), SM section: 1024 dense FP16/BF16 FMA per clock per SM = 4096 FLOP
-    # (twice the A100's 2048, A100 whitepaper Table 1); CUDA C++ Programming Guide, "Shared
+    # A100 whitepaper (2020): 256 dense FP16 FMA per clock per 3rd-gen tensor core, 4 per SM =
+    # 1024 FMA = 2048 FLOP per clock per SM. H100 whitepaper (2022), SM section: the 4th-gen tensor
+    # core does 2x the A100's MMA rate clock for clock, 2048 FMA = 4096 FLOP per clock per SM
+    # (989.4e12 / (132 x 1.83e9) = 4096; R. Crovella, NVIDIA forum, "How to calculate the tensor
+    # core fp16 performance of H100"). CUDA C++ Programming Guide, "Shared
     # Memory" (compute capability 5.x and later): 32 banks, each 32 bits wide per clock = 128 B.
     # 4096 / 128 = 32 FLOP/B on Hopper; 2048 / 128 = 16 on Ampere: Hopper doubled the math per SM
     # but not the shared-memory bandwidth.
@@ -58,7 +61,7 @@ def test_tile_intensity_by_hand():
 
 def test_simon_boehm_blocktiling_intensity():
     # Simon Boehm, "How to Optimize a CUDA Matmul Kernel for cuBLAS-like Performance" (2022),
-    # kernel 4/5: a 128 x 128 block tile with BK = 8 in fp32 loads (128 + 128) x 8 x 4 B = 8 KiB per
+    # kernel 5 (2D blocktiling): a 128 x 128 block tile with BK = 8 in fp32 loads (128 + 128) x 8 x 4 B = 8 KiB per
     # step for 2 x 128 x 128 x 8 FLOP: 32 FLOP/B, four times kernel 3's 32 x 32 tile (8 FLOP/B).
     assert tc.tile_intensity_flop_per_byte(128, 128, 8, 4) == 32.0
     assert tc.tile_intensity_flop_per_byte(32, 32, 32, 4) == 8.0
@@ -66,7 +69,9 @@ def test_simon_boehm_blocktiling_intensity():
 
 def test_wave_intensity_by_hand():
     # 132 tiles in 8 tile-rows x ceil(132/8) = 17 tile-columns: per element of K the wave reads
-    # 8 x 128 rows of A and 17 x 256 columns of B once, for 2 x 132 x 128 x 256 FLOP.
+    # 8 x 128 rows of A and 17 x 256 columns of B once, for 2 x 132 x 128 x 256 FLOP. (8 x 17 =
+    # 136 positions for 132 tiles: the 17th column is partial, so the model over-counts the reads
+    # by about 1 %, on the safe side.)
     want = 2 * 132 * 128 * 256 / ((8 * 128 + 17 * 256) * 2)
     assert tc.wave_intensity_flop_per_byte(128, 256, 2, 132, 8) == pytest.approx(want)
     # One SM, one tile: the wave is the tile.
@@ -107,18 +112,26 @@ def test_tile_hierarchy_rejects():
 def test_pipeline_stages_by_hand():
     # 128 x 256 x 64 bf16 at 989.4 TFLOP/s / 132 SMs: a step of 2 x 128 x 256 x 64 FLOP takes
     # 559.6 ns and needs a 48 KiB stage; at 600 ns latency, 48 KiB x 600 / 559.6 = 51.5 KiB in
-    # flight: 2 stages loading + 1 being read = 3.
+    # flight: 2 stages loading + 1 being read + 1 still read by the wgmma in flight = 4 (CUTLASS
+    # sm90_mma_tma_gmma_ss_warpspecialized.hpp: warpgroup_wait<K_PIPE_MMAS>() with K_PIPE_MMAS = 1,
+    # then consumer_release of the stage K_PIPE_MMAS behind the read pointer); 3 for mma.sync.
     p = tc.pipeline_stages(128, 256, 64, 2, H200_BF16 / H200_SMS, 600e-9)
     assert p.stage_bytes == 49152
     assert p.step_s == pytest.approx(2 * 128 * 256 * 64 / (H200_BF16 / H200_SMS))
     assert p.in_flight_bytes == pytest.approx(49152 * 600e-9 / p.step_s)
-    assert p.stages_needed == 3
+    assert p.stages_needed == 4
+    assert tc.pipeline_stages(128, 256, 64, 2, H200_BF16 / H200_SMS, 600e-9, mma_in_flight=0).stages_needed == 3
+    assert tc.pipeline_stages(128, 256, 64, 2, H200_BF16 / H200_SMS, 600e-9, mma_in_flight=2).stages_needed == 5
     # A 64 x 64 tile's step is 8x shorter (a quarter of the FLOP per byte... per step: 1/8 the FLOP)
-    # so it needs ceil(600 / 70) = 9 stages in flight + 1.
+    # so it needs ceil(600 / 70) = 9 stages in flight + 1 read + 1 held by the wgmma in flight.
     small = tc.pipeline_stages(64, 64, 64, 2, H200_BF16 / H200_SMS, 600e-9)
-    assert small.stages_needed == 1 + math.ceil(600e-9 / small.step_s)
-    # Exactly one step of latency: one stage in flight.
-    assert tc.pipeline_stages(128, 128, 64, 2, 1e12, 2 * 128 * 128 * 64 / 1e12).stages_needed == 2
+    assert small.stages_needed == 2 + math.ceil(600e-9 / small.step_s)
+    # Exactly one step of latency: one stage in flight, plus the two the consumers hold. Two
+    # stages leave no stage to load into ahead of an asynchronous wgmma at any latency.
+    assert tc.pipeline_stages(128, 128, 64, 2, 1e12, 2 * 128 * 128 * 64 / 1e12).stages_needed == 3
+    assert tc.pipeline_stages(128, 128, 64, 2, 1e12, 1e-12).stages_needed == 3
+    with pytest.raises(ValueError, match="mma_in_flight"):
+        tc.pipeline_stages(128, 128, 64, 2, 1e12, 1e-9, mma_in_flight=-1)
 
 
 # --------------------------------------------------------------------------------------------

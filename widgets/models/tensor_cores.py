@@ -1704,18 +1704,24 @@ class PipelineStages:
     bytes_per_s: float  # bytes per second one SM's loads must deliver [B/s]
     in_flight_bytes: float  # Little's law: bytes per SM requested and not yet arrived [B]
     stage_bytes: float  # bytes one stage holds (one K step of A and B) [B]
-    stages_needed: int  # stages in flight + the one the tensor cores are reading
+    stages_needed: int  # stages loading + the one being read + those held by MMAs in flight
 
 
 def pipeline_stages(bm: int, bn: int, bk: int, bytes_per_elem, flop_per_s_per_sm: float,
-                    latency_s: float) -> PipelineStages:
+                    latency_s: float, mma_in_flight: int = 1) -> PipelineStages:
     """Shared-memory stages a GEMM main loop needs (Little's law).
 
     One K step of a ``bm x bn`` tile does ``2 bm bn bk`` FLOP on a stage of ``(bm + bn) bk``
     elements; at ``flop_per_s_per_sm`` it lasts ``step_s``, so the SM consumes
     ``stage_bytes / step_s`` bytes per second. To sustain that at ``latency_s`` the loads must keep
     ``bytes_per_s x latency_s`` bytes in flight (:func:`widgets.models.memory_hierarchy.littles_law_bytes_in_flight`):
-    ``ceil`` of that over ``stage_bytes`` stages being filled, plus the one being read.
+    ``ceil`` of that over ``stage_bytes`` stages being filled, plus the stages the consumers hold: the one
+    being read and ``mma_in_flight`` more still read by asynchronous ``wgmma`` instructions not yet retired.
+    A Hopper main loop keeps one ``wgmma`` in flight and releases a stage only after the next one is
+    issued and the older one retired (CUTLASS ``sm90_mma_tma_gmma_ss_warpspecialized``:
+    ``warpgroup_wait<K_PIPE_MMAS>()`` with ``K_PIPE_MMAS = 1``, the release pointer lagging the read
+    pointer by it), so ``stages = 1 + mma_in_flight + ceil(in_flight / stage)``; ``mma_in_flight = 0``
+    is a synchronous loop (``mma.sync``).
 
     Explained in :ref:`tensor_cores` > Feeding the tensor cores: TMA, mbarriers, warp specialization.
 
@@ -1729,6 +1735,8 @@ def pipeline_stages(bm: int, bn: int, bk: int, bytes_per_elem, flop_per_s_per_sm
         Rate one SM's tensor cores run the tile at [FLOP/s], > 0.
     latency_s : float
         Load latency under load [s], > 0 and at most 1 s.
+    mma_in_flight : int
+        Stages still read by MMAs issued and not yet retired [-], 0 to 8 (1 for a Hopper ``wgmma`` loop).
 
     Returns
     -------
@@ -1746,7 +1754,9 @@ def pipeline_stages(bm: int, bn: int, bk: int, bytes_per_elem, flop_per_s_per_sm
 
     >>> p = pipeline_stages(128, 256, 64, 2, 989.4e12 / 132, 600e-9)
     >>> round(p.step_s * 1e9), round(p.in_flight_bytes / 1024, 1), p.stages_needed
-    (560, 51.5, 3)
+    (560, 51.5, 4)
+    >>> pipeline_stages(128, 256, 64, 2, 989.4e12 / 132, 600e-9, mma_in_flight=0).stages_needed
+    3
     """
     from .memory_hierarchy import littles_law_bytes_in_flight
 
@@ -1756,11 +1766,12 @@ def pipeline_stages(bm: int, bn: int, bk: int, bytes_per_elem, flop_per_s_per_sm
     b = _elem_bytes_arg("bytes_per_elem", bytes_per_elem)
     rate = _bounded("flop_per_s_per_sm", flop_per_s_per_sm, MAX_FLOP_PER_S, minimum=1e-6)
     lat = _bounded("latency_s", latency_s, 1.0)
+    held = _check.integer("mma_in_flight", mma_in_flight, minimum=0, maximum=8)
     stage = (m_ + n_) * k_ * b
     step = 2.0 * m_ * n_ * k_ / rate
     bw = stage / step
     flight = littles_law_bytes_in_flight(bw, lat)
-    return PipelineStages(step, bw, flight, stage, 1 + math.ceil(flight / stage - 1e-12))
+    return PipelineStages(step, bw, flight, stage, 1 + held + math.ceil(flight / stage - 1e-12))
 
 
 @dataclass(frozen=True)

@@ -744,7 +744,8 @@ def check_stages(answer, bm: int = 128, bn: int = 128, bk: int = 64, gpu: str = 
     p = tc.pipeline_stages(bm, bn, bk, dtype, g.peak(dtype) / g.sms, latency_s)
     ok = answer == p.stages_needed and not isinstance(answer, bool)
     msg = (f"a step of {fmt_time(p.step_s)} consumes {fmt_bytes(p.stage_bytes)}; {fmt_time(latency_s)} of latency keeps "
-           f"{fmt_bytes(p.in_flight_bytes)} in flight: {p.stages_needed - 1} stage(s) loading + 1 being read = {p.stages_needed}")
+           f"{fmt_bytes(p.in_flight_bytes)} in flight: {p.stages_needed - 2} stage(s) loading + 1 being read + 1 still read by the "
+           f"wgmma in flight = {p.stages_needed}")
     return _verdict(ok, msg if ok else f"not {answer!r}: {msg}")
 
 
