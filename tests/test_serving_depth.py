@@ -262,7 +262,9 @@ def test_speculative_costs_record_round_trip_and_speedups():
     c = spec.draft_ratio(back, "small")
     v = spec.verify_ratios(back)[1]
     out = spec.measured_speedups(back, (0.8,), "small")[0.8]
-    assert out["k"] == [2] and out["speedup"][0] == pytest.approx(sv.speculative_speedup(0.8, 2, c, v))
+    # over the plain decode step, the baseline a server runs (review r4 #11): c and v rescaled by extend(1) / decode
+    scale = back.verify_s[0][0] / back.decode_s[0]
+    assert out["k"] == [2] and out["speedup"][0] == pytest.approx(sv.speculative_speedup(0.8, 2, c * scale, v * scale))
     # rows need a catalog GPU (predictions from its datasheet); none for a CPU record
     assert spec.accuracy_rows(back, None, "CPU") == []
     rows = spec.accuracy_rows(back, "H200-SXM", "test")

@@ -13,9 +13,12 @@ The decoders here have random weights (the device has no network and no trained 
 acceptance rate means nothing and is not measured: the chapter computes the speed-up for a range
 of acceptance rates from the measured ``c`` and ``v`` (a *calibrated* prediction: the costs are
 measured, the acceptance rate is the reader's). ``v`` itself is also predicted from the roofline
-(:func:`widgets.models.serving.decode_step` with the ``k`` extra tokens fused into the step as
-``prefill_tokens``: they share the weight read), a prediction that fails if the extra tokens cost
-more than their FLOP, or if the implementation reads the weights more than once.
+(:func:`widgets.models.serving.speculative_verify_time_s`: the linear layers at ``B (k + 1)``
+tokens, the weights and the cached keys and values read once), a prediction that fails if the
+extra tokens cost more than their FLOP, or if the implementation reads the weights more than once.
+``v`` and ``c`` are measured over the target's 1-token pass of the same (unfused) extend code;
+:func:`measured_speedups` re-expresses both over the target's real decode step (``decode_s``), the
+step plain decoding would run.
 
 Two drafts of the target's vocabulary: ``"mtp"``, one layer of the target's own shapes and its
 output head (the shape of DeepSeek-V3's multi-token-prediction module), and ``"small"``, two layers
@@ -244,12 +247,18 @@ def draft_ratio(costs, draft: str = "mtp", batch_index: int = 0) -> Optional[flo
 def measured_speedups(costs, acceptance_rates, draft: str = "mtp", batch_index: int = 0) -> dict:
     """For each acceptance rate, the speed-up at each measured draft length ``k = T - 1 >= 1``
     from the measured ``c`` and ``v(k)`` (calibrated), and the best ``k`` among them:
-    ``{a: {"k": [...], "speedup": [...], "best_k": k, "best": s}}``."""
+    ``{a: {"k": [...], "speedup": [...], "best_k": k, "best": s}}``. The baseline is the target's
+    plain decode step (``decode_s``, where recorded), not the slower 1-token extend pass: ``c`` and
+    ``v`` are both rescaled by that pass over the decode step."""
     from ..models import serving as sv
 
     c = costs if isinstance(costs, SpeculativeCosts) else SpeculativeCosts.from_record(costs)
     v = verify_ratios(c, batch_index)
     cr = draft_ratio(c, draft, batch_index)
+    one, dec = c.verify_s[batch_index][0], (c.decode_s[batch_index] if c.decode_s else None)
+    scale = one / dec if (one is not None and dec) else 1.0
+    v = [None if x is None else x * scale for x in v]
+    cr = None if cr is None else cr * scale
     out = {}
     for a in acceptance_rates:
         ks, ss = [], []
@@ -263,16 +272,19 @@ def measured_speedups(costs, acceptance_rates, draft: str = "mtp", batch_index: 
     return out
 
 
-def predicted_verify_ratios(costs, gpu: str, batch_index: int = 0) -> list:
+def predicted_verify_ratios(costs, gpu: str, batch_index: int = 0, hbm_bytes_per_s: Optional[float] = None,
+                            peak_flop_per_s: Optional[float] = None) -> list:
     """``v(k)`` from the roofline (:func:`widgets.models.serving.speculative_verify_time_s` with the
-    catalog's bandwidth and peak for ``gpu``), for each measured ``verify_tokens``."""
+    catalog's bandwidth and peak for ``gpu``, or the given ones: measured ceilings make it
+    calibrated), for each measured ``verify_tokens``."""
     from ..models import serving as sv
 
     c = costs if isinstance(costs, SpeculativeCosts) else SpeculativeCosts.from_record(costs)
     m = DecoderConfig(**c.target).model_config()
     b = c.batches[batch_index]
-    t0 = sv.speculative_verify_time_s(m, gpu, b, c.context_tokens, 0, c.dtype, c.dtype)
-    return [sv.speculative_verify_time_s(m, gpu, b, c.context_tokens, t - 1, c.dtype, c.dtype) / t0 for t in c.verify_tokens]
+    kw = dict(hbm_bytes_per_s=hbm_bytes_per_s, peak_flop_per_s=peak_flop_per_s)
+    t0 = sv.speculative_verify_time_s(m, gpu, b, c.context_tokens, 0, c.dtype, c.dtype, **kw)
+    return [sv.speculative_verify_time_s(m, gpu, b, c.context_tokens, t - 1, c.dtype, c.dtype, **kw) / t0 for t in c.verify_tokens]
 
 
 def predicted_draft_ratio(costs, gpu: str, draft: str = "mtp", batch_index: int = 0) -> Optional[float]:
