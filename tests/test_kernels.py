@@ -26,48 +26,56 @@ BOEHM_GFLOPS = {"naive": 309.0, "coalesced": 1986.5, "smem": 2980.3, "blocktile_
 BOEHM_CUBLAS = 23249.6
 # The A6000 is not in the book's catalog; its figures from the NVIDIA RTX A6000 datasheet: 10,752 CUDA
 # cores (84 SMs of 128), 38.7 TFLOPS fp32 (so a 1.80 GHz boost clock), 768 GB/s GDDR6; compute capability 8.6.
+# Boehm never reports the clock his card held; his article ("Lower Bounding the Fastest Possible Runtime") says
+# "The GPU is advertised with 30TFLOPs/s of fp32 compute throughput", i.e. 30e12 / (2 x 10,752) = 1.395 GHz.
 A6000 = dict(sms=10752 // 128, clock_hz=38.7e12 / (2 * 10752), hbm_bytes_per_s=768e9, arch="sm_86")
+A6000_BOEHM_CLOCK_HZ = 30e12 / (2 * 10752)
 BOEHM_N = 4092
 
 
-def boehm_prediction(rung):
-    return km.ladder_prediction(rung, BOEHM_N, BOEHM_N, BOEHM_N, **A6000).predicted_flop_per_s / 1e9
+def boehm_prediction(rung, clock_hz=A6000["clock_hz"]):
+    return km.ladder_prediction(rung, BOEHM_N, BOEHM_N, BOEHM_N, **{**A6000, "clock_hz": clock_hz}).predicted_flop_per_s / 1e9
 
 
-def test_the_a6000_figures_reproduce_its_fp32_peak():
-    assert A6000["sms"] == 84 and round(A6000["clock_hz"] / 1e6) == 1800
-    p = km.ladder_prediction("warptile", 4096, 4096, 4096, **A6000)
-    assert p.ceilings_flop_per_s["fp32"] == pytest.approx(38.7e12)
+def test_every_ladder_ratio_moves_with_the_assumed_a6000_clock():
+    """The comparison depends on a clock nobody recorded: every rung except an HBM-bound one scales with it,
+    so at Boehm's 30 TFLOP/s each measured / model ratio is 38.7 / 30 = 1.29 times the boost-clock one."""
+    for rung in BOEHM_GFLOPS:
+        fast, slow = boehm_prediction(rung), boehm_prediction(rung, A6000_BOEHM_CLOCK_HZ)
+        assert fast / slow == pytest.approx(38.7 / 30, rel=1e-3), rung
 
 
-def test_naive_rung_matches_boehm_within_10_percent():
-    """The naive kernel is bound by the L1 passes of its uncoalesced loads: 33 per 32 multiply-adds.
-    That alone predicts 293 GFLOP/s on the A6000; Boehm measured 309."""
-    assert boehm_prediction("naive") == pytest.approx(BOEHM_GFLOPS["naive"], rel=0.10)
+def test_the_clock_boehms_naive_kernel_implies_is_near_the_a6000s_rated_boost():
+    """If the naive kernel is bound by the L1 passes of its uncoalesced loads (33 per 32 multiply-adds),
+    as the model says, its rate is proportional to the clock, and Boehm's 309 GFLOP/s implies the clock his
+    card ran at. That clock must be one an A6000 runs at under load: within 10% of its 1.80 GHz rated boost
+    (GPU Boost holds a loaded card near, often a little above, its rated boost). It fails if the pass count is
+    off (2 times too many passes would imply 3.8 GHz) or if the card ran at the 1.395 GHz of Boehm's advertised
+    30 TFLOP/s (then the model undershoots a kernel it claims to bound by 37%, and the claim is wrong)."""
+    implied_hz = A6000["clock_hz"] * BOEHM_GFLOPS["naive"] / boehm_prediction("naive")
+    assert implied_hz == pytest.approx(A6000["clock_hz"], rel=0.10)
+    assert abs(A6000_BOEHM_CLOCK_HZ / A6000["clock_hz"] - 1) > 0.10  # Boehm's own figure would not pass
 
 
-def test_register_blocked_rungs_match_boehm_within_a_factor_of_1_5():
-    """1D blocking 1.07x, 2D 1.48x (the compiler vectorizes the B reads the model counts as scalar
-    with 4-way conflicts), vectorized 0.88x, warp tiling 0.69x (latency and dual issue)."""
-    for rung in ("blocktile_1d", "blocktile_2d", "vectorized", "warptile"):
-        ratio = BOEHM_GFLOPS[rung] / boehm_prediction(rung)
-        assert 0.66 <= ratio <= 1.5, (rung, ratio)
-
-
-def test_the_models_misses_on_boehms_ladder_are_where_latency_binds():
-    """The coalesced and shared-memory rungs reach 41% and 65% of the model: one accumulator per
-    thread and two loads per multiply-add leave too little independent work to hide latency, which
-    the model leaves out on purpose. The model never undershoots them (it is a ceiling there)."""
-    for rung, (low, high) in {"coalesced": (0.35, 0.5), "smem": (0.55, 0.75)}.items():
-        ratio = BOEHM_GFLOPS[rung] / boehm_prediction(rung)
-        assert low <= ratio <= high, (rung, ratio)
+def test_the_model_is_a_ceiling_where_latency_binds_at_either_clock():
+    """The coalesced and shared-memory rungs have one accumulator per thread and at least one load per
+    multiply-add: too little independent work to hide latency, which the model leaves out on purpose. So
+    the model must not undershoot them at either assumed clock (it would fail if the model undercounted their
+    passes or issue slots). At the boost clock they reach 41% and 66% of it; at 30 TFLOP/s, 53% and 85%."""
+    for rung in ("coalesced", "smem"):
+        for clock in (A6000["clock_hz"], A6000_BOEHM_CLOCK_HZ):
+            assert BOEHM_GFLOPS[rung] < boehm_prediction(rung, clock), (rung, clock)
 
 
 def test_the_model_ranks_the_register_blocked_rungs_as_boehm_measured():
+    """Independent of the clock: the model's order of the rungs from shared-memory tiles to warp tiling is
+    Boehm's measured order (it would fail if a rung's counts ranked it above a faster one)."""
     order = ["smem", "blocktile_1d", "blocktile_2d", "vectorized", "warptile"]
-    pred = [boehm_prediction(r) for r in order]
-    assert pred == sorted(pred)
-    assert boehm_prediction("warptile") <= 38.7e3 and BOEHM_GFLOPS["warptile"] / BOEHM_CUBLAS == pytest.approx(0.937, abs=0.001)
+    for clock in (A6000["clock_hz"], A6000_BOEHM_CLOCK_HZ):
+        pred = [boehm_prediction(r, clock) for r in order]
+        assert pred == sorted(pred)
+    assert [BOEHM_GFLOPS[r] for r in order] == sorted(BOEHM_GFLOPS[r] for r in order)
+    assert BOEHM_GFLOPS["warptile"] / BOEHM_CUBLAS == pytest.approx(0.937, abs=0.001)
 
 
 def test_hand_counted_wavefronts_and_instructions():
@@ -84,7 +92,8 @@ def test_hand_counted_wavefronts_and_instructions():
     # (2 passes); 16 columns of B 8 floats apart land on 4 banks (4 passes)
     c = km.rung_cost("blocktile_2d")
     assert [w for _, w in c.loads] == [2] * 8 + [4] * 8
-    # vectorized: float4 reads, a quarter-warp per pass: at least 4 passes; B's 16 columns x 32 B -> 8
+    # vectorized: float4 reads, a quarter-warp per pass (the model's assumption, unsourced for Hopper: see
+    # RungCost.wavefronts_per_warp): at least 4 passes; B's 16 columns x 32 B -> 8
     c = km.rung_cost("vectorized")
     assert [w for _, w in c.loads] == [4, 4, 8, 8]
 
@@ -301,14 +310,17 @@ def test_the_h200_record_is_correct_and_its_rows_are_labelled():
             assert c.correct is not False, f"{c.kernel} gave a wrong answer on the H200 (rel. error {c.ragged_rel_err}, {c.big_rel_err})"
             assert not c.local_bytes_per_thread, f"{c.kernel} spills {c.local_bytes_per_thread} B per thread to local memory"
     rows = ke.accuracy_rows(rec)
-    assert {r.label for r in rows} <= {"prediction", "calibrated"}
+    assert {r.label for r in rows} <= {"prediction", "calibrated", "fit"}
+    # the register estimate's constant of 32 was chosen by hand: never counted as a prediction
+    assert all(r.label == "fit" for r in rows if r.unit == "registers")
 
 
 def test_the_ladder_model_against_the_h200_record():
     """The book's H200 record (widgets/data/h200/kernels.json, measured at 442b4b06): measured / model per rung was
     naive 1.00, coalesced 0.70, shared-memory tiles 1.07, 1D 0.86, 2D 1.18, vectorized 0.73, warp tiling 0.52.
-    The naive rung is a sharp prediction (its L1 passes are the whole story); warp tiling is latency- and
-    dependency-bound, which the model leaves out; the rest within the book's 30%."""
+    These bands were set around the committed record's ratios, after looking: they are regression checks that
+    fail when a change to the model moves a prediction on this record, not evidence that the model is accurate
+    (the chapter reports the ratios themselves, and the shared-memory and 2D rungs exceed the model's bound)."""
     from widgets.experiments import kernels as ke
 
     rec = _reference()

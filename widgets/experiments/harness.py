@@ -86,8 +86,10 @@ def time_fn(
 ) -> Timing:
     """Time ``fn()``: ``warmup`` untimed calls, then ``repeat`` timed calls, median reported.
 
-    On a GPU each call is bracketed by CUDA events (device time, no host-side launch jitter
-    between the events); on the CPU by ``time.perf_counter``. ``setup()``, if given, runs before
+    On a GPU each call is bracketed by CUDA events (device time, but on an otherwise idle GPU the
+    interval also holds the launch, since the start event is recorded before the kernel reaches the
+    GPU: for kernels of a few microseconds, time many queued launches instead; events resolve about
+    0.5 us); on the CPU by ``time.perf_counter``. ``setup()``, if given, runs before
     each call outside the timed region (e.g. to flush the L2 or rotate buffers).
 
     On the CPU (interpreted kernels, a demonstration of the method) warm-up is capped at 1 call

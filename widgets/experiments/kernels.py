@@ -348,6 +348,9 @@ def _cublas(tf32: bool):
 
 
 def _triton(dtype):
+    # The casts are inside the timed call: for bf16 each call also converts both fp32 operands (two
+    # reads of 4 bytes and writes of 2 per element, two more launches). The H200 record was taken this
+    # way, and the chapter says so; a GEMM-only rate needs the casts outside the lambda and a new record.
     def run(a, b):
         return _optional("tensor_cores_triton").matmul(a.to(dtype), b.to(dtype))
 
@@ -532,6 +535,20 @@ def ci_check(samples) -> Optional[tuple[float, float]]:
     return predicted, measured
 
 
+def _sweep_range(rung_result, gpu: str, size) -> str:
+    """``; measured / model over the sweep a to b`` for a rung's correct configurations ('' if under two)."""
+    ratios = []
+    for c in rung_result.configs:
+        if c.correct and c.gflop_per_s and c.regs_per_thread:
+            try:
+                p = model.predict_on(gpu, rung_result.name, *size, regs_per_thread=c.regs_per_thread,
+                                     **model.sizes_from_config(rung_result.name, c.config))
+            except ValueError:
+                continue
+            ratios.append(c.gflop_per_s / (p.predicted_flop_per_s / 1e9))
+    return f" (measured / model over them {min(ratios):.2f} to {max(ratios):.2f})" if len(ratios) > 1 else ""
+
+
 def accuracy_rows(record: dict) -> list:
     """Every comparison of the kernels chapter, recomputed from ``record``'s raw measurements."""
     from ..hardware import catalog_name_for
@@ -550,13 +567,17 @@ def accuracy_rows(record: dict) -> list:
                 continue
             sizes = model.sizes_from_config(r.name, b.config)
             p = model.predict_on(gpu, r.name, m, n, k, regs_per_thread=b.regs_per_thread, **sizes)
-            rows.append(Row("kernels", f"{r.title} ({b.kernel}) at {m}x{n}x{k}, fp32", f"tiling counts + {gpu} datasheet (SMs, clock, lanes)",
+            rows.append(Row("kernels", f"{r.title} ({b.kernel}) at {m}x{n}x{k}, fp32",
+                            f"tiling counts + {gpu} datasheet (SMs, clock, lanes) + the compiled registers of this run",
                             p.predicted_flop_per_s / 1e9, b.gflop_per_s, "GFLOP/s", "prediction", device,
-                            f"limiter {p.limiter}; latency is not modelled: a rung with little independent work per warp falls below it"))
+                            f"limiter {p.limiter}; "
+                            + (f"the fastest of {len(r.configs)} configurations measured{_sweep_range(r, gpu, (m, n, k))}; "
+                               if len(r.configs) > 1 else "")
+                            + "latency is not modelled: a rung with little independent work per warp falls below it"))
             est = model.rung_cost(r.name, k, **sizes).regs_per_thread_estimate
-            rows.append(Row("kernels", f"registers per thread, {b.kernel}", "accumulators + fragments + 32",
-                            est, b.regs_per_thread, "registers", "prediction", device,
-                            "a rough count: the compiler adds address and loop registers and may unroll the tile loads"))
+            rows.append(Row("kernels", f"registers per thread, {b.kernel}", "accumulators + fragments + 32 (a constant chosen by hand, no source)",
+                            est, b.regs_per_thread, "registers", "fit", device,
+                            "a rough estimate, not a prediction: the 32 for address and loop registers was not derived"))
             if b.blocks_per_sm is not None and b.static_smem_bytes is not None:
                 occ = simt_model.occupancy(b.threads_per_block, b.regs_per_thread, b.static_smem_bytes, ladder.arch)
                 rows.append(Row("kernels", f"resident blocks per SM, {b.kernel}", "SIMT occupancy model (compiled registers and shared memory)",
@@ -577,7 +598,8 @@ def accuracy_rows(record: dict) -> list:
             what = f"spread of the mean of {GROUP} repeats ({len(timing.samples_s)} repeats of a {timing.samples_n_elems * 8 / 1e6:.3g} MB add)"
             rows.append(Row("kernels", what,
                             f"s / sqrt({GROUP}) from the first {GROUP} repeats", check[0], check[1], "s", "prediction", device,
-                            "fails if the repeats drift or are correlated (clocks, power, a neighbour)"))
+                            "fails if the repeats drift or are correlated (clocks, power, a neighbour); each repeat is one launch on an idle "
+                            "GPU, so the spread is mostly the launch path's jitter, not the kernel's"))
     return rows
 
 

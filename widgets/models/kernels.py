@@ -38,7 +38,8 @@ LINE_BYTES = mh.LINE_BYTES  # 128: one L1 wavefront of a global load moves one l
 FP32_BYTES = 4
 MAX_DIM = 1 << 20
 MAX_TILE = 1024
-BASE_REGS = 32  # registers a kernel needs besides accumulators and fragments (indices, pointers, loop)
+BASE_REGS = 32  # registers besides accumulators and fragments (indices, pointers, loop): a constant chosen by hand,
+# not derived or sourced, so the register rows are labelled "fit", not predictions
 
 RUNGS = ("naive", "coalesced", "smem", "blocktile_1d", "blocktile_2d", "vectorized", "warptile")
 """The CUDA-core rungs of the ladder, in order."""
@@ -190,7 +191,12 @@ class RungCost:
         tile loads into shared memory (loads and stores) amortized over ``bk`` [-].
     wavefronts_per_warp : float
         Passes of the L1/shared-memory pipe per k (bank conflicts, 128-byte lines of global
-        loads, 16-byte accesses a quarter-warp at a time) [-].
+        loads, 16-byte accesses a quarter-warp at a time) [-]. The quarter-warp rule for 16-byte
+        loads is an assumption of ``memory_hierarchy.shared_wavefronts`` with no NVIDIA source for
+        Hopper; on compute capability 7.x, NVIDIA's forum reports that an LDS.128 whose addresses
+        repeat across lane pairs takes 2 passes, not 4 ("Unexpected shared memory bank conflict",
+        forums.developer.nvidia.com/t/77228), and the H200 record has no ncu wavefront count to
+        settle it.
     smem_bytes_per_block : int
         Static shared memory of one block [B].
     regs_per_thread_estimate : int

@@ -38,7 +38,9 @@ def quiz() -> Quiz:
                 prompt="A 2 us kernel is timed with time.perf_counter around the launch and torch.cuda.synchronize, which add "
                 "10 us. By what factor does the host clock overstate the kernel's time, minus one (the relative error)?",
                 value=error, unit="", rel_tol=0.01,
-                why="The host clock reads kernel + overhead: (2 + 10) / 2 - 1 = 5. CUDA events avoid it.",
+                why="The host clock reads kernel + overhead: (2 + 10) / 2 - 1 = 5. CUDA events alone do not fix it: on an idle "
+                "GPU the start event is recorded before the launch reaches the GPU, so their interval holds the launch too. "
+                "Keep the GPU busy (many launches queued, a CUDA graph) or read a profiler's kernel timestamps.",
             ),
             Choice(
                 prompt="Which file holds the SASS instructions that cuobjdump -sass prints?",

@@ -283,15 +283,32 @@ def ladder_record_table(ladder, gpu: str = "H200-SXM") -> str:
                        "blocks/SM", "correct"], rows)
 
 
-def sweep_table(ladder, rung: str = "warptile") -> str:
-    """Every tile configuration tried for ``rung``: GFLOP/s, registers, blocks per SM, correct."""
+def sweep_table(ladder, rung: str = "warptile", gpu: str | None = "H200-SXM") -> str:
+    """Every tile configuration tried for ``rung``: GFLOP/s, the model's GFLOP/s for that configuration on
+    ``gpu`` (with the configuration's compiled registers) and measured over model, registers, blocks per SM,
+    correct. ``gpu`` None leaves the model columns out (a device the model does not cover)."""
     r = ladder.rung(rung) if ladder is not None and hasattr(ladder, "rung") else None
     if r is None:
         return "<p>No sweep recorded yet.</p>"
-    rows = [[html.escape(" x ".join(map(str, c.config))), f"{c.gflop_per_s:,.0f}" if c.gflop_per_s else "-",
-             str(c.threads_per_block), str(c.regs_per_thread), str(c.blocks_per_sm), "yes" if c.correct else html.escape(c.error[:80] or "NO")]
-            for c in r.configs]
-    return html_table(["config", "GFLOP/s", "threads", "registers", "blocks/SM", "correct"], rows)
+    size = getattr(ladder, "size", None)
+    use_model = gpu is not None and size is not None and km.why_not_on(gpu) is None
+    rows = []
+    for c in r.configs:
+        model_cells = []
+        if use_model:
+            p = None
+            if c.regs_per_thread:
+                try:
+                    p = km.predict_on(gpu, rung, *size, regs_per_thread=c.regs_per_thread, **km.sizes_from_config(rung, c.config))
+                except ValueError:
+                    p = None
+            pg = p.predicted_flop_per_s / 1e9 if p is not None else None
+            model_cells = [f"{pg:,.0f}" if pg else "-", f"{c.gflop_per_s / pg:.2f}" if pg and c.gflop_per_s else "-"]
+        rows.append([html.escape(" x ".join(map(str, c.config))), f"{c.gflop_per_s:,.0f}" if c.gflop_per_s else "-", *model_cells,
+                     str(c.threads_per_block), str(c.regs_per_thread), str(c.blocks_per_sm),
+                     "yes" if c.correct else html.escape(c.error[:80] or "NO")])
+    heads = ["config", "GFLOP/s"] + (["model GFLOP/s", "measured / model"] if use_model else [])
+    return html_table(heads + ["threads", "registers", "blocks/SM", "correct"], rows)
 
 
 def timing_table(timing) -> str:
