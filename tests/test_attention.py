@@ -75,37 +75,45 @@ def test_block_sizes_of_algorithm_1():  # [FA1] Algorithm 1, line 1
         am.flash_blocks(128, 4 * 128 * 2 - 1, 2)
 
 
-def test_flash_bytes_count_one_pass_of_k_and_v_per_query_block():  # FlashAttention-2's loop order, by hand
+def test_flash_bytes_follow_algorithm_1s_loop_order():  # [FA1] Algorithm 1 (K/V blocks outside), counted by hand
     n, d, sram = 4096, 64, 100_000
-    br = am.flash_blocks(d, sram, 2).block_q
-    passes = math.ceil(n / br)
-    assert am.flash_attention_hbm_bytes(1, 1, n, d, sram, 2) == 2 * (2 * n * d + 2 * n * d * passes)
-    assert am.flash_attention_hbm_bytes(1, 1, 1, d, sram, 2) == 2 * 4 * d  # one token: Q, K, V, O once
+    bc = am.flash_blocks(d, sram, 2).block_kv  # 196: T_c = 21 outer steps
+    t_c = math.ceil(n / bc)
+    # K_j, V_j once (line 6); per outer step Q_i and O_i read (line 8), O_i written (line 12), for every i
+    assert am.flash_attention_hbm_bytes(1, 1, n, d, sram, 2) == 2 * (2 * n * d + t_c * 3 * n * d)
+    assert am.flash_attention_hbm_bytes(1, 1, 1, d, sram, 2) == 2 * 5 * d  # one token: K, V, Q once, O read and written
 
 
 def test_theorem_2_more_sram_fewer_bytes():
-    """[FA1] Theorem 2: K/V traffic ~ N^2 d^2 / M while B_r = M / 4d < d: doubling M halves it."""
-    n, d = 8192, 128
-    floor = am.flash_attention_min_hbm_bytes(1, 1, n, d, 2)
-    small = am.flash_attention_hbm_bytes(1, 1, n, d, 64 * 1024, 2) - floor / 2  # less Q and O
-    large = am.flash_attention_hbm_bytes(1, 1, n, d, 128 * 1024, 2) - floor / 2
-    assert small == pytest.approx(2 * large)
-    # and against N: quadratic for flash's K/V passes, as for the standard N^2 term
-    f = [am.flash_attention_hbm_bytes(1, 1, n, d, 64 * 1024, 2) for n in (4096, 8192)]
+    """[FA1] Theorem 2 and its proof (App. C): Theta(N d T_c) with B_c = Theta(M / d): doubling M halves
+    the repeated traffic, at any d (no cap: B_r <= d does not enter the count)."""
+    n = 8192
+    for d in (64, 128, 256):
+        once = 2 * n * d * 2  # K and V once, bf16
+        small = am.flash_attention_hbm_bytes(1, 1, n, d, 64 * 1024, 2) - once
+        large = am.flash_attention_hbm_bytes(1, 1, n, d, 128 * 1024, 2) - once
+        assert small == pytest.approx(2 * large)
+    huge = am.flash_attention_hbm_bytes(1, 1, n, 128, 1024 * 1024, 2)  # 1 MiB still buys fewer passes
+    assert huge < am.flash_attention_hbm_bytes(1, 1, n, 128, 228 * 1024, 2)
+    # and against N: quadratic, as for the standard N^2 term
+    f = [am.flash_attention_hbm_bytes(1, 1, n, 128, 64 * 1024, 2) for n in (4096, 8192)]
     assert f[1] / f[0] == pytest.approx(4, rel=0.02)
 
 
-def test_flash_moves_less_than_standard_and_at_least_the_floor():
+def test_flash_bound_beats_standard_only_while_m_exceeds_3_d_squared():
+    """12 N^2 d^2 / M against 4 N^2: the paper's premise "d^2 is many times smaller than M" (section 3.2)."""
     for n in (512, 4096, 32768):
         for d in (64, 128):
             std = am.standard_attention_hbm_bytes(2, 8, n, d)
-            fl = am.flash_attention_hbm_bytes(2, 8, n, d, 228 * 1024)
+            fl = am.flash_attention_hbm_bytes(2, 8, n, d, 228 * 1024)  # M = 116,736 > 3 d^2
             lo = am.flash_attention_min_hbm_bytes(2, 8, n, d)
             assert lo <= fl <= std
-    # H100/H200 SM (228 KiB), d = 128, bf16: B_r = d, K/V read N/128 times: half the standard N^2 term
-    n = 16384
+    n = 16384  # H100/H200 SM, d = 128: B_c = 228, 72 passes: (2 + 3 x 72) N d against (4 + 4 N / d) N d
     ratio = am.flash_attention_hbm_bytes(1, 1, n, 128, 228 * 1024) / am.standard_attention_hbm_bytes(1, 1, n, 128)
-    assert ratio == pytest.approx(0.5, rel=0.02)
+    assert ratio == pytest.approx((2 + 3 * 72) / (4 + 4 * n / 128))
+    # M < 3 d^2: the bound exceeds standard attention's bytes (d = 256 on an H200 SM; d = 128 with 64 KiB)
+    assert am.flash_attention_hbm_bytes(1, 1, 8192, 256, 228 * 1024) > am.standard_attention_hbm_bytes(1, 1, 8192, 256)
+    assert am.flash_attention_hbm_bytes(1, 1, 8192, 128, 64 * 1024) > am.standard_attention_hbm_bytes(1, 1, 8192, 128)
 
 
 def test_matrix_memory_and_math_path_peak():

@@ -656,7 +656,8 @@ def accuracy_rows(record: dict) -> list:
                 inputs = "Q, K, V, O and an fp32 log-sum-exp per row"
             rows.append(Row(TOPIC, f"peak memory of SDPA's {BACKEND_SHORT[p.backend]} backend, N = {p.seq}", inputs, pred,
                             p.peak_bytes, "B", "prediction", device,
-                            "torch.cuda.max_memory_allocated; fails if the backend keeps other buffers"))
+                            "torch.cuda.max_memory_allocated from before the inputs; fails if the backend keeps other buffers "
+                            "(for flash, Q, K and V are the harness's own allocations: near-tautological)"))
     ncu = load_ncu()
     if ncu and record.get("provenance", {}).get("gpu") and gpu is not None:
         for r in ncu_rows(ncu):
@@ -664,5 +665,6 @@ def accuracy_rows(record: dict) -> list:
                 rows.append(Row(TOPIC, f"standard attention's DRAM traffic (Nsight Compute), N = {r['seq']}",
                                 "4 N d + 4 N^2 elements per head", r["model"], r["measured"], "B", "prediction",
                                 (ncu.get("provenance") or {}).get("gpu") or device,
-                                "fails if S or P stays in L2 between kernels, or a kernel re-reads its input"))
+                                "caches flushed before each kernel (so S and P cannot stay in L2 between kernels); fails if a kernel "
+                                "re-reads or skips its input; writes still in L2 at a kernel's end are not counted"))
     return rows

@@ -7,7 +7,7 @@ writes the ``N x N`` score matrix to memory and reads it back (:func:`standard_a
 ``Q`` into row blocks that stay on chip and streams ``K`` and ``V`` past them, keeping a running
 maximum and sum per row (the online softmax of Milakov & Gimelshein 2018, :func:`online_softmax`),
 so its traffic is ``Theta(N^2 d^2 / M)`` for ``M`` elements of on-chip memory
-(:func:`flash_attention_hbm_bytes`, Theorem 2 of the paper).
+(:func:`flash_attention_hbm_bytes`, Theorem 2 of the paper, counted in its Algorithm 1's loop order).
 
 Units are in the names: ``*_bytes`` [B], ``*_flop`` [FLOP], ``*_s`` [s], ``*_per_s`` [1/s].
 Every public function rejects non-physical input with a ``ValueError`` naming the parameter, the
@@ -206,7 +206,8 @@ def flash_blocks(head_dim: int, sram_bytes: float, bytes_per_elem=2) -> FlashBlo
 
     ``B_c = ceil(M / 4d)`` and ``B_r = min(ceil(M / 4d), d)``, with ``M = sram_bytes /
     bytes_per_elem`` elements (Dao et al. 2022, Algorithm 1): the Q, K, V and O blocks then fit in
-    ``M``.
+    ``M``, and the cap ``B_r <= d`` keeps the ``B_r x B_c`` score tile within ``M``. Theorem 2's
+    count depends on ``B_c`` only (:func:`flash_attention_hbm_bytes`).
 
     Explained in :ref:`attention` > FlashAttention's tiling.
 
@@ -249,15 +250,19 @@ def flash_blocks(head_dim: int, sram_bytes: float, bytes_per_elem=2) -> FlashBlo
 
 def flash_attention_hbm_bytes(batch: int, heads: int, seq: int, head_dim: int, sram_bytes: float,
                               bytes_per_elem=2) -> float:
-    """HBM traffic of FlashAttention's forward pass, FlashAttention-2's loop order [B].
+    """HBM traffic of FlashAttention's forward pass in the loop order Theorem 2 counts [B].
 
-    The outer loop walks blocks of ``B_r`` query rows (block sizes of :func:`flash_blocks`); each
-    block reads ``Q_i`` once, streams every ``K_j`` and ``V_j`` past it and writes ``O_i`` once
-    (Dao 2023, Algorithm 1). Per (batch, head): ``Q`` and ``O`` once (``2 N d``), ``K`` and ``V``
-    once per query block (``2 N d ceil(N / B_r)``). With ``B_r = M / 4d`` that is
-    ``Theta(N^2 d^2 / M)`` (Dao et al. 2022, Theorem 2). No cache is assumed: the repeated reads of
-    ``K`` and ``V`` are what an L2 can catch, so a measurement may fall below this count, never
-    (beyond the log-sum-exp's ``4 N`` bytes, not counted) above ``4 N d`` elements.
+    Algorithm 1 of Dao et al. 2022 (FlashAttention-1): the outer loop walks the ``T_c = ceil(N / B_c)``
+    blocks of keys and values, ``B_c = ceil(M / 4d)`` (:func:`flash_blocks`, no cap); each ``K_j`` and
+    ``V_j`` is read once, and each outer step reads all of ``Q`` and ``O`` and writes ``O`` back.
+    Per (batch, head): ``2 N d + 3 N d T_c`` elements, about ``12 N^2 d^2 / M``: Theorem 2's
+    ``Theta(N^2 d^2 / M)``, which beats standard attention's ``4 N^2`` only while ``M > 3 d^2``.
+    The row statistics ``l`` and ``m`` (``4 N`` numbers per pass, ``1/d`` of the ``O`` traffic)
+    and the initial zeroing of ``O`` are left out. FlashAttention-2's loop order (query blocks
+    outside, as in the chapter's kernel) moves ``2 N d + 2 N d ceil(N / B_r)`` instead, with ``B_r``
+    set by the registers rather than by ``M``. No cache is assumed: the repeated passes are what
+    an L2 can catch, so a kernel's measured traffic lies between :func:`flash_attention_min_hbm_bytes`
+    and this count, less whatever is still dirty in L2 when the kernel ends.
 
     Explained in :ref:`attention` > FlashAttention's tiling.
 
@@ -288,15 +293,15 @@ def flash_attention_hbm_bytes(batch: int, heads: int, seq: int, head_dim: int, s
 
     Examples
     --------
-    >>> flash_attention_hbm_bytes(1, 1, 1024, 64, 4 * 64 * 64 * 2) / 2**20  # B_r = 64: 16 passes
-    4.25
+    >>> flash_attention_hbm_bytes(1, 1, 1024, 64, 4 * 64 * 64 * 2) / 2**20  # B_c = 64: 16 passes over Q and O
+    6.25
     """
     b, h, d = _dims(batch, heads, head_dim)
     n = _seq("seq", seq)
     bpe = _bpe("bytes_per_elem", bytes_per_elem)
     blocks = flash_blocks(d, sram_bytes, bpe)
-    passes = -(-n // blocks.block_q)
-    return float(b * h * (2 * n * d + 2 * n * d * passes)) * bpe
+    passes = -(-n // blocks.block_kv)
+    return float(b * h * (2 * n * d + 3 * n * d * passes)) * bpe
 
 
 def flash_attention_min_hbm_bytes(batch: int, heads: int, seq: int, head_dim: int, bytes_per_elem=2) -> float:

@@ -40,7 +40,8 @@ def quiz() -> Quiz:
             ),
             Number(
                 prompt=f"PyTorch's math path computes bf16 attention in fp32 and keeps S and P at once. On one {g.name} "
-                f"({u.fmt_bytes(g.memory_bytes)}), batch 1, 16 heads of 64: what is the longest sequence that fits?",
+                f"({u.fmt_bytes(g.memory_bytes)}), batch 1, 16 heads of 64: what is the longest sequence that fits, "
+                "by the chapter's model (S, P and the inputs, nothing else)?",
                 value=longest, unit="tokens", rel_tol=0.03,
                 why="The peak is about 2 N^2 x 4 bytes per head (S and P in fp32), plus the inputs: solve for N.",
             ),
@@ -54,12 +55,15 @@ def quiz() -> Quiz:
                 "recompute them on tensor cores.",
             ),
             Choice(
-                prompt="You pass an arbitrary boolean mask and dropout 0.1 to scaled_dot_product_attention. What is the risk?",
-                options=("None: every backend supports both", "A silent fallback to a slower backend (possibly the math path)",
-                         "An error"),
+                prompt="You pass an arbitrary boolean mask to scaled_dot_product_attention with fp16 inputs. Which backends "
+                "can serve the call, and does the dispatcher tell you which one ran?",
+                options=("All four; it warns when it skips one",
+                         "Not flash (it takes only is_causal); the dispatcher picks another without a word",
+                         "Only math; it raises an error otherwise"),
                 answer=1,
-                why="The dispatcher takes the first backend whose constraints hold, without a warning; sdpa_kernel([...]) "
-                "with the backends you accept turns a fallback into an error.",
+                why="Flash refuses an arbitrary mask; the dispatcher silently takes the first backend in its priority "
+                "order whose constraints hold (torch 2.11 on the H200 record: cuDNN). The "
+                "order is version-dependent; sdpa_kernel([...]) with the backends you accept turns a fallback into an error.",
             ),
         ),
     )
