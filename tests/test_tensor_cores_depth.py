@@ -320,6 +320,14 @@ def test_depth_accuracy_rows_recomputed_and_labelled():
     assert saved.predicted == pytest.approx(4 * 8192 * 8192 * 2 / H200_HBM)
     sp = next(r for q, r in by.items() if "2:4" in q)
     assert sp.measured == pytest.approx(1.5) and sp.predicted == pytest.approx(2.0)
+    # The loop row is "calibrated" only where simt's launch cost enters max(one GEMM, one launch):
+    # for 256 x 1536 x 2048 experts (~18 us each by the model) a launch of a few us does not.
+    cal = d.calibration()
+    loop = [r for q, r in by.items() if "one launch each" in q]
+    if cal["launch_s"]:
+        est = tc.grouped_gemm_estimate(64, 256, 1536, 2048, H200_BF16, H200_HBM, H200_SMS, launch_s=cal["launch_s"])
+        assert len(loop) == 1
+        assert loop[0].label == ("prediction" if cal["launch_s"] <= est.per_group_s else "calibrated")
     # A record without a depth part (older records) gives no rows; nor does an interpreted run.
     assert d.accuracy_rows({"results": {"catalog_gpu": "H200-SXM"}}) == []
     rec = _fake_record()
