@@ -180,6 +180,9 @@ def test_t_quantiles_match_the_tables():
              (0.99, 30): 2.750, (0.95, 100): 1.984}
     for (c, v), t in table.items():
         assert km.t_quantile(c, v) == pytest.approx(t, rel=1.5e-3), (c, v)
+    # the docstring's bounds at 3 degrees of freedom, the first not tabulated exactly: 3.182 and 5.841
+    assert km.t_quantile(0.95, 3) == pytest.approx(3.182, rel=1.5e-3)
+    assert km.t_quantile(0.99, 3) == pytest.approx(5.841, rel=8e-3)
 
 
 def test_ci_half_width_and_repeats_needed():

@@ -747,8 +747,9 @@ MAX_REPEATS = 10**7
 def t_quantile(confidence: float, dof: int) -> float:
     """Two-sided Student-t critical value t: P(-t <= T <= t) = confidence with ``dof`` degrees of freedom.
 
-    The normal quantile with the Cornish-Fisher expansion (Abramowitz and Stegun 26.7.5), within
-    0.1 % of the tables from 3 degrees of freedom; exact tabulated values below that.
+    The normal quantile with the Cornish-Fisher expansion (Abramowitz and Stegun 26.7.5): at 95 %
+    within 0.15 % of the tables from 3 degrees of freedom (0.12 % at 3), at 99 % within 0.1 % from 5
+    (0.8 % at 3); exact tabulated values below 3.
 
     Explained in :ref:`kernels` > Timing a kernel honestly.
 
