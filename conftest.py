@@ -28,8 +28,21 @@ FIRST = ("tests/test_book.py", "tests/test_jupyterlab.py::test_chapter_runs_read
          "chapters/")
 
 
+# The JupyterLab chapter runs go in JUPYTERLAB_STREAMS queues, each run one chapter at a time: with
+# every chapter at once on 2 cores (a JupyterLab, a kernel and a Chromium each), figures stopped
+# redrawing after a control moved while their tables did (a trial run with 4 at once).
+JUPYTERLAB_TEST = "tests/test_jupyterlab.py::test_chapter_runs_reads_and_reacts_in_jupyterlab["
+JUPYTERLAB_STREAMS = 2
+
+
 def scope_of(nodeid: str) -> str:
-    """The unit of work a test belongs to: its file, or the test itself in a SPREAD_FILES file."""
+    """The unit of work a test belongs to: its file, or the test itself in a SPREAD_FILES file
+    (a JupyterLab chapter run: its stream)."""
+    if nodeid.startswith(JUPYTERLAB_TEST):
+        chapter = nodeid[len(JUPYTERLAB_TEST):].rstrip("]")
+        chapters = sorted(p.stem for p in (Path(__file__).parent / "chapters").glob("*.ipynb"))
+        k = chapters.index(chapter) if chapter in chapters else 0
+        return f"{JUPYTERLAB_TEST}stream {k % JUPYTERLAB_STREAMS}]"
     path = nodeid.split("::", 1)[0]
     return nodeid if Path(path).name in SPREAD_FILES else path
 
