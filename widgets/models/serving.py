@@ -2301,9 +2301,12 @@ def split_kv_attention(batch: int, kv_heads: int, context_tokens: int, kv_bytes_
                        hbm_bytes_per_s: float, chunk_tokens: int = 1024, sm_share: float = 4.0) -> SplitKV:
     """Decode attention's time with one thread block per (sequence, KV head), and with the KV cut into chunks.
 
-    A decode attention kernel that gives each (sequence, KV head) one thread block launches
-    ``batch * kv_heads`` blocks: at batch 1 with 8 KV heads, 8 of an H200's 132 SMs stream the
-    whole cache. Flash-Decoding (split-KV) also splits each sequence's keys and values into
+    A decode attention kernel that packs each group of query heads into one block's rows and gives
+    each (sequence, KV head) one thread block (the layout of this book's decoder; kernels with one
+    block per query head launch ``kv_heads`` times the group size) launches ``batch * kv_heads``
+    blocks: at batch 1 with 8 KV heads, 8 of an H200's 132 SMs stream the whole cache. ``sm_share``
+    is an assumption, not a measurement: the chapter's H200 record implies a smaller one for the
+    kernel SDPA ran (experiment "Long context at batch 1"). Flash-Decoding (split-KV) also splits each sequence's keys and values into
     ``ceil(context / chunk_tokens)`` chunks, computes a partial softmax per chunk and combines them
     (a small second step, left out here). The model: each busy SM streams at most
     ``sm_share * hbm_bytes_per_s / sms`` (an SM can pull a few times its equal share, not all of
