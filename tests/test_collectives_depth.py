@@ -26,7 +26,6 @@ Sources
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import pytest
@@ -195,7 +194,7 @@ def test_nccl_model_choice_orders_protocols_by_size():
     assert [p for _, _, p in sw] == ["LL", "LL128", "Simple"] and all(a == "ring" for _, a, _ in sw)
     sizes = [s for s, _, _ in sw]
     assert sizes == sorted(sizes) and sizes[0] == 1.0
-    for s, a, p in sw[1:]:  # each switch point is exact to one byte
+    for s, _a, p in sw[1:]:  # each switch point is exact to one byte
         assert cm.nccl_model_choice("all_reduce", s, 8, 370.8e9).protocol == p
         assert cm.nccl_model_choice("all_reduce", s - 1, 8, 370.8e9).protocol != p
     # 2 ranks: 2 steps, so Simple's extra per-step latency costs little and LL128 never wins

@@ -53,7 +53,7 @@ def quiz() -> Quiz:
             ),
             Number(
                 prompt=f"Data parallelism across many nodes of {g.name}s, each node with eight 400 Gb/s adapters "
-                f"({u.fmt_bytes_per_s(cm.roofline_link_bytes_per_s(g, 'network'))} per node: also the bus bandwidth each GPU sees in a ring "
+                f"({u.fmt_bytes_per_s(cm.roofline_link_bytes_per_s(g, 'network'))} per node: also the busbw each GPU sees in a ring "
                 "over all eight rails): above how many tokens "
                 "per GPU does the backward pass's compute (dense bf16 peak) outlast the gradient all-reduce?",
                 value=crit, unit="tokens", rel_tol=0.03,

@@ -687,7 +687,8 @@ def _roofline_traces(gpu: str, scope: str, d_model: int, d_ff: int, tp_ranks=Non
         go.Scatter(x=xs, y=[1, 1], mode="lines", name="communication = computation", line=dict(color="#888", dash="dot")),
         go.Scatter(x=xs, y=ratios("data", r), mode="lines", name="data parallel and FSDP", line=dict(color=COLORS[0], width=3)),
         go.Scatter(x=xs, y=ratios("tensor", tp_ranks), mode="lines", name="tensor parallel", line=dict(color=COLORS[1], width=3)),
-        go.Scatter(x=xs, y=ratios("pipeline", 1, _send_link(gpu, scope)), mode="lines", name="pipeline, 1 layer per stage", line=dict(color=COLORS[2], width=3)),
+        go.Scatter(x=xs, y=ratios("pipeline", 1, _send_link(gpu, scope)), mode="lines", name="pipeline, 1 layer per stage",
+                   line=dict(color=COLORS[2], width=3)),
         go.Scatter(x=[crit], y=[1], mode="markers", name="critical batch", marker=dict(color=COLORS[3], size=11, symbol="x")),
     ]  # fmt: skip
 
