@@ -3,7 +3,8 @@ opens every page of the book from a local web server, as a reader would at 1400x
 390x844 phone.
 
 Checked on each page: launch buttons (Colab URL of this chapter's notebook); both sidebars open
-and close on a phone; no build-machine output ("No GPU here", a "this device" column, `FAIL:`) and
+and close on a phone; no build-machine output ("No GPU here", a "this device" column, `FAIL:`, "CPU (x86_64)",
+"on this machine:") and
 no Python repr; every static calculator has two or more controls and each one changes the figure;
 every "Guess first" is followed by an answer hidden until clicked; plots follow dark mode; the
 weight budget; zero console errors and warnings; no request leaves the machine.
@@ -208,6 +209,8 @@ TEXTS = """() => {
   return {prose: prose.join(' '), outputs: outputs.join(' '), heads: heads};
 }"""
 
+BUILD_MACHINE = (re.compile(r"\bCPU \((?:x86_64|aarch64|arm64|i[3-6]86|[A-Za-z0-9_ ]*Intel[^)]*|[A-Za-z0-9_ ]*AMD[^)]*)\)"),
+                 re.compile(r"on this machine:", re.I))
 REPRS = [
     (re.compile(r"\{'"), "a dict repr ({'...)"),
     (re.compile(r"<[\w.]+ object at 0x[0-9a-f]+>"), "an object repr (<... object at 0x...>)"),
@@ -235,6 +238,10 @@ def test_no_build_machine_output_and_no_reprs(server, browser, path):
     if "FAIL:" in everything:
         i = everything.index("FAIL:")
         problems.append(f"prints FAIL: ...{everything[i : i + 80]!r}")
+    for rx in BUILD_MACHINE:  # harness.device_name() on a CPU, or a live cell's "here" banner
+        m = rx.search(everything)
+        if m:
+            problems.append(f"prints the build machine's run: ...{everything[max(0, m.start() - 40) : m.end() + 40]!r}")
     for rx, what in REPRS:
         m = rx.search(t["outputs"])
         if m:
