@@ -54,6 +54,10 @@ def _record_gpu(ladder) -> str | None:
 # --------------------------------------------------------------------------------------------
 # 1. The ladder
 # --------------------------------------------------------------------------------------------
+# the model's ceiling names (km.predict) in words a reader can parse
+LIMITER_WORDS = {"fp32": "fp32-lane-bound", "issue": "issue-bound", "l1_smem": "shared-memory-bound", "hbm": "HBM-bound"}
+
+
 def _ladder_frame(gpu: str, size: int, ladder):
     reason = why_not(gpu)
     if reason:
@@ -63,7 +67,7 @@ def _ladder_frame(gpu: str, size: int, ladder):
         return [bars, dots], f"{gpu}: {size}^3 fp32", reason
     preds = [predict(gpu, r, size, size, size) for r in km.RUNGS]
     y = [p.predicted_flop_per_s / 1e9 for p in preds]
-    hover = [f"{km.RUNG_TITLES[p.rung]}: {v:,.0f} GFLOP/s, limited by {p.limiter}, {plural(p.occupancy.warps_per_sm, 'warp')}/SM"
+    hover = [f"{km.RUNG_TITLES[p.rung]}: {v:,.0f} GFLOP/s, {LIMITER_WORDS.get(p.limiter, p.limiter)}, {plural(p.occupancy.warps_per_sm, 'warp')}/SM"
              for p, v in zip(preds, y)]
     bars = go.Bar(x=RUNG_LABELS, y=y, marker_color=series_color(0), name="model (prediction)", hovertext=hover, hoverinfo="text")
     here = _record_gpu(ladder) == gpu and _record_size(ladder) == (size, size, size)
@@ -72,7 +76,7 @@ def _ladder_frame(gpu: str, size: int, ladder):
                       marker=dict(color=MEASURED_COLOR, size=11, symbol="diamond"),
                       hovertemplate="measured %{y:,.0f} GFLOP/s<extra></extra>")
     best = preds[-1]
-    readout = f"warp tiling: {best.predicted_flop_per_s / 1e12:.3g} TFLOP/s predicted ({best.limiter})"
+    readout = f"warp tiling: {best.predicted_flop_per_s / 1e12:.3g} TFLOP/s predicted ({LIMITER_WORDS.get(best.limiter, best.limiter)})"
     if here and meas[-1]:
         readout += f"; measured {meas[-1] / 1e3:.3g} TFLOP/s"
     return [bars, dots], f"{gpu}: {size}^3 fp32", readout
