@@ -58,6 +58,7 @@ RESULT_CLASSES = {
     "PipelineStages", "TileHierarchy", "EpilogueEstimate", "GroupedGemmEstimate",
     "RingTransfer", "DataParallelStep", "HierarchicalAllReduce", "CrossNodeAllReduce", "LayerRoofline", "NcclChoice",
     "CapacityPlan", "DecodeStep", "Latency", "MemoryBudget",
+    "FrontierPoint", "KVWaste", "MoEDeployment", "PrefixCache", "SplitKV",
     "StateBytes", "TrainingBudget", "Rung",
     "FlashBlocks", "OnlineSoftmaxStep",
     "Tiling", "RungCost", "LadderPrediction", "TileSummary",

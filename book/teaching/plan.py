@@ -380,45 +380,61 @@ def half_day() -> dict:
 
 
 def two_day() -> dict:
-    """Every chapter in book order, packed into two days; all exercises if they fit, else half (the rest as homework),
-    down to one per chapter; if even that does not fit, the quizzes go home too, then every exercise.
+    """The chapters in book order, packed into two days; all exercises if they fit, else half (the rest as homework),
+    down to one per chapter; if even that does not fit, the quizzes go home too, then every exercise; if the
+    chapters still outgrow two days, the last chapters in the book's order are left for later (named in the closing
+    row, as in :func:`taster`), each dropped chapter giving the others back their exercises first.
 
     A day holds ``DAY_BUDGET_MIN`` with its breaks (and the first day the set-up check); a chapter that does not fit
     in what is left of a day goes on the next morning (at a section boundary: its rows are marked "continued"),
     with at least ``MIN_SPLIT_MIN`` on each side (with less room left, it starts the next day)."""
     # all exercises, half, ..., one per chapter in class (the rest as homework); then the quizzes as homework too; then
-    # every exercise as homework
+    # every exercise as homework; then one chapter fewer, from all exercises again
     attempts = [(share, True) for share in (1, 2, 3, 4, 6, 12)] + [(12, False), (None, False)]
-    for share, quiz in attempts:
-        blocks = []
-        for c in CHAPTERS:
-            n = chapter_minutes(c)["exercises"]
-            k = 0 if share is None else max(1, math.ceil(n / share))
-            what = ("exercises as homework" if k == 0 else f"{k} exercises" if k == n else
-                    f"{k} of {n} exercises (the rest as homework)") + (", quiz" if quiz else ", quiz as homework")
-            blocks.append([chapter_title(c), what, _full_chapter_min(c, k, quiz=quiz)])
-        blocks.append(["Closing: the room's measurements side by side", "--merge table and plot", MERGE_MIN])
-        setup = ["Set-up check: everyone runs the first cells", "", SETUP_MIN]
-        breaks = [BREAKS_ROW, "at section boundaries", DAY_BREAKS_MIN]
-        days, day = [], [setup, breaks]
-        for title, what, minutes in blocks:
-            left, part = minutes, 0
-            while left > 0:
-                room = DAY_BUDGET_MIN - sum(x[2] for x in day)
-                take = left if left <= room else min(room, left - MIN_SPLIT_MIN)  # leave tomorrow no sliver either
-                if take < MIN_SPLIT_MIN and take < left:
-                    days.append(day)  # too little room to start here: a new day
-                    day = [breaks]
-                    continue
-                day.append([title if part == 0 else f"{title} (continued)", what, take])
-                left, part = left - take, part + 1
-        days.append(day)
-        totals = [sum(b[2] for b in d) for d in days]
-        if len(days) <= 2 and max(totals) <= DAY_BUDGET_MIN:
-            break
+    for n in range(len(CHAPTERS), 0, -1):
+        for share, quiz in attempts:
+            days, totals = _pack_days(CHAPTERS[:n], share, quiz)
+            if len(days) <= 2 and max(totals) <= DAY_BUDGET_MIN:
+                break
+        else:
+            continue
+        break
     rows = [[f"day {i}", *b] for i, d in enumerate(days, 1) for b in d]
     return {"rows": rows, "totals": totals, "budget": DAY_BUDGET_MIN,
-            "fits": len(days) <= 2 and max(totals) <= DAY_BUDGET_MIN}  # fmt: skip
+            "fits": len(days) <= 2 and max(totals) <= DAY_BUDGET_MIN,
+            "left_for_later": list(CHAPTERS[n:])}  # fmt: skip
+
+
+def _pack_days(chapters, share, quiz: bool):
+    """``chapters`` with ``1/share`` of their exercises in class (``None``: none) and the quiz or not, packed
+    into days: (days as lists of ``[block, content, minutes]``, minutes per day)."""
+    blocks = []
+    for c in chapters:
+        n = chapter_minutes(c)["exercises"]
+        k = 0 if share is None else max(1, math.ceil(n / share))
+        what = ("exercises as homework" if k == 0 else f"{k} exercises" if k == n else
+                f"{k} of {n} exercises (the rest as homework)") + (", quiz" if quiz else ", quiz as homework")
+        blocks.append([chapter_title(c), what, _full_chapter_min(c, k, quiz=quiz)])
+    later = [chapter_title(c) for c in CHAPTERS if c not in chapters]
+    blocks.append(["Closing: the room's measurements side by side",
+                   "merge the room's table and plot (widgets.measure --merge)"
+                   + (f"; left for later: {'; '.join(later)}" if later else ""), MERGE_MIN])
+    setup = ["Set-up check: everyone runs the first cells", "", SETUP_MIN]
+    breaks = [BREAKS_ROW, "at section boundaries", DAY_BREAKS_MIN]
+    days, day = [], [setup, breaks]
+    for title, what, minutes in blocks:
+        left, part = minutes, 0
+        while left > 0:
+            room = DAY_BUDGET_MIN - sum(x[2] for x in day)
+            take = left if left <= room else min(room, left - MIN_SPLIT_MIN)  # leave tomorrow no sliver either
+            if take < MIN_SPLIT_MIN and take < left:
+                days.append(day)  # too little room to start here: a new day
+                day = [breaks]
+                continue
+            day.append([title if part == 0 else f"{title} (continued)", what, take])
+            left, part = left - take, part + 1
+    days.append(day)
+    return days, [sum(b[2] for b in d) for d in days]
 
 
 # ---------------------------------------------------------------------------------------------

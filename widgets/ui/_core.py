@@ -825,11 +825,22 @@ def live_form(
     figures: list[go.FigureWidget] = []
 
     def put_figures(figs: list[go.Figure]) -> None:
+        fresh = set()
         while len(figures) < len(figs):
-            figures.append(go.FigureWidget())
+            # A new FigureWidget is made WITH its figure, so its first state travels in the widget's
+            # opening message. Filled after creation, it sent the traces as update messages before
+            # JupyterLab had a view for it; on a busy machine the view then stayed blank and never
+            # followed a control (seen in JupyterLab with several notebooks running at once).
+            first = go.Figure(figs[len(figures)])
+            _readout_into_title(first)  # works on a Figure too: the widget opens with its final title
+            fw = go.FigureWidget(first)
+            fresh.add(id(fw))
+            figures.append(fw)
         if len(figures) > len(figs):
             del figures[len(figs):]
         for fw, style in zip(figures, figs):
+            if id(fw) in fresh:
+                continue
             with fw.batch_update():
                 if len(fw.data) != len(style.data) or any(a.type != b.type for a, b in zip(fw.data, style.data)):
                     fw.data = ()
