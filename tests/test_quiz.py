@@ -351,9 +351,9 @@ def test_pages_without_a_quiz_do_not_load_its_script():
 def test_quiz_does_not_hand_out_exercise_answers():
     """The learner edition removes the solutions; the quiz must not put them back (instructor review, issue 15, #12).
     The exercises' answers are recomputed here from the models with the exercises' own inputs."""
+    from widgets.models import kernels as km
     from widgets.models import llms
     from widgets.models import memory_hierarchy as mh
-    from widgets.models import kernels as km
     from widgets.models import training_memory as tm
 
     taken = {

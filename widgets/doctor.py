@@ -581,7 +581,8 @@ def _training_memory(m: Machine, cap: dict):
     elif shape != full:
         scaled.append(f"the GPT cut to {shape['layers']} of its {full['layers']} layers at {shape['seq']} tokens to fit {_gib(have)}")
     if m.nvidia and not cap["bf16_tc"]:
-        scaled.append(f"the model trains in fp16 with a loss scaler (torch.amp.GradScaler), not bf16 (bf16 tensor cores need sm_80; this GPU is {m.arch})")
+        scaled.append(f"the model trains in fp16 with a loss scaler (torch.amp.GradScaler), not bf16 "
+                      f"(bf16 tensor cores need sm_80; this GPU is {m.arch})")
     return scaled, needs, caveats
 
 

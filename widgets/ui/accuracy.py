@@ -48,7 +48,8 @@ def _with_unit(v: float, unit: str) -> str:
     return f"{v:,.4g} {unit}" if abs(v) < 1e6 else f"{v:.4g} {unit}"
 
 
-TOPIC_SHORT = {"memory_hierarchy": "mem", "simt": "simt", "tensor_cores": "tc", "collectives": "coll", "training_memory": "train", "serving": "serve", "attention": "attn"}
+TOPIC_SHORT = {"memory_hierarchy": "mem", "simt": "simt", "tensor_cores": "tc", "kernels": "kern", "collectives": "coll",
+               "training_memory": "train", "serving": "serve", "attention": "attn"}
 LABEL_CHARS = 26  # a tick label that leaves a phone-wide plot room for its data
 
 
