@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 from ..hardware import get_gpu, gpu_names
 from ..models import attention as am
 from ..units import GiB, KiB, fmt_bytes, fmt_time
-from ._core import grid_figure, html_table, live_form, series_color, style_figure, table_html
+from ._core import grid_figure, html_table, live_form, plural, series_color, style_figure, table_html
 from ._core import verdict as _verdict
 
 GPUS = tuple(gpu_names())
@@ -31,8 +31,10 @@ def _dtype16(g) -> str:
 # --------------------------------------------------------------------------------------------
 # 1. HBM traffic and time: standard against flash
 # --------------------------------------------------------------------------------------------
-IO_SETTINGS = ((128, 228), (128, 128), (128, 64), (64, 228), (256, 228))  # (head size, on-chip KiB); the H200's SM first;
-# (128, 64) and (256, 228) have M < 3 d^2, where Theorem 2's bound exceeds standard attention's bytes (said in the chapter)
+IO_SETTINGS = ((128, 1), (128, 2), (128, 4), (64, 1), (256, 1))  # (head size, divisor of the chosen GPU's shared memory
+# per SM): all of it, half, a quarter, so no GPU is offered more on-chip memory than its SM has (catalog smem_per_sm_bytes);
+# (128, 4) and (256, 1) have M < 3 d^2 on every catalog GPU, where Theorem 2's bound exceeds standard attention's bytes
+_SHARE = {1: "all", 2: "half", 4: "a quarter"}
 
 
 def io_point(gpu: str, seq: int, head_dim: int, sram_bytes: float, batch: int = 1, heads: int = 32) -> dict:
@@ -78,20 +80,22 @@ def _io_layout() -> dict:
 
 def io_figure(gpus=GPUS, settings=IO_SETTINGS, seqs=SEQS) -> go.Figure:
     """Static: HBM bytes of one attention forward (batch 1, 32 heads, 16-bit) against N. The
-    dropdown picks the GPU, the slider the head size and the on-chip memory per thread block; the
+    dropdown picks the GPU, the slider the head size and the on-chip memory per thread block (all,
+    half or a quarter of that GPU's shared memory per SM); the
     readout gives the roofline times at N = 16,384 on that GPU."""
     gpus = list(gpus)
     read = READ_SEQ if READ_SEQ in seqs else seqs[-1]
 
     def frame(gpu, st):
-        d, kib = st
-        traces, _pts = _io_traces(gpu, d, kib * KiB, seqs)
-        p = io_point(gpu, read, d, kib * KiB)
-        title = f"{p['gpu']}, d = {d}, {kib} KiB on chip (SM: {p['smem_per_sm_bytes'] // KiB} KiB)"
+        d, div = st
+        sram = get_gpu(gpu).smem_per_sm_bytes // div
+        traces, _pts = _io_traces(gpu, d, sram, seqs)
+        p = io_point(gpu, read, d, sram)
+        title = f"{p['gpu']}, d = {d}, {fmt_bytes(sram)} on chip ({_SHARE.get(div, f'1/{div}')} of its SM's {fmt_bytes(p['smem_per_sm_bytes'])})"
         return traces, title, io_readout(p, read)
 
     return grid_figure(
-        slider=("head size, on-chip memory", list(settings), lambda st: f"d {st[0]}, {st[1]} KiB"),
+        slider=("head size, share of the SM's shared memory", list(settings), lambda st: f"d {st[0]}, {_SHARE.get(st[1], f'1/{st[1]}')}"),
         choices=("GPU", gpus, str),
         frame=frame, layout=_io_layout(), active=(gpus.index("H200-SXM") if "H200-SXM" in gpus else 0, 0), height=420,
     )
@@ -171,13 +175,14 @@ def _stepper_traces(x, v, block, step):
     seen = st["seen"]
     cur_lo = (st["step"] - 1) * block  # the block just processed starts here (0-based)
     colors = [series_color(1) if i >= cur_lo else series_color(0) for i in range(seen)]
-    seen_bar = go.Bar(x=idx[:seen] + idx[seen:], y=st["estimate"] + [0.0] * (len(x) - seen), name="weight so far, exp(x - m) / l",
+    seen_bar = go.Bar(x=idx[:seen] + idx[seen:], y=st["estimate"] + [0.0] * (len(x) - seen), name="weight so far, exp(x - m) / l (earlier blocks)",
                       marker_color=colors + [series_color(0)] * (len(x) - seen),
                       hovertemplate="element %{x}: %{y:.3f}<extra></extra>")
     final = go.Scatter(x=idx, y=st["final"], mode="markers", name="softmax of the whole row",
                        marker=dict(symbol="line-ew-open", size=14, color="#444444", line=dict(width=3)),
                        hovertemplate="element %{x}: %{y:.3f}<extra></extra>")
-    return [seen_bar, final], st
+    current = go.Bar(x=[None], y=[None], name="the block just processed", marker_color=series_color(1), hoverinfo="skip")  # legend key
+    return [seen_bar, final, current], st
 
 
 def stepper_readout(st: dict) -> str:
@@ -202,7 +207,9 @@ def stepper_figure(blocks=STEPPER_BLOCKS) -> go.Figure:
     def frame(c, k):
         x, v = rows[c[0]]
         traces, st = _stepper_traces(x, v, c[1], k)
-        return traces, f"{c[0]}, blocks of {c[1]}", stepper_readout(st)
+        clamp = (f"slider at {k}, but this row has only {plural(st['blocks'], 'block')} of {c[1]}: showing the last. "
+                 if k > st["blocks"] else "")
+        return traces, f"{c[0]}, blocks of {c[1]} ({plural(st['blocks'], 'block')})", clamp + stepper_readout(st)
 
     return grid_figure(slider=("block", steps, str), choices=("row, block size", choices, lambda c: f"{c[0]}, blocks of {c[1]}"),
                        frame=frame, layout=_stepper_layout(), active=(choices.index(("a late spike", 4)), 0), height=440)
