@@ -383,3 +383,19 @@ def test_exercise_checks_accept_the_answer_and_reject_near_misses():
     assert not ui.check_paged_batch_gain(8.0)
     assert not ui.check_paged_batch_gain(7.5)
     assert not ui.check_paged_batch_gain(math.nan)
+
+
+@pytest.mark.parametrize("v", [1.05, 1.25, 3.0])
+def test_no_speculation_is_plain_decoding_and_never_loses(v):
+    """Reader review r4 #2b: with a = 0.05, c = 0.05 and v > 1, k = 1 is a slowdown (hand: (1 + 0.05) /
+    (0.05 + 1.05) = 0.955 at v = 1.05; 1.05 / 3.05 = 0.344 at v = 3). k = 0 is plain decoding, speed-up
+    exactly 1 (no verification pass over extra tokens), so the best k must be 0 at 1.0, not k = 1 because
+    k = 0 was scored 1 / v."""
+    from widgets.ui import serving as ui_serving
+
+    assert sv.speculative_speedup(0.05, 0, 0.05, v) == 1.0
+    assert sv.speculative_speedup(0.05, 1, 0.05, v) == pytest.approx(1.05 / (0.05 + v))
+    assert sv.speculative_best_draft_tokens(0.05, 0.05, v) == (0, 1.0)
+    assert "no draft length beats plain decoding" in ui_serving.speculative_readout(0.05, 0.05, v)
+    fr = ui_serving._speculative_frame(0.05, 0.05, v, 8)[0]
+    assert fr[0].y[0] == 1.0 and max(fr[0].y) == 1.0 and tuple(fr[2].x) == (0,)

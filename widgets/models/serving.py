@@ -1550,7 +1550,9 @@ def speculative_speedup(acceptance_rate: float, draft_tokens: int, draft_cost_ra
     :func:`speculative_expected_tokens` tokens. With ``v = 1`` (verifying ``k + 1`` tokens costs
     what one decode step costs: the step is memory-bound and reads the weights once either way)
     this is Leviathan et al.'s Theorem 3.8, ``(1 - a^(k+1)) / ((1 - a)(k c + 1))``. A measured ``v``
-    above 1 (the extra tokens' FLOP and attention) lowers it.
+    above 1 (the extra tokens' FLOP and attention) lowers it. ``k = 0`` is plain decoding itself: no
+    draft and no verification pass over extra tokens, so its speed-up is exactly 1 whatever ``v``
+    (``v`` prices the wider pass of ``k >= 1``).
 
     Explained in :ref:`serving` > Speculative decoding and multi-token prediction.
 
@@ -1563,12 +1565,13 @@ def speculative_speedup(acceptance_rate: float, draft_tokens: int, draft_cost_ra
     draft_cost_ratio : float
         Time of one draft step over one target decode step, ``c`` [-], >= 0.
     verify_cost_ratio : float, optional
-        Time of the target's pass over ``k + 1`` tokens over one target decode step, ``v`` [-], > 0.
+        Time of the target's pass over ``k + 1`` tokens over one target decode step, ``v`` [-], > 0
+        (not used at ``k = 0``, which is plain decoding).
 
     Returns
     -------
     float
-        Tokens per unit time with speculation over tokens per unit time without [-].
+        Tokens per unit time with speculation over tokens per unit time without [-]; 1 at ``k = 0``.
 
     Raises
     ------
@@ -1581,10 +1584,14 @@ def speculative_speedup(acceptance_rate: float, draft_tokens: int, draft_cost_ra
 
     >>> round(speculative_speedup(0.8, 1, 0.05), 4), round((1 + 0.8) / (1 + 0.05), 4)
     (1.7143, 1.7143)
+    >>> speculative_speedup(0.05, 0, 0.05, 3.0)  # k = 0: plain decoding, whatever v
+    1.0
     """
     e = speculative_expected_tokens(acceptance_rate, draft_tokens)
     c = _quantity("draft_cost_ratio", draft_cost_ratio)
     v = _quantity("verify_cost_ratio", verify_cost_ratio, zero=False)
+    if draft_tokens == 0:  # plain decoding: one ordinary decode step per token, the baseline itself
+        return 1.0
     return _check.finite_result("speed-up", e / (draft_tokens * c + v), acceptance_rate=acceptance_rate, draft_tokens=draft_tokens,
                                 draft_cost_ratio=draft_cost_ratio, verify_cost_ratio=verify_cost_ratio)
 
@@ -1593,9 +1600,9 @@ def speculative_best_draft_tokens(acceptance_rate: float, draft_cost_ratio: floa
                                   max_draft_tokens: int = 16) -> tuple:
     """The draft length ``k`` in ``0..max_draft_tokens`` with the largest :func:`speculative_speedup`, and that speed-up.
 
-    ``k = 0`` (no speculation, speed-up ``1 / v``) wins when the draft is too slow or too often
-    wrong: Leviathan et al.'s Corollary 3.9 says some ``k`` helps whenever ``a > c`` (at ``v = 1``).
-    Ties go to the shorter draft.
+    ``k = 0`` (no speculation: plain decoding, speed-up exactly 1) wins when the draft is too slow,
+    too often wrong or its verification too costly: Leviathan et al.'s Corollary 3.9 says some ``k``
+    helps whenever ``a > c`` (at ``v = 1``); with ``v > 1`` it takes more. Ties go to the shorter draft.
 
     Explained in :ref:`serving` > Speculative decoding and multi-token prediction.
 
@@ -1627,6 +1634,8 @@ def speculative_best_draft_tokens(acceptance_rate: float, draft_cost_ratio: floa
     >>> k, s = speculative_best_draft_tokens(0.8, 0.05)
     >>> k, round(s, 2)
     (8, 3.09)
+    >>> speculative_best_draft_tokens(0.05, 0.05, 1.05)  # nothing beats plain decoding
+    (0, 1.0)
     """
     _acceptance(acceptance_rate)
     _quantity("draft_cost_ratio", draft_cost_ratio)

@@ -759,7 +759,8 @@ def speculative_readout(a: float, c: float, v: float = 1.0, max_k: int = SPEC_MA
     """The best draft length and its speed-up, and the expected tokens per step there."""
     k, s = sv.speculative_best_draft_tokens(a, c, v, max_k)
     if k == 0:
-        return f"a = {a:g}, c = {c:g}: no draft length helps (a must exceed c); decode plainly"
+        return (f"a = {a:g}, c = {c:g}, v = {v:g}: no draft length beats plain decoding (1.00x; it takes a > c at v = 1, "
+                f"more when v > 1); decode plainly")
     e = sv.speculative_expected_tokens(a, k)
     out = f"a = {a:g}, c = {c:g}: best k = {k}, {e:.2f} tokens per target pass, speed-up {s:.2f}x"
     if k == max_k:
