@@ -23,6 +23,8 @@ from ._core import grid_figure, html_table, live_form, percent, plural, series_c
 from ._core import verdict as _verdict
 
 RUNG_LABELS = [km.RUNG_TITLES[r] for r in km.RUNGS]
+# the ladder chart's y labels: horizontal bars, long rung names on two lines (no rotated x labels over the legend)
+RUNG_TICKS = [t.replace(" ", "<br>", 1) if len(t) > 12 else t for t in RUNG_LABELS]
 LADDER_SIZES = (512, 1024, 2048, 4096, 8192)
 LADDER_GPUS = tuple(gpu_names())  # every catalog GPU; one the model cannot describe says why in its frames
 MEASURED_COLOR = "#D55E00"
@@ -61,20 +63,22 @@ LIMITER_WORDS = {"fp32": "fp32-lane-bound", "issue": "issue-bound", "l1_smem": "
 def _ladder_frame(gpu: str, size: int, ladder):
     reason = why_not(gpu)
     if reason:
-        bars = go.Bar(x=RUNG_LABELS, y=[0] * len(RUNG_LABELS), marker_color=series_color(0), name="model", showlegend=True)
-        dots = go.Scatter(x=RUNG_LABELS, y=[None] * len(RUNG_LABELS), mode="markers", name="H200 record", showlegend=True,
+        bars = go.Bar(y=RUNG_TICKS, x=[0] * len(RUNG_TICKS), orientation="h", marker_color=series_color(0), name="model",
+                      showlegend=True)
+        dots = go.Scatter(y=RUNG_TICKS, x=[None] * len(RUNG_TICKS), mode="markers", name="H200 record", showlegend=True,
                           marker=dict(color=MEASURED_COLOR, size=11, symbol="diamond"))
         return [bars, dots], f"{gpu}: {size}^3 fp32", reason
     preds = [predict(gpu, r, size, size, size) for r in km.RUNGS]
     y = [p.predicted_flop_per_s / 1e9 for p in preds]
     hover = [f"{km.RUNG_TITLES[p.rung]}: {v:,.0f} GFLOP/s, {LIMITER_WORDS.get(p.limiter, p.limiter)}, {plural(p.occupancy.warps_per_sm, 'warp')}/SM"
              for p, v in zip(preds, y)]
-    bars = go.Bar(x=RUNG_LABELS, y=y, marker_color=series_color(0), name="model (prediction)", hovertext=hover, hoverinfo="text")
+    bars = go.Bar(y=RUNG_TICKS, x=y, orientation="h", marker_color=series_color(0), name="model (prediction)", hovertext=hover,
+                  hoverinfo="text")
     here = _record_gpu(ladder) == gpu and _record_size(ladder) == (size, size, size)
     meas = [_measured_gflops(ladder, r) if here else None for r in km.RUNGS]
-    dots = go.Scatter(x=RUNG_LABELS, y=meas, mode="markers", name=f"{gpu} record" if here else "record (H200, 4096^3 only)",
+    dots = go.Scatter(y=RUNG_TICKS, x=meas, mode="markers", name=f"{gpu} record" if here else "record (H200, 4096^3 only)",
                       marker=dict(color=MEASURED_COLOR, size=11, symbol="diamond"),
-                      hovertemplate="measured %{y:,.0f} GFLOP/s<extra></extra>")
+                      hovertemplate="measured %{x:,.0f} GFLOP/s<extra></extra>")
     best = preds[-1]
     readout = f"warp tiling: {best.predicted_flop_per_s / 1e12:.3g} TFLOP/s predicted ({LIMITER_WORDS.get(best.limiter, best.limiter)})"
     if here and meas[-1]:
@@ -93,8 +97,9 @@ def ladder_figure(gpus=LADDER_GPUS, sizes=LADDER_SIZES, ladder=None) -> go.Figur
         slider=("matrix size", sizes, lambda s: f"{s}"),
         choices=("GPU", gpus, lambda g: g),
         frame=lambda g, s: _ladder_frame(g, s, ladder),
-        layout=dict(yaxis=dict(title="GFLOP/s", type="log"), xaxis=dict(title="rung", tickangle=-30)),
-        active=(active_gpu, active_size), height=480,
+        layout=dict(xaxis=dict(title="GFLOP/s", type="log"),
+                    yaxis=dict(categoryorder="array", categoryarray=RUNG_TICKS, autorange="reversed")),
+        active=(active_gpu, active_size), height=520,
     )
 
 
@@ -136,17 +141,21 @@ BLOCK_TILES = ((64, 64, 8), (128, 64, 8), (128, 128, 8), (128, 128, 16), (256, 1
 THREAD_TILES = ((4, 4), (8, 4), (8, 8), (16, 8))
 
 
+TILE_LEVELS = ("block tile", "thread tile")  # short y labels (a phone): L2/HBM -> shared, shared -> registers (in the hover)
+
+
 def _tile_frame(block, thread, arch="sm_90"):
     bm, bn, bk = block
     tm, tn = thread
-    levels = ["L2/HBM -> shared (block tile)", "shared -> registers (thread tile)"]
+    levels = list(TILE_LEVELS)
     try:
         t = km.tile_summary("vectorized", arch, bm=bm, bn=bn, bk=bk, tm=tm, tn=tn)
     except ValueError as exc:
         bar = go.Bar(x=[0, 0], y=levels, orientation="h", marker_color=series_color(1), name="FLOP per byte", showlegend=False)
         return [bar], f"{bm} x {bn} x {bk}, thread {tm} x {tn}", str(exc)
     bar = go.Bar(x=[t.global_flop_per_byte, t.smem_flop_per_byte], y=levels, orientation="h", marker_color=series_color(1),
-                 name="FLOP per byte", showlegend=False, hovertemplate="%{y}: %{x:.3g} FLOP/B<extra></extra>")
+                 name="FLOP per byte", showlegend=False, customdata=["L2/HBM -> shared", "shared -> registers"],
+                 hovertemplate="%{y} (%{customdata}): %{x:.3g} FLOP/B<extra></extra>")
     o = t.occupancy
     readout = (f"{t.tiling.threads} threads, {t.smem_bytes_per_block / 1024:.3g} KiB shared, ~{t.regs_per_thread} registers: "
                f"{plural(o.blocks_per_sm, 'block')}/SM, occupancy {percent(o.occupancy)} ({o.limiter})")
@@ -159,7 +168,8 @@ def tile_figure(blocks=BLOCK_TILES, threads=THREAD_TILES, arch: str = "sm_90") -
         slider=("thread tile", list(threads), lambda t: f"{t[0]}x{t[1]}"),
         choices=("block tile", list(blocks), lambda b: f"{b[0]} x {b[1]}, BK {b[2]}"),
         frame=lambda b, t: _tile_frame(b, t, arch),
-        layout=dict(xaxis=dict(title="FLOP per byte moved", rangemode="tozero"), yaxis=dict(autorange="reversed")),
+        layout=dict(xaxis=dict(title="FLOP per byte moved", rangemode="tozero"),
+                    yaxis=dict(categoryorder="array", categoryarray=list(TILE_LEVELS), autorange="reversed")),
         active=(2, 2), height=380,
     )
 
