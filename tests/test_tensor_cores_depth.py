@@ -349,6 +349,30 @@ def test_tile_figure_offers_every_gpu_and_says_why_not():
     assert "NVIDIA SMs" in fig.layout.title.subtitle.text
 
 
+def test_tile_calculator_uses_a_measured_l2_only_for_the_gpu_it_was_measured_on(monkeypatch):
+    """Reader review r4 #2: the H200 record's L2 bandwidth was applied to every GPU and labelled
+    "measured". It must count for H200-SXM only; another GPU shows no L2 level (and no "measured"),
+    and a value the reader types is labelled as theirs."""
+    import re
+
+    from widgets.ui import tensor_cores as ui
+
+    monkeypatch.delenv("GPUBOOK_BUILD", raising=False)
+    form = ui.tile_calculator({"H200-SXM": 8.0e12})
+    text = lambda: re.sub(r"<[^>]+>", " ", form.output.value)  # noqa: E731
+    # H200-SXM bf16, 128 x 256 x 64 tile: 85 FLOP/B x 8 TB/s binds (as in test_tile_hierarchy_levels_and_resources)
+    assert "measured on H200-SXM" in text() and "L2-bound" in text()
+    for gpu in ("A100-SXM-80GB", "B200"):
+        form.controls["gpu"].value = gpu
+        assert "no L2 figure for this GPU" in text() and "measured on" not in text() and "L2 allows" not in text()
+        assert "L2-bound" not in text()
+    form.controls["l2_tb_per_s"].value = 5.0
+    assert "you entered" in text() and "measured on" not in text() and "L2 allows" in text()
+    form.controls["l2_tb_per_s"].value = 0.0
+    form.controls["gpu"].value = "H200-SXM"
+    assert "measured on H200-SXM" in text()
+
+
 def test_exercise_checks_accept_the_model_and_reject_the_usual_mistakes(capsys):
     from widgets.ui import tensor_cores as ui
 

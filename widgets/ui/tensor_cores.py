@@ -622,12 +622,16 @@ def tile_hierarchy_for(gpu: str, dtype: str, cfg, l2_bytes_per_s: dict | None = 
     return tc.tile_hierarchy(g, dtype, bm, bn, bk, wm, wn, st, w, m=n, n=n, k=n, l2_bytes_per_s=l2)
 
 
-def tile_rows(h: tc.TileHierarchy) -> list[tuple[str, str]]:
+def tile_rows(h: tc.TileHierarchy, l2_source: str = "") -> list[tuple[str, str]]:
+    """The live form's table. ``l2_source`` says where the L2 bandwidth came from (e.g. "measured on
+    H200-SXM", "you entered"); with no L2 bandwidth the table says there is none for this GPU."""
     rows = [("block tile (loads from L2)", f"{h.block_intensity:.1f} FLOP/B"),
             ("shared-memory read tile", f"{h.smem_intensity:.1f} FLOP/B against a ridge of {h.smem_ridge:.0f}"),
             ("one wave (from HBM)", f"{h.wave_intensity:.0f} FLOP/B against a ridge of {h.hbm_ridge:.0f}")]
     if h.l2_ridge is not None:
-        rows.append(("L2 ridge (measured L2 bandwidth)", f"{h.l2_ridge:.0f} FLOP/B"))
+        rows.append((f"L2 ridge (L2 bandwidth {l2_source or 'given'})", f"{h.l2_ridge:.0f} FLOP/B"))
+    else:
+        rows.append(("L2", "no L2 figure for this GPU (no record of it; the catalog publishes none): level left out"))
     rows += [(f"{name} allows", fmt_flop_per_s(v)) for name, v in h.level_flop_per_s.items()]
     lim = f" of {fmt_bytes(h.smem_limit_bytes)}" if h.smem_limit_bytes else ""
     rows += [("attainable", f"{fmt_flop_per_s(h.attainable_flop_per_s)} ({h.bound}-bound)"),
@@ -683,8 +687,10 @@ def tile_figure(choices=TILE_CHOICES, configs=TILE_CONFIGS, l2_bytes_per_s: dict
 def tile_calculator(l2_bytes_per_s: dict | None = None):
     """Live tile-hierarchy calculator: GPU, data type, block tile, K step, stages, warps, the
     instruction that reads shared memory (``wgmma`` tiles of 64 x N, or ``mma.sync`` warp tiles)
-    and an optional measured L2 bandwidth -> intensity at each level, the bound, shared memory and
-    registers."""
+    and an optional L2 bandwidth -> intensity at each level, the bound, shared memory and
+    registers. ``l2_bytes_per_s`` maps a GPU to its measured L2 bandwidth: it is used for that GPU
+    only and labelled "measured on <GPU>"; other GPUs get no L2 level unless the reader types one in
+    the "L2 TB/s" field (labelled "you entered", never "measured")."""
     import ipywidgets as w
 
     controls = {
@@ -696,7 +702,9 @@ def tile_calculator(l2_bytes_per_s: dict | None = None):
         "stages": w.IntSlider(value=3, min=1, max=8, description="stages"),
         "warps": w.Dropdown(options=(1, 2, 4, 8, 16), value=8, description="warps"),
         "mma": w.Dropdown(options=("auto", "wgmma", "mma.sync"), value="auto", description="instruction"),
-        "l2_tb_per_s": w.FloatText(value=((l2_bytes_per_s or {}).get("H200-SXM") or 0) / 1e12, description="L2 TB/s (0: none)"),
+        # 0 = the chosen GPU's measured L2 where a record has one, else no L2 level; a value typed
+        # here is the reader's own, for whichever GPU is chosen
+        "l2_tb_per_s": w.FloatText(value=0.0, description="L2 TB/s (0: measured, if any)"),
     }
 
     def compute(gpu, dtype, bm, bn, bk, stages, warps, mma, l2_tb_per_s):
@@ -707,15 +715,20 @@ def tile_calculator(l2_bytes_per_s: dict | None = None):
         # auto: wgmma where the GPU has it (sm_90), mma.sync warp tiles elsewhere
         wgmma = g.arch == "sm_90" if mma == "auto" else mma == "wgmma"
         wm, wn = tc.smem_read_tile(bm, bn, warps, wgmma=wgmma)
-        l2 = l2_tb_per_s * 1e12 if l2_tb_per_s else None
-        return gpu, tc.tile_hierarchy(g, dtype, bm, bn, bk, wm, wn, stages, warps, m=8192, n=8192, k=8192, l2_bytes_per_s=l2)
+        if l2_tb_per_s:
+            l2, source = l2_tb_per_s * 1e12, "you entered"
+        else:
+            l2 = (l2_bytes_per_s or {}).get(gpu)
+            source = f"measured on {gpu}"
+        h = tc.tile_hierarchy(g, dtype, bm, bn, bk, wm, wn, stages, warps, m=8192, n=8192, k=8192, l2_bytes_per_s=l2)
+        return gpu, h, source
 
     def show(result):
-        gpu, h = result
+        gpu, h, source = result
         fig = go.Figure(_tile_traces(h, gpu))
         fig.update_layout(**_tile_layout())
         style_figure(fig, title=f"{gpu}: the rate each level allows", readout=tile_readout(h))
-        return table_html(tile_rows(h)), fig
+        return table_html(tile_rows(h, source)), fig
 
     return live_form(compute, controls, show, title="GEMM tile hierarchy: intensity per level",
                      names={"l2_bytes_per_s": ("l2_tb_per_s", 1e-12)})
