@@ -81,6 +81,7 @@ def run_timed(cmd, cwd: Path, env: dict | None = None, log: Path | None = None, 
         "cpu_s": round(cpu, 1),
         "returncode": proc.returncode,
         "tail": out.strip().splitlines()[-3:],
+        "failed": [line for line in out.splitlines() if line.startswith(("FAILED ", "ERROR "))][:50],
         "pytest_summary": pytest_summary(out.splitlines()),
     }
 
