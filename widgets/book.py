@@ -187,3 +187,129 @@ def _here_label() -> str:
 
     name = harness.device_name()
     return name if harness.on_gpu() else f"{name}, scaled down"
+
+
+class Source:
+    """A listing of the library's own code, as :func:`show_source` returns it.
+
+    A notebook shows it as a highlighted Python block (``text/markdown``: a fenced code block,
+    which the web book highlights like any listing and JupyterLab renders in a notebook, where
+    ``{literalinclude}`` shows nothing); ``text`` and ``repr`` give the code itself.
+    """
+
+    def __init__(self, text: str, where: str) -> None:
+        self.text = text
+        self.where = where
+
+    def _repr_markdown_(self) -> str:
+        longest = max((len(run) for run in self.text.split("\n") for run in _backtick_runs(run)), default=0)
+        fence = "`" * max(3, longest + 1)
+        return f"{fence}python\n{self.text}\n{fence}\n"
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def _backtick_runs(line: str) -> list[str]:
+    runs, cur = [], ""
+    for ch in line:
+        if ch == "`":
+            cur += ch
+        elif cur:
+            runs.append(cur)
+            cur = ""
+    return runs + ([cur] if cur else [])
+
+
+def _line_numbers(spec: str, count: int) -> list[int]:
+    """0-based indices from a ``lines`` spec like Sphinx's: ``"1,36-"``, ``"3-5"``, ``"2"`` (1-based)."""
+    picked: list[int] = []
+    for part in spec.split(","):
+        part = part.strip()
+        try:
+            if "-" in part:
+                lo, hi = part.split("-", 1)
+                first, last = int(lo), int(hi) if hi.strip() else count
+            else:
+                first = last = int(part)
+        except ValueError:
+            raise ValueError(f"lines must be like '1,36-' or '3-5', got {spec!r}") from None
+        if not 1 <= first <= last <= count:
+            raise ValueError(f"lines {part!r} of {spec!r} is outside 1..{count} (the listing's lines)")
+        picked.extend(range(first - 1, last))
+    return picked
+
+
+def show_source(
+    path: str,
+    name: str | None = None,
+    *,
+    start_after: str | None = None,
+    end_before: str | None = None,
+    lines: str | None = None,
+) -> Source:
+    """The source of ``name`` (a function, class or ``Class.method``) in the library file ``path``,
+    to show as a highlighted listing in a chapter (the last expression of a ``remove-input`` cell).
+
+    It replaces ``{literalinclude}`` with ``:pyobject:``, which JupyterLab renders as nothing: the
+    code is read from the file (with :mod:`ast`, nothing is imported, so a Triton or CUDA module
+    shows on a machine without either), decorators included, indentation removed.
+
+    Parameters
+    ----------
+    path : str
+        The file, relative to the folder that holds the ``widgets`` package
+        (``"widgets/models/attention.py"``).
+    name : str, optional
+        The object to show (``"attention_flop"``, ``"Layer.forward"``); ``None`` for the part of
+        the file that ``start_after``/``end_before`` select.
+    start_after, end_before : str, optional
+        Show from the line after the first line containing ``start_after``, up to the first later
+        line containing ``end_before`` (as Sphinx's options of the same names).
+    lines : str, optional
+        Keep only these lines of the listing, 1-based (``"1,36-"``: the first, and the 36th on).
+
+    Returns
+    -------
+    Source
+        The listing; a notebook displays it as a Python code block.
+    """
+    import ast
+    import textwrap
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    file = (root / path).resolve()
+    if not file.is_file() or root not in file.parents:
+        raise ValueError(f"path must name a file of the library (relative to {root}), got {path!r}")
+    text = file.read_text(encoding="utf-8")
+    all_lines = text.splitlines()
+    if name is not None:
+        body: list[ast.stmt] = ast.parse(text).body
+        node: ast.AST | None = None
+        for part in name.split("."):
+            node = next((n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                         and n.name == part), None)
+            if node is None:
+                raise ValueError(f"name must be a function, class or Class.method defined in {path}, got {name!r}")
+            body = node.body
+        first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+        chosen = all_lines[first - 1 : node.end_lineno]
+    else:
+        chosen = all_lines
+    if start_after is not None:
+        at = next((i for i, line in enumerate(chosen) if start_after in line), None)
+        if at is None:
+            raise ValueError(f"start_after {start_after!r} is on no line of {path}")
+        chosen = chosen[at + 1 :]
+    if end_before is not None:
+        at = next((i for i, line in enumerate(chosen) if end_before in line), None)
+        if at is None:
+            raise ValueError(f"end_before {end_before!r} is on no line of {path} after the start")
+        chosen = chosen[:at]
+    if lines is not None:
+        chosen = [chosen[i] for i in _line_numbers(lines, len(chosen))]
+    listing = textwrap.dedent("\n".join(chosen)).strip("\n")
+    if not listing.strip():
+        raise ValueError(f"the listing of {path} ({name or 'start_after/end_before'}) is empty")
+    return Source(listing, f"{path}{'::' + name if name else ''}")
