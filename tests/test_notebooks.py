@@ -9,6 +9,7 @@ check that the cell tags survived).
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -154,3 +155,193 @@ def test_checker_accepts_a_clean_notebook():
 )
 def test_checker_catches_each_problem(nb, needle):
     assert any(needle in p for p in problems(nb))
+
+
+# ---------------------------------------------------------------------------------------------
+# Guess first, then the answer, then the measurements (reader review r4, W-3).
+#
+# A "Guess first" admonition asks the reader to commit to a number before seeing it. Two orders
+# give the answer away, and both can be read from the notebook alone:
+#   A. a cell that shows a result without its code (tagged remove-input, output not removed)
+#      between a guess and its answer: the page shows the measured table (or its toggle) before
+#      the reader has opened the Answer;
+#   B. the first such cell after a closed Answer, before the next heading, with its output in plain
+#      sight: the reader's eye lands on the table just under the Answer while deciding. Such a
+#      table sits behind a labelled click (tag hide-output, with ``mystnb.code_prompt_show``
+#      saying what it shows), unless its output is itself a closed ``<details>``.
+# A visible code cell between guess and answer (the model's prediction, the reader's own run) is
+# allowed: it shows its code, and predicting before measuring is the point.
+
+ADMONITION_RE = re.compile(r"^(:{3,})\{admonition\}[^\n]*\n((?::[\w-]+:[^\n]*\n)*)", re.M)
+
+
+def _tags(cell: dict) -> set[str]:
+    return set(cell.get("metadata", {}).get("tags", []))
+
+
+def _shows_result_without_code(cell: dict) -> bool:
+    """A code cell the page shows only by its output (a listing of the library's code is not a result)."""
+    tags = _tags(cell)
+    listing = "".join(cell.get("source", [])).startswith("book.show_source(")
+    return cell.get("cell_type") == "code" and "remove-input" in tags and not tags & {"remove-cell", "remove-output"} and not listing
+
+
+def _admonitions(text: str) -> list[tuple[str, int]]:
+    """('guess' | 'answer', end offset of the block) for each Guess/Answer admonition in a markdown cell."""
+    found = []
+    for m in ADMONITION_RE.finditer(text):
+        classes = re.search(r"^:class:([^\n]*)$", m.group(2), re.M)
+        words = set(classes.group(1).split()) if classes else set()
+        kind = "answer" if "guess-answer" in words else "guess" if "guess" in words else None
+        if kind is None:
+            continue
+        close = re.compile(rf"^{m.group(1)}\s*$", re.M).search(text, m.end())
+        found.append((kind, close.end() if close else len(text)))
+    return found
+
+
+def guess_order_problems(nb: dict) -> list[str]:
+    """Places in ``nb`` where a result is shown before its guess is answered (A) or in plain
+    sight under the closed answer (B). An empty list means every guess comes first."""
+    found, open_guess, answered = [], None, None
+    for i, cell in enumerate(nb.get("cells", [])):
+        if cell.get("cell_type") == "markdown":
+            text = "".join(cell.get("source", []))
+            blocks = _admonitions(text)
+            if answered and re.search(r"^#{1,6} ", text[: blocks[0][1]] if blocks else text, re.M):
+                answered = None  # a new section: what follows belongs to it
+            for kind, _end in blocks:
+                open_guess = (i, cell.get("id")) if kind == "guess" else None
+                answered = (i, cell.get("id")) if kind == "answer" else None
+            if blocks and answered and re.search(r"^#{1,6} ", text[blocks[-1][1]:], re.M):
+                answered = None
+        elif open_guess and _shows_result_without_code(cell):
+            found.append(f"A: cell {i} ({cell.get('id')}) shows a result between the guess of cell {open_guess[0]} "
+                         f"({open_guess[1]}) and its answer (move it below the answer)")
+        elif answered and _shows_result_without_code(cell):
+            if "hide-output" not in _tags(cell) and "<details>" not in "".join(cell.get("source", [])):
+                found.append(f"B: cell {i} ({cell.get('id')}) shows its result in plain sight under the closed Answer "
+                             f"of cell {answered[0]} (tag it hide-output, with mystnb.code_prompt_show)")
+            answered = None
+    return found
+
+
+# Known instances, by (chapter, cell id), kept visible until fixed: each names why it stays. The
+# test fails on any other instance, and on a known one that is gone (then remove it here).
+_MH = "memory_hierarchy: W-3 (reader review r4, 'for the fixers' judgement'), not in round 5's H4 files"
+_SV = "serving: W-3's pattern B, not in round 5's H4 files"
+_SI = "simt: W-3's pattern B, not in round 5's H4 files"
+GUESS_ORDER_KNOWN = {
+    ("chapters/memory_hierarchy.ipynb", "b5f363a7"): _MH, ("chapters/memory_hierarchy.ipynb", "b5346d2d"): _MH,
+    ("chapters/memory_hierarchy.ipynb", "ec1163ac"): _MH, ("chapters/memory_hierarchy.ipynb", "ee64380d"): _MH,
+    ("chapters/memory_hierarchy.ipynb", "4f363e54"): _MH, ("chapters/memory_hierarchy.ipynb", "9367ea13"): _MH,
+    ("chapters/memory_hierarchy.ipynb", "3cbbfc1b"): _MH,
+    ("chapters/serving.ipynb", "55b75e06"): _SV, ("chapters/serving.ipynb", "752b4889"): _SV,
+    ("chapters/serving.ipynb", "38eb3c10"): _SV, ("chapters/serving.ipynb", "a30faec5"): _SV,
+    ("chapters/simt.ipynb", "fc79e46c"): _SI,
+    # two plotly figures answer the precision guess; a figure drawn inside a closed <details> is drawn at
+    # the wrong size (plotly measures a hidden box and nothing resizes it on opening), so it is not folded
+    # until the page resizes figures when a toggle opens (book/_static, not H4's file)
+    ("chapters/tensor_cores.ipynb", "aedf3e7d"): "tensor_cores precision figures: folding needs a resize-on-toggle hook",
+}
+CHAPTERS = [p for p in NOTEBOOKS if p.parent.name == "chapters"]
+
+
+def _problem_cell(problem: str) -> str:
+    return problem.split("(", 1)[1].split(")", 1)[0]
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=[str(p.relative_to(ROOT)) for p in CHAPTERS])
+def test_guess_comes_before_its_answer_and_the_measurements(path):
+    rel = str(path.relative_to(ROOT))
+    found = guess_order_problems(json.loads(path.read_text(encoding="utf-8")))
+    new = [p for p in found if (rel, _problem_cell(p)) not in GUESS_ORDER_KNOWN]
+    assert not new, f"{rel}:\n  " + "\n  ".join(new)
+    gone = {cid for (nb, cid) in GUESS_ORDER_KNOWN if nb == rel} - {_problem_cell(p) for p in found}
+    assert not gone, f"{rel}: known instances {sorted(gone)} are fixed or gone: remove them from GUESS_ORDER_KNOWN"
+
+
+def _md(cid, text):
+    return {"cell_type": "markdown", "id": cid, "metadata": {}, "source": text}
+
+
+def _result(cid, *tags):
+    return {"cell_type": "code", "id": cid, "metadata": {"tags": ["remove-input", *tags]}, "source": "t", "outputs": []}
+
+
+GUESS = ":::{admonition} Guess first\n:class: tip guess\nHow fast?\n:::\n"
+ANSWER = ":::{admonition} Answer\n:class: dropdown guess-answer\n42.\n:::\n"
+
+
+@pytest.mark.parametrize(
+    "cells, needle",
+    [
+        ([_md("g", GUESS), _result("t"), _md("a", ANSWER)], "A: cell 1"),
+        ([_md("g", GUESS), _result("t", "hide-output"), _md("a", ANSWER)], "A: cell 1"),  # a toggle is still there
+        ([_md("g", GUESS + "\n" + ANSWER), _result("t")], "B: cell 1"),
+        ([_md("g", GUESS), _md("a", ANSWER), _result("t")], "B: cell 2"),
+    ],
+)
+def test_guess_order_check_catches_each_order(cells, needle):
+    assert any(p.startswith(needle) for p in guess_order_problems({"cells": cells}))
+
+
+@pytest.mark.parametrize(
+    "cells",
+    [
+        [_md("g", GUESS), _md("a", ANSWER), _result("t", "hide-output")],  # behind a click after the answer
+        [_md("g", GUESS + "\nThe prediction:\n"), {"cell_type": "code", "id": "p", "metadata": {}, "source": "print(1)"},
+         _md("a", ANSWER), _result("t", "hide-output"), _result("u")],  # visible code; only the first result folds
+        [_md("g", GUESS), _md("a", ANSWER + "\n## Next section\n"), _result("t")],  # a new section's result
+        [_md("g", GUESS), _md("a", ANSWER), {**_result("t"), "source": "display(HTML('<details>...'))"}],  # closed already
+        [_md("g", GUESS), _result("t", "remove-cell"), _md("a", ANSWER)],  # hidden plumbing only
+        [_md("g", GUESS), _md("a", ANSWER), {**_result("t"), "source": "book.show_source('widgets/book.py', 'table')"}],
+    ],
+)
+def test_guess_order_check_accepts_sound_orders(cells):
+    assert guess_order_problems({"cells": cells}) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# Listings of the library's code: book.show_source, not {literalinclude} (which JupyterLab drops).
+
+def test_every_listing_names_real_code():
+    import ast
+
+    from widgets import book
+
+    bad = []
+    for path in CHAPTERS:
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        for cell in nb["cells"]:
+            src = "".join(cell.get("source", []))
+            if cell["cell_type"] != "code" or "show_source" not in src:
+                continue
+            for node in ast.walk(ast.parse(src)):
+                if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "show_source":
+                    args = [ast.literal_eval(a) for a in node.args]
+                    kw = {k.arg: ast.literal_eval(k.value) for k in node.keywords}
+                    try:
+                        book.show_source(*args, **kw)
+                    except ValueError as e:
+                        bad.append(f"{path.name} cell {cell['id']}: {e}")
+    assert not bad, "\n".join(bad)
+
+
+def test_show_source_gives_the_code_and_refuses_what_is_not_there():
+    from widgets import book
+
+    s = book.show_source("widgets/book.py", "Source._repr_markdown_")
+    assert s.text.startswith("def _repr_markdown_(self)") and "return f" in s.text  # dedented method
+    assert s._repr_markdown_().startswith("```python\ndef _repr_markdown_") and s._repr_markdown_().endswith("\n```\n")
+    assert book.show_source("widgets/book.py", "show_source", lines="1").text.startswith("def show_source(")
+    with pytest.raises(ValueError, match="name must be"):
+        book.show_source("widgets/book.py", "no_such_function")
+    with pytest.raises(ValueError, match="path must"):
+        book.show_source("widgets/no_such_file.py", "x")
+    with pytest.raises(ValueError, match="path must"):
+        book.show_source("../etc/passwd")
+    with pytest.raises(ValueError, match="start_after"):
+        book.show_source("widgets/book.py", "show_source", start_after="no such line anywhere")
+    fenced = book.Source("x = '```'", "t")._repr_markdown_()
+    assert fenced.startswith("````python\n") and fenced.endswith("\n````\n")  # a longer fence than any run inside
