@@ -239,10 +239,6 @@ GUESS_ORDER_KNOWN = {
     ("chapters/serving.ipynb", "55b75e06"): _SV, ("chapters/serving.ipynb", "752b4889"): _SV,
     ("chapters/serving.ipynb", "38eb3c10"): _SV, ("chapters/serving.ipynb", "a30faec5"): _SV,
     ("chapters/simt.ipynb", "fc79e46c"): _SI,
-    # two plotly figures answer the precision guess; a figure drawn inside a closed <details> is drawn at
-    # the wrong size (plotly measures a hidden box and nothing resizes it on opening), so it is not folded
-    # until the page resizes figures when a toggle opens (book/_static, not H4's file)
-    ("chapters/tensor_cores.ipynb", "aedf3e7d"): "tensor_cores precision figures: folding needs a resize-on-toggle hook",
 }
 CHAPTERS = [p for p in NOTEBOOKS if p.parent.name == "chapters"]
 
