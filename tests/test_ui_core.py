@@ -166,3 +166,43 @@ def test_live_form_makes_no_widgets_while_the_book_is_built(monkeypatch):
     monkeypatch.setenv("GPUBOOK_BUILD", "1")
     box = live_form(lambda x: x, {"x": w.IntSlider(value=1)}, lambda r: f"<b>{r}</b>")
     assert box._repr_html_() == "" and box.shown == []
+
+
+# --- the page's copy of a figure (widgets/ui/_render.page_copy) ---------------------------------
+def test_page_copy_rounds_floats_and_keeps_integers_exact():
+    from widgets.ui._render import page_copy
+
+    d = page_copy({"data": [{"type": "scatter", "x": [1048576.0, 3], "y": [14.957040548324585, 1 / 3, float("inf")]}],
+                   "layout": {"legend": {"y": -0.123456789}}})
+    assert d["data"][0]["x"] == [1048576, 3] and isinstance(d["data"][0]["x"][0], int)
+    assert d["data"][0]["y"][:2] == [14.957, 0.333333] and d["data"][0]["y"][2] == float("inf")
+    assert d["layout"]["legend"]["y"] == -0.123457
+
+
+def test_page_copy_writes_shared_settings_once_and_keeps_what_differs():
+    """A grid figure's frames repeat each trace's name, colour and hover template and the title's
+    font and anchors: the page copy writes them once (plotly.js merges a frame into its trace);
+    whatever differs between two states (y, the title's text) stays in every frame."""
+    from widgets.ui._render import page_copy
+
+    def frame(choice, v):
+        return ([go.Bar(x=["a", "b"], y=[v / 3, choice * v / 7], name="bars", marker_color="#0072B2",
+                        hovertemplate="%{y:.3g} GiB<extra></extra>")], f"choice {choice}", f"readout {v}")
+
+    fig = grid_figure(slider=("v", [1, 2, 3], str), choices=("c", [1, 2], str), frame=frame)
+    full, lite = fig.to_dict(), page_copy(fig.to_dict())
+    assert [f["name"] for f in lite["frames"]] == [f.name for f in fig.frames]
+    for f_full, f_lite in zip(full["frames"], lite["frames"]):
+        t = f_lite["data"][0]
+        assert "name" not in t and "marker" not in t and "hovertemplate" not in t and t["type"] == "bar"
+        assert t["y"] == pytest.approx(list(f_full["data"][0]["y"]), rel=1e-6)  # what differs is kept
+        assert f_lite["layout"]["title"]["text"] == f_full["layout"]["title"]["text"]
+        assert f_lite["layout"]["title"]["subtitle"]["text"] == f_full["layout"]["title"]["subtitle"]["text"]
+        assert "font" not in f_lite["layout"]["title"]  # the same in every frame and in the figure
+    assert lite["data"][0]["name"] == "bars" and lite["data"][0]["hovertemplate"].startswith("%{y")
+    for b in lite["layout"]["updatemenus"][0]["buttons"]:
+        assert "y" in b["args"][0] and "name" not in b["args"][0] and "title" in b["args"][1]
+    assert len(pio.to_json(lite)) < 0.8 * len(pio.to_json(full))
+    # a setting that differs in one frame only is kept in all of them
+    fig.frames[3].data[0].marker.color = "#D55E00"
+    assert all("marker" in f["data"][0] for f in page_copy(fig.to_dict())["frames"])

@@ -13,17 +13,107 @@ kernels it starts: the page needs only the HTML, and myst-nb would warn about th
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
+from collections.abc import Mapping
+from typing import Any
 
+import numpy as np
 import plotly.io as pio
 from plotly.io._base_renderers import MimetypeRenderer
+
+# Significant digits the page keeps of a float: more than any hover format of the book shows (.3g,
+# .4g, .0f of a five-digit number, .3f below 1000), far fewer than the 17 that JSON writes by
+# default. An integral float is written as an integer, exactly (1048576.0 -> 1048576).
+PAGE_DIGITS = 6
+
+
+def _rounded(v: Any, digits: int) -> Any:
+    """A copy of a JSON-like value with every float kept to ``digits`` significant digits."""
+    if isinstance(v, dict):
+        return {k: _rounded(x, digits) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_rounded(x, digits) for x in v]
+    if isinstance(v, np.ndarray):
+        return _rounded(v.tolist(), digits)
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    if isinstance(v, np.integer):
+        return int(v)
+    if isinstance(v, (float, np.floating)):
+        f = float(v)
+        if not math.isfinite(f):
+            return f
+        if f.is_integer() and abs(f) < 2**53:
+            return int(f)
+        return float(f"{f:.{digits}g}")
+    return v
+
+
+def _prune_layout(frames: list[dict], base: Mapping[str, Any]) -> None:
+    """Drop from every frame's layout the settings that equal the figure's own in every frame
+    (the title's font, padding and anchors): plotly.js merges a frame's layout into the figure's."""
+    for k in set().union(*(f.keys() for f in frames)):
+        if not all(k in f for f in frames) or k not in base:
+            continue
+        if all(isinstance(f[k], dict) for f in frames) and isinstance(base[k], dict):
+            _prune_layout([f[k] for f in frames], base[k])
+            if all(not f[k] for f in frames):
+                for f in frames:
+                    del f[k]
+        elif all(f[k] == base[k] for f in frames):
+            for f in frames:
+                del f[k]
+
+
+def page_copy(fig_dict: Mapping[str, Any], digits: int = PAGE_DIGITS) -> dict:
+    """The figure as the published page carries it: the same states, fewer bytes.
+
+    - floats keep ``digits`` significant digits (coordinates to what the eye and the hovers show);
+    - a trace setting that is the same in every frame (its name, colour, hover template, mostly)
+      is written once, in the figure's data, not again in each frame and dropdown entry: plotly.js
+      merges a frame's data into the trace it updates (``Plots.extendTrace``), so what a frame
+      leaves out keeps the value every state shares;
+    - likewise the frames' layout settings that never change (the title's font and anchors).
+
+    Nothing is dropped that differs between two states, so every slider step and dropdown entry
+    shows what the full figure shows. Figures whose frames update only some traces are only
+    rounded.
+    """
+    d = _rounded(dict(fig_dict), digits)
+    data, frames = d.get("data") or [], d.get("frames") or []
+    if not frames or not all(len(f.get("data") or []) == len(data) and "traces" not in f for f in frames):
+        return d
+    shared: list[set] = []  # per trace: the settings every frame repeats unchanged
+    for i, trace in enumerate(data):
+        keys = {k for k, v in trace.items() if k != "type" and all(k in f["data"][i] and f["data"][i][k] == v for f in frames)}
+        shared.append(keys)
+        for f in frames:
+            for k in keys:
+                f["data"][i].pop(k, None)
+    for menu in (d.get("layout") or {}).get("updatemenus") or []:
+        for button in menu.get("buttons") or []:
+            args = button.get("args") or []
+            if button.get("method") != "update" or len(args) != 2 or not isinstance(args[0], dict):
+                continue
+            restyle = args[0]
+            for k in list(restyle):
+                vals = restyle[k]
+                if isinstance(vals, list) and len(vals) == len(data) and all(
+                    k in shared[i] and vals[i] == data[i].get(k) for i in range(len(data))
+                ):
+                    del restyle[k]
+    layouts = [f.get("layout") for f in frames]
+    if all(isinstance(lay, dict) for lay in layouts):
+        _prune_layout(layouts, d.get("layout") or {})
+    return d
 
 
 class BookRenderer(MimetypeRenderer):
     def to_mimebundle(self, fig_dict):
         html = pio.to_html(
-            fig_dict,
+            page_copy(fig_dict),
             include_plotlyjs=False,
             full_html=False,
             auto_play=False,
