@@ -414,3 +414,13 @@ def test_gather_spill_kernel_keeps_values_live_and_bounds_spill_them():
     assert regs[8].registers <= 32 and regs[8].spill_store_bytes > 0
     s = w.Spills(configs=(), device="t", simulated=True, gather=(w.SpillConfig("no bounds", None, 256, 64, registers=80),))
     assert w.Spills.from_record(s.to_record()) == s
+
+
+def test_by_hand_exercise_checks_against_hand_derived_answers():
+    """The three by-hand exercises' answers, derived by hand in the chapter's solutions: 192-thread blocks at 40
+    registers and 20 KiB on sm_90 fit 8 (registers: 1,280 per warp, 12 warps per sub-partition, 48 / 6); the
+    rare branch averages 200 + 2,000 (1 - 0.98^32) cycles; four blocks leave 228/4 - 1 = 56 KiB each."""
+    from widgets.ui import simt as u
+    assert u.check_stencil_blocks(8) and not u.check_stencil_blocks(10)
+    assert u.check_branch_cycles(200 + 2000 * (1 - 0.98**32)) and not u.check_branch_cycles(236)
+    assert u.check_smem_for_blocks(56 * 1024) and not u.check_smem_for_blocks(57 * 1024)

@@ -494,6 +494,11 @@ def _by_hand_checks():
     inflight = mh.littles_law_bytes_in_flight(h100.hbm_bytes_per_s, 700e-9) / h100.sms / 1024
     atomics = sm.reduction_atomics(1 << 26, "block", 256)
     fusion = (mh.elementwise_chain_bytes(2**26, 3, 2), mh.elementwise_chain_bytes(2**26, 3, 2, fused=True))
+    # simt's by-hand exercises (Hopper SM): the stencil kernel's occupancy (by hand: 8 blocks, registers), the rare
+    # branch's mean warp time (1 - (49/50)^32 of warps run the 2,000-cycle path), four blocks' shared memory (56 KiB)
+    stencil = sm.occupancy(192, 40, 20 * 1024).blocks_per_sm
+    branch = sm.random_branch_time(1 / 50, 2000, 200)
+    smem4 = sm.smem_per_block_for(4)
     return [
         ("tensor_cores.check_waves", utc.check_waves, waves, [(0, 0, 0.0), (waves[0], 0, 0.0), (waves[0], waves[1], 0.0)]),
         ("tensor_cores.check_mma_clocks", utc.check_mma_clocks, (clocks, tc.TENSOR_CORES_PER_SM), [(0, 0), (clocks * 3, 4), (clocks, 0)]),
@@ -512,6 +517,9 @@ def _by_hand_checks():
         ("memory_hierarchy.check_bytes_in_flight", umh.check_bytes_in_flight, (inflight,), [(0,), (inflight * 1.5,)]),
         ("memory_hierarchy.check_fusion_bytes", umh.check_fusion_bytes, fusion, [(0, 0), (fusion[0], 0)]),
         ("simt.check_atomics", usm.check_atomics, (atomics,), [(0,), (atomics * 2,)]),
+        ("simt.check_stencil_blocks", usm.check_stencil_blocks, (stencil,), [(0,), (stencil + 2,), (stencil - 1,), ("x",)]),
+        ("simt.check_branch_cycles", usm.check_branch_cycles, (branch,), [(200,), (0.98 * 200 + 0.02 * 2000,), ("x",)]),
+        ("simt.check_smem_for_blocks", usm.check_smem_for_blocks, (smem4,), [(0,), (smem4 // 1024,), (228 * 1024 // 4,), ("x",)]),
     ]
 
 

@@ -1003,3 +1003,67 @@ def check_atomics(answer, n_elems: int = 1 << 26, threads_per_block: int = 256) 
     ok = int(answer) == want if isinstance(answer, (int, np.integer)) else False
     return _verdict(ok, f"{want:,} atomics (one per {threads_per_block}-thread block)" if ok
                     else f"not {answer!r}: count the blocks of a launch with one element per thread")
+
+
+def _whole(answer):
+    """A reader's integer answer (int, numpy int or a float with no fraction), else None."""
+    if isinstance(answer, bool):
+        return None
+    if isinstance(answer, (int, np.integer)):
+        return int(answer)
+    if isinstance(answer, (float, np.floating)) and float(answer).is_integer():
+        return int(answer)
+    return None
+
+
+def check_stencil_blocks(answer, threads_per_block: int = 192, regs_per_thread: int = 40,
+                         smem_per_block_bytes: int = 20 * KiB, arch: str = "sm_90") -> bool:
+    """Exercise check: resident blocks per SM of the stencil kernel (``m.occupancy``)."""
+    o = m.occupancy(threads_per_block, regs_per_thread, smem_per_block_bytes, arch)
+    a = _whole(answer)
+    if a is None:
+        return _verdict(False, f"the answer must be a whole number of blocks, got {answer!r}")
+    if a == o.blocks_per_sm:
+        return _verdict(True, f"{a} blocks = {o.warps_per_sm} of {o.max_warps_per_sm} warps ({o.occupancy:.0%}), "
+                              f"limited by {o.limiter}")
+    if a in (o.blocks_limit_warps, o.blocks_limit_shared_memory, o.blocks_limit_blocks):
+        return _verdict(False, f"{a} blocks is what one resource allows; the SM holds the fewest that every resource "
+                               "allows: count the others (in their allocation units)")
+    return _verdict(False, f"not {a}: count the blocks that the warps, the registers (per warp, in 256-register units), "
+                           "the shared memory (plus the 1 KiB reserved per block) and the block slots each allow")
+
+
+def check_branch_cycles(answer, p_taken: float = 1 / 50, cost_taken: float = 2000,
+                        cost_not_taken: float = 200) -> bool:
+    """Exercise check: mean cycles of a warp with a rare divergent branch (``m.random_branch_time``)."""
+    want = m.random_branch_time(p_taken, cost_taken, cost_not_taken)
+    a = _whole(answer) if _whole(answer) is not None else (float(answer) if isinstance(answer, (float, np.floating)) else None)
+    if a is None or not np.isfinite(a):
+        return _verdict(False, f"the answer must be a number of cycles, got {answer!r}")
+    if abs(a / want - 1) <= 0.01:
+        return _verdict(True, f"{want:,.0f} cycles per warp on average: the long path runs in "
+                              f"{1 - (1 - p_taken) ** m.WARP_SIZE:.0%} of warps")
+    sorted_avg = (1 - p_taken) * cost_not_taken + p_taken * cost_taken
+    if abs(a / sorted_avg - 1) <= 0.01:
+        return _verdict(False, f"{a:,.0f} is the per-thread average: a warp pays for the long path when ANY of its "
+                               f"{m.WARP_SIZE} lanes takes it")
+    return _verdict(False, f"not {a:,.0f}: find the chance that at least one of {m.WARP_SIZE} lanes takes the branch, "
+                           "then average the warp's time over both cases")
+
+
+def check_smem_for_blocks(answer, blocks_per_sm: int = 4, arch: str = "sm_90") -> bool:
+    """Exercise check: the most shared memory per block [B] that lets ``blocks_per_sm`` blocks share
+    an SM (``m.smem_per_block_for``)."""
+    want = m.smem_per_block_for(blocks_per_sm, arch)
+    a = _whole(answer)
+    if a is None:
+        return _verdict(False, f"the answer must be a whole number of bytes, got {answer!r}")
+    if a == want:
+        return _verdict(True, f"{fmt_bytes(want)} ({want:,} B) per block")
+    if a * 1024 == want or a == want // 1024:
+        return _verdict(False, f"{a} looks like KiB: give bytes")
+    naive = m.arch_limits(arch).smem_per_sm_bytes // blocks_per_sm
+    if a == naive:
+        return _verdict(False, f"{a:,} B ignores what the driver reserves for each block, and the allocation unit")
+    return _verdict(False, f"not {a:,} B: a block is charged its request plus the driver's reserve, rounded up to the "
+                           "allocation unit; the SM's shared memory must hold that many times over")
