@@ -206,3 +206,43 @@ def test_page_copy_writes_shared_settings_once_and_keeps_what_differs():
     # a setting that differs in one frame only is kept in all of them
     fig.frames[3].data[0].marker.color = "#D55E00"
     assert all("marker" in f["data"][0] for f in page_copy(fig.to_dict())["frames"])
+
+
+def test_grid_figure_gives_each_choice_its_own_slider_positions():
+    """Slider values as a function of the choice: each choice's slider offers exactly its own
+    positions, no frame exists for a position it lacks, and picking a choice keeps the slider's
+    value where that choice has it (else its last position)."""
+
+    def frame(n, k):
+        return [go.Bar(x=list(range(n)), y=[1 if i < k else 0 for i in range(n)])], f"{n} blocks", f"block {k} of {n}"
+
+    fig = grid_figure(slider=("block", lambda n: list(range(1, n + 1)), str), choices=("blocks", [2, 4, 8], str),
+                      frame=frame, active=(1, 2))
+    assert [len(s.steps) for s in fig.layout.sliders] == [2, 4, 8]
+    assert [s.steps[-1].label for s in fig.layout.sliders] == ["2", "4", "8"]
+    assert len(fig.frames) == 2 + 4 + 8 and {f.name for f in fig.frames} == {
+        st.args[0][0] for sl in fig.layout.sliders for st in sl.steps}
+    assert all(int(f.layout.title.subtitle.text.split()[1]) <= int(f.layout.title.subtitle.text.split()[3]) for f in fig.frames)
+    assert [s.active for s in fig.layout.sliders] == [1, 2, 2]  # block 3: kept where it exists, else the last
+    buttons = fig.layout.updatemenus[0].buttons
+    assert [b.args[1][f"sliders[{i}].active"] for i, b in enumerate(buttons)] == [1, 2, 2]
+    assert buttons[0].args[1]["title"]["subtitle"]["text"] == "block 2 of 2"
+    with pytest.raises(ValueError, match="choice 4"):
+        grid_figure(slider=("block", lambda n: [] if n == 4 else [1], str), choices=("blocks", [2, 4], str), frame=frame)
+    with pytest.raises(ValueError, match="active"):
+        grid_figure(slider=("block", lambda n: list(range(1, n + 1)), str), choices=("blocks", [2, 4], str), frame=frame,
+                    active=(0, 3))
+
+
+def test_attention_stepper_has_no_dead_slider_positions():
+    """Reader finding W-2: the online-softmax stepper's slider ran 1..8 for rows of 2 and 4 blocks."""
+    from widgets.ui import attention as ui
+
+    fig = ui.stepper_figure()
+    for button, sl in zip(fig.layout.updatemenus[0].buttons, fig.layout.sliders):
+        blocks = int(button.label.rsplit(" ", 1)[1])
+        assert len(sl.steps) == -(-ui.ROW_LEN // blocks), button.label  # a 16-element row: 8, 4 or 2 blocks
+    for f in fig.frames:
+        sub = f.layout.title.subtitle.text.replace("<br>", " ")
+        k, n = sub.split(":")[0].split()[1::2]
+        assert int(k) <= int(n), sub

@@ -396,7 +396,10 @@ def grid_figure(
     Parameters
     ----------
     slider : (name, values, label)
-        The input the slider steps through, its values and how each is labelled.
+        The input the slider steps through, its values and how each is labelled. ``values`` may
+        be a function of the choice (``lambda c: ...``) when each choice has its own positions
+        (a row of 2 blocks steps 1..2, a row of 8 blocks 1..8): each choice's slider then offers
+        exactly its own, and no frame is made for a position a choice does not have.
     choices : (name, values, label)
         One dropdown over combinations of the other inputs (e.g. ``("H200-SXM", "bf16")``).
     frame : callable
@@ -405,7 +408,8 @@ def grid_figure(
     layout : mapping, optional
         Extra layout (axis titles, ranges) applied to every state.
     active : (choice index, slider index)
-        What the page shows before the reader touches anything.
+        What the page shows before the reader touches anything. Picking another choice keeps the
+        slider's value where that choice has it, else its position (or that choice's last).
 
     Returns
     -------
@@ -414,21 +418,29 @@ def grid_figure(
     """
     s_name, s_values, s_label = slider
     c_name, c_values, c_label = choices
-    s_values, c_values = list(s_values), list(c_values)
-    if not s_values:
-        raise ValueError("slider values must hold at least one position")
+    c_values = list(c_values)
     if not c_values:
         raise ValueError("choices must hold at least one option")
+    # the slider's positions for each choice (the same list for all, unless values is a function)
+    values_of = [list(s_values(c)) for c in c_values] if callable(s_values) else [list(s_values)] * len(c_values)
+    for c, vals in zip(c_values, values_of):
+        if not vals:
+            raise ValueError("slider values must hold at least one position" + (f" (choice {c!r} has none)" if callable(s_values) else ""))
     ci0, si0 = active
-    if not (0 <= ci0 < len(c_values) and 0 <= si0 < len(s_values)):
+    if not (0 <= ci0 < len(c_values) and 0 <= si0 < len(values_of[ci0])):
         raise ValueError(f"active must index a choice in [0, {len(c_values) - 1}] and a slider value in "
-                         f"[0, {len(s_values) - 1}], got {active!r}")  # fmt: skip
+                         f"[0, {len(values_of[ci0 if 0 <= ci0 < len(c_values) else 0]) - 1}], got {active!r}")  # fmt: skip
+    v0 = values_of[ci0][si0]
+    # what picking choice ci shows: the same slider value where ci has it, else the same position
+    # or ci's last
+    entry = ([vals.index(v0) if v0 in vals else min(si0, len(vals) - 1) for vals in values_of] if callable(s_values)
+             else [si0] * len(c_values))
     grid: dict[tuple[int, int], tuple[list, str, str]] = {}
     n_traces = None
     has_menu = len(c_values) > 1
     title_px = 0
     for ci, c in enumerate(c_values):
-        for si, v in enumerate(s_values):
+        for si, v in enumerate(values_of[ci]):
             traces, title, readout = frame(c, v)
             traces = list(traces)
             if n_traces is None:
@@ -487,11 +499,11 @@ def grid_figure(
                 label=s_label(v),
                 args=[[fname(ci, si)], dict(mode="immediate", frame=dict(duration=0, redraw=True), transition=dict(duration=0))],
             )
-            for si, v in enumerate(s_values)
+            for si, v in enumerate(values_of[ci])
         ]
         sliders.append(
             dict(
-                active=si0,
+                active=entry[ci],
                 visible=ci == ci0,
                 currentvalue=dict(prefix=f"{s_name}: ", font=dict(size=13)),
                 steps=steps,
@@ -513,11 +525,11 @@ def grid_figure(
     if has_menu:
         buttons = []
         for ci, c in enumerate(c_values):
-            tr, ti, ro = grid[ci, si0]
+            tr, ti, ro = grid[ci, entry[ci]]
             layout_update = {f"sliders[{k}].visible": k == ci for k in range(len(c_values))}
-            layout_update[f"sliders[{ci}].active"] = si0
+            layout_update[f"sliders[{ci}].active"] = entry[ci]
             layout_update["title"] = _title(ti, ro)[0]
-            layout_update.update(_range_update(ranges[ci, si0]))
+            layout_update.update(_range_update(ranges[ci, entry[ci]]))
             buttons.append(dict(method="update", label=c_label(c), args=[restyle(tr), layout_update]))
         updatemenus.append(
             dict(

@@ -202,14 +202,15 @@ def stepper_figure(blocks=STEPPER_BLOCKS) -> go.Figure:
     block processed; bars are each seen element's weight so far, the markers the final softmax."""
     rows = stepper_rows()
     choices = [(name, b) for name in rows for b in blocks]
-    steps = list(range(1, ROW_LEN // min(blocks) + 1))
+
+    def steps(c):  # each row and block size steps through exactly its own blocks (reader finding W-2)
+        x, v = rows[c[0]]
+        return list(range(1, stepper_state(x, v, c[1], 1)["blocks"] + 1))
 
     def frame(c, k):
         x, v = rows[c[0]]
         traces, st = _stepper_traces(x, v, c[1], k)
-        clamp = (f"slider at {k}, but this row has only {plural(st['blocks'], 'block')} of {c[1]}: showing the last. "
-                 if k > st["blocks"] else "")
-        return traces, f"{c[0]}, blocks of {c[1]} ({plural(st['blocks'], 'block')})", clamp + stepper_readout(st)
+        return traces, f"{c[0]}, blocks of {c[1]} ({plural(st['blocks'], 'block')})", stepper_readout(st)
 
     return grid_figure(slider=("block", steps, str), choices=("row, block size", choices, lambda c: f"{c[0]}, blocks of {c[1]}"),
                        frame=frame, layout=_stepper_layout(), active=(choices.index(("a late spike", 4)), 0), height=440)
