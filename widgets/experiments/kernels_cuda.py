@@ -471,7 +471,12 @@ RUNGS = (
           (64, 128, 16, 32, 64, 1, 4, 4, 128, 0),   # Boehm's A100 setting
           (128, 128, 16, 64, 32, 2, 8, 4, 256, 1),  # DB = 1: double-buffered shared memory
           (128, 128, 16, 64, 32, 1, 8, 8, 256, 1),
-          (128, 128, 8, 64, 64, 4, 8, 4, 128, 1))),
+          (128, 128, 8, 64, 64, 4, 8, 4, 128, 1),
+          # the three fastest of 105 configurations tried on the H200 by benchmarks/h200/kernels_warptile_sweep.py
+          # (benchmarks/h200/kernels_warptile_sweep.json): 256 threads, 128 x 256 or 256 x 128 tiles, double-buffered
+          (128, 256, 16, 32, 128, 1, 8, 8, 256, 1),
+          (128, 256, 16, 128, 32, 2, 8, 4, 256, 1),
+          (256, 128, 16, 128, 32, 1, 4, 8, 256, 1))),
 )
 """The CUDA-core rungs in order, with the tile configurations tried at run time (3-6 for the best rungs)."""
 
