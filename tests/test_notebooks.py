@@ -339,5 +339,8 @@ def test_show_source_gives_the_code_and_refuses_what_is_not_there():
         book.show_source("../etc/passwd")
     with pytest.raises(ValueError, match="start_after"):
         book.show_source("widgets/book.py", "show_source", start_after="no such line anywhere")
+    assert book.show_source("widgets/book.py", "show_source", language="cuda")._repr_markdown_().startswith("```cuda\n")
+    with pytest.raises(ValueError, match="language"):
+        book.show_source("widgets/book.py", "show_source", language="python\n```")
     fenced = book.Source("x = '```'", "t")._repr_markdown_()
     assert fenced.startswith("````python\n") and fenced.endswith("\n````\n")  # a longer fence than any run inside

@@ -197,14 +197,15 @@ class Source:
     ``{literalinclude}`` shows nothing); ``text`` and ``repr`` give the code itself.
     """
 
-    def __init__(self, text: str, where: str) -> None:
+    def __init__(self, text: str, where: str, language: str = "python") -> None:
         self.text = text
         self.where = where
+        self.language = language
 
     def _repr_markdown_(self) -> str:
         longest = max((len(run) for run in self.text.split("\n") for run in _backtick_runs(run)), default=0)
         fence = "`" * max(3, longest + 1)
-        return f"{fence}python\n{self.text}\n{fence}\n"
+        return f"{fence}{self.language}\n{self.text}\n{fence}\n"
 
     def __repr__(self) -> str:
         return self.text
@@ -247,6 +248,7 @@ def show_source(
     start_after: str | None = None,
     end_before: str | None = None,
     lines: str | None = None,
+    language: str = "python",
 ) -> Source:
     """The source of ``name`` (a function, class or ``Class.method``) in the library file ``path``,
     to show as a highlighted listing in a chapter (the last expression of a ``remove-input`` cell).
@@ -268,6 +270,8 @@ def show_source(
         line containing ``end_before`` (as Sphinx's options of the same names).
     lines : str, optional
         Keep only these lines of the listing, 1-based (``"1,36-"``: the first, and the 36th on).
+    language : str, optional
+        The highlighting (``"cuda"`` for CUDA C kept in a Python string); ``"python"`` by default.
 
     Returns
     -------
@@ -312,4 +316,6 @@ def show_source(
     listing = textwrap.dedent("\n".join(chosen)).strip("\n")
     if not listing.strip():
         raise ValueError(f"the listing of {path} ({name or 'start_after/end_before'}) is empty")
-    return Source(listing, f"{path}{'::' + name if name else ''}")
+    if not language.replace("-", "").replace("+", "").isalnum():
+        raise ValueError(f"language must be a Pygments lexer name such as 'python' or 'cuda', got {language!r}")
+    return Source(listing, f"{path}{'::' + name if name else ''}", language)
