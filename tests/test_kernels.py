@@ -366,3 +366,28 @@ def test_the_model_does_not_rank_the_h200_warptile_sweep():
     ratios = [m / p for p, m in pairs]
     assert max(ratios) / min(ratios) > 1.5
     assert "measured / model" in ui.sweep_table(lad, "warptile")
+
+
+def test_triton_bf16_cast_once_times_the_gemm_alone(monkeypatch):
+    """``_triton(bf16, cast_once=True)`` hands the GEMM the same converted operands on every call for the
+    same inputs (the casts leave the timed calls); the default converts on every call."""
+    torch = pytest.importorskip("torch")
+    from widgets.experiments import kernels as ke
+
+    seen = []
+
+    class FakeTriton:
+        @staticmethod
+        def matmul(x, y):
+            seen.append((x, y))
+            return x.float() @ y.float()
+
+    monkeypatch.setattr(ke, "_optional", lambda name: FakeTriton)
+    a, b = torch.ones(8, 4), torch.ones(4, 8)
+    once, every = ke._triton(torch.bfloat16, cast_once=True), ke._triton(torch.bfloat16)
+    once(a, b), once(a, b)
+    assert seen[0][0] is seen[1][0] and seen[0][1] is seen[1][1] and seen[0][0].dtype == torch.bfloat16
+    seen.clear()
+    every(a, b), every(a, b)
+    assert seen[0][0] is not seen[1][0]
+    assert torch.equal(once(a, b), every(a, b))
