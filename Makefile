@@ -59,15 +59,18 @@ chromium:
 DOCTESTS := --doctest-modules widgets/models widgets/units.py widgets/hardware.py widgets/doctor.py
 
 # Everything, each chapter executed twice and only twice: nbval runs it live (measuring, on the CPU
-# here), the one book build (tests/conftest.py::built_book) runs it in BUILD mode (GPUBOOK_BUILD=1,
-# no measurement). CI (CI=true) refuses to skip the browser tests.
+# here), the one book build (tests/book_build.py, shared by the tests through tests/conftest.py::built_book)
+# runs it in BUILD mode (GPUBOOK_BUILD=1, no measurement). The build starts in the background as the
+# run starts (GPUBOOK_BUILD_EARLY=1, the root conftest.py) and executes the notebooks in parallel,
+# one per process (book/_ext/parallel_execute.py; GPUBOOK_BUILD_JOBS, default the CPU count).
+# CI (CI=true) refuses to skip the browser tests.
 # Workers: twice the cores (at least 4): the browser tests mostly wait on Chromium, a kernel or the
 # build, so more workers than cores keep both cores busy; the root conftest.py's scheduler keeps each
 # file on one worker except the long independent ones (SPREAD_FILES), longest first.
 TEST_WORKERS ?= $(shell n=$$(( $$(nproc 2>/dev/null || echo 2) * 2 )); [ $$n -lt 4 ] && n=4; echo $$n)
 
 test: install chromium
-	GPUBOOK_REQUIRE_BROWSER=$${CI:+1} $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -p no:cacheprovider -q \
+	GPUBOOK_REQUIRE_BROWSER=$${CI:+1} GPUBOOK_BUILD_EARLY=1 $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -p no:cacheprovider -q \
 	  tests chapters --nbval-lax --nbval-current-env $(DOCTESTS)
 
 unit: install

@@ -11,12 +11,17 @@ file's tests stay on one worker (a notebook's cells run in order in one kernel; 
 such as a small built book or a torchrun are made once), except the files in SPREAD_FILES, whose
 tests are long and independent: each goes to whichever worker is free. Work starts with the longest
 pieces (FIRST: the JupyterLab chapters and the test that triggers the book build), then the others
-by size. (xdist's own ``loadgroup`` does not work with pytest 9: it renames ``item._nodeid``, which
+by size. Under ``make test`` the book build starts with the run instead (``GPUBOOK_BUILD_EARLY=1``,
+below), and the tests that wait for it go last. (xdist's own ``loadgroup`` does not work with pytest 9: it renames ``item._nodeid``, which
 pytest 9's ``nodeid`` no longer reads, so grouped tests were scattered and a notebook's cells ran
 in several kernels.)
 """
 
 import os
+import signal
+import subprocess
+import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -47,12 +52,23 @@ def scope_of(nodeid: str) -> str:
     return nodeid if Path(path).name in SPREAD_FILES else path
 
 
-def scope_order(scope: str, size: int) -> tuple:
-    """Sort key of a scope: FIRST prefixes in their order, then the largest (most tests) first."""
-    for k, prefix in enumerate(FIRST):
+def early_build() -> bool:
+    """Whether the book build started with the run (``make test``: GPUBOOK_BUILD_EARLY=1)."""
+    return os.environ.get("GPUBOOK_BUILD_EARLY", "") not in ("", "0") and not os.environ.get("GPUBOOK_BUILT_HTML")
+
+
+def scope_order(scope: str, size: int, needs_build: bool = False) -> tuple:
+    """Sort key of a scope: FIRST prefixes in their order, then the largest (most tests) first.
+
+    When the build started with the run (:func:`early_build`), no test needs to trigger it: the
+    scopes with a test that waits for it (the ``built_book`` fixture) go last, so that the workers
+    do everything else while it runs; FIRST's ``tests/test_book.py`` then keeps no special place.
+    """
+    first = FIRST[1:] if early_build() else FIRST
+    for k, prefix in enumerate(first):
         if scope.startswith(prefix):
-            return (k, -size)
-    return (len(FIRST), -size)
+            return (k, 0, -size)
+    return (len(first), int(needs_build and early_build()), -size)
 
 
 def pytest_xdist_make_scheduler(config, log):
@@ -71,10 +87,14 @@ def pytest_xdist_make_scheduler(config, log):
 def _longest_first(items) -> None:
     """Sort ``items`` (stably) by their scope's :func:`scope_order`; every worker sorts alike."""
     sizes: dict[str, int] = {}
+    needs_build: set[str] = set()
     for item in items:
         sc = scope_of(item.nodeid)
         sizes[sc] = sizes.get(sc, 0) + 1
-    items.sort(key=lambda it: scope_order(scope_of(it.nodeid), sizes[scope_of(it.nodeid)]))
+        if "built_book" in getattr(item, "fixturenames", ()):
+            needs_build.add(sc)
+    items.sort(key=lambda it: scope_order(scope_of(it.nodeid), sizes[scope_of(it.nodeid)],
+                                          scope_of(it.nodeid) in needs_build))
 
 
 def _keep_notebook_cells_in_order(items) -> None:
@@ -86,6 +106,33 @@ def _keep_notebook_cells_in_order(items) -> None:
         cells = sorted((items[i] for i in idxs), key=lambda it: it.cell_num)
         for i, cell in zip(idxs, cells):
             items[i] = cell
+
+
+# ---- the book build starts with the run (``make test``: GPUBOOK_BUILD_EARLY=1) ----
+# The controller (the one process that is not an xdist worker) names the run (GPUBOOK_TEST_RUN_ID,
+# inherited by the workers: tests/conftest.py's ``built_book`` builds once per id) and, under
+# ``make test``, starts the build in the background at once, so that it runs while the workers start
+# and collect (about a minute on 2 cores) and while the first tests run; the fixture then waits for
+# it (tests/book_build.py: a file lock; a failed build is reported by the fixture, not rebuilt).
+_EARLY_BUILD: subprocess.Popen | None = None
+
+
+def pytest_configure(config):
+    global _EARLY_BUILD
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    run_id = os.environ.setdefault("GPUBOOK_TEST_RUN_ID", uuid.uuid4().hex)
+    if early_build() and not config.option.collectonly:
+        script = Path(__file__).parent / "tests" / "book_build.py"
+        _EARLY_BUILD = subprocess.Popen([sys.executable, str(script), run_id], stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL, start_new_session=True)
+
+
+def pytest_unconfigure(config):
+    """An early build the run no longer waits for (its tests deselected, the run interrupted) stops."""
+    if _EARLY_BUILD is not None and _EARLY_BUILD.poll() is None:
+        os.killpg(_EARLY_BUILD.pid, signal.SIGTERM)
+        _EARLY_BUILD.wait()
 
 
 @pytest.hookimpl(trylast=True)

@@ -5,16 +5,15 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
-import subprocess
 import sys
 import uuid
 from pathlib import Path
 
 import pytest
-from filelock import FileLock
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "_build" / "test-book"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import book_build  # noqa: E402
 
 # ---- markers: `browser` skips (with the reason) when it cannot run; `slow` is deselected by `make unit` ----
 # Tests that run an experiment, a subprocess or torchrun, or take a second or more on a 2-core machine.
@@ -79,35 +78,21 @@ def pytest_collection_modifyitems(config, items):
 
 
 
-def _build(out: Path) -> None:
-    jb = Path(sys.executable).with_name("jupyter-book")
-    exe = str(jb if jb.exists() else shutil.which("jupyter-book"))
-    cmd = [exe, "build", str(ROOT), "--all", "-W", "-n", "--keep-going", "--path-output", str(out)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    log = proc.stdout + proc.stderr
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "build.log").write_text(log)
-    assert proc.returncode == 0, "book build failed (warnings are errors):\n" + "\n".join(
-        line for line in log.splitlines() if "WARNING" in line or "ERROR" in line or "Error" in line
-    )[-8000:]
-
-
 @pytest.fixture(scope="session")
 def built_book() -> Path:
     """Build the whole book with warnings as errors (``-W -n --keep-going``) into
     ``_build/test-book`` once per test run; return its HTML root.
 
-    Set GPUBOOK_BUILT_HTML to an existing build (e.g. _build/html) to reuse it while iterating.
+    One build per run, shared by the pytest-xdist workers (tests/book_build.py: a file lock and the
+    run's id, ``GPUBOOK_TEST_RUN_ID``, which the root conftest.py sets for the whole run). Under
+    ``make test`` the build starts with the run, in the background (``GPUBOOK_BUILD_EARLY=1``), and
+    this fixture waits for it. Set GPUBOOK_BUILT_HTML to an existing build (e.g. _build/html) to
+    reuse it while iterating.
     """
     reuse = os.environ.get("GPUBOOK_BUILT_HTML")
     if reuse:
         return Path(reuse)
-    run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID") or uuid.uuid4().hex
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(OUT) + ".lock"):
-        marker = OUT / "built-by-run"
-        if not (marker.exists() and marker.read_text() == run_id):
-            shutil.rmtree(OUT, ignore_errors=True)
-            _build(OUT)
-            marker.write_text(run_id)
-    return OUT / "_build" / "html"
+    run_id = os.environ.get("GPUBOOK_TEST_RUN_ID") or os.environ.get("PYTEST_XDIST_TESTRUNUID") or uuid.uuid4().hex
+    returncode, log = book_build.ensure_built(run_id)
+    assert returncode == 0, book_build.failure_report(log)
+    return book_build.OUT / "_build" / "html"
