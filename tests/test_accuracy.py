@@ -56,3 +56,18 @@ def test_every_topic_has_at_least_one_real_prediction():
     rows = accuracy.all_rows()
     for topic in {r.topic for r in rows}:
         assert any(r.label == "prediction" for r in rows if r.topic == topic), topic
+
+
+def test_rank_agreement_hand_derived():
+    """Spearman's rho by hand: ranks (1,2,3,4) against (2,1,4,3): d^2 = 1+1+1+1 = 4, rho = 1 - 6*4/(4*15) = 0.6;
+    ties share their average rank; the model's tied first choices are all reported."""
+    from widgets.accuracy import rank_agreement
+
+    r = rank_agreement([4, 3, 2, 1], [30, 40, 10, 20])
+    assert r.rho == pytest.approx(0.6) and r.top_measured_ranks == (2,) and r.last_measured_rank == 3
+    t = rank_agreement([5, 5, 1], [1, 3, 2])
+    assert t.top_measured_ranks == (1, 3) and t.last_measured_rank == 2
+    assert rank_agreement([1.0, 0.995, 0.5], [1, 2, 3], rel_tie=0.01).top_measured_ranks == (2, 3)
+    for bad in (([1, 2], [1, 2]), ([1, 2, 3], [1, 2]), ([1, 2, float("nan")], [1, 2, 3])):
+        with pytest.raises(ValueError):
+            rank_agreement(*bad)

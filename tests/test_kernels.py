@@ -349,8 +349,11 @@ def test_the_ladder_model_against_the_h200_record():
 
 def test_the_model_does_not_rank_the_h200_warptile_sweep():
     """The chapter says the model does not rank warp-tile configurations (review r4 #2): on the record, the
-    configuration the model puts first measured in the bottom half and measured / model spans a wide range.
-    It fails, and the chapter's wording with it, if a new record shows the model ranking them."""
+    rank correlation between model and measurement is weak (Spearman's rho under 0.5) and measured / model
+    spans a wide range. It fails, and the chapter's wording with it, if a new record shows the model ranking
+    them. (The first form of this test asked where the model's single first choice measured; with the
+    sweep's configurations added, two configurations tie for the model's first place, and which one counted
+    depended on tie-breaking.)"""
     from widgets.experiments import kernels as ke
     from widgets.ui import kernels as ui
 
@@ -360,9 +363,9 @@ def test_the_model_does_not_rank_the_h200_warptile_sweep():
     for c in lad.rung("warptile").configs:
         p = km.predict_on("H200-SXM", "warptile", *lad.size, regs_per_thread=c.regs_per_thread, **km.sizes_from_config("warptile", c.config))
         pairs.append((p.predicted_flop_per_s / 1e9, c.gflop_per_s))
-    measured_order = sorted((m for _, m in pairs), reverse=True)
-    top_model = max(pairs)
-    assert measured_order.index(top_model[1]) >= len(pairs) // 2
+    from widgets.accuracy import rank_agreement
+
+    assert rank_agreement([p for p, _ in pairs], [m for _, m in pairs]).rho < 0.5
     ratios = [m / p for p, m in pairs]
     assert max(ratios) / min(ratios) > 1.5
     assert "measured / model" in ui.sweep_table(lad, "warptile")

@@ -98,3 +98,58 @@ def summary(rows: list[Row], tolerance: float = TARGET) -> dict:
         "within": len(inside),
         "outside": [r for r in preds if not within(r, tolerance)],
     }
+
+
+@dataclass(frozen=True)
+class RankAgreement:
+    """How well a model orders several configurations (:func:`rank_agreement`)."""
+
+    n: int
+    rho: float  # Spearman's rank correlation (average ranks for ties): 1 = same order, 0 = none, -1 = reversed
+    top_measured_ranks: tuple[int, ...]  # measured ranks (1 = fastest) of the configurations the model puts first (ties)
+    last_measured_rank: int  # measured rank of the (first) configuration the model puts last
+
+
+def _average_ranks(values) -> list[float]:
+    """Ranks 1..n of ``values`` from the largest, tied values sharing their average rank."""
+    order = sorted(range(len(values)), key=lambda i: -values[i])
+    ranks = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            ranks[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return ranks
+
+
+def rank_agreement(predicted, measured, rel_tie: float = 0.0) -> RankAgreement:
+    """Does a model order configurations as they measured? Spearman's rho over ``predicted`` and
+    ``measured`` (same length, at least 3, finite), and where the model's first and last choices measured.
+    Predictions within ``rel_tie`` of the largest count as tied for first.
+
+    >>> r = rank_agreement([3, 2, 1], [30, 20, 10]); (r.rho, r.top_measured_ranks, r.last_measured_rank)
+    (1.0, (1,), 3)
+    >>> rank_agreement([3, 2, 1], [10, 20, 30]).rho
+    -1.0
+    """
+    p, m = [float(x) for x in predicted], [float(x) for x in measured]
+    if len(p) != len(m) or len(p) < 3:
+        raise ValueError(f"need two sequences of the same length, at least 3, got {len(p)} and {len(m)}")
+    if not all(math.isfinite(x) for x in p + m):
+        raise ValueError("predicted and measured must be finite")
+    if not 0 <= rel_tie < 1:
+        raise ValueError(f"rel_tie must be in [0, 1), got {rel_tie}")
+    rp, rm = _average_ranks(p), _average_ranks(m)
+    mp, mm = sum(rp) / len(rp), sum(rm) / len(rm)
+    cov = sum((a - mp) * (b - mm) for a, b in zip(rp, rm))
+    var = math.sqrt(sum((a - mp) ** 2 for a in rp) * sum((b - mm) ** 2 for b in rm))
+    rho = cov / var if var else 0.0
+    strict = sorted(range(len(m)), key=lambda i: -m[i])
+    measured_rank = {i: strict.index(i) + 1 for i in range(len(m))}
+    top = max(p)
+    firsts = tuple(sorted(measured_rank[i] for i in range(len(p)) if p[i] >= top * (1 - rel_tie)))
+    last = min(range(len(p)), key=lambda i: p[i])
+    return RankAgreement(len(p), round(rho, 12), firsts, measured_rank[last])
