@@ -10,12 +10,14 @@ the whole book once (``tests/conftest.py``; set GPUBOOK_BUILT_HTML to reuse a bu
 import html
 import json
 import re
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 REPO_URL = CONFIG["repository"]["url"].rstrip("/")
 BRANCH = CONFIG["repository"].get("branch", "main")
@@ -41,6 +43,70 @@ def toc_files():
 
 # ---------------------------------------------------------------------------------------------
 # configuration and notebooks (no build)
+
+
+def _parallel_execute():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("parallel_execute", ROOT / "book" / "_ext" / "parallel_execute.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_build_executes_notebooks_in_parallel_and_stays_warning_free():
+    """The build reads (executes) its notebooks in parallel (book/_ext/parallel_execute.py), with
+    myst-nb's inline execution that the {eval} prose needs, and -W in both build commands."""
+    assert "parallel_execute" in CONFIG["sphinx"]["local_extensions"]
+    assert CONFIG["execute"]["execute_notebooks"] == "inline"
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(r"\$\(JB\) build \. --all -W -n --keep-going", makefile)
+    assert "GPUBOOK_BUILD_EARLY=1" in makefile.split("\ntest:", 1)[1].split("\n\n", 1)[0]
+    import book_build
+
+    assert book_build.build_command(Path("/x"))[2:] == [str(ROOT), "--all", "-W", "-n", "--keep-going", "--path-output", "/x"]
+
+
+def test_build_jobs_come_from_the_environment(monkeypatch):
+    pe = _parallel_execute()
+    monkeypatch.setenv("GPUBOOK_BUILD_JOBS", "3")
+    assert pe.jobs() == 3
+    monkeypatch.setenv("GPUBOOK_BUILD_JOBS", "0")
+    with pytest.raises(ValueError, match="GPUBOOK_BUILD_JOBS"):
+        pe.jobs()
+    monkeypatch.delenv("GPUBOOK_BUILD_JOBS")
+    assert 1 <= pe.jobs() <= pe.MAX_DEFAULT_JOBS
+
+
+def test_sphinx_starts_the_notebooks_longest_first(tmp_path):
+    """Each notebook is a chunk of its own; Sphinx's own process pool (one process at a time here)
+    starts them in the order wanted: a notebook not yet timed first, then the last build's run
+    times, longest first, then the text pages; every document exactly once."""
+    import time
+    from types import SimpleNamespace
+
+    from sphinx.util.parallel import ParallelTasks
+
+    pe = _parallel_execute()
+    (tmp_path / "_build").mkdir()
+    (tmp_path / "_build" / pe.RUNTIMES).write_text(json.dumps({"a": 5.0, "b": 30.0, "c": 12.0}))
+    docs = ["a", "b", "c", "new", "p1", "p2", "p3"]
+    for d in docs:
+        suffix = ".md" if d.startswith("p") else ".ipynb"
+        (tmp_path / f"{d}{suffix}").write_text(json.dumps({"cells": []}) if suffix == ".ipynb" else "# page")
+    env = SimpleNamespace(doc2path=lambda d: str(next(tmp_path.glob(f"{d}.*"))))
+    app = SimpleNamespace(env=env, srcdir=str(tmp_path))
+    chunks = pe.read_chunks(app, docs, 1)
+    assert sorted(d for c in chunks for d in c) == sorted(docs)
+    started = []
+    tasks = ParallelTasks(1)
+    for chunk in chunks:
+        # each takes a while (as a notebook does), so that every chunk is queued before the first ends
+        tasks.add_task(lambda c: (c, time.monotonic(), time.sleep(0.3)), chunk, lambda arg, result: started.append(result))
+    tasks.join()
+    order = [c for c, _, _ in sorted(started, key=lambda r: r[1])]
+    assert order[:4] == [["new"], ["b"], ["c"], ["a"]]
+    assert sorted(d for c in order[4:] for d in c) == ["p1", "p2", "p3"]
 
 
 def test_chapters_are_named_by_topic():

@@ -111,13 +111,18 @@ def _builder_inited(app: Sphinx) -> None:
         if ext is not None and ext.parallel_read_safe is None:
             ext.parallel_read_safe = True
     app.builder.allow_parallel = False  # serial writing (see the module docstring)
+    _CURRENT["app"] = app
+    sphinx.builders.make_chunks = _chunks  # the name Builder._read_parallel calls
 
-    def chunks(arguments, nproc, maxbatch=10):
-        if app.builder.env is not None and all(isinstance(d, str) for d in arguments):
-            return read_chunks(app, list(arguments), nproc)
-        return make_chunks(arguments, nproc, maxbatch)
 
-    sphinx.builders.make_chunks = chunks  # the name Builder._read_parallel calls
+_CURRENT: dict[str, Sphinx] = {}  # the application being built (a process may build several in turn)
+
+
+def _chunks(arguments, nproc, maxbatch=10):
+    app = _CURRENT.get("app")
+    if app is not None and getattr(app.builder, "env", None) is not None and all(isinstance(d, str) for d in arguments):
+        return read_chunks(app, list(arguments), nproc)
+    return make_chunks(arguments, nproc, maxbatch)
 
 
 def setup(app: Sphinx):
