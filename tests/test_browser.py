@@ -417,11 +417,33 @@ def test_every_guess_is_answered_behind_a_click(server, browser, chapter):
 # phone and dark mode
 
 
+WIDE_TABLES = """() => {
+  document.querySelectorAll('main details:not([open])').forEach(d => { if (d.querySelector('table')) d.open = true; });
+  return Array.from(document.querySelectorAll('main table')).filter(t => t.offsetParent).map(t => {
+  let box = t.parentElement;
+  while (box && box !== document.body && !['auto', 'scroll'].includes(getComputedStyle(box).overflowX)) box = box.parentElement;
+  const first = t.querySelector('tr > td:first-child');
+  return {wide: t.scrollWidth > t.parentElement.clientWidth + 1, scrolls: !!box && box !== document.body,
+          output: !!t.closest('.cell_output'), sticky: first ? getComputedStyle(first).position === 'sticky' : true,
+          name: (t.querySelector('th, td') || {}).textContent || ''};
+  });
+}"""
+
+
 @pytest.mark.parametrize("path", [PAGES[0]] + CHAPTER_PAGES)
 def test_phone_sidebars_open_and_close(server, browser, path):
+    """At 390 px: both sidebars open and close; and every table wider than the phone scrolls
+    sideways in its own box, an output's table with its first column (the row's name) kept in
+    view (reader review r4, W-5)."""
     v = _open(browser, server, path, width=390, height=844)
     page = v.page
     problems = []
+    for t in page.evaluate(WIDE_TABLES):  # (opens the collapsed outputs that hold a table)
+        if t["wide"] and not t["scrolls"]:
+            problems.append(f"table {t['name'][:30]!r} is wider than the page and does not scroll in its own box")
+        elif t["wide"] and t["output"] and not t["sticky"]:
+            problems.append(f"table {t['name'][:30]!r} scrolls, but its first column scrolls out of view")
+    page.evaluate("() => window.scrollTo(0, 0)")
     for which, toggle_sel, dialog_sel in [
         ("table of contents", ".primary-toggle", "#pst-primary-sidebar-modal, .bd-sidebar-primary"),
         ("page outline", ".secondary-toggle", "#pst-secondary-sidebar-modal, .bd-sidebar-secondary"),

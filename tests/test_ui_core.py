@@ -246,3 +246,52 @@ def test_attention_stepper_has_no_dead_slider_positions():
         sub = f.layout.title.subtitle.text.replace("<br>", " ")
         k, n = sub.split(":")[0].split()[1::2]
         assert int(k) <= int(n), sub
+
+
+def test_short_reason_cuts_at_sentence_or_word_never_inside_a_number():
+    """Reader review r4 W-5: a table cell cut at 60 characters read "Tried to allocate 16.0" without
+    its unit. The message below is PyTorch's CUDA out-of-memory text as the H200 attention record
+    holds it (widgets/data/h200/attention.json, math path at the longest N)."""
+    import json
+    import re
+    from pathlib import Path
+
+    from widgets.book import short_reason
+
+    oom = ("OutOfMemoryError: CUDA out of memory. Tried to allocate 16.00 GiB. GPU 0 has a total capacity of 139.80 GiB "
+           "of which 9.72 GiB is free. Including non-PyTorch memory, this process has 130.08 GiB memory in use.")
+    assert short_reason(oom) == "out of memory (tried to allocate 16.00 GiB)"
+    assert short_reason("CUDA out of memory.") == "out of memory"
+    assert short_reason("not tried: a shorter sequence already failed") == "not tried: a shorter sequence already failed"
+    two = "No available kernel. Aborting execution. See the warnings above for the reasons each kernel was refused."
+    assert short_reason(two, 45) == "No available kernel. Aborting execution."
+    long = "Flash attention requires the last dimension of q, k and v to be a multiple of 8 and at most 256, got 512"
+    cut = short_reason(long, 60)
+    assert len(cut) <= 60 and cut.endswith("…") and long.startswith(cut[:-1])
+    digits = "x " + "1234567.89 " * 12
+    assert short_reason(digits, 30) == "x 1234567.89 1234567.89…"  # never inside a number
+    record = Path(__file__).resolve().parents[1] / "widgets/data/h200/attention.json"
+    if record.exists():  # every error the record holds fits a cell and ends on a whole word or number
+        errors = {json.loads(f'"{e}"') for e in re.findall(r'"error": "((?:[^"\\]|\\.)+)"', record.read_text())}
+        for e in errors:
+            s = short_reason(e)
+            words = s.rstrip("…").split()
+            assert len(s) <= 60 and (s.startswith("out of memory") or words[-1] in e.split()), (e, s)
+
+
+def test_tables_keep_short_row_names_on_one_line():
+    """W-5: "4 x 16 x 4,096" wrapped a word per line in a wide table. Tables whose row names are
+    all short carry ``key-nowrap`` (book/_static/gpubook.css keeps that column on one line and in
+    view while the table scrolls); long names wrap."""
+    from pathlib import Path
+
+    from widgets.book import KEY_NOWRAP_CHARS, compare_table
+    from widgets.ui._core import html_table
+
+    assert 'class="book-table key-nowrap"' in compare_table([dict(quantity="math, N = 16,384", reference="1 GiB")])
+    long = "x" * (KEY_NOWRAP_CHARS + 1)
+    assert 'class="book-table"' in compare_table([dict(quantity="a", reference="1"), dict(quantity=long, reference="2")])
+    assert 'class="calc-result key-nowrap"' in html_table(["shape", "t"], [["<b>4 x 16 x 4,096</b>", "1 ms"]])
+    assert 'class="calc-result"' in html_table(["shape", "t"], [[long, "1 ms"]])
+    css = (Path(__file__).resolve().parents[1] / "book/_static/gpubook.css").read_text()
+    assert "table.key-nowrap td:first-child" in css and "position: sticky" in css

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Optional, TypeVar
@@ -143,10 +144,63 @@ def provenance_line(record: Mapping[str, Any]) -> str:
 
 def table(rows: Iterable[Iterable[Any]], headers: Iterable[str], *, caption: str | None = None) -> str:
     """The book's one HTML table: header row, then rows of already formatted cells."""
+    rows = [list(r) for r in rows]
     head = "".join(f"<th>{html.escape(str(h))}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in rows)
     cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
-    return f'<div class="book-table-wrap"><table class="book-table">{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
+    cls = "book-table" + key_class([r[0] for r in rows if r])
+    return f'<div class="book-table-wrap"><table class="{cls}">{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
+
+
+KEY_NOWRAP_CHARS = 22  # a first column of names this short stays on one line (book/_static/gpubook.css)
+
+
+def key_class(keys: Iterable[Any]) -> str:
+    """`` key-nowrap`` when every row name (first cell, tags aside) is short enough to keep on one
+    line: the page then never wraps "4 x 16 x 4,096" a word per line in a wide table (reader review
+    r4, W-5); longer names wrap in a column at least 11 em wide. Empty otherwise."""
+    keys = [re.sub(r"<[^>]*>", "", str(k)) for k in keys]
+    return " key-nowrap" if keys and max(len(k) for k in keys) <= KEY_NOWRAP_CHARS else ""
+
+
+_EXC_NAME = re.compile(r"^(?:[\w.]+(?:Error|Exception|Warning)):\s*")
+_TRIED = re.compile(r"tried to allocate (\d[\d.,]*\s*[KMGT]i?B)", re.I)
+
+
+def short_reason(message: str, limit: int = 60) -> str:
+    """An error or refusal message short enough for a table cell, cut where a sentence or clause
+    ends, never inside a number or a word.
+
+    A CUDA out-of-memory message becomes ``"out of memory (tried to allocate 16.00 GiB)"``; the
+    exception's class name is dropped; otherwise whole sentences are kept while they fit, and a
+    first sentence longer than ``limit`` is cut at its last clause (", ", ": ", "; ") or word
+    boundary with an ellipsis. A table that cut at a fixed count showed "Tried to allocate 16.0"
+    without its unit (reader review r4, W-5).
+
+    >>> short_reason("OutOfMemoryError: CUDA out of memory. Tried to allocate 16.00 GiB. GPU 0 has a total capacity of 139.80 GiB")
+    'out of memory (tried to allocate 16.00 GiB)'
+    >>> short_reason("not tried: a shorter sequence already failed")
+    'not tried: a shorter sequence already failed'
+    """
+    text = " ".join(str(message).split())
+    text = _EXC_NAME.sub("", text)
+    if "out of memory" in text.lower():
+        m = _TRIED.search(text)
+        return f"out of memory (tried to allocate {m.group(1)})" if m else "out of memory"
+    if len(text) <= limit:
+        return text
+    out = ""
+    for sentence in re.split(r"(?<=[.;!?])\s+(?=[A-Z(])", text):
+        if len(out) + bool(out) + len(sentence) > limit:
+            break
+        out = f"{out} {sentence}".strip()
+    if out:
+        return out
+    head = text[: limit - 1]
+    cut = max(head.rfind(sep) for sep in (", ", ": ", "; "))
+    if cut < limit // 2:
+        cut = head.rfind(" ")
+    return (head[:cut] if cut > 0 else head).rstrip(" ,:;") + "…"
 
 
 def compare_table(

@@ -713,9 +713,12 @@ def html_table(head, rows) -> str:
 
     Cells are HTML as given (calculators put ``<b>``, ``<br>`` and ``<code>`` in them), so callers
     escape any text that comes from outside the book."""
+    from ..book import key_class
+
+    rows = [list(r) for r in rows]
     th = "".join(f"<th>{h}</th>" for h in head)
     body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
-    return f'<table class="calc-result"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
+    return f'<table class="calc-result{key_class([r[0] for r in rows if r])}"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
 
 
 # ---------------------------------------------------------------------------------------------

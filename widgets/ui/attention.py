@@ -12,6 +12,7 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 
+from ..book import short_reason
 from ..hardware import get_gpu, gpu_names
 from ..models import attention as am
 from ..units import GiB, KiB, fmt_bytes, fmt_time
@@ -356,7 +357,7 @@ def flash_html(flash, short: dict) -> str:
         what = short.get(r["name"], r["name"])
         if r["error"]:
             rows.append([f"{r['batch']} x {r['heads']} x {r['seq']:,}", "causal" if r["causal"] else "full", what, "refused", "-", "-",
-                         r["error"][:140]])
+                         short_reason(r["error"], 80)])
             continue
         rows.append([f"{r['batch']} x {r['heads']} x {r['seq']:,}", "causal" if r["causal"] else "full", what,
                      fmt_time(r["time_s"]), f"{r['tflop_per_s']:.3g}" if r["tflop_per_s"] else "-",
