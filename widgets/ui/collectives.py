@@ -663,9 +663,9 @@ def _send_link(gpu: str, scope: str) -> float:
     return cm.roofline_link_bytes_per_s(gpu, scope, gpus_per_node=1)
 
 
-def roofline_summary(gpu: str, scope: str, d_model: int, d_ff: int, tp_ranks=None) -> str:
+def roofline_summary(gpu: str, scope: str, d_model: int, d_ff: int, tp_ranks=None, dp_ranks=None) -> str:
     c, w, _ = _roofline_inputs(gpu, scope)
-    r = ROOFLINE_RANKS[scope]
+    r = ROOFLINE_RANKS[scope] if dp_ranks is None else dp_ranks
     crit = cm.critical_tokens_per_gpu(c, w, r)
     y = cm.tensor_parallel_max_ranks(d_ff, c, w)
     pp = cm.layer_roofline("pipeline", 1024, d_model, d_ff, c, _send_link(gpu, scope), 1)
@@ -673,24 +673,36 @@ def roofline_summary(gpu: str, scope: str, d_model: int, d_ff: int, tp_ranks=Non
             f"tensor parallel hides its collectives up to {y:.1f} ranks; pipeline send / compute {pp.ratio:.3f}")
 
 
-def _roofline_traces(gpu: str, scope: str, d_model: int, d_ff: int, tp_ranks=None) -> list:
+def _roofline_traces(gpu: str, scope: str, d_model: int, d_ff: int, tp_ranks=None, dp_ranks=None, layers_per_stage: int = 1,
+                     tokens: float | None = None) -> list:
+    """The static figure draws the scope's default ranks (ROOFLINE_RANKS, ROOFLINE_TP_RANKS) and one layer
+    per stage; the live form draws its own ranks and layers and marks its ``tokens`` on each line."""
     c, w, _ = _roofline_inputs(gpu, scope)
     tp_ranks = ROOFLINE_TP_RANKS[scope] if tp_ranks is None else tp_ranks
-    r = ROOFLINE_RANKS[scope]
+    r = ROOFLINE_RANKS[scope] if dp_ranks is None else dp_ranks
     xs = list(ROOFLINE_TOKENS)
+    pp_link = _send_link(gpu, scope)
+
+    def ratio(parallelism, t, ranks, link=w):
+        return cm.layer_roofline(parallelism, t, d_model, d_ff, c, link, ranks, layers_per_stage=layers_per_stage).ratio
 
     def ratios(parallelism, ranks, link=w):
-        return [cm.layer_roofline(parallelism, t, d_model, d_ff, c, link, ranks).ratio for t in xs]
+        return [ratio(parallelism, t, ranks, link) for t in xs]
 
     crit = cm.critical_tokens_per_gpu(c, w, r)
-    return [
+    traces = [
         go.Scatter(x=xs, y=[1, 1], mode="lines", name="communication = computation", line=dict(color="#888", dash="dot")),
         go.Scatter(x=xs, y=ratios("data", r), mode="lines", name="data parallel and FSDP", line=dict(color=COLORS[0], width=3)),
         go.Scatter(x=xs, y=ratios("tensor", tp_ranks), mode="lines", name="tensor parallel", line=dict(color=COLORS[1], width=3)),
-        go.Scatter(x=xs, y=ratios("pipeline", 1, _send_link(gpu, scope)), mode="lines", name="pipeline, 1 layer per stage",
-                   line=dict(color=COLORS[2], width=3)),
+        go.Scatter(x=xs, y=ratios("pipeline", 1, pp_link), mode="lines",
+                   name=f"pipeline, {plural(layers_per_stage, 'layer')} per stage", line=dict(color=COLORS[2], width=3)),
         go.Scatter(x=[crit], y=[1], mode="markers", name="critical batch", marker=dict(color=COLORS[3], size=11, symbol="x")),
     ]  # fmt: skip
+    if tokens is not None:
+        ys = [ratio("data", tokens, r), ratio("tensor", tokens, tp_ranks), ratio("pipeline", tokens, 1, pp_link)]
+        traces.append(go.Scatter(x=[tokens] * 3, y=ys, mode="markers", name="your tokens per GPU",
+                                 marker=dict(color=list(COLORS[:3]), size=10, symbol="circle-open", line=dict(width=2))))
+    return traces
 
 
 def _roofline_layout() -> dict:
@@ -764,13 +776,15 @@ def parallelism_roofline_calculator():
 
     def compute(gpu, scope, tokens, d_model, d_ff, dp_ranks, tp_ranks, layers_per_stage):
         rows = parallelism_roofline_rows(gpu, scope, tokens, d_model, d_ff, dp_ranks, tp_ranks, layers_per_stage)
-        return dict(gpu=gpu, scope=scope, d_model=d_model, d_ff=d_ff, tp=tp_ranks, rows=rows)
+        return dict(gpu=gpu, scope=scope, d_model=d_model, d_ff=d_ff, tp=tp_ranks, dp=dp_ranks, layers=layers_per_stage,
+                    tokens=tokens, rows=rows)
 
     def show(r):
-        fig = go.Figure(_roofline_traces(r["gpu"], r["scope"], r["d_model"], r["d_ff"], r["tp"]))
+        # the figure draws the form's own ranks, layers per stage and tokens (each control moves it)
+        fig = go.Figure(_roofline_traces(r["gpu"], r["scope"], r["d_model"], r["d_ff"], r["tp"], r["dp"], r["layers"], r["tokens"]))
         fig.update_layout(**_roofline_layout())
         style_figure(fig, title=f"{r['gpu']} {ROOFLINE_SCOPE_LABEL[r['scope']]}",
-                     readout=roofline_summary(r["gpu"], r["scope"], r["d_model"], r["d_ff"], r["tp"]), height=480)
+                     readout=roofline_summary(r["gpu"], r["scope"], r["d_model"], r["d_ff"], r["tp"], r["dp"]), height=480)
         return table_html(r["rows"]), fig
 
     return live_form(compute, controls, show, title="Communication against computation, per parallelism",
@@ -857,6 +871,10 @@ def protocol_calculator():
         c = r["choice"]
         rows = [(f"{a}, {p}" + ("  ← NCCL's choice" if (a, p) == (c.algorithm, c.protocol) else ""), fmt_time(t)) for a, p, t in c.times]
         fig = go.Figure(_protocol_traces(r["op"], r["n"], r["link"]))
+        # the chosen size on NCCL's choice (the figure follows the size control, not only the table)
+        fig.add_trace(go.Scatter(x=[r["size"]], y=[cm.busbw_bytes_per_s(r["op"], r["n"], r["size"], c.time_s) / 1e9], mode="markers",
+                                 name=f"your S: {c.algorithm}, {c.protocol}", marker=dict(color="#222", size=11, symbol="circle-open",
+                                                                                          line=dict(width=2))))
         fig.update_layout(xaxis=dict(type="log", title="message size S [B]", exponentformat="SI"),
                           yaxis=dict(type="log", title="bus bandwidth [GB/s]", exponentformat="SI"))
         style_figure(fig, title=f"{r['op']}, {plural(r['n'], 'rank')}", readout=protocol_summary(r["op"], r["n"], r["link"]), height=460)
