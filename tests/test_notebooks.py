@@ -301,6 +301,30 @@ def test_guess_order_check_accepts_sound_orders(cells):
 # ---------------------------------------------------------------------------------------------
 # Listings of the library's code: book.show_source, not {literalinclude} (which JupyterLab drops).
 
+# jupyterlab-myst renders a {literalinclude} as nothing (reader review r4, JupyterLab #6): a chapter shows
+# the library's code with book.show_source (the markdown cell split at the listing; a remove-input cell
+# with the directive's path, :pyobject:, :start-after:, :end-before:, :lines:, :language: as arguments).
+# These chapters still use literalinclude (not H4's files in round 5).
+LITERALINCLUDE_KNOWN = {
+    "chapters/memory_hierarchy.ipynb": "19 literalincludes left: not in round 5's H4 files",
+    "chapters/serving.ipynb": "11 literalincludes left: not in round 5's H4 files",
+    "chapters/simt.ipynb": "13 literalincludes left: not in round 5's H4 files",
+}
+
+
+@pytest.mark.parametrize(
+    "path",
+    [pytest.param(p, marks=pytest.mark.xfail(reason=LITERALINCLUDE_KNOWN[str(p.relative_to(ROOT))], strict=True))
+     if str(p.relative_to(ROOT)) in LITERALINCLUDE_KNOWN else p for p in CHAPTERS],
+    ids=[str(p.relative_to(ROOT)) for p in CHAPTERS],
+)
+def test_listings_show_in_jupyterlab_too(path):
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    found = [c["id"] for c in nb["cells"] if c["cell_type"] == "markdown" and "{literalinclude}" in "".join(c["source"])]
+    assert not found, (f"{path.relative_to(ROOT)}: {{literalinclude}} in cells {found}: JupyterLab shows nothing there; "
+                       "use a remove-input code cell book.show_source('widgets/...py', 'name')")
+
+
 def test_every_listing_names_real_code():
     import ast
 
