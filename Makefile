@@ -39,14 +39,21 @@ node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --ignore-scripts
 	touch $@
 
+# Python caches what it compiles (.pyc) even where the environment says not to (PYTHONDONTWRITEBYTECODE,
+# set on some machines, this one included): the packages are installed without .pyc (--no-compile
+# above), so without the cache every process (each pytest worker, kernel, build, JupyterLab) would
+# compile torch, plotly, sphinx... from source again: 2-3 CPU s more per kernel, and pytest would
+# rewrite every test module's asserts in every worker (collection: 13 -> 7 CPU s each, measured here).
+CACHE_PYC := PYTHONDONTWRITEBYTECODE=
+
 book: install
-	$(JB) build . --all -W -n --keep-going
+	$(CACHE_PYC) $(JB) build . --all -W -n --keep-going
 	@echo "HTML: _build/html/index.html"
 
 # The learner edition: the book without exercise solutions or instructor notes (book/_ext/learner.py
 # drops them; the instructor pages leave the table of contents), warnings as errors.
 learner: install
-	$(PY) book/_ext/learner.py --out _build/learner
+	$(CACHE_PYC) $(PY) book/_ext/learner.py --out _build/learner
 
 # Headless Chromium for the browser tests: installed when we are root (CI, containers); otherwise
 # the browser tests skip and say why (tests/conftest.py).
@@ -70,11 +77,11 @@ DOCTESTS := --doctest-modules widgets/models widgets/units.py widgets/hardware.p
 TEST_WORKERS ?= $(shell n=$$(( $$(nproc 2>/dev/null || echo 2) * 2 )); [ $$n -lt 4 ] && n=4; echo $$n)
 
 test: install chromium
-	GPUBOOK_REQUIRE_BROWSER=$${CI:+1} GPUBOOK_BUILD_EARLY=1 $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -p no:cacheprovider -q \
+	$(CACHE_PYC) GPUBOOK_REQUIRE_BROWSER=$${CI:+1} GPUBOOK_BUILD_EARLY=1 $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -p no:cacheprovider -q \
 	  tests chapters --nbval-lax --nbval-current-env $(DOCTESTS)
 
 unit: install
-	$(PY) -m pytest -n 2 -p no:cacheprovider -q -m "not slow and not build and not browser" tests $(DOCTESTS)
+	$(CACHE_PYC) $(PY) -m pytest -n 2 -p no:cacheprovider -q -m "not slow and not build and not browser" tests $(DOCTESTS)
 
 lint: install
 	$(VENV)/bin/ruff check .

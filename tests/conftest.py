@@ -12,8 +12,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import book_build  # noqa: E402
 
 # ---- markers: `browser` skips (with the reason) when it cannot run; `slow` is deselected by `make unit` ----
 # Tests that run an experiment, a subprocess or torchrun, or take a second or more on a 2-core machine.
@@ -92,6 +90,9 @@ def built_book() -> Path:
     reuse = os.environ.get("GPUBOOK_BUILT_HTML")
     if reuse:
         return Path(reuse)
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import book_build  # tests/book_build.py (imported here: this file also works alone, tests/test_readme.py)
+
     run_id = os.environ.get("GPUBOOK_TEST_RUN_ID") or os.environ.get("PYTEST_XDIST_TESTRUNUID") or uuid.uuid4().hex
     returncode, log = book_build.ensure_built(run_id)
     assert returncode == 0, book_build.failure_report(log)
