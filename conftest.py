@@ -131,7 +131,10 @@ def pytest_configure(config):
 def pytest_unconfigure(config):
     """An early build the run no longer waits for (its tests deselected, the run interrupted) stops."""
     if _EARLY_BUILD is not None and _EARLY_BUILD.poll() is None:
-        os.killpg(_EARLY_BUILD.pid, signal.SIGTERM)
+        try:
+            os.killpg(_EARLY_BUILD.pid, signal.SIGTERM)
+        except ProcessLookupError:  # it ended meanwhile
+            pass
         _EARLY_BUILD.wait()
 
 
