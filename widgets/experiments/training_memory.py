@@ -423,6 +423,7 @@ class AllocatorRun(harness.Result):
     pinned_reserved_bytes: Optional[int] = None
     inactive_split_bytes: Optional[int] = None
     alloc_retries: Optional[int] = None
+    pinned_segments: Optional[int] = None  # segments of exactly the block size before the request (the pinned ones)
 
 
 @dataclass(frozen=True)
@@ -639,10 +640,13 @@ torch.cuda.synchronize()
 out = dict(allocated=torch.cuda.memory_allocated(), reserved=torch.cuda.memory_reserved(),
            peak=torch.cuda.max_memory_reserved(), largest=max(sizes) * 2**20)
 # Phase 2, fragmentation proper, under a cap of CAP bytes: for each of N rounds a BLOCK-byte
-# tensor (its own segment), freed; a tensor KEEP bytes smaller takes its place (a split), a
-# KEEP-byte keeper takes the remainder, the big one is freed: each segment then holds a small live
-# keeper and a free gap smaller than BLOCK that only a smaller request can use. Then one request
-# larger than any gap and than the unreserved capacity, though far below the free capacity.
+# tensor (its own segment: no free block is that large), freed; a tensor KEEP bytes smaller takes
+# its place (a split: the only free block) and is held until every round is done, so the next
+# round cannot reuse this segment; a KEEP-byte keeper takes the remainder. Then the big tensors
+# are freed: each segment holds a small live keeper and a free gap smaller than BLOCK that only a
+# smaller request can use. Then one request larger than any gap and than the unreserved capacity,
+# though far below the free capacity. (Round 4's version freed each big tensor within its round,
+# so the next round's split reused the previous segment's gap and only a few segments formed.)
 torch.cuda.empty_cache()
 MiB = 2**20
 cap, block, keep, request, rounds = [int(x) for x in sys.argv[2].split(",")]
@@ -650,14 +654,15 @@ cap, block, keep, request = cap * MiB, block * MiB, keep * MiB, request * MiB
 _free, total = torch.cuda.mem_get_info()
 torch.cuda.set_per_process_memory_fraction(min(1.0, cap / total))
 torch.cuda.reset_peak_memory_stats()
-keepers = []
+keepers, held = [], []
 try:
     for _ in range(rounds):
         x = torch.empty(block, dtype=torch.uint8, device="cuda")
         del x
-        a = torch.empty(block - keep, dtype=torch.uint8, device="cuda")
+        held.append(torch.empty(block - keep, dtype=torch.uint8, device="cuda"))
         keepers.append(torch.empty(keep, dtype=torch.uint8, device="cuda"))
-        del a
+    segments = sum(1 for s in torch.cuda.memory_snapshot() if s.get("total_size") == block)
+    held.clear()
     live = torch.cuda.memory_allocated()
     try:
         y = torch.empty(request, dtype=torch.uint8, device="cuda")
@@ -666,7 +671,7 @@ try:
     except torch.OutOfMemoryError as exc:
         ok, err = False, str(exc).split("\n")[0][:300]
     st = torch.cuda.memory_stats()
-    out.update(pinned_ok=ok, pinned_error=err, pinned_cap=cap, pinned_request=request, pinned_live=live,
+    out.update(pinned_ok=ok, pinned_error=err, pinned_cap=cap, pinned_request=request, pinned_live=live, pinned_segments=segments,
                pinned_reserved=torch.cuda.max_memory_reserved(),
                inactive_split=st.get("inactive_split_bytes.all.current"), retries=st.get("num_alloc_retries"))
 except Exception as exc:
@@ -698,7 +703,7 @@ def _allocator_run(expandable: bool, sizes_mib) -> AllocatorRun:
                         pinned_ok=d.get("pinned_ok"), pinned_error=d.get("pinned_error", ""), pinned_cap_bytes=d.get("pinned_cap"),
                         pinned_request_bytes=d.get("pinned_request"), pinned_live_bytes=d.get("pinned_live"),
                         pinned_reserved_bytes=d.get("pinned_reserved"), inactive_split_bytes=d.get("inactive_split"),
-                        alloc_retries=d.get("retries"))
+                        alloc_retries=d.get("retries"), pinned_segments=d.get("pinned_segments"))
 
 
 def measure_fragmentation(sizes_mib=FRAG_SIZES_MIB) -> FragmentationResult:
