@@ -36,6 +36,7 @@ import torch
 from ..accuracy import Row
 from ..models import kernels as model
 from ..models import simt as simt_model
+from ..units import fmt_bytes
 from . import harness
 from . import kernels_cuda as kc
 
@@ -600,12 +601,13 @@ def accuracy_rows(record: dict) -> list:
             if not p.event_median_s:
                 continue
             pred = p.event_median_s * (1 + model.host_timing_error(p.event_median_s, timing.sync_idle_median_s))
-            rows.append(Row("kernels", f"host-clock time of a {p.bytes_moved / 1e6:.3g} MB add (launch + synchronize)",
+            rows.append(Row("kernels", f"host-clock time of an add moving {fmt_bytes(p.bytes_moved)} (launch + synchronize)",
                             "event time + the idle cost of torch.cuda.synchronize", pred, p.wall_median_s, "s", "calibrated", device,
                             "the overhead constant is measured on the idle-synchronize micro-benchmark; launch cost is not in it"))
         check = ci_check(timing.samples_s)
         if check:
-            what = f"spread of the mean of {GROUP} repeats ({len(timing.samples_s)} repeats of a {timing.samples_n_elems * 8 / 1e6:.3g} MB add)"
+            what = (f"spread of the mean of {GROUP} repeats ({len(timing.samples_s)} repeats of an add moving "
+                    f"{fmt_bytes(timing.samples_n_elems * 8)})")  # fp32 in and out: 8 B per element
             rows.append(Row("kernels", what,
                             f"s / sqrt({GROUP}) from the first {GROUP} repeats", check[0], check[1], "s", "prediction", device,
                             "fails if the repeats drift or are correlated (clocks, power, a neighbour); each repeat is one launch on an idle "

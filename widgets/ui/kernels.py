@@ -325,19 +325,6 @@ def sweep_table(ladder, rung: str = "warptile", gpu: str | None = "H200-SXM") ->
     return html_table(heads + ["threads", "registers", "blocks/SM", "correct"], rows)
 
 
-def timing_table(timing) -> str:
-    """Events against the host clock per size of the short kernel."""
-    if timing is None or not hasattr(timing, "points"):
-        return "<p>No timing recorded yet.</p>"
-    rows = []
-    for p in timing.points:
-        ev = p.event_median_s
-        err = f"{p.wall_median_s / ev - 1:+.0%}" if ev else "-"
-        rows.append([f"{p.bytes_moved / 1e6:.3g} MB", fmt_time(ev) if ev else "-", fmt_time(p.wall_median_s), err,
-                     fmt_time(p.batched_event_per_call_s) if p.batched_event_per_call_s else "-"])
-    return html_table(["bytes moved", "events (median)", "host clock + sync (median)", "host error", "events over 100 launches, per launch"], rows)
-
-
 # --------------------------------------------------------------------------------------------
 # Exercise checks (the FAIL lines point to the method and the section, never to the number)
 # --------------------------------------------------------------------------------------------
