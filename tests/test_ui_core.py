@@ -295,3 +295,21 @@ def test_tables_keep_short_row_names_on_one_line():
     assert 'class="calc-result"' in html_table(["shape", "t"], [[long, "1 ms"]])
     css = (Path(__file__).resolve().parents[1] / "book/_static/gpubook.css").read_text()
     assert "table.key-nowrap td:first-child" in css and "position: sticky" in css
+
+
+def test_page_copy_keeps_x_and_y_in_a_restyle_that_sets_orientation():
+    """plotly.js swaps a trace's x and y when a restyle sets its orientation (to null on a scatter
+    too); the x and y given in the same call put them back. Found by comparing every state of the
+    book's figures in Chromium (training_memory's ladder: the memory line lay along y after a
+    dropdown choice)."""
+    from widgets.ui._render import page_copy
+
+    def frame(gpu, v):
+        return ([go.Bar(x=[v], y=["per GPU"], orientation="h", name="weights"),
+                 go.Scatter(x=[gpu, gpu], y=[-0.45, 0.45], mode="lines", name="memory")], "ladder", f"{v}")
+
+    fig = grid_figure(slider=("v", [1, 2], str), choices=("GPU", [80, 141], str), frame=frame)
+    lite = page_copy(fig.to_dict())
+    for b in lite["layout"]["updatemenus"][0]["buttons"]:
+        assert "orientation" in b["args"][0] and b["args"][0]["y"][1] == [-0.45, 0.45]
+    assert all("y" not in f["data"][1] for f in lite["frames"])  # frames merge: no swap there

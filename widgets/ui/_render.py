@@ -98,6 +98,10 @@ def page_copy(fig_dict: Mapping[str, Any], digits: int = PAGE_DIGITS) -> dict:
             if button.get("method") != "update" or len(args) != 2 or not isinstance(args[0], dict):
                 continue
             restyle = args[0]
+            if "orientation" in restyle:
+                # plotly.js swaps a trace's x and y when a restyle sets its orientation (even to
+                # null on a scatter): only the x and y given after it in the same call undo that
+                continue
             for k in list(restyle):
                 vals = restyle[k]
                 if isinstance(vals, list) and len(vals) == len(data) and all(
