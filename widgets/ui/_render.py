@@ -8,6 +8,9 @@ In Colab, which renders neither, plotly's own ``colab`` renderer is used.
 
 While the book is being built, the book's Sphinx extension sets ``GPUBOOK_PLOTLY=html`` for the
 kernels it starts: the page needs only the HTML, and myst-nb would warn about the JSON mime type.
+
+The HTML carries :func:`page_copy` of the figure (the same states in about half the bytes: page
+weight budget, tests/test_browser.py); the JSON for JupyterLab is the figure as made.
 """
 
 from __future__ import annotations
