@@ -322,27 +322,18 @@ def ring_allreduce_figure(n: int = 4, ranks=(2, 3, 4, 5)) -> go.Figure:
     k = int(n)
     if k not in ranks:
         raise ValueError(f"n must be one of {ranks}, got {n!r}")
-    steps = list(range(2 * (max(ranks) - 1) + 1))
 
     def frame(m, s):
-        # grid_figure asks every rank count for every step of the longest ring; the positions past
-        # this ring's last step are cut from its slider below, so they are never shown
-        st = min(s, 2 * (m - 1))
-        return _ring_traces(m, st), f"ring all-reduce, {plural(m, 'rank')}", ring_step_summary(m, st)
+        return _ring_traces(m, s), f"ring all-reduce, {plural(m, 'rank')}", ring_step_summary(m, s)
 
-    fig = grid_figure(
-        slider=("step", steps, str),
+    return grid_figure(
+        slider=("step", lambda m: list(range(2 * (m - 1) + 1)), str),  # each ring its own steps, no others
         choices=("ranks", ranks, lambda m: plural(m, "rank")),
         frame=frame,
         layout=_ring_layout(),
         active=(ranks.index(k), 0),
         height=520,
     )
-    for ci, m in enumerate(ranks):
-        fig.layout.sliders[ci].steps = fig.layout.sliders[ci].steps[: 2 * (m - 1) + 1]
-    shown = {st.args[0][0] for sl in fig.layout.sliders for st in sl.steps}
-    fig.frames = [f for f in fig.frames if f.name in shown]  # page weight: no unreachable frames
-    return fig
 
 
 def ring_allreduce_calculator():
