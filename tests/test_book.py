@@ -67,6 +67,29 @@ def test_the_build_executes_notebooks_in_parallel_and_stays_warning_free():
     assert book_build.build_command(Path("/x"))[2:] == [str(ROOT), "--all", "-W", "-n", "--keep-going", "--path-output", "/x"]
 
 
+def test_one_build_per_test_run_and_a_failed_build_is_reported_not_rebuilt(tmp_path, monkeypatch):
+    """tests/book_build.py: whoever asks second in a run (the fixture after the early background
+    build, another worker) gets the first build's result; a new run builds again."""
+    import book_build
+
+    calls = []
+
+    def command(code):
+        def build_command(out):
+            calls.append(out)
+            return [sys.executable, "-c", code]
+        return build_command
+
+    out = tmp_path / "test-book"
+    monkeypatch.setattr(book_build, "build_command", command("import sys; print('x.md:3: WARNING: bad'); sys.exit(1)"))
+    assert book_build.ensure_built("run-1", out)[0] == 1
+    returncode, log = book_build.ensure_built("run-1", out)
+    assert returncode == 1 and len(calls) == 1, "a failed build is reported again, not rebuilt"
+    assert "x.md:3: WARNING: bad" in book_build.failure_report(log)
+    monkeypatch.setattr(book_build, "build_command", command("print('build succeeded')"))
+    assert book_build.ensure_built("run-2", out) == (0, "build succeeded\n") and len(calls) == 2
+
+
 def test_build_jobs_come_from_the_environment(monkeypatch):
     pe = _parallel_execute()
     monkeypatch.setenv("GPUBOOK_BUILD_JOBS", "3")
