@@ -500,7 +500,7 @@ def _settle(page, i: int, before: dict, plots, need_figure: bool) -> tuple[dict,
     """Wait until the form has recomputed: both figure and table changed, or the kernel is idle
     and nothing changed for a second (at most CONTROL_S). Plotly draws an update only when the
     figure is on screen, so each figure is brought into view in turn, as a reader would."""
-    t0, n, quiet_since = time.monotonic(), 0, None
+    t0, n, quiet_since, still_since, last_plots = time.monotonic(), 0, None, None, None
     while True:
         if need_figure and plots.count():
             plots.nth(n % plots.count()).scroll_into_view_if_needed()
@@ -509,8 +509,16 @@ def _settle(page, i: int, before: dict, plots, need_figure: bool) -> tuple[dict,
         after = page.evaluate(JS_FORM_STATE, i)
         fig = after["plots"] != before["plots"]
         table = after["html"] != before["html"]
-        if (fig or not need_figure) and table:
+        if fig and table:
             return after, fig, table
+        if table and not need_figure:
+            # a table-only control (or a form without a figure): judge the figure once the kernel is
+            # idle and the figure has stayed still for a second, not in the middle of an update
+            idle = page.evaluate("() => document.body.innerText.includes('| Idle')")
+            still_since = (still_since or time.monotonic()) if (idle and after["plots"] == last_plots) else None
+            last_plots = after["plots"]
+            if still_since and time.monotonic() - still_since >= 1.0:
+                return after, fig, table
         if after["error"]:
             return after, fig, table
         idle = page.evaluate("() => document.body.innerText.includes('| Idle')")

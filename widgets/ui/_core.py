@@ -853,9 +853,17 @@ def live_form(
             figures.append(fw)
         if len(figures) > len(figs):
             del figures[len(figs):]
-        for fw, style in zip(figures, figs):
+        for fw, fig in zip(figures, figs):
             if id(fw) in fresh:
                 continue
+            # The new state is made complete (readout in the title) BEFORE anything is sent, and the
+            # layout goes as one batched update of what changed. Assigning ``fw.layout`` sent the
+            # whole layout at once (title without its readout, subtitle set), then the readout in a
+            # second message: between the two the page showed a state the form never had, and each
+            # move sent the whole layout (template included) although only the readout changed.
+            style = go.Figure(fig)
+            _readout_into_title(style)
+            new_layout = style.layout.to_plotly_json()
             with fw.batch_update():
                 if len(fw.data) != len(style.data) or any(a.type != b.type for a, b in zip(fw.data, style.data)):
                     fw.data = ()
@@ -863,8 +871,9 @@ def live_form(
                 else:
                     for old, new in zip(fw.data, style.data):
                         old.update(new.to_plotly_json(), overwrite=True)
-                fw.layout = style.layout
-                _readout_into_title(fw)
+                for key in set(fw.layout.to_plotly_json()) - set(new_layout):
+                    fw.layout[key] = None  # a layout property this state does not have
+                fw.layout.update(new_layout, overwrite=True)
         if tuple(fig_box.children) != tuple(figures):
             fig_box.children = tuple(figures)
 
