@@ -160,6 +160,34 @@ def test_live_form_updates_its_figure_in_place():
     assert box.figures[0] is fw and list(fw.data[0].y) == [0, 7]  # the same widget, new data
 
 
+def test_live_form_sends_each_refresh_as_one_complete_update(monkeypatch):
+    """What reaches the page on a move is one plotly update holding the final state (the readout
+    already in the title's text) and only what changed: never the whole layout, never a title
+    without its readout followed by a second message (the page showed that in-between state)."""
+    import ipywidgets as w
+    import plotly.basewidget as bw
+
+    sent = []
+    for kind in ("relayout", "restyle", "update", "addTraces", "deleteTraces"):
+        orig = getattr(bw.BaseFigureWidget, f"_send_{kind}_msg")
+        monkeypatch.setattr(bw.BaseFigureWidget, f"_send_{kind}_msg",
+                            lambda self, *a, _o=orig, _k=kind, **k: (sent.append((_k, a, k)), _o(self, *a, **k))[1])
+
+    def show(v):
+        fig = go.Figure([go.Bar(x=["a", "b"], y=[1, 2])])  # the traces do not depend on v: the readout does
+        return "<b>t</b>", style_figure(fig, title="bars", readout=f"v is {v}")
+
+    box = live_form(lambda x: x, {"x": w.IntSlider(value=1, min=0, max=9)}, show)
+    sent.clear()
+    box.controls["x"].value = 7
+    assert [k for k, _, _ in sent] == ["update"], sent
+    layout = sent[0][2]["relayout_data"]
+    assert set(layout) <= {"title", "title.text", "title.subtitle.text", "margin", "margin.t"}, layout  # not the template
+    text = layout.get("title.text") or layout["title"]["text"]
+    assert "v is 7" in text and "bars" in text
+    assert box.figures[0].layout.title.text == text and not box.figures[0].layout.title.subtitle.text
+
+
 def test_live_form_makes_no_widgets_while_the_book_is_built(monkeypatch):
     import ipywidgets as w
 
