@@ -65,9 +65,11 @@ chromium:
 
 DOCTESTS := --doctest-modules widgets/models widgets/units.py widgets/hardware.py widgets/doctor.py
 
-# Everything, each chapter executed twice and only twice: nbval runs it live (measuring, on the CPU
-# here), the one book build (tests/book_build.py, shared by the tests through tests/conftest.py::built_book)
-# runs it in BUILD mode (GPUBOOK_BUILD=1, no measurement). The build starts in the background as the
+# Everything, each chapter executed twice and only twice: once live (measuring, on the CPU here) by
+# the JupyterLab test (Run All in a real JupyterLab, failing on any cell's traceback, then every control
+# moved), or by nbval where that test cannot run (no Chromium: the root conftest.py,
+# GPUBOOK_NBVAL_VIA_JUPYTERLAB=1), and once by the one book build (tests/book_build.py, shared by the
+# tests through tests/conftest.py::built_book) in BUILD mode (GPUBOOK_BUILD=1, no measurement). The build starts in the background as the
 # run starts (GPUBOOK_BUILD_EARLY=1, the root conftest.py) and executes the notebooks in parallel,
 # one per process (book/_ext/parallel_execute.py; GPUBOOK_BUILD_JOBS, default the CPU count).
 # CI (CI=true) refuses to skip the browser tests.
@@ -77,7 +79,7 @@ DOCTESTS := --doctest-modules widgets/models widgets/units.py widgets/hardware.p
 TEST_WORKERS ?= $(shell n=$$(( $$(nproc 2>/dev/null || echo 2) * 2 )); [ $$n -lt 4 ] && n=4; echo $$n)
 
 test: install chromium
-	$(CACHE_PYC) GPUBOOK_REQUIRE_BROWSER=$${CI:+1} GPUBOOK_BUILD_EARLY=1 $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -p no:cacheprovider -q \
+	$(CACHE_PYC) GPUBOOK_REQUIRE_BROWSER=$${CI:+1} GPUBOOK_BUILD_EARLY=1 GPUBOOK_NBVAL_VIA_JUPYTERLAB=1 $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -p no:cacheprovider -q \
 	  tests chapters --nbval-lax --nbval-current-env $(DOCTESTS)
 
 unit: install

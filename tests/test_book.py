@@ -337,3 +337,33 @@ def test_memory_hierarchy_numbers_come_from_glue(built_book):
     html = (built_book / "chapters" / "memory_hierarchy.html").read_text()
     assert "989 TFLOP/s" in html and "4.8 TB/s" in html and "206" in html
     assert "Invalid input" not in html and "Traceback" not in html
+
+
+def test_make_test_runs_each_chapter_live_once(monkeypatch):
+    """Under make test (GPUBOOK_NBVAL_VIA_JUPYTERLAB=1) a chapter the JupyterLab test runs is not run again by
+    nbval; a chapter whose JupyterLab run is skipped or xfail, the accuracy page, and every chapter with the
+    variable unset keep their nbval cells."""
+    import importlib.util
+    from types import SimpleNamespace
+
+    spec = importlib.util.spec_from_file_location("root_conftest", ROOT / "conftest.py")
+    root = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(root)
+
+    def item(nodeid, path, *markers):
+        return SimpleNamespace(nodeid=nodeid, path=ROOT / path, iter_markers=lambda: [SimpleNamespace(name=m) for m in markers])
+
+    lab = root.JUPYTERLAB_TEST
+    items = [item(lab + "simt]", "tests/test_jupyterlab.py"), item(lab + "serving]", "tests/test_jupyterlab.py", "skip"),
+             item(lab + "kernels]", "tests/test_jupyterlab.py", "xfail"),
+             item("chapters/simt.ipynb::Cell 0", "chapters/simt.ipynb"), item("chapters/serving.ipynb::Cell 0", "chapters/serving.ipynb"),
+             item("chapters/kernels.ipynb::Cell 0", "chapters/kernels.ipynb"), item("book/accuracy.ipynb::Cell 0", "book/accuracy.ipynb")]
+    gone = []
+    config = SimpleNamespace(hook=SimpleNamespace(pytest_deselected=lambda items: gone.extend(items)))
+    monkeypatch.delenv("GPUBOOK_NBVAL_VIA_JUPYTERLAB", raising=False)
+    kept = list(items)
+    root._one_live_run_per_chapter(config, kept)
+    assert kept == items and not gone
+    monkeypatch.setenv("GPUBOOK_NBVAL_VIA_JUPYTERLAB", "1")
+    root._one_live_run_per_chapter(config, kept)
+    assert [i.nodeid for i in gone] == ["chapters/simt.ipynb::Cell 0"] and len(kept) == len(items) - 1
