@@ -48,6 +48,8 @@ def _is_bool(value) -> bool:
 
 
 def _is_real_scalar(value) -> bool:
+    if type(value) is float or type(value) is int:  # the common case, without the ABC checks (hot in sweeps)
+        return True
     return not _is_bool(value) and isinstance(value, numbers.Real)
 
 
@@ -117,6 +119,8 @@ def integer(name: str, value, *, minimum: int | None = None, maximum: int | None
     """
     minimum = -MAX_INT if minimum is None else minimum
     maximum = MAX_INT if maximum is None else maximum
+    if type(value) is int and minimum <= value <= maximum:  # the common case, without the ABC checks
+        return value
     span = f" in [{minimum}, {maximum}]"
     if _is_bool(value) or not isinstance(value, numbers.Real):
         raise ValueError(f"{name} must be an integer{span}, got {_show(value)}")

@@ -1160,7 +1160,9 @@ def _littles_law_batch(tpot, lam: float, o: int, hi: float) -> float:
     if f(hi) > 0:
         return math.inf
     lo = 0.0
-    for _ in range(100):
+    for _ in range(100):  # to 1e-9 of the batch (about 35 halvings from hi), not to the last bit
+        if hi - lo <= 1e-9 * hi:
+            break
         mid = 0.5 * (lo + hi)
         lo, hi = (mid, hi) if f(mid) > 0 else (lo, mid)
     return hi
