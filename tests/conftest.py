@@ -42,6 +42,17 @@ SLOW_TESTS = {
     ("test_tensor_cores.py", "test_precision_experiment_agrees_with_model"),
     ("test_tensor_cores.py", "test_triton_vs_torch_smoke"),
     ("test_tensor_cores.py", "test_cpu_records_are_strict_json"),
+    # experiments run for real on the CPU or a simulated device (seconds each): make test runs them, make unit does not
+    ("test_training_memory.py", "test_gpu_code_paths_run_on_a_simulated_device"),
+    ("test_training_memory.py", "test_accuracy_rows_of_a_gpu_shaped_record_are_finite_and_positive"),
+    ("test_training_memory.py", "test_fragmentation_is_gpu_only_and_its_subprocess_reports_why"),
+    ("test_training_memory.py", "test_a_gpu_without_bf16_trains_in_fp16_with_the_scaler"),
+    ("test_training_memory.py", "test_step_ratio_excludes_the_optimizer_and_the_head"),
+    ("test_training_memory.py", "test_accuracy_rows_of_a_run_are_honestly_labelled"),
+    ("test_training_memory.py", "test_stock_model_runs_and_its_rows_are_labelled"),
+    ("test_simt_depth.py", "test_launch_bounds_make_the_spill_kernel_spill"),
+    ("test_simt_depth.py", "test_gather_spill_kernel_keeps_values_live_and_bounds_spill_them"),
+    ("test_simt_depth.py", "test_cluster_kernel_compiles_for_sm90"),
 }
 # Fixtures that launch real work: every test using one is slow (torchrun with gloo, ~10 s).
 SLOW_FIXTURES = {"cpu_run"}
