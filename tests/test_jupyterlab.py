@@ -419,6 +419,14 @@ JS_FORM_STATE = """(i) => {
 }"""
 
 
+JS_PLOTS_DRAWN = """(i) => {
+  const cell = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell')][i];
+  return [...cell.querySelectorAll('.jp-OutputArea .js-plotly-plot')].map(gd => {
+    const t = ((gd.layout || {}).title || {}).text || '';
+    return `${(gd.data || []).length} traces, title ${t ? JSON.stringify(t.slice(0, 40)) : 'none'}`; }).join('; ') || 'none';
+}"""
+
+
 def _numbers(text: str) -> list[float] | None:
     try:
         return [float(x) for x in text.split(",")]
@@ -593,7 +601,9 @@ def _check_form(page, i: int, name: str, failures: list[str], notes: list[str]) 
             if back["html"] != opened["html"]:
                 failures.append(f"{name} / {label}: put back, the table did not return to what it showed before the move")
         if not ok:
-            failures.append(f"{name} / {label}: no change of it moved both figure and table ({'; '.join(tried) or 'no move to try'})")
+            drawn = page.evaluate(JS_PLOTS_DRAWN, i)  # tells a never-drawn (blank) figure from one that stopped following
+            failures.append(f"{name} / {label}: no change of it moved both figure and table ({'; '.join(tried) or 'no move to try'}); "
+                            f"figures on the page: {drawn}")
 
 
 @pytest.mark.browser
