@@ -303,3 +303,26 @@ def test_reference_record_reads_back():
                 assert tri.max_abs_error < res.flash.tolerance, (p.seq, p.causal, tri.max_abs_error)
     for r in ex.accuracy_rows(rec):
         assert r.label in ("prediction", "calibrated", "fit")
+
+
+def test_stepper_legend_names_two_colours_and_each_choice_lands_on_its_own_frame():
+    """Review R5-2: at block 1 both legend swatches were orange (the bars' swatch takes its first
+    bar's colour); after a dropdown change the readout showed another frame's block. Each legend
+    entry has one fixed colour, and each dropdown entry sets exactly the bars, colours and readout
+    of the frame its slider lands on (leaf settings only, so plotly.js cannot alias them)."""
+    from widgets.ui import attention as ui
+
+    fig = ui.stepper_figure()
+    keys = [t for t in fig.data if t.type == "bar" and t.showlegend is not False]
+    colours = {t.name: t.marker.color for t in keys}
+    assert len(keys) == 2 and all(isinstance(c, str) for c in colours.values()) and len(set(colours.values())) == 2
+    frames = {f.name: f for f in fig.frames}
+    for ci, (button, sl) in enumerate(zip(fig.layout.updatemenus[0].buttons, fig.layout.sliders)):
+        restyle, relayout = button.args
+        assert not any(isinstance(v, dict) for v in relayout.values())
+        assert not any(isinstance(x, dict) for vals in restyle.values() for x in vals)
+        f = frames[f"{ci}:{relayout[f'sliders[{ci}].active']}"]
+        assert relayout["title.subtitle.text"] == f.layout.title.subtitle.text
+        assert relayout["title.subtitle.text"].startswith(f"block {sl.steps[relayout[f'sliders[{ci}].active']].label} of")
+        assert list(restyle["y"][0]) == list(f.data[0].y)
+        assert list(restyle["marker.color"][0]) == list(f.data[0].marker.color)

@@ -229,7 +229,10 @@ def test_page_copy_writes_shared_settings_once_and_keeps_what_differs():
         assert "font" not in f_lite["layout"]["title"]  # the same in every frame and in the figure
     assert lite["data"][0]["name"] == "bars" and lite["data"][0]["hovertemplate"].startswith("%{y")
     for b in lite["layout"]["updatemenus"][0]["buttons"]:
-        assert "y" in b["args"][0] and "name" not in b["args"][0] and "title" in b["args"][1]
+        # leaves only (review R5-2: a container given to Plotly.update became the figure's own
+        # object, and the slider's animate wrote later frames into the button's argument)
+        assert "y" in b["args"][0] and "name" not in b["args"][0] and "marker.color" not in b["args"][0]
+        assert "title.text" in b["args"][1] and "title.subtitle.text" in b["args"][1]
     assert len(pio.to_json(lite)) < 0.8 * len(pio.to_json(full))
     # a setting that differs in one frame only is kept in all of them
     fig.frames[3].data[0].marker.color = "#D55E00"
@@ -254,7 +257,7 @@ def test_grid_figure_gives_each_choice_its_own_slider_positions():
     assert [s.active for s in fig.layout.sliders] == [1, 2, 2]  # block 3: kept where it exists, else the last
     buttons = fig.layout.updatemenus[0].buttons
     assert [b.args[1][f"sliders[{i}].active"] for i, b in enumerate(buttons)] == [1, 2, 2]
-    assert buttons[0].args[1]["title"]["subtitle"]["text"] == "block 2 of 2"
+    assert buttons[0].args[1]["title.subtitle.text"] == "block 2 of 2"
     with pytest.raises(ValueError, match="choice 4"):
         grid_figure(slider=("block", lambda n: [] if n == 4 else [1], str), choices=("blocks", [2, 4], str), frame=frame)
     with pytest.raises(ValueError, match="active"):
@@ -339,5 +342,16 @@ def test_page_copy_keeps_x_and_y_in_a_restyle_that_sets_orientation():
     fig = grid_figure(slider=("v", [1, 2], str), choices=("GPU", [80, 141], str), frame=frame)
     lite = page_copy(fig.to_dict())
     for b in lite["layout"]["updatemenus"][0]["buttons"]:
-        assert "orientation" in b["args"][0] and b["args"][0]["y"][1] == [-0.45, 0.45]
+        # the same orientation in every state: the kit leaves it (and the line's fixed y) out of
+        # the restyle, so nothing is swapped; were it restyled, x and y would have to come with it
+        restyle = b["args"][0]
+        assert "orientation" not in restyle or restyle["y"][1] == [-0.45, 0.45]
     assert all("y" not in f["data"][1] for f in lite["frames"])  # frames merge: no swap there
+
+    def turning(gpu, v):  # an orientation that changes with the choice keeps x and y with it
+        bar = go.Bar(x=[v], y=["per GPU"], orientation="h") if gpu == 80 else go.Bar(x=["per GPU"], y=[v], orientation="v")
+        return [bar, go.Scatter(x=[gpu, gpu], y=[-0.45, 0.45], mode="lines")], "ladder", f"{v}"
+
+    fig = grid_figure(slider=("v", [1, 2], str), choices=("GPU", [80, 141], str), frame=turning)
+    for b in page_copy(fig.to_dict())["layout"]["updatemenus"][0]["buttons"]:
+        assert "orientation" in b["args"][0] and b["args"][0]["y"][1] == [-0.45, 0.45]

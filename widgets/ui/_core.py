@@ -370,6 +370,34 @@ def _range_update(ranges: Mapping[str, list[float]]) -> dict[str, Any]:
     return upd
 
 
+def _same(a: Any, b: Any) -> bool:
+    """Whether two trace settings are equal (numpy arrays compared by shape and values)."""
+    if hasattr(a, "shape") or hasattr(b, "shape"):
+        a, b = np.asarray(a), np.asarray(b)
+        return a.shape == b.shape and a.dtype.kind == b.dtype.kind and bool(np.all(a == b))
+    try:
+        return bool(a == b)
+    except ValueError:  # lists holding arrays: treated as different (kept in the restyle)
+        return False
+
+
+def _leaves(obj: Any, prefix: str = "") -> dict[str, Any]:
+    """``{"a.b.c": value}`` for every leaf of nested dicts (lists are leaves).
+
+    A dropdown's ``Plotly.update`` must name leaves, never containers: plotly.js keeps a container
+    it is given (``marker``, ``title``) as the figure's own object, and the slider's next
+    ``animate`` merges its frame into that object, which is the button's argument: the button then
+    restored the last frame the slider showed (its colours and readout) instead of its own
+    (review R5-2: the readout said block 8 of 8 while the slider and bars showed block 1).
+    """
+    if isinstance(obj, Mapping):
+        out: dict[str, Any] = {}
+        for k, v in obj.items():
+            out.update(_leaves(v, f"{prefix}{k}."))
+        return out
+    return {prefix[:-1]: obj}
+
+
 SLIDER_CHAR_PX = 7  # a slider tick label in plotly.js: about 7 px per character at its 12-px default font
 PLOT_MARGIN_PX = {"l": 56, "r": 16}  # grid_figure's side margins; the slider spans the plot between them
 
@@ -516,21 +544,29 @@ def grid_figure(
             )
         )
 
-    def restyle(traces: list) -> dict:
-        specs = [t.to_plotly_json() for t in traces]
-        keys = sorted({k for s in specs for k in s})
+    # leaves only (see _leaves); a leaf every state gives the same value needs no restyle
+    leaves = {key: [_leaves(t.to_plotly_json()) for t in tr] for key, (tr, _ti, _ro) in grid.items()}
+    first = leaves[ci0, si0]
+    fixed = {k for k in set().union(*first)
+             if all(len(sp) == len(first) and all(_same(sp[i].get(k), first[i].get(k)) for i in range(len(sp))) for sp in leaves.values())}
+    if "orientation" not in fixed and any("orientation" in sp for sp in first):
+        fixed -= {"x", "y"}  # plotly.js swaps x and y on a restyle that sets orientation: only x and y given with it undo that
+
+    def restyle(specs: list) -> dict:
+        keys = sorted({k for s in specs for k in s} - fixed)
         return {k: [s.get(k) for s in specs] for k in keys}
 
     updatemenus = []
     if has_menu:
         buttons = []
         for ci, c in enumerate(c_values):
-            tr, ti, ro = grid[ci, entry[ci]]
+            _tr, ti, ro = grid[ci, entry[ci]]
             layout_update = {f"sliders[{k}].visible": k == ci for k in range(len(c_values))}
             layout_update[f"sliders[{ci}].active"] = entry[ci]
-            layout_update["title"] = _title(ti, ro)[0]
+            layout_update["title.subtitle.text"] = ""  # a choice whose frame has no readout clears the last one
+            layout_update.update(_leaves(_title(ti, ro)[0], "title."))
             layout_update.update(_range_update(ranges[ci, entry[ci]]))
-            buttons.append(dict(method="update", label=c_label(c), args=[restyle(tr), layout_update]))
+            buttons.append(dict(method="update", label=c_label(c), args=[restyle(leaves[ci, entry[ci]]), layout_update]))
         updatemenus.append(
             dict(
                 type="dropdown",

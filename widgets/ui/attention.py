@@ -176,14 +176,17 @@ def _stepper_traces(x, v, block, step):
     seen = st["seen"]
     cur_lo = (st["step"] - 1) * block  # the block just processed starts here (0-based)
     colors = [series_color(1) if i >= cur_lo else series_color(0) for i in range(seen)]
-    seen_bar = go.Bar(x=idx[:seen] + idx[seen:], y=st["estimate"] + [0.0] * (len(x) - seen), name="weight so far, exp(x - m) / l (earlier blocks)",
-                      marker_color=colors + [series_color(0)] * (len(x) - seen),
+    seen_bar = go.Bar(x=idx[:seen] + idx[seen:], y=st["estimate"] + [0.0] * (len(x) - seen), name="weight so far",
+                      marker_color=colors + [series_color(0)] * (len(x) - seen), showlegend=False,
                       hovertemplate="element %{x}: %{y:.3f}<extra></extra>")
+    # legend keys of their own: the bars' legend swatch takes its first bar's colour, which is the
+    # current block's at block 1 (both swatches were orange, review R5-2)
+    earlier = go.Bar(x=[None], y=[None], name="weight so far, exp(x - m) / l (earlier blocks)", marker_color=series_color(0), hoverinfo="skip")
     final = go.Scatter(x=idx, y=st["final"], mode="markers", name="softmax of the whole row",
                        marker=dict(symbol="line-ew-open", size=14, color="#444444", line=dict(width=3)),
                        hovertemplate="element %{x}: %{y:.3f}<extra></extra>")
     current = go.Bar(x=[None], y=[None], name="the block just processed", marker_color=series_color(1), hoverinfo="skip")  # legend key
-    return [seen_bar, final, current], st
+    return [seen_bar, earlier, final, current], st
 
 
 def stepper_readout(st: dict) -> str:
