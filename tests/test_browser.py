@@ -423,18 +423,25 @@ WIDE_TABLES = """() => {
   let box = t.parentElement;
   while (box && box !== document.body && !['auto', 'scroll'].includes(getComputedStyle(box).overflowX)) box = box.parentElement;
   const first = t.querySelector('tr > td:first-child');
+  const firsts = Array.from(t.querySelectorAll('tr > :first-child'));
   return {wide: t.scrollWidth > t.parentElement.clientWidth + 1, scrolls: !!box && box !== document.body,
           output: !!t.closest('.cell_output'), sticky: first ? getComputedStyle(first).position === 'sticky' : true,
+          // the sticky column's width as a share of the box it scrolls in
+          share: first && box && box !== document.body && box.clientWidth
+                 ? Math.max(...firsts.map(c => c.getBoundingClientRect().width)) / box.clientWidth : 0,
           name: (t.querySelector('th, td') || {}).textContent || ''};
   });
 }"""
+
+
+STICKY_SHARE_MAX = 0.6  # of a wide table's scroll box, at 390 px (elsewhere 48% at most, review R5-1)
 
 
 @pytest.mark.parametrize("path", [PAGES[0]] + CHAPTER_PAGES)
 def test_phone_sidebars_open_and_close(server, browser, path):
     """At 390 px: both sidebars open and close; and every table wider than the phone scrolls
     sideways in its own box, an output's table with its first column (the row's name) kept in
-    view (reader review r4, W-5)."""
+    view (reader review r4, W-5) and no wider than 60% of that box (review R5-1)."""
     v = _open(browser, server, path, width=390, height=844)
     page = v.page
     problems = []
@@ -443,6 +450,11 @@ def test_phone_sidebars_open_and_close(server, browser, path):
             problems.append(f"table {t['name'][:30]!r} is wider than the page and does not scroll in its own box")
         elif t["wide"] and t["output"] and not t["sticky"]:
             problems.append(f"table {t['name'][:30]!r} scrolls, but its first column scrolls out of view")
+        elif t["wide"] and t["sticky"] and t["share"] > STICKY_SHARE_MAX:
+            # review R5-1: unbreakable kernel names made kernels' rung table's sticky column 358 px
+            # in a 336-px box: scrolled, it covered every number
+            problems.append(f"table {t['name'][:30]!r}: its sticky first column takes {t['share']:.0%} of its "
+                            f"scroll box (at most {STICKY_SHARE_MAX:.0%}: the rest is where the numbers scroll)")
     page.evaluate("() => window.scrollTo(0, 0)")
     for which, toggle_sel, dialog_sel in [
         ("table of contents", ".primary-toggle", "#pst-primary-sidebar-modal, .bd-sidebar-primary"),
