@@ -326,3 +326,19 @@ def test_stepper_legend_names_two_colours_and_each_choice_lands_on_its_own_frame
         assert relayout["title.subtitle.text"].startswith(f"block {sl.steps[relayout[f'sliders[{ci}].active']].label} of")
         assert list(restyle["y"][0]) == list(f.data[0].y)
         assert list(restyle["marker.color"][0]) == list(f.data[0].marker.color)
+
+
+def test_measurement_tables_put_the_row_key_first():
+    """Review R5-5: on a phone only the first column of a wide table stays in view; it named the
+    shape ("4 x 16 x 4,096" in 12 rows) or the dtype ("fp16" in ~27), so a number scrolled into view
+    could not be matched to its kernel or case. The first column must tell every row apart."""
+    import re
+
+    from widgets import book
+    from widgets.experiments import attention as exp
+    from widgets.ui import attention as ui
+
+    ref = book.setup("attention").ref
+    for html in (ui.flash_html(ref.flash, exp.BACKEND_SHORT), ui.backend_html(ref.backends, exp.BACKEND_SHORT)):
+        keys = [re.match(r"<td>(.*?)</td>", row).group(1) for row in re.findall(r"<tr>(<td>.*?)</tr>", html)]
+        assert len(keys) > 10 and len(set(keys)) == len(keys), keys

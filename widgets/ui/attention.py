@@ -352,26 +352,31 @@ def matrix_calculator():
 # Tables of the chapter's measurements
 # --------------------------------------------------------------------------------------------
 def flash_html(flash, short: dict) -> str:
-    """The Triton kernel against SDPA's backends: one row per shape and way."""
+    """The Triton kernel against SDPA's backends: one row per shape and way.
+
+    The row's key comes first (kernel, mask and N), as a wide table's first column stays in view
+    while it scrolls on a phone: the shape alone ("4 x 16 x 4,096" in 12 rows) did not tell which
+    kernel a number belonged to (review R5-5)."""
     from ..experiments import attention as ex
 
     rows = []
     for r in ex.flash_table(flash):
-        what = short.get(r["name"], r["name"])
+        key = f"{short.get(r['name'], r['name'])} ({'causal' if r['causal'] else 'full'}, N = {r['seq']:,})"
+        shape = f"{r['batch']} x {r['heads']}"
         if r["error"]:
-            rows.append([f"{r['batch']} x {r['heads']} x {r['seq']:,}", "causal" if r["causal"] else "full", what, "refused", "-", "-",
-                         short_reason(r["error"], 80)])
+            rows.append([key, shape, "refused", "-", "-", short_reason(r["error"], 80)])
             continue
-        rows.append([f"{r['batch']} x {r['heads']} x {r['seq']:,}", "causal" if r["causal"] else "full", what,
-                     fmt_time(r["time_s"]), f"{r['tflop_per_s']:.3g}" if r["tflop_per_s"] else "-",
+        rows.append([key, shape, fmt_time(r["time_s"]), f"{r['tflop_per_s']:.3g}" if r["tflop_per_s"] else "-",
                      fmt_bytes(r["peak_extra_bytes"]) if r["peak_extra_bytes"] is not None else "-",
                      f"{r['max_abs_error']:.2g}" if r["max_abs_error"] is not None else "-"])
-    return html_table(["batch x heads x N", "mask", "kernel", "time", "TFLOP/s", "memory beyond Q, K, V", "max |error| / why refused"],
+    return html_table(["kernel (mask, N)", "batch x heads", "time", "TFLOP/s", "memory beyond Q, K, V", "max |error| / why refused"],
                       rows)
 
 
 def backend_html(backends, short: dict) -> str:
-    """Which backend ran, per dtype x head size x mask x dropout, with its time and the dispatcher's choice."""
+    """Which backend ran, per dtype x head size x mask x dropout, with its time and the dispatcher's
+    choice. The case (dtype, head size, mask, dropout) is the first column, the one that stays in
+    view on a phone ("fp16" alone named ~27 rows, review R5-5)."""
     rows = []
     for c in backends.cases:
         ran = ", ".join(short.get(b, b) for b in c.ran) or "none"
@@ -379,8 +384,10 @@ def backend_html(backends, short: dict) -> str:
         t = c.times_s.get(c.dispatcher_choice) if c.dispatcher_choice else None
         fastest = min(c.times_s.values()) if c.times_s else None
         cost = f"{t / fastest:.2g} x the fastest" if t and fastest else "-"
-        rows.append([c.dtype, str(c.head_dim), c.mask, f"{c.dropout:g}", ran, choice, fmt_time(t) if t else "-", cost])
-    return html_table(["dtype", "d", "mask", "dropout", "ran alone", "default choice", "its time", "cost"], rows)
+        mask = "no mask" if c.mask == "none" else f"{c.mask} mask"
+        rows.append([f"{c.dtype}, d {c.head_dim}, {mask}, dropout {c.dropout:g}", ran, choice,
+                     fmt_time(t) if t else "-", cost])
+    return html_table(["dtype, head size, mask, dropout", "ran alone", "default choice", "its time", "cost"], rows)
 
 
 # --------------------------------------------------------------------------------------------
