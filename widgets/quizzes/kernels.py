@@ -35,8 +35,8 @@ def quiz() -> Quiz:
                 why="t x 0.20 / sqrt(n) <= 0.02: about (1.96 x 10)^2 = 384 by the normal approximation, a few more with t.",
             ),
             Number(
-                prompt="A 2 us kernel is timed with time.perf_counter around the launch and torch.cuda.synchronize, which add "
-                "10 us. By what factor does the host clock overstate the kernel's time, minus one (the relative error)?",
+                prompt="A 2 µs kernel is timed with time.perf_counter around the launch and torch.cuda.synchronize, which add "
+                "10 µs. By what factor does the host clock overstate the kernel's time, minus one (the relative error)?",
                 value=error, unit="", rel_tol=0.01,
                 why="The host clock reads kernel + overhead: (2 + 10) / 2 - 1 = 5. CUDA events alone do not fix it: on an idle "
                 "GPU the start event is recorded before the launch reaches the GPU, so their interval holds the launch too. "
