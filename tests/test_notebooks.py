@@ -186,8 +186,8 @@ def _shows_result_without_code(cell: dict) -> bool:
     return cell.get("cell_type") == "code" and "remove-input" in tags and not tags & {"remove-cell", "remove-output"} and not listing
 
 
-def _admonitions(text: str) -> list[tuple[str, int]]:
-    """('guess' | 'answer', end offset of the block) for each Guess/Answer admonition in a markdown cell."""
+def _admonition_spans(text: str) -> list[tuple[str, int, int]]:
+    """('guess' | 'answer', start, end offset) of each Guess/Answer admonition in a markdown cell."""
     found = []
     for m in ADMONITION_RE.finditer(text):
         classes = re.search(r"^:class:([^\n]*)$", m.group(2), re.M)
@@ -196,8 +196,13 @@ def _admonitions(text: str) -> list[tuple[str, int]]:
         if kind is None:
             continue
         close = re.compile(rf"^{m.group(1)}\s*$", re.M).search(text, m.end())
-        found.append((kind, close.end() if close else len(text)))
+        found.append((kind, m.start(), close.end() if close else len(text)))
     return found
+
+
+def _admonitions(text: str) -> list[tuple[str, int]]:
+    """('guess' | 'answer', end offset of the block) for each Guess/Answer admonition in a markdown cell."""
+    return [(kind, end) for kind, _start, end in _admonition_spans(text)]
 
 
 def guess_order_problems(nb: dict) -> list[str]:
@@ -226,8 +231,77 @@ def guess_order_problems(nb: dict) -> list[str]:
     return found
 
 
+
+# C (round 5, reader review R5-3): the Answer is closed, but a paragraph beside it quotes its result. Read from the
+# notebook alone: a markdown paragraph outside the Answer, after its guess and before the first result shown after
+# the Answer (the labelled click), that reads a prose value the Answer reads, unless the page showed that value
+# outside any Answer before the guess (an input such as a datasheet figure). Only sections with a click are checked:
+# an Answer that reads an input first named there (collectives' roofline section: the per-node link bandwidth) would
+# otherwise count as revealed. What no rule reads from the notebook: a result in words without a prose value
+# (r5: tensor_cores' "Why it matters", collectives' "the widths cancel" between a guess and its Answer) and a figure
+# drawn in plain sight whose cell has code shown or hidden by other tags; those stay with the reader review.
+EVAL_RE = re.compile(r"\{eval\}`prose\.(\w+)`")
+HEADING_RE = re.compile(r"^#{1,6} ", re.M)
+
+
+def _text_pieces(i: int, text: str) -> list[tuple[str, int, str]]:
+    """Plain markdown of cell ``i`` as ('text', i, text) pieces, with ('heading', i, '') where a heading starts."""
+    heads = [m.start() for m in HEADING_RE.finditer(text)]
+    parts = [text[: heads[0]] if heads else text]
+    for a, b in zip(heads, heads[1:] + [len(text)]):
+        parts += [None, text[a:b]]
+    return [("heading", i, "") if p is None else ("text", i, p) for p in parts if p is None or p.strip()]
+
+
+def _pieces(nb: dict) -> list[tuple[str, int, str]]:
+    """The notebook in reading order: ('guess' | 'answer' | 'text' | 'heading' | 'result', cell index, text);
+    'result' is a cell that shows a result without its code."""
+    out = []
+    for i, cell in enumerate(nb.get("cells", [])):
+        if cell.get("cell_type") == "markdown":
+            text, pos = "".join(cell.get("source", [])), 0
+            for kind, start, end in _admonition_spans(text):
+                out += _text_pieces(i, text[pos:start])
+                out.append((kind, i, text[start:end]))
+                pos = end
+            out += _text_pieces(i, text[pos:])
+        elif _shows_result_without_code(cell):
+            out.append(("result", i, ""))
+    return out
+
+
+def answer_repeats(nb: dict) -> list[str]:
+    """C: places where a paragraph between a guess and the click after its Answer quotes a value the Answer reveals."""
+    found, group, shown = [], None, set()  # shown: values read outside any Answer so far
+
+    def close(at_click: bool) -> None:
+        if not (at_click and group and group["answer"]):
+            return
+        a, revealed = group["answer"]
+        for i, text in group["text"]:
+            for key in sorted(set(EVAL_RE.findall(text)) & revealed - group["known"]):
+                found.append(f"C: cell {i} reads prose.{key}, which the Answer of cell {a} reveals, in plain sight before "
+                             "the click that shows the measurements (move it into the Answer or below the click)")
+
+    for kind, i, text in _pieces(nb):
+        if kind == "guess":
+            close(False)
+            group = {"text": [], "answer": None, "known": set(shown)}
+        if kind in ("guess", "text"):
+            shown |= set(EVAL_RE.findall(text))
+        if kind == "guess" or group is None:
+            continue
+        if kind == "answer":
+            group["answer"] = (i, set(EVAL_RE.findall(text)))
+        elif kind == "text":
+            group["text"].append((i, text))
+        elif kind == "heading" or (kind == "result" and group["answer"]):
+            close(kind == "result")
+            group = None
+    return found
+
 # No known instances (round 5: H4 fixed kernels, attention, tensor_cores, collectives, training_memory; H5 fixed
-# memory_hierarchy, serving, simt): every chapter obeys both rules. Cases judged sound without a fold: a result that
+# memory_hierarchy, serving, simt; F2 fixed C in attention §2): every chapter obeys all three rules. Cases judged sound without a fold: a result that
 # is not the first after its Answer (memory_hierarchy's fusion size sweep and transpose counter table, which answer
 # other questions, come after the folded table of the guess they follow).
 CHAPTERS = [p for p in NOTEBOOKS if p.parent.name == "chapters"]
@@ -235,7 +309,8 @@ CHAPTERS = [p for p in NOTEBOOKS if p.parent.name == "chapters"]
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=[str(p.relative_to(ROOT)) for p in CHAPTERS])
 def test_guess_comes_before_its_answer_and_the_measurements(path):
-    found = guess_order_problems(json.loads(path.read_text(encoding="utf-8")))
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    found = guess_order_problems(nb) + answer_repeats(nb)
     assert not found, f"{path.relative_to(ROOT)}:\n  " + "\n  ".join(found)
 
 
@@ -278,6 +353,35 @@ def test_guess_order_check_catches_each_order(cells, needle):
 )
 def test_guess_order_check_accepts_sound_orders(cells):
     assert guess_order_problems({"cells": cells}) == []
+
+
+ANSWER_RATE = ":::{admonition} Answer\n:class: dropdown guess-answer\nIt ran at {eval}`prose.rate`.\n:::\n"
+QUOTE = "Why: it ran at {eval}`prose.rate`.\n"
+
+
+@pytest.mark.parametrize(
+    "cells, needle",
+    [
+        ([_md("g", GUESS), _md("a", ANSWER_RATE + "\n" + QUOTE), _result("t", "hide-output")], "C: cell 1"),  # r5 attention
+        ([_md("g", GUESS), _md("a", ANSWER_RATE), _md("w", QUOTE), _result("t", "hide-output")], "C: cell 2"),
+        ([_md("g", GUESS + "\n" + QUOTE), _md("a", ANSWER_RATE), _result("t", "hide-output")], "C: cell 0"),  # before it
+    ],
+)
+def test_answer_repeat_check_catches_a_quoted_result(cells, needle):
+    assert any(p.startswith(needle) for p in answer_repeats({"cells": cells}))
+
+
+@pytest.mark.parametrize(
+    "cells",
+    [
+        [_md("g", GUESS), _md("a", ANSWER_RATE), _result("t", "hide-output"), _md("w", QUOTE)],  # below the click
+        [_md("i", QUOTE), _md("g", GUESS), _md("a", ANSWER_RATE), _md("w", QUOTE), _result("t", "hide-output")],  # shown before
+        [_md("g", GUESS), _md("a", ANSWER_RATE + "\n## Next\n" + QUOTE), _result("t", "hide-output")],  # another section
+        [_md("g", GUESS), _md("a", ANSWER_RATE), _md("w", "Why: {eval}`prose.other`.\n"), _result("t", "hide-output")],
+    ],
+)
+def test_answer_repeat_check_accepts_sound_orders(cells):
+    assert answer_repeats({"cells": cells}) == []
 
 
 # ---------------------------------------------------------------------------------------------
