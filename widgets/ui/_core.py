@@ -372,9 +372,8 @@ def _range_update(ranges: Mapping[str, list[float]]) -> dict[str, Any]:
 
 def _same(a: Any, b: Any) -> bool:
     """Whether two trace settings are equal (numpy arrays compared by shape and values)."""
-    if hasattr(a, "shape") or hasattr(b, "shape"):
-        a, b = np.asarray(a), np.asarray(b)
-        return a.shape == b.shape and a.dtype.kind == b.dtype.kind and bool(np.all(a == b))
+    if hasattr(a, "tolist") or hasattr(b, "tolist"):
+        a, b = (x.tolist() if hasattr(x, "tolist") else x for x in (a, b))
     try:
         return bool(a == b)
     except ValueError:  # lists holding arrays: treated as different (kept in the restyle)
