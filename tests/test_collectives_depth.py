@@ -240,8 +240,17 @@ def test_depth_figures_stay_light_and_offer_every_gpu():
 
     fig = ui.parallelism_roofline_figure()
     assert len(pio.to_json(fig)) < 300_000 and len(fig.layout.sliders) >= 1 and len(fig.layout.updatemenus) == 1
-    labels = " | ".join(b.label for b in fig.layout.updatemenus[0].buttons)
-    assert all(f"{g} in a node" in labels and f"{g} across nodes" in labels for g in gpu_names())
+    # review R5-9: the dropdown offers the GPUs and each figure draws both scopes (solid in a node,
+    # dashed across nodes); a GPU x scope dropdown had 26 entries and made the figure 1,121 px tall
+    labels = [b.label for b in fig.layout.updatemenus[0].buttons]
+    assert set(gpu_names()) <= set(labels) and len(labels) == len(set(labels))
+    dashes = {(t.line.dash or "solid") for t in fig.data if t.mode == "lines" and t.showlegend is not False} | {
+        t.line.dash for t in fig.data if t.mode == "lines" and t.hovertemplate and "across nodes" in t.hovertemplate}
+    assert {"solid", "dash"} <= dashes
+    for fr in fig.frames:  # every state names both scopes' critical batch
+        sub = fr.layout.title.subtitle.text.replace("<br>", " ")
+        assert "in a node: data (8 GPUs)" in sub and "across nodes: data (64 GPUs)" in sub, sub
+    assert fig.layout.height <= 760
     t4 = next(f for f in fig.frames if "T4" in f.layout.title.text)
     assert "fp16 peak" in t4.layout.title.subtitle.text.replace("<br>", " ")  # says why it is not bf16
     fig = ui.protocol_figure(measured={"all_reduce": ([MiB, 16 * MiB], [20.0, 200.0])})

@@ -703,29 +703,68 @@ def _roofline_layout() -> dict:
     )
 
 
+def _roofline_brief(gpu: str, scope: str, d_model: int) -> str:
+    """The static figure's readout for one scope (shorter than :func:`roofline_summary`)."""
+    c, w, _ = _roofline_inputs(gpu, scope)
+    r, tp = ROOFLINE_RANKS[scope], ROOFLINE_TP_RANKS[scope]
+    crit = cm.critical_tokens_per_gpu(c, w, r)
+    y = cm.tensor_parallel_max_ranks(4 * d_model, c, w)
+    pp = cm.layer_roofline("pipeline", 1024, d_model, 4 * d_model, c, _send_link(gpu, scope), 1)
+    return (f"{ROOFLINE_SCOPE_LABEL[scope]}: data ({r} GPUs) ≥ {crit:,.0f} tokens per GPU, tensor ({tp}) hides up to "
+            f"{y:.1f} ranks, pipeline {pp.ratio:.2g}")
+
+
 def parallelism_roofline_figure(gpus=ROOFLINE_GPUS, widths=ROOFLINE_WIDTHS, scopes=cm.ROOFLINE_SCOPES) -> go.Figure:
     """Static: communication over computation time of one MLP layer (``d_ff = 4 d_model``) against
-    the tokens per GPU, for data parallelism/FSDP, tensor and pipeline parallelism. The dropdown picks
-    the GPU and whether the collectives stay in a node (NVLink) or cross the network (eight 400 Gb/s
-    adapters per node); the slider the model width. Below 1 the communication can hide behind the
-    matmuls."""
-    choices = [(g, s) for g in gpus for s in scopes]
+    the tokens per GPU, for data parallelism/FSDP, tensor and pipeline parallelism, with the
+    collectives in a node (NVLink, solid lines) and across nodes (eight 400 Gb/s adapters per node,
+    dashed) drawn together. The dropdown picks the GPU, the slider the model width. Below 1 the
+    communication can hide behind the matmuls.
 
-    def frame(choice, d):
-        g, s = choice
-        note = _roofline_inputs(g, s)[2]
-        readout = roofline_summary(g, s, d, 4 * d) + (f" ({note})" if note else "")
-        title = f"{g} {ROOFLINE_SCOPE_LABEL[s]}, d_model {d:,}: data {ROOFLINE_RANKS[s]}, tensor {ROOFLINE_TP_RANKS[s]} GPUs"
-        return _roofline_traces(g, s, d, 4 * d), title, readout
+    Both scopes share one plot (review R5-9): a dropdown over GPU x scope had 26 entries and made
+    the figure 1,121 px tall (the kit grows a figure until its open menu fits), and the scopes'
+    contrast is the point of the figure."""
+    scopes = list(scopes)
+    dash = {s: ("solid" if i == 0 else "dash") for i, s in enumerate(scopes)}
+    SHORT = {"data parallel and FSDP": "data / FSDP", "tensor parallel": "tensor", "pipeline": "pipeline"}  # noqa: N806
 
+    def frame(g, d):
+        traces = []
+        for i, s in enumerate(scopes):
+            part = _roofline_traces(g, s, d, 4 * d)
+            for t in part[1 if i else 0:]:  # the dotted "communication = computation" line once
+                if t.name == "communication = computation":
+                    t.showlegend = False  # the dotted line: the caption and the axis say what it is
+                    traces.append(t)
+                    continue
+                t.name = SHORT.get(t.name.split(",")[0], t.name)  # short legend entries: three rows on a phone
+                t.hovertemplate = f"{t.name}, {ROOFLINE_SCOPE_LABEL[s]}: %{{y:.3g}} at %{{x:,.0f}} tokens<extra></extra>"
+                t.showlegend = i == 0 and t.mode == "lines"  # each parallelism's colour once; the keys below say the scope
+                if t.mode == "lines":
+                    t.line.dash = dash[s]
+                else:
+                    t.marker.symbol = "x" if i == 0 else "x-open"
+                traces.append(t)
+        for i, s in enumerate(scopes):  # legend keys: the line style and the critical batch's mark of each scope
+            traces.append(go.Scatter(x=[None], y=[None], mode="lines+markers", hoverinfo="skip",
+                                     name=ROOFLINE_SCOPE_LABEL[s],
+                                     line=dict(color="#555555", dash=dash[s]),
+                                     marker=dict(color=COLORS[3], size=11, symbol="x" if i == 0 else "x-open")))
+        note = _roofline_inputs(g, scopes[0])[2]
+        readout = "; ".join(_roofline_brief(g, s, d) for s in scopes) + (" (fp16 peak: no bf16 tensor cores)" if note else "")
+        title = f"{g}, d_model {d:,}"
+        return traces, title, readout
+
+    layout = _roofline_layout()
+    layout["xaxis"]["title"] = "tokens per GPU (tensor: per group)"  # the long title was clipped at both ends on a phone
+    gpus = list(gpus)
     return grid_figure(
         slider=("d_model", list(widths), lambda d: f"{d:,}"),
-        choices=("GPU", choices, lambda c: f"{c[0]} {ROOFLINE_SCOPE_LABEL[c[1]]}"),
+        choices=("GPU", gpus, str),
         frame=frame,
-        layout=_roofline_layout(),
-        active=(choices.index(("H200-SXM", "node")) if ("H200-SXM", "node") in choices else 0,
-                list(widths).index(8192) if 8192 in widths else 0),
-        height=520,
+        layout=layout,
+        active=(gpus.index("H200-SXM") if "H200-SXM" in gpus else 0, list(widths).index(8192) if 8192 in widths else 0),
+        height=640,
     )
 
 
