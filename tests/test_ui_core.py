@@ -355,3 +355,17 @@ def test_page_copy_keeps_x_and_y_in_a_restyle_that_sets_orientation():
     fig = grid_figure(slider=("v", [1, 2], str), choices=("GPU", [80, 141], str), frame=turning)
     for b in page_copy(fig.to_dict())["layout"]["updatemenus"][0]["buttons"]:
         assert "orientation" in b["args"][0] and b["args"][0]["y"][1] == [-0.45, 0.45]
+
+
+def test_the_tallest_calculators_fit_a_phone_screen():
+    """Review R5-4/R5-9: simt's occupancy figure (820 px) put its slider's labels below a phone's
+    screen, and collectives' roofline (1,121 px, a 26-entry menu) could not show its readout and
+    slider together. Both fit a 390 x 844 phone under the book's header."""
+    from widgets.ui import collectives, simt
+    from widgets.ui._core import PHONE_FIGURE_PX
+
+    for fig in (simt.occupancy_figure(), collectives.parallelism_roofline_figure()):
+        assert fig.layout.height <= PHONE_FIGURE_PX, (fig.layout.title.text, fig.layout.height)
+        # the slider's rail and labels (about 84 px under its top) stay inside the figure
+        plot_h = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
+        assert -fig.layout.sliders[0].y * plot_h + 84 <= fig.layout.margin.b

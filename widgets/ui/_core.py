@@ -397,6 +397,9 @@ def _leaves(obj: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix[:-1]: obj}
 
 
+# The tallest figure a phone shows whole: a 390 x 844 screen less the book's header bar (about
+# 60 px). The occupancy figure was 820 px: its slider's labels fell below the screen (review R5-4)
+PHONE_FIGURE_PX = 760
 SLIDER_CHAR_PX = 7  # a slider tick label in plotly.js: about 7 px per character at its 12-px default font
 PLOT_MARGIN_PX = {"l": 56, "r": 16}  # grid_figure's side margins; the slider spans the plot between them
 

@@ -14,6 +14,7 @@ from ..hardware import gpu_names
 from ..models import simt as m
 from ..units import KiB, fmt_bytes, fmt_bytes_per_s, fmt_time
 from ._core import (
+    PHONE_FIGURE_PX,
     gpu_color,
     grid_figure,
     html_table,
@@ -154,7 +155,7 @@ def occupancy_figure(choices=OCC_CHOICES, block_sizes=OCC_BLOCK_SIZES, *, active
         return _occupancy_traces(t, r, smem, arch, coarse=True), occupancy_title(o), occupancy_readout(o)
 
     return grid_figure(slider=("threads per block", block_sizes, str), choices=("kernel", choices, _occ_choice_label), frame=frame,
-                       layout=_occupancy_layout("sm_90"), active=active, height=820)
+                       layout=_occupancy_layout("sm_90"), active=active, height=PHONE_FIGURE_PX)
 
 
 def occupancy_calculator():
