@@ -369,3 +369,54 @@ def test_the_tallest_calculators_fit_a_phone_screen():
         # the slider's rail and labels (about 84 px under its top) stay inside the figure
         plot_h = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
         assert -fig.layout.sliders[0].y * plot_h + 84 <= fig.layout.margin.b
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not __import__("shutil").which("chromium"), reason="headless Chromium not found (`make chromium`)")
+def test_in_chromium_a_dropdown_change_shows_the_frame_its_slider_lands_on(tmp_path):
+    """Review R5-2, the reader's steps through plotly.js's own button and step methods: step a
+    choice to its end, pick another, come back. The figure must show exactly the frame (choice,
+    slider position): before the fix the readout still said "block 8 of 8" and the bars kept the
+    last frame's colours while the slider said 1 (plotly.js had merged the slider's frames into the
+    button's own title and marker objects)."""
+    import shutil
+
+    from playwright.sync_api import sync_playwright
+
+    from widgets.ui import attention as ui
+
+    fig = ui.stepper_figure()
+    frames = {f.name: f for f in fig.frames}
+    path = tmp_path / "stepper.html"
+    fig.write_html(str(path), include_plotlyjs=True, full_html=True, div_id="gd", auto_play=False)
+    button = "([gd, bi]) => { const b = gd.layout.updatemenus[0].buttons[bi]; return Plotly[b.method](gd, ...b.args); }"
+    step = """([gd, si]) => { const s = gd.layout.sliders.find(s => s.visible !== false);
+      const st = s.steps[si < 0 ? s.steps.length + si : si]; return Plotly[st.method](gd, ...st.args); }"""
+    shown = """gd => ({sub: gd.layout.title.subtitle.text, colors: gd.data[0].marker.color, y: gd.data[0].y,
+      slider: gd.layout.sliders.findIndex(s => s.visible !== false),
+      active: gd.layout.sliders.find(s => s.visible !== false).active || 0})"""
+    bad = []
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=shutil.which("chromium"), args=["--no-sandbox", "--disable-gpu"])
+        page = b.new_page()
+        page.goto(path.as_uri())
+        page.wait_for_function("() => document.getElementById('gd') && document.getElementById('gd')._fullLayout")
+        gd = page.locator("#gd").element_handle()
+        choice = None
+        for what, js, arg in [("pick 0", button, 0), ("end", step, -1), ("pick 1", button, 1), ("pick 0", button, 0),
+                              ("middle", step, 2), ("pick 2", button, 2), ("pick 0", button, 0)]:
+            page.evaluate(js, [gd, arg])
+            page.wait_for_timeout(30)
+            s = page.evaluate(shown, gd)
+            if js is button:  # the slider it shows, at the position the button sets
+                choice, pos = arg, s["active"]
+                if s["slider"] != arg:
+                    bad.append(f"after {what}: slider {s['slider']} shown")
+            else:
+                pos = arg % len(fig.layout.sliders[choice].steps)
+            f = frames[f"{choice}:{pos}"]
+            if s["sub"] != f.layout.title.subtitle.text or list(s["colors"]) != list(f.data[0].marker.color) \
+                    or [round(v, 9) for v in s["y"]] != [round(v, 9) for v in f.data[0].y]:
+                bad.append(f"after {what}: frame {f.name} but the readout says {s['sub'][:20]!r}")
+        b.close()
+    assert not bad, bad
