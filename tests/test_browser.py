@@ -349,8 +349,8 @@ def test_static_calculators_have_two_controls_that_each_change_the_figure(server
             box = rail.bounding_box()
             if not box or box["width"] < 5:
                 continue  # a slider hidden by the current dropdown choice
-            # a figure whose dropdown lists many entries grows taller than the window (collectives'
-            # roofline: 26 entries, 1121 px): its slider lies below the fold, where a click at its
+            # a figure taller than the window (collectives' roofline was 1121 px with 26 menu
+            # entries before review R5-9): its slider lies below the fold, where a click at its
             # coordinates lands on nothing. A reader scrolls to it first, and so does the test.
             rail.scroll_into_view_if_needed()
             box = rail.bounding_box()
