@@ -33,11 +33,12 @@ FIRST = ("tests/test_book.py", "tests/test_jupyterlab.py::test_chapter_runs_read
          "chapters/")
 
 
-# The JupyterLab chapter runs go in JUPYTERLAB_STREAMS queues, each run one chapter at a time: with
-# every chapter at once on 2 cores (a JupyterLab, a kernel and a Chromium each), figures stopped
-# redrawing after a control moved while their tables did (a trial run with 4 at once).
+# The JupyterLab chapter runs go in JUPYTERLAB_STREAMS queues, each run one chapter at a time. With
+# 4 at once on 2 cores, plotly FigureWidgets stayed blank and never followed their controls (issue
+# 14: benchmarks/jupyterlab_stress/figurewidget_at_55a4032.log); live forms now redraw inside an
+# Output widget, and all 8 chapters pass 4 at once (benchmarks/jupyterlab_stress/output_widget.log).
 JUPYTERLAB_TEST = "tests/test_jupyterlab.py::test_chapter_runs_reads_and_reacts_in_jupyterlab["
-JUPYTERLAB_STREAMS = 2
+JUPYTERLAB_STREAMS = 4
 
 
 def scope_of(nodeid: str) -> str:

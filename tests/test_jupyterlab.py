@@ -34,7 +34,6 @@ import subprocess
 import sys
 import time
 import urllib.request
-import warnings
 from pathlib import Path
 
 import pytest
@@ -409,7 +408,9 @@ JS_FORM_STATE = """(i) => {
   const CONTROLS = '""" + CONTROLS + """';
   const cell = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell')][i];
   const out = cell.querySelector('.jp-OutputArea');
-  const plots = [...out.querySelectorAll('.js-plotly-plot')].map(gd => JSON.stringify([gd.data || null, (gd.layout || {}).title || null,
+  // drawn figures only (a figure being redrawn in its Output widget has no plot yet)
+  const plots = [...out.querySelectorAll('.js-plotly-plot')].filter(gd => gd.querySelector('.main-svg'))
+      .map(gd => JSON.stringify([gd.data || null, (gd.layout || {}).title || null,
                                                                                      (gd.layout || {}).annotations || null]));
   const html = [...out.querySelectorAll('.widget-html-content')].map(e => e.innerHTML).filter(h => !/^<b>[^<]*<\\/b>$/.test(h));
   const controls = [...out.querySelectorAll(CONTROLS)]
@@ -505,18 +506,28 @@ def _moves(ctl) -> tuple[list[tuple[str, object]], object]:
     return [(f"text {old} -> {v}", lambda v=v: typed(v)) for v in _text_values(old)], lambda: typed(old)
 
 
-def _settle(page, i: int, before: dict, plots, need_figure: bool) -> tuple[dict, bool, bool]:
+JS_SCROLL_TO_PLOT = """([i, n]) => {
+  const cell = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell')][i];
+  const plots = cell.querySelectorAll('.jp-OutputArea .js-plotly-plot');
+  if (plots.length) plots[n % plots.length].scrollIntoView({block: 'nearest'});
+}"""
+
+
+def _settle(page, i: int, before: dict, need_figure: bool) -> tuple[dict, bool, bool]:
     """Wait until the form has recomputed: both figure and table changed, or the kernel is idle
     and nothing changed for a second (at most CONTROL_S). Plotly draws an update only when the
     figure is on screen, so each figure is brought into view in turn, as a reader would."""
     t0, n, quiet_since, still_since, last_plots = time.monotonic(), 0, None, None, None
     while True:
-        if need_figure and plots.count():
-            plots.nth(n % plots.count()).scroll_into_view_if_needed()
+        if need_figure:
+            # in the page, not through a locator: a figure is replaced by its redraw, and a locator's
+            # element can leave the DOM between finding and scrolling
+            page.evaluate(JS_SCROLL_TO_PLOT, [i, n])
             n += 1
         page.wait_for_timeout(250)
         after = page.evaluate(JS_FORM_STATE, i)
-        fig = after["plots"] != before["plots"]
+        # a figure counts as changed once every figure the form showed is drawn again, in a new state
+        fig = after["plots"] != before["plots"] and len(after["plots"]) == len(before["plots"])
         table = after["html"] != before["html"]
         if fig and table:
             return after, fig, table
@@ -542,20 +553,15 @@ def _settle(page, i: int, before: dict, plots, need_figure: bool) -> tuple[dict,
 
 
 def _settle_back(page, i: int, want: dict) -> dict:
-    """After a control is put back: wait (at most CONTROL_S) until the table is again what it was
-    before the control was moved, the kernel is idle and the figure has not changed for a second.
-    Without this wait, a figure update still on its way was credited to the next control's move.
-    (The figure is not compared with its opening state: plotly's restyles reorder and retype the
-    traces' keys, so the same figure need not serialise to the same text.)"""
-    t0, last, still_since = time.monotonic(), None, None
+    """After a control is put back: wait (at most CONTROL_S) until the form shows again what it showed
+    before the control was moved, table and every figure. Each state is drawn afresh from the
+    kernel's JSON (``live_form`` redraws inside an Output widget), so the same state gives the same
+    figure data; until then, a figure update still on its way would be credited to the next move."""
+    t0 = time.monotonic()
     while True:
-        page.wait_for_timeout(250)
+        page.wait_for_timeout(100)
         after = page.evaluate(JS_FORM_STATE, i)
-        now = time.monotonic()
-        idle = page.evaluate("() => document.body.innerText.includes('| Idle')")
-        still_since = (still_since or now) if (after["plots"] == last and idle) else None
-        last = after["plots"]
-        if (after["html"] == want["html"] and still_since and now - still_since >= 1.0) or now - t0 > CONTROL_S:
+        if (after["html"] == want["html"] and after["plots"] == want["plots"]) or time.monotonic() - t0 > CONTROL_S:
             return after
 
 
@@ -570,7 +576,6 @@ def _check_form(page, i: int, name: str, failures: list[str], notes: list[str]) 
         failures.append(f"{name}: no table shown")
         return
     has_figure = bool(state["plots"])  # a form without a figure (a converter) is checked on its table
-    plots = cell.locator(".jp-OutputArea .js-plotly-plot")
     for k, control in enumerate(state["controls"]):
         label = control["label"] or f"control {k}"
         table_only = (name, label) in TABLE_ONLY
@@ -582,7 +587,7 @@ def _check_form(page, i: int, name: str, failures: list[str], notes: list[str]) 
             before = page.evaluate(JS_FORM_STATE, i)
             done = apply()
             done = done if isinstance(done, str) else desc
-            after, fig, table = _settle(page, i, before, plots, has_figure and not table_only)
+            after, fig, table = _settle(page, i, before, has_figure and not table_only)
             if after["error"]:
                 notes.append(f"{name} / {label} ({done}): the form refuses it: {after['error'][:160]}")
                 tried.append(f"{done}: error")
@@ -601,15 +606,12 @@ def _check_form(page, i: int, name: str, failures: list[str], notes: list[str]) 
             back = _settle_back(page, i, opened)
             if back["html"] != opened["html"]:
                 failures.append(f"{name} / {label}: put back, the table did not return to what it showed before the move")
+            elif back["plots"] != opened["plots"]:
+                failures.append(f"{name} / {label}: put back, the figure did not return to what it showed before the move")
         if not ok:
             drawn = page.evaluate(JS_PLOTS_DRAWN, i)  # tells a never-drawn (blank) figure from one that stopped following
             failures.append(f"{name} / {label}: no change of it moved both figure and table ({'; '.join(tried) or 'no move to try'}); "
                             f"figures on the page: {drawn}")
-
-
-def _figure_misses_only(failures: list[str]) -> bool:
-    """Every failure is a live figure that did not follow while its table did (nothing else wrong)."""
-    return bool(failures) and all("figure changed False, table changed True" in f for f in failures)
 
 
 @pytest.mark.browser
@@ -617,14 +619,6 @@ def _figure_misses_only(failures: list[str]) -> bool:
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_chapter_runs_reads_and_reacts_in_jupyterlab(lab, browser, chapter):
     failures = _chapter_in_jupyterlab(lab, browser, chapter)
-    if _figure_misses_only(failures):
-        # KNOWN INTERMITTENT DEFECT (issue 14, round 5; not root-caused): on a loaded machine a live form's figure
-        # sometimes never follows its controls while its table does (one chapter of eight in a fresh-clone make test
-        # at b63364a; the same chapter passed alone right after). The chapter runs once more in a fresh page and
-        # kernel; a second miss fails the test; a first miss is reported as a warning, never hidden.
-        warnings.warn(f"{chapter}: live figure(s) missed updates in JupyterLab on the first run, retried:\n  "
-                      + "\n  ".join(failures), stacklevel=1)
-        failures = _chapter_in_jupyterlab(lab, browser, chapter)
     assert not failures, f"{chapter} in JupyterLab:\n  " + "\n  ".join(failures)
 
 
@@ -683,13 +677,3 @@ def _chapter_in_jupyterlab(lab, browser, chapter) -> list[str]:
         page.close()
         _shutdown_kernels(lab)
     return failures
-
-
-def test_only_figure_misses_are_retried():
-    """The retry of the chapter test covers only the known intermittent defect: figures that did not follow
-    while their tables did; a raw role, a table that did not change or a request leaving the machine fails at once."""
-    miss = "x / S: no change of it moved both figure and table (slider 1 -> 2: figure changed False, table changed True)"
-    assert _figure_misses_only([miss, miss])
-    assert not _figure_misses_only([])
-    assert not _figure_misses_only([miss, "markdown cell 3: raw ['{eval}'] visible"])
-    assert not _figure_misses_only(["x / S: no change ... (slider 1 -> 2: figure changed False, table changed False)"])

@@ -1,5 +1,7 @@
 """widgets.ui core: live forms, frames figures, the book's plotly renderer."""
 
+import json
+
 import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
@@ -147,45 +149,66 @@ def test_percent(f, expected):
     assert percent(f) == expected
 
 
-def test_live_form_updates_its_figure_in_place():
+def _shown_figure(out) -> dict:
+    """The plotly JSON the page was sent in a live form's figure Output widget (one display)."""
+    (msg,) = out.outputs
+    assert msg["output_type"] == "display_data"
+    return msg["data"]["application/vnd.plotly.v1+json"]
+
+
+def test_live_form_redraws_its_figure_in_place():
     import ipywidgets as w
 
     def show(v):
         return "<b>t</b>", go.Figure([go.Scatter(x=[0, 1], y=[0, v])])
 
     box = live_form(lambda x: x, {"x": w.IntSlider(value=1, min=0, max=9)}, show)
-    fw = box.figures[0]
-    assert isinstance(fw, go.FigureWidget) and list(fw.data[0].y) == [0, 1]
+    (out,) = box.children[-1].children
+    assert isinstance(out, w.Output) and list(box.figures[0].data[0].y) == [0, 1]
+    assert list(_shown_figure(out)["data"][0]["y"]) == [0, 1]
     box.controls["x"].value = 7
-    assert box.figures[0] is fw and list(fw.data[0].y) == [0, 7]  # the same widget, new data
+    assert box.children[-1].children == (out,), "the same Output widget, redrawn"
+    assert list(_shown_figure(out)["data"][0]["y"]) == [0, 7] and list(box.figures[0].data[0].y) == [0, 7]
 
 
-def test_live_form_sends_each_refresh_as_one_complete_update(monkeypatch):
-    """What reaches the page on a move is one plotly update holding the final state (the readout
-    already in the title's text) and only what changed: never the whole layout, never a title
-    without its readout followed by a second message (the page showed that in-between state)."""
+def test_live_form_sends_each_refresh_as_one_complete_update():
+    """What reaches the page on a move is one message per changed figure: its Output widget's
+    outputs replaced by the final state (the readout already in the title's text), drawn by the
+    page's one plotly.js (no FigureWidget, no plotly.js in the message); an unchanged figure sends
+    nothing."""
     import ipywidgets as w
-    import plotly.basewidget as bw
-
-    sent = []
-    for kind in ("relayout", "restyle", "update", "addTraces", "deleteTraces"):
-        orig = getattr(bw.BaseFigureWidget, f"_send_{kind}_msg")
-        monkeypatch.setattr(bw.BaseFigureWidget, f"_send_{kind}_msg",
-                            lambda self, *a, _o=orig, _k=kind, **k: (sent.append((_k, a, k)), _o(self, *a, **k))[1])
 
     def show(v):
-        fig = go.Figure([go.Bar(x=["a", "b"], y=[1, 2])])  # the traces do not depend on v: the readout does
-        return "<b>t</b>", style_figure(fig, title="bars", readout=f"v is {v}")
+        bars = lambda: go.Figure([go.Bar(x=["a", "b"], y=[1, 2])])  # noqa: E731  (traces independent of v)
+        figs = [style_figure(bars(), title="bars", readout=f"v is {v}"), style_figure(bars(), title="fixed")]
+        return "<b>t</b>", *figs
 
     box = live_form(lambda x: x, {"x": w.IntSlider(value=1, min=0, max=9)}, show)
-    sent.clear()
+    moving, fixed = box.children[-1].children
+    sent = []
+    moving.observe(lambda ch: sent.append("moving"), names="outputs")
+    fixed.observe(lambda ch: sent.append("fixed"), names="outputs")
     box.controls["x"].value = 7
-    assert [k for k, _, _ in sent] == ["update"], sent
-    layout = sent[0][2]["relayout_data"]
-    assert set(layout) <= {"title", "title.text", "title.subtitle.text", "margin", "margin.t"}, layout  # not the template
-    text = layout.get("title.text") or layout["title"]["text"]
-    assert "v is 7" in text and "bars" in text
-    assert box.figures[0].layout.title.text == text and not box.figures[0].layout.title.subtitle.text
+    assert sent == ["moving"], sent
+    shown = _shown_figure(moving)
+    text = shown["layout"]["title"]["text"]
+    assert "v is 7" in text and "bars" in text and not shown["layout"]["title"].get("subtitle", {}).get("text")
+    assert shown["config"]["displaylogo"] is False and "plotly.min.js" not in json.dumps(shown)
+    assert moving.layout.min_height == f"{shown['layout']['height']}px"  # no jump while it is redrawn
+    assert box.figures[0].layout.title.text == text
+
+
+def test_live_form_in_colab_sends_plotly_own_colab_bundle(monkeypatch):
+    import sys
+    import types
+
+    import ipywidgets as w
+
+    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    box = live_form(lambda x: x, {"x": w.IntSlider(value=1)}, lambda v: go.Figure([go.Scatter(y=[v])]))
+    (out,) = box.children[-1].children
+    (msg,) = out.outputs
+    assert set(msg["data"]) == {"text/html"} and "plotly" in msg["data"]["text/html"]
 
 
 def test_live_form_makes_no_widgets_while_the_book_is_built(monkeypatch):

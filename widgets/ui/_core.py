@@ -1,7 +1,7 @@
 """The book's figure and table kit, and the two forms every calculator has.
 
 - ``live_form``: ipywidgets controls; every change recomputes through the model at once and
-  updates the table and the figure in place (a plotly ``FigureWidget``). Needs a kernel
+  updates the table and redraws the figure in place (inside an ``Output`` widget). Needs a kernel
   (JupyterLab, Colab).
 - ``grid_figure``: a static calculator: one dropdown over combinations of some inputs and one
   slider over another, stepping through frames precomputed by the same model. Works in the
@@ -26,7 +26,7 @@ import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from . import _render  # noqa: F401  (registers the book's plotly renderer)
+from . import _render  # registers the book's plotly renderer; live_bundle for the live forms
 
 ERROR_STYLE = "color:#b00020;font-weight:600"
 
@@ -782,7 +782,7 @@ class _NoForm:
 def _readout_into_title(fw) -> None:
     """A live figure carries its readout in the title's own text, not as a plotly subtitle.
 
-    JupyterLab's first render of a ``FigureWidget`` places a subtitle before the title is measured,
+    JupyterLab's first render of a plotly ``FigureWidget`` placed a subtitle before the title was measured,
     so the two were printed over each other until a control moved (reader review, JupyterLab #1).
     One text element cannot overlap itself: its lines are laid out by plotly.js in one pass."""
     title = fw.layout.title
@@ -861,7 +861,8 @@ def live_form(
     -------
     ipywidgets.VBox
         With ``.controls`` (the mapping), ``.output`` (an HTML widget with the tables or the
-        error), ``.figures`` (``FigureWidget`` s updated in place), ``.shown`` (the items displayed
+        error), ``.figures`` (the plotly figures shown now, one per figure, each drawn in an
+        ``Output`` widget replaced on every change), ``.shown`` (the items displayed
         by the last refresh: HTML strings and figures) and ``.refresh()``.
     """
     import os
@@ -875,45 +876,32 @@ def live_form(
 
     html_out = w.HTML()
     fig_box = w.VBox()
-    figures: list[go.FigureWidget] = []
+    figures: list[go.Figure] = []  # what each figure shows now (readout in the title)
+    outs: list = []  # one Output widget per figure
 
     def put_figures(figs: list[go.Figure]) -> None:
-        fresh = set()
-        while len(figures) < len(figs):
-            # A new FigureWidget is made WITH its figure, so its first state travels in the widget's
-            # opening message. Filled after creation, it sent the traces as update messages before
-            # JupyterLab had a view for it; on a busy machine the view then stayed blank and never
-            # followed a control (seen in JupyterLab with several notebooks running at once).
-            first = go.Figure(figs[len(figures)])
-            _readout_into_title(first)  # works on a Figure too: the widget opens with its final title
-            fw = go.FigureWidget(first)
-            fresh.add(id(fw))
-            figures.append(fw)
-        if len(figures) > len(figs):
-            del figures[len(figs):]
-        for fw, fig in zip(figures, figs):
-            if id(fw) in fresh:
-                continue
-            # The new state is made complete (readout in the title) BEFORE anything is sent, and the
-            # layout goes as one batched update of what changed. Assigning ``fw.layout`` sent the
-            # whole layout at once (title without its readout, subtitle set), then the readout in a
-            # second message: between the two the page showed a state the form never had, and each
-            # move sent the whole layout (template included) although only the readout changed.
-            style = go.Figure(fig)
-            _readout_into_title(style)
-            new_layout = style.layout.to_plotly_json()
-            with fw.batch_update():
-                if len(fw.data) != len(style.data) or any(a.type != b.type for a, b in zip(fw.data, style.data)):
-                    fw.data = ()
-                    fw.add_traces(list(style.data))
-                else:
-                    for old, new in zip(fw.data, style.data):
-                        old.update(new.to_plotly_json(), overwrite=True)
-                for key in set(fw.layout.to_plotly_json()) - set(new_layout):
-                    fw.layout[key] = None  # a layout property this state does not have
-                fw.layout.update(new_layout, overwrite=True)
-        if tuple(fig_box.children) != tuple(figures):
-            fig_box.children = tuple(figures)
+        # Each figure is redrawn inside its own Output widget: the widget's outputs are replaced, in
+        # one message, by a display of the new state (plotly's JSON mime type, which JupyterLab's
+        # plotly extension draws with the one plotly.js it loads per page). A plotly FigureWidget
+        # was used before: each one shipped its own 5 MB copy of plotly.js to the page, and on a
+        # busy machine a form's figure sometimes never followed its controls while its table did
+        # (issue 14). A figure whose state did not change is not sent again (traitlets sends a
+        # value only when it differs).
+        while len(outs) < len(figs):
+            outs.append(w.Output())
+        del outs[len(figs):]
+        shown = []
+        for out, fig in zip(outs, figs):
+            state = go.Figure(fig)
+            _readout_into_title(state)  # the final state, readout in the title, in the one message
+            shown.append(state)
+            height = state.layout.height
+            if height and out.layout.min_height != f"{int(height)}px":
+                out.layout.min_height = f"{int(height)}px"  # no jump while the new state is drawn
+            out.outputs = ({"output_type": "display_data", "data": _render.live_bundle(state.to_dict()), "metadata": {}},)
+        figures[:] = shown
+        if tuple(fig_box.children) != tuple(outs):
+            fig_box.children = tuple(outs)
 
     def refresh(*_):
         values = {k: c.value for k, c in controls.items()}

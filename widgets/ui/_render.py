@@ -117,6 +117,29 @@ def page_copy(fig_dict: Mapping[str, Any], digits: int = PAGE_DIGITS) -> dict:
     return d
 
 
+# What JupyterLab's plotly extension is told besides the figure (the book's HTML gets the same).
+PLOT_CONFIG = {"displaylogo": False, "responsive": True, "displayModeBar": False}
+
+
+def plotly_json(fig_dict: Mapping[str, Any]) -> dict:
+    """The figure as JupyterLab's plotly extension (``jupyterlab-plotly``) renders it: plain JSON
+    with the book's plot config; plotly.js comes once per page from that extension, not per figure."""
+    plain = json.loads(pio.to_json(fig_dict, validate=False, remove_uids=False))
+    plain["config"] = dict(PLOT_CONFIG)
+    return plain
+
+
+def live_bundle(fig_dict: Mapping[str, Any]) -> dict:
+    """The mime bundle a live form puts in its figure's Output widget on every change.
+
+    JupyterLab (and VS Code, Notebook 7) render ``application/vnd.plotly.v1+json`` with the
+    plotly.js their extension loaded once; Colab renders neither that nor the book's script-less
+    HTML, so there plotly's own ``colab`` bundle (HTML that loads plotly.js) is used."""
+    if "google.colab" in sys.modules:
+        return pio.renderers["colab"].to_mimebundle(dict(fig_dict))
+    return {"application/vnd.plotly.v1+json": plotly_json(fig_dict)}
+
+
 class BookRenderer(MimetypeRenderer):
     def to_mimebundle(self, fig_dict):
         html = pio.to_html(
@@ -125,12 +148,11 @@ class BookRenderer(MimetypeRenderer):
             full_html=False,
             auto_play=False,
             validate=False,
-            config={"displaylogo": False, "responsive": True, "displayModeBar": False},
+            config=PLOT_CONFIG,
         )
         if os.environ.get("GPUBOOK_PLOTLY") == "html":
             return {"text/html": html}
-        plain = json.loads(pio.to_json(fig_dict, validate=False, remove_uids=False))
-        return {"application/vnd.plotly.v1+json": plain, "text/html": html}
+        return {"application/vnd.plotly.v1+json": plotly_json(fig_dict), "text/html": html}
 
 
 pio.renderers["gpubook"] = BookRenderer()
