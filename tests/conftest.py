@@ -108,3 +108,31 @@ def built_book() -> Path:
     returncode, log = book_build.ensure_built(run_id)
     assert returncode == 0, book_build.failure_report(log)
     return book_build.OUT / "_build" / "html"
+
+
+@pytest.fixture(scope="session")
+def memory_hierarchy_cpu_run(tmp_path_factory) -> dict:
+    """One real ``python -m widgets.measure --topic memory_hierarchy --out <dir>/laptop`` on this
+    machine per test run, shared by the pytest-xdist workers (a file lock in the run's common
+    temporary folder; the first worker runs it, the others read its result). Two tests check it:
+    tests/test_harness.py (the CLI's record) and tests/test_teaching.py (merging it with the H200
+    records); the run takes 30-50 s on a 2-core machine, so it is made once, not once per test.
+
+    Returns ``{"returncode", "stderr", "out"}``; ``out`` is the folder holding memory_hierarchy.json.
+    """
+    import json
+    import subprocess
+
+    from filelock import FileLock
+
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    out = shared / "memory_hierarchy_cpu_run" / "laptop"
+    result = out.parent / "result.json"
+    with FileLock(str(out.parent) + ".lock"):
+        if not result.exists():
+            out.mkdir(parents=True, exist_ok=True)
+            proc = subprocess.run([sys.executable, "-m", "widgets.measure", "--topic", "memory_hierarchy", "--out", str(out)],
+                                  capture_output=True, text=True, cwd=ROOT, timeout=600)  # fmt: skip
+            result.write_text(json.dumps({"returncode": proc.returncode, "stderr": proc.stderr[-3000:], "out": str(out)}))
+    return json.loads(result.read_text())

@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -58,15 +59,10 @@ def test_describe_run_says_where_it_runs():
     assert ("No GPU" in line) != torch.cuda.is_available()
 
 
-def test_measure_cli_writes_a_record(tmp_path):
-    proc = subprocess.run(
-        [sys.executable, "-m", "widgets.measure", "--topic", "memory_hierarchy", "--out", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    rec = json.loads((tmp_path / "memory_hierarchy.json").read_text())
+def test_measure_cli_writes_a_record(memory_hierarchy_cpu_run):
+    """A real `python -m widgets.measure --topic memory_hierarchy` run (the fixture in tests/conftest.py)."""
+    assert memory_hierarchy_cpu_run["returncode"] == 0, memory_hierarchy_cpu_run["stderr"]
+    rec = json.loads((Path(memory_hierarchy_cpu_run["out"]) / "memory_hierarchy.json").read_text())
     assert rec["topic"] == "memory_hierarchy"
     assert rec["provenance"]["command"].startswith("python -m widgets.measure --topic memory_hierarchy")
     assert set(rec["results"]) >= {"hbm_bandwidth", "working_set_sweep", "strided_access"}

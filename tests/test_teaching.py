@@ -263,14 +263,13 @@ def test_merge_keeps_a_cpu_record_out_of_the_headline_and_the_plot(tmp_path):
 
 
 @pytest.mark.slow
-def test_merge_h200_and_a_cpu_record(tmp_path):
-    """The committed H200 records and a CPU record made now (the memory hierarchy's real CPU run)."""
+def test_merge_h200_and_a_cpu_record(tmp_path, memory_hierarchy_cpu_run):
+    """The committed H200 records and a CPU record made now (the memory hierarchy's real CPU run, made
+    once per test run by the fixture in tests/conftest.py)."""
     from widgets import accuracy, merge
 
-    cpu = tmp_path / "laptop"
-    made = subprocess.run([sys.executable, "-m", "widgets.measure", "--topic", "memory_hierarchy", "--out", str(cpu)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=600)  # fmt: skip
-    assert made.returncode == 0, made.stderr[-3000:]
+    assert memory_hierarchy_cpu_run["returncode"] == 0, memory_hierarchy_cpu_run["stderr"]
+    cpu = Path(memory_hierarchy_cpu_run["out"])
     h200 = ROOT / "widgets" / "data" / "h200"
     out = tmp_path / "merged"
     run = subprocess.run([sys.executable, "-m", "widgets.measure", "--merge", str(h200), str(cpu), "--out", str(out)],
