@@ -191,11 +191,36 @@ def test_live_form_sends_each_refresh_as_one_complete_update():
     box.controls["x"].value = 7
     assert sent == ["moving"], sent
     shown = _shown_figure(moving)
-    text = shown["layout"]["title"]["text"]
-    assert "v is 7" in text and "bars" in text and not shown["layout"]["title"].get("subtitle", {}).get("text")
+    title = shown["layout"]["title"]
+    assert title["text"] == "bars" and title["subtitle"]["text"] == "v is 7"  # as the static figures: readout as subtitle
     assert shown["config"]["displaylogo"] is False and "plotly.min.js" not in json.dumps(shown)
     assert moving.layout.min_height == f"{shown['layout']['height']}px"  # no jump while it is redrawn
-    assert box.figures[0].layout.title.text == text
+    assert box.figures[0].layout.title.subtitle.text == "v is 7"
+
+
+def test_a_refused_input_leaves_the_last_valid_figure_faint_and_says_so():
+    """Reader review r6 #1: the figure under an error sentence read "16 ranks" with the box at 0."""
+    import ipywidgets as w
+
+    def compute(n):
+        if n < 1:
+            raise ValueError(f"n must be at least 1, got {n}")
+        return n
+
+    def show(n):
+        return "<b>t</b>", style_figure(go.Figure([go.Scatter(x=[0, 1], y=[0, n])]), title=f"{n} ranks")
+
+    box = live_form(compute, {"n": w.IntText(value=4)}, show)
+    (out,) = box.children[-1].children
+    box.controls["n"].value = 16
+    box.controls["n"].value = 0
+    assert "calc-error" in box.output.value
+    shown = _shown_figure(out)
+    assert shown["layout"]["title"]["text"] == "Last valid input: 16 ranks"
+    assert shown["data"][0]["opacity"] < 0.5 and list(shown["data"][0]["y"]) == [0, 16]
+    box.controls["n"].value = 4  # back to a valid input: drawn in full again, as it opened
+    shown = _shown_figure(out)
+    assert shown["layout"]["title"]["text"] == "4 ranks" and "opacity" not in shown["data"][0]
 
 
 def test_live_form_in_colab_sends_plotly_own_colab_bundle(monkeypatch):

@@ -133,13 +133,6 @@ def test_peak_calculator_answers_every_gpu_it_offers_with_a_number_or_the_reason
     assert "n/a:" in form.output.value and "SM count" in form.output.value
 
 
-@pytest.mark.parametrize("mod, name", CALCULATORS)
-def test_live_figures_carry_the_readout_in_the_title_text_not_a_subtitle(mod, name):
-    form = _form(mod, name)
-    for fw in form.figures:
-        assert not fw.layout.title.subtitle.text, f"{mod}.{name}: subtitle drawn over the title in JupyterLab"
-
-
 def test_readouts_never_print_python_e_notation():
     from widgets.ui import memory_hierarchy as mh
     from widgets.ui.accuracy import _with_unit

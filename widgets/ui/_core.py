@@ -779,22 +779,20 @@ class _NoForm:
         return ""
 
 
-def _readout_into_title(fw) -> None:
-    """A live figure carries its readout in the title's own text, not as a plotly subtitle.
+STALE_OPACITY = 0.3
 
-    JupyterLab's first render of a plotly ``FigureWidget`` placed a subtitle before the title was measured,
-    so the two were printed over each other until a control moved (reader review, JupyterLab #1).
-    One text element cannot overlap itself: its lines are laid out by plotly.js in one pass."""
-    title = fw.layout.title
-    sub = title.subtitle.text if title.subtitle else None
-    if not sub:
-        return
-    lines = str(sub).split("<br>")
-    readout = "<br>".join(f'<span style="font-size:12px">{line}</span>' for line in lines)
-    top = fw.layout.margin.t or 0
-    fw.layout.title.text = f"{title.text}<br>{readout}" if title.text else readout
-    fw.layout.title.subtitle.text = None
-    fw.layout.margin.t = top + 5 * len(lines)  # 12-px lines spaced as the title's 16-px ones
+
+def _stale(fig: go.Figure) -> go.Figure:
+    """The last valid state, shown under a refused input: faint, its title saying what it is.
+
+    Left as it was, the figure described values the controls no longer held (a learner typed 0
+    ranks and the figure still read "16 ranks"; reader review r6 #1)."""
+    f = go.Figure(fig)
+    for trace in f.data:
+        if "opacity" in trace:
+            trace.opacity = STALE_OPACITY
+    f.layout.title.text = f"Last valid input: {f.layout.title.text}" if f.layout.title.text else "Last valid input"
+    return f
 
 
 def _is_figure(item: Any) -> bool:
@@ -876,13 +874,15 @@ def live_form(
 
     html_out = w.HTML()
     fig_box = w.VBox()
-    figures: list[go.Figure] = []  # what each figure shows now (readout in the title)
+    figures: list[go.Figure] = []  # what each figure shows now
+    valid: list[go.Figure] = []  # the figures of the last input the model accepted
     outs: list = []  # one Output widget per figure
 
     def put_figures(figs: list[go.Figure]) -> None:
         # Each figure is redrawn inside its own Output widget: the widget's outputs are replaced, in
         # one message, by a display of the new state (plotly's JSON mime type, which JupyterLab's
-        # plotly extension draws with the one plotly.js it loads per page). A plotly FigureWidget
+        # plotly extension draws with the one plotly.js it loads per page, as it draws the chapter's
+        # static figures: the same title and readout layout). A plotly FigureWidget
         # was used before: each one shipped its own 5 MB copy of plotly.js to the page, and on a
         # busy machine a form's figure sometimes never followed its controls while its table did
         # (issue 14). A figure whose state did not change is not sent again (traitlets sends a
@@ -890,16 +890,12 @@ def live_form(
         while len(outs) < len(figs):
             outs.append(w.Output())
         del outs[len(figs):]
-        shown = []
         for out, fig in zip(outs, figs):
-            state = go.Figure(fig)
-            _readout_into_title(state)  # the final state, readout in the title, in the one message
-            shown.append(state)
-            height = state.layout.height
+            height = fig.layout.height
             if height and out.layout.min_height != f"{int(height)}px":
                 out.layout.min_height = f"{int(height)}px"  # no jump while the new state is drawn
-            out.outputs = ({"output_type": "display_data", "data": _render.live_bundle(state.to_dict()), "metadata": {}},)
-        figures[:] = shown
+            out.outputs = ({"output_type": "display_data", "data": _render.live_bundle(fig.to_dict()), "metadata": {}},)
+        figures[:] = figs
         if tuple(fig_box.children) != tuple(outs):
             fig_box.children = tuple(outs)
 
@@ -914,7 +910,10 @@ def live_form(
         html_out.value = "".join(i for i in items if isinstance(i, str))
         figs = [i for i in items if _is_figure(i)]
         if figs or not any(isinstance(i, str) and "calc-error" in i for i in items):
+            valid[:] = figs
             put_figures(figs)
+        else:  # a refused input: the last valid figures stay, marked as such
+            put_figures([_stale(f) for f in valid])
 
     parts = ([w.HTML(f"<b>{html.escape(title)}</b>")] if title else []) + [w.VBox(list(controls.values())), html_out, fig_box]
     box = w.VBox(parts)
