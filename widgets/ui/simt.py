@@ -411,7 +411,7 @@ def _amdahl_traces(p: float) -> list:
 
 def _ceiling_text(p: float) -> str:
     if p >= 1:
-        return "no limit (p = 1: the speed-up grows with the workers)"
+        return "no limit: the speed-up grows with the workers"
     return f"never more than {m.amdahl_ceiling(p):.4g}x"
 
 

@@ -15,7 +15,7 @@ from .. import dtypes
 from ..hardware import get_gpu, gpu_names
 from ..models import tensor_cores as tc
 from ..units import fmt_bytes, fmt_flop, fmt_flop_per_s, fmt_time
-from ._core import gpu_color, grid_figure, html_table, live_form, series_color, style_figure, table_html
+from ._core import gpu_color, grid_figure, html_table, live_form, plural, series_color, style_figure, table_html
 from ._core import verdict as _verdict
 
 PEAK_DTYPES = dtypes.PEAK_DTYPES  # the catalog's peak-rate keys (widgets.dtypes)
@@ -158,7 +158,7 @@ def gemm_rows(e: tc.GemmEstimate) -> list[tuple[str, str]]:
 
 def gemm_summary(e: tc.GemmEstimate) -> str:
     return (
-        f"{e.tiles} tiles in {e.waves} waves, wave eff. {e.wave_efficiency:.0%}, tile eff. "
+        f"{e.tiles} tiles in {plural(e.waves, 'wave')}, wave eff. {e.wave_efficiency:.0%}, tile eff. "
         f"{e.tile_efficiency:.0%}: {fmt_flop_per_s(e.flop_per_s)} ({e.bound}-bound)"
     )
 
