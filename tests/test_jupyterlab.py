@@ -394,6 +394,13 @@ JS_MARKDOWN = """() => [...document.querySelectorAll('.jp-Notebook .jp-MarkdownC
               .map(e => e.textContent)};
 })"""
 
+JS_SCROLL_MARKDOWN = """async () => {
+  for (const c of document.querySelectorAll('.jp-Notebook .jp-MarkdownCell')) {
+    c.scrollIntoView({block: 'nearest'});
+    await new Promise(r => requestAnimationFrame(() => r()));
+  }
+}"""
+
 # the live forms: code cells whose source is a ui.*_calculator(...) call, with or without arguments
 # (fusion_calculator(launch_s) and latency_hiding_calculator(latency_s, ...) take the record's values)
 JS_FORMS = """() => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell')]
@@ -648,9 +655,9 @@ def _chapter_in_jupyterlab(lab, browser, chapter) -> list[str]:
         run_s = time.monotonic() - t0
         page.wait_for_timeout(1500)  # the last markdown cells' expressions
 
-        markdown = page.locator(".jp-Notebook .jp-MarkdownCell")
-        for k in range(markdown.count()):  # as a reader scrolls through (JupyterLab renders what comes into view)
-            markdown.nth(k).scroll_into_view_if_needed()
+        # as a reader scrolls through (JupyterLab renders what comes into view): one call into the page, a
+        # frame drawn at each markdown cell (a locator round trip per cell cost seconds per chapter)
+        page.evaluate(JS_SCROLL_MARKDOWN)
         page.wait_for_timeout(1000)
         for md in page.evaluate(JS_MARKDOWN):
             if md["missing"]:
