@@ -247,3 +247,15 @@ def test_cross_control_errors_name_the_forms_controls(mod, name, moves):
         c = form.controls[key]
         c.value = value
     assert _check_sentence(form, f"{mod}.{name} {moves}") == 1, f"{mod}.{name}: {moves} shows no error"
+
+
+def test_latency_form_says_when_the_model_does_not_fit():
+    """Reader review r6 #12: Llama-3.1-405B on one H200 got latencies with no word that its 752 GiB of
+    bf16 weights cannot be on a 140 GiB GPU; the memory form above says it does not fit."""
+    form = _form("serving", "latency_calculator")
+    assert "fits in memory?" in form.output.value and "NO:" not in form.output.value  # Llama-3-8B, batch 32, 1,280 tokens on one H200 fits
+    form.controls["model"].value = "Llama-3.1-405B"
+    assert "NO:" in form.output.value and "short" in form.output.value
+    assert "does NOT fit" in form.figures[0].layout.title.subtitle.text
+    form.controls["tp"].value = 8  # 8 x 140 GiB hold the 405B's bf16 weights and this batch's KV cache
+    assert "NO:" not in form.output.value

@@ -391,12 +391,17 @@ def latency_calculator():
     def compute(model, gpu, tp, batch, prompt_tokens, output_tokens, weight_dtype, kv_dtype, **custom):
         m = resolve_model(model, **custom)
         r = sv.latency(m, gpu, batch, prompt_tokens, output_tokens, weight_dtype, kv_dtype, tp)
-        return m, gpu, tp, weight_dtype, kv_dtype, r
+        # the same question the memory form answers, at the longest context this batch reaches
+        budget = sv.memory_budget(m, gpu, prompt_tokens + output_tokens, batch, weight_dtype, kv_dtype, tp)
+        return m, gpu, tp, weight_dtype, kv_dtype, r, budget
 
     def show(result):
-        m, gpu, tp, wd, kd, r = result
+        m, gpu, tp, wd, kd, r, budget = result
         s = r.step
+        short = "" if budget.fits else f"{fmt_bytes(-budget.free_bytes)} short"
         rows = [
+            ("fits in memory?", "yes" if budget.fits else
+             f"NO: {short} (weights, KV cache, activations, reserve); the times below are for memory it does not have"),
             ("TTFT (prefill, no queue)", fmt_time(r.ttft_s)),
             ("TPOT (one decode step)", fmt_time(r.tpot_s)),
             ("end-to-end latency", fmt_time(r.e2e_s)),
@@ -411,7 +416,10 @@ def latency_calculator():
         grid = np.unique(np.round(np.logspace(0, 3, 40))).astype(int).tolist()
         fig = go.Figure(_latency_curves(m, gpu, r.prompt_tokens, r.output_tokens, wd, kd, tp, grid) + [_latency_marker(r)])
         fig.update_layout(xaxis=dict(type="log", title="batch [sequences]"), yaxis=dict(type="log", title="time per decode step [ms]"))
-        return table_html(rows), style_figure(fig, title=f"{m.name} on {tp} x {gpu}, batch {r.batch:g}", readout=_latency_readout(r))
+        readout = _latency_readout(r)
+        if not budget.fits:  # reader review r6 #12: "836 ms TTFT on one H200" for a model that cannot be loaded on it
+            readout = f"does NOT fit in memory ({short}): times as if it did<br>{readout}"
+        return table_html(rows), style_figure(fig, title=f"{m.name} on {tp} x {gpu}, batch {r.batch:g}", readout=readout)
 
     box = live_form(compute, controls, show, title="Latency model")
     _show_custom_only_when_chosen(controls)  # after live_form has laid the fields out
