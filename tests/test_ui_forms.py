@@ -259,3 +259,13 @@ def test_latency_form_says_when_the_model_does_not_fit():
     assert "does NOT fit" in form.figures[0].layout.title.subtitle.text
     form.controls["tp"].value = 8  # 8 x 140 GiB hold the 405B's bf16 weights and this batch's KV cache
     assert "NO:" not in form.output.value
+
+
+def test_tile_form_gives_no_attainable_rate_to_a_tile_that_cannot_launch():
+    """Reader review r6 #10: 8 stages of a 128x256x64 bf16 tile need 384 KiB of shared memory (an
+    H200 SM has 227 KiB for a block), yet the form said "attainable 710 TFLOP/s"."""
+    form = _form("tensor_cores", "tile_calculator")
+    assert "cannot launch" not in form.output.value and "does NOT fit" not in form.figures[0].layout.title.subtitle.text
+    form.controls["stages"].value = 8
+    assert "none: the tile does not fit, it cannot launch" in form.output.value
+    assert form.figures[0].layout.title.subtitle.text.startswith("would be ")

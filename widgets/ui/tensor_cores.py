@@ -634,7 +634,11 @@ def tile_rows(h: tc.TileHierarchy, l2_source: str = "") -> list[tuple[str, str]]
         rows.append(("L2", "no L2 figure for this GPU (no record of it; the catalog publishes none): level left out"))
     rows += [(f"{name} allows", fmt_flop_per_s(v)) for name, v in h.level_flop_per_s.items()]
     lim = f" of {fmt_bytes(h.smem_limit_bytes)}" if h.smem_limit_bytes else ""
-    rows += [("attainable", f"{fmt_flop_per_s(h.attainable_flop_per_s)} ({h.bound}-bound)"),
+    # a tile that does not fit cannot launch: its rate is what it would allow, not an attainable one
+    # (reader review r6 #10)
+    rate = fmt_flop_per_s(h.attainable_flop_per_s)
+    rows += [("attainable", f"{rate} ({h.bound}-bound)" if h.fits else
+              f"none: the tile does not fit, it cannot launch (it would allow {rate}, {h.bound}-bound)"),
              ("shared memory for the stages", fmt_bytes(h.smem_bytes) + lim),
              ("fp32 accumulators per thread", f"{h.acc_registers_per_thread:.0f} registers"),
              ("fits", "yes" if h.fits else "no: too much shared memory or too many registers")]
@@ -642,8 +646,9 @@ def tile_rows(h: tc.TileHierarchy, l2_source: str = "") -> list[tuple[str, str]]
 
 
 def tile_readout(h: tc.TileHierarchy) -> str:
-    fit = "" if h.fits else "; does NOT fit"
-    return (f"{h.bound}-bound at {fmt_flop_per_s(h.attainable_flop_per_s)}; read tile {h.smem_intensity:.0f} vs "
+    fit = "" if h.fits else "; does NOT fit, cannot launch"
+    rate = fmt_flop_per_s(h.attainable_flop_per_s)
+    return (("would be " if not h.fits else "") + f"{h.bound}-bound at {rate}; read tile {h.smem_intensity:.0f} vs "
             f"ridge {h.smem_ridge:.0f} FLOP/B; {fmt_bytes(h.smem_bytes)} smem{fit}")
 
 
