@@ -269,3 +269,14 @@ def test_tile_form_gives_no_attainable_rate_to_a_tile_that_cannot_launch():
     form.controls["stages"].value = 8
     assert "none: the tile does not fit, it cannot launch" in form.output.value
     assert form.figures[0].layout.title.subtitle.text.startswith("would be ")
+
+
+def test_dp_step_form_says_when_the_bucket_is_capped_and_plots_gib():
+    """Reader review r6 #6: bucket slider at 8,192 MiB, title "bucket 2.42 GiB", axis in GB."""
+    form = _form("collectives", "dp_step_calculator")
+    assert "capped" not in form.figures[0].layout.title.text
+    assert form.figures[0].layout.yaxis.title.text == "gradient [GiB]"
+    c = form.controls["bucket_mib"]
+    c.value = c.base ** c.max  # a log slider: max is the exponent
+    assert form.figures[0].layout.title.text.endswith("(capped: the whole gradient)")
+    assert max(form.figures[0].data[0].y) == pytest.approx(1.3e9 * 2 / 2**30)  # 1.3e9 bf16 gradients, in GiB

@@ -379,14 +379,14 @@ def dp_summary(p: cm.DataParallelStep) -> str:
 def _dp_traces(grad_bytes, bucket_bytes, backward_s, n, link, latency, **lat) -> list:
     tl = cm.dp_timeline(grad_bytes, bucket_bytes, backward_s, n, link, latency, **lat)
     xs = [0.0] + [e * 1e3 for _, _, e, _ in tl]
-    ys = [0.0] + list(np.cumsum([b for *_, b in tl]) / 1e9)
+    ys = [0.0] + list(np.cumsum([b for *_, b in tl]) / GiB)  # GiB, as the titles and tables say
     if len(xs) > 201:  # thousands of small buckets: draw 200 of the steps (the page stays light), ends kept
         keep = np.unique(np.linspace(0, len(xs) - 1, 201).round().astype(int))
         xs, ys = [xs[i] for i in keep], [ys[i] for i in keep]
     return [
-        go.Scatter(x=[0, backward_s * 1e3], y=[0, grad_bytes / 1e9], mode="lines", name="gradients ready (backward)", line=dict(color=COLORS[0])),
+        go.Scatter(x=[0, backward_s * 1e3], y=[0, grad_bytes / GiB], mode="lines", name="gradients ready (backward)", line=dict(color=COLORS[0])),
         go.Scatter(x=xs, y=ys, mode="lines", line_shape="hv", name="gradients all-reduced", line=dict(color=COLORS[1])),
-        go.Scatter(x=[backward_s * 1e3, tl[-1][2] * 1e3], y=[grad_bytes / 1e9] * 2, mode="lines+markers", name="exposed",
+        go.Scatter(x=[backward_s * 1e3, tl[-1][2] * 1e3], y=[grad_bytes / GiB] * 2, mode="lines+markers", name="exposed",
                    line=dict(color=COLORS[3], width=5)),
     ]  # fmt: skip
 
@@ -394,7 +394,7 @@ def _dp_traces(grad_bytes, bucket_bytes, backward_s, n, link, latency, **lat) ->
 def _dp_layout(grad_bytes, x_max_s) -> dict:
     return dict(
         xaxis=dict(title="time from the start of backward [ms]", range=[0, x_max_s * 1e3 * 1.05]),
-        yaxis=dict(title="gradient [GB]", range=[0, grad_bytes / 1e9 * 1.08]),
+        yaxis=dict(title="gradient [GiB]", range=[0, grad_bytes / GiB * 1.08]),
     )
 
 
@@ -466,7 +466,8 @@ def dp_step_calculator():
         (args, lat), p = r
         fig = go.Figure(_dp_traces(*args, **lat))
         fig.update_layout(**_dp_layout(args[0], max(p.finish_s, args[2])))
-        style_figure(fig, title=f"bucket {_size(p.bucket_bytes)}", readout=dp_summary(p), height=460)
+        capped = " (capped: the whole gradient)" if args[1] > p.bucket_bytes else ""  # reader review r6 #6
+        style_figure(fig, title=f"bucket {_size(p.bucket_bytes)}{capped}", readout=dp_summary(p), height=460)
         return table_html([
             ("gradient bytes", _size(args[0])),
             ("buckets", str(p.n_buckets)),
