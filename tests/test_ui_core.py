@@ -468,3 +468,18 @@ def test_in_chromium_a_dropdown_change_shows_the_frame_its_slider_lands_on(tmp_p
                 bad.append(f"after {what}: frame {f.name} but the readout says {s['sub'][:20]!r}")
         b.close()
     assert not bad, bad
+
+
+def test_notebook_figures_are_drawn_on_white_so_a_dark_jupyterlab_theme_keeps_them_readable():
+    """Reader review r6: in JupyterLab's dark theme the light template's dark text sat on the dark
+    page (the book's templates are transparent). The JSON JupyterLab draws gets a white background;
+    the published page's HTML keeps the transparent one (the page swaps templates itself)."""
+    from widgets.ui import _render
+
+    fig = style_figure(go.Figure([go.Scatter(y=[1, 2])]), title="t")
+    bundle = _render.BookRenderer().to_mimebundle(fig.to_dict())
+    layout = bundle["application/vnd.plotly.v1+json"]["layout"]
+    assert layout["paper_bgcolor"] == layout["plot_bgcolor"] == "#ffffff"
+    assert '"paper_bgcolor":"#ffffff"' not in bundle["text/html"].replace(" ", "")
+    own = go.Figure(layout=dict(paper_bgcolor="#123456")).to_dict()
+    assert _render.plotly_json(own)["layout"]["paper_bgcolor"] == "#123456"  # a figure's own colour is kept

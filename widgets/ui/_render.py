@@ -121,11 +121,25 @@ def page_copy(fig_dict: Mapping[str, Any], digits: int = PAGE_DIGITS) -> dict:
 PLOT_CONFIG = {"displaylogo": False, "responsive": True, "displayModeBar": False}
 
 
+# The figure's own background in JupyterLab: the book's templates are transparent (the published
+# page swaps light and dark templates itself), and in JupyterLab's dark theme the light template's
+# dark text then sat on a near-black page (reader review r6, JupyterLab dark theme).
+NOTEBOOK_BACKGROUND = "#ffffff"
+_TRANSPARENT = (None, "rgba(0,0,0,0)", "transparent")
+
+
 def plotly_json(fig_dict: Mapping[str, Any]) -> dict:
     """The figure as JupyterLab's plotly extension (``jupyterlab-plotly``) renders it: plain JSON
-    with the book's plot config; plotly.js comes once per page from that extension, not per figure."""
+    with the book's plot config (plotly.js comes once per page from that extension, not per figure),
+    on an opaque white background where the figure's own is transparent, so that it reads the same
+    in JupyterLab's light and dark themes."""
     plain = json.loads(pio.to_json(fig_dict, validate=False, remove_uids=False))
     plain["config"] = dict(PLOT_CONFIG)
+    layout = plain.setdefault("layout", {})
+    template = (layout.get("template") or {}).get("layout") or {}
+    for key in ("paper_bgcolor", "plot_bgcolor"):
+        if layout.get(key, template.get(key)) in _TRANSPARENT:
+            layout[key] = NOTEBOOK_BACKGROUND
     return plain
 
 
