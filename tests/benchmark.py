@@ -164,6 +164,9 @@ def fresh_clone(args, test: bool = True) -> dict:
         "make_test_passed": steps["make_test"]["returncode"] == 0,
         "pytest_summary": pytest_summary(log.splitlines()),
         "book_build_in_make_test_s": book_build_s(log, clone),
+        # pytest's --durations list (PYTEST_ADDOPTS above): where the time went, for the next round
+        "slowest": re.findall(r"^([\d.]+s (?:call|setup|teardown)\s+\S+)", log, re.M),
+        "warnings": [line for line in log.splitlines() if "Warning:" in line][:20],
         "total_s": round(total, 1),
         "target_s": TARGET_FRESH_CLONE_S,
         "under_target": total < TARGET_FRESH_CLONE_S,
