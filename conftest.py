@@ -119,9 +119,10 @@ _EARLY_BUILD: subprocess.Popen | None = None
 
 
 def pytest_configure(config):
-    global _EARLY_BUILD
+    global _EARLY_BUILD, _XDIST_CONTROLLER
     if os.environ.get("PYTEST_XDIST_WORKER"):
         return
+    _XDIST_CONTROLLER = bool(getattr(config.option, "numprocesses", None))
     run_id = os.environ.setdefault("GPUBOOK_TEST_RUN_ID", uuid.uuid4().hex)
     if early_build() and not config.option.collectonly:
         script = Path(__file__).parent / "tests" / "book_build.py"
@@ -165,3 +166,34 @@ def pytest_collection_modifyitems(config, items):
     _keep_notebook_cells_in_order(items)
     if os.environ.get("PYTEST_XDIST_WORKER"):  # a worker: its collection order is the scheduler's queue
         _longest_first(items)
+
+
+# ---- a timeline of the run, for `make bench` (GPUBOOK_TIMELINE=<file>) ----
+# One JSON line per test: the worker, the test, when it started and ended (seconds since the epoch).
+# tests/benchmark.py sets it and summarises where the workers waited (the target is a 7-minute run).
+def _timeline_write(nodeid: str, start: float) -> None:
+    import json
+    import time
+
+    path = os.environ.get("GPUBOOK_TIMELINE")
+    if path:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"worker": os.environ.get("PYTEST_XDIST_WORKER", "main"), "test": nodeid,
+                                "start": start, "end": time.time()}) + "\n")
+
+
+_TIMELINE_START: dict[str, float] = {}
+_XDIST_CONTROLLER = False  # set in pytest_configure
+
+
+def pytest_runtest_logstart(nodeid, location):
+    # the xdist controller sees every worker's tests again (relayed reports): only the process that ran it writes
+    if os.environ.get("GPUBOOK_TIMELINE") and not _XDIST_CONTROLLER:
+        import time
+
+        _TIMELINE_START[nodeid] = time.time()
+
+
+def pytest_runtest_logfinish(nodeid, location):
+    if nodeid in _TIMELINE_START:
+        _timeline_write(nodeid, _TIMELINE_START.pop(nodeid))

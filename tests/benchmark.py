@@ -117,6 +117,27 @@ def fresh_install(args) -> dict:
     return fresh_clone(args, test=False)
 
 
+def timeline_summary(path: Path) -> dict | None:
+    """Where the workers spent the run (conftest.py's GPUBOOK_TIMELINE lines): per worker, its first
+    start and last end (seconds from the first test's start), the seconds it ran tests, and its last
+    test; and the tests that ended last."""
+    if not path.exists():
+        return None
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    if not rows:
+        return None
+    t0 = min(r["start"] for r in rows)
+    workers = {}
+    for w in sorted({r["worker"] for r in rows}):
+        mine = sorted((r for r in rows if r["worker"] == w), key=lambda r: r["start"])
+        workers[w] = {"first_start_s": round(mine[0]["start"] - t0, 1), "last_end_s": round(mine[-1]["end"] - t0, 1),
+                      "busy_s": round(sum(r["end"] - r["start"] for r in mine), 1), "tests": len(mine),
+                      "last_test": mine[-1]["test"]}
+    last = sorted(rows, key=lambda r: r["end"])[-10:]
+    return {"workers": workers,
+            "ended_last": [f"{r['end'] - t0:.0f} s (ran {r['end'] - r['start']:.0f} s): {r['test']}" for r in last]}
+
+
 def fresh_clone(args, test: bool = True) -> dict:
     where = Path(tempfile.mkdtemp(prefix="gpubook-fresh-"))
     clone = where / "clone"
@@ -143,6 +164,7 @@ def fresh_clone(args, test: bool = True) -> dict:
         if not args.keep:
             shutil.rmtree(where, ignore_errors=True)
         return record
+    env["GPUBOOK_TIMELINE"] = str(where / "timeline.jsonl")  # conftest.py: one line per test
     steps["make_test"] = run_timed("make test", clone, env, where / "test.log", check=False)
     print(f"make test     {steps['make_test']['wall_s']:7.1f} s  (exit {steps['make_test']['returncode']})", flush=True)
     log = (where / "test.log").read_text()
@@ -167,6 +189,7 @@ def fresh_clone(args, test: bool = True) -> dict:
         # pytest's --durations list (PYTEST_ADDOPTS above): where the time went, for the next round
         "slowest": re.findall(r"^([\d.]+s (?:call|setup|teardown)\s+\S+)", log, re.M),
         "warnings": [line for line in log.splitlines() if "Warning:" in line][:20],
+        "timeline": timeline_summary(where / "timeline.jsonl"),
         "total_s": round(total, 1),
         "target_s": TARGET_FRESH_CLONE_S,
         "under_target": total < TARGET_FRESH_CLONE_S,
