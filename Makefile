@@ -73,13 +73,12 @@ DOCTESTS := --doctest-modules widgets/models widgets/units.py widgets/hardware.p
 # run starts (GPUBOOK_BUILD_EARLY=1, the root conftest.py) and executes the notebooks in parallel,
 # one per process (book/_ext/parallel_execute.py; GPUBOOK_BUILD_JOBS, default the CPU count).
 # CI (CI=true) refuses to skip the browser tests.
-# Workers: twice the cores, and at least 8: the four JupyterLab chapter queues (JUPYTERLAB_STREAMS in
-# the root conftest.py) each hold a worker from the start, and the other tests need more; the tests
-# mostly wait on Chromium, a kernel or the build (with 6 workers all busy for the whole run, 2 cores
-# were 55% used: benchmarks/fresh_clone_make_test.json's timeline at 40d23dd), so more workers than
-# cores keep both cores busy. The root conftest.py's scheduler keeps each file on one worker except the long
+# Workers: twice the cores, and at least 6: the four JupyterLab chapter queues (JUPYTERLAB_STREAMS in
+# the root conftest.py) each hold a worker from the start, and the other tests need two more; the
+# browser tests mostly wait on Chromium, a kernel or the build, so more workers than cores keep both
+# cores busy. The root conftest.py's scheduler keeps each file on one worker except the long
 # independent ones (SPREAD_FILES), longest first.
-TEST_WORKERS ?= $(shell n=$$(( $$(nproc 2>/dev/null || echo 2) * 2 )); [ $$n -lt 8 ] && n=8; echo $$n)
+TEST_WORKERS ?= $(shell n=$$(( $$(nproc 2>/dev/null || echo 2) * 2 )); [ $$n -lt 6 ] && n=6; echo $$n)
 
 test: install chromium
 	$(CACHE_PYC) GPUBOOK_REQUIRE_BROWSER=$${CI:+1} GPUBOOK_BUILD_EARLY=1 GPUBOOK_NBVAL_VIA_JUPYTERLAB=1 $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -p no:cacheprovider -q \
