@@ -17,10 +17,12 @@ pytest 9's ``nodeid`` no longer reads, so grouped tests were scattered and a not
 in several kernels.)
 """
 
+import json
 import os
 import signal
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -116,6 +118,7 @@ def _keep_notebook_cells_in_order(items) -> None:
 # and collect (about a minute on 2 cores) and while the first tests run; the fixture then waits for
 # it (tests/book_build.py: a file lock; a failed build is reported by the fixture, not rebuilt).
 _EARLY_BUILD: subprocess.Popen | None = None
+_XDIST_CONTROLLER = False  # this process hands tests to xdist workers (set below); the timeline at the end
 
 
 def pytest_configure(config):
@@ -169,31 +172,20 @@ def pytest_collection_modifyitems(config, items):
 
 
 # ---- a timeline of the run, for `make bench` (GPUBOOK_TIMELINE=<file>) ----
-# One JSON line per test: the worker, the test, when it started and ended (seconds since the epoch).
-# tests/benchmark.py sets it and summarises where the workers waited (the target is a 7-minute run).
-def _timeline_write(nodeid: str, start: float) -> None:
-    import json
-    import time
-
-    path = os.environ.get("GPUBOOK_TIMELINE")
-    if path:
-        with open(path, "a", encoding="utf-8") as f:
-            f.write(json.dumps({"worker": os.environ.get("PYTEST_XDIST_WORKER", "main"), "test": nodeid,
-                                "start": start, "end": time.time()}) + "\n")
-
-
+# One JSON line per test from the process that ran it: the worker, the test, when it started and
+# ended (seconds since the epoch). tests/benchmark.py sets it and summarises where the workers waited.
+# The xdist controller sees every worker's tests again (relayed reports) and writes nothing.
 _TIMELINE_START: dict[str, float] = {}
-_XDIST_CONTROLLER = False  # set in pytest_configure
 
 
 def pytest_runtest_logstart(nodeid, location):
-    # the xdist controller sees every worker's tests again (relayed reports): only the process that ran it writes
     if os.environ.get("GPUBOOK_TIMELINE") and not _XDIST_CONTROLLER:
-        import time
-
         _TIMELINE_START[nodeid] = time.time()
 
 
 def pytest_runtest_logfinish(nodeid, location):
     if nodeid in _TIMELINE_START:
-        _timeline_write(nodeid, _TIMELINE_START.pop(nodeid))
+        row = {"worker": os.environ.get("PYTEST_XDIST_WORKER", "main"), "test": nodeid,
+               "start": _TIMELINE_START.pop(nodeid), "end": time.time()}
+        with open(os.environ["GPUBOOK_TIMELINE"], "a", encoding="utf-8") as f:
+            f.write(json.dumps(row) + "\n")

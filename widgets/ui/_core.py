@@ -879,14 +879,12 @@ def live_form(
     outs: list = []  # one Output widget per figure
 
     def put_figures(figs: list[go.Figure]) -> None:
-        # Each figure is redrawn inside its own Output widget: the widget's outputs are replaced, in
-        # one message, by a display of the new state (plotly's JSON mime type, which JupyterLab's
-        # plotly extension draws with the one plotly.js it loads per page, as it draws the chapter's
-        # static figures: the same title and readout layout). A plotly FigureWidget
-        # was used before: each one shipped its own 5 MB copy of plotly.js to the page, and on a
-        # busy machine a form's figure sometimes never followed its controls while its table did
-        # (issue 14). A figure whose state did not change is not sent again (traitlets sends a
-        # value only when it differs).
+        # Each figure is redrawn inside its own Output widget: its outputs are replaced, in one
+        # message, by the new state in plotly's JSON mime type, which JupyterLab's plotly extension
+        # draws with the one plotly.js it loads per page, as it draws the static figures. (plotly
+        # FigureWidgets, used before, each shipped their own 5 MB plotly.js, and on a busy machine a
+        # figure sometimes never followed its controls: issue 14.) A figure whose state did not
+        # change is not sent again: traitlets sends a value only when it differs.
         while len(outs) < len(figs):
             outs.append(w.Output())
         del outs[len(figs):]
