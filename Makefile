@@ -80,8 +80,16 @@ DOCTESTS := --doctest-modules widgets/models widgets/units.py widgets/hardware.p
 # independent ones (SPREAD_FILES), longest first.
 TEST_WORKERS ?= $(shell n=$$(( $$(nproc 2>/dev/null || echo 2) * 2 )); [ $$n -lt 6 ] && n=6; echo $$n)
 
+# One CPU thread per process for torch's, OpenBLAS's and MKL's thread pools: the test workers, the
+# build's and JupyterLab's kernels and Chromium already outnumber the cores, and a pool of threads per
+# process, each spinning while it waits for the others, burnt CPU the other processes needed (a
+# torch-heavy slice of the tests: 80 -> 57 CPU s, 44 -> 32 s on 2 cores, measured for issue 13). The
+# chapters' live runs in JupyterLab then measure this machine with one thread, as the serving chapter
+# already does on a CPU.
+TEST_THREADS := OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
+
 test: install chromium
-	$(CACHE_PYC) GPUBOOK_REQUIRE_BROWSER=$${CI:+1} GPUBOOK_BUILD_EARLY=1 GPUBOOK_NBVAL_VIA_JUPYTERLAB=1 $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -p no:cacheprovider -q \
+	$(CACHE_PYC) $(TEST_THREADS) GPUBOOK_REQUIRE_BROWSER=$${CI:+1} GPUBOOK_BUILD_EARLY=1 GPUBOOK_NBVAL_VIA_JUPYTERLAB=1 $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -p no:cacheprovider -q \
 	  tests chapters --nbval-lax --nbval-current-env $(DOCTESTS)
 
 unit: install

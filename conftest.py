@@ -41,16 +41,21 @@ FIRST = ("tests/test_book.py", "tests/test_jupyterlab.py::test_chapter_runs_read
 # Output widget, and all 8 chapters pass 4 at once (benchmarks/jupyterlab_stress/output_widget.log).
 JUPYTERLAB_TEST = "tests/test_jupyterlab.py::test_chapter_runs_reads_and_reacts_in_jupyterlab["
 JUPYTERLAB_STREAMS = 4
+BROWSER_TESTS = "tests/test_browser.py::"
 
 
 def scope_of(nodeid: str) -> str:
     """The unit of work a test belongs to: its file, or the test itself in a SPREAD_FILES file
-    (a JupyterLab chapter run: its stream)."""
+    (a JupyterLab chapter run: its stream; a built page's tests in tests/test_browser.py: that page,
+    whose one visit they share, tests/test_browser.py::desktop)."""
     if nodeid.startswith(JUPYTERLAB_TEST):
         chapter = nodeid[len(JUPYTERLAB_TEST):].rstrip("]")
         chapters = sorted(p.stem for p in (Path(__file__).parent / "chapters").glob("*.ipynb"))
         k = chapters.index(chapter) if chapter in chapters else 0
         return f"{JUPYTERLAB_TEST}stream {k % JUPYTERLAB_STREAMS}]"
+    if nodeid.startswith(BROWSER_TESTS) and nodeid.endswith("]"):
+        page = nodeid.rsplit("[", 1)[1].rstrip("]")  # "chapters/simt" or "simt"
+        return f"{BROWSER_TESTS}[{page.rsplit('/', 1)[-1]}]"
     path = nodeid.split("::", 1)[0]
     return nodeid if Path(path).name in SPREAD_FILES else path
 
@@ -175,17 +180,27 @@ def pytest_collection_modifyitems(config, items):
 # One JSON line per test from the process that ran it: the worker, the test, when it started and
 # ended (seconds since the epoch). tests/benchmark.py sets it and summarises where the workers waited.
 # The xdist controller sees every worker's tests again (relayed reports) and writes nothing.
-_TIMELINE_START: dict[str, float] = {}
+# "cpu_s": the CPU time of the test's process and of the child processes it waited for (a kernel, a
+# build, torchrun); not of Chromium's renderers or JupyterLab's kernels, which it does not wait for.
+_TIMELINE_START: dict[str, tuple[float, float]] = {}
+
+
+def _cpu_s() -> float:
+    import resource
+
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
 
 
 def pytest_runtest_logstart(nodeid, location):
     if os.environ.get("GPUBOOK_TIMELINE") and not _XDIST_CONTROLLER:
-        _TIMELINE_START[nodeid] = time.time()
+        _TIMELINE_START[nodeid] = (time.time(), _cpu_s())
 
 
 def pytest_runtest_logfinish(nodeid, location):
     if nodeid in _TIMELINE_START:
+        start, cpu = _TIMELINE_START.pop(nodeid)
         row = {"worker": os.environ.get("PYTEST_XDIST_WORKER", "main"), "test": nodeid,
-               "start": _TIMELINE_START.pop(nodeid), "end": time.time()}
+               "start": start, "end": time.time(), "cpu_s": round(_cpu_s() - cpu, 3)}
         with open(os.environ["GPUBOOK_TIMELINE"], "a", encoding="utf-8") as f:
             f.write(json.dumps(row) + "\n")

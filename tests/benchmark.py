@@ -62,13 +62,30 @@ def children_cpu_s() -> float:
     return r.ru_utime + r.ru_stime
 
 
+def machine_busy_s() -> float | None:
+    """CPU seconds the whole machine has spent busy since boot (all cores; /proc/stat: every state but
+    idle and iowait). The children's CPU (``children_cpu_s``) misses the processes a run does not wait
+    for, such as Chromium's renderers and the kernels JupyterLab starts: on a machine with nothing
+    else running, the difference of this across a run is the run's CPU, all of it."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    busy = sum(fields[:8]) - fields[3] - fields[4]  # user nice system idle iowait irq softirq steal
+    return busy / os.sysconf("SC_CLK_TCK")
+
+
 def run_timed(cmd, cwd: Path, env: dict | None = None, log: Path | None = None, check: bool = True) -> dict:
-    """Run ``cmd``; wall and CPU seconds (the children's), exit status and the output's tail."""
+    """Run ``cmd``; wall and CPU seconds (the children's, and the whole machine's), exit status and
+    the output's tail."""
+    busy0 = machine_busy_s()
     cpu0, t0 = children_cpu_s(), time.perf_counter()
     proc = subprocess.run(
         cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, shell=isinstance(cmd, str)
     )
     wall, cpu = time.perf_counter() - t0, children_cpu_s() - cpu0
+    busy1 = machine_busy_s()
     out = proc.stdout
     if log:
         log.write_text(out)
@@ -79,6 +96,7 @@ def run_timed(cmd, cwd: Path, env: dict | None = None, log: Path | None = None, 
         "command": cmd if isinstance(cmd, str) else " ".join(map(str, cmd)),
         "wall_s": round(wall, 1),
         "cpu_s": round(cpu, 1),
+        "machine_cpu_s": round(busy1 - busy0, 1) if busy0 is not None and busy1 is not None else None,
         "returncode": proc.returncode,
         "tail": out.strip().splitlines()[-3:],
         "failed": [line for line in out.splitlines() if line.startswith(("FAILED ", "ERROR "))][:50],
@@ -134,7 +152,9 @@ def timeline_summary(path: Path) -> dict | None:
                       "busy_s": round(sum(r["end"] - r["start"] for r in mine), 1), "tests": len(mine),
                       "last_test": mine[-1]["test"]}
     last = sorted(rows, key=lambda r: r["end"])[-10:]
+    costly = sorted((r for r in rows if "cpu_s" in r), key=lambda r: -r["cpu_s"])[:15]
     return {"workers": workers,
+            "most_cpu": [f"{r['cpu_s']:.0f} CPU s, {r['end'] - r['start']:.0f} s: {r['test']}" for r in costly],
             "ended_last": [f"{r['end'] - t0:.0f} s (ran {r['end'] - r['start']:.0f} s): {r['test']}" for r in last]}
 
 

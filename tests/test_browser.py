@@ -107,6 +107,7 @@ class Visit:
     failed: list = field(default_factory=list)
     bytes: int = 0
     load_s: float = 0.0
+    bytes_at_load: int = 0  # ``bytes`` when the page had loaded (``desktop``), before figures were drawn
 
 
 def _open(browser, server, path, *, width=1400, height=900, dark=False) -> Visit:
@@ -150,6 +151,34 @@ def _open(browser, server, path, *, width=1400, height=900, dark=False) -> Visit
 
 def _close(v: Visit):
     v.page.context.close()
+
+
+@pytest.fixture(scope="module")
+def desktop(server, browser):
+    """``visit(path)``: the page as a reader opens it at 1400x900 in light mode (a fresh context: empty
+    cache), every figure drawn, shared by the tests that read or use a page at that size (what it
+    says and weighs, its static calculators, its guesses, its quiz). A chapter page is 4-5 MB and
+    draws 10-30 figures: about 6 CPU s per visit on this machine, so one visit serves them all. The
+    root conftest.py's scheduler keeps each page's tests on one worker, one after another; the page
+    stays open until another is asked for. The tests run in any order (pytest-randomly): each
+    changes only what it alone reads (a figure's slider, a guess's answer, a quiz's questions),
+    and the bytes are counted when the page has loaded, before anything is drawn or clicked."""
+    held: dict[str, Visit] = {}
+
+    def visit(path: str) -> Visit:
+        if path not in held:
+            for v in held.values():
+                _close(v)
+            held.clear()
+            v = _open(browser, server, path)
+            v.bytes_at_load = v.bytes
+            _draw_all(v.page)
+            held[path] = v
+        return held[path]
+
+    yield visit
+    for v in held.values():
+        _close(v)
 
 
 def _draw_all(page):
@@ -217,16 +246,15 @@ REPRS = [
 
 
 @pytest.mark.parametrize("path", _known(PAGES))
-def test_weight_network_console_and_what_the_page_says(server, browser, path):
-    """One visit per page (each chapter page is 4-5 MB; two visits per page cost a minute of a 2-core
-    run): first what loading it took (bytes against the budget, console, failed requests, requests
-    leaving the machine), a chapter's launch buttons, then, with every figure drawn, what it says (no
-    build-machine output, no Python reprs)."""
-    v = _open(browser, server, path)
+def test_weight_network_console_and_what_the_page_says(desktop, path):
+    """What loading the page took (bytes against the budget; console, failed requests and requests
+    leaving the machine, from the load to now), a chapter's launch buttons, then, with every figure
+    drawn, what it says (no build-machine output, no Python reprs)."""
+    v = desktop(path)
     budget = INTRO_BYTES if path == PAGES[0] else PAGE_BYTES
     problems = []
-    if v.bytes > budget:
-        problems.append(f"{v.bytes / 1e6:.2f} MB transferred, budget {budget / 1e6:.1f} MB")
+    if v.bytes_at_load > budget:
+        problems.append(f"{v.bytes_at_load / 1e6:.2f} MB transferred, budget {budget / 1e6:.1f} MB")
     if v.console:
         problems.append(f"console: {v.console[:5]}")
     if v.failed:
@@ -235,9 +263,7 @@ def test_weight_network_console_and_what_the_page_says(server, browser, path):
         problems.append(f"requests left the machine: {v.outside[:5]}")
     if path.startswith("chapters/"):
         problems += [f"launch buttons: {p}" for p in _launch_button_problems(v.page, path.split("/", 1)[1])]
-    _draw_all(v.page)
     t = v.page.evaluate(TEXTS)
-    _close(v)
     everything = t["prose"] + " " + t["outputs"]
     if "No GPU here" in everything:
         problems.append('shows "No GPU here" (the build machine\'s banner)')
@@ -305,11 +331,10 @@ def _changed(a, b):
 
 
 @pytest.mark.parametrize("chapter", _known(CHAPTERS))
-def test_static_calculators_have_two_controls_that_each_change_the_figure(server, browser, chapter):
-    v = _open(browser, server, f"chapters/{chapter}")
+def test_static_calculators_have_two_controls_that_each_change_the_figure(desktop, chapter):
+    v = desktop(f"chapters/{chapter}")
     page = v.page
     problems = []
-    _draw_all(page)
     ids = page.evaluate(CALCULATORS)
     for fig_id in ids:
         fig = page.locator(f'[id="{fig_id}"]')
@@ -367,12 +392,28 @@ def test_static_calculators_have_two_controls_that_each_change_the_figure(server
             elif not _changed(before, after):
                 problems.append(f"{where}: moving slider {i} did not change the figure")
     console = list(v.console)
-    _close(v)
     if chapter == "memory_hierarchy" and len(ids) < 3:
         problems.append(f"the exemplar chapter has {len(ids)} static calculators, expected 3 or more")
     if console:
         problems.append(f"console while using the calculators: {console[:5]}")
     assert not problems, f"{chapter}: " + "; ".join(problems)
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_built_chapter_quiz_works_in_the_page(built_book, desktop, chapter):
+    """The chapter's quiz in its built page (its own script and style, no inline script), each
+    question answered wrong then right (tests/test_quiz.py checks the quiz alone, offline)."""
+    from test_quiz import _answer_all, _quiz  # tests/ is on the path (tests/conftest.py)
+
+    text = (Path(built_book) / "chapters" / f"{chapter}.html").read_text(encoding="utf-8")
+    assert f'id="quiz-{chapter}"' in text, f"chapters/{chapter}.html has no quiz"
+    assert "quiz.js" in text and "quiz.css" in text
+    assert "<script>" not in text.split(f'id="quiz-{chapter}"', 1)[1].split("</ol>", 1)[0], "the built page holds no inline quiz script"
+    v = desktop(f"chapters/{chapter}")
+    v.page.wait_for_selector(f"#quiz-{chapter}[data-ready]")
+    _answer_all(v.page, f"#quiz-{chapter}", _quiz(chapter))
+    errors = [e for e in v.console if "quiz" in e.lower()]  # the page's other messages: the weight test
+    assert not errors, errors
 
 
 GUESSES = """() => {
@@ -386,9 +427,8 @@ GUESSES = """() => {
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
-def test_every_guess_is_answered_behind_a_click(server, browser, chapter):
-    v = _open(browser, server, f"chapters/{chapter}")
-    page = v.page
+def test_every_guess_is_answered_behind_a_click(desktop, chapter):
+    page = desktop(f"chapters/{chapter}").page
     problems = []
     items = page.evaluate(GUESSES)
     for it in items:
@@ -409,7 +449,6 @@ def test_every_guess_is_answered_behind_a_click(server, browser, chapter):
         page.wait_for_timeout(400)
         if not any(body.nth(j).is_visible() for j in range(body.count())):
             problems.append(f"answer {i}: still hidden after a click on its title")
-    _close(v)
     assert not problems, f"{chapter}: " + "; ".join(problems)
 
 
@@ -560,10 +599,8 @@ def test_plots_and_tables_follow_dark_mode(server, browser, chapter):
     assert not problems, f"{chapter}: " + "; ".join(problems)
 
 
-def test_maths_renders_offline(server, browser):
-    v = _open(browser, server, "chapters/memory_hierarchy")
-    page = v.page
+@pytest.mark.parametrize("path", ["chapters/memory_hierarchy"])  # (its id puts it with that page's visit)
+def test_maths_renders_offline(desktop, path):
+    page = desktop(path).page
     page.wait_for_function("() => document.querySelectorAll('mjx-container').length > 0", timeout=20000)
-    n = page.locator("mjx-container").count()
-    _close(v)
-    assert n > 5
+    assert page.locator("mjx-container").count() > 5

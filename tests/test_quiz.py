@@ -319,24 +319,6 @@ def test_live_notebook_quiz_checks_with_its_inline_script(browser, tmp_path):
     page.close()
 
 
-@pytest.mark.browser
-@pytest.mark.build
-@pytest.mark.parametrize("topic", qz.TOPICS)
-def test_built_chapter_quiz_works_offline(browser, built_book, topic):
-    path = Path(built_book) / "chapters" / f"{topic}.html"
-    text = path.read_text(encoding="utf-8")
-    assert f'id="quiz-{topic}"' in text, f"chapters/{topic}.html has no quiz"
-    assert "quiz.js" in text and "quiz.css" in text
-    assert "<script>" not in text.split(f'id="quiz-{topic}"', 1)[1].split("</ol>", 1)[0], "the built page holds no inline quiz script"
-    page, outside, errors = _offline_page(browser)
-    page.goto(path.as_uri())
-    page.wait_for_selector(f"#quiz-{topic}[data-ready]")
-    _answer_all(page, f"#quiz-{topic}", _quiz(topic))
-    # the page's other scripts are checked by test_browser.py (over http); here: nothing from the quiz
-    assert not [e for e in errors if "quiz" in e.lower()], errors
-    page.close()
-
-
 def test_pages_without_a_quiz_do_not_load_its_script():
     import importlib.util
 
