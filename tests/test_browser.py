@@ -9,7 +9,10 @@ no Python repr; every static calculator has two or more controls and each one ch
 every "Guess first" is followed by an answer hidden until clicked; plots follow dark mode; the
 weight budget; zero console errors and warnings; no request leaves the machine.
 
-Each check is parametrized by page, so a failure names the page and says why. Reuse a build with
+Each check is parametrized by page, so a failure names the page and says why. A page is opened
+twice, each visit shared by the checks that read it that way (fixtures ``desktop`` and
+``phone_dark``: at 1400x900 in light mode; on the phone with the reader's stored choice of dark
+mode); the root conftest.py keeps a page's checks on one worker. Reuse a build with
 GPUBOOK_BUILT_HTML=_build/html.
 """
 
@@ -153,32 +156,56 @@ def _close(v: Visit):
     v.page.context.close()
 
 
+class _Held:
+    """The page last opened for each way of reading it (one per worker, shared by a page's tests):
+    the root conftest.py's scheduler keeps each page's tests on one worker, one after another, so
+    each page is opened once per way; it stays open until another page is asked for that way."""
+
+    def __init__(self, server, browser):
+        self.server, self.browser, self.held = server, browser, {}
+
+    def get(self, way: str, path: str, **how) -> Visit:
+        old = self.held.get(way)
+        if old and old[0] == path:
+            return old[1]
+        if old:
+            _close(old[1])
+        v = _open(self.browser, self.server, path, **how)
+        v.bytes_at_load = v.bytes
+        _draw_all(v.page)
+        self.held[way] = (path, v)
+        return v
+
+    def close(self):
+        for _, v in self.held.values():
+            _close(v)
+
+
 @pytest.fixture(scope="module")
-def desktop(server, browser):
-    """``visit(path)``: the page as a reader opens it at 1400x900 in light mode (a fresh context: empty
-    cache), every figure drawn, shared by the tests that read or use a page at that size (what it
-    says and weighs, its static calculators, its guesses, its quiz). A chapter page is 4-5 MB and
-    draws 10-30 figures: about 6 CPU s per visit on this machine, so one visit serves them all. The
-    root conftest.py's scheduler keeps each page's tests on one worker, one after another; the page
-    stays open until another is asked for. The tests run in any order (pytest-randomly): each
-    changes only what it alone reads (a figure's slider, a guess's answer, a quiz's questions),
-    and the bytes are counted when the page has loaded, before anything is drawn or clicked."""
-    held: dict[str, Visit] = {}
+def held(server, browser):
+    h = _Held(server, browser)
+    yield h
+    h.close()
 
-    def visit(path: str) -> Visit:
-        if path not in held:
-            for v in held.values():
-                _close(v)
-            held.clear()
-            v = _open(browser, server, path)
-            v.bytes_at_load = v.bytes
-            _draw_all(v.page)
-            held[path] = v
-        return held[path]
 
-    yield visit
-    for v in held.values():
-        _close(v)
+@pytest.fixture
+def desktop(held):
+    """``desktop(path)``: the page as a reader opens it at 1400x900 in light mode (a fresh context:
+    empty cache), every figure drawn, shared by the tests that read or use a page at that size (what
+    it says and weighs, its static calculators, its guesses, its quiz, its maths). A chapter page is
+    4-5 MB and draws 10-30 figures: about 6 CPU s per visit on this machine, so one visit serves
+    them all. The tests run in any order (pytest-randomly): each changes only what it alone reads (a
+    figure's slider, a guess's answer, a quiz's questions), and the bytes are counted when the page
+    has loaded, before anything is drawn or clicked."""
+    return lambda path: held.get("desktop", path)
+
+
+@pytest.fixture
+def phone_dark(held):
+    """``phone_dark(path)``: the page on a 390x844 phone with the reader's stored choice of dark
+    mode, every figure drawn; shared by the phone test (sidebars, wide tables) and the dark-mode test
+    (which ends by switching the page to light). Neither reads what the other changes."""
+    return lambda path: held.get("phone_dark", path, width=390, height=844, dark=True)
 
 
 def _draw_all(page):
@@ -477,11 +504,11 @@ STICKY_SHARE_MAX = 0.6  # of a wide table's scroll box, at 390 px (elsewhere 48%
 
 
 @pytest.mark.parametrize("path", [PAGES[0]] + CHAPTER_PAGES)
-def test_phone_sidebars_open_and_close(server, browser, path):
+def test_phone_sidebars_open_and_close(phone_dark, path):
     """At 390 px: both sidebars open and close; and every table wider than the phone scrolls
     sideways in its own box, an output's table with its first column (the row's name) kept in
     view (reader review r4, W-5) and no wider than 60% of that box (review R5-1)."""
-    v = _open(browser, server, path, width=390, height=844)
+    v = phone_dark(path)
     page = v.page
     problems = []
     for t in page.evaluate(WIDE_TABLES):  # (opens the collapsed outputs that hold a table)
@@ -530,7 +557,6 @@ def test_phone_sidebars_open_and_close(server, browser, path):
         if shown():
             problems.append(f"the {which} does not close")
     console = list(v.console)
-    _close(v)
     if console:
         problems.append(f"console: {console[:5]}")
     assert not problems, f"{path} at 390 px: " + "; ".join(problems)
@@ -551,13 +577,12 @@ def _luminance(colour: str) -> float:
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
-def test_plots_and_tables_follow_dark_mode(server, browser, chapter):
-    v = _open(browser, server, f"chapters/{chapter}", dark=True)
+def test_plots_and_tables_follow_dark_mode(phone_dark, chapter):
+    v = phone_dark(f"chapters/{chapter}")
     page = v.page
     problems = []
     if page.evaluate("() => document.documentElement.dataset.theme") != "dark":
         problems.append("the page did not start in dark mode")
-    _draw_all(page)
     dark = page.evaluate(PLOT_COLOURS)
     light_text = [c for c in dark if _luminance(c["font"]) < 0.5]
     if light_text:
@@ -593,7 +618,6 @@ def test_plots_and_tables_follow_dark_mode(server, browser, chapter):
     if dark_bg_text:
         problems.append(f"{len(dark_bg_text)} plots keep light text after switching back to light mode")
     console = list(v.console)
-    _close(v)
     if console:
         problems.append(f"console: {console[:5]}")
     assert not problems, f"{chapter}: " + "; ".join(problems)
