@@ -19,8 +19,8 @@ all cells and waits for them, then checks that
   own view, and its own path from the page to the kernel. What each control computes is the
   kernel's side, checked for every control of every form by
   ``test_every_control_moves_the_live_figure_and_table`` without a browser. With
-  ``GPUBOOK_JUPYTERLAB_EVERY_CONTROL=1`` this test moves every control in the page (169 controls
-  against 73; on 2 cores the control checks then take about twice as long).
+  ``GPUBOOK_JUPYTERLAB_EVERY_CONTROL=1`` this test moves every control in the page (about twice
+  as many moves, and twice the time of the control checks).
 
 One kernel at a time (each chapter's is shut down before the next opens). Skipped, with the reason,
 when Chromium, playwright, JupyterLab or jupyterlab-myst is missing; CI sets GPUBOOK_REQUIRE_BROWSER=1
