@@ -63,16 +63,17 @@ def children_cpu_s() -> float:
 
 
 def machine_busy_s() -> float | None:
-    """CPU seconds the whole machine has spent busy since boot (all cores; /proc/stat: every state but
-    idle and iowait). The children's CPU (``children_cpu_s``) misses the processes a run does not wait
-    for, such as Chromium's renderers and the kernels JupyterLab starts: on a machine with nothing
-    else running, the difference of this across a run is the run's CPU, all of it."""
+    """CPU seconds the whole machine has spent busy since boot (all cores; /proc/stat: every state
+    but idle, iowait and steal, the time the hypervisor gave to others). The children's CPU
+    (``children_cpu_s``) misses the processes a run does not wait for, such as Chromium's renderers
+    and the kernels JupyterLab starts: on a machine with nothing else running, the difference of
+    this across a run is the run's CPU, all of it."""
     try:
         with open("/proc/stat") as f:
             fields = [int(x) for x in f.readline().split()[1:]]
     except (OSError, ValueError):
         return None
-    busy = sum(fields[:8]) - fields[3] - fields[4]  # user nice system idle iowait irq softirq steal
+    busy = sum(fields[:7]) - fields[3] - fields[4]  # user nice system idle iowait irq softirq (not steal)
     return busy / os.sysconf("SC_CLK_TCK")
 
 
