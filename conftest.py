@@ -54,8 +54,9 @@ def scope_of(nodeid: str) -> str:
         k = chapters.index(chapter) if chapter in chapters else 0
         return f"{JUPYTERLAB_TEST}stream {k % JUPYTERLAB_STREAMS}]"
     if nodeid.startswith(BROWSER_TESTS) and nodeid.endswith("]"):
-        page = nodeid.rsplit("[", 1)[1].rstrip("]")  # "chapters/simt" or "simt"
-        return f"{BROWSER_TESTS}[{page.rsplit('/', 1)[-1]}]"
+        page = nodeid.rsplit("[", 1)[1].rstrip("]")  # "chapters/simt", "book/teaching/index", or a chapter: "simt"
+        chapters = {p.stem for p in (Path(__file__).parent / "chapters").glob("*.ipynb")}
+        return f"{BROWSER_TESTS}[{'chapters/' + page if page in chapters else page}]"
     path = nodeid.split("::", 1)[0]
     return nodeid if Path(path).name in SPREAD_FILES else path
 

@@ -319,6 +319,24 @@ def test_live_notebook_quiz_checks_with_its_inline_script(browser, tmp_path):
     page.close()
 
 
+@pytest.mark.browser
+@pytest.mark.build
+@pytest.mark.parametrize("topic", ["attention"])
+def test_a_built_chapter_quiz_works_opened_from_the_disk(browser, built_book, topic):
+    """A built chapter page opened from the disk (README: open _build/html/index.html), with every
+    request that is not a local file refused: its quiz still loads and checks answers. One chapter:
+    every chapter page links the quiz's script and style the same way, and tests/test_browser.py
+    checks each chapter's links are relative and answers its whole quiz in the served page."""
+    path = Path(built_book) / "chapters" / f"{topic}.html"
+    page, outside, errors = _offline_page(browser)
+    page.goto(path.as_uri())
+    page.wait_for_selector(f"#quiz-{topic}[data-ready]")
+    _answer_all(page, f"#quiz-{topic}", _quiz(topic))
+    # the page's other scripts are checked by test_browser.py (over http); here: nothing from the quiz
+    assert not [e for e in errors if "quiz" in e.lower()], errors
+    page.close()
+
+
 def test_pages_without_a_quiz_do_not_load_its_script():
     import importlib.util
 

@@ -919,6 +919,9 @@ def live_form(
         if getattr(c, "description", "") and hasattr(getattr(c, "style", None), "description_width"):
             c.style.description_width = "initial"  # the whole label, units included
         c.observe(refresh, names="value")
+        # its kind in the page (ipywidgets gives an IntSlider, a FloatSlider and a FloatLogSlider
+        # the same classes): tests/test_jupyterlab.py moves one control of each kind per form
+        c.add_class(f"gpubook-{type(c).__name__}")
     box.controls = dict(controls)
     box.output = html_out
     box.figures = figures
