@@ -44,19 +44,20 @@ JUPYTERLAB_STREAMS = 4
 BROWSER_TESTS = "tests/test_browser.py::"
 
 
+CHAPTERS = sorted(p.stem for p in (Path(__file__).parent / "chapters").glob("*.ipynb"))
+
+
 def scope_of(nodeid: str) -> str:
     """The unit of work a test belongs to: its file, or the test itself in a SPREAD_FILES file
     (a JupyterLab chapter run: its stream; a built page's tests in tests/test_browser.py: that page,
-    whose one visit they share, tests/test_browser.py::desktop)."""
+    whose visits they share, tests/test_browser.py::_Held)."""
     if nodeid.startswith(JUPYTERLAB_TEST):
         chapter = nodeid[len(JUPYTERLAB_TEST):].rstrip("]")
-        chapters = sorted(p.stem for p in (Path(__file__).parent / "chapters").glob("*.ipynb"))
-        k = chapters.index(chapter) if chapter in chapters else 0
+        k = CHAPTERS.index(chapter) if chapter in CHAPTERS else 0
         return f"{JUPYTERLAB_TEST}stream {k % JUPYTERLAB_STREAMS}]"
     if nodeid.startswith(BROWSER_TESTS) and nodeid.endswith("]"):
         page = nodeid.rsplit("[", 1)[1].rstrip("]")  # "chapters/simt", "book/teaching/index", or a chapter: "simt"
-        chapters = {p.stem for p in (Path(__file__).parent / "chapters").glob("*.ipynb")}
-        return f"{BROWSER_TESTS}[{'chapters/' + page if page in chapters else page}]"
+        return f"{BROWSER_TESTS}[{'chapters/' + page if page in CHAPTERS else page}]"
     path = nodeid.split("::", 1)[0]
     return nodeid if Path(path).name in SPREAD_FILES else path
 

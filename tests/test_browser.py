@@ -9,11 +9,11 @@ no Python repr; every static calculator has two or more controls and each one ch
 every "Guess first" is followed by an answer hidden until clicked; plots follow dark mode; the
 weight budget; zero console errors and warnings; no request leaves the machine.
 
-Each check is parametrized by page, so a failure names the page and says why. A page is opened
-twice, each visit shared by the checks that read it that way (fixtures ``desktop`` and
-``phone_dark``: at 1400x900 in light mode; on the phone with the reader's stored choice of dark
-mode); the root conftest.py keeps a page's checks on one worker. Reuse a build with
-GPUBOOK_BUILT_HTML=_build/html.
+Each check is parametrized by page, so a failure names the page and says why. Every page is
+opened at 1400x900 in light mode (fixture ``desktop``), the intro and the chapters also on the
+phone with the reader's stored choice of dark mode (``phone_dark``); each visit is shared by the
+checks that read the page that way, and the root conftest.py keeps a page's checks on one worker.
+Reuse a build with GPUBOOK_BUILT_HTML=_build/html.
 """
 
 from __future__ import annotations
@@ -315,8 +315,8 @@ REPRS = [
 @pytest.mark.parametrize("path", _known(PAGES))
 def test_weight_network_console_and_what_the_page_says(desktop, path):
     """What loading the page took (bytes against the budget; console, failed requests and requests
-    leaving the machine, from the load to now), a chapter's launch buttons, then, with every figure
-    drawn, what it says (no build-machine output, no Python reprs)."""
+    leaving the machine while it loaded and drew its figures), a chapter's launch buttons, then, with
+    every figure drawn, what it says (no build-machine output, no Python reprs)."""
     v = desktop(path)
     budget = INTRO_BYTES if path == PAGES[0] else PAGE_BYTES
     problems = [v.draw_error] if v.draw_error else []

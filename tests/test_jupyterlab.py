@@ -13,15 +13,14 @@ all cells and waits for them, then checks that
   ``{term}``, ``:::``, ``:class:``, a fenced directive), every ``{eval}`` shows its value (not the
   expression, not an error);
 - every live form (the ``ui.*_calculator()`` cells) reacts to its visible controls: the figure and
-  the table both change after a control is moved, and come back when it is put back. Under
-  ``make test``, one control of each kind per form (each ipywidgets class: a dropdown, an integer,
-  a float and a log slider, each kind of text field...: the first of its kind; ``live_form`` marks
-  each control with its class), which is what differs between controls on the page's side: each
-  kind is its own view, readout and parsing, and its own path from the page to the kernel. What each control computes is the
-  kernel's side, checked for every control of every form by
+  the table both change after a control is moved, and come back when it is put back. By default
+  (``make test``), the first control of each kind per form (each ipywidgets class: a dropdown, an
+  integer, a float and a log slider, each kind of text field...; ``live_form`` marks each control
+  with its class): what differs between controls on the page's side, each kind being its own
+  view, readout and parsing, and its own path from the page to the kernel. What each control
+  computes is the kernel's side, checked for every control of every form by
   ``test_every_control_moves_the_live_figure_and_table`` without a browser. With
-  ``GPUBOOK_JUPYTERLAB_EVERY_CONTROL=1`` this test moves every control in the page (about twice
-  as many moves, and twice the time of the control checks).
+  ``GPUBOOK_JUPYTERLAB_EVERY_CONTROL=1`` this test moves every control in the page.
 
 One kernel at a time (each chapter's is shut down before the next opens). Skipped, with the reason,
 when Chromium, playwright, JupyterLab or jupyterlab-myst is missing; CI sets GPUBOOK_REQUIRE_BROWSER=1
