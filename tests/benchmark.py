@@ -300,6 +300,7 @@ def pages(args) -> dict:
     import threading
 
     sys.path.insert(0, str(ROOT / "tests"))
+    import headless
     import test_browser as tb  # the browser tests' page visit: one definition of "opening a page"
     from playwright.sync_api import sync_playwright
 
@@ -313,7 +314,7 @@ def pages(args) -> dict:
     repeat = max(args.repeat, 3) if args.repeat == 1 else args.repeat
     rows = {}
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=tb.CHROMIUM, args=tb.FLAGS)
+        browser = headless.launch(p)
         for path in tb.PAGES:
             loads = []
             for _ in range(repeat):

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import shutil
 import sys
 import uuid
 from pathlib import Path
 
+import headless  # tests/headless.py (pytest puts this folder on the path)
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,15 +58,10 @@ SLOW_TESTS = {
 SLOW_FIXTURES = {"cpu_run"}
 
 
-def chromium_path() -> str | None:
-    """The Chromium the browser tests drive (Debian's ``chromium``), or None."""
-    return shutil.which("chromium") or shutil.which("chromium-browser")
-
-
 def browser_unavailable() -> str | None:
     """Why the browser tests cannot run on this machine, or None when they can."""
-    if not chromium_path():
-        return "headless Chromium is not installed (Debian: `sudo apt-get install chromium`; `make test` installs it as root)"
+    if not headless.CHROMIUM:
+        return headless.MISSING
     if importlib.util.find_spec("playwright") is None:
         return "the playwright package is not installed (`make install`)"
     return None

@@ -5,17 +5,18 @@
 writes ``benchmarks/screenshots/<chapter>_1400.png`` (1400x900) and ``<chapter>_390.png``
 (390x844, a phone) of the top of each chapter, and ``<chapter>_<width>_figure.png`` of its first
 static calculator alone, in light mode.
-Viewport-only screenshots at device scale 1 keep each PNG small. Needs Debian's ``chromium``.
+Viewport-only screenshots at device scale 1 keep each PNG small. Needs headless Chromium (tests/headless.py).
 """
 
 from __future__ import annotations
 
 import functools
 import http.server
-import shutil
 import sys
 import threading
 from pathlib import Path
+
+import headless
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "screenshots"
@@ -30,9 +31,8 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
 def main(html_dir: Path, out: Path = OUT) -> int:
     from playwright.sync_api import sync_playwright
 
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if not chromium:
-        print("needs Debian's chromium (make chromium)", file=sys.stderr)
+    if not headless.CHROMIUM:
+        print(headless.MISSING, file=sys.stderr)
         return 1
     if not (html_dir / "index.html").exists():
         print(f"no built book at {html_dir}: run `make book` first", file=sys.stderr)
@@ -44,7 +44,7 @@ def main(html_dir: Path, out: Path = OUT) -> int:
     chapters = sorted(p.stem for p in (ROOT / "chapters").glob("*.ipynb"))
     written = []
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, args=["--headless=new", "--no-sandbox", "--disable-gpu"])
+        browser = headless.launch(p)
         for chapter in chapters:
             for label, (w, h) in SIZES.items():
                 page = browser.new_page(viewport={"width": w, "height": h}, device_scale_factor=1)

@@ -1,4 +1,4 @@
-"""The built site in a real browser: headless Chromium (Debian's `chromium`, driven by Playwright)
+"""The built site in a real browser: headless Chromium (tests/headless.py, driven by Playwright)
 opens every page of the book from a local web server, as a reader would at 1400x900 and on a
 390x844 phone.
 
@@ -21,28 +21,24 @@ from __future__ import annotations
 import functools
 import http.server
 import re
-import shutil
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
+import headless
 import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHAPTERS = sorted(p.stem for p in (ROOT / "chapters").glob("*.ipynb"))
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 REPO_URL = CONFIG["repository"]["url"].rstrip("/")
 BRANCH = CONFIG["repository"].get("branch", "main")
 pytestmark = pytest.mark.browser
 
-if not CHROMIUM:
-    pytest.skip(
-        "headless Chromium not found: install Debian's `chromium` (`make chromium`, run by `make test`)",
-        allow_module_level=True,
-    )
+if not headless.CHROMIUM:
+    pytest.skip(headless.MISSING, allow_module_level=True)
 
 
 def _toc_pages():
@@ -62,17 +58,6 @@ CHAPTER_PAGES = [f"chapters/{c}" for c in CHAPTERS]
 INTRO_BYTES = 1.5e6
 PAGE_BYTES = 5e6
 LOAD_S = 3.0
-
-FLAGS = [
-    "--headless=new",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
@@ -95,7 +80,7 @@ def browser():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        b = headless.launch(p)
         yield b
         b.close()
 

@@ -43,6 +43,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import headless
 import pytest
 import yaml
 
@@ -271,7 +272,6 @@ def test_every_control_moves_the_live_figure_and_table(mod, name, monkeypatch):
 # JupyterLab in headless Chromium
 # ---------------------------------------------------------------------------------------------
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 # (calculator, control label) -> why that control changes the table but, by design, not the figure.
 # The test fails when one of these starts changing the figure too (then remove it from here).
 TABLE_ONLY = {
@@ -367,7 +367,7 @@ def lab(tmp_path_factory):
 def browser(lab):
     pw = pytest.importorskip("playwright.sync_api")
     with pw.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--headless=new"])
+        b = headless.launch(p)
         yield b
         b.close()
 
@@ -385,12 +385,15 @@ def _shutdown_kernels(lab) -> None:
 
 
 # Page-side helpers (JavaScript run in the page)
+# The kernel is idle: the status bar reads "<kernel> | Idle". Read from the status bar's text, not from
+# the page's ``innerText``, which lays out and serialises the whole notebook each time it is polled.
+JS_IDLE = "(document.getElementById('jp-main-statusbar')?.textContent || '').includes('| Idle')"
 JS_STATE = """() => {
   const cells = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell')];
   const prompts = cells.map(c => (c.querySelector('.jp-InputArea-prompt') || {}).textContent || '');
   const errors = [...document.querySelectorAll('.jp-Notebook .jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')]
       .map(e => e.textContent).filter(t => /Traceback|Error/.test(t));
-  const idle = document.body.innerText.includes('| Idle');
+  const idle = """ + JS_IDLE + """;
   return {n: cells.length, busy: prompts.filter(p => p.includes('*')).length,
           done: prompts.filter(p => /\\[\\d+\\]/.test(p)).length,
           empty: cells.filter(c => !c.querySelector('.cm-content')?.textContent.trim()).length,
@@ -553,14 +556,14 @@ def _settle(page, i: int, before: dict, need_figure: bool) -> tuple[dict, bool, 
         if table and not need_figure:
             # a table-only control (or a form without a figure): judge the figure once the kernel is
             # idle and the figure has stayed still for a second, not in the middle of an update
-            idle = page.evaluate("() => document.body.innerText.includes('| Idle')")
+            idle = page.evaluate("() => " + JS_IDLE)
             still_since = (still_since or time.monotonic()) if (idle and after["plots"] == last_plots) else None
             last_plots = after["plots"]
             if still_since and time.monotonic() - still_since >= 1.0:
                 return after, fig, table
         if after["error"]:
             return after, fig, table
-        idle = page.evaluate("() => document.body.innerText.includes('| Idle')")
+        idle = page.evaluate("() => " + JS_IDLE)
         now = time.monotonic()
         # Give up early only when nothing at all has changed with the kernel idle for a second (a
         # move that changes nothing, e.g. a slider already at its end). Once the table has changed,
@@ -657,7 +660,7 @@ def _chapter_in_jupyterlab(lab, browser, chapter) -> list[str]:
     try:
         page.goto(f"{lab['base']}/lab/tree/chapters/{chapter}.ipynb?token={lab['token']}&reset", timeout=90_000)
         page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
-        page.wait_for_function("() => document.body.innerText.includes('| Idle')", timeout=90_000)
+        page.wait_for_function("() => " + JS_IDLE, timeout=90_000)
         page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
         page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
         t0 = time.monotonic()

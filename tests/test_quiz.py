@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 import math
 import re
-import shutil
 from pathlib import Path
 
+import headless
 import pytest
 
 from widgets import hardware as hw
@@ -26,7 +26,6 @@ from widgets.models import tensor_cores as tc
 
 ROOT = Path(__file__).resolve().parents[1]
 STATIC = ROOT / "book" / "_static"
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 def _quiz(topic):
@@ -244,11 +243,11 @@ def _answer_all(page, root, q):
 
 @pytest.fixture(scope="module")
 def browser():
-    if not CHROMIUM:
-        pytest.skip("headless Chromium not found (Debian: `chromium`; `make chromium`)")
+    if not headless.CHROMIUM:
+        pytest.skip(headless.MISSING)
     pw = pytest.importorskip("playwright.sync_api")
     with pw.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--headless=new", "--no-sandbox", "--disable-gpu"])
+        b = headless.launch(p)
         yield b
         b.close()
 

@@ -166,7 +166,8 @@ def _run_browser_probe(tmp_path, env_extra):
     import sys
 
     (tmp_path / "tests").mkdir()
-    shutil.copy(ROOT / "tests" / "conftest.py", tmp_path / "tests" / "conftest.py")
+    for name in ("conftest.py", "headless.py"):
+        shutil.copy(ROOT / "tests" / name, tmp_path / "tests" / name)
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     (tmp_path / "tests" / "test_probe.py").write_text(
         "import pytest\n\n@pytest.mark.browser\ndef test_needs_chromium():\n    pass\n\ndef test_plain():\n    pass\n"
@@ -174,7 +175,7 @@ def _run_browser_probe(tmp_path, env_extra):
     bin_dir = tmp_path / "bin"  # a PATH with python but without chromium
     bin_dir.mkdir()
     (bin_dir / "python").symlink_to(sys.executable)
-    env = {k: v for k, v in os.environ.items() if k not in ("GPUBOOK_REQUIRE_BROWSER", "PYTEST_ADDOPTS")}
+    env = {k: v for k, v in os.environ.items() if k not in ("GPUBOOK_REQUIRE_BROWSER", "GPUBOOK_CHROMIUM", "PYTEST_ADDOPTS")}
     env.update(PATH=str(bin_dir), **env_extra)
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "tests"],

@@ -16,17 +16,16 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import headless
 import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 TEACHING = ROOT / "book" / "teaching"
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 def _module(name, path):
@@ -392,12 +391,12 @@ def test_taster_deck_is_in_the_build_and_offline(built_book):
 @pytest.mark.build
 @pytest.mark.browser
 def test_taster_deck_opens_offline_in_chromium(built_book):
-    if not CHROMIUM:
-        pytest.skip("headless Chromium not found")
+    if not headless.CHROMIUM:
+        pytest.skip(headless.MISSING)
     pw = pytest.importorskip("playwright.sync_api")
     deck, _ = _deck(built_book)
     with pw.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--headless=new", "--no-sandbox", "--disable-gpu"])
+        b = headless.launch(p)
         page = b.new_page()
         outside, errors = [], []
 

@@ -2,6 +2,7 @@
 
 import json
 
+import headless
 import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
@@ -420,14 +421,13 @@ def test_the_tallest_calculators_fit_a_phone_screen():
 
 
 @pytest.mark.browser
-@pytest.mark.skipif(not __import__("shutil").which("chromium"), reason="headless Chromium not found (`make chromium`)")
+@pytest.mark.skipif(not headless.CHROMIUM, reason=headless.MISSING)
 def test_in_chromium_a_dropdown_change_shows_the_frame_its_slider_lands_on(tmp_path):
     """Review R5-2, the reader's steps through plotly.js's own button and step methods: step a
     choice to its end, pick another, come back. The figure must show exactly the frame (choice,
     slider position): before the fix the readout still said "block 8 of 8" and the bars kept the
     last frame's colours while the slider said 1 (plotly.js had merged the slider's frames into the
     button's own title and marker objects)."""
-    import shutil
 
     from playwright.sync_api import sync_playwright
 
@@ -445,7 +445,7 @@ def test_in_chromium_a_dropdown_change_shows_the_frame_its_slider_lands_on(tmp_p
       active: gd.layout.sliders.find(s => s.visible !== false).active || 0})"""
     bad = []
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=shutil.which("chromium"), args=["--no-sandbox", "--disable-gpu"])
+        b = headless.launch(p)
         page = b.new_page()
         page.goto(path.as_uri())
         page.wait_for_function("() => document.getElementById('gd') && document.getElementById('gd')._fullLayout")

@@ -9,14 +9,12 @@ with the axis range plotly.js actually shows.
 from __future__ import annotations
 
 import math
-import shutil
 
+import headless
 import plotly.graph_objects as go
 import pytest
 
 from widgets.ui._core import frame_ranges, grid_figure
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 def _growing(choice, v):
@@ -116,7 +114,7 @@ def _figures():
 
 
 @pytest.mark.browser
-@pytest.mark.skipif(not CHROMIUM, reason="headless Chromium not found (`make chromium`)")
+@pytest.mark.skipif(not headless.CHROMIUM, reason=headless.MISSING)
 @pytest.mark.parametrize("name", ["synthetic", "fusion", "divergence"])
 def test_in_chromium_every_state_keeps_the_data_inside_the_axes(name, tmp_path):
     from playwright.sync_api import sync_playwright
@@ -125,7 +123,7 @@ def test_in_chromium_every_state_keeps_the_data_inside_the_axes(name, tmp_path):
     page_path = tmp_path / f"{name}.html"
     fig.write_html(str(page_path), include_plotlyjs=True, full_html=True, div_id="gd", auto_play=False)
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        b = headless.launch(p)
         page = b.new_page(viewport={"width": 1000, "height": 800})
         page.goto(page_path.as_uri())
         page.wait_for_function("() => document.getElementById('gd') && document.getElementById('gd')._fullLayout")
@@ -145,7 +143,7 @@ OVERLAP = """() => { const box = s => { const e = document.querySelector(s); if 
 
 
 @pytest.mark.browser
-@pytest.mark.skipif(not CHROMIUM, reason="headless Chromium not found (`make chromium`)")
+@pytest.mark.skipif(not headless.CHROMIUM, reason=headless.MISSING)
 def test_on_a_phone_the_slider_label_clears_a_wrapped_legend(tmp_path):
     """Reader review R-14: "micro-batch: 1" was printed over the legend on a 358-px plot; R-13: the
     dropdown of long entries ran past the plot's right edge."""
@@ -157,7 +155,7 @@ def test_on_a_phone_the_slider_label_clears_a_wrapped_legend(tmp_path):
             "divergence": simt.divergence_figure(), "synthetic": _fig()}
     bad = []
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        b = headless.launch(p)
         for name, fig in figs.items():
             fig.update_layout(width=358)
             path = tmp_path / f"{name}.html"
