@@ -58,12 +58,13 @@ learner: install
 # Headless Chromium for the browser tests: Debian's chromium-headless-shell (the page without a
 # browser around it: less CPU for the same pages than `chromium --headless=new`, and a smaller
 # download; tests/headless.py picks the binary and says what was measured), installed when we are
-# root (CI, containers). A machine with `chromium` already uses that. Otherwise the browser tests
-# skip and say why (tests/conftest.py).
+# root (CI, containers); Debian's chromium where that package does not exist. A machine with
+# `chromium` already uses that. Otherwise the browser tests skip and say why (tests/conftest.py).
 chromium:
 	@command -v chromium-headless-shell >/dev/null 2>&1 || command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium-headless-shell >/dev/null; \
+	    apt-get update -qq && { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium-headless-shell >/dev/null || \
+	      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }; \
 	  else echo "note: no headless Chromium; the browser tests will be skipped (install it: sudo apt-get install chromium-headless-shell)" >&2; fi; }
 
 DOCTESTS := --doctest-modules widgets/models widgets/units.py widgets/hardware.py widgets/doctor.py

@@ -323,6 +323,7 @@ def pages(args) -> dict:
                 loads.append(round(v.load_s, 3))
             rows[path] = {"load_s": loads, "median_s": statistics.median(loads), "bytes": v.bytes}
             print(f"{path:32s} median {statistics.median(loads):5.2f} s  {loads}")
+        browser_used = {"path": headless.CHROMIUM, "version": browser.version}
         browser.close()
     httpd.shutdown()
     worst = max(r["median_s"] for r in rows.values())
@@ -332,6 +333,7 @@ def pages(args) -> dict:
         "commit": commit(),
         "machine": machine(),
         "html": str(html),
+        "browser": browser_used,  # tests/headless.py's choice (GPUBOOK_CHROMIUM overrides it)
         "pages": rows,
         "budget_s": tb.LOAD_S,
         "worst_median_s": worst,

@@ -8,8 +8,10 @@ import sys
 import uuid
 from pathlib import Path
 
-import headless  # tests/headless.py (pytest puts this folder on the path)
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/headless.py, whatever the import mode
+import headless  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 

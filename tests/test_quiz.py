@@ -220,33 +220,41 @@ def _wrong(x):
 def _answer_all(page, root, q):
     """Answer each question wrong, check the feedback, then right, and check again.
 
-    The Check button is pressed from the keyboard (Enter on the focused button), not clicked at
-    coordinates: on a built page, a figure drawn above the quiz as it nears the viewport can move
-    the button between Playwright's aiming and its click, and the click then lands elsewhere (seen
-    once: "collectives q5: right answer refused: 'Too high...'", the feedback of the wrong answer
-    still showing)."""
+    The quiz is worked from the keyboard (a radio button and the Check button focused, then Space or
+    Enter), not clicked at coordinates: on a built page, a figure drawn above the quiz as it nears
+    the viewport can move the target between Playwright's aiming and its click, and the click then
+    lands elsewhere (seen once: "collectives q5: right answer refused: 'Too high...'", the feedback
+    of the wrong answer still showing). Each focus is checked, so a key never goes elsewhere."""
     from playwright.sync_api import expect
+
+    def press(target, key):
+        target.focus()
+        expect(target).to_be_focused(timeout=5_000)
+        target.press(key)
 
     for i, x in enumerate(q.questions):
         li = page.locator(f"{root} li.gpubook-quiz-q[data-index='{i}']")
         fb = li.locator(".gpubook-quiz-feedback")
+        check = li.locator(".gpubook-quiz-check")
         for right in (False, True):
             if isinstance(x, qz.Choice):
-                li.locator("input[type=radio]").nth(x.answer if right else _wrong(x)).check()
+                radio = li.locator("input[type=radio]").nth(x.answer if right else _wrong(x))
+                press(radio, "Space")
+                expect(radio).to_be_checked(timeout=5_000)
             else:
                 li.locator("input[type=text]").fill(repr(x.value) if right else repr(_wrong(x)))
-            li.locator(".gpubook-quiz-check").press("Enter")
+            press(check, "Enter")
             want = "gpubook-quiz-right" if right else "gpubook-quiz-wrong"
             try:
-                expect(fb).to_have_class(re.compile(rf"\b{want}\b"), timeout=5_000)
+                expect(fb).to_contain_class(want, timeout=5_000)
             except AssertionError:
                 what = "right answer refused" if right else "wrong answer accepted"
-                raise AssertionError(f"{q.topic} q{i}: {what}: {fb.inner_text()!r}") from None
+                raise AssertionError(f"{q.topic} q{i}: {what}: {fb.inner_text()!r} (class {fb.get_attribute('class')!r})") from None
             if right:
                 assert li.locator(".gpubook-quiz-why").is_visible()
         if isinstance(x, qz.Number):  # not a number: a hint, neither right nor wrong
             li.locator("input[type=text]").fill("twelve")
-            li.locator(".gpubook-quiz-check").press("Enter")
+            press(check, "Enter")
             expect(fb).to_contain_text("Type a number", timeout=5_000)
 
 
