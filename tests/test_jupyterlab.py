@@ -22,7 +22,9 @@ all cells and waits for them, then checks that
   ``test_every_control_moves_the_live_figure_and_table`` without a browser. With
   ``GPUBOOK_JUPYTERLAB_EVERY_CONTROL=1`` this test moves every control in the page.
 
-One kernel at a time (each chapter's is shut down before the next opens). Skipped, with the reason,
+One kernel at a time (each chapter's is shut down before the next opens), and one JupyterLab page per
+worker: the chapters of a stream (the root conftest.py) are opened one after the other in the same
+loaded JupyterLab, as a reader goes from chapter to chapter (``_LabPage``). Skipped, with the reason,
 when Chromium, playwright, JupyterLab or jupyterlab-myst is missing; CI sets GPUBOOK_REQUIRE_BROWSER=1
 and then a missing piece is an error.
 """
@@ -334,7 +336,8 @@ def lab(tmp_path_factory):
            "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
            f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={site}",
            f"--LabApp.user_settings_dir={settings}", f"--LabApp.workspaces_dir={tmp / 'workspaces'}",
-           "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+           "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+           "--LabApp.expose_app_in_browser=True"]  # window.jupyterapp: chapters are opened from the app (_LabPage)
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-root")
     env = {k: v for k, v in os.environ.items() if not k.startswith("GPUBOOK_")}  # a reader's kernel: live forms
@@ -380,14 +383,78 @@ def _api(lab, method: str, path: str):
 
 
 def _shutdown_kernels(lab) -> None:
+    for s in _api(lab, "GET", "/api/sessions") or []:
+        _api(lab, "DELETE", f"/api/sessions/{s['id']}")
     for k in _api(lab, "GET", "/api/kernels") or []:
         _api(lab, "DELETE", f"/api/kernels/{k['id']}")
 
 
+# JupyterLab has started (window.jupyterapp: --LabApp.expose_app_in_browser) and can open a document;
+# then JS_RESTORED waits for its layout to be restored
+JS_APP_READY = "() => !!window.jupyterapp && window.jupyterapp.commands.hasCommand('docmanager:open')"
+JS_RESTORED = "async () => { await window.jupyterapp.restored; }"
+JS_OPEN = "async (path) => { await window.jupyterapp.commands.execute('docmanager:open', {path, factory: 'Notebook'}); }"
+# close every tab of the main area without asking to save (JupyterLab saves nothing: autosave is off,
+# and the notebooks are copies), and wait until no notebook is left in the page
+JS_CLOSE_ALL = """() => { for (const w of Array.from(window.jupyterapp.shell.widgets('main'))) {
+    if (w.context && w.context.model) w.context.model.dirty = false;
+    w.dispose(); }
+  return !document.querySelector('.jp-Notebook'); }"""
+
+
+class _LabPage:
+    """This worker's JupyterLab page (one stream of chapters, the root conftest.py): JupyterLab is
+    loaded once, and each chapter is opened from the app (``docmanager:open``, as a reader opens
+    one from the file browser) once the previous chapter is closed and its kernel shut down.
+    Loading JupyterLab (its scripts, its extensions and settings, the workspace) was a quarter of
+    Chromium's work per chapter when each chapter had a page of its own (issue 13). A chapter that
+    fails (or raises) leaves its page behind: the next chapter starts on a fresh page."""
+
+    def __init__(self, lab, browser):
+        self.lab, self.browser, self.page, self.outside = lab, browser, None, set()
+
+    def open(self, chapter: str):
+        self.outside.clear()
+        if self.page is None:
+            self.page = self.browser.new_page(viewport={"width": 1400, "height": 1000})
+            self.page.on("request", lambda r: self.outside.add(r.url)
+                         if not r.url.startswith((self.lab["base"], "data:", "blob:")) else None)
+            self.page.goto(f"{self.lab['base']}/lab?token={self.lab['token']}&reset", timeout=90_000)
+            self.page.wait_for_function(JS_APP_READY, timeout=90_000)
+            self.page.evaluate(JS_RESTORED)
+        self.page.evaluate(JS_OPEN, f"chapters/{chapter}.ipynb")
+        return self.page
+
+    def done(self, clean: bool) -> None:
+        """After a chapter: close it and keep the page (``clean``), or leave the page."""
+        if self.page is not None and clean:
+            try:
+                self.page.wait_for_function(JS_CLOSE_ALL, timeout=10_000)
+            except Exception:  # noqa: BLE001  (a page that cannot close its tabs is not reused)
+                clean = False
+        if self.page is not None and not clean:
+            self.page.close()
+            self.page = None
+        _shutdown_kernels(self.lab)
+
+    def close(self) -> None:
+        if self.page is not None:
+            self.page.close()
+
+
+@pytest.fixture(scope="module")
+def lab_page(lab, browser):
+    held = _LabPage(lab, browser)
+    yield held
+    held.close()
+
+
 # Page-side helpers (JavaScript run in the page)
-# The kernel is idle: the status bar reads "<kernel> | Idle". Read from the status bar's text, not from
-# the page's ``innerText``, which lays out and serialises the whole notebook each time it is polled.
-JS_IDLE = "(document.getElementById('jp-main-statusbar')?.textContent || '').includes('| Idle')"
+# The open notebook's kernel is idle (what the status bar shows as "<kernel> | Idle"), read from the
+# app: not from the page's ``innerText``, which lays out and serialises the whole notebook each time it
+# is polled, and not from a status bar that may still show the previous chapter's kernel.
+JS_IDLE = ("(window.jupyterapp?.shell.currentWidget?.sessionContext?.kernelDisplayStatus === 'idle' "
+           "&& !!document.querySelector('.jp-Notebook'))")
 JS_STATE = """() => {
   const cells = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell')];
   const prompts = cells.map(c => (c.querySelector('.jp-InputArea-prompt') || {}).textContent || '');
@@ -645,20 +712,20 @@ def _check_form(page, i: int, name: str, failures: list[str], notes: list[str]) 
 @pytest.mark.browser
 @pytest.mark.slow
 @pytest.mark.parametrize("chapter", CHAPTERS)
-def test_chapter_runs_reads_and_reacts_in_jupyterlab(lab, browser, chapter):
-    failures = _chapter_in_jupyterlab(lab, browser, chapter)
+def test_chapter_runs_reads_and_reacts_in_jupyterlab(lab_page, chapter):
+    failures = _chapter_in_jupyterlab(lab_page, chapter)
     assert not failures, f"{chapter} in JupyterLab:\n  " + "\n  ".join(failures)
 
 
-def _chapter_in_jupyterlab(lab, browser, chapter) -> list[str]:
-    """Run All in a fresh page, read the prose, move every live form's controls: the failures found."""
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+def _chapter_in_jupyterlab(lab_page: _LabPage, chapter: str) -> list[str]:
+    """Open the chapter in JupyterLab, Run All, read the prose, move the live forms' controls: the
+    failures found."""
     failures: list[str] = []
     notes: list[str] = []
-    outside: set[str] = set()
-    page.on("request", lambda r: outside.add(r.url) if not r.url.startswith((lab["base"], "data:", "blob:")) else None)
+    outside = lab_page.outside
+    clean = False
     try:
-        page.goto(f"{lab['base']}/lab/tree/chapters/{chapter}.ipynb?token={lab['token']}&reset", timeout=90_000)
+        page = lab_page.open(chapter)
         page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
         page.wait_for_function("() => " + JS_IDLE, timeout=90_000)
         page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
@@ -701,7 +768,7 @@ def _chapter_in_jupyterlab(lab, browser, chapter) -> list[str]:
         print(f"{chapter}: Run All {run_s:.0f} s, {len(forms)} live forms, checked in {time.monotonic() - t0:.0f} s")
         for note in notes:
             print("  note:", note)
+        clean = not failures
     finally:
-        page.close()
-        _shutdown_kernels(lab)
+        lab_page.done(clean)
     return failures
