@@ -42,6 +42,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -383,23 +384,26 @@ def _api(lab, method: str, path: str):
 
 
 def _shutdown_kernels(lab) -> None:
-    for s in _api(lab, "GET", "/api/sessions") or []:
-        _api(lab, "DELETE", f"/api/sessions/{s['id']}")
-    for k in _api(lab, "GET", "/api/kernels") or []:
-        _api(lab, "DELETE", f"/api/kernels/{k['id']}")
+    """Shut every session and kernel down; one already gone (404) is fine."""
+    for kind in ("sessions", "kernels"):
+        for item in _api(lab, "GET", f"/api/{kind}") or []:
+            try:
+                _api(lab, "DELETE", f"/api/{kind}/{item['id']}")
+            except urllib.error.HTTPError as exc:
+                if exc.code != 404:
+                    raise
 
 
 # JupyterLab has started (window.jupyterapp: --LabApp.expose_app_in_browser) and can open a document;
 # then JS_RESTORED waits for its layout to be restored
 JS_APP_READY = "() => !!window.jupyterapp && window.jupyterapp.commands.hasCommand('docmanager:open')"
-JS_RESTORED = "async () => { await window.jupyterapp.restored; }"
+JS_RESTORED = """async () => { await Promise.race([window.jupyterapp.restored,
+  new Promise((_, no) => setTimeout(() => no(new Error('JupyterLab did not restore its layout in 90 s')), 90000))]); }"""
 JS_OPEN = "async (path) => { await window.jupyterapp.commands.execute('docmanager:open', {path, factory: 'Notebook'}); }"
-# close every tab of the main area without asking to save (JupyterLab saves nothing: autosave is off,
-# and the notebooks are copies), and wait until no notebook is left in the page
-JS_CLOSE_ALL = """() => { for (const w of Array.from(window.jupyterapp.shell.widgets('main'))) {
-    if (w.context && w.context.model) w.context.model.dirty = false;
-    w.dispose(); }
-  return !document.querySelector('.jp-Notebook'); }"""
+# close every tab of the main area without asking to save (disposed, not closed: JupyterLab saves
+# nothing, autosave is off and the notebooks are copies); then JS_CLOSED: no notebook and no dialog left
+JS_CLOSE_ALL = """() => { for (const w of Array.from(window.jupyterapp.shell.widgets('main'))) w.dispose(); }"""
+JS_CLOSED = "() => !document.querySelector('.jp-Notebook') && !document.querySelector('.jp-Dialog')"
 
 
 class _LabPage:
@@ -408,7 +412,7 @@ class _LabPage:
     one from the file browser) once the previous chapter is closed and its kernel shut down.
     Loading JupyterLab (its scripts, its extensions and settings, the workspace) was a quarter of
     Chromium's work per chapter when each chapter had a page of its own (issue 13). A chapter that
-    fails (or raises) leaves its page behind: the next chapter starts on a fresh page."""
+    fails (or raises) discards its page: the next chapter starts on a fresh page."""
 
     def __init__(self, lab, browser):
         self.lab, self.browser, self.page, self.outside = lab, browser, None, set()
@@ -426,16 +430,25 @@ class _LabPage:
         return self.page
 
     def done(self, clean: bool) -> None:
-        """After a chapter: close it and keep the page (``clean``), or leave the page."""
-        if self.page is not None and clean:
-            try:
-                self.page.wait_for_function(JS_CLOSE_ALL, timeout=10_000)
-            except Exception:  # noqa: BLE001  (a page that cannot close its tabs is not reused)
-                clean = False
-        if self.page is not None and not clean:
-            self.page.close()
+        """After a chapter: close it and keep the page (``clean``), or discard the page. Never raises
+        (it runs in a ``finally``: the chapter's own failure is the one to report)."""
+        try:
+            if self.page is not None and clean:
+                self.page.evaluate(JS_CLOSE_ALL)
+                self.page.wait_for_function(JS_CLOSED, timeout=10_000)
+        except Exception:  # noqa: BLE001  (a page that cannot close its tabs is not reused)
+            clean = False
+        try:
+            if self.page is not None and not clean:
+                self.page.close()
+        except Exception:  # noqa: BLE001
+            pass
+        if not clean:
             self.page = None
-        _shutdown_kernels(self.lab)
+        try:
+            _shutdown_kernels(self.lab)
+        except Exception as exc:  # noqa: BLE001
+            print(f"note: shutting the kernels down failed: {exc}")
 
     def close(self) -> None:
         if self.page is not None:

@@ -228,11 +228,12 @@ def test_transpose_kernels_are_correct_in_the_simulator(ref):
     from widgets.experiments import harness
     from widgets.experiments import memory_hierarchy_transpose as tx
 
-    r = tx.measure_transpose(n=64, repeat=1)
+    r = tx.measure_transpose(n=64)  # the default: one launch per kernel in the simulator, ten on a GPU
     assert set(r.kernels) == set(tx.KINDS)
     for kind, k in r.kernels.items():
         assert isinstance(k, tx.TransposeKernel), (kind, k)
         assert k.correct, kind
+        assert k.repeat == (1 if tx.SIMULATED else 10), (kind, k.repeat)
     plain = json.loads(json.dumps(r.to_record()))
     assert tx.TransposeResult.from_record(plain) == r
     rows = tx.transpose_rows(_with(ref, "transpose", plain), 4e12, 8e12, 132, 1.98e9)

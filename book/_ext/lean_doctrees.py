@@ -21,5 +21,5 @@ def _attach_to_page(app, doctree) -> None:
 
 
 def setup(app):
-    app.connect("doctree-read", _attach_to_page)
+    app.connect("doctree-read", _attach_to_page, priority=0)  # before the collectors copy titles into env.tocs
     return {"parallel_read_safe": True, "parallel_write_safe": True}

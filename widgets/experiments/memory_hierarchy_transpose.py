@@ -212,7 +212,7 @@ def _time_kernel(kind: str, s, d, grid, block, spacer, repeat: int, src, dst, ex
     kern = KERNELS[kind][grid, block]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # numba's low-occupancy warnings in the simulator
-        t = harness.time_fn(lambda: kern(s, d), repeat=repeat, setup=spacer)
+        t = harness.time_fn(lambda: kern(s, d), repeat=repeat, setup=spacer, warmup=0 if SIMULATED else 3)
         harness.synchronize()
     want = src if kind.startswith("copy") else expected
     return TransposeKernel(t.median_s, t.min_s, t.max_s, t.repeat, bool(torch.equal(dst, want)))
@@ -223,7 +223,8 @@ def measure_transpose(n: Optional[int] = None, kinds: Sequence[str] = KINDS, *, 
     and check its result against ``torch``'s transpose; a kernel that fails is recorded as
     :class:`harness.Failed` with its error. ``repeat`` timed launches per kernel (default 10 on a
     GPU; 1 in the simulator, whose host-clock times say nothing about a GPU: there the run checks
-    the kernels' indexing, and a second launch halved a CPU reader's wait, 8.9 -> 4.5 s)."""
+    the kernels' indexing, one launch each, without the warm-up, which has nothing to compile;
+    a CPU reader's wait went from 4 launches per kernel, 8.9 s, to 1)."""
     if repeat is None:
         repeat = 1 if SIMULATED else 10
     if n is None:
