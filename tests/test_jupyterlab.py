@@ -217,6 +217,10 @@ def _kernel_moves(c) -> list:
         return [values[(k + d) % len(values)] for d in range(1, len(values))]
     if isinstance(c, w.Checkbox):
         return [not v]
+    if isinstance(c, w.SelectionSlider):  # widgets/ui/_core.py log_slider: right by two, the end, the start
+        values = [o[1] if isinstance(o, tuple) else o for o in c.options]
+        k = values.index(v)
+        return [values[min(k + 2, len(values) - 1)], values[-1], values[0]]
     if isinstance(c, w.FloatLogSlider):
         e = math.log(v, c.base)
         return [c.base ** min(c.max, e + 2 * c.step), c.base ** c.max, c.base ** c.min]

@@ -799,6 +799,34 @@ def _is_figure(item: Any) -> bool:
     return isinstance(item, go.Figure)
 
 
+def plain_number(x: float) -> str:
+    """``x`` to three significant digits in plain notation, with thousands separators: "0.100",
+    "45.3", "8,913", "10,000" (never "1e+04")."""
+    if x == 0 or not math.isfinite(x):
+        return f"{x:g}"
+    return f"{x:,.{max(0, 2 - math.floor(math.log10(abs(x))))}f}"
+
+
+def log_slider(value: float, low: float, high: float, step: float, *, base: float = 2, label: Callable[[float], str] = plain_number,
+               description: str = ""):
+    """A slider over a geometric grid (``value * base**(k * step)`` from ``low`` to ``high``), each
+    point shown as ``label(point)``: "1.41 KiB", "131,072", "8,913". An ipywidgets
+    ``SelectionSlider``: a ``FloatLogSlider`` shows its value in d3-format, and the formats
+    ipywidgets accepts either write exponents over a wide range (".3g": "1.64e+4" MiB) or fixed
+    decimals ("0" for 1 KiB in MiB). The grid holds ``value`` exactly, and every whole power of
+    ``base`` on it is exact (1024, 1000)."""
+    import ipywidgets as w
+
+    if not (value > 0 and low > 0 and high >= low and step > 0 and base > 1):
+        raise ValueError(f"a log slider needs 0 < low <= high, value > 0, step > 0 and base > 1; got "
+                         f"value={value!r}, low={low!r}, high={high!r}, step={step!r}, base={base!r}")
+    e0 = math.log(value, base)
+    k_lo = min(0, math.ceil((math.log(low, base) - e0) / step - 1e-9))
+    k_hi = max(0, math.floor((math.log(high, base) - e0) / step + 1e-9))
+    points = [value if k == 0 else base ** round(e0 + k * step, 12) for k in range(k_lo, k_hi + 1)]
+    return w.SelectionSlider(options=[(label(v), v) for v in points], value=value, description=description)
+
+
 def slider(value: float, low: float, high: float, step: float = 1, *, description: str = "", log_base: float | None = None,
            readout_format: str | None = None, **kw):
     """An ipywidgets slider whose grid holds ``value`` exactly, so it opens at the calculator's

@@ -17,8 +17,14 @@ from .. import _check
 from ..hardware import get_gpu, gpu_names
 from ..models import collectives as cm
 from ..units import GiB, MiB, fmt_bytes, fmt_bytes_per_s, fmt_time
-from ._core import grid_figure, live_form, percent, plural, slider, style_figure, table_html
+from ._core import grid_figure, live_form, log_slider, percent, plural, style_figure, table_html
 from ._core import verdict as _verdict
+
+
+def _mib_label(mib: float) -> str:
+    """A size slider's point, given in MiB, as the reader reads it: "1 KiB", "1.41 KiB", "16 GiB"."""
+    return fmt_bytes(mib * MiB)
+
 
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2")
 SIZES = np.logspace(3, 11, 161)  # 1 kB ... 100 GB, the x axis of the live time-vs-size plot
@@ -148,7 +154,7 @@ def collective_time_calculator():
     controls = {
         "op": w.Dropdown(options=cm.OPS, value="all_reduce", description="operation"),
         "n": w.IntText(value=8, description="ranks n"),
-        "size_mib": w.FloatLogSlider(value=64, base=2, min=-10, max=14, step=0.5, description="S [MiB]"),
+        "size_mib": log_slider(64, 2**-10, 2**14, 0.5, label=_mib_label, description="S"),
         "link_gb_per_s": w.FloatText(value=H200_NVLINK / 1e9, description="link [GB/s]"),
         "latency_us": w.FloatText(value=ASSUMED_STEP_LATENCY_S * 1e6, description="alpha [µs]"),
         "algorithm": w.Dropdown(options=cm.ALGORITHMS, value="ring", description="algorithm"),
@@ -445,7 +451,7 @@ def dp_step_calculator():
     controls = {
         "params_billion": w.FloatText(value=1.3, description="params [1e9]"),
         "grad_elem_bytes": w.Dropdown(options=[("bf16 (2 B)", 2), ("fp32 (4 B)", 4)], value=2, description="gradients"),
-        "bucket_mib": slider(25, 1, 2**13, 0.25, log_base=2, description="bucket [MiB]"),
+        "bucket_mib": log_slider(25, 1, 2**13, 0.25, label=_mib_label, description="bucket"),
         "backward_ms": w.FloatText(value=15, description="backward [ms]"),
         "n": w.IntText(value=16, description="ranks n"),
         "nodes": w.IntText(value=2, description="nodes"),
@@ -797,7 +803,7 @@ def parallelism_roofline_calculator():
     controls = {
         "gpu": w.Dropdown(options=list(ROOFLINE_GPUS), value="H200-SXM", description="GPU"),
         "scope": w.Dropdown(options=[(ROOFLINE_SCOPE_LABEL[s], s) for s in cm.ROOFLINE_SCOPES], value="node", description="links"),
-        "tokens": w.FloatLogSlider(value=4096, base=2, min=6, max=17, step=0.5, description="tokens/GPU"),
+        "tokens": log_slider(4096, 2**6, 2**17, 0.5, label=lambda v: f"{v:,.0f}", description="tokens/GPU"),
         "d_model": w.IntText(value=8192, description="d_model"),
         "d_ff": w.IntText(value=28672, description="d_ff"),
         "dp_ranks": w.IntText(value=8, description="DP ranks"),
@@ -890,7 +896,7 @@ def protocol_calculator():
     controls = {
         "op": w.Dropdown(options=cm.NCCL_MODEL_OPS, value="all_reduce", description="operation"),
         "n": w.IntText(value=8, description="ranks n"),  # NCCL's one-node constants: one NVLink domain (8 HGX, 72 NVL72)
-        "size_mib": w.FloatLogSlider(value=1, base=2, min=-10, max=14, step=0.5, description="S [MiB]"),
+        "size_mib": log_slider(1, 2**-10, 2**14, 0.5, label=_mib_label, description="S"),
         "link_gb_per_s": w.FloatText(value=round(H200_NCCL_NVLINK / 1e9, 6), description="link [GB/s]"),
     }
 
