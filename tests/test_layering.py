@@ -62,7 +62,7 @@ EXEMPT_NUMPY = {
     ("widgets.ui.collectives", "cumsum"): "gradient bytes all-reduced so far, summed over dp_timeline's buckets, for the staircase",
     ("widgets.ui.simt", "cumsum"): "where each divergent path starts on the time axis (the lane-activity picture)",
     ("widgets.ui._core", "floor"): "plot geometry: whole decades of a log axis and the slider grid's steps",
-    ("widgets.ui._core", "log"): "plot geometry: the decades a log axis spans",
+    ("widgets.ui._core", "log"): "plot geometry: the decades a log axis spans, and a log slider's grid",
     ("widgets.ui._core", "inf"): "plot geometry: the empty range an axis starts from",
 }
 

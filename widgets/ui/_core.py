@@ -821,7 +821,7 @@ def log_slider(value: float, low: float, high: float, step: float, *, base: floa
         raise ValueError(f"a log slider needs 0 < low <= high, value > 0, step > 0 and base > 1; got "
                          f"value={value!r}, low={low!r}, high={high!r}, step={step!r}, base={base!r}")
     e0 = math.log(value, base)
-    k_lo = min(0, math.ceil((math.log(low, base) - e0) / step - 1e-9))
+    k_lo = min(0, -math.floor((e0 - math.log(low, base)) / step + 1e-9))  # the first grid point at or above low
     k_hi = max(0, math.floor((math.log(high, base) - e0) / step + 1e-9))
     points = [value if k == 0 else base ** round(e0 + k * step, 12) for k in range(k_lo, k_hi + 1)]
     return w.SelectionSlider(options=[(label(v), v) for v in points], value=value, description=description)
