@@ -15,7 +15,7 @@ all cells and waits for them, then checks that
 - every live form (the ``ui.*_calculator()`` cells) reacts to its visible controls: the figure and
   the table both change after a control is moved, and come back when it is put back. By default
   (``make test``), the first control of each kind per form (each ipywidgets class: a dropdown, an
-  integer, a float and a log slider, each kind of text field...; ``live_form`` marks each control
+  integer, a float, a log and a selection slider, each kind of text field...; ``live_form`` marks each control
   with its class): what differs between controls on the page's side, each kind being its own
   view, readout and parsing, and its own path from the page to the kernel. What each control
   computes is the kernel's side, checked for every control of every form by

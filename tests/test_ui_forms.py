@@ -70,20 +70,20 @@ def test_every_slider_opens_on_its_grid_and_shows_its_whole_label(mod, name):
 @pytest.mark.parametrize("mod, name", CALCULATORS)
 def test_slider_readouts_are_plain_numbers(mod, name):
     """A reader reads a slider's value in its readout: a FloatLogSlider's (d3-format ".3g", ipywidgets'
-    default) wrote "1.64e+4" MiB, "1.00e+4" FLOP/B and "4.1e+3" tokens (round-6 leftover). Wide
-    geometric ranges are SelectionSliders with formatted labels (widgets/ui/_core.py log_slider);
-    any other slider's format has fixed decimals."""
+    default) wrote "1.64e+4" MiB, "1.00e+4" FLOP/B and "4.1e+3" tokens (round-6 leftover). Sizes are
+    SelectionSliders labelled with their unit (widgets/ui/_core.py log_slider); any other slider's
+    format is plain: d3's r (significant digits), f or d, never e, g or the default."""
     import ipywidgets as w
 
     form = _form(mod, name)
     for key, c in form.controls.items():
         if isinstance(c, w.SelectionSlider):
-            labels = [o[0] for o in c.options]
+            labels = list(c._options_labels)  # what the page shows
             bad = [x for x in labels if re.search(r"\de[+-]?\d", x)]
             assert not bad, f"{mod}.{name}: {key} shows {bad[:3]}"
             assert len(set(labels)) == len(labels), f"{mod}.{name}: {key} has two points with one label"
         elif isinstance(c, (w.FloatLogSlider, w.FloatSlider)):
-            assert c.readout_format[-1:] in ("f", "d"), f"{mod}.{name}: {key}'s readout {c.readout_format!r} can write exponents"
+            assert c.readout_format[-1:] in ("r", "f", "d"), f"{mod}.{name}: {key}'s readout {c.readout_format!r} can write exponents"
 
 
 @pytest.mark.parametrize(
@@ -297,6 +297,6 @@ def test_dp_step_form_says_when_the_bucket_is_capped_and_plots_gib():
     assert "capped" not in form.figures[0].layout.title.text
     assert form.figures[0].layout.yaxis.title.text == "gradient [GiB]"
     c = form.controls["bucket_mib"]
-    c.value = c.options[-1][1]  # the slider's end (about 8 GiB)
+    c.value = c.options[-1][1]  # the slider's end (7.43 GiB: 25 MiB times a whole number of quarter octaves)
     assert form.figures[0].layout.title.text.replace("<br>", " ").endswith("(capped: the whole gradient)")  # wrapped for a phone
     assert max(form.figures[0].data[0].y) == pytest.approx(1.3e9 * 2 / 2**30)  # 1.3e9 bf16 gradients, in GiB

@@ -799,22 +799,19 @@ def _is_figure(item: Any) -> bool:
     return isinstance(item, go.Figure)
 
 
-def plain_number(x: float) -> str:
-    """``x`` to three significant digits in plain notation, with thousands separators: "0.100",
-    "45.3", "8,913", "10,000" (never "1e+04")."""
-    if x == 0 or not math.isfinite(x):
-        return f"{x:g}"
-    return f"{x:,.{max(0, 2 - math.floor(math.log10(abs(x))))}f}"
+# A FloatLogSlider's readout (d3-format, read in the page): three significant digits in plain notation
+# ("0.100", "8,910", "10,000"), not ipywidgets' default ".3g", which wrote "1.00e+4"; counts: ",.0f".
+LOG_READOUT = ",.3r"
 
 
-def log_slider(value: float, low: float, high: float, step: float, *, base: float = 2, label: Callable[[float], str] = plain_number,
+def log_slider(value: float, low: float, high: float, step: float, *, base: float = 2, label: Callable[[float], str],
                description: str = ""):
     """A slider over a geometric grid (``value * base**(k * step)`` from ``low`` to ``high``), each
-    point shown as ``label(point)``: "1.41 KiB", "131,072", "8,913". An ipywidgets
-    ``SelectionSlider``: a ``FloatLogSlider`` shows its value in d3-format, and the formats
-    ipywidgets accepts either write exponents over a wide range (".3g": "1.64e+4" MiB) or fixed
-    decimals ("0" for 1 KiB in MiB). The grid holds ``value`` exactly, and every whole power of
-    ``base`` on it is exact (1024, 1000)."""
+    point shown as ``label(point)``: for sizes whose unit changes along the range ("1 KiB",
+    "1.41 KiB", ..., "16 GiB"), which no d3 number format of a ``FloatLogSlider`` can write. An
+    ipywidgets ``SelectionSlider``; its readout cannot be typed into (ipywidgets 8 leaves it
+    editable but ignores what is typed), so use it only where the labels need units. The grid
+    holds ``value`` exactly, and for base 2 every multiple of ``value`` by a whole power of 2."""
     import ipywidgets as w
 
     if not (value > 0 and low > 0 and high >= low and step > 0 and base > 1):
@@ -823,7 +820,7 @@ def log_slider(value: float, low: float, high: float, step: float, *, base: floa
     e0 = math.log(value, base)
     k_lo = min(0, -math.floor((e0 - math.log(low, base)) / step + 1e-9))  # the first grid point at or above low
     k_hi = max(0, math.floor((math.log(high, base) - e0) / step + 1e-9))
-    points = [value if k == 0 else base ** round(e0 + k * step, 12) for k in range(k_lo, k_hi + 1)]
+    points = [value * base ** round(k * step, 12) for k in range(k_lo, k_hi + 1)]
     return w.SelectionSlider(options=[(label(v), v) for v in points], value=value, description=description)
 
 
@@ -844,7 +841,7 @@ def slider(value: float, low: float, high: float, step: float = 1, *, descriptio
         k = math.floor((e - e_lo) / step + 1e-9)
         e_lo = e - k * step
         return w.FloatLogSlider(value=value, base=log_base, min=e_lo, max=max(e_hi, e), step=step, description=description,
-                                readout_format=readout_format or ".3g", **kw)
+                                readout_format=readout_format or LOG_READOUT, **kw)
     k = math.floor((value - low) / step + 1e-9)
     lo = value - k * step
     lo = lo if abs(lo - low) > 1e-12 * max(1.0, abs(low)) else low
@@ -947,7 +944,7 @@ def live_form(
         if getattr(c, "description", "") and hasattr(getattr(c, "style", None), "description_width"):
             c.style.description_width = "initial"  # the whole label, units included
         c.observe(refresh, names="value")
-        # its kind in the page (ipywidgets gives an IntSlider, a FloatSlider and a FloatLogSlider
+        # its kind in the page (ipywidgets gives an IntSlider, a FloatSlider, a FloatLogSlider and a SelectionSlider
         # the same classes): tests/test_jupyterlab.py moves one control of each kind per form
         c.add_class(f"gpubook-{type(c).__name__}")
     box.controls = dict(controls)

@@ -803,7 +803,7 @@ def parallelism_roofline_calculator():
     controls = {
         "gpu": w.Dropdown(options=list(ROOFLINE_GPUS), value="H200-SXM", description="GPU"),
         "scope": w.Dropdown(options=[(ROOFLINE_SCOPE_LABEL[s], s) for s in cm.ROOFLINE_SCOPES], value="node", description="links"),
-        "tokens": log_slider(4096, 2**6, 2**17, 0.5, label=lambda v: f"{v:,.0f}", description="tokens/GPU"),
+        "tokens": w.FloatLogSlider(value=4096, base=2, min=6, max=17, step=0.5, readout_format=",.0f", description="tokens/GPU"),
         "d_model": w.IntText(value=8192, description="d_model"),
         "d_ff": w.IntText(value=28672, description="d_ff"),
         "dp_ranks": w.IntText(value=8, description="DP ranks"),

@@ -13,10 +13,10 @@ from ..hardware import DTYPES, get_gpu, gpu_names
 from ..models import memory_hierarchy as mh
 from ..units import fmt_bytes_per_s, fmt_flop_per_s
 from ._core import (
+    LOG_READOUT,
     gpu_color,
     grid_figure,
     live_form,
-    log_slider,
     percent,
     plural,
     series_color,
@@ -130,7 +130,7 @@ def roofline_calculator():
     controls = {
         "gpu": w.Dropdown(options=gpu_names(), value="H200-SXM", description="GPU"),
         "dtype": w.Dropdown(options=DTYPES, value="bf16", description="dtype"),
-        "intensity": log_slider(10, 0.1, 1e4, 0.05, base=10, description="FLOP/B"),
+        "intensity": w.FloatLogSlider(value=10, base=10, min=-1, max=4, step=0.05, readout_format=LOG_READOUT, description="FLOP/B"),
     }
 
     def show(p: mh.RooflinePoint):
