@@ -518,13 +518,19 @@ JS_FORM_STATE = """(i) => {
   const plots = [...out.querySelectorAll('.js-plotly-plot')].filter(gd => gd.querySelector('.main-svg'))
       .map(gd => JSON.stringify([gd.data || null, (gd.layout || {}).title || null,
                                                                                      (gd.layout || {}).annotations || null]));
-  const html = [...out.querySelectorAll('.widget-html-content')].map(e => e.innerHTML).filter(h => !/^<b>[^<]*<\\/b>$/.test(h));
+  const html = [...out.querySelectorAll('.widget-html-content')].map(e => e.innerHTML)
+      .filter(h => !/^<b>[^<]*<\\/b>$/.test(h) && !/^<style>/.test(h));  // the title; live_form's readout style
   const controls = [...out.querySelectorAll(CONTROLS)]
       .filter(e => e.offsetParent !== null && !e.querySelector(':disabled'))
       .map((e, k) => { e.dataset.gpubookCtl = `${i}-${k}`;
                        return {cls: e.className, label: (e.querySelector('.widget-label') || {}).textContent || ''}; });
   return {plots, html, controls, error: out.querySelector('.calc-error') ? out.querySelector('.calc-error').textContent : null};
 }"""
+
+
+# a SelectionSlider's readout takes no typing (widgets/ui/_core.py READONLY_READOUT_CSS)
+JS_READOUT_READ_ONLY = """e => { const r = e.querySelector('.widget-readout'); if (!r) return true;
+  const s = getComputedStyle(r); return s.pointerEvents === 'none' && s.webkitUserModify === 'read-only'; }"""
 
 
 JS_PLOTS_DRAWN = """(i) => {
@@ -692,6 +698,8 @@ def _check_form(page, i: int, name: str, failures: list[str], notes: list[str]) 
         kinds.add(kind)
         table_only = (name, label) in TABLE_ONLY
         ctl = page.locator(f'[data-gpubook-ctl="{i}-{k}"]')
+        if kind == "gpubook-SelectionSlider" and not ctl.evaluate(JS_READOUT_READ_ONLY):
+            failures.append(f"{name} / {label}: its readout can be typed into, and ipywidgets ignores what is typed")
         moves, restore = _moves(ctl)
         opened = page.evaluate(JS_FORM_STATE, i)  # each control is judged from the form's opening state
         tried, ok = [], False

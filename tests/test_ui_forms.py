@@ -86,6 +86,26 @@ def test_slider_readouts_are_plain_numbers(mod, name):
             assert c.readout_format[-1:] in ("r", "f", "d"), f"{mod}.{name}: {key}'s readout {c.readout_format!r} can write exponents"
 
 
+def test_a_form_with_a_selection_slider_makes_its_readout_read_only():
+    """ipywidgets 8 leaves a SelectionSlider's readout editable and ignores what is typed (a reader
+    typed "4 MiB" and the form stayed at 64 MiB): live_form adds the style that makes it read-only
+    (checked in the page by tests/test_jupyterlab.py); a form without one gets no style."""
+    import ipywidgets as w
+
+    from widgets.ui._core import READONLY_READOUT_CSS
+
+    with_selection = 0
+    for mod, name in CALCULATORS:
+        form = _form(mod, name)
+        styles = [c for c in form.children if isinstance(c, w.HTML) and c.value == READONLY_READOUT_CSS]
+        if any(isinstance(c, w.SelectionSlider) for c in form.controls.values()):
+            with_selection += 1
+            assert len(styles) == 1 and styles[0].layout.display == "none", f"{mod}.{name}: no read-only readout style"
+        else:
+            assert not styles, f"{mod}.{name}: a readout style without a SelectionSlider"
+    assert with_selection >= 3  # message size (two forms) and the DDP bucket
+
+
 @pytest.mark.parametrize(
     "mod, name, kwargs, control, expected",
     [

@@ -804,13 +804,21 @@ def _is_figure(item: Any) -> bool:
 LOG_READOUT = ",.3r"
 
 
+# ipywidgets 8 leaves a SelectionSlider's readout editable and ignores what is typed there: a reader
+# who typed "4 MiB" saw it while the form stayed at 64 MiB (reader check, round 8). live_form makes
+# those readouts read-only (the handle, a click on the track and the keys still move the slider).
+READONLY_READOUT_CSS = ("<style>.gpubook-SelectionSlider .widget-readout { pointer-events: none; "
+                        "-webkit-user-modify: read-only; user-select: none; }</style>")
+
+
 def log_slider(value: float, low: float, high: float, step: float, *, base: float = 2, label: Callable[[float], str],
                description: str = ""):
     """A slider over a geometric grid (``value * base**(k * step)`` from ``low`` to ``high``), each
     point shown as ``label(point)``: for sizes whose unit changes along the range ("1 KiB",
     "1.41 KiB", ..., "16 GiB"), which no d3 number format of a ``FloatLogSlider`` can write. An
     ipywidgets ``SelectionSlider``; its readout cannot be typed into (ipywidgets 8 leaves it
-    editable but ignores what is typed), so use it only where the labels need units. The grid
+    editable but ignores what is typed; ``live_form`` makes it read-only), so use it only where the
+    labels need units. The grid
     holds ``value`` exactly, and for base 2 every multiple of ``value`` by a whole power of 2."""
     import ipywidgets as w
 
@@ -939,6 +947,8 @@ def live_form(
             put_figures([_stale(f) for f in valid])
 
     parts = ([w.HTML(f"<b>{html.escape(title)}</b>")] if title else []) + [w.VBox(list(controls.values())), html_out, fig_box]
+    if any(isinstance(c, w.SelectionSlider) for c in controls.values()):
+        parts.append(w.HTML(READONLY_READOUT_CSS, layout=w.Layout(display="none")))  # a <style> applies though hidden
     box = w.VBox(parts)
     for c in controls.values():
         if getattr(c, "description", "") and hasattr(getattr(c, "style", None), "description_width"):
