@@ -223,8 +223,8 @@ def measure_transpose(n: Optional[int] = None, kinds: Sequence[str] = KINDS, *, 
     and check its result against ``torch``'s transpose; a kernel that fails is recorded as
     :class:`harness.Failed` with its error. ``repeat`` timed launches per kernel (default 10 on a
     GPU; 1 in the simulator, whose host-clock times say nothing about a GPU: there the run checks
-    the kernels' indexing, one launch each, without the warm-up, which has nothing to compile;
-    a CPU reader's wait went from 4 launches per kernel, 8.9 s, to 1)."""
+    the kernels' indexing, one launch each, without the warm-up, which has nothing to compile:
+    a CPU reader's wait went from 4 launches per kernel and 8.9 s to 1 launch and 2.1 s)."""
     if repeat is None:
         repeat = 1 if SIMULATED else 10
     if n is None:

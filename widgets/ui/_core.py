@@ -818,8 +818,8 @@ def log_slider(value: float, low: float, high: float, step: float, *, base: floa
     "1.41 KiB", ..., "16 GiB"), which no d3 number format of a ``FloatLogSlider`` can write. An
     ipywidgets ``SelectionSlider``; its readout cannot be typed into (ipywidgets 8 leaves it
     editable but ignores what is typed; ``live_form`` makes it read-only), so use it only where the
-    labels need units. The grid
-    holds ``value`` exactly, and for base 2 every multiple of ``value`` by a whole power of 2."""
+    labels need units. The grid holds ``value`` exactly, and for base 2 every multiple of ``value``
+    by a whole power of 2."""
     import ipywidgets as w
 
     if not (value > 0 and low > 0 and high >= low and step > 0 and base > 1):
