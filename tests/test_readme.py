@@ -235,3 +235,16 @@ def test_colab_install_line_uses_the_repository_in_config():
     url = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"].rstrip("/")
     lines = [ln for ln in README.splitlines() if "%pip install" in ln]
     assert lines and all(f"@ git+{url}" in ln for ln in lines), (lines, url)
+
+
+def test_plotly_imports_no_iri_grammar():
+    """The jsonschema pin in requirements.txt: importing plotly.io (which imports nbformat and
+    jsonschema) must not import rfc3987-syntax, which builds its lark parsers at import, 1.2-1.8 s
+    in every kernel, worker and server. A newer jsonschema, or anything that imports rfc3987_syntax
+    again, fails here."""
+    import subprocess
+    import sys
+
+    code = "import sys, plotly.io, nbformat; print(sorted(m for m in ('rfc3987_syntax', 'lark') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[]", f"plotly.io imported {out}: keep jsonschema at the pin in requirements.txt (see its comment)"
