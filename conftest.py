@@ -130,7 +130,7 @@ _XDIST_CONTROLLER = False  # this process hands tests to xdist workers (set belo
 
 def pytest_configure(config):
     global _EARLY_BUILD, _XDIST_CONTROLLER
-    if os.environ.get("PYTEST_XDIST_WORKER"):
+    if os.environ.get("PYTEST_XDIST_WORKER") or os.environ.get("GPUBOOK_WARMING_CACHES"):
         return
     _XDIST_CONTROLLER = bool(getattr(config.option, "numprocesses", None))
     run_id = os.environ.setdefault("GPUBOOK_TEST_RUN_ID", uuid.uuid4().hex)
@@ -138,6 +138,62 @@ def pytest_configure(config):
         script = Path(__file__).parent / "tests" / "book_build.py"
         _EARLY_BUILD = subprocess.Popen([sys.executable, str(script), run_id], stdout=subprocess.DEVNULL,
                                         stderr=subprocess.DEVNULL, start_new_session=True)
+    if _XDIST_CONTROLLER and not config.option.collectonly and caches_cold():
+        _warm_caches(config)
+
+
+# ---- one cold start, not one per worker (``make test`` on a fresh clone) ----
+# `make install` installs the packages without compiled files (pip --no-compile), and pytest compiles
+# each test module with its asserts rewritten; each is cached once compiled (__pycache__). The xdist
+# workers start together, so on a fresh clone every worker compiled the same modules: six workers
+# collecting at once took 108-111 CPU s of this 2-core machine, one collection first and then the six
+# 77 CPU s (measured for issue 13, back to back on a clean checkout). So when the caches are cold, the
+# controller runs one collection (no test runs) before the workers start; it fills the caches the
+# workers then read. Warm, it does nothing: a collection costs 7-8 CPU s.
+WARM_PACKAGES = ("torch", "plotly", "numpy", "ipywidgets", "sphinx")  # what every worker imports (tests/, doctests)
+
+
+def caches_cold(root: Path | None = None) -> bool:
+    """Whether a worker would compile much: a heavy package, or half the test modules, not compiled
+    yet (nor fresh). False when Python writes no compiled files (PYTHONDONTWRITEBYTECODE)."""
+    import importlib.util
+
+    if sys.dont_write_bytecode:
+        return False
+    for name in WARM_PACKAGES:
+        spec = importlib.util.find_spec(name)
+        if spec and spec.origin and not os.path.exists(importlib.util.cache_from_source(spec.origin)):
+            return True
+    from _pytest.assertion.rewrite import PYTEST_TAG
+
+    tests = sorted(((root or Path(__file__).parent) / "tests").glob("test_*.py"))
+    stale = 0
+    for t in tests:
+        pyc = t.parent / "__pycache__" / f"{t.stem}.{PYTEST_TAG}.pyc"
+        stale += not (pyc.exists() and pyc.stat().st_mtime >= t.stat().st_mtime)
+    return stale * 2 > len(tests)
+
+
+def _warm_caches(config) -> None:
+    """Collect once, in a subprocess (the run's own arguments, no workers), and wait for it. Its
+    outcome is not the run's: the workers collect again and report any error themselves."""
+    args = [*config.invocation_params.args, "-n", "0", "--collect-only", "-q", "-p", "no:randomly"]
+    env = {**os.environ, "GPUBOOK_WARMING_CACHES": "1"}
+    t0 = time.monotonic()
+    try:
+        subprocess.run([sys.executable, "-m", "pytest", *args], cwd=config.invocation_params.dir, env=env,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300, check=False)
+    except subprocess.TimeoutExpired:
+        pass
+    config.stash[_WARMED] = time.monotonic() - t0
+
+
+_WARMED = pytest.StashKey[float]()
+
+
+def pytest_report_header(config):
+    if _WARMED in config.stash:
+        return f"caches were cold: one collection first, so the workers compile nothing again ({config.stash[_WARMED]:.0f} s)"
 
 
 def pytest_unconfigure(config):

@@ -384,3 +384,49 @@ def test_make_test_runs_each_chapter_live_once(monkeypatch):
     monkeypatch.setenv("GPUBOOK_NBVAL_VIA_JUPYTERLAB", "1")
     root._one_live_run_per_chapter(config, kept)
     assert [i.nodeid for i in gone] == ["chapters/simt.ipynb::Cell 0"] and len(kept) == len(items) - 1
+
+
+def test_make_test_warms_the_caches_once_only_when_they_are_cold(tmp_path, monkeypatch):
+    """The root conftest.py collects once before the workers start when a worker would compile much
+    (a heavy package or most test modules without their compiled file), and never when Python
+    writes no compiled files."""
+    import importlib.util
+    import os
+    import sys
+
+    from _pytest.assertion.rewrite import PYTEST_TAG
+
+    spec = importlib.util.spec_from_file_location("root_conftest", ROOT / "conftest.py")
+    root = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(root)
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    pkg = tmp_path / "site" / "gpubook_cold_pkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    tests = tmp_path / "tests"
+    (tests / "__pycache__").mkdir(parents=True)
+    for name in ("a", "b", "c"):
+        (tests / f"test_{name}.py").write_text("def test(): pass\n")
+
+    def compiled(name):  # a compiled file newer than its source, as pytest writes it
+        pyc = tests / "__pycache__" / f"test_{name}.{PYTEST_TAG}.pyc"
+        pyc.write_bytes(b"")
+        t = (tests / f"test_{name}.py").stat().st_mtime + 1
+        os.utime(pyc, (t, t))
+
+    monkeypatch.setattr(root, "WARM_PACKAGES", ())
+    assert root.caches_cold(tmp_path), "no test module compiled"
+    compiled("a")
+    assert root.caches_cold(tmp_path), "two of three test modules not compiled"
+    compiled("b")
+    assert not root.caches_cold(tmp_path), "one test module to compile is not worth a collection"
+    monkeypatch.setattr(root, "WARM_PACKAGES", ("gpubook_cold_pkg",))
+    assert root.caches_cold(tmp_path), "a package without its compiled file"
+    cached = Path(importlib.util.cache_from_source(str(pkg / "__init__.py")))
+    cached.parent.mkdir()
+    cached.write_bytes(b"")
+    assert not root.caches_cold(tmp_path)
+    (tests / "__pycache__" / f"test_b.{PYTEST_TAG}.pyc").unlink()
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    assert not root.caches_cold(tmp_path), "nothing would be cached: no collection first"
