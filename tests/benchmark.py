@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import math
 import os
 import platform
 import re
@@ -43,12 +44,26 @@ TARGET_FRESH_CLONE_S = 7 * 60
 TARGET_UNIT_S = 60
 
 
+def speed_probe_s(repeats: int = 5) -> float:
+    """Seconds one core takes for a fixed piece of pure-Python work (the fastest of ``repeats``).
+    On this machine `make unit` took 32 s one day and 58 s the next, and a fresh clone's `make test`
+    422 s and 715 s with little changed between them (issue 13): a record carries this probe, before and after, so that runs of
+    different days can be told apart from changes to the code."""
+    best = math.inf
+    for _ in range(repeats):
+        t0 = time.process_time()
+        sum(i * i for i in range(2_000_000))
+        best = min(best, time.process_time() - t0)
+    return round(best, 3)
+
+
 def machine() -> dict:
     return {
         "cpus": os.cpu_count(),
         "python": platform.python_version(),
         "platform": platform.platform(),
         "load_average_1_5_15_min": [round(x, 2) for x in os.getloadavg()],
+        "speed_probe_s": speed_probe_s(),
     }
 
 
