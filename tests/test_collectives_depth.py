@@ -21,6 +21,13 @@ Sources
       ratio n/nsteps for rings, .5 for trees; treeCorrectionFactor), src/graph/topo.h
       (SM90_NVLINK_BW 20.6), src/include/enqueue.h (ncclFuncMaxSendRecvCount: nBytes of all-gather and
       reduce-scatter are count x nRanks, the whole buffer).
+[NCCL-NET] Same tag, src/graph/tuning.cc: hwLatencies NET ring {2.7, 4.0, 14.0} us, tree {5.0, 8.5, 14};
+      llMaxBws "Volta-N1/Intel-N2/Intel-N4" {39.0, 39.0, 20.4} GB/s (multi-node rows taken by CPU vendor);
+      getNetOverhead 1.0 us on Intel x86, "if (p == NCCL_PROTO_SIMPLE) netOverhead *= 3",
+      "intraLat = std::max(intraLat, netOverhead)", nInterSteps = 2(nNodes-1) for all-reduce;
+      ncclTopoGetAlgoTime: "lat *= comm->minCompCap < 80 ? 1.9 : 1.4; // Plateau effect of ring" only for
+      ring, Simple, all-reduce, nNodes > 1 and nBytes/(nChannels*nRanks) >= 64. netOverhead and the 1.4
+      factor are already in tag v2.18.1-1 (v2.17.1-1: no netOverhead, 1.5 for compute capability >= 9.0).
 """
 
 from __future__ import annotations
@@ -203,6 +210,72 @@ def test_nccl_model_choice_orders_protocols_by_size():
     assert (c.algorithm, c.protocol) == ("ring", "LL") and len(c.times) == 2
     with pytest.raises(ValueError, match="^protocols must be"):
         cm.nccl_model_choice("all_reduce", GiB, 8, 370.8e9, protocols=())
+
+
+def test_nccl_ring_allreduce_one_node_is_the_tuner_model():
+    """On one node the protocol-consistent ring cost is nccl_model_time_s's ring all-reduce, exactly."""
+    for n in (2, 8):
+        for size in (0.0, 1e3, MiB, GiB):
+            for p in cm.PROTOCOLS:
+                assert cm.nccl_ring_allreduce_time_s(size, n, 370.8e9, p) == pytest.approx(
+                    cm.nccl_model_time_s("all_reduce", size, n, 370.8e9, "ring", p), rel=1e-12)
+
+
+def test_nccl_ring_allreduce_across_nodes_by_hand():
+    """[NCCL-NET] 16 ranks in 2 nodes, 400 GB/s Simple bus bandwidth, 25 MiB: 30 steps, 2 across the
+    network. LL: 6.6 + 28 x max(0.6, 1.0) + 2 x 2.7 = 40.0 us, bus min(39, 200) GB/s; LL128: 14.0 + 28 x 1.9
+    + 2 x 4.0 = 75.2 us at 0.92 x 400 GB/s; Simple: 1.4 x (8.4 + 28 x max(3.4, 3.0) + 2 x 14.0) = 184.24 us
+    at 400 GB/s. Algorithm bandwidth = bus x 16/30."""
+    s, n, b = 25 * MiB, 16, 400e9
+    t = {p: cm.nccl_ring_allreduce_time_s(s, n, b, p, nodes=2) for p in cm.PROTOCOLS}
+    assert t["LL"] == pytest.approx(40.0e-6 + s / (39e9 * 16 / 30))
+    assert t["LL128"] == pytest.approx(75.2e-6 + s / (0.92 * b * 16 / 30))
+    assert t["Simple"] == pytest.approx(1.4 * 131.6e-6 + s / (b * 16 / 30))
+    assert cm.nccl_ring_allreduce_choice(s, n, b, nodes=2).protocol == "LL128"
+    # the plateau factor: Simple only, across nodes only, and only from 64 B per channel and rank
+    assert cm.nccl_ring_allreduce_time_s(0, n, b, "Simple", nodes=2) == pytest.approx(131.6e-6)
+    assert cm.nccl_ring_allreduce_time_s(s, n, b, "Simple", nodes=1) == pytest.approx(8.4e-6 + 30 * 3.4e-6 + s / (b * 16 / 30))
+    # more than two nodes: LL's cap falls to 20.4 GB/s; one rank per node: the tree's network latency
+    assert cm.nccl_ring_allreduce_time_s(GiB, 32, b, "LL", nodes=4) == pytest.approx(
+        6.6e-6 + 56 * 1.0e-6 + 6 * 2.7e-6 + GiB / (20.4e9 * 32 / 62))
+    assert cm.nccl_ring_allreduce_time_s(0, 2, b, "LL", nodes=2) == pytest.approx(6.6e-6 + 2 * 5.0e-6)
+    for bad, match in ((dict(protocol="LL64"), "^protocol must be"), (dict(nodes=17), "^nodes must be"),
+                       (dict(channels=0), "^channels must be")):
+        with pytest.raises(ValueError, match=match):
+            cm.nccl_ring_allreduce_time_s(**{**dict(size_bytes=s, n=n, link_bytes_per_s=b), **bad})
+
+
+def test_dp_buckets_take_latency_and_bandwidth_from_one_protocol():
+    """Review finding: a MiB-sized data-parallel bucket was costed with NCCL's ring LL latencies (6.6 us +
+    0.6 us per NVLink step + 2.7 us per network step) at the full link bandwidth, a pairing NCCL's model
+    never makes (LL's bus bandwidth is capped: 39 GB/s on two Intel-host nodes). With protocol="auto"
+    each bucket pays the latency and bandwidth of the one protocol NCCL's model picks for its size."""
+    n, nodes, b = 16, 2, 400e9
+    ll_lat = cm.NCCL_CALL_LATENCY_S + 28 * cm.NCCL_NVLINK_STEP_LATENCY_S + 2 * cm.NCCL_NET_STEP_LATENCY_S
+    for mib in (1, 4, 25, 64, 256, 1024):
+        size = mib * MiB
+        p = cm.dp_step(10 * size, size, 0.01, n, b, nodes=nodes, protocol="auto")
+        at_full_link = 2 * (n - 1) / n * size / b
+        assert p.protocol in ("LL128", "Simple")
+        # what the bucket pays beyond the full link's transfer time: LL's latency would be 28.8 us; LL128's
+        # (75.2 us plus its 0.92 bandwidth share) and Simple's (184.2 us) are more than twice that
+        assert p.comm_per_bucket_s - at_full_link > 2 * ll_lat  # fails if LL's latency meets the full link again
+        assert p.comm_per_bucket_s == min(t for *_, t in cm.nccl_ring_allreduce_choice(size, n, b, nodes).times)
+        tl = cm.dp_timeline(10 * size, size, 0.01, n, b, nodes=nodes, protocol="auto")
+        assert tl[-1][2] == pytest.approx(p.finish_s)
+    forced = cm.dp_step(10 * MiB, MiB, 0.01, n, b, nodes=nodes, protocol="LL")  # LL forced: capped bandwidth
+    assert forced.comm_per_bucket_s == pytest.approx(40.0e-6 + MiB / (39e9 * 16 / 30))
+    # the chapter's example (1.3B bf16 gradients, 15 ms backward): 25 MiB buckets cannot keep up, 128 MiB is best
+    ex = dict(grad_bytes=2.6e9, backward_s=0.015, n=n, link_bytes_per_s=b, nodes=nodes, protocol="auto")
+    assert cm.dp_step(bucket_bytes=25 * MiB, **ex).total_comm_s > 0.015
+    assert cm.best_bucket_bytes(candidates=[2.0**k for k in range(20, 31)], **ex) == 128 * MiB
+    for bad, match in ((dict(latency_s=0.6e-6), "^latency_s must be 0 when protocol"),
+                       (dict(call_latency_s=6.6e-6), "^call_latency_s must be 0 when protocol"),
+                       (dict(inter_latency_s=2.7e-6), "^inter_latency_s must be None when protocol"),
+                       (dict(algorithm="tree"), "^algorithm must be 'ring' when protocol"),
+                       (dict(protocol="LL64"), "^protocol must be None or one of")):
+        with pytest.raises(ValueError, match=match):
+            cm.dp_step(**{**dict(grad_bytes=1e9, bucket_bytes=1e8, backward_s=0.1, n=n, link_bytes_per_s=b, protocol="auto"), **bad})
 
 
 def test_nccl_counts_less_nvlink_than_the_datasheet():

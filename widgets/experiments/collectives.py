@@ -447,7 +447,8 @@ def accuracy_rows(record: dict) -> list:
                 f"{n} ranks; {g.interconnect_links} NVLink links x {per_link / 1e9:.1f} GB/s (NCCL topo.h) = {nccl_bw / 1e9:.1f} GB/s; "
                 f"tuning.cc latencies and protocol factors; chosen: {c.algorithm} {c.protocol}",
                 c.time_s * 1e6, p.time_s * 1e6, "us", "prediction",
-                "NCCL's own estimate of its time; it leaves out HBM traffic of the reduction and the host's call cost")
+                "NCCL's own estimate of its time; it leaves out how well the channels fill the links, protocol overheads "
+                "beyond its factors, perhaps HBM traffic, and the host's call cost")
     for op, pts in by_op.items():
         p = pts[-1]
         if op == "all_reduce" or p.size_bytes != big.size_bytes or model.busbw_factor(op, n) == 0:

@@ -38,22 +38,30 @@ MAX_CHUNKS = 2**30  # pipeline chunks of a chain broadcast
 MAX_POINTS = 100_000  # points given to fit_alpha_beta
 
 # The default latencies: NCCL's own cost model (NVIDIA/nccl tag v2.28.9-1, src/graph/tuning.cc,
-# tables ``baseLatencies`` and ``hwLatencies``, ring algorithm, LL protocol, which NCCL picks for small
-# messages): a fixed 6.6 us per call, plus 0.6 us per step between GPUs on NVLink and 2.7 us per step
-# that crosses the network. These are the values of NCCL 2.18 and later (NCCL 2.17 and earlier had
-# 3.6 us and 0.47 us); the reference record ran NCCL 2.28.9. For a ring all-reduce on 8 GPUs of one
-# node that is 6.6 + 14 x 0.6 = 15.0 us per call, on 2 GPUs 6.6 + 2 x 0.6 = 7.8 us. Across nodes
-# NCCL >= 2.2x adds a per-step network overhead (``netOverhead``) and multiplies a ring all-reduce's
-# latency by 1.4 (its "plateau effect of ring", Hopper) once the message is large; this model leaves
-# both out. These are the latencies of NCCL's device kernels; a call from Python through
-# torch.distributed costs more (the chapter measures how much).
+# tables ``baseLatencies`` and ``hwLatencies``) for the ring algorithm with the LL PROTOCOL, the one NCCL
+# picks for small messages: a fixed 6.6 us per call, plus 0.6 us per step between GPUs on NVLink and 2.7 us
+# per step that crosses the network. They are protocol-specific: LL's bandwidth is capped (half the link's
+# bus bandwidth, at most ``llMaxBws``), and LL128 and Simple, which NCCL picks for larger messages, have
+# higher latencies (``NCCL_BASE_LATENCY_S``, ``NCCL_NVLINK_HW_LATENCY_S``, ``NCCL_NET_HW_LATENCY_S`` below;
+# :func:`nccl_ring_allreduce_time_s` takes latency and bandwidth from the same protocol). Paired with the
+# full link bandwidth they suit latency-bound messages, and cost a large message only a negligible
+# latency error. These are the values of NCCL 2.18 and later (NCCL 2.17 and earlier had 3.6 us and
+# 0.47 us); the reference record ran NCCL 2.28.9. For a ring all-reduce on 8 GPUs of one node that is
+# 6.6 + 14 x 0.6 = 15.0 us per call, on 2 GPUs 6.6 + 2 x 0.6 = 7.8 us. Across nodes NCCL >= 2.18 also
+# raises each intra-node step to a per-step network overhead (``netOverhead``, ``NCCL_NET_OVERHEAD_S``)
+# and multiplies a Simple-protocol ring all-reduce's latency by 1.4 (its "plateau effect of ring",
+# Ampere and later) once the message is large; the alpha-beta functions leave both out,
+# :func:`nccl_ring_allreduce_time_s` applies them. These are the latencies of NCCL's device kernels; a
+# call from Python through torch.distributed costs more (the chapter measures how much).
 NCCL_CALL_LATENCY_S = 6.6e-6
 NCCL_NVLINK_STEP_LATENCY_S = 0.6e-6
 NCCL_NET_STEP_LATENCY_S = 2.7e-6
 DEFAULT_CALL_LATENCY_S = NCCL_CALL_LATENCY_S
 DEFAULT_STEP_LATENCY_S = NCCL_NVLINK_STEP_LATENCY_S
-# Across nodes NCCL multiplies a large ring all-reduce's latency by this on Ampere and later
-# (tuning.cc, "Plateau effect of ring": 1.4 for compute capability >= 8.0, 1.9 below); not in this model.
+# Across nodes NCCL multiplies a large Simple-protocol ring all-reduce's latency by this on Ampere and later
+# (tuning.cc, ncclTopoGetAlgoTime, "Plateau effect of ring": 1.4 for compute capability >= 8.0, 1.9 below;
+# only for algorithm ring, protocol Simple, all-reduce, more than one node and S / (channels x ranks) >= 64 B).
+# Only :func:`nccl_ring_allreduce_time_s` applies it.
 NCCL_RING_PLATEAU_FACTOR = 1.4
 # NCCL's cost model credits NVLink SHARP (NVLS) with this share of the NVLink bandwidth on Hopper
 # (NVIDIA/nccl v2.28.9-1, src/graph/tuning.cc, ``nvlsEfficiency``: 0.85 Hopper, 0.74 Blackwell).
@@ -1162,6 +1170,8 @@ class DataParallelStep:
         When the last bucket's all-reduce ends, from the start of the backward pass [s].
     exposed_comm_s : float
         ``finish_s - backward_s``: communication not hidden behind compute [s].
+    protocol : str
+        NCCL's protocol for the first bucket's all-reduce (``""``: the alpha-beta latencies given).
     """
 
     n_buckets: int
@@ -1171,6 +1181,7 @@ class DataParallelStep:
     backward_s: float
     finish_s: float  # when the last bucket's all-reduce ends, from the start of backward
     exposed_comm_s: float  # finish_s - backward_s: communication not hidden behind compute
+    protocol: str = ""  # NCCL's protocol for the first bucket ("" with the alpha-beta latencies)
 
     @property
     def hidden_fraction(self) -> float:
@@ -1213,6 +1224,40 @@ def _allreduce_costs(n, link_bytes_per_s, latency_s, algorithm, call_latency_s, 
     return k, b, call + (steps - inter) * ai + inter * ae, factor
 
 
+DP_PROTOCOLS = ("auto", "LL", "LL128", "Simple")  # "auto" and PROTOCOLS (defined with NCCL's tuner model below)
+
+
+def _bucket_cost(n, link_bytes_per_s, latency_s, algorithm, call_latency_s, nodes, inter_latency_s, protocol):
+    """A function of a bucket's bytes -> ``(its all-reduce time [s], NCCL's protocol or "")``.
+
+    ``protocol=None``: the alpha-beta latencies given, at ``link_bytes_per_s``; otherwise NCCL's ring
+    with latency and bandwidth of the same protocol (``"auto"``: the one NCCL's model picks for that
+    bucket), and the latencies given must be left at their defaults."""
+    if protocol is None:
+        k, b, fixed, factor = _allreduce_costs(n, link_bytes_per_s, latency_s, algorithm, call_latency_s, nodes, inter_latency_s)
+        return lambda size: (fixed + factor * size / b if k > 1 else 0.0, "")
+    if not isinstance(protocol, str) or protocol not in DP_PROTOCOLS:
+        raise ValueError(f"protocol must be None or one of {DP_PROTOCOLS}, got {protocol!r}")
+    k = _ranks(n)
+    b = _rate("link_bytes_per_s", link_bytes_per_s)
+    m = _ranks(nodes, maximum=k, name="nodes")
+    for name, value in (("latency_s", latency_s), ("call_latency_s", call_latency_s)):
+        if _seconds(name, value) != 0:
+            raise ValueError(f"{name} must be 0 when protocol is given (NCCL's tables set the latencies), got {value!r}")
+    if inter_latency_s is not None:
+        raise ValueError(f"inter_latency_s must be None when protocol is given (NCCL's tables set it), got {inter_latency_s!r}")
+    if _check.choice("algorithm", algorithm, ALGORITHMS) != "ring":
+        raise ValueError(f"algorithm must be 'ring' when protocol is given (NCCL's ring model), got {algorithm!r}")
+    if k == 1:
+        return lambda size: (0.0, "")
+    if protocol == "auto":
+        def cost(size):
+            c = nccl_ring_allreduce_choice(size, k, b, m)
+            return c.time_s, c.protocol
+        return cost
+    return lambda size: (nccl_ring_allreduce_time_s(size, k, b, protocol, m), protocol)
+
+
 def dp_step(
     grad_bytes: float,
     bucket_bytes: float,
@@ -1224,13 +1269,17 @@ def dp_step(
     call_latency_s: float = 0.0,
     nodes: int = 1,
     inter_latency_s=None,
+    protocol=None,
 ) -> DataParallelStep:
     """Exposed communication of data-parallel training with bucketed gradient all-reduce.
 
     Gradients appear at a steady rate during the backward pass; each time ``bucket_bytes`` of
     them are ready, one all-reduce of that bucket starts, as soon as the previous one has
     finished (one communication stream, as in PyTorch DDP; Li et al. 2020). What is left after
-    the backward pass ends is exposed.
+    the backward pass ends is exposed. Each bucket's all-reduce costs either the alpha-beta time
+    with the latencies given or, with ``protocol``, NCCL's ring estimate with latency and bandwidth
+    of one protocol (LL's cheap steps come with a capped bandwidth, so a MiB-sized bucket is not
+    costed with LL's latencies at the full link).
 
     Explained in :ref:`collectives` > Hiding communication behind computation.
 
@@ -1259,6 +1308,12 @@ def dp_step(
         the network and pay ``inter_latency_s`` (NCCL's tuning model).
     inter_latency_s : float or None, optional
         Alpha of a step across the network [s] (None: ``latency_s``).
+    protocol : str or None, optional
+        None: the alpha-beta latencies above at ``link_bytes_per_s``. One of ``DP_PROTOCOLS``: NCCL's
+        ring, each bucket costed by :func:`nccl_ring_allreduce_time_s` with latency and bandwidth of
+        that protocol (``"auto"``: the one NCCL's model picks for the bucket's size,
+        :func:`nccl_ring_allreduce_choice`); ``link_bytes_per_s`` is then the Simple bus bandwidth and
+        the three latencies must be left at their defaults.
 
     Returns
     -------
@@ -1285,16 +1340,19 @@ def dp_step(
     (1, 17.5)
     >>> round(dp_step(1e9, 1e8, 0.1, 8, 100e9).exposed_comm_s * 1e3, 3)  # ten buckets
     1.75
+    >>> dp_step(1e9, 1e8, 0.1, 8, 100e9, protocol="auto").protocol  # NCCL's choice for a 100 MB bucket
+    'Simple'
     """
     g, bwd, sizes = _buckets(grad_bytes, bucket_bytes, backward_s)
-    k, b, fixed, factor = _allreduce_costs(n, link_bytes_per_s, latency_s, algorithm, call_latency_s, nodes, inter_latency_s)
+    cost = _bucket_cost(n, link_bytes_per_s, latency_s, algorithm, call_latency_s, nodes, inter_latency_s, protocol)
     t_end = 0.0
     ready = 0.0
     comm = []
+    first_protocol = cost(sizes[0])[1]
     for size in sizes:
         ready += size
         t_ready = bwd * min(1.0, ready / g)
-        c = fixed + factor * size / b if k > 1 else 0.0
+        c = cost(size)[0]
         comm.append(c)
         t_end = max(t_end, t_ready) + c
     return DataParallelStep(
@@ -1305,6 +1363,7 @@ def dp_step(
         backward_s=bwd,
         finish_s=t_end,
         exposed_comm_s=max(0.0, t_end - bwd),
+        protocol=first_protocol,
     )
 
 
@@ -1319,6 +1378,7 @@ def dp_timeline(
     call_latency_s: float = 0.0,
     nodes: int = 1,
     inter_latency_s=None,
+    protocol=None,
 ) -> list:
     """The buckets of :func:`dp_step`, each with when it is ready, starts and ends.
 
@@ -1349,6 +1409,8 @@ def dp_timeline(
         the network and pay ``inter_latency_s`` (NCCL's tuning model).
     inter_latency_s : float or None, optional
         Alpha of a step across the network [s] (None: ``latency_s``).
+    protocol : str or None, optional
+        None (the alpha-beta latencies) or one of ``DP_PROTOCOLS`` (NCCL's ring; see :func:`dp_step`).
 
     Returns
     -------
@@ -1367,13 +1429,13 @@ def dp_timeline(
     [(0.05, 0.05, 0.055), (0.1, 0.1, 0.105)]
     """
     g, bwd, sizes = _buckets(grad_bytes, bucket_bytes, backward_s)
-    k, b, fixed, factor = _allreduce_costs(n, link_bytes_per_s, latency_s, algorithm, call_latency_s, nodes, inter_latency_s)
+    cost = _bucket_cost(n, link_bytes_per_s, latency_s, algorithm, call_latency_s, nodes, inter_latency_s, protocol)
     out, ready, t_end = [], 0.0, 0.0
     for size in sizes:
         ready += size
         t_ready = bwd * min(1.0, ready / g)
         start = max(t_end, t_ready)
-        t_end = start + (fixed + factor * size / b if k > 1 else 0.0)
+        t_end = start + cost(size)[0]
         out.append((t_ready, start, t_end, size))
     return out
 
@@ -1383,15 +1445,17 @@ def best_bucket_bytes(
     backward_s: float,
     n: int,
     link_bytes_per_s: float,
-    latency_s: float,
+    latency_s: float = 0.0,
     candidates=None,
     call_latency_s: float = 0.0,
     nodes: int = 1,
     inter_latency_s=None,
+    protocol=None,
 ) -> float:
     """The bucket size with the least exposed communication (ties go to the larger bucket).
 
-    The latencies are those of :func:`dp_step` (ring all-reduce).
+    The latencies are those of :func:`dp_step` (ring all-reduce): the alpha-beta ones given, or with
+    ``protocol`` NCCL's for that protocol (``"auto"``: the one its model picks for each bucket).
 
     Explained in :ref:`collectives` > Hiding communication behind computation.
 
@@ -1405,8 +1469,8 @@ def best_bucket_bytes(
         Ranks (one GPU each) [-], 1 to ``MAX_RANKS``.
     link_bytes_per_s : float
         The bus bandwidth the all-reduce reaches [B/s], > 0.
-    latency_s : float
-        Alpha of a step inside a node [s], >= 0.
+    latency_s : float, optional
+        Alpha of a step inside a node [s], >= 0 (0 with ``protocol``).
     candidates : sequence of float or None, optional
         Bucket sizes to try [B], at most 1000; default 1 MiB to 1 GiB in powers of two.
     call_latency_s : float, optional
@@ -1415,6 +1479,8 @@ def best_bucket_bytes(
         Nodes the ``n`` ranks span [-], 1 to ``n``.
     inter_latency_s : float or None, optional
         Alpha of a step across the network [s] (None: ``latency_s``).
+    protocol : str or None, optional
+        None (the alpha-beta latencies) or one of ``DP_PROTOCOLS`` (NCCL's ring; see :func:`dp_step`).
 
     Returns
     -------
@@ -1442,8 +1508,8 @@ def best_bucket_bytes(
     cands = [c for c in cands if g / c <= MAX_BUCKETS]
     if not cands:
         raise ValueError(f"candidates must hold a bucket size >= grad_bytes / {MAX_BUCKETS}, got {candidates!r}")
-    scored = [(dp_step(g, c, backward_s, n, link_bytes_per_s, latency_s, "ring", call_latency_s, nodes, inter_latency_s).exposed_comm_s, -c)
-              for c in cands]
+    scored = [(dp_step(g, c, backward_s, n, link_bytes_per_s, latency_s, "ring", call_latency_s, nodes, inter_latency_s,
+                       protocol).exposed_comm_s, -c) for c in cands]
     best = min(scored, key=lambda x: (round(x[0], 15), x[1]))
     return -best[1]
 
@@ -1455,7 +1521,7 @@ def best_bucket_bytes(
 class CrossNodeAllReduce:
     """An all-reduce across nodes by NCCL's ring and tree, each node's NICs all in use.
 
-    ``ring_s``: NCCL's ring, one channel per NIC: each ring passes through the GPUs of a node on
+    ``ring_s``: NCCL's ring, at least one channel per NIC: each ring passes through the GPUs of a node on
     NVLink and leaves it through its own NIC, so the node's NICs all work at once. ``tree_s``:
     NCCL's tree: a chain inside each node, two complementary binary trees across the nodes (the
     double binary tree). ``single_nic_ring_s``: a ring whose every byte crosses ONE NIC per node
@@ -1543,16 +1609,17 @@ def cross_node_allreduce(
     With ``N = gpus_per_node * nodes`` ranks and ``B_node = nics_per_node * nic_bytes_per_s``:
 
     - ring: ``2(N-1)/N * S / min(B_intra, B_node)``: a node's traffic ``2(N-1)/N S`` leaves it
-      through all its NICs at once (one channel per NIC), and each GPU moves the same bytes on
+      through all its NICs at once (at least one channel per NIC), and each GPU moves the same bytes on
       NVLink. Latency: ``2(N-1)`` steps, ``2(nodes-1)`` of them across the network.
     - tree: ``max(2S / B_intra, f S / B_node)`` with ``f`` from
       :func:`tree_inter_node_bytes_factor` (1 at two nodes: half the ring's network bytes);
       latency ``2((g-1) alpha_intra + lg(nodes) alpha_inter)`` (NCCL's tuning model).
 
-    Latencies default to NCCL's (``NCCL_*_LATENCY_S``); every latency is paid once per call.
-    NCCL >= 2.2x also adds a per-step network overhead (``netOverhead``) to inter-node rings and
-    multiplies a large ring all-reduce's latency by 1.4 across nodes (tuning.cc, "plateau effect
-    of ring"); both are left out here. The tree's bandwidth term assumes point-to-point transfers
+    Latencies default to NCCL's ring LL constants (``NCCL_*_LATENCY_S``, the small-message
+    protocol); every latency is paid once per call. NCCL >= 2.18 also raises each intra-node step of
+    an inter-node ring to a network overhead (``netOverhead``) and multiplies a large Simple-protocol
+    ring all-reduce's latency by 1.4 across nodes (tuning.cc, "plateau effect of ring"); both are
+    left out here (:func:`nccl_ring_allreduce_time_s` has them). The tree's bandwidth term assumes point-to-point transfers
     (no NVLS-Tree, no CollNet/SHARP).
 
     Explained in :ref:`collectives` > Across nodes: rings and trees over every adapter.
@@ -1634,8 +1701,9 @@ class HierarchicalAllReduce:
 
     The flat ring and tree run over the same GPUs (:func:`cross_node_allreduce`). ``total_s``: the
     phases as three separate calls, one after another; ``pipelined_s``: the phases overlapped chunk
-    by chunk, so the slowest one sets the time (what NCCL's tree, NVLS-Tree and CollNet algorithms
-    do inside one call).
+    by chunk, so the slowest one sets the time (what NCCL's NVLS-Tree and CollNet algorithms do
+    inside one call; NCCL's tree is no such hierarchy: a chain inside each node, no intra-node
+    reduce-scatter, and beyond two nodes ``2 S`` per node across the network).
 
     Attributes
     ----------
@@ -1692,7 +1760,9 @@ def hierarchical_allreduce(
     over every NIC (``2(N-1)/N * S/g``, ``N = g m``). Done as three separate calls, one after
     another (``total_s``), it still loses to the flat ring (``speedup`` below 1) because the NVLink
     phases and the network phase do not overlap; pipelined chunk by chunk (``pipelined_s``, the
-    slowest phase: what NCCL's tree, NVLS-Tree and CollNet do) it beats the flat ring.
+    slowest phase: what NCCL's NVLS-Tree and CollNet do inside one call) it beats the flat ring.
+    NCCL's tree (``nccl_tree_s``) is not this hierarchy: it chains the GPUs of a node (no intra-node
+    reduce-scatter) and beyond two nodes sends ``2 S`` per node across the network.
 
     Explained in :ref:`collectives` > Across nodes: rings and trees over every adapter.
 
@@ -2186,6 +2256,20 @@ NCCL_TREE_CORRECTION = {
     "Simple": (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9),
 }
 NCCL_MODEL_OPS = ("all_reduce", "all_gather", "reduce_scatter")
+# Across nodes (same file, v2.28.9-1): hwLatencies[NET] [s], a step that crosses the network (NCCL uses the
+# tree's entry for the ring too when each node holds one rank).
+NCCL_NET_HW_LATENCY_S = {"tree": {"LL": 5.0e-6, "LL128": 8.5e-6, "Simple": 14.0e-6},
+                         "ring": {"LL": 2.7e-6, "LL128": 4.0e-6, "Simple": 14.0e-6}}
+# llMaxBws across nodes: NCCL takes that row by the host CPU, not the GPU; Intel x86 (and other non-AMD)
+# hosts: 39.0 GB/s on two nodes, 20.4 GB/s on more (AMD hosts: 22.5 and 19.0).
+NCCL_LL_MAX_BYTES_PER_S_TWO_NODES = 39.0e9
+NCCL_LL_MAX_BYTES_PER_S_MORE_NODES = 20.4e9
+# getNetOverhead: across nodes each intra-node ring step costs at least this (1 us on Intel x86 and non-x86
+# hosts, 2 us on AMD), three times it with Simple (NCCL 2.18 and later).
+NCCL_NET_OVERHEAD_S = 1.0e-6
+# The plateau factor starts at S / (channels x ranks) >= 64 B; the channel count only moves that threshold
+# (NCCL runs 16 to 32 channels on an 8-NIC H100/H200 node).
+NCCL_ASSUMED_CHANNELS = 16
 
 
 @dataclass(frozen=True)
@@ -2422,6 +2506,162 @@ def nccl_model_switch_bytes(op: str, n: int, link_bytes_per_s: float, protocols=
             out.append((float(b), *prev))
             lo = b
     return out
+
+
+def _ring_allreduce_protocol_terms(n: int, nodes: int, link: float, protocol: str, ll_max) -> tuple:
+    """``(latency [s] before the plateau factor, bus bandwidth [B/s])`` of NCCL's ring all-reduce, one protocol."""
+    steps = 2 * (n - 1)
+    inter = 2 * (nodes - 1)
+    overhead = 0.0 if nodes == 1 else NCCL_NET_OVERHEAD_S * (3 if protocol == "Simple" else 1)
+    intra = max(NCCL_NVLINK_HW_LATENCY_S["ring"][protocol], overhead)
+    net = NCCL_NET_HW_LATENCY_S["tree" if n == nodes else "ring"][protocol]
+    lat = NCCL_BASE_LATENCY_S["ring"][protocol] + (steps - inter) * intra + inter * net
+    bus = link * NCCL_RING_PROTOCOL_FACTOR[protocol]
+    if protocol == "LL":
+        if ll_max is None:
+            ll_max = (NCCL_LL_MAX_BYTES_PER_S_HOPPER if nodes == 1 else NCCL_LL_MAX_BYTES_PER_S_TWO_NODES if nodes == 2
+                      else NCCL_LL_MAX_BYTES_PER_S_MORE_NODES)
+        bus = min(bus, ll_max)
+    return lat, bus
+
+
+def nccl_ring_allreduce_time_s(
+    size_bytes: float,
+    n: int,
+    link_bytes_per_s: float,
+    protocol: str = "Simple",
+    nodes: int = 1,
+    ll_max_bytes_per_s=None,
+    channels: int = NCCL_ASSUMED_CHANNELS,
+) -> float:
+    """NCCL's estimate of one ring all-reduce with one protocol, on one node or across nodes.
+
+    Latency and bandwidth come from the SAME protocol (NVIDIA/nccl v2.28.9-1, src/graph/tuning.cc,
+    ``ncclTopoTuneModel`` and ``ncclTopoGetAlgoTime``). Latency: ``base + (2(n-1) - k) x
+    max(hw_NVLink, overhead) + k x hw_net`` with ``k = 2(nodes-1)`` steps across the network
+    (``NCCL_BASE_LATENCY_S``, ``NCCL_NVLINK_HW_LATENCY_S``, ``NCCL_NET_HW_LATENCY_S``; ``overhead``:
+    ``NCCL_NET_OVERHEAD_S`` across nodes, three times it for Simple); for Simple across nodes it is
+    multiplied by ``NCCL_RING_PLATEAU_FACTOR`` once ``S / (channels x n) >= 64`` B, and only then.
+    Bus bandwidth: the link's times the protocol's share (``NCCL_RING_PROTOCOL_FACTOR``: 0.5, 0.92,
+    1), LL's capped at ``llMaxBw`` (141 GB/s on one Hopper node; across nodes NCCL's figures for
+    Intel hosts, 39 GB/s on two nodes and 20.4 GB/s on more); algorithm bandwidth
+    ``bus x n / (2(n-1))``. On one node this is :func:`nccl_model_time_s` for the ring all-reduce.
+    Left out: NCCL's per-channel LL128 cap, the graph's extra network latency (0 on InfiniBand), the
+    tree, NVLS and CollNet.
+
+    Explained in :ref:`collectives` > Hiding communication behind computation.
+
+    Parameters
+    ----------
+    size_bytes : float
+        ``S``, the buffer all-reduced [B], >= 0.
+    n : int
+        Ranks [-], 1 to ``MAX_RANKS``.
+    link_bytes_per_s : float
+        The ring's bus bandwidth with the Simple protocol [B/s], > 0 (across nodes: the smaller of
+        NVLink and the node's adapters, as in :func:`cross_node_allreduce`).
+    protocol : str, optional
+        One of ``PROTOCOLS``.
+    nodes : int, optional
+        Nodes the ``n`` ranks span [-], 1 to ``n``.
+    ll_max_bytes_per_s : float or None, optional
+        LL's bus-bandwidth cap [B/s], > 0 (None: NCCL's for this node count, as above).
+    channels : int, optional
+        NCCL's channels [-], 1 to 1024: they only set where the plateau factor starts.
+
+    Returns
+    -------
+    float
+        Time [s]; 0 for one rank.
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
+    A 25 MiB bucket on 16 GPUs in two nodes, 400 GB/s bus bandwidth (us):
+
+    >>> [round(nccl_ring_allreduce_time_s(25 * 2**20, 16, 400e9, p, nodes=2) * 1e6, 1) for p in PROTOCOLS]
+    [1300.3, 208.8, 307.1]
+    """
+    s = _bytes("size_bytes", size_bytes)
+    k = _ranks(n)
+    m = _ranks(nodes, maximum=k, name="nodes")
+    b = _rate("link_bytes_per_s", link_bytes_per_s)
+    p = _check.choice("protocol", protocol, PROTOCOLS)
+    llmax = None if ll_max_bytes_per_s is None else _rate("ll_max_bytes_per_s", ll_max_bytes_per_s)
+    ch = _ranks(channels, maximum=1024, name="channels")
+    if k == 1:
+        return 0.0
+    lat, bus = _ring_allreduce_protocol_terms(k, m, b, p, llmax)
+    if p == "Simple" and m > 1 and s / (ch * k) >= 64:
+        lat *= NCCL_RING_PLATEAU_FACTOR
+    return lat + s / (bus * k / (2 * (k - 1)))
+
+
+def nccl_ring_allreduce_choice(
+    size_bytes: float,
+    n: int,
+    link_bytes_per_s: float,
+    nodes: int = 1,
+    protocols=PROTOCOLS,
+    ll_max_bytes_per_s=None,
+    channels: int = NCCL_ASSUMED_CHANNELS,
+) -> NcclChoice:
+    """The protocol NCCL's cost model picks for a ring all-reduce (``NCCL_ALGO=Ring``), on one node or across nodes.
+
+    The first strictly fastest of :func:`nccl_ring_allreduce_time_s` in NCCL's order (LL, LL128,
+    Simple), as ``ncclTopoGetAlgoInfo`` keeps it.
+
+    Explained in :ref:`collectives` > Hiding communication behind computation.
+
+    Parameters
+    ----------
+    size_bytes : float
+        ``S`` [B], >= 0.
+    n : int
+        Ranks [-], 2 to ``MAX_RANKS``.
+    link_bytes_per_s : float
+        The ring's Simple bus bandwidth [B/s], > 0.
+    nodes : int, optional
+        Nodes [-], 1 to ``n``.
+    protocols : sequence of str, optional
+        The enabled protocols, a non-empty subset of ``PROTOCOLS``.
+    ll_max_bytes_per_s : float or None, optional
+        LL's bus-bandwidth cap [B/s] (None: NCCL's for this node count).
+    channels : int, optional
+        NCCL's channels [-] (where the plateau factor starts).
+
+    Returns
+    -------
+    NcclChoice
+        ``"ring"``, the protocol and its time [s], and every candidate's time.
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
+    >>> [nccl_ring_allreduce_choice(s, 16, 400e9, nodes=2).protocol for s in (2**10, 2**20, 2**30)]
+    ['LL', 'LL128', 'Simple']
+    """
+    _ranks(n, minimum=2)
+    if isinstance(protocols, str) or not hasattr(protocols, "__iter__"):
+        raise ValueError(f"protocols must be a non-empty list drawn from {PROTOCOLS}, got {protocols!r}")
+    protos = [_check.choice("protocols", q, PROTOCOLS) for q in protocols]
+    if not protos:
+        raise ValueError(f"protocols must be a non-empty list drawn from {PROTOCOLS}, got {protocols!r}")
+    times = tuple(("ring", q, nccl_ring_allreduce_time_s(size_bytes, n, link_bytes_per_s, q, nodes, ll_max_bytes_per_s, channels))
+                  for q in PROTOCOLS if q in protos)
+    best = times[0]
+    for cand in times[1:]:
+        if cand[2] < best[2]:
+            best = cand
+    return NcclChoice(best[0], best[1], best[2], times)
 
 
 # --------------------------------------------------------------------------------------------

@@ -372,12 +372,13 @@ def ring_allreduce_calculator():
 # --------------------------------------------------------------------------------------------
 # 4. Data parallelism: bucketed all-reduce behind the backward pass
 # --------------------------------------------------------------------------------------------
-BUCKETS_MIB = (1, 4, 8, 16, 25, 32, 64, 256, 1024, 4096)
+BUCKETS_MIB = (1, 4, 8, 16, 25, 32, 64, 128, 256, 1024, 4096)
 
 
 def dp_summary(p: cm.DataParallelStep) -> str:
+    proto = f" (ring {p.protocol})" if p.protocol else ""
     return (
-        f"{plural(p.n_buckets, 'all-reduce')}, {fmt_time(p.total_comm_s)} of communication; "
+        f"{plural(p.n_buckets, 'all-reduce')}{proto}, {fmt_time(p.total_comm_s)} of communication; "
         f"exposed {fmt_time(p.exposed_comm_s)} ({percent(p.hidden_fraction)} hidden)"
     )
 
@@ -409,24 +410,28 @@ def dp_step_figure(
     backward_s: float,
     n: int,
     link_bytes_per_s=None,
-    latency_s: float = ASSUMED_STEP_LATENCY_S,
+    latency_s=None,
     buckets_mib=BUCKETS_MIB,
     links=None,
     call_latency_s: float = 0.0,
     nodes: int = 1,
     inter_latency_s=None,
+    protocol=None,
 ) -> go.Figure:
     """Static: gradients produced during backward and all-reduced bucket by bucket. The dropdown
     picks the bus bandwidth (``links``: label -> B/s; default ``link_bytes_per_s`` alone), the
     slider the bucket size; the red bar is the exposed communication. The latencies are those of
-    ``cm.dp_step``."""
+    ``cm.dp_step``: with ``protocol`` NCCL's for that protocol (``"auto"``: its model's choice per
+    bucket), else the alpha-beta ones (``latency_s`` None: ``ASSUMED_STEP_LATENCY_S``)."""
+    if latency_s is None:
+        latency_s = ASSUMED_STEP_LATENCY_S if protocol is None else 0.0
     if links is None:
         if link_bytes_per_s is None:
             raise ValueError("link_bytes_per_s or links must be given")
         links = {f"busbw {_gbps(link_bytes_per_s)}": link_bytes_per_s}
     links = dict(links)
     sizes = [b * MiB for b in buckets_mib]
-    lat = dict(call_latency_s=call_latency_s, nodes=nodes, inter_latency_s=inter_latency_s)
+    lat = dict(call_latency_s=call_latency_s, nodes=nodes, inter_latency_s=inter_latency_s, protocol=protocol)
     x_max = max(cm.dp_step(grad_bytes, s, backward_s, n, b, latency_s, **lat).finish_s for s in sizes for b in links.values())
 
     def frame(name, b):
@@ -444,8 +449,8 @@ def dp_step_figure(
 
 
 def dp_step_calculator():
-    """Live: parameters, gradient dtype, bucket, backward time, ranks, link -> exposed
-    communication of one data-parallel step."""
+    """Live: parameters, gradient dtype, bucket, backward time, ranks, nodes, bus bandwidth, NCCL protocol
+    (its model's choice per bucket, or one forced) -> exposed communication of one data-parallel step."""
     import ipywidgets as w
 
     controls = {
@@ -456,16 +461,15 @@ def dp_step_calculator():
         "n": w.IntText(value=16, description="ranks n"),
         "nodes": w.IntText(value=2, description="nodes"),
         "link_gb_per_s": w.FloatText(value=round(8 * cm.NETWORK_LINKS["InfiniBand NDR / 400 GbE RoCE"][0] / 1e9, 6), description="busbw [GB/s]"),
-        "latency_us": w.FloatText(value=round(cm.NCCL_NVLINK_STEP_LATENCY_S * 1e6, 6), description="alpha NVLink [µs]"),
-        "inter_latency_us": w.FloatText(value=round(cm.NCCL_NET_STEP_LATENCY_S * 1e6, 6), description="alpha net [µs]"),
-        "call_latency_us": w.FloatText(value=round(cm.NCCL_CALL_LATENCY_S * 1e6, 6), description="per call [µs]"),
+        # NCCL's ring, latency and bandwidth from one protocol (tuning.cc): its model's choice per bucket, or one forced
+        "protocol": w.Dropdown(options=[("NCCL's choice", "auto"), ("LL", "LL"), ("LL128", "LL128"), ("Simple", "Simple")],
+                               value="auto", description="protocol"),
     }
 
-    def compute(params_billion, grad_elem_bytes, bucket_mib, backward_ms, n, nodes, link_gb_per_s, latency_us, inter_latency_us, call_latency_us):
+    def compute(params_billion, grad_elem_bytes, bucket_mib, backward_ms, n, nodes, link_gb_per_s, protocol):
         g = _check.positive("params_billion", params_billion) * 1e9 * grad_elem_bytes
-        args = (g, bucket_mib * MiB, backward_ms * 1e-3, n, link_gb_per_s * 1e9, latency_us * 1e-6)
-        lat = dict(call_latency_s=_check.non_negative("call_latency_us", call_latency_us) * 1e-6, nodes=nodes,
-                   inter_latency_s=_check.non_negative("inter_latency_us", inter_latency_us) * 1e-6)
+        args = (g, bucket_mib * MiB, backward_ms * 1e-3, n, link_gb_per_s * 1e9, 0.0)
+        lat = dict(nodes=nodes, protocol=protocol)
         return (args, lat), cm.dp_step(*args, **lat)
 
     def show(r):
@@ -477,6 +481,7 @@ def dp_step_calculator():
         return table_html([
             ("gradient bytes", _size(args[0])),
             ("buckets", str(p.n_buckets)),
+            ("latency and bandwidth", f"NCCL's ring, {p.protocol} (tuning.cc)" if p.protocol else "one rank: none"),
             ("all-reduce per bucket", fmt_time(p.comm_per_bucket_s)),
             ("communication in all", fmt_time(p.total_comm_s)),
             ("exposed after backward", fmt_time(p.exposed_comm_s)),
@@ -485,8 +490,7 @@ def dp_step_calculator():
 
     return live_form(compute, controls, show, title="Data-parallel step: exposed communication",
                      names={"grad_bytes": "gradient bytes (params x gradient size)", "bucket_bytes": ("bucket_mib", MiB),
-                            "backward_s": ("backward_ms", 1e-3), "link_bytes_per_s": ("link_gb_per_s", 1e9),
-                            "latency_s": ("latency_us", 1e-6)})
+                            "backward_s": ("backward_ms", 1e-3), "link_bytes_per_s": ("link_gb_per_s", 1e9)})
 
 
 # --------------------------------------------------------------------------------------------
@@ -616,11 +620,11 @@ def check_ring_send_chunk(fn, max_ranks: int = 9) -> bool:
     return _verdict(True, f"every rank sends the right chunk at every step, for n = 2 to {max_ranks}")
 
 
-def check_best_bucket(answer_bytes, grad_bytes: float, backward_s: float, n: int, link_bytes_per_s: float, latency_s: float, candidates,
-                      call_latency_s: float = 0.0, nodes: int = 1, inter_latency_s=None) -> bool:
+def check_best_bucket(answer_bytes, grad_bytes: float, backward_s: float, n: int, link_bytes_per_s: float, latency_s: float = 0.0,
+                      candidates=None, call_latency_s: float = 0.0, nodes: int = 1, inter_latency_s=None, protocol=None) -> bool:
     """Is ``answer_bytes`` the bucket size among ``candidates`` with the least exposed
     communication (ties to the larger bucket), for these inputs (latencies as in ``cm.dp_step``)?"""
-    lat = dict(call_latency_s=call_latency_s, nodes=nodes, inter_latency_s=inter_latency_s)
+    lat = dict(call_latency_s=call_latency_s, nodes=nodes, inter_latency_s=inter_latency_s, protocol=protocol)
     best = cm.best_bucket_bytes(grad_bytes, backward_s, n, link_bytes_per_s, latency_s, candidates, **lat)
     try:
         mine = cm.dp_step(grad_bytes, answer_bytes, backward_s, n, link_bytes_per_s, latency_s, "ring", **lat)
