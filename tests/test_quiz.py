@@ -176,6 +176,11 @@ def test_serving_answers():
     # Llama 3 8B: 32 layers, 8 KV heads of 128 (Meta's config.json): 2 x 32 x 8 x 128 x 2 B = 128 KiB
     assert _number(q, "KV cache in bf16").value == 128
     assert _number(q, "in flight").value == 80
+    # the weights a batch-1 step reads, as the chapter counts them: Llama 3 8B's 8.03B parameters (Meta's model page)
+    # less its 128256 x 4096 embedding table (config.json), in bf16, over the H200 datasheet's 4.8 TB/s: 3.13 ms
+    step = _number(q, "how long does that step take")
+    assert step.value == pytest.approx((8.03e9 - 128256 * 4096) * 2 / 4.8e12 / 1e-3, rel=1e-9)
+    assert not step.accepts(8.03e9 * 2 / 4.8e12 / 1e-3), "all 8.03B parameters (the embedding table too) is not what a step reads"
 
 
 def test_quiz_rule_in_python_matches_the_data():

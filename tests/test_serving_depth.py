@@ -262,11 +262,14 @@ def test_speculative_costs_record_round_trip_and_speedups():
     back = spec.SpeculativeCosts.from_record(r.to_record())
     assert spec.verify_ratios(back)[0] == 1.0
     c = spec.draft_ratio(back, "small")
+    # c is the draft's decode step over the target's decode step, the ratio predicted_draft_ratio computes from the
+    # roofline, not over the target's (slower) 1-token extend pass
+    assert c == pytest.approx(back.drafts["small"].step_s[0] / back.decode_s[0])
     v = spec.verify_ratios(back)[1]
     out = spec.measured_speedups(back, (0.8,), "small")[0.8]
-    # over the plain decode step, the baseline a server runs (review r4 #11): c and v rescaled by extend(1) / decode
+    # over the plain decode step, the baseline a server runs (review r4 #11): v rescaled by extend(1) / decode
     scale = back.verify_s[0][0] / back.decode_s[0]
-    assert out["k"] == [2] and out["speedup"][0] == pytest.approx(sv.speculative_speedup(0.8, 2, c * scale, v * scale))
+    assert out["k"] == [2] and out["speedup"][0] == pytest.approx(sv.speculative_speedup(0.8, 2, c, v * scale))
     # rows need a catalog GPU (predictions from its datasheet); none for a CPU record
     assert spec.accuracy_rows(back, None, "CPU") == []
     rows = spec.accuracy_rows(back, "H200-SXM", "test")

@@ -16,9 +16,10 @@ measured, the acceptance rate is the reader's). ``v`` itself is also predicted f
 (:func:`widgets.models.serving.speculative_verify_time_s`: the linear layers at ``B (k + 1)``
 tokens, the weights and the cached keys and values read once), a prediction that fails if the
 extra tokens cost more than their FLOP, or if the implementation reads the weights more than once.
-``v`` and ``c`` are measured over the target's 1-token pass of the same (unfused) extend code;
-:func:`measured_speedups` re-expresses both over the target's real decode step (``decode_s``), the
-step plain decoding would run.
+``v`` is measured over the target's 1-token pass of the same (unfused) extend code, ``c`` over the
+target's plain decode step (``decode_s``, where recorded), the step the roofline's ``c`` divides by;
+:func:`measured_speedups` re-expresses ``v`` over that decode step too, the step plain decoding
+would run.
 
 Two drafts of the target's vocabulary: ``"mtp"``, one layer of the target's own shapes and its
 output head (the shape of DeepSeek-V3's multi-token-prediction module), and ``"small"``, two layers
@@ -235,10 +236,13 @@ def verify_ratios(costs, batch_index: int = 0) -> list:
 
 
 def draft_ratio(costs, draft: str = "mtp", batch_index: int = 0) -> Optional[float]:
-    """``c``: one step of ``draft`` over one single-token pass of the target, at ``batches[batch_index]``."""
+    """``c``: one decode step of ``draft`` over one decode step of the target (``decode_s``), at
+    ``batches[batch_index]``: the same ratio as :func:`predicted_draft_ratio`. A record without the
+    target's decode step falls back to its single-token extend pass (``verify_s[.][0]``)."""
     c = costs if isinstance(costs, SpeculativeCosts) else SpeculativeCosts.from_record(costs)
     d = c.drafts.get(draft)
-    base = c.verify_s[batch_index][0] if c.verify_tokens[0] == 1 else None
+    dec = c.decode_s[batch_index] if c.decode_s else None
+    base = dec if dec else (c.verify_s[batch_index][0] if c.verify_tokens[0] == 1 else None)
     if d is None or base is None or d.step_s[batch_index] is None:
         return None
     return d.step_s[batch_index] / base
@@ -248,8 +252,8 @@ def measured_speedups(costs, acceptance_rates, draft: str = "mtp", batch_index: 
     """For each acceptance rate, the speed-up at each measured draft length ``k = T - 1 >= 1``
     from the measured ``c`` and ``v(k)`` (calibrated), and the best ``k`` among them:
     ``{a: {"k": [...], "speedup": [...], "best_k": k, "best": s}}``. The baseline is the target's
-    plain decode step (``decode_s``, where recorded), not the slower 1-token extend pass: ``c`` and
-    ``v`` are both rescaled by that pass over the decode step."""
+    plain decode step (``decode_s``, where recorded), not the slower 1-token extend pass: ``c`` is
+    already over it (:func:`draft_ratio`), ``v`` is rescaled by that pass over the decode step."""
     from ..models import serving as sv
 
     c = costs if isinstance(costs, SpeculativeCosts) else SpeculativeCosts.from_record(costs)
@@ -258,7 +262,6 @@ def measured_speedups(costs, acceptance_rates, draft: str = "mtp", batch_index: 
     one, dec = c.verify_s[batch_index][0], (c.decode_s[batch_index] if c.decode_s else None)
     scale = one / dec if (one is not None and dec) else 1.0
     v = [None if x is None else x * scale for x in v]
-    cr = None if cr is None else cr * scale
     out = {}
     for a in acceptance_rates:
         ks, ss = [], []

@@ -14,7 +14,8 @@ def quiz() -> Quiz:
     g = hw.get_gpu("H200-SXM")
     m = llms.get_model("Llama-3-8B")
     kv = tf.kv_cache_bytes_per_token(m.layers, m.kv_heads, m.head_dim, 2)
-    step = sv.decode_step_time_s(tf.weight_bytes(m.params, 2), 0.0, g.hbm_bytes_per_s)
+    read = m.step_params(1)  # all but the embedding table, of which a batch-1 step gathers one row (as the chapter counts)
+    step = sv.decode_step_time_s(tf.weight_bytes(read, 2), 0.0, g.hbm_bytes_per_s)
     ctx = 8192
     budget = sv.memory_budget(m, g.name, context_tokens=ctx)
     rate, latency = 20.0, 4.0
@@ -35,10 +36,12 @@ def quiz() -> Quiz:
                 why="2 (key and value) x layers x KV heads x head dim x 2 bytes.",
             ),
             Number(
-                prompt=f"A decode step must read all the weights ({m.params / 1e9:.3g} B parameters in bf16). On an {g.name} "
-                f"({u.fmt_bytes_per_s(g.hbm_bytes_per_s)}), how long does a step at batch 1 take at least, in ms?",
+                prompt=f"A decode step of {m.name} at batch 1 reads all its weights but the embedding table, of which it gathers "
+                f"one row: {read / 1e9:.3g} B of its {m.params / 1e9:.3g} B parameters, in bf16. On an {g.name} "
+                f"({u.fmt_bytes_per_s(g.hbm_bytes_per_s)}), how long does that step take at least, in ms?",
                 value=step / u.MS, unit="ms", rel_tol=0.03,
-                why="Weight bytes / HBM bandwidth: at small batches decoding is a weight stream (section <em>The decode step</em>).",
+                why="Weight bytes read / HBM bandwidth: at small batches decoding is a weight stream (section <em>The decode "
+                "step</em>).",
             ),
             Number(
                 prompt=f"The book's memory budget for {m.name} in bf16 on one {g.name}: how many sequences of {ctx} tokens can its "
