@@ -1231,7 +1231,7 @@ def _bucket_cost(n, link_bytes_per_s, latency_s, algorithm, call_latency_s, node
     """A function of a bucket's bytes -> ``(its all-reduce time [s], NCCL's protocol or "")``.
 
     ``protocol=None``: the alpha-beta latencies given, at ``link_bytes_per_s``; otherwise NCCL's ring
-    with latency and bandwidth of the same protocol (``"auto"``: the one NCCL's model picks for that
+    with latency and bandwidth of the same protocol (``"auto"``: the one NCCL's model picks among the ring's protocols for that
     bucket), and the latencies given must be left at their defaults."""
     if protocol is None:
         k, b, fixed, factor = _allreduce_costs(n, link_bytes_per_s, latency_s, algorithm, call_latency_s, nodes, inter_latency_s)
@@ -1311,7 +1311,7 @@ def dp_step(
     protocol : str or None, optional
         None: the alpha-beta latencies above at ``link_bytes_per_s``. One of ``DP_PROTOCOLS``: NCCL's
         ring, each bucket costed by :func:`nccl_ring_allreduce_time_s` with latency and bandwidth of
-        that protocol (``"auto"``: the one NCCL's model picks for the bucket's size,
+        that protocol (``"auto"``: the one NCCL's model picks among the ring's protocols for the bucket's size, as with ``NCCL_ALGO=Ring``;
         :func:`nccl_ring_allreduce_choice`); ``link_bytes_per_s`` is then the Simple bus bandwidth and
         the three latencies must be left at their defaults.
 
@@ -1455,7 +1455,7 @@ def best_bucket_bytes(
     """The bucket size with the least exposed communication (ties go to the larger bucket).
 
     The latencies are those of :func:`dp_step` (ring all-reduce): the alpha-beta ones given, or with
-    ``protocol`` NCCL's for that protocol (``"auto"``: the one its model picks for each bucket).
+    ``protocol`` NCCL's for that protocol (``"auto"``: the one its model picks among the ring's protocols for each bucket).
 
     Explained in :ref:`collectives` > Hiding communication behind computation.
 
@@ -2613,7 +2613,11 @@ def nccl_ring_allreduce_choice(
     """The protocol NCCL's cost model picks for a ring all-reduce (``NCCL_ALGO=Ring``), on one node or across nodes.
 
     The first strictly fastest of :func:`nccl_ring_allreduce_time_s` in NCCL's order (LL, LL128,
-    Simple), as ``ncclTopoGetAlgoInfo`` keeps it.
+    Simple), as ``ncclTopoGetAlgoInfo`` keeps it. LL128 counts as enabled unless ``protocols`` leaves
+    it out: NCCL enables it on Hopper only when every GPU reaches its adapter and the other GPUs
+    directly (``PATH_PXN`` and ``PATH_NVB`` at most, as on an HGX node) and all GPUs are of one
+    compute capability; its per-channel bandwidth cap (``perChMaxRingLL128Bw``, 36.7 GB/s on Hopper)
+    is not modelled, which holds while ``channels`` x 36.7 GB/s exceeds 0.92 of ``link_bytes_per_s``.
 
     Explained in :ref:`collectives` > Hiding communication behind computation.
 

@@ -462,7 +462,7 @@ def dp_step_calculator():
         "nodes": w.IntText(value=2, description="nodes"),
         "link_gb_per_s": w.FloatText(value=round(8 * cm.NETWORK_LINKS["InfiniBand NDR / 400 GbE RoCE"][0] / 1e9, 6), description="busbw [GB/s]"),
         # NCCL's ring, latency and bandwidth from one protocol (tuning.cc): its model's choice per bucket, or one forced
-        "protocol": w.Dropdown(options=[("NCCL's choice", "auto"), ("LL", "LL"), ("LL128", "LL128"), ("Simple", "Simple")],
+        "protocol": w.Dropdown(options=[("NCCL's choice (ring)", "auto"), ("LL", "LL"), ("LL128", "LL128"), ("Simple", "Simple")],
                                value="auto", description="protocol"),
     }
 
