@@ -113,8 +113,12 @@ def test_published_figures(name, field, value):
         ("MI300X", "bf16", 1307.4e12),  # AMD data sheet, dense
         ("L4", "fp8", 242.5e12),  # L4 datasheet: 485 TFLOPS with sparsity
         ("T4", "fp16", 65e12),  # T4 datasheet: 65 TFLOPS mixed precision (Turing: no sparsity)
-        ("L40S", "fp8", 733e12),  # L40S datasheet: 1,466 TFLOPS with sparsity
-        ("L40S", "bf16", 366.5e12),  # 733 with sparsity
+        # NVIDIA L40S datasheet prints dense | sparse pairs: TF32 183 | 366*, BF16/FP16 362.05 | 733*, FP8 733 | 1,466*
+        # (the dense BF16 figure as printed, not 733/2 = 366.5).
+        ("L40S", "fp8", 733e12),
+        ("L40S", "bf16", 362.05e12),
+        ("L40S", "fp16", 362.05e12),
+        ("L40S", "tf32", 183e12),
         ("H100-PCIe", "bf16", 756.5e12),  # H100 datasheet (PCIe): 1,513 with sparsity
         ("H100-PCIe", "fp8", 1513e12),  # 3,026 with sparsity
         ("RTX-3090", "fp16", 71e12),  # GA102 whitepaper: 71 dense with FP32 accumulate (142 sparse)

@@ -36,7 +36,8 @@ def test_a100_fp32_peak():
 
 def test_h100_tensor_peaks_imply_1830_mhz():
     """H100 SXM datasheet: 989.4 TFLOPS dense BF16 (1979 sparse), 494.7 TF32, 1978.9 FP8; H100
-    whitepaper Table 3: 1830 MHz boost for tensor-core work; 4096 dense BF16 FLOP/clock/SM."""
+    whitepaper, SM section: 4096 dense BF16 FLOP/clock/SM. NVIDIA prints no clock for these peaks:
+    1830 MHz is the clock they imply (the catalog's derived datasheet_clock_hz)."""
     for dtype, rate, peak in (("bf16", 4096, 989.4e12), ("tf32", 2048, 494.7e12), ("fp8", 8192, 1978.9e12)):
         assert tc.FLOP_PER_CLOCK_PER_SM["H100-SXM"][dtype] == rate
         assert tc.implied_clock_hz(peak, 132, rate) == pytest.approx(1.83e9, rel=1e-3)
@@ -49,8 +50,9 @@ def test_h100_fp32_peak_implies_max_boost():
 
 
 def test_h100_pcie_tensor_clock():
-    """H100 PCIe: 756 TFLOPS dense FP16 on 114 SMs implies the 1620 MHz tensor clock of the H100
-    whitepaper's Table 3 (NVIDIA developer forum thread 244727 works it through)."""
+    """H100 PCIe: 756 TFLOPS dense FP16 on 114 SMs at 4096 FLOP/clock/SM implies a 1620 MHz tensor
+    clock (derived: the datasheet prints no clock; NVIDIA developer forum thread 244727 works the
+    SXM5 case through)."""
     assert tc.implied_clock_hz(756e12, 114, 4096) == pytest.approx(1.62e9, rel=2e-3)
 
 
@@ -61,6 +63,39 @@ def test_every_first_principles_peak_matches_the_catalog(gpu):
         c = tc.peak_check(gpu, dtype)
         assert c.ratio == pytest.approx(1.0, abs=0.015), (gpu, dtype, c)
         assert c.catalog_flop_per_s == get_gpu(gpu).peak(dtype)
+
+
+def test_a_rebuild_from_an_input_derived_from_the_peak_says_by_construction():
+    """The catalog's own source notes: the H100/H200 (1830 MHz) and H100 PCIe (1620 MHz) tensor clocks are
+    derived from the datasheet peaks (NVIDIA prints no clock); the L4's SM count comes from its FP32 peak
+    and its tensor rates from its tensor peaks; the A10G's tensor rates from its peaks; the L40S's boost
+    clock from its FP32 peak and its TF32/FP8 rates from those peaks. Those rebuilds check nothing."""
+    derived = {"H100-SXM": {"tf32", "bf16", "fp16", "fp8"}, "H200-SXM": {"tf32", "bf16", "fp16", "fp8"},
+               "H100-PCIe": {"tf32", "bf16", "fp16", "fp8"}, "L4": {"fp32", "tf32", "bf16", "fp16", "fp8"},
+               "A10G": {"tf32", "bf16", "fp16"}, "L40S": {"fp32", "tf32", "fp8"}}
+    for gpu, rates in tc.FLOP_PER_CLOCK_PER_SM.items():
+        for dtype in rates:
+            c = tc.peak_check(gpu, dtype)
+            if dtype in derived.get(gpu, ()):
+                assert c.by_construction and c.agreement == "consistent by construction", (gpu, dtype)
+            else:  # SMs, clock and per-SM rate published apart from the peak: a real check
+                assert c.by_construction == "" and c.agreement != "consistent by construction", (gpu, dtype)
+    # every dtype the catalog names as derived is one of the GPU's peaks (a typo would silently mark nothing)
+    for gpu in derived:
+        assert set(tc._derived_from_peaks(get_gpu(gpu))) == derived[gpu]
+
+
+def test_l40s_bf16_rebuild_differs_from_the_printed_dense_figure():
+    """NVIDIA L40S datasheet: BF16/FP16 362.05 | 733* TFLOPS (dense | sparse) and FP8 733 | 1,466*; 142 SMs x
+    2520 MHz x 1024 FLOP/clock/SM (half the FP8 rate) = 366.4 TFLOPS: 1.2% above the printed figure."""
+    c = tc.peak_check("L40S", "bf16")
+    assert c.catalog_flop_per_s == 362.05e12 and c.by_construction == ""
+    assert c.ratio == pytest.approx(142 * 2.52e9 * 1024 / 362.05e12) and c.agreement == "differs by +1.2%"
+    assert tc.peak_check("A100-SXM-80GB", "bf16").agreement == "match"  # 108 x 1410 MHz x 2048 = 312 TFLOPS
+    from widgets.ui import tensor_cores as ui
+
+    table = ui.peak_table()  # the chapter's table shows each verdict, the derived input on hover
+    assert "differs by +1.2%" in table and "consistent by construction" in table and "title=" in table
 
 
 def test_mi300x_bf16_peak():

@@ -538,6 +538,8 @@ _CATALOG = {
                 "datasheet_clock_hz": "derived, not printed: the H100 datasheet gives peaks but no clocks, so the clock its "
                 "tensor-core peaks assume is peak / (SMs x FLOP/clk/SM) = 989.4 TFLOPS / (132 x 4096) = 1830 MHz (exact); "
                 "glennklockwood.com/garden/processors/h100 repeats 1.83 GHz (low precision), 1.98 GHz (high precision)",
+                "derived_from_peaks": "tf32, bf16, fp16, fp8: the tensor-core clock (datasheet_clock_hz, 1830 MHz) was "
+                "derived from these peaks, so SMs x clock x FLOP/clk/SM gives them back by construction",
                 "interconnect_links": _NV_HOPPER_WP + ": 18 fourth-generation NVLink links, 25 GB/s per direction each",
                 "pcie_gen": "NVIDIA H100 datasheet: PCIe Gen5 x16",
                 "peak_flop_per_s": _NV_H100_SRC + ": FP32 67, TF32 989/2, BF16 1979/2, FP16 1979/2, FP8 3958/2 TFLOPS",
@@ -585,6 +587,8 @@ _CATALOG = {
                 "clock per SM, FP8 twice that, TF32 half; 128 FP32 lanes (256 FLOP)",
                 "datasheet_clock_hz": "same peaks as the H100 SXM at the same SM count, so the same derived clock: "
                 "989.4 TFLOPS / (132 x 4096 FLOP/clk) = 1830 MHz (the datasheet prints no clock)",
+                "derived_from_peaks": "tf32, bf16, fp16, fp8: the tensor-core clock (datasheet_clock_hz, 1830 MHz) was "
+                "derived from these peaks, so SMs x clock x FLOP/clk/SM gives them back by construction",
                 "interconnect_links": "NVIDIA H200 datasheet: NVLink 900 GB/s, the H100 SXM5's 18 fourth-generation links",
                 "pcie_gen": "NVIDIA H200 datasheet: PCIe Gen5 128 GB/s (bidirectional, x16)",
                 "peak_flop_per_s": _NV_H200_SRC + ": FP32 67, TF32 989/2, BF16 1979/2, FP16 1979/2, FP8 3958/2 TFLOPS",
@@ -738,6 +742,9 @@ _CATALOG = {
                 "interconnect_bytes_per_s": "no NVLink on L4",
                 "host_bytes_per_s": "NVIDIA L4 datasheet: PCIe Gen4 x16, 32 GB/s per direction (31.5 after 128b/130b coding, rounded)",
                 "tdp_w": "NVIDIA L4 datasheet: 72 W",
+                "derived_from_peaks": "fp32, tf32, bf16, fp16, fp8: the SM count was derived from the FP32 peak and the "
+                "per-SM tensor rates from the tensor peaks at 58 SMs x 2040 MHz, so SMs x clock x FLOP/clk/SM gives them "
+                "back by construction (to the rounding of the printed figures)",
             },
         ),
         GPU(
@@ -861,6 +868,9 @@ _CATALOG = {
                 "flop_per_clock_per_sm": "GA10x SM (GA102 whitepaper): 4 tensor cores; at the A10G's published peaks, 512 dense "
                 "FP16/BF16 FLOP per clock per SM with FP32 accumulation, TF32 half; 128 FP32 lanes = 256 FLOP",
                 "pcie_gen": "AWS EC2 G5: PCIe Gen4",
+                "derived_from_peaks": "tf32, bf16, fp16: the per-SM tensor rates were inferred from these peaks at 80 SMs x "
+                "1710 MHz (no NVIDIA document gives an A10G per-SM rate), so SMs x clock x FLOP/clk/SM gives them back by "
+                "construction",
             },
             notes="AWS-only variant of the A10 (GA102); NVIDIA publishes no datasheet for it, so its figures are "
             "third-party tabulations checked against SMs x clock x per-SM rate.",
@@ -876,7 +886,7 @@ _CATALOG = {
             l2_bytes=96 * MiB,
             smem_per_sm_bytes=100 * KiB,
             registers_per_sm_bytes=256 * KiB,
-            peak_flop_per_s={"fp32": 91.6e12, "tf32": 183e12, "bf16": 366.5e12, "fp16": 366.5e12, "fp8": 733e12},
+            peak_flop_per_s={"fp32": 91.6e12, "tf32": 183e12, "bf16": 362.05e12, "fp16": 362.05e12, "fp8": 733e12},
             interconnect_bytes_per_s=None,
             host_bytes_per_s=32e9,
             tdp_w=350,
@@ -886,8 +896,11 @@ _CATALOG = {
             pcie_gen=4,
             pcie_lanes=16,
             sources={
-                "peak_flop_per_s": "NVIDIA L40S datasheet, dense = sparse/2 (it prints the sparse figures): FP32 91.6, TF32 366/2, "
-                "BF16/FP16 733/2, FP8 1466/2 TFLOPS",
+                "peak_flop_per_s": "NVIDIA L40S datasheet, the dense figures as printed (it prints dense | sparse pairs, "
+                "'* with sparsity'): FP32 91.6, TF32 183 | 366*, BF16 and FP16 362.05 | 733*, FP8 733 | 1,466* TFLOPS. The "
+                "BF16/FP16 dense figure is not half the sparse one (366.5) and is 1.2% below 142 SMs x 2520 MHz x 1024 "
+                "FLOP/clk = 366.4 TFLOPS; stored as printed (the L40/L40S table as reproduced at "
+                "mullet.se/product.html?product_id=355414)",
                 "hbm_bytes": "NVIDIA L40S datasheet: 48 GB GDDR6 with ECC (device memory, not HBM), stored as 48 GiB",
                 "usable_memory_bytes": "torch.cuda.get_device_properties on an L40S (public blog log): total_memory=45589MB (MiB)",
                 "hbm_bytes_per_s": "NVIDIA L40S datasheet: 864 GB/s",
@@ -901,8 +914,12 @@ _CATALOG = {
                 "128b/130b coding, rounded)",
                 "tdp_w": "NVIDIA L40S datasheet: 350 W maximum power",
                 "flop_per_clock_per_sm": "Ada SM (NVIDIA Ada whitepaper: 4 fourth-generation tensor cores, 128 FP32 lanes) at "
-                "full-rate FP32 accumulation, as the datasheet's dense peaks at 142 SMs x 2520 MHz give: TF32 512, FP16/BF16 1024, "
-                "FP8 2048 FLOP per clock per SM (142 x 1024 x 2520 MHz = 366.4 TFLOPS)",
+                "full-rate FP32 accumulation, inferred from the datasheet's dense TF32 and FP8 peaks at 142 SMs x 2520 MHz: "
+                "TF32 512, FP8 2048 FLOP per clock per SM (142 x 2048 x 2520 MHz = 733.0 TFLOPS); FP16/BF16 half the FP8 "
+                "rate, 1024, as on every Ada SM (142 x 1024 x 2520 MHz = 366.4 TFLOPS, 1.2% above the printed 362.05)",
+                "derived_from_peaks": "fp32, tf32, fp8: the boost clock was derived from the FP32 peak and the TF32 and FP8 "
+                "per-SM rates from those peaks at 142 SMs x 2520 MHz, so SMs x clock x FLOP/clk/SM gives them back by "
+                "construction; the BF16/FP16 rate is not taken from its own peak",
                 "pcie_gen": "NVIDIA L40S datasheet: PCIe Gen4 x16",
             },
         ),
@@ -949,6 +966,8 @@ _CATALOG = {
                 "datasheet_clock_hz": "derived, not printed (the datasheet gives no clocks): the clock the PCIe board's "
                 "tensor-core peaks assume, 756.5 TFLOPS / (114 x 4096 FLOP/clk) = 1620 MHz (exact); the FP32 peak at "
                 "the maximum boost",
+                "derived_from_peaks": "tf32, bf16, fp16, fp8: the tensor-core clock (datasheet_clock_hz, 1620 MHz) was "
+                "derived from these peaks, so SMs x clock x FLOP/clk/SM gives them back by construction",
                 "interconnect_links": "NVIDIA H100 datasheet (PCIe): NVLink 600 GB/s over the bridges = 12 fourth-generation "
                 "links of 25 GB/s per direction (the SXM entry's arithmetic: 18 links for 900 GB/s)",
                 "pcie_gen": "NVIDIA H100 datasheet (PCIe): PCIe Gen5 x16",

@@ -14,9 +14,12 @@ Sources of the per-SM rates (dense, FP32 accumulation):
   Table 1.
 - H100/H200 (sm_90): twice the A100 SM clock for clock (4096 dense FP16/BF16 FLOP per clock per SM),
   FP8 twice FP16, TF32 half; 128 FP32 lanes per SM. NVIDIA H100 Tensor Core GPU Architecture
-  whitepaper (2022), SM section and Table 3, which also gives the boost clock that the tensor-core
-  peaks assume (1830 MHz on the SXM5 board, 1620 MHz on the PCIe board) below the 1980 MHz maximum
-  boost that the FP32 peak assumes.
+  whitepaper (2022), SM section. No NVIDIA document prints the clock the tensor-core peaks assume:
+  1830 MHz on the SXM5 board and 1620 MHz on the PCIe board are derived from the datasheet peaks
+  (989.4 TFLOP/s / (132 x 4096) and 756.5 TFLOP/s / (114 x 4096); the catalog's
+  ``datasheet_clock_hz``), below the 1980 MHz maximum boost, the commonly reported figure (the
+  datasheet prints no clock), that the FP32 peak assumes. A peak rebuilt from a clock derived from
+  it gives it back by construction (:attr:`PeakCheck.by_construction`).
 - Ada (sm_89): NVIDIA Ada GPU Architecture whitepaper, Appendix A (RTX 4090: 512 FP16 FLOP per clock
   per SM with FP32 accumulation, the GeForce half rate) and the L4 datasheet (full rate, 1024).
 - MI300X (gfx942): AMD CDNA 3 architecture white paper, peak FLOP per clock per CU.
@@ -41,9 +44,9 @@ from . import _check
 # publishes per-SM rates.
 FLOP_PER_CLOCK_PER_SM = {g.name: dict(g.flop_per_clock_per_sm) for g in gpus() if g.flop_per_clock_per_sm}
 
-# The clock each datasheet figure assumes [Hz], where the vendor publishes it separately from the
-# maximum boost clock (the catalog's ``GPU.datasheet_clock_hz``). H100/H200 SXM: tensor-core peaks
-# at 1830 MHz (H100 whitepaper, Table 3), the FP32 (non-tensor) peak at the 1980 MHz maximum boost.
+# The clock each datasheet figure assumes [Hz], where it differs from the maximum boost clock (the
+# catalog's ``GPU.datasheet_clock_hz``). H100/H200 SXM: tensor-core peaks at 1830 MHz (derived from
+# those peaks: NVIDIA prints no clock), the FP32 (non-tensor) peak at the 1980 MHz maximum boost.
 DATASHEET_CLOCK_HZ = {
     name: {d: g.clock_for(d) for d in rates}
     for name, rates in FLOP_PER_CLOCK_PER_SM.items()
@@ -246,6 +249,10 @@ class PeakCheck:
         ``peak_flop_per_s / catalog_flop_per_s`` [-].
     implied_clock_hz : float
         The clock the catalog figure implies at this per-SM rate [Hz].
+    by_construction : str
+        Why the rebuilt peak equals the catalog's by construction (one of SMs, clock or per-SM rate
+        was derived from this very peak: the catalog's ``sources["derived_from_peaks"]``), or ``""``
+        where the three inputs are published separately and the rebuild is a check.
     """
 
     gpu: str
@@ -257,13 +264,39 @@ class PeakCheck:
     catalog_flop_per_s: float
     ratio: float  # first principles / catalog
     implied_clock_hz: float  # the clock the catalog figure implies at this per-SM rate
+    by_construction: str = ""  # why the rebuild equals the catalog by construction; "" for a real check
+
+    @property
+    def agreement(self) -> str:
+        """``"consistent by construction"``, ``"match"`` (within ``PEAK_MATCH_REL``, the rounding of
+        printed figures) or ``"differs by +1.2%"`` (first principles against the catalog)."""
+        if self.by_construction:
+            return "consistent by construction"
+        if abs(self.ratio - 1) <= PEAK_MATCH_REL:
+            return "match"
+        return f"differs by {self.ratio - 1:+.1%}"
+
+
+# Printed peaks carry two to four significant digits (the T4's FP32 "8.1 TFLOPS" is 0.5% below
+# 40 x 1590 MHz x 128): a rebuild within 1% of the printed figure matches it.
+PEAK_MATCH_REL = 0.01
+
+
+def _derived_from_peaks(g) -> dict:
+    """{dtype: why} for the peaks of ``g`` that one of its SMs, clock or per-SM rate was derived from
+    (the catalog's ``sources["derived_from_peaks"]``: ``"fp32, tf32: why"``); {} where none was."""
+    text = g.sources.get("derived_from_peaks", "")
+    head, _, why = text.partition(": ")
+    return {d.strip(): why for d in head.split(",") if d.strip()} if why else {}
 
 
 def peak_check(gpu, dtype: str) -> PeakCheck:
     """Rebuild a catalog GPU's dense peak from first principles and compare it with the catalog.
 
-    The clock is the datasheet clock for that figure where the vendor publishes one
-    (``DATASHEET_CLOCK_HZ``), else the boost clock.
+    The clock is the catalog's datasheet clock for that figure where it has one
+    (``DATASHEET_CLOCK_HZ``; on the H100/H200 derived from the peak itself, as NVIDIA prints none),
+    else the boost clock. Where an input was derived from the peak, the rebuild gives the peak back
+    by construction and checks nothing (``PeakCheck.by_construction``, ``PeakCheck.agreement``).
 
     Explained in :ref:`tensor_cores` > Calculator: the peak.
 
@@ -277,8 +310,8 @@ def peak_check(gpu, dtype: str) -> PeakCheck:
     Returns
     -------
     PeakCheck
-        SMs, clock and per-SM rate, the rebuilt peak, the catalog's figure, their ratio and the
-        clock the catalog figure implies.
+        SMs, clock and per-SM rate, the rebuilt peak, the catalog's figure, their ratio, the
+        clock the catalog figure implies, and why the two agree by construction (if they do).
 
     Raises
     ------
@@ -288,8 +321,10 @@ def peak_check(gpu, dtype: str) -> PeakCheck:
     Examples
     --------
     >>> c = peak_check("H200-SXM", "bf16")
-    >>> round(c.peak_flop_per_s / 1e12, 1), round(c.ratio, 3)
-    (989.4, 1.0)
+    >>> round(c.peak_flop_per_s / 1e12, 1), round(c.ratio, 3), c.agreement
+    (989.4, 1.0, 'consistent by construction')
+    >>> peak_check("A100-SXM-80GB", "bf16").agreement
+    'match'
     """
     try:
         g = get_gpu(gpu)
@@ -307,7 +342,8 @@ def peak_check(gpu, dtype: str) -> PeakCheck:
     peak = peak_flop_per_s(g.sms, clock, rates[d])
     catalog = g.peak(d)
     return PeakCheck(
-        g.name, d, g.sms, clock, rates[d], peak, catalog, peak / catalog, implied_clock_hz(catalog, g.sms, rates[d])
+        g.name, d, g.sms, clock, rates[d], peak, catalog, peak / catalog, implied_clock_hz(catalog, g.sms, rates[d]),
+        _derived_from_peaks(g).get(d, ""),
     )
 
 
@@ -1187,7 +1223,9 @@ class Accumulator:
 ACCUMULATORS = {
     # Hopper fp8 wgmma keeps partial sums in about 14 bits (DeepSeek-V3 Technical Report,
     # Sec. 3.3, "Increasing Accumulation Precision": "limited to retaining around 14 bits", measured
-    # on H800 with K = 4096). cuBLAS's use_fast_accum=True leaves the whole K loop there.
+    # on H800 with K = 4096). torch._scaled_mm(use_fast_accum=True) sets cuBLASLt's
+    # CUBLASLT_MATMUL_DESC_FAST_ACCUM, whose precision NVIDIA does not document; the model takes it to
+    # leave the whole K loop there (an assumption).
     ("fp8", True): Accumulator(
         "Hopper fp8, fast accumulation", 14, None, False,
         "DeepSeek-V3 report, Sec. 3.3 (Increasing Accumulation Precision): ~14 bits retained (measured on H800)",

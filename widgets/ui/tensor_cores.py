@@ -8,6 +8,8 @@ plots of recorded measurements and the exercise checks live here too.
 
 from __future__ import annotations
 
+import html
+
 import numpy as np
 import plotly.graph_objects as go
 
@@ -557,15 +559,18 @@ def check_format_max(dtype: str, answer) -> bool:
 
 
 def peak_table(gpus=PEAK_GPUS) -> str:
-    """Every catalog peak rebuilt from SMs x clock x FLOP/clock/SM, with the clock it implies (HTML)."""
+    """Every catalog peak rebuilt from SMs x clock x FLOP/clock/SM, with the clock it implies and whether
+    the rebuild is a check or holds by construction (an input derived from that peak) (HTML)."""
     rows = []
     for g in gpus:
         for d in PEAK_DTYPES:
             if d in tc.FLOP_PER_CLOCK_PER_SM.get(g, {}):
                 c = tc.peak_check(g, d)
                 rows.append([g, d, c.sms, c.flop_per_clock_per_sm, f"{c.clock_hz / 1e6:.0f} MHz", fmt_flop_per_s(c.peak_flop_per_s, 4),
-                             fmt_flop_per_s(c.catalog_flop_per_s, 4), f"{c.implied_clock_hz / 1e6:.0f} MHz"])
-    return html_table(["GPU", "dtype", "SMs", "FLOP/clock/SM", "clock", "first principles", "catalog", "clock the catalog implies"], rows)
+                             fmt_flop_per_s(c.catalog_flop_per_s, 4), f"{c.implied_clock_hz / 1e6:.0f} MHz",
+                             f'<span title="{html.escape(c.by_construction)}">{c.agreement}</span>' if c.by_construction else c.agreement])
+    return html_table(["GPU", "dtype", "SMs", "FLOP/clock/SM", "clock", "first principles", "catalog", "clock the catalog implies",
+                       "agreement"], rows)
 
 
 def check_mma_clocks(clocks, warps, gpu: str = "A100-SXM-80GB", dtype: str = "bf16") -> bool:
