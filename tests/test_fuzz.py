@@ -87,6 +87,7 @@ VALID: dict[str, dict] = {
     "memory_hierarchy.bank_loads": dict(stride_elems=1),
     "memory_hierarchy.sector_usage": dict(stride_elems=1),
     "memory_hierarchy.smem_bytes_per_s": dict(sms=132, clock_hz=1.98e9),
+    "memory_hierarchy.pcie_encoded_bytes_per_s": dict(raw_bytes_per_s=64e9, pcie_gen=5),
     "memory_hierarchy.tiled_matmul_hbm_bytes": dict(m=1024, n=1024, k=1024, tile=128),
     "memory_hierarchy.working_set_bytes_per_s": dict(
         ws_bytes=1e6, cache_bytes=50 * 2**20, cache_bytes_per_s=10e12, mem_bytes_per_s=4.8e12),

@@ -340,6 +340,30 @@ def test_measured_gemm_rate_is_the_best_bf16_row():
     assert ui.measured_gemm_flop_per_s(rec) == 8e14
     assert ui.measured_gemm_flop_per_s(rec, "fp32") is None
     assert ui.measured_gemm_flop_per_s({"results": {}}) is None
+    # a faster GEMM on all-zero operands is not a ceiling for real data: left out (review finding 1)
+    rec["results"]["throughput"].append({"dtype": "bf16", "data": "zeros", "flop_per_s": 9e14})
+    assert ui.measured_gemm_flop_per_s(rec) == 8e14
+
+
+def test_measured_ceiling_takes_random_operands_only():
+    """Review finding 1: the H200 record's fastest bf16 GEMM ran on all-zero operands (866.6 TFLOP/s,
+    widgets/data/h200/tensor_cores.json, row "data": "zeros"); on random operands the same n = 8192 GEMM
+    ran at 767.6 TFLOP/s, 78 % of the 989.4 TFLOP/s dense peak (NVIDIA H200 datasheet)."""
+    from widgets import book
+    from widgets.models import memory_hierarchy_records as an
+
+    tc, mhr = book.reference("tensor_cores"), book.reference("memory_hierarchy")
+    bf16 = [r for r in tc["results"]["throughput"] if r["dtype"] == "bf16"]
+    zeros = max(r["flop_per_s"] for r in bf16 if r.get("data") == "zeros")
+    best = an.measured_gemm_flop_per_s(tc)
+    assert best < zeros  # the record still holds the faster zero-operand row; it is not taken
+    assert best == max(r["flop_per_s"] for r in bf16 if r.get("data", "randn") == "randn")
+    assert best == pytest.approx(767.6e12, rel=1e-3) and best / 989.4e12 == pytest.approx(0.776, abs=0.005)
+    copy = an.bandwidths(mhr)["Triton copy (read + write)"]
+    assert an.measured_ridge(tc, mhr) == pytest.approx(best / copy)
+    assert an.measured_ridge(tc, mhr) < 989.4e12 / 4.8e12  # the GEMM lost more than the copy: the ridge moved down
+    read = an.bandwidths(mhr)["Triton read (reduction)"]
+    assert an.measured_ridge(tc, mhr, kernel="Triton read (reduction)") == pytest.approx(best / read)
 
 
 def test_topic_results_read_depth_fields(ref):

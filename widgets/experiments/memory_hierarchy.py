@@ -325,8 +325,8 @@ class StridedPoint(harness.Result):
     stride_elems: int
     n_elems: int
     time_s: float  # median of the repeats
-    sector_model_time_s: float  # calibrated: 32-byte sectors at this run's stride-1 bandwidth
-    granule64_model_time_s: float  # calibrated: DRAM moves pairs of sectors (64 B, the granule counted by ncu), same bandwidth
+    sector_model_time_s: float  # fit at stride 1: 32-byte sectors at this run's own stride-1 bandwidth
+    granule64_model_time_s: float  # fit: DRAM moves pairs of sectors (64 B, the granule ncu counted on this kernel), same bandwidth
     block: int = 0  # launch configuration used (the best for stride 1)
     num_warps: int = 0
     time_min_s: float = 0.0
@@ -366,10 +366,12 @@ def measure_strided_access(
 ) -> StridedAccess:
     """Read ``n_elems`` floats with each lane stride and time each (median and spread of repeats).
 
-    The points carry the *calibrated* sector model (bandwidth: this kernel's stride-1 run, in its
-    best launch configuration) and the 64-byte-granule model (*calibrated*: the granule from the
-    Nsight Compute counters of this kernel's DRAM bytes, not from its times); the chapter's *prediction* uses the
-    datasheet bandwidth instead (``widgets.models.memory_hierarchy_records.strided_points``).
+    The points carry the sector model *fit at stride 1* (bandwidth: this kernel's own stride-1 run,
+    in its best launch configuration, so stride 1 matches by construction) and the 64-byte-granule
+    model (a *fit*: the granule from the Nsight Compute counters of this kernel's DRAM bytes at
+    these strides, the same bandwidth); the chapter's *prediction* uses the datasheet bandwidth
+    instead, its *calibrated* model experiment 1's Triton read
+    (``widgets.models.memory_hierarchy_records.strided_points``).
     """
     strides = [int(s) for s in strides]
     if not strides or min(strides) < 1:
@@ -395,7 +397,7 @@ def measure_strided_access(
             lambda: strided_read_kernel[grid](src, partial, m, stride, BLOCK=block, num_warps=warps), repeat=repeat
         )
 
-    # The calibrated model's bandwidth here: the same kernel's best contiguous (stride-1) read over
+    # The model's bandwidth here (a fit at stride 1): the same kernel's best contiguous (stride-1) read over
     # a few launch configurations; that configuration is then used for every stride. (The chapter
     # calibrates on experiment 1's Triton read instead; see ``memory_hierarchy_records``.)
     n_of[1] = n_of.get(1, n)

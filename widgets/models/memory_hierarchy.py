@@ -904,6 +904,47 @@ def smem_bytes_per_s(sms: int, clock_hz: float) -> float:
     return SMEM_BANKS * SMEM_BANK_BYTES * n * f
 
 
+# PCIe line coding: generations 1 and 2 send 10 bits per byte (8b/10b), generations 3 to 5 130 bits
+# per 128 (128b/130b) (PCI Express Base Specification 3.0, section 4.2.2; unchanged in 4.0 and 5.0).
+PCIE_ENCODING_EFFICIENCY = {1: 8 / 10, 2: 8 / 10, 3: 128 / 130, 4: 128 / 130, 5: 128 / 130}
+
+
+def pcie_encoded_bytes_per_s(raw_bytes_per_s: float, pcie_gen: int) -> float:
+    """The data rate of a PCIe link after its line coding, from the raw rate (transfers x lanes / 8).
+
+    The catalog's ``host_bytes_per_s`` is the raw rate per direction (64 GB/s for PCIe 5.0 x16);
+    the line code takes its share before any packet overhead (TLP headers, flow control), which
+    this function does not count.
+
+    Explained in :ref:`memory_hierarchy` > The hierarchy, level by level.
+
+    Parameters
+    ----------
+    raw_bytes_per_s : float
+        Raw link rate per direction [B/s], > 0.
+    pcie_gen : int
+        PCIe generation [-], 1 to 5 (PCIe 6.0's FLIT mode codes differently and is not modelled).
+
+    Returns
+    -------
+    float
+        Rate after the line coding [B/s].
+
+    Raises
+    ------
+    ValueError
+        If ``raw_bytes_per_s`` is not positive or ``pcie_gen`` is not 1 to 5.
+
+    Examples
+    --------
+    >>> round(pcie_encoded_bytes_per_s(64e9, 5) / 1e9, 1)  # PCIe 5.0 x16
+    63.0
+    """
+    raw = _quantity("raw_bytes_per_s", raw_bytes_per_s)
+    gen = _int("pcie_gen", pcie_gen, minimum=1, maximum=5)
+    return raw * PCIE_ENCODING_EFFICIENCY[gen]
+
+
 # --------------------------------------------------------------------------------------------
 # Tiling
 # --------------------------------------------------------------------------------------------

@@ -9,10 +9,11 @@ Labels follow the book's rule (``widgets.accuracy``):
 
 - **prediction**: the model's inputs are datasheet figures (the HBM bandwidth of the catalog),
   independent of what is measured;
-- **calibrated**: the strided-read model at the bandwidth experiment 1's Triton read reached
-  (``triton_read_bytes_per_s``, a different, named micro-benchmark), with 32-byte sectors, or with
-  the 64-byte DRAM granule that the Nsight Compute counter run measured
-  (``memory_hierarchy_ncu.json``, see ``ncu_granule_bytes``).
+- **calibrated**: the strided-read model with 32-byte sectors at the bandwidth experiment 1's
+  Triton read reached (``triton_read_bytes_per_s``, a different, named micro-benchmark);
+- **fit**: the same model with the 64-byte DRAM granule, at that bandwidth: the granule comes from
+  the Nsight Compute counters of the same strided kernel at the same strides
+  (``memory_hierarchy_ncu.json``, see ``ncu_granule_bytes``), so it is taken from the data compared.
 """
 
 from __future__ import annotations
@@ -195,6 +196,84 @@ def copy_vs_torch(record: Mapping) -> float:
     """
     b = bandwidths(record)
     return b["Triton copy (read + write)"] / b["torch copy_ (read + write)"]
+
+
+# The operand data of the GEMMs the measured roofline takes as its compute ceiling: random normal.
+# The tensor_cores record also holds a GEMM on all-zero operands ("data": "zeros"), which draws
+# less power and runs faster (866.6 against 767.6 TFLOP/s on the H200): not a ceiling for real data.
+GEMM_OPERAND_DATA = "randn"
+# The measured bandwidth the measured roofline uses (experiment 1): a copy, half reads and half
+# writes, the mix of an elementwise kernel.
+MEASURED_ROOFLINE_BANDWIDTH = "Triton copy (read + write)"
+
+
+def measured_gemm_flop_per_s(record_tc: Mapping, dtype: str = "bf16") -> Optional[float]:
+    """The fastest GEMM on random operands a tensor_cores record holds for one data type.
+
+    Never raises: a malformed record or row counts as no row.
+
+    Rows of ``results.throughput`` with ``"data"`` other than ``"randn"`` (all-zero operands, which
+    toggle no bits and draw less power) are left out; rows without ``"data"`` are random, the
+    experiment's default.
+
+    Explained in :ref:`memory_hierarchy` > The measured ceilings.
+
+    Parameters
+    ----------
+    record_tc : Mapping
+        The tensor_cores chapter's record (``widgets/data/h200/tensor_cores.json``).
+    dtype : str, optional
+        The data type, e.g. ``"bf16"``.
+
+    Returns
+    -------
+    float or None
+        The largest ``flop_per_s`` [FLOP/s] of a random-operand row of ``dtype``; None if there is none.
+    """
+    rows = (record_tc.get("results") or {}).get("throughput") if isinstance(record_tc, Mapping) else None
+    rates = [
+        r.get("flop_per_s")
+        for r in rows or []
+        if isinstance(r, Mapping) and r.get("dtype") == dtype and r.get("data", GEMM_OPERAND_DATA) == GEMM_OPERAND_DATA
+    ]
+    rates = [float(r) for r in rates if isinstance(r, (int, float)) and not isinstance(r, bool) and r > 0]
+    return max(rates) if rates else None
+
+
+def measured_ridge(record_tc: Mapping, record_mh: Mapping, dtype: str = "bf16",
+                   kernel: str = MEASURED_ROOFLINE_BANDWIDTH) -> Optional[float]:
+    """The ridge point of the measured roofline: the best random-operand GEMM over a measured bandwidth.
+
+    Explained in :ref:`memory_hierarchy` > The measured ceilings.
+
+    Parameters
+    ----------
+    record_tc : Mapping
+        The tensor_cores chapter's record (``widgets/data/h200/tensor_cores.json``).
+    record_mh : Mapping
+        This chapter's record (``widgets/data/h200/memory_hierarchy.json``).
+    dtype : str, optional
+        The GEMM's data type.
+    kernel : str, optional
+        Which of :func:`bandwidths` divides: the Triton copy by default, ``"Triton read (reduction)"``
+        for a read-only kernel.
+
+    Returns
+    -------
+    float or None
+        The ridge point [FLOP/B]; None if either record lacks its figure.
+
+    Raises
+    ------
+    KeyError
+        If ``kernel`` is not one of :func:`bandwidths`'s labels.
+    """
+    peak = measured_gemm_flop_per_s(record_tc, dtype)
+    try:
+        bw = bandwidths(record_mh)
+    except ValueError:
+        return None
+    return None if peak is None else model.ridge_intensity(peak, bw[kernel])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -428,7 +507,8 @@ def strided_points(record: Mapping, *, granule_bytes: int = NCU_GRANULE_BYTES) -
     - ``calibrated_s``: 32-byte sectors at the bandwidth experiment 1's Triton read reached
       (``results.hbm_bandwidth.triton_read_bytes_per_s``: a different, named micro-benchmark);
     - ``granule64_s``: DRAM granules of ``granule_bytes`` (64 B: what the ncu counter run measured,
-      :func:`ncu_granule_bytes`) at that same bandwidth (calibrated).
+      :func:`ncu_granule_bytes`) at that same bandwidth (a fit: the granule comes from the
+      counters of this kernel at these strides).
 
     ``stride1_bytes_per_s`` is the strided kernel's own stride-1 bandwidth, for comparison.
 
@@ -553,7 +633,7 @@ def accuracy_rows(record: Mapping) -> list[Row]:
     -------
     list of ~widgets.accuracy.Row
         Each with its quantity, reference, model value, measured value, unit and label
-        (prediction or calibrated).
+        (prediction, calibrated or fit).
 
     Raises
     ------
@@ -621,11 +701,12 @@ def accuracy_rows(record: Mapping) -> list[Row]:
                 Row(
                     TOPIC,
                     f"strided read time, stride {p['stride']}",
-                    f"{NCU_GRANULE_BYTES}-B DRAM granule (from the ncu counter run) at the {cal} bandwidth",
+                    f"{NCU_GRANULE_BYTES}-B DRAM granule (from the ncu counters of this kernel at these strides) "
+                    f"at the {cal} bandwidth",
                     p["granule64_s"],
                     p["time_s"],
                     "s",
-                    "calibrated",
+                    "fit",
                     device,
                     note="equal DRAM bytes at strides 16 and 32; the rest of the gap is not modelled (candidates, "
                     "not measured: DRAM row locality, TLB reach of the doubled footprint)",

@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 
 from ..hardware import DTYPES, get_gpu, gpu_names
 from ..models import memory_hierarchy as mh
+from ..models import memory_hierarchy_records as _records
 from ..units import fmt_bytes_per_s, fmt_flop_per_s
 from ._core import (
     LOG_READOUT,
@@ -439,6 +440,25 @@ def _l1_smem_bytes(g) -> int | None:
     return l1 if l1 else (g.arch_limits.l1_smem_per_sm_bytes if g.arch_limits else None)
 
 
+def _device_memory(g, digits: int = 4) -> str:
+    """The datasheet's memory label as the datasheet prints it ("141 GB"; the catalog stores it as
+    GiB, see ``widgets.hardware``), and beside it the capacity the device reports where the
+    catalog has it (``usable_memory_bytes``)."""
+    from ..units import GiB, fmt_bytes
+
+    label = f"{g.hbm_bytes / GiB:g} GB {g.memory_type} (datasheet)"
+    return label + (f" · {fmt_bytes(g.usable_memory_bytes, digits)} usable" if g.usable_memory_bytes else "")
+
+
+def _host_link(g) -> str:
+    """The host link per direction: the raw rate and, where the catalog names the PCIe generation,
+    the rate after the line coding (``mh.pcie_encoded_bytes_per_s``)."""
+    raw = fmt_bytes_per_s(g.host_bytes_per_s)
+    if not g.pcie_gen:
+        return f"{raw} raw"
+    return f"{raw} raw ({fmt_bytes_per_s(mh.pcie_encoded_bytes_per_s(g.host_bytes_per_s, g.pcie_gen))} after encoding)"
+
+
 def hierarchy_table(gpus=None) -> str:
     """Capacity and bandwidth of each level, per GPU (default: every catalog GPU), from the catalog (HTML)."""
     from ..book import table
@@ -452,7 +472,7 @@ def hierarchy_table(gpus=None) -> str:
         "L2",
         "device memory",
         "memory bandwidth",
-        "host link (each way, peak; pinned)",
+        "host link (each way)",
     ]
     rows = []
     for name in gpu_names() if gpus is None else gpus:
@@ -465,9 +485,9 @@ def hierarchy_table(gpus=None) -> str:
                 fmt_bytes(l1) if l1 else "not in the catalog",
                 fmt_bytes_per_s(mh.smem_bytes_per_s(g.sms, g.boost_clock_hz)),
                 fmt_bytes(g.l2_bytes) if g.l2_bytes else "not in the catalog",
-                f"{fmt_bytes(g.hbm_bytes)} {g.memory_type}",
+                _device_memory(g),
                 fmt_bytes_per_s(g.hbm_bytes_per_s),
-                fmt_bytes_per_s(g.host_bytes_per_s),
+                _host_link(g),
             ]
         )
     return table(rows, head)
@@ -587,10 +607,11 @@ def ladder_svg(record: dict, gpu: str = "H200-SXM") -> str:
         ),
         (
             f"{g.memory_type} (device memory)",
-            f"{fmt_bytes(g.hbm_bytes)}",
+            _device_memory(g, 3).replace(f" {g.memory_type}", ""),
             f"{fmt_bytes_per_s(g.hbm_bytes_per_s)} datasheet · {fmt_bytes_per_s(rungs['HBM']['bytes_per_s'])} measured",
         ),
-        ("Host memory", "across PCIe", f"{fmt_bytes_per_s(g.host_bytes_per_s)} each way, peak (pinned)"),
+        ("Host memory", "across PCIe", f"{fmt_bytes_per_s(g.host_bytes_per_s)} each way" + (
+            f", {mh.pcie_encoded_bytes_per_s(g.host_bytes_per_s, g.pcie_gen) / 1e9:.3g} after encoding" if g.pcie_gen else ", raw")),
     ]
     ratios = [rungs["shared memory (all SMs)"]["times_next"], rungs["L2"]["times_next"], rungs["HBM"]["times_next"]]
     fills = ["#d6e9f5", "#dcefe6", "#fbeacc", "#f6dccd", "#e8e8e8"]
@@ -879,36 +900,22 @@ def check_bytes_in_flight(kib_per_sm, gpu: str = "H100-SXM", latency_ns: float =
 
 
 def check_measured_ridge(ridge_flop_per_byte, record_tc: dict, record_mh: dict) -> bool:
-    """Exercise: the ridge point from the measured bf16 GEMM rate and the measured copy bandwidth."""
+    """Exercise: the ridge point from the measured bf16 GEMM rate (random operands) and the measured copy bandwidth."""
     want = measured_ridge(record_tc, record_mh)
     if want is None:
         return _verdict(False, "the records hold no measured bf16 GEMM rate or copy bandwidth")
     if isinstance(ridge_flop_per_byte, bool) or not isinstance(ridge_flop_per_byte, (int, float, np.integer, np.floating)):
         return _verdict(False, f"ridge must be a number of FLOP/B, got {ridge_flop_per_byte!r}")
     if not abs(float(ridge_flop_per_byte) / want - 1) <= 0.02:
-        return _verdict(False, f"{ridge_flop_per_byte!r} FLOP/B is not right: measured FLOP/s over measured B/s")
+        return _verdict(False, f"{ridge_flop_per_byte!r} FLOP/B is not right: measured FLOP/s over measured B/s, "
+                               "from the GEMMs on random operands only (rows with \"data\": \"randn\")")
     return _verdict(True, f"right: {want:.0f} FLOP/B")
 
 
-def measured_gemm_flop_per_s(record_tc: dict, dtype: str = "bf16") -> float | None:
-    """The largest measured GEMM rate [FLOP/s] for ``dtype`` in a tensor_cores record's
-    ``throughput`` list, or None."""
-    rows = (record_tc.get("results") or {}).get("throughput") if isinstance(record_tc, dict) else None
-    rates = [r.get("flop_per_s") for r in rows or [] if isinstance(r, dict) and r.get("dtype") == dtype]
-    rates = [float(r) for r in rates if isinstance(r, (int, float)) and not isinstance(r, bool) and r > 0]
-    return max(rates) if rates else None
-
-
-def measured_ridge(record_tc: dict, record_mh: dict, dtype: str = "bf16") -> float | None:
-    """Ridge point [FLOP/B] from the measured GEMM rate and the measured Triton copy bandwidth."""
-    from ..models.memory_hierarchy_records import bandwidths
-
-    peak = measured_gemm_flop_per_s(record_tc, dtype)
-    try:
-        bw = bandwidths(record_mh)["Triton copy (read + write)"]
-    except ValueError:
-        return None
-    return None if peak is None else mh.ridge_intensity(peak, bw)
+# The record readers live in widgets.models.memory_hierarchy_records (no formula in the ui layer);
+# kept here under the names the chapter and its exercise use.
+measured_gemm_flop_per_s = _records.measured_gemm_flop_per_s
+measured_ridge = _records.measured_ridge
 
 
 def measured_roofline_figure(gpu: str, peak_flop_per_s: float, measured_flop_per_s: float,
@@ -966,22 +973,22 @@ def fusion_size_plot(size_rows: list, bytes_per_s: float, launch_s: float, n_ops
 
 def measured_ceilings_table(record_tc: dict, record_mh: dict, gpu: str = "H200-SXM") -> str:
     """HTML table, one row per data type the tensor_cores record measured: the datasheet's dense
-    peak and the best measured GEMM rate, and the ridge point of each (datasheet: peak over the
-    catalog's HBM bandwidth; measured: best GEMM over the Triton copy's bandwidth, calibrated)."""
+    peak and the best measured GEMM rate on random operands, and the ridge point of each (datasheet:
+    peak over the catalog's HBM bandwidth; measured: best GEMM over the Triton copy's bandwidth,
+    calibrated; ``memory_hierarchy_records.measured_gemm_flop_per_s``)."""
     from ..book import table
-    from ..models.memory_hierarchy_records import bandwidths
 
     g = get_gpu(gpu)
-    copy_bw = bandwidths(record_mh)["Triton copy (read + write)"]
+    copy_bw = _records.bandwidths(record_mh)[_records.MEASURED_ROOFLINE_BANDWIDTH]
     rows = []
     for dtype in g.peak_flop_per_s:
-        measured = measured_gemm_flop_per_s(record_tc, dtype)
+        measured = _records.measured_gemm_flop_per_s(record_tc, dtype)
         if measured is None:
             continue
         peak = g.peak(dtype)
         rows.append([dtype, fmt_flop_per_s(peak), fmt_flop_per_s(measured), percent(measured / peak, 0),
                      f"{mh.ridge_intensity(peak, g.hbm_bytes_per_s):.0f}", f"{mh.ridge_intensity(measured, copy_bw):.0f}"])
-    return table(rows, ["dtype", "dense peak (datasheet)", "best GEMM (measured)", "measured / peak",
+    return table(rows, ["dtype", "dense peak (datasheet)", "best GEMM, random operands (measured)", "measured / peak",
                         "ridge, datasheet [FLOP/B]", "ridge, measured [FLOP/B]"],
                  caption=f"{g.name}: compute ceilings and ridge points, datasheet and measured "
                          f"(copy bandwidth {fmt_bytes_per_s(copy_bw)})")
