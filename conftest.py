@@ -2,8 +2,8 @@
 
 Random test order (pytest-randomly) must never shuffle a notebook's cells: nbval runs them in one
 kernel, in order. pytest-randomly shuffles inside its hook wrapper before any plain
-implementation runs, so this trylast implementation puts each notebook's cells back in order,
-in the slots they hold (other tests keep their random places).
+implementation runs, so this trylast implementation puts each notebook's cells back in order and
+together, where its first cell fell (other tests keep their random places).
 
 `make test` spreads the work over pytest-xdist workers with ``--dist loadfile`` and the scheduler
 below (``pytest_xdist_make_scheduler``, used by the controller, which loads only this conftest): a
@@ -108,14 +108,24 @@ def _longest_first(items) -> None:
 
 
 def _keep_notebook_cells_in_order(items) -> None:
-    slots: dict[str, list[int]] = {}
-    for i, item in enumerate(items):
+    """Each notebook's cells in order and together, where its first cell fell; other tests keep their
+    places. Together: pytest-randomly shuffles nbval's cells of several notebooks as one bucket (they
+    have no module), and pytest tears a notebook's kernel down when a test of another file runs
+    between two of its cells, so a cell after that ran in a fresh kernel (NameError)."""
+    cells: dict[str, list] = {}
+    for item in items:
         if hasattr(item, "cell_num") and str(item.path).endswith(".ipynb"):
-            slots.setdefault(str(item.path), []).append(i)
-    for idxs in slots.values():
-        cells = sorted((items[i] for i in idxs), key=lambda it: it.cell_num)
-        for i, cell in zip(idxs, cells):
-            items[i] = cell
+            cells.setdefault(str(item.path), []).append(item)
+    if not cells:
+        return
+    out = []
+    for item in items:
+        key = str(item.path) if hasattr(item, "cell_num") and str(item.path).endswith(".ipynb") else None
+        if key is None:
+            out.append(item)
+        elif key in cells:  # the notebook's first slot: all of its cells, in order
+            out += sorted(cells.pop(key), key=lambda it: it.cell_num)
+    items[:] = out
 
 
 # ---- the book build starts with the run (``make test``: GPUBOOK_BUILD_EARLY=1) ----

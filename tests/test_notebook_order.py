@@ -24,13 +24,15 @@ class _Test:
     path = Path("tests/test_x.py")
 
 
-def test_cells_go_back_in_order_in_their_slots():
+def test_each_notebooks_cells_go_back_in_order_and_together():
+    """In order, and with no other test between two cells of one notebook: pytest would tear the
+    notebook's kernel down in between (pytest-randomly shuffles several notebooks' cells together)."""
     a = [_Cell("a.ipynb", n) for n in range(4)]
     b = [_Cell("b.ipynb", n) for n in range(2)]
-    t = _Test()
-    items = [a[2], t, b[1], a[0], a[3], b[0], a[1]]
+    t, u = _Test(), _Test()
+    items = [a[2], t, b[1], a[0], a[3], u, b[0], a[1]]
     _root_conftest()._keep_notebook_cells_in_order(items)
-    assert items == [a[0], t, b[0], a[1], a[2], b[1], a[3]]
+    assert items == [a[0], a[1], a[2], a[3], t, b[0], b[1], u]
 
 
 def test_a_shuffling_seed_collects_cells_in_order(tmp_path):
