@@ -2294,6 +2294,32 @@ class NcclChoice:
     times: tuple
 
 
+def _ring_bus_bytes_per_s(link: float, protocol: str, ll_max: float) -> float:
+    """The ring's bus bandwidth with ``protocol`` in NCCL's model: the link's times the protocol's
+    share (``NCCL_RING_PROTOCOL_FACTOR``), LL's capped at ``ll_max`` (``llMaxBw``)."""
+    bus = link * NCCL_RING_PROTOCOL_FACTOR[protocol]
+    return min(bus, ll_max) if protocol == "LL" else bus
+
+
+def _protocols(protocols) -> list:
+    """``protocols`` checked: a non-empty sequence drawn from ``PROTOCOLS``."""
+    if isinstance(protocols, str) or not hasattr(protocols, "__iter__"):
+        raise ValueError(f"protocols must be a non-empty list drawn from {PROTOCOLS}, got {protocols!r}")
+    protos = [_check.choice("protocols", q, PROTOCOLS) for q in protocols]
+    if not protos:
+        raise ValueError(f"protocols must be a non-empty list drawn from {PROTOCOLS}, got {protocols!r}")
+    return protos
+
+
+def _fastest(times: tuple) -> NcclChoice:
+    """The first strictly fastest of ``(algorithm, protocol, time)`` candidates, as NCCL keeps it."""
+    best = times[0]
+    for cand in times[1:]:
+        if cand[2] < best[2]:
+            best = cand
+    return NcclChoice(best[0], best[1], best[2], times)
+
+
 def nccl_model_time_s(
     op: str,
     size_bytes: float,
@@ -2369,10 +2395,7 @@ def nccl_model_time_s(
     steps = 2 * (k - 1) if o == "all_reduce" else k - 1
     lat = NCCL_BASE_LATENCY_S[a][p] + steps * NCCL_NVLINK_HW_LATENCY_S[a][p]
     if a == "ring":
-        bus = b * NCCL_RING_PROTOCOL_FACTOR[p]
-        if p == "LL":
-            bus = min(llmax, bus)
-        alg = bus * k / steps
+        alg = _ring_bus_bytes_per_s(b, p, llmax) * k / steps
     else:
         bus = b * NCCL_TREE_ALLREDUCE_FACTOR * NCCL_TREE_PROTOCOL_FACTOR[p]
         if p == "LL":
@@ -2435,19 +2458,11 @@ def nccl_model_choice(
     """
     _check.choice("op", op, NCCL_MODEL_OPS)
     _ranks(n, minimum=2, maximum=1024)
-    if isinstance(protocols, str) or not hasattr(protocols, "__iter__"):
-        raise ValueError(f"protocols must be a non-empty list drawn from {PROTOCOLS}, got {protocols!r}")
-    protos = [_check.choice("protocols", q, PROTOCOLS) for q in protocols]
-    if not protos:
-        raise ValueError(f"protocols must be a non-empty list drawn from {PROTOCOLS}, got {protocols!r}")
+    protos = _protocols(protocols)
     algos = ("tree", "ring") if op == "all_reduce" else ("ring",)
     times = tuple((a, q, nccl_model_time_s(op, size_bytes, n, link_bytes_per_s, a, q, ll_max_bytes_per_s))
                   for a in algos for q in PROTOCOLS if q in protos)
-    best = times[0]
-    for cand in times[1:]:
-        if cand[2] < best[2]:
-            best = cand
-    return NcclChoice(best[0], best[1], best[2], times)
+    return _fastest(times)
 
 
 def nccl_model_switch_bytes(op: str, n: int, link_bytes_per_s: float, protocols=PROTOCOLS,
@@ -2516,13 +2531,10 @@ def _ring_allreduce_protocol_terms(n: int, nodes: int, link: float, protocol: st
     intra = max(NCCL_NVLINK_HW_LATENCY_S["ring"][protocol], overhead)
     net = NCCL_NET_HW_LATENCY_S["tree" if n == nodes else "ring"][protocol]
     lat = NCCL_BASE_LATENCY_S["ring"][protocol] + (steps - inter) * intra + inter * net
-    bus = link * NCCL_RING_PROTOCOL_FACTOR[protocol]
-    if protocol == "LL":
-        if ll_max is None:
-            ll_max = (NCCL_LL_MAX_BYTES_PER_S_HOPPER if nodes == 1 else NCCL_LL_MAX_BYTES_PER_S_TWO_NODES if nodes == 2
-                      else NCCL_LL_MAX_BYTES_PER_S_MORE_NODES)
-        bus = min(bus, ll_max)
-    return lat, bus
+    if ll_max is None:
+        ll_max = (NCCL_LL_MAX_BYTES_PER_S_HOPPER if nodes == 1 else NCCL_LL_MAX_BYTES_PER_S_TWO_NODES if nodes == 2
+                  else NCCL_LL_MAX_BYTES_PER_S_MORE_NODES)
+    return lat, _ring_bus_bytes_per_s(link, protocol, ll_max)
 
 
 def nccl_ring_allreduce_time_s(
@@ -2654,18 +2666,10 @@ def nccl_ring_allreduce_choice(
     ['LL', 'LL128', 'Simple']
     """
     _ranks(n, minimum=2)
-    if isinstance(protocols, str) or not hasattr(protocols, "__iter__"):
-        raise ValueError(f"protocols must be a non-empty list drawn from {PROTOCOLS}, got {protocols!r}")
-    protos = [_check.choice("protocols", q, PROTOCOLS) for q in protocols]
-    if not protos:
-        raise ValueError(f"protocols must be a non-empty list drawn from {PROTOCOLS}, got {protocols!r}")
+    protos = _protocols(protocols)
     times = tuple(("ring", q, nccl_ring_allreduce_time_s(size_bytes, n, link_bytes_per_s, q, nodes, ll_max_bytes_per_s, channels))
                   for q in PROTOCOLS if q in protos)
-    best = times[0]
-    for cand in times[1:]:
-        if cand[2] < best[2]:
-            best = cand
-    return NcclChoice(best[0], best[1], best[2], times)
+    return _fastest(times)
 
 
 # --------------------------------------------------------------------------------------------
