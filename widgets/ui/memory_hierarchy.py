@@ -607,7 +607,7 @@ def ladder_svg(record: dict, gpu: str = "H200-SXM") -> str:
         ),
         (
             f"{g.memory_type} (device memory)",
-            _device_memory(g, 3).replace(f" {g.memory_type}", ""),
+            _device_memory(g).replace(f" {g.memory_type}", ""),
             f"{fmt_bytes_per_s(g.hbm_bytes_per_s)} datasheet · {fmt_bytes_per_s(rungs['HBM']['bytes_per_s'])} measured",
         ),
         ("Host memory", "across PCIe", f"{fmt_bytes_per_s(g.host_bytes_per_s)} each way" + (
