@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -94,8 +95,15 @@ def test_l40s_bf16_rebuild_differs_from_the_printed_dense_figure():
     assert tc.peak_check("A100-SXM-80GB", "bf16").agreement == "match"  # 108 x 1410 MHz x 2048 = 312 TFLOPS
     from widgets.ui import tensor_cores as ui
 
-    table = ui.peak_table()  # the chapter's table shows each verdict, the derived input on hover
-    assert "differs by +1.2%" in table and "consistent by construction" in table and "title=" in table
+    table = ui.peak_table()  # each verdict in the third column; the derived inputs in notes under the table
+    assert "differs by +1.2%" in table and "consistent by construction<sup>1</sup>" in table and "title=" not in table
+    head = re.findall(r"<th>([^<]*)</th>", table)
+    assert head.index("agreement") == 2, head  # seen without scrolling the table sideways
+    notes = re.findall(r'<li value="(\d+)">([^<]*)</li>', table)
+    assert [int(k) for k, _ in notes] == list(range(1, len(notes) + 1)) and len(notes) >= 3, notes
+    assert any(text.startswith("H100-SXM, H200-SXM: the tensor-core clock") for _, text in notes), notes
+    for k, _ in notes:  # every note is called from the table, and every call has its note
+        assert f"<sup>{k}</sup>" in table
 
 
 def test_mi300x_bf16_peak():

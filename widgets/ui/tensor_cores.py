@@ -560,17 +560,32 @@ def check_format_max(dtype: str, answer) -> bool:
 
 def peak_table(gpus=PEAK_GPUS) -> str:
     """Every catalog peak rebuilt from SMs x clock x FLOP/clock/SM, with the clock it implies and whether
-    the rebuild is a check or holds by construction (an input derived from that peak) (HTML)."""
-    rows = []
+    the rebuild is a check or holds by construction (an input derived from that peak) (HTML).
+
+    The verdict is the third column, so that it shows without scrolling on a laptop; a row that holds by
+    construction carries a note number, and the notes (which input was derived, and from what) are
+    printed under the table, where a phone reader can read them (a hover title cannot be hovered there)."""
+    rows, notes = [], {}  # note text -> (number, the GPUs it applies to)
     for g in gpus:
         for d in PEAK_DTYPES:
             if d in tc.FLOP_PER_CLOCK_PER_SM.get(g, {}):
                 c = tc.peak_check(g, d)
-                rows.append([g, d, c.sms, c.flop_per_clock_per_sm, f"{c.clock_hz / 1e6:.0f} MHz", fmt_flop_per_s(c.peak_flop_per_s, 4),
-                             fmt_flop_per_s(c.catalog_flop_per_s, 4), f"{c.implied_clock_hz / 1e6:.0f} MHz",
-                             f'<span title="{html.escape(c.by_construction)}">{c.agreement}</span>' if c.by_construction else c.agreement])
-    return html_table(["GPU", "dtype", "SMs", "FLOP/clock/SM", "clock", "first principles", "catalog", "clock the catalog implies",
-                       "agreement"], rows)
+                verdict = c.agreement
+                if c.by_construction:
+                    k, on = notes.setdefault(c.by_construction, (len(notes) + 1, []))
+                    if g not in on:
+                        on.append(g)
+                    verdict += f"<sup>{k}</sup>"
+                rows.append([g, d, verdict, c.sms, c.flop_per_clock_per_sm, f"{c.clock_hz / 1e6:.0f} MHz",
+                             fmt_flop_per_s(c.peak_flop_per_s, 4), fmt_flop_per_s(c.catalog_flop_per_s, 4),
+                             f"{c.implied_clock_hz / 1e6:.0f} MHz"])
+    table = html_table(["GPU", "dtype", "agreement", "SMs", "FLOP/clock/SM", "clock", "first principles", "catalog",
+                        "clock the catalog implies"], rows)
+    if not notes:
+        return table
+    items = "".join(f"<li value=\"{k}\">{html.escape(', '.join(on))}: {html.escape(text)}.</li>"
+                    for text, (k, on) in notes.items())
+    return f'{table}<ol class="table-notes">{items}</ol>'
 
 
 def check_mma_clocks(clocks, warps, gpu: str = "A100-SXM-80GB", dtype: str = "bf16") -> bool:
