@@ -716,6 +716,12 @@ def test_busbw_and_dp_and_ladder_figures():
     assert "exposed 17.5 ms" in _readout(_frame(fig, 0, 1))  # one bucket
     assert "exposed 35 ms" in _readout(_frame(fig, 1, 1))  # half the bandwidth
     assert "1 all-reduce," in _readout(_frame(fig, 0, 1))  # singular
+    # each link has its own time axis, fixed across bucket sizes: its slowest step (the one bucket:
+    # 100 ms of backward + 17.5 ms or 35 ms exposed) plus 5%; the slower link's axis is the wider
+    fast, slow = (_frame(fig, c, 0).layout.xaxis.range[1] for c in (0, 1))
+    assert fast == pytest.approx(117.5 * 1.05) and slow == pytest.approx(135 * 1.05)
+    assert _frame(fig, 0, 1).layout.xaxis.range[1] == pytest.approx(fast)  # the slider keeps the link's axis
+    assert fig.layout.updatemenus[0].buttons[1].args[1]["xaxis.range"][1] == pytest.approx(slow)
 
     fig = ui.bandwidth_ladder_figure()
     assert len(fig.frames) == len(ui.LADDER_GPUS) * 3

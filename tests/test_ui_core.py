@@ -109,6 +109,17 @@ def test_grid_figure_dropdown_changes_the_data_and_swaps_the_slider():
     assert list(b_h200.args[0]["y"][0]) == [2, 4]
 
 
+def test_grid_figure_takes_a_layout_per_choice():
+    """Each choice keeps its own axis (``layout`` a function of the choice): the A100 choice's
+    frames (y up to 15) on an axis to 20, the H200's (y up to 6) on one to 8."""
+    fig = _grid(active=(0, 1), layout=lambda c: dict(yaxis=dict(title="y", range=[0, 8 if c[0] == "H200-SXM" else 20])))
+    assert list(fig.layout.yaxis.range) == [0, 8] and fig.layout.yaxis.title.text == "y"
+    frames = {f.name: f for f in fig.frames}
+    assert list(frames["0:2"].layout.yaxis.range) == [0, 8] and list(frames["1:0"].layout.yaxis.range) == [0, 20]
+    b_h200, b_a100 = fig.layout.updatemenus[0].buttons
+    assert b_a100.args[1]["yaxis.range"] == [0, 20] and b_h200.args[1]["yaxis.range"] == [0, 8]
+
+
 def test_grid_figure_rejects_bad_grids():
     with pytest.raises(ValueError, match="choices"):
         grid_figure(slider=("v", [1], str), choices=("c", [], str), frame=_grid_frame)

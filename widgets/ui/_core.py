@@ -417,7 +417,7 @@ def grid_figure(
     slider: tuple[str, Sequence[Any], Callable[[Any], str]],
     choices: tuple[str, Sequence[Any], Callable[[Any], str]],
     frame: Callable[[Any, Any], tuple[list, str, str]],
-    layout: Mapping[str, Any] | None = None,
+    layout: Mapping[str, Any] | Callable[[Any], Mapping[str, Any]] | None = None,
     active: tuple[int, int] = (0, 0),
     height: int = 480,
 ) -> go.Figure:
@@ -435,8 +435,11 @@ def grid_figure(
     frame : callable
         ``frame(choice, value) -> (traces, title, readout)``; every frame must return the same
         number of traces. ``readout`` carries the model's numbers for that frame.
-    layout : mapping, optional
-        Extra layout (axis titles, ranges) applied to every state.
+    layout : mapping, or callable, optional
+        Extra layout (axis titles, ranges) applied to every state; a function of the choice
+        (``lambda c: ...``) when each choice has its own (an axis range that fits that choice's
+        frames: a fast link's timeline on a slow link's axis was a sliver at the left). Only axis
+        ranges may differ between choices; the other keys are taken from the active choice.
     active : (choice index, slider index)
         What the page shows before the reader touches anything. Picking another choice keeps the
         slider's value where that choice has it, else its position (or that choice's last).
@@ -509,8 +512,9 @@ def grid_figure(
 
     # every state carries its own axis ranges (plotly.js keeps the first state's autorange for
     # every frame otherwise, and data runs off the plot)
-    base_layout = go.Layout(layout or {}).to_plotly_json()
-    ranges = {key: frame_ranges(tr, base_layout) for key, (tr, _ti, _ro) in grid.items()}
+    layouts = [dict((layout(c) if callable(layout) else layout) or {}) for c in c_values]
+    base_layouts = [go.Layout(lay).to_plotly_json() for lay in layouts]
+    ranges = {(ci, si): frame_ranges(tr, base_layouts[ci]) for (ci, si), (tr, _ti, _ro) in grid.items()}
     frames = [
         go.Frame(
             name=fname(ci, si),
@@ -603,7 +607,7 @@ def grid_figure(
         sliders=sliders,
         updatemenus=updatemenus,
         meta=dict(calculator=True, inputs=[c_name, s_name] if has_menu else [s_name]),
-        **(layout or {}),
+        **layouts[ci0],
     )
     for ax, r in ranges[ci0, si0].items():
         fig.update_layout({ax: dict(range=r, autorange=False)})
