@@ -190,3 +190,47 @@ def test_readouts_wrap_between_quantities_not_inside_one():
         lines = _wrap(text, width)
         assert " ".join(lines) == text
         assert not any(line.rstrip().endswith(("1.23", "456", "(2", "(4")) for line in lines), (width, lines)
+
+
+# a reader's moves: the slider clicked near its right end, then the dropdown's other entry
+SHOWN = """gd => { const k = gd.layout.sliders.findIndex(s => s.visible !== false); const s = gd.layout.sliders[k];
+  return {k, active: s.active || 0, label: s.steps[s.active || 0].label,
+          readout: (gd.layout.title.subtitle || {}).text || ''}; }"""
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not headless.CHROMIUM, reason=headless.MISSING)
+def test_in_the_book_a_dropdown_choice_keeps_the_slider_value(tmp_path):
+    """Reader check, round 9: on the data-parallel figure, picking another link put the bucket size back
+    to 25 MiB. book/_static/plotly_theme.js moves the new choice's slider to the value the reader set."""
+    from pathlib import Path
+
+    from playwright.sync_api import sync_playwright
+
+    theme = (Path(__file__).resolve().parents[1] / "book" / "_static" / "plotly_theme.js").read_text()
+    fig = _fig()  # v in 1, 3, 10, 30 for both choices; opens on (small, 1)
+    path = tmp_path / "grid.html"
+    fig.write_html(str(path), include_plotlyjs=True, full_html=True, div_id="gd", auto_play=False)
+    path.write_text(path.read_text().replace("</body>", f"<script>{theme}</script></body>"))
+    with sync_playwright() as p:
+        b = headless.launch(p)
+        page = b.new_page(viewport={"width": 1000, "height": 900})
+        page.goto(path.as_uri())
+        page.wait_for_function("() => document.getElementById('gd') && document.getElementById('gd')._gbHooked")
+        gd = page.locator("#gd").element_handle()
+        rail = page.locator(".slider-container .slider-rail-touch-rect").first
+        box = rail.bounding_box()
+        page.mouse.click(box["x"] + 0.68 * box["width"], box["y"] + box["height"] / 2)  # the third step, v = 10
+        page.wait_for_timeout(300)
+        moved = page.evaluate(SHOWN, gd)
+        page.locator(".updatemenu-header-group").first.click()
+        page.wait_for_timeout(250)
+        page.locator(".updatemenu-dropdown-button").nth(1).click()
+        page.wait_for_function("gd => gd.layout.sliders.findIndex(s => s.visible !== false) === 1 && "
+                               "gd.layout.title.text.startsWith('large')", arg=gd)
+        page.wait_for_timeout(500)
+        chosen = page.evaluate(SHOWN, gd)
+        b.close()
+    assert moved["k"] == 0 and moved["label"] == "10", moved
+    assert chosen["k"] == 1 and chosen["label"] == "10", chosen  # without the script: "1", where the figure opened
+    assert "v = 10" in chosen["readout"], chosen  # the frame of (large, 10) is drawn, not only the slider moved

@@ -14,6 +14,12 @@
  *     (near-black text and lines become light, near-white backgrounds become dark);
  *   - light: back to exactly what the figure had.
  * No number of any figure is computed here: only colours change.
+ *
+ * A static calculator with a dropdown and a slider (widgets/ui/_core.py grid_figure) has one slider
+ * per dropdown choice; a choice's button shows its slider where the figure opened. Here, after a
+ * choice, the new slider goes to the value the reader had set (the same label, else the same
+ * position, or its last), by playing that frame as the slider would: picking another link no
+ * longer puts the bucket size back (reader check, round 9).
  */
 (function () {
   "use strict";
@@ -156,8 +162,45 @@
       gd._gbHooked = true;
       // a slider step or a dropdown choice applies a frame's layout and data: keep the mode
       gd.on("plotly_animated", function () { if (gd._gbMode === "dark") toDark(gd); });
+      keepSliderAcrossChoices(gd);
     }
     return true;
+  }
+
+  // ---- a dropdown choice keeps the slider's value (grid_figure: one slider per choice) ----
+  function shownSlider(gd) {
+    var s = gd.layout.sliders || [];
+    for (var i = 0; i < s.length; i++) if (s[i].visible !== false) return i;
+    return -1;
+  }
+  function keepSliderAcrossChoices(gd) {
+    if (!(gd.layout.meta && gd.layout.meta.calculator) || (gd.layout.sliders || []).length < 2) return;
+    var last = null;
+    function remember() {
+      var k = shownSlider(gd);
+      if (k < 0) return;
+      var sl = gd.layout.sliders[k], at = sl.active || 0;
+      last = { slider: k, pos: at, label: (sl.steps[at] || {}).label };
+    }
+    remember();
+    gd.on("plotly_sliderchange", function () { setTimeout(remember, 0); });
+    gd.on("plotly_buttonclicked", function () {
+      var was = last, tries = 0;
+      (function follow() {
+        var k = shownSlider(gd);
+        if (k < 0 || !was) return;
+        if (k === was.slider) { if (tries++ < 20) setTimeout(follow, 25); return; } // the choice not applied yet
+        var steps = gd.layout.sliders[k].steps, j = -1;
+        for (var i = 0; i < steps.length; i++) if (steps[i].label === was.label) { j = i; break; }
+        if (j < 0) j = Math.min(was.pos, steps.length - 1);
+        var upd = {};
+        upd["sliders[" + k + "].active"] = j;
+        if (j !== (gd.layout.sliders[k].active || 0)) {
+          Plotly.relayout(gd, upd).then(function () { return Plotly.animate(gd, steps[j].args[0], steps[j].args[1]); })
+            .then(remember, remember);
+        } else remember();
+      })();
+    });
   }
 
   function applyAll(tries) {
