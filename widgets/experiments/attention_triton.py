@@ -138,7 +138,7 @@ def flash_attention_kernel(Q, K, V, Out, sm_scale,
     """O = softmax(Q K^T * sm_scale) V for BLOCK_M query rows of one (batch, head)."""
     num_m = tl.cdiv(N_CTX, BLOCK_M)
     pid_m = tl.program_id(0)
-    if CAUSAL:  # the longest rows (most K/V blocks) start first: a better tail
+    if CAUSAL:  # each (batch, head)'s longest rows (most K/V blocks) first: axis 0 is dispatched fastest in practice
         pid_m = num_m - 1 - pid_m
     bh = tl.program_id(1)
     z = (bh // H).to(tl.int64)

@@ -259,10 +259,13 @@ def flash_attention_hbm_bytes(batch: int, heads: int, seq: int, head_dim: int, s
     ``Theta(N^2 d^2 / M)``, which beats standard attention's ``4 N^2`` only while ``M > 3 d^2``.
     The row statistics ``l`` and ``m`` (``4 N`` numbers per pass, ``1/d`` of the ``O`` traffic)
     and the initial zeroing of ``O`` are left out. FlashAttention-2's loop order (query blocks
-    outside, as in the chapter's kernel) moves ``2 N d + 2 N d ceil(N / B_r)`` instead, with ``B_r``
-    set by the registers rather than by ``M``. No cache is assumed: the repeated passes are what
-    an L2 can catch, so a kernel's measured traffic lies between :func:`flash_attention_min_hbm_bytes`
-    and this count, less whatever is still dirty in L2 when the kernel ends.
+    outside, as in the chapter's kernel, PyTorch's flash backend and cuDNN) moves
+    ``2 N d + 2 N d ceil(N / B_r)`` instead, with ``B_r`` set by the registers rather than by
+    ``M``; that can be more than this count (at ``N = 8192``, ``d = 128``: ``130 N d`` with
+    ``B_r = 128`` against this count's ``110 N d`` for 228 KiB), so this is Algorithm 1's count,
+    not an upper bound for every kernel. No cache is assumed: the repeated passes are what an L2
+    can catch, so a kernel's measured traffic falls toward :func:`flash_attention_min_hbm_bytes`
+    as the L2 catches them (and below it by whatever is still dirty in L2 when the kernel ends).
 
     Explained in :ref:`attention` > FlashAttention's tiling.
 
@@ -388,13 +391,23 @@ def math_path_peak_bytes(batch: int, heads: int, seq: int, head_dim: int, bytes_
                          compute_bytes_per_elem=None) -> float:
     """Peak memory of PyTorch SDPA's math path, forward without autograd [B].
 
-    The math path (``torch.nn.attention.SDPBackend.MATH``) is ordinary ops: it makes working
-    copies of ``Q``, ``K`` and ``V`` (scaled, or converted: ``3 N d``), computes ``S`` (``N^2``)
-    and ``P = softmax(S)`` (``N^2``, while ``S`` is still alive), then ``O``. Counted: the inputs
-    and the output in their format (``4 N d``) and the working set in the compute format
-    (``3 N d + 2 N^2``). Recent PyTorch versions compute fp16 and bf16 inputs of the math path in
-    fp32 unless ``torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp(True)``: then
+    The math path (``torch.nn.attention.SDPBackend.MATH``) is ordinary ops: ``S = Q K^T``
+    (``N^2``), then ``P = softmax(S)`` (``N^2``, while ``S`` is still alive), then ``O = P V``.
+    Counted: the inputs and the output in their format (``4 N d``) and a working set in the
+    compute format, ``3 N d + 2 N^2``, in which ``S`` and ``P`` dominate once ``N`` is many times ``d``.
+    Recent PyTorch versions compute fp16 and bf16 inputs of the math path in fp32 unless
+    ``torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp(True)``: then
     ``compute_bytes_per_elem`` is 4.
+
+    The ``N d`` terms are a simplification. In PyTorch's source
+    (``_scaled_dot_product_attention_math`` and ``_safe_softmax`` in
+    ``aten/src/ATen/native/transformers/attention.cpp``) the peak falls inside the softmax: the
+    inputs (``3 N d``), the converted copies of ``Q``, ``K`` and ``V`` and the scaled ``Q``
+    (``4 N d`` in the compute format; only the scaled ``Q`` when nothing is converted), ``S``,
+    ``P``, and, not counted here, the ``N x N`` boolean (1 B per score) that ``_safe_softmax``
+    allocates to find rows that are all ``-inf``; ``O`` does not exist yet. The chapter's H200
+    record's peaks exceeded this count by about that byte per score, which is why a length this
+    count lets fit can still run out of memory.
 
     Explained in :ref:`attention` > The silent fallback.
 

@@ -57,7 +57,7 @@ def io_point(gpu: str, seq: int, head_dim: int, sram_bytes: float, batch: int = 
 def io_readout(p: dict, seq: int) -> str:
     b = p["blocks"]
     return (f"N = {seq:,}: standard {fmt_bytes(p['standard_bytes'])} in {fmt_time(p['standard_s'])}, "
-            f"flash {fmt_bytes(p['flash_bytes'])} in {fmt_time(p['flash_s'])} (B_c = {b.block_kv} keys "
+            f"Theorem 2's count {fmt_bytes(p['flash_bytes'])} in {fmt_time(p['flash_s'])} (B_c = {b.block_kv} keys "
             f"per pass over Q and O); the matmuls alone {fmt_time(p['compute_s'])}")
 
 
@@ -66,7 +66,7 @@ def _io_traces(gpu, head_dim, sram_bytes, seqs=SEQS, batch=1, heads=32):
     x = list(seqs)
     out = []
     for i, (key, name, dash) in enumerate((("standard_bytes", "standard", "solid"),
-                                           ("flash_bytes", "flash, no cache", "solid"),
+                                           ("flash_bytes", "Theorem 2 (Algorithm 1), no cache", "solid"),
                                            ("floor_bytes", "Q, K, V, O once", "dot"))):
         out.append(go.Scatter(x=x, y=[p[key] for p in pts], mode="lines+markers", name=name,
                               line=dict(color=series_color(i), dash=dash),
@@ -121,9 +121,11 @@ def io_calculator():
     def show(r):
         p, seq, d, kib, batch, heads = r
         rows = [("FLOP (4 B H N^2 d)", f"{p['flop']:.3g}"), ("standard: HBM bytes", fmt_bytes(p["standard_bytes"])),
-                ("flash: HBM bytes (no cache)", fmt_bytes(p["flash_bytes"])), ("floor: Q, K, V, O once", fmt_bytes(p["floor_bytes"])),
-                ("flash blocks B_r x B_c", f"{p['blocks'].block_q} x {p['blocks'].block_kv}"),
-                (f"standard: time ({p['dtype']} roofline)", fmt_time(p["standard_s"])), ("flash: time", fmt_time(p["flash_s"])),
+                ("Theorem 2's count: HBM bytes (Algorithm 1, no cache)", fmt_bytes(p["flash_bytes"])),
+                ("floor: Q, K, V, O once", fmt_bytes(p["floor_bytes"])),
+                ("Algorithm 1's blocks B_r x B_c", f"{p['blocks'].block_q} x {p['blocks'].block_kv}"),
+                (f"standard: time ({p['dtype']} roofline)", fmt_time(p["standard_s"])),
+                ("Theorem 2's count: time", fmt_time(p["flash_s"])),
                 ("the matmuls alone", fmt_time(p["compute_s"]))]
         traces, _pts = _io_traces(p["gpu"], d, kib * KiB, batch=batch, heads=heads)
         traces.append(go.Scatter(x=[seq, seq], y=[p["standard_bytes"], p["flash_bytes"]], mode="markers", name=f"your N = {seq:,}",
@@ -460,14 +462,17 @@ def check_longest_math_seq(answer) -> bool:
     a = _number(answer)
     if a is None:
         return _verdict(False, f"the answer must be a sequence length, got {answer!r}")
-    if _close(a, expected, 0.03):
-        return _verdict(True, f"about {expected:,} tokens by the model: two fp32 N x N matrices per head fill the "
-                        "memory (the H200 measured about one byte per score more: see 'The silent fallback')")
+    # N grows as the square root of the capacity: the labels 80 GB and 80 GiB give answers only -3.0% and +0.5%
+    # away, so those are tested first, and the right answer is held to 0.2% (the model's own N, by the calculator)
     for cap, name in ((80e9, "80 GB"), (80 * GiB, "80 GiB")):
-        if _close(a, am.largest_math_seq(1, 32, 128, cap, 2, 4), 0.005):
+        if _close(a, am.largest_math_seq(1, 32, 128, cap, 2, 4), 0.001):
             return _verdict(False, f"{a:g} is right for {name}; the exercise gives the catalog's "
                             f"{g.memory_bytes / 1e9:.1f} GB")
-    return _verdict(False, f"{a:g} is not right: the peak holds S and P together, in fp32 ('The silent fallback')")
+    if _close(a, expected, 0.002):
+        return _verdict(True, f"about {expected:,} tokens by the model: two fp32 N x N matrices per head fill the "
+                        "memory (the H200 measured about one byte per score more: see 'The silent fallback')")
+    return _verdict(False, f"{a:g} is not right: by the model the peak holds S and P together in fp32, plus the inputs "
+                    "and working copies; use am.largest_math_seq or the calculator ('The silent fallback')")
 
 
 def check_causal_tflops(answer) -> bool:
