@@ -184,9 +184,74 @@ def test_reduction_predictions_pick_the_larger_term():
                            "variants": {"atomic_thread": res.variants["atomic_thread"], "grid_stride": res.variants["grid_stride"],
                                         "atomic_warp": _run("atomic_warp", n, n // 32, 1.0)}})
     p2 = w.reduction_predictions(res2)
-    assert p2["atomic_thread"].predicted_time_s == pytest.approx((1 << 24) / 1e9)  # every-lane rate
-    assert p2["atomic_warp"].predicted_time_s == pytest.approx((n // 32) / 1e7)    # one-lane rate
-    assert p2["grid_stride"].predicted_time_s == pytest.approx(max(4 * n / 4e12, 528 / 1e7))
+    # Review r10 simt #7: each variant is predicted from the OTHER pattern's calibration kernel (its own
+    # pattern's kernel is nearly its twin and would match by construction): one atomic per thread from the
+    # one-lane rate, the others from the every-lane rate.
+    assert p2["atomic_thread"].predicted_time_s == pytest.approx((1 << 24) / 1e7)  # one-lane rate: 1.68 s
+    assert p2["atomic_warp"].predicted_time_s == pytest.approx((n // 32) / 1e9)    # every-lane rate: 8.4 ms
+    assert p2["grid_stride"].predicted_time_s == pytest.approx(4 * n / 4e12)       # 528 atomics at 1e9/s: memory-bound
+
+
+def test_reduction_predictions_cross_the_calibrations_on_the_h200_record():
+    """Review r10 simt #7: on the H200 record one atomic per thread is predicted from the one-lane
+    rate (0.555 G/s: 16,777,216 atomics -> 30.2 ms, measured 29.6 ms) and the tree from the
+    every-lane rate (0.564 G/s: 1,048,576 atomics -> 1.86 ms, measured 1.99 ms); the two rates
+    differ by 1.6 %, so the crossed ratios stay near 1 and now test 'one rate whichever lanes add'."""
+    res = w.Reductions.from_record(_h200()["results"]["reductions"])
+    every, one = res.atomic_rate.atomics_per_s, res.atomic_rate_one_lane.atomics_per_s
+    p = w.reduction_predictions(res)
+    at = res.variants["atomic_thread"]
+    assert p["atomic_thread"].predicted_time_s == pytest.approx(at.atomics / one)
+    assert p["atomic_thread"].predicted_time_s == pytest.approx(30.2e-3, rel=0.005)
+    assert p["smem_tree"].predicted_time_s == pytest.approx(res.variants["smem_tree"].atomics / every)
+    assert p["smem_tree"].predicted_time_s == pytest.approx(1.86e-3, rel=0.005)
+    assert 0.9 < p["atomic_thread"].ratio < 1.1 and 0.9 < p["smem_tree"].ratio < 1.15
+
+
+def _h200():
+    from widgets.experiments import harness
+
+    return harness.load_reference("simt")
+
+
+def test_spill_speed_is_per_block_of_work():
+    """Review r10 simt #1: measure_spills launches full waves, so the grid grows with the blocks per
+    SM (1,584 / 2,112 / 4,224 blocks for spill_kernel, 792 / 1,056 / 2,112 for gather_kernel) and the
+    plain time ratio compares different work. Per block, from the H200 record by hand:
+    gather (256, 8): (174 us / 792) / (252 us / 2,112) = 1.84 (the cap paid; the time ratio said 0.69);
+    gather (256, 4): (174 / 792) / (260 / 1,056) = 0.89; spill (256, 4): (1.657 ms / 1,584) / (9.007 ms / 2,112)
+    = 0.245, the FP32-rate ratio 15.37 / 62.64 TFLOP/s."""
+    sp = w.Spills.from_record(_h200()["results"]["spills"])
+    g0, g4, g8 = sp.gather
+    assert w.speed_same_work(g8, g0) == pytest.approx(1.84, abs=0.01)
+    assert w.speed_same_work(g4, g0) == pytest.approx(0.89, abs=0.01)
+    assert w.speed_same_work(g0, g0) == 1.0
+    s0, s4, s8 = sp.configs
+    assert w.speed_same_work(s4, s0) == pytest.approx(0.245, abs=0.002)
+    assert w.speed_same_work(s4, s0) == pytest.approx(s4.flop_per_s / s0.flop_per_s)  # the same work-normalized speed
+    assert w.speed_same_work(s8, s0) == pytest.approx(0.043, abs=0.001)
+    assert w.speed_same_work(w.SpillConfig("x", None, 256, 64), s0) is None  # no time: no speed
+
+
+def test_stalls_per_cycle_from_the_ncu_record():
+    """Review r10 simt #5: Nsight Compute's per-issued-instruction stalls times the instructions issued per
+    cycle are the warps in each state per cycle (Nsight Compute Profiling Guide, Warp State Statistics).
+    H200 record: tree barrier 9.8 x 0.46 = 4.51, shuffle 23.6 x 0.21 = 4.96 warps per scheduler (equal
+    within 10 %, though per instruction the shuffle kernel shows 2.4 times as many); summed over every
+    state, the resident warps (tree 31.37 x 0.46 = 14.4 against 14.35 active)."""
+    import json
+
+    from widgets.experiments import harness
+
+    ncu = json.loads((harness.DATA_DIR / "h200" / "simt_ncu.json").read_text())
+    pts = {p["kernel"]: p for p in ncu["points"]}
+    tree, shfl = (w.warps_stalled_per_cycle(pts[k]) for k in ("reduce_smem_tree", "reduce_shfl_block"))
+    assert tree["barrier"] == pytest.approx(4.51, abs=0.01) and shfl["barrier"] == pytest.approx(4.96, abs=0.01)
+    assert abs(tree["barrier"] / shfl["barrier"] - 1) < 0.1
+    for k in ("reduce_smem_tree", "reduce_shfl_block", "reduce_grid_stride"):
+        active = pts[k]["metrics"]["smsp__warps_active.avg.per_cycle_active"]
+        assert sum(w.warps_stalled_per_cycle(pts[k]).values()) == pytest.approx(active, rel=0.05)
+    assert w.warps_stalled_per_cycle({"stalls_per_issued_instruction": {"barrier": 1.0}}) == {}
 
 
 def test_overlap_prediction_from_the_serial_spans():

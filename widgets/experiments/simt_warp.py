@@ -686,16 +686,23 @@ def reduction_predictions(res: Reductions) -> dict[str, ReductionPrediction]:
     """For each variant of a :func:`measure_reductions` result, the model's time
     (``model.reduction_time_s``: the larger of reading the bytes at the rate the copy moved bytes
     (read + written: the memory's throughput, which a reduction spends on reads alone) and the
-    same-address atomics at the rate of the calibration kernel with the same pattern, both measured in
-    the same run: ``atomic_same_address`` (every lane adds) for one atomic per thread,
-    ``atomic_one_lane`` for the others (one lane per warp adds; the every-lane rate where that one is
-    missing): a *calibrated* comparison) and measured / model."""
+    same-address atomics at the rate of the calibration kernel with the *other* pattern, both
+    measured in the same run: ``atomic_one_lane`` (one lane per warp adds) for one atomic per
+    thread, ``atomic_same_address`` (every lane adds) for the others; a *calibrated* comparison)
+    and measured / model.
+
+    Each calibration kernel is nearly its own variant's twin (``atomic_same_address`` is
+    ``reduce_atomic_thread`` without the load; ``atomic_one_lane`` issues the atomics of
+    ``reduce_atomic_warp``), so calibrating a variant on its twin would make measured / model about
+    1 by construction. Crossed, the comparison tests the claim it supports: same-address atomics
+    run at one rate whichever lanes issue them. Where ``atomic_one_lane`` is missing (older
+    records), one atomic per thread falls back to the every-lane rate, its twin's."""
     out = {}
     copy = res.copy.bytes_per_s if isinstance(res.copy, CopyRate) else None  # the memory's rate: read + written
     every = res.atomic_rate.atomics_per_s if isinstance(res.atomic_rate, AtomicRate) else None
     one = res.atomic_rate_one_lane.atomics_per_s if isinstance(res.atomic_rate_one_lane, AtomicRate) else None
     for name, v in res.variants.items():
-        rate = every if name == "atomic_thread" else (one or every)
+        rate = (one or every) if name == "atomic_thread" else every
         if not copy or not rate or not isinstance(v, ReductionRun):
             out[name] = ReductionPrediction(name, None, None, None)
             continue
@@ -716,6 +723,28 @@ def contention_predictions(res: Reductions) -> list[tuple[ContentionPoint, Optio
     one = next((p.atomics_per_s for p in pts if p.addresses == 1), None)
     cap = max(p.atomics_per_s for p in pts)
     return [(p, model.atomic_throughput_per_s(p.addresses, one, cap) if one else None) for p in pts]
+
+
+def warps_stalled_per_cycle(point: dict) -> dict[str, float]:
+    """A profiled kernel's stall reasons as warps in each state in an average cycle of a
+    sub-partition, from one point of the Nsight Compute record (``widgets/data/h200/simt_ncu.json``).
+
+    Nsight Compute's ``smsp__average_warps_issue_stalled_<reason>_per_issue_active`` divides the
+    warps stalled for a reason by the instructions issued, so two kernels that issue different
+    numbers of instructions per cycle cannot be compared on it. Multiplied by the instructions
+    issued per active cycle (``smsp__issue_active.avg.per_cycle_active``) it becomes the warps
+    stalled for that reason per cycle; summed over every state it is the resident warps per
+    scheduler (``smsp__warps_active.avg.per_cycle_active``). Empty where the point lacks either.
+
+    >>> warps_stalled_per_cycle({"stalls_per_issued_instruction": {"barrier": 10.0},
+    ...                          "metrics": {"smsp__issue_active.avg.per_cycle_active": 0.5}})
+    {'barrier': 5.0}
+    """
+    stalls = point.get("stalls_per_issued_instruction") or {}
+    issue = (point.get("metrics") or {}).get("smsp__issue_active.avg.per_cycle_active")
+    if not stalls or issue is None:
+        return {}
+    return {reason: v * issue for reason, v in stalls.items()}
 
 
 # --------------------------------------------------------------------------------------------
@@ -838,6 +867,25 @@ def measure_spills(*, iters: int = 2000, waves: int = 4, repeat: int = 5) -> Spi
                   note="" if on else "compiled only (no GPU here): the ptxas reports, no timings", gather=gather)
 
 
+def speed_same_work(config: SpillConfig, base: SpillConfig) -> Optional[float]:
+    """How many times faster ``config`` ran than ``base`` per block of work [-]; None where either
+    has no time or grid.
+
+    :func:`measure_spills` launches ``waves`` full waves, so its grid (and its total work) grows
+    with the blocks per SM each compilation allows: the times of two configurations are not for
+    the same work, and their plain ratio is not a speed-up. Each block does the same work, so the
+    speed is ``(base.time_s / base.grid) / (config.time_s / config.grid)``.
+
+    >>> a = SpillConfig("no bounds", None, 256, 64, grid=792, time_s=174e-6)
+    >>> b = SpillConfig("__launch_bounds__(256, 8)", 8, 256, 64, grid=2112, time_s=252e-6)
+    >>> round(speed_same_work(b, a), 2)  # 2.67 times the blocks in 1.45 times the time
+    1.84
+    """
+    if not (config.time_s and config.grid and base.time_s and base.grid):
+        return None
+    return (base.time_s / base.grid) / (config.time_s / config.grid)
+
+
 def _gather_spills(arch, on, drv, sms, stream, inp, *, iters: int = 256, waves: int = 2, repeat: int = 5) -> tuple[SpillConfig, ...]:
     """``gather_kernel`` compiled as ``SPILL_CONFIGS``: the ptxas reports and, on a GPU, the time
     of ``iters`` dependent loads per thread over ``waves`` full waves. Every step fails soft."""
@@ -908,10 +956,11 @@ def accuracy_rows(results, device: str) -> list:
         if p.predicted_time_s is None or not isinstance(v, ReductionRun):
             continue
         rows.append(Row("simt", f"reduction, {name.replace('_', ' ')}: {v.bytes_read / MiB:.0f} MiB, {v.atomics:,} atomics",
-                        "max(bytes / copy's bytes moved per s, same-address atomics / the calibration kernel's rate), same run",
+                        "max(bytes / copy's bytes moved per s, same-address atomics / the other pattern's calibration rate), same run",
                         p.predicted_time_s, v.time_s, "s", "calibrated", device,
                         f"{p.bound}-bound in the model; memory rate from a device-to-device copy (read + written), atomic rate from a kernel "
-                        "that only adds to one address"))
+                        "that only adds to one address with the other pattern (one lane per warp for one atomic per thread, every lane "
+                        "for the rest), so the atomic-bound rows test one rate whichever lanes add"))
     pairs = contention_predictions(res)
     top = max((p.atomics_per_s for p, _ in pairs), default=None)
     for p, pred in pairs:

@@ -6,7 +6,11 @@ rejects non-physical input with a ``ValueError`` naming the parameter, the value
 
 The occupancy model reproduces CUDA's own occupancy calculator, ``cudaOccMaxActiveBlocksPerMultiprocessor``
 in the CUDA header ``cuda_occupancy.h`` (CUDA 12.x and 13.0), rule for rule, for a kernel that opted in
-to the largest dynamic shared memory and asked for the largest shared-memory carve-out: registers are
+to the largest dynamic shared memory and asked for the largest shared-memory carve-out, and that uses
+one block barrier (``__syncthreads`` only) and no virtual resources: the header's two further limits,
+block barriers (compute capability 9.0 and later: 2 per block slot on sm_90 and sm_100, 1 on sm_120,
+divided by the kernel's named barriers) and virtual resources (compute capability 10.x to 12.x), cannot
+bind such a kernel and are not modelled. Registers are
 allocated per warp in units of 256 and per SM sub-partition; shared memory in units of 128 B
 (256 B on compute capability 7.x), plus 1 KiB the driver reserves for every block (compute
 capability 8.0 and later; none on sm_75). The per-SM limits of each compute capability, sm_75 to
@@ -205,7 +209,11 @@ def occupancy(
     """Resident blocks and warps per SM for a kernel launch, as CUDA's occupancy calculator computes them.
 
     The calculator is ``cudaOccMaxActiveBlocksPerMultiprocessor`` in ``cuda_occupancy.h``; this
-    model reproduces it rule for rule.
+    model reproduces its warp, register, shared-memory and block-slot limits rule for rule, which
+    are the whole calculator for a kernel with one block barrier (``__syncthreads`` only) and no
+    virtual resources. A kernel using several named barriers (``bar.sync`` with ids) can be limited
+    further on compute capability 9.0 and later (the header's block-barrier limit), which this
+    model does not compute.
 
     Explained in :ref:`simt` > Occupancy: how many warps fit.
 
@@ -694,7 +702,10 @@ def issue_time_s(instructions_per_iteration: float, iterations: float, sms: int,
     issuing one warp-instruction per clock, each warp running ``iterations`` iterations of
     ``instructions_per_iteration`` instructions:
     ``instructions x iterations x warps / (sms x schedulers x clock)``. The inverse of
-    :func:`issue_slots_per_iteration`; it assumes the warps are spread evenly (whole waves).
+    :func:`issue_slots_per_iteration`; it assumes the warps are spread evenly (whole waves) and
+    that no pipe takes more than one clock per warp-instruction: true of FP32 on GPUs with 32 FP32
+    lanes per sub-partition (sm_86 and later), not on sm_75 and sm_80, where an FFMA holds the 16
+    lanes for two clocks.
 
     Explained in :ref:`simt` > 2. Divergence.
 
@@ -755,7 +766,9 @@ def fp32_issue_time_s(flop: float, sms: int, clock_hz: float, fp32_lanes_per_sm:
     clock_hz : float
         SM clock [Hz], > 0.
     fp32_lanes_per_sm : int, optional
-        FP32 lanes per SM [-] (128 on sm_80 to sm_90).
+        FP32 lanes per SM [-]: 128 on sm_86, sm_89, sm_90, sm_100 and sm_120; 64 on sm_75 and sm_80
+        (A100: 108 x 64 x 2 x 1.41 GHz = 19.5 TFLOP/s), where an FFMA warp-instruction holds its
+        sub-partition's 16 FP32 lanes for two clocks.
 
     Returns
     -------
@@ -1181,7 +1194,9 @@ def reduction_time_s(bytes_read: float, read_bytes_per_s: float, same_address_at
     bytes_read : float
         Bytes of input read once [B], >= 0.
     read_bytes_per_s : float
-        Read bandwidth [B/s] (a copy's bytes read per second, or the datasheet's), > 0.
+        Read bandwidth [B/s], > 0: a device-to-device copy's bytes *moved* (read + written) per
+        second, which is what the memory delivers and a reduction spends on reads alone, or the
+        datasheet's bandwidth.
     same_address_atomics : float, optional
         Atomic operations to one address that the kernel issues [count], >= 0.
     atomics_per_s : float or None, optional
@@ -1398,10 +1413,11 @@ def pipeline_schedule(stage_s: Sequence[float], chunks: int) -> list[tuple[int, 
 def atomic_throughput_per_s(addresses: int, same_address_per_s: float, max_per_s: float) -> float:
     """Atomics per second when a kernel's atomics are spread evenly over several addresses.
 
-    Each address applies its atomics one after another at ``same_address_per_s``, so the addresses
-    add up, until the memory system's own atomic throughput ``max_per_s`` caps them:
-    ``min(addresses x same_address_per_s, max_per_s)``. Spreading (privatizing) a counter is the
-    cure for same-address contention.
+    If each address applied its atomics one after another at ``same_address_per_s``, independently
+    of the others, the addresses would add up until the memory system's own atomic throughput
+    ``max_per_s`` caps them: ``min(addresses x same_address_per_s, max_per_s)``. That is an upper
+    bound, not a law: on the H200 the measured rate grows more slowly than the number of addresses
+    (the chapter's contention sweep). Spreading (privatizing) a counter is still the cure for same-address contention.
 
     Explained in :ref:`simt` > Reductions: warp shuffles, votes and atomics.
 
