@@ -284,6 +284,7 @@ VALID: dict[str, dict] = {
     "kernels.repeats_needed": dict(std_s=1e-6, mean_s=5e-5, relative_half_width=0.01),
     "kernels.median_ci_ranks": dict(repeats=20),
     "kernels.host_timing_error": dict(kernel_s=5e-6, overhead_s=1e-5),
+    "kernels.spread_of_means_band": dict(groups=20),
     "training_memory.state_bytes": dict(params=1e9),
     "training_memory.training_state_bytes": dict(params=1e9),
     "training_memory.zero_state_bytes_per_gpu": dict(params=1e9, gpus=8, stage=1),

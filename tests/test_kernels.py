@@ -45,23 +45,33 @@ def test_every_ladder_ratio_moves_with_the_assumed_a6000_clock():
         assert fast / slow == pytest.approx(38.7 / 30, rel=1e-3), rung
 
 
-def test_the_clock_boehms_naive_kernel_implies_is_near_the_a6000s_rated_boost():
-    """If the naive kernel is bound by the L1 passes of its uncoalesced loads (33 per 32 multiply-adds),
-    as the model says, its rate is proportional to the clock, and Boehm's 309 GFLOP/s implies the clock his
-    card ran at. That clock must be one an A6000 runs at under load: within 10% of its 1.80 GHz rated boost
-    (GPU Boost holds a loaded card near, often a little above, its rated boost). It fails if the pass count is
-    off (2 times too many passes would imply 3.8 GHz) or if the card ran at the 1.395 GHz of Boehm's advertised
-    30 TFLOP/s (then the model undershoots a kernel it claims to bound by 37%, and the claim is wrong)."""
-    implied_hz = A6000["clock_hz"] * BOEHM_GFLOPS["naive"] / boehm_prediction("naive")
-    assert implied_hz == pytest.approx(A6000["clock_hz"], rel=0.10)
-    assert abs(A6000_BOEHM_CLOCK_HZ / A6000["clock_hz"] - 1) > 0.10  # Boehm's own figure would not pass
+def test_naive_global_load_passes_follow_the_l1_banks_and_tag_stage():
+    """Review r10 #1: the naive kernel's load of A (lane r at byte 4 K r) is not one L1 pass per distinct line.
+    An Nsight Compute profile of this kernel on an H200 (review r10, M = N = 2048; l1tex__data_pipe_lsu_wavefronts
+    per warp and k) gave 33.0 data passes at K = 4096 and 4064 and 5.39 at K = 4092, with 32 distinct lines at
+    every K. Hand count with 32 banks of 4 B: 4 K r / 4 = K r words; K = 4096 and 4064 are multiples of 32, so all
+    32 words share bank 0 (32 passes); K = 4092 = 28 mod 32 spreads them over 8 banks, 4 each (4 passes). The tag
+    stage resolves 4 lines per clock (NVIDIA forum, thread 273699/8): 32 / 4 = 8 passes, which binds at 4092.
+    B is one broadcast word (1 pass). The old count (one pass per line) gave 33 at every K."""
+    for k, expected in ((4096, 33), (4064, 33), (4092, 9)):
+        assert km.rung_cost("naive", k).wavefronts_per_warp == expected, k
+    assert [w for _, w in km.rung_cost("naive", 4092).loads] == [8, 1]
+    assert km.rung_cost("coalesced", 4092).wavefronts_per_warp == 2  # one line, no conflict, for both loads
 
 
-def test_the_model_is_a_ceiling_where_latency_binds_at_either_clock():
-    """The coalesced and shared-memory rungs have one accumulator per thread and at least one load per
-    multiply-add: too little independent work to hide latency, which the model leaves out on purpose. So
-    the model must not undershoot them at either assumed clock (it would fail if the model undercounted their
-    passes or issue slots). At the boost clock they reach 41% and 66% of it; at 30 TFLOP/s, 53% and 85%."""
+def test_boehms_naive_kernel_is_not_explained_by_the_model_at_4092():
+    """Review r10 #2: Boehm's size 4092 is where the naive kernel's loads do not all share a bank, so the
+    model (whose counts fit the H200) puts it far above Boehm's 309 GFLOP/s at either A6000 clock; the chapter
+    calls the row unexplained, and this test keeps that wording honest (it fails if the model meets Boehm)."""
+    for clock in (A6000["clock_hz"], A6000_BOEHM_CLOCK_HZ):
+        assert BOEHM_GFLOPS["naive"] / boehm_prediction("naive", clock) < 0.5
+
+
+def test_the_model_stays_above_the_coalesced_and_smem_rungs_at_either_clock():
+    """The coalesced and shared-memory rungs fall short of the model at either assumed clock: at the boost clock they
+    reach 41% and 66% of it; at 30 TFLOP/s, 53% and 85%. The model must not undershoot them (it would fail if the
+    model undercounted their passes or issue slots). Why they fall short is not tested here: latency, the L1's
+    tag and data stages, the queue into the load/store pipe or L1 misses (review r10 #9)."""
     for rung in ("coalesced", "smem"):
         for clock in (A6000["clock_hz"], A6000_BOEHM_CLOCK_HZ):
             assert BOEHM_GFLOPS[rung] < boehm_prediction(rung, clock), (rung, clock)
@@ -75,11 +85,13 @@ def test_the_model_ranks_the_register_blocked_rungs_as_boehm_measured():
         pred = [boehm_prediction(r, clock) for r in order]
         assert pred == sorted(pred)
     assert [BOEHM_GFLOPS[r] for r in order] == sorted(BOEHM_GFLOPS[r] for r in order)
+    # below shared-memory tiles the order is not Boehm's (review r10 #3): the model puts coalesced above them
+    assert boehm_prediction("coalesced") > boehm_prediction("smem") and BOEHM_GFLOPS["coalesced"] < BOEHM_GFLOPS["smem"]
     assert BOEHM_GFLOPS["warptile"] / BOEHM_CUBLAS == pytest.approx(0.937, abs=0.001)
 
 
 def test_hand_counted_wavefronts_and_instructions():
-    # naive: A 32 lines (one per row), B 1 line; coalesced: 1 + 1
+    # naive at K = 4096: A's 32 words in one bank, B one broadcast; coalesced: 1 + 1
     assert km.rung_cost("naive").wavefronts_per_warp == 33 and km.rung_cost("coalesced").wavefronts_per_warp == 2
     # smem 32 x 32: 2 conflict-free reads per k, plus per 32 k one global load and one store per element
     # of A's and B's tiles (2 each per thread): (2 + 2) / 32 = 0.125
@@ -96,6 +108,18 @@ def test_hand_counted_wavefronts_and_instructions():
     # RungCost.wavefronts_per_warp): at least 4 passes; B's 16 columns x 32 B -> 8
     c = km.rung_cost("vectorized")
     assert [w for _, w in c.loads] == [4, 4, 8, 8]
+
+
+def test_the_transposing_stores_of_a_conflict():
+    """Review r10 #16: load_vec/stash write A transposed, As[(c + j) * BM + rr] with rr = i / (BK / 4) and
+    c = 4 (i % (BK / 4)) for lane i. With BM a multiple of 32 the bank is rr mod 32: at BK = 8 lanes 2r and 2r + 1
+    share a row (2-way conflict), at BK = 16 four lanes do (4-way). Vectorized default (BM 128, BK 8, 256
+    threads): 24 passes of inner reads + per BK step 1 float4 global load of A and 1 of B (4 passes each = 8),
+    4 scalar stores of A (2 passes each = 8) and 1 float4 store of B (4): (8 + 8 + 4) / 8 = 2.5, so 26.5
+    (the old count, stores of A at 1 pass, gave 26)."""
+    assert km._a_store_passes(km.tiling("vectorized", bk=8)) == 2
+    assert km._a_store_passes(km.tiling("vectorized", bk=16)) == 4
+    assert km.rung_cost("vectorized").wavefronts_per_warp == pytest.approx(26.5)
 
 
 def test_global_traffic_of_a_block_tile():
@@ -211,14 +235,34 @@ def test_host_clock_error_and_rates():
 
 
 def test_the_ci_check_predicts_the_spread_of_means_of_independent_samples():
-    from widgets.experiments.kernels import ci_check
+    """Review r10 #6: the check predicts from the pooled within-group spread and compares with the spread of the
+    group means; for independent normal samples the ratio lies in spread_of_means_band(groups) about 95% of the
+    time (the old check, from the first group's spread alone, fell outside +-25% in 29% of independent sets)."""
+    from widgets.experiments.kernels import GROUP, ci_check
 
     rng = np.random.default_rng(0)
-    pred, meas = ci_check(rng.normal(1.0, 0.1, 420).tolist())
-    assert pred == pytest.approx(meas, rel=0.5)
-    drift = (np.linspace(0, 1, 420) + rng.normal(0, 0.01, 420)).tolist()  # a clock ramping: not independent
+    lo, hi = km.spread_of_means_band(400 // GROUP)
+    inside = 0
+    for _ in range(400):
+        pred, meas = ci_check(rng.normal(1.0, 0.1, 400).tolist())
+        inside += lo <= meas / pred <= hi
+    assert 0.92 <= inside / 400 <= 0.98
+    drift = (np.linspace(0, 1, 400) + rng.normal(0, 0.01, 400)).tolist()  # a clock ramping: not independent
     pred, meas = ci_check(drift)
-    assert meas > 3 * pred  # the check can fail
+    assert meas / pred > hi  # the check can fail
+
+
+def test_spread_of_means_band_matches_chi_square_tables():
+    """sqrt(chi2_q(v) / v) with chi-square quantiles from the tables (Abramowitz and Stegun, table 26.8):
+    v = 19: 8.907 and 32.852 -> 0.685, 1.315; v = 9: 2.700 and 19.023 -> 0.548, 1.454 (the Wilson-Hilferty
+    approximation is within 0.3% at 19 and 1% at 9)."""
+    lo, hi = km.spread_of_means_band(20)
+    assert lo == pytest.approx(math.sqrt(8.907 / 19), rel=3e-3) and hi == pytest.approx(math.sqrt(32.852 / 19), rel=3e-3)
+    lo, hi = km.spread_of_means_band(10)
+    assert lo == pytest.approx(math.sqrt(2.700 / 9), rel=1e-2) and hi == pytest.approx(math.sqrt(19.023 / 9), rel=1e-2)
+    for bad in (2, 0, 2.5):
+        with pytest.raises(ValueError, match="groups"):
+            km.spread_of_means_band(bad)
 
 
 # --------------------------------------------------------------------------------------------
@@ -343,8 +387,15 @@ def test_the_ladder_model_against_the_h200_record():
     for rung, ratio in rows.items():
         if rung not in ("naive", "warptile"):
             assert 0.65 <= ratio <= 1.3, (rung, ratio)
-    blocks = [r for r in ke.accuracy_rows(rec) if r.unit == "blocks"]
-    assert blocks and all(r.predicted == r.measured for r in blocks)  # the SIMT model agrees with the driver's calculator
+    # resident blocks per SM: the driver's calculator on the same inputs as simt.occupancy, which reproduces it rule
+    # for rule; a consistency check, not a prediction, so not in the ledger (review r10 #5)
+    from widgets.models import simt
+
+    assert not [r for r in ke.accuracy_rows(rec) if r.unit == "blocks"]
+    lad = ke.KernelsResults.from_record(rec["results"]).ladder
+    for r in lad.rungs:
+        b = r.best_config
+        assert simt.occupancy(b.threads_per_block, b.regs_per_thread, b.static_smem_bytes, lad.arch).blocks_per_sm == b.blocks_per_sm
 
 
 def test_the_model_does_not_rank_the_h200_warptile_sweep():

@@ -1,7 +1,8 @@
 """Reading and patching a cubin: a cubin is an ELF file; each kernel's SASS lives in the section
 ``.text.<kernel>`` as 16-byte instructions (sm_70 and later), and a 32-bit floating-point immediate
 of an ``FMUL``/``FADD``/``FFMA`` sits in bytes 4-7 of its instruction (bits 32-63, little-endian);
-the upper 8 bytes carry the scheduling control bits (stall count, yield, barriers, operand reuse).
+the upper 8 bytes hold the rest of the encoding and, in their top 23 bits, the scheduling control
+bits (operand reuse, wait mask, read and write barriers, yield, stall count).
 NVIDIA does not document the encoding: this follows the reverse-engineering of Jia et al.,
 "Dissecting the NVIDIA Volta GPU Architecture via Microbenchmarking" (arXiv:1804.06826, 2018), section 2,
 and was checked on the H200 record (``FMUL R7, R2, 3`` at 0xe0 is ``0x4040000002077820``). The scan

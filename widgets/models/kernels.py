@@ -8,13 +8,14 @@ the passes the L1/shared-memory pipe makes (:func:`rung_cost`, reusing
 :func:`widgets.models.memory_hierarchy.shared_wavefronts` for bank conflicts); the predicted rate
 is the tightest of four ceilings (:func:`ladder_prediction`): the fp32 lanes, the issue slots, the
 L1/shared-memory wavefronts and HBM, times the tail efficiency of the grid's waves (occupancy
-from :func:`widgets.models.simt.occupancy`). It leaves latency out on purpose: where a rung falls
-short of it, latency (too little independent work in flight) is the usual reason.
+from :func:`widgets.models.simt.occupancy`). It leaves latency, and the queues between the issue
+slots and the L1 pipe, out on purpose: where a rung falls short of it, those are candidates.
 
 Timing statistics: a confidence interval of a mean from n repeats and their spread
 (:func:`mean_ci_half_width`), the repeats needed for a target interval (:func:`repeats_needed`),
 a distribution-free interval for a median (:func:`median_ci_ranks`) and the error of timing a
-short kernel with a host clock (:func:`host_timing_error`).
+short kernel with a host clock (:func:`host_timing_error`), and the band the spread of group means
+of independent timings falls in (:func:`spread_of_means_band`).
 
 Units are in the names: ``*_bytes`` [B], ``*_flop`` [FLOP], ``*_s`` [s], ``*_hz`` [1/s],
 ``*_per_s`` [1/s]. Bad input raises ``ValueError`` naming the parameter, the value and what is valid.
@@ -34,7 +35,8 @@ from . import memory_hierarchy as mh
 from . import simt
 
 WARP = 32
-LINE_BYTES = mh.LINE_BYTES  # 128: one L1 wavefront of a global load moves one line
+LINE_BYTES = mh.LINE_BYTES  # 128: a cache line [B]
+TAGS_PER_CLOCK = 4  # L1TEX tag stage: "4 sets x 4 sectors per cycle" on GV100 and later (NVIDIA developer forum, thread 273699/8)
 FP32_BYTES = 4
 MAX_DIM = 1 << 20
 MAX_TILE = 1024
@@ -176,6 +178,12 @@ def _lines(addresses_bytes) -> int:
     return len({int(a) // LINE_BYTES for a in addresses_bytes})
 
 
+def _global_passes(addresses_bytes) -> int:
+    """L1 passes of one warp's 4-byte global load: the larger of the data stage (the 32 banks of 4 B,
+    counted as for shared memory) and the tag stage (``TAGS_PER_CLOCK`` distinct lines per pass)."""
+    return max(_wavefronts(addresses_bytes, 4), -(-_lines(addresses_bytes) // TAGS_PER_CLOCK))
+
+
 @dataclass(frozen=True)
 class RungCost:
     """What one warp does in one step of the K loop (one ``k``), from the tiling alone.
@@ -190,8 +198,13 @@ class RungCost:
         Warp instructions issued per k: FFMA, loads from shared memory or global memory, and the
         tile loads into shared memory (loads and stores) amortized over ``bk`` [-].
     wavefronts_per_warp : float
-        Passes of the L1/shared-memory pipe per k (bank conflicts, 128-byte lines of global
-        loads, 16-byte accesses a quarter-warp at a time) [-]. The quarter-warp rule for 16-byte
+        Passes of the L1/shared-memory pipe per k (bank conflicts; for the global loads of the
+        untiled rungs, the larger of the data stage's bank passes and the tag stage's distinct
+        lines / 4; 16-byte accesses a quarter-warp at a time) [-]. The bank rule for global loads
+        fits an Nsight Compute profile of a naive kernel on an H200 (33 data passes per warp and k
+        at K = 4096 and 4064, 5.4 at K = 4092: ``benchmarks/h200/kernels_review_ncu_2026-12-02``,
+        the review's own build of the kernel, not yet the book's record);
+        the tag rate is NVIDIA's forum answer, not a datasheet. The quarter-warp rule for 16-byte
         loads is an assumption of ``memory_hierarchy.shared_wavefronts`` with no NVIDIA source for
         Hopper; on compute capability 7.x, NVIDIA's forum reports that an LDS.128 whose addresses
         repeat across lane pairs takes 2 passes, not 4 ("Unexpected shared memory bank conflict",
@@ -233,7 +246,7 @@ def _inner_loads(t: Tiling, k_dim: int) -> list:
         cols = [0 if r == "naive" else ln for ln in lanes]
         a = [FP32_BYTES * (row * k_dim) for row in rows]
         b = [FP32_BYTES * col for col in cols]
-        return [("A (global)", _lines(a)), ("B (global)", _lines(b))]
+        return [("A (global)", _global_passes(a)), ("B (global)", _global_passes(b))]
     if r == "smem":
         tr = [ln // t.bn for ln in lanes]
         tc = [ln % t.bn for ln in lanes]
@@ -274,6 +287,13 @@ def _inner_loads(t: Tiling, k_dim: int) -> list:
     return out
 
 
+def _a_store_passes(t: Tiling) -> int:
+    """Shared-memory passes of one scalar store of A's tile in the vector rungs (``load_vec``/``stash``), warp 0."""
+    per_row = t.bk // 4
+    lanes = [i if i < t.bm * t.bk // 4 else 0 for i in range(WARP)]
+    return _wavefronts([FP32_BYTES * ((i % per_row) * 4 * t.bm + i // per_row) for i in lanes], 4)
+
+
 def rung_cost(rung: str, k_dim: int = 4096, **sizes) -> RungCost:
     """One warp's work per step of the K loop for a rung of the ladder, counted from its tiling.
 
@@ -301,12 +321,16 @@ def rung_cost(rung: str, k_dim: int = 4096, **sizes) -> RungCost:
 
     Examples
     --------
-    The naive kernel's load of A touches 32 lines per warp (one per row), B one: 33 passes for 32
-    multiply-adds.
+    The naive kernel's lanes read A at byte addresses 4 K apart. At K = 4096 (a multiple of 32)
+    all 32 words sit in one bank: 32 passes, plus 1 for B's broadcast, for 32 multiply-adds. At
+    K = 4092 they spread over 8 banks (4 data passes), and the tag stage's 32 lines / 4 = 8 bind:
+    8 + 1 = 9.
 
     >>> c = rung_cost("naive")
     >>> c.fma_per_thread, c.wavefronts_per_warp
     (1, 33.0)
+    >>> rung_cost("naive", 4092).wavefronts_per_warp
+    9.0
     >>> rung_cost("coalesced").wavefronts_per_warp
     2.0
     """
@@ -336,7 +360,13 @@ def _rung_cost(t: Tiling, kd: int) -> RungCost:
         # A is transposed into shared memory by 4 scalar stores per float4 in the vector rungs
         sts = (t.bm * t.bk / t.threads) * (1 if vec == 4 else 1) + (t.bn * t.bk / t.threads) / vec
         tile_instr = (ldg + sts) / t.bk
-        tile_wave = (ldg * vec + sts * 1 + (t.bn * t.bk / t.threads / vec) * (vec - 1)) / t.bk
+        # A's scalar stores into shared memory (transposed in the vector rungs: lane i writes
+        # As[(c + j) * bm + i / (bk / 4)], c = 4 (i % (bk / 4))) conflict when lanes share a row:
+        # 2-way at bk = 8, 4-way at bk = 16 for bm a multiple of 32
+        a_sts_passes = _a_store_passes(t) if vec == 4 else 1
+        a_sts = t.bm * t.bk / t.threads
+        tile_wave = (ldg * vec + sts * 1 + a_sts * (a_sts_passes - 1)
+                     + (t.bn * t.bk / t.threads / vec) * (vec - 1)) / t.bk
         smem = (t.bm + t.bn) * t.bk * FP32_BYTES
         global_bpf = 2.0 * (t.bm + t.bn) / (t.bm * t.bn)
     regs = fma + t.tm * t.wmiter + t.tn * t.wniter + BASE_REGS
@@ -360,7 +390,8 @@ class LadderPrediction:
     limiter : str
         The tightest ceiling.
     tail_efficiency : float
-        The grid's fill of its last wave [-] (occupancy x SMs block slots per wave).
+        The share of the waves' block slots the grid fills [-] (``simt.waves``: grid / (waves x
+        occupancy x SMs)), the tail effect.
     predicted_flop_per_s : float
         ``min(ceilings) x tail_efficiency`` [FLOP/s].
     predicted_s : float
@@ -385,7 +416,7 @@ class LadderPrediction:
 def ladder_prediction(rung: str, m: int, n: int, k: int, sms: int, clock_hz: float, hbm_bytes_per_s: float, *,
                       arch: str = "sm_90", regs_per_thread: int | None = None, fp32_lanes_per_sm: int = 128,
                       issue_per_sm_per_clock: int = 4, wavefronts_per_sm_per_clock: float = 1.0, **sizes) -> LadderPrediction:
-    """Predicted fp32 GEMM rate of one rung: the tightest of four ceilings, times the last wave's fill.
+    """Predicted fp32 GEMM rate of one rung: the tightest of four ceilings, times the waves' fill (tail effect).
 
     Per SM and clock: ``fp32_lanes_per_sm`` multiply-adds, ``issue_per_sm_per_clock`` warp
     instructions (four schedulers), ``wavefronts_per_sm_per_clock`` passes of the L1/shared-memory
@@ -925,6 +956,51 @@ def median_ci_ranks(repeats: int, confidence: float = 0.95) -> tuple[int, int]:
     if j < 1:
         raise ValueError(f"repeats={repeats!r} is too few for a {confidence!r} interval of the median")
     return j, n + 1 - j
+
+
+def spread_of_means_band(groups: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Range of (sample SD of ``groups`` group means) / (their true SD) for independent normal timings.
+
+    The sample variance of ``g`` values is the true variance times chi-square(g - 1) / (g - 1), so
+    the ratio of standard deviations lies in ``sqrt(chi2_{a/2} / (g - 1))`` to
+    ``sqrt(chi2_{1 - a/2} / (g - 1))`` with probability ``confidence``. The chi-square quantiles
+    use the Wilson-Hilferty cube-root approximation (Abramowitz and Stegun 26.4.17), within 0.3 %
+    of the tables from 10 degrees of freedom. A ratio outside the band says the repeats were not
+    independent (or not normal); one inside it does not prove they were.
+
+    Explained in :ref:`kernels` > Timing a kernel honestly.
+
+    Parameters
+    ----------
+    groups : int
+        Number of group means [-], >= 3.
+    confidence : float, optional
+        Two-sided confidence [-], in (0.5, 0.9999].
+
+    Returns
+    -------
+    lo, hi : float
+        Bounds of the ratio [-].
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
+    >>> [round(b, 2) for b in spread_of_means_band(20)]  # chi-square(19) tables: 8.907 and 32.852
+    [0.68, 1.31]
+    """
+    g = _check.integer("groups", groups, minimum=3, maximum=MAX_REPEATS)
+    c = _check.in_range("confidence", confidence, 0.5000001, 0.9999)
+    v = g - 1
+    z = statistics.NormalDist().inv_cdf(0.5 + c / 2)
+
+    def chi2(zq):
+        return v * (1 - 2 / (9 * v) + zq * math.sqrt(2 / (9 * v))) ** 3
+
+    return math.sqrt(chi2(-z) / v), math.sqrt(chi2(z) / v)
 
 
 def host_timing_error(kernel_s: float, overhead_s: float) -> float:

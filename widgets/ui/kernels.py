@@ -57,7 +57,7 @@ def _record_gpu(ladder) -> str | None:
 # 1. The ladder
 # --------------------------------------------------------------------------------------------
 # the model's ceiling names (km.predict) in words a reader can parse
-LIMITER_WORDS = {"fp32": "fp32-lane-bound", "issue": "issue-bound", "l1_smem": "shared-memory-bound", "hbm": "HBM-bound"}
+LIMITER_WORDS = {"fp32": "fp32-lane-bound", "issue": "issue-bound", "l1_smem": "L1/shared-memory-bound", "hbm": "HBM-bound"}
 
 
 def _ladder_frame(gpu: str, size: int, ladder):
@@ -340,15 +340,15 @@ def _close(a: float, expected: float, rel: float = 0.02) -> bool:
 
 
 def check_naive_wavefronts(answer) -> bool:
-    """Exercise: L1 wavefronts per warp per k of the naive kernel (A's and B's loads together)."""
+    """Exercise: L1 passes per warp per k of the naive kernel at K = 4096 (A's and B's loads together)."""
     expected = km.rung_cost("naive").wavefronts_per_warp
     a = _number(answer)
     if a is None:
         return _verdict(False, f"the answer must be a number of wavefronts, got {answer!r}")
     if _close(a, expected, 0.001):
-        return _verdict(True, f"{expected:g}: one line per lane for A (rows K floats apart), one shared line for B")
-    return _verdict(False, f"{a:g} is not right: for each of the two loads, count the distinct 128-byte lines the 32 lanes touch "
-                           "(section 'The ladder's model')")
+        return _verdict(True, f"{expected:g}: A's 32 words (4K bytes apart) all in one bank at K = 4096, one broadcast word of B")
+    return _verdict(False, f"{a:g} is not right: for each of the two loads, count the most distinct words one of the 32 banks "
+                           "must deliver, and compare with the distinct 128-byte lines / 4 (section 'The ladder's model')")
 
 
 def check_smem_per_block(answer) -> bool:
