@@ -43,7 +43,10 @@ developer guide, "Distributed Optimizer"). ``bf16``: everything in 16 bits, no m
 moments in the weights' dtype (``torch.optim.AdamW`` on a model cast to bf16: 2 + 2 + 2 + 2 = 8 with
 Adam; updates smaller than a bf16 ulp are lost without stochastic rounding or Kahan summation).
 ``autocast``: fp32 weights and gradients, 16-bit only inside the forward (``torch.autocast``:
-4 + 4, no master copy). ``fp32``: everything in fp32 (4 + 4)."""
+4 + 4, no master copy); not counted here, autocast's 16-bit casts of the weights, which it caches for the
+autocast region and the matmuls save for the backward pass (``cached_cast`` in
+``aten/src/ATen/autocast_mode.cpp``): about 2 more bytes per parameter from the forward pass until the
+backward pass has used them, 18 at the peak. ``fp32``: everything in fp32 (4 + 4)."""
 
 ATTENTION = ("materialized", "flash")
 """How the attention core runs.
@@ -57,7 +60,10 @@ RECOMPUTE = ("none", "selective", "full")
 """Activation recomputation (Korthikanti et al. 2022).
 
 Keep everything, recompute the attention
-core (softmax, its dropout, the two attention matmuls), or keep only each layer's input."""
+core (softmax, its dropout, the two attention matmuls), or keep only each layer's input. Under a fused
+attention kernel recomputing the attention core removes nothing; today's "selective" recomputation
+(Megatron-Core's ``recompute_modules``) picks other modules instead (the MLP's activation, the
+norms), which this model does not price."""
 
 # Optimizer state bytes per parameter, moments only (the master copy is added for "mixed").
 _MOMENT_BYTES = {"adamw": 8.0, "adamw_8bit": 2.0, "sgd_momentum": 4.0, "sgd": 0.0}
@@ -283,13 +289,20 @@ def activation_bytes_per_layer(
     the QKV and MLP inputs 2 + 2, one dropout mask after attention and one after the MLP (1 + 1,
     ``dropout``); Q 2 and K, V ``2 kv/a`` each (grouped-query attention); the projection's input 2;
     ``attention="materialized"``: the softmax output ``2 a s / h``, with dropout also its mask
-    ``a s / h`` and output ``2 a s / h``; ``attention="flash"``: the kernel's output 2 (a tensor
-    apart from the projection's input when the heads are transposed back, as in PyTorch's
-    ``nn.MultiheadAttention``) and an fp32 log-sum-exp ``4 a / h``, no s x s term (selective
-    recomputation then changes nothing); the MLP: GELU's input and output ``2 f + 2 f`` with ``f = ffn/h`` (16
-    at f = 4), gated (SwiGLU: gate, its activation, up and their product, ``8 f``; 28 for
-    Llama-3-8B's f = 3.5). Llama-3-8B with flash attention: ``s b h (43 + 4 a / h)``. RoPE's
-    rotated copies and RMSNorm's fp32 statistics are left out (a few per cent).
+    ``a s / h`` and output ``2 a s / h``; ``attention="flash"``: an fp32 log-sum-exp ``4 a / h`` and
+    no s x s term (recomputing the attention core then removes nothing); the kernel's output, which
+    its backward keeps, is the projection's input, one tensor and not two (PyTorch's flash kernel
+    allocates its output like Q, ``at::empty_like(q)`` in ``flash_api.cpp``, so that
+    ``nn.MultiheadAttention``'s transpose back to ``(s, b, h)`` and Hugging Face's to ``(b, s, h)``
+    are views; the H200 record's stock model kept 2 s b h per layer less than a count with both);
+    the MLP: GELU's input and output ``2 f + 2 f`` with ``f = ffn/h`` (16 at f = 4), gated (SwiGLU:
+    gate, its activation, up and their product, ``8 f``; 28 for Llama-3-8B's f = 3.5). Llama-3-8B
+    with flash attention: ``s b h (41 + 4 a / h)``. Each norm keeps its 16-bit input, as a fused
+    norm kernel does (Apex, Transformer Engine: the input and per-token statistics); an eager
+    RMSNorm (Hugging Face's ``LlamaRMSNorm``) keeps an fp32 copy of its input and its 16-bit
+    output instead, ``6 s b h`` per norm rather than 2, 8 more per layer. RoPE adds nothing
+    (the rotated Q and K replace the unrotated ones, which nothing keeps); the norms' per-token fp32
+    statistics (4 or 8 bytes per token each) are left out.
 
     Explained in :ref:`training_memory` > Activations.
 
@@ -337,7 +350,7 @@ def activation_bytes_per_layer(
     >>> activation_bytes_per_layer(2048, 1, 12288, 96, recompute="full") / 2**20
     48.0
     >>> activation_bytes_per_layer(1, 1, 4096, 32, attention="flash", dropout=False, kv_heads=8, ffn_hidden=14336, gated=True)
-    176256.0
+    168064.0
     """
     s = _check.integer("seq", seq, minimum=1, maximum=MAX_COUNT)
     b = _check.integer("micro_batch", micro_batch, minimum=1, maximum=MAX_COUNT)
@@ -356,8 +369,7 @@ def activation_bytes_per_layer(
         return 2.0 * sbh
     replicated = 8.0 + 2.0 * drop  # LayerNorm inputs 4, QKV and MLP inputs 2 + 2, two dropout masks
     sharded = 2.0 + 4.0 * kv / a + 2.0 + (8.0 * f if glu else 4.0 * f)  # Q, K + V, projection input, MLP
-    if att == "flash":
-        sharded += 2.0  # the kernel's output, kept for its backward
+    if att == "flash":  # its output (kept for its backward) is the projection's input, counted above
         core = 4.0 * a / h  # fp32 log-sum-exp per head and token; nothing for selective to drop
     else:
         core = 0.0 if rc == "selective" else (2.0 + 3.0 * drop) * a * s / h
@@ -529,7 +541,9 @@ def training_flop(params: float, tokens: float) -> float:
     2 FLOP per parameter per token in the forward pass, 4 in the backward pass (gradients with
     respect to activations and to weights), attention not included (Kaplan et al. 2020, Section 2.1;
     the GPT-3 paper's 3.14e23 FLOP for 175B parameters and 300B tokens, Brown et al. 2020,
-    Appendix D).
+    Appendix D). Strictly N counts the parameters whose matmuls run: Kaplan et al.'s N leaves out the
+    embeddings (a lookup, no matmul); an untied output head is a matmul and counts. The GPT-3 paper
+    uses the total.
 
     Explained in :ref:`training_memory` > The compute: 6 N D.
 
@@ -614,7 +628,7 @@ def recompute_flop_fraction(params: float, attention_flop_per_token: float = 0.0
     Parameters
     ----------
     params : float
-        Parameters N [-], > 0.
+        Parameters N whose matmuls run [-], > 0 (the input embedding, a lookup, left out).
     attention_flop_per_token : float, optional
         Training FLOP per token of attention [FLOP], >= 0 (:func:`attention_flop_per_token`).
     recompute : str, optional
@@ -778,11 +792,13 @@ def offload_time_s(params: float, host_bytes_per_s: float, down_bytes_per_param:
     """Time to move offloaded state across the host link in one step [s].
 
     ZeRO-Offload (Ren et al. 2021) sends the 2-byte gradients down to the host and the 2-byte updated
-    weights back up every step: the minimum traffic. PCIe is full duplex: each direction has its own
-    lanes at ``host_bytes_per_s``, so when the two streams overlap (bucket by bucket, or with the paper's
-    one-step delayed parameter update) the link needs only the longer of the two; ``full_duplex=False``
+    weights back up every step: the minimum traffic. PCIe is full duplex: each lane carries both
+    directions at once, ``host_bytes_per_s`` each way, so when the two streams overlap (bucket by
+    bucket, or with the paper's one-step delayed parameter update) the link needs only the longer of
+    the two; ``full_duplex=False``
     gives the time if they took turns (the sum). This is a lower bound either way: it ignores the CPU's
-    Adam and assumes the copies overlap the compute.
+    Adam (``CPU_ADAM_BYTES_PER_PARAM`` of host-memory traffic) and assumes the copies overlap the
+    compute.
 
     Explained in :ref:`training_memory` > The fixes, in order of least damage.
 
@@ -823,6 +839,15 @@ def offload_time_s(params: float, host_bytes_per_s: float, down_bytes_per_param:
     duplex = _check.flag("full_duplex", full_duplex)
     per_param = max(down, up) if duplex else down + up
     return _check.finite_result("offload time", p * per_param / bw, host_bytes_per_s=host_bytes_per_s)
+
+
+CPU_ADAM_BYTES_PER_PARAM = 28.0
+"""Host-memory traffic of one offloaded AdamW step per parameter [B].
+
+The CPU reads and writes the fp32 master weight, the first and the second moment (3 x (4 + 4) = 24),
+reads the 16-bit gradient that came down and writes the 16-bit weight that goes up (2 + 2): 28 bytes,
+a lower bound on what its DRAM must carry per step (ZeRO-Offload, Ren et al. 2021, keeps the fp32
+state on the host and runs Adam there)."""
 
 
 def lora_state_bytes(params: float, trainable_fraction: float, weight_bytes_per_param: float = 2.0) -> float:
@@ -877,7 +902,8 @@ context and the allocator's slack on the H200."""
 
 @dataclass(frozen=True)
 class TrainingBudget:
-    """Memory of one GPU during a training step, bucket by bucket [B], and what fits."""
+    """Memory of one GPU during a training step, bucket by bucket [B], and what fits; ``approximation``
+    names what the count leaves out for this model (empty for a dense model)."""
 
     model: str
     gpu: str
@@ -891,6 +917,7 @@ class TrainingBudget:
     reserve_bytes: float
     capacity_bytes: float
     activation_bytes_per_sequence: float
+    approximation: str = ""
 
     @property
     def used_bytes(self) -> float:
@@ -946,8 +973,12 @@ def memory_budget(
     gated=False`` is Korthikanti et al.'s GPT layer). Under full recomputation the backward pass
     also holds one layer's recomputed activations (Chen et al. 2016: the stored checkpoints plus
     one segment), so that layer's full count is added. Not counted: transients such as the fp32
-    gradient of the logits at the start of the backward pass (``4 s v`` bytes per sequence) and
-    the kernels' workspaces; the rest is ``reserve_fraction`` of the GPU's memory.
+    gradient of the logits at the start of the backward pass (``4 s v`` bytes per sequence),
+    the kernels' workspaces and, under ZeRO-3, the gathered 16-bit weights (and unsharded
+    gradients) of the unit being computed and of the one prefetched; the rest is
+    ``reserve_fraction`` of the GPU's memory. A mixture-of-experts or MLA model is counted as a
+    dense one of the same width (its state is right; its activations leave out the routing copies
+    and MLA's shapes): ``approximation`` says so.
 
     Explained in :ref:`training_memory` > The memory budget.
 
@@ -1016,7 +1047,19 @@ def memory_budget(
     if recompute == "full":  # the one layer being recomputed in the backward pass
         per_seq += activation_bytes_per_layer(seq, 1, m.hidden_size, m.heads, t, t > 1, "none", **variant)
     cap = float(g.memory_bytes)
-    return TrainingBudget(m.name, g.name, float(m.params), b, int(seq), w, gr, op, per_seq * b, r * cap, cap, per_seq)
+    return TrainingBudget(m.name, g.name, float(m.params), b, int(seq), w, gr, op, per_seq * b, r * cap, cap, per_seq,
+                          _dense_approximation(m))
+
+
+def _dense_approximation(m) -> str:
+    """What a dense count misses for ``m`` (a ModelConfig): mixture of experts, MLA; empty if dense."""
+    parts = []
+    if m.n_routed_experts:
+        parts.append("mixture of experts: the activations as if dense, without the routing copies (each token's hidden "
+                     "state sent to its experts)")
+    if m.attention == "mla":
+        parts.append("MLA counted as grouped-query attention of the same heads")
+    return "dense approximation: " + "; ".join(parts) if parts else ""
 
 
 @dataclass(frozen=True)
@@ -1036,15 +1079,18 @@ FIXES = ("baseline", "fused attention", "ZeRO-1", "ZeRO-2", "full recomputation"
 
 The baseline runs eager attention (the s x s softmax kept) with data parallelism. Fused attention
 (or selective recomputation) costs nothing or almost nothing; ZeRO-1 and ZeRO-2 cost nothing over
-data parallelism (the same 2 Psi of communication, exact arithmetic); full recomputation costs
-FLOP; ZeRO-3 communication; an 8-bit optimizer changes the numerics. (Micro-batch 1 with gradient
-accumulation comes before all of them: the ladder starts there.)"""
+data parallelism per optimizer step (the same 2 Psi of communication, exact arithmetic), though their
+all-gather of the updated weights comes after the step, where no backward pass hides it, and with
+gradient accumulation ZeRO-2 reduce-scatters the gradients after every micro-batch (or keeps them
+whole, which is ZeRO-1's memory); full recomputation costs FLOP; ZeRO-3 communication; an 8-bit
+optimizer changes the numerics. (Micro-batch 1 with gradient accumulation comes before all of them:
+the ladder starts there.)"""
 
 _DAMAGE = {
     "baseline": "",
     "fused attention": "none (a fused kernel; selective recomputation: a little FLOP)",
-    "ZeRO-1": "none: exact, same communication as data parallelism",
-    "ZeRO-2": "none: exact, same communication as data parallelism",
+    "ZeRO-1": "none: exact, same bytes per step as data parallelism",
+    "ZeRO-2": "none: exact, same bytes per step as data parallelism (with gradient accumulation, a reduce-scatter per micro-batch)",
     "full recomputation": "FLOP",
     "ZeRO-3 / FSDP": "communication (+50%)",
     "8-bit AdamW": "the optimizer's numerics",
@@ -1055,7 +1101,10 @@ def fixes_ladder(model, gpu: str = "H200-SXM", micro_batch: int = 1, seq: int = 
     """Apply the fixes of ``FIXES`` in order, each on top of the last: budget and cost of each.
 
     The cost is the extra FLOP of recomputation and the extra communication of ZeRO-3 over data
-    parallelism; ``damage`` names what a fix changes.
+    parallelism; ``damage`` names what a fix changes. The FLOP count the parameters whose matmuls
+    run (the active ones for a mixture of experts, less an untied input embedding, which is a
+    lookup); full recomputation reruns the layers' matmuls, not the output head's (each layer is a
+    checkpoint).
 
     Explained in :ref:`training_memory` > The fixes, in order of least damage.
 
@@ -1089,6 +1138,12 @@ def fixes_ladder(model, gpu: str = "H200-SXM", micro_batch: int = 1, seq: int = 
     """
     m = _resolve(model)
     att = attention_flop_per_token(m.layers, m.heads, m.head_dim, seq)
+    head = float(m.vocab_size) * m.hidden_size
+    matmul = m.active_params - (0.0 if m.tied_embeddings else head)  # the input embedding is a lookup
+    if matmul <= head:  # a configuration whose counts leave no layers: price the total, as before
+        matmul = layers = float(m.active_params)
+    else:
+        layers = matmul - head  # the output head is not recomputed
     eager = dict(attention="materialized", recompute="none", optimizer="adamw", stage=0)
     fused = dict(eager, attention="flash")
     steps = (
@@ -1103,7 +1158,7 @@ def fixes_ladder(model, gpu: str = "H200-SXM", micro_batch: int = 1, seq: int = 
     out = []
     for name, kw in steps:
         b = memory_budget(m, gpu, micro_batch, seq, gpus=gpus, dropout=False, **kw)
-        extra = recompute_flop_fraction(m.params, att, kw["recompute"])
+        extra = recompute_flop_fraction(matmul, att, kw["recompute"], recomputed_params=layers)
         comm = 0.0 if gpus == 1 else zero_comm_bytes_per_gpu(m.params, kw["stage"]) - zero_comm_bytes_per_gpu(m.params, 0)
         out.append(Rung(name, b, extra, comm, _DAMAGE[name]))
     return tuple(out)

@@ -51,11 +51,12 @@ def quiz() -> Quiz:
                 why="6 N D FLOP over GPUs x peak x MFU, divided by 86400 s.",
             ),
             Choice(
-                prompt="A step runs out of memory because of long sequences (the activations dominate). Which of these fixes the "
-                "activation overflow at the least cost?",
+                prompt="A step with eager attention (the s x s softmax kept) runs out of memory because of long sequences (the "
+                "activations dominate). Which of these fixes the activation overflow at the least cost?",
                 options=fixes, answer=1,
-                why="Selective recomputation removes the attention matrix's 5as/h term for a few per cent more FLOP; sharding does "
-                "not touch activations, and offloading costs host-link time every step.",
+                why="Selective recomputation removes the attention matrix's 5as/h term for a few per cent more FLOP (more in time: "
+                "the recomputed softmax is memory-bound work); sharding does not touch activations, and offloading costs "
+                "host-link time every step.",
             ),
         ),
     )

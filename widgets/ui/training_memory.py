@@ -51,7 +51,8 @@ def budget_readout(b: tm.TrainingBudget) -> str:
     verdict = "fits" if b.fits else f"does NOT fit ({fmt_bytes(-b.free_bytes)} short)"
     most = b.max_micro_batch
     tail = f"largest micro-batch {most}" if most else "no micro-batch fits"
-    return f"{fmt_bytes(b.used_bytes)}: {verdict}; {tail}"
+    note = " (dense approximation)" if b.approximation else ""
+    return f"{fmt_bytes(b.used_bytes)}{note}: {verdict}; {tail}"
 
 
 def resolve_model(model: str, layers=32, hidden_size=4096, heads=32, kv_heads=8, head_dim=128, intermediate_size=14336, vocab_size=32000):
@@ -133,6 +134,8 @@ def budget_calculator():
         rows += [("total", fmt_bytes(b.used_bytes)), (f"{b.gpu} memory", fmt_bytes(b.capacity_bytes)),
                  ("fits?", "yes" if b.fits else f"no: {fmt_bytes(-b.free_bytes)} short"),
                  ("largest micro-batch that fits", str(b.max_micro_batch))]
+        if b.approximation:
+            rows.append(("note", b.approximation))
         fig = go.Figure(_bucket_traces(b))
         fig.update_layout(**_capacity_layout())
         return table_html(rows), style_figure(fig, title=f"{b.model}, micro-batch {b.micro_batch} x {b.seq}", readout=budget_readout(b), height=360)
@@ -191,10 +194,13 @@ def ladder_figure(choices=LADDER_CHOICES) -> go.Figure:
 def ladder_table(model="Llama-3-8B", gpu="H100-SXM", micro_batch=1, seq=4096, gpus=8) -> str:
     """The ladder as a table: per fix, memory per GPU, fits, extra FLOP, extra bytes sent, what it damages."""
     rows = []
-    for r in tm.fixes_ladder(model, gpu, micro_batch, seq, gpus):
+    ladder = tm.fixes_ladder(model, gpu, micro_batch, seq, gpus)
+    for r in ladder:
         rows.append([r.fix, fmt_bytes(r.budget.used_bytes), "yes" if r.budget.fits else "no",
                      f"{r.extra_flop_fraction:.0%}", fmt_bytes(r.extra_comm_bytes) if r.extra_comm_bytes else "0", r.damage or "-"])
-    return html_table(["fix (cumulative)", "memory per GPU", "fits?", "extra FLOP", "extra bytes sent per GPU", "damage"], rows)
+    out = html_table(["fix (cumulative)", "memory per GPU", "fits?", "extra FLOP", "extra bytes sent per GPU", "damage"], rows)
+    note = ladder[0].budget.approximation
+    return out + (f"<p>{note}.</p>" if note else "")
 
 
 def ladder_calculator():
