@@ -161,6 +161,9 @@ def test_longest_math_seq_checks_tell_the_capacity_labels_apart():
     assert h100 == 18064 and ui.check_longest_math_seq(h100) and ui.check_longest_math_seq(18080)
     for cap in (80e9, 80 * GiB):
         assert not ui.check_longest_math_seq(am.largest_math_seq(1, 32, 128, cap, 2, 4))
+    # reader check r10: counting only S and P with the inputs (18,176, by hand) lands within 0.1% of the 80 GiB
+    # answer, and was told it was 'right for 80 GiB'; it is refused, naming both readings
+    assert not ui.check_longest_math_seq(18176) and not ui.check_longest_math_seq(18223)  # with and without inputs
     q = next(q for q in qa.quiz().questions if getattr(q, "unit", None) == "tokens")
     a100 = am.largest_math_seq(1, 16, 64, get_gpu("A100-SXM-80GB").memory_bytes, 2, 4)
     assert q.value == a100 == 25687 and q.accepts(a100)

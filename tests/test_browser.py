@@ -631,6 +631,15 @@ def test_plots_and_tables_follow_dark_mode(phone_dark, chapter):
     bright = [c for c in panels if not c.endswith(", 0)") and _luminance(c) > 0.5]
     if bright:
         problems.append(f"{len(bright)} tables or plots sit on a light panel in dark mode")
+    # dropdown menus stay light in dark mode (CONTROLS_DARK), so their text must stay dark (reader check r10:
+    # the menus' explicit dark font was swapped to light, near-white on the light menu)
+    menu_text = page.evaluate(
+        "() => Array.from(document.querySelectorAll('.updatemenu-header-group .updatemenu-item-text'))"
+        ".map(t => getComputedStyle(t).fill)"
+    )
+    unreadable = [c for c in menu_text if c and c != "none" and _luminance(c) > 0.5]
+    if unreadable:
+        problems.append(f"{len(unreadable)} of {len(menu_text)} dropdown menus show light text on their light face in dark mode")
     # a slider step applies a frame: the figure stays dark
     rails = page.locator(".plotly-graph-div .slider-container .slider-rail-touch-rect")
     for j in range(rails.count()):

@@ -91,8 +91,8 @@
         layoutSwaps(v, p, out, inControl);
       } else if (typeof v === "string") {
         var d = null;
-        if (k === "color") d = /(^|\.)line$/.test(path) ? darkLine(v) : darkText(v);
-        else if (/^updatemenus\[/.test(p)) d = null; // menus keep their light look (see CONTROLS_DARK)
+        if (/^updatemenus\[/.test(p)) d = null; // menus keep their light look, dark text included (see CONTROLS_DARK)
+        else if (k === "color") d = /(^|\.)line$/.test(path) ? darkLine(v) : darkText(v);
         else if (/bgcolor$/.test(k)) d = darkFill(v, inControl);
         else if (/(gridcolor|linecolor|tickcolor|bordercolor)$/.test(k)) d = darkLine(v);
         if (d) out[p] = d;

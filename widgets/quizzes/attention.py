@@ -41,7 +41,7 @@ def quiz() -> Quiz:
             Number(
                 prompt=f"PyTorch's math path computes bf16 attention in fp32 and keeps S and P at once. On one {g.name} "
                 f"({u.fmt_bytes(g.memory_bytes)}), batch 1, 16 heads of 64: what is the longest sequence that fits, "
-                "by the chapter's model (S, P and the inputs, nothing else)?",
+                "by the chapter's model (S and P together in fp32; it also counts the inputs, the output and their working copies)?",
                 # 0.4%: N grows as the square root of the capacity, so 80 GiB instead of the catalog's 79.2 GiB is
                 # only +0.5% (80 GB -3.0%); by hand, S and P alone or with the inputs, lands within +0.3%
                 value=longest, unit="tokens", rel_tol=0.004,
