@@ -716,12 +716,13 @@ def test_busbw_and_dp_and_ladder_figures():
     assert "exposed 17.5 ms" in _readout(_frame(fig, 0, 1))  # one bucket
     assert "exposed 35 ms" in _readout(_frame(fig, 1, 1))  # half the bandwidth
     assert "1 all-reduce," in _readout(_frame(fig, 0, 1))  # singular
-    # each link has its own time axis, fixed across bucket sizes: its slowest step (the one bucket:
-    # 100 ms of backward + 17.5 ms or 35 ms exposed) plus 5%; the slower link's axis is the wider
-    fast, slow = (_frame(fig, c, 0).layout.xaxis.range[1] for c in (0, 1))
-    assert fast == pytest.approx(117.5 * 1.05) and slow == pytest.approx(135 * 1.05)
-    assert _frame(fig, 0, 1).layout.xaxis.range[1] == pytest.approx(fast)  # the slider keeps the link's axis
-    assert fig.layout.updatemenus[0].buttons[1].args[1]["xaxis.range"][1] == pytest.approx(slow)
+    # each state's time axis fits its own step, from 0 to its end plus 5% (reader checks r9, r10: one axis
+    # for all states, or per link, left the common states a sliver at the left): ten buckets end at
+    # 100 ms of backward + 1.75 ms exposed, one bucket at + 17.5 ms; half the bandwidth, + 35 ms
+    ends = {key: _frame(fig, *key).layout.xaxis.range for key in ((0, 0), (0, 1), (1, 1))}
+    assert ends[0, 0] == pytest.approx([0, 101.75 * 1.05]) and ends[0, 1] == pytest.approx([0, 117.5 * 1.05])
+    assert ends[1, 1] == pytest.approx([0, 135 * 1.05])
+    assert fig.layout.updatemenus[0].buttons[1].args[1]["xaxis.range"][1] == pytest.approx(_frame(fig, 1, 0).layout.xaxis.range[1])
 
     fig = ui.bandwidth_ladder_figure()
     assert len(fig.frames) == len(ui.LADDER_GPUS) * 3
