@@ -274,7 +274,7 @@ def matrix_point(gpu: str, batch: int, heads: int, head_dim: int, seq: int, comp
 
 
 def matrix_readout(p: dict) -> str:
-    return (f"the math path fits up to N = {p['longest']:,} in {p['gpu']}'s {fmt_bytes(p['capacity_bytes'])}; "
+    return (f"the math path fits up to N = {p['longest']:,} in {p['gpu']}'s {fmt_bytes(p['capacity_bytes'], 4)}; "
             f"at that N a flash kernel needs {fmt_bytes(p['flash_at_longest'])}")
 
 
@@ -342,7 +342,7 @@ def matrix_calculator():
         fig.update_layout(**_matrix_layout())
         table = table_html([("one S (or P) matrix", fmt_bytes(p["matrix_bytes"])), ("math path: peak", fmt_bytes(p["math_bytes"])),
                            ("math path fits?", fits), ("flash: peak", fmt_bytes(p["flash_bytes"])),
-                           (f"{p['gpu']} memory", fmt_bytes(p["capacity_bytes"])),
+                           (f"{p['gpu']} memory", fmt_bytes(p["capacity_bytes"], 4)),
                            ("longest N for the math path", f"{p['longest']:,}")])
         return table, style_figure(fig, title=f"{p['gpu']}, batch {p['batch']} x {p['heads']} heads of {p['head_dim']}",
                                    readout=matrix_readout(p), height=380)
