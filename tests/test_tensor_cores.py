@@ -97,6 +97,7 @@ def test_l40s_bf16_rebuild_differs_from_the_printed_dense_figure():
 
     table = ui.peak_table()  # each verdict in the third column; the derived inputs in notes under the table
     assert "differs by +1.2%" in table and "consistent by construction<sup>1</sup>" in table and "title=" not in table
+    assert '<span class="wraps">consistent by construction<sup>1</sup></span>' in table  # wraps on a phone (gpubook.css)
     head = re.findall(r"<th>([^<]*)</th>", table)
     assert head.index("agreement") == 2, head  # seen without scrolling the table sideways
     notes = re.findall(r'<li value="(\d+)">([^<]*)</li>', table)

@@ -576,7 +576,8 @@ def peak_table(gpus=PEAK_GPUS) -> str:
                     if g not in on:
                         on.append(g)
                     verdict += f"<sup>{k}</sup>"
-                rows.append([g, d, verdict, c.sms, c.flop_per_clock_per_sm, f"{c.clock_hz / 1e6:.0f} MHz",
+                # the verdict may wrap (book/_static/gpubook.css .wraps): on a phone its note number stays in view
+                rows.append([g, d, f'<span class="wraps">{verdict}</span>', c.sms, c.flop_per_clock_per_sm, f"{c.clock_hz / 1e6:.0f} MHz",
                              fmt_flop_per_s(c.peak_flop_per_s, 4), fmt_flop_per_s(c.catalog_flop_per_s, 4),
                              f"{c.implied_clock_hz / 1e6:.0f} MHz"])
     table = html_table(["GPU", "dtype", "agreement", "SMs", "FLOP/clock/SM", "clock", "first principles", "catalog",
