@@ -164,6 +164,11 @@ def test_longest_math_seq_checks_tell_the_capacity_labels_apart():
     # reader check r10: counting only S and P with the inputs (18,176, by hand) lands within 0.1% of the 80 GiB
     # answer, and was told it was 'right for 80 GiB'; it is refused, naming both readings
     assert not ui.check_longest_math_seq(18176) and not ui.check_longest_math_seq(18223)  # with and without inputs
+    # by hand: 32 x 2 x 4 N^2 (+ 32 x 3 x 2 N 128) <= 85.02e9 B: N = 18,223 (18,176 with the inputs)
+    cap = get_gpu("H100-SXM").memory_bytes
+    assert am.largest_seq_scores_only(1, 32, 128, cap) == math.isqrt(int(cap // (32 * 8)))
+    n = am.largest_seq_scores_only(1, 32, 128, cap, 4, 2)
+    assert 32 * (8 * n * n + 768 * n) <= cap < 32 * (8 * (n + 1) ** 2 + 768 * (n + 1))
     q = next(q for q in qa.quiz().questions if getattr(q, "unit", None) == "tokens")
     a100 = am.largest_math_seq(1, 16, 64, get_gpu("A100-SXM-80GB").memory_bytes, 2, 4)
     assert q.value == a100 == 25687 and q.accepts(a100)

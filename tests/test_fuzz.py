@@ -313,6 +313,7 @@ VALID: dict[str, dict] = {
     "attention.math_path_peak_bytes": dict(batch=1, heads=16, seq=4096, head_dim=128),
     "attention.flash_path_peak_bytes": dict(batch=1, heads=16, seq=4096, head_dim=128),
     "attention.largest_math_seq": dict(batch=1, heads=16, head_dim=128, capacity_bytes=80e9),
+    "attention.largest_seq_scores_only": dict(batch=1, heads=16, head_dim=128, capacity_bytes=80e9),
     "attention.online_softmax_steps": dict(x=[1.0, 3.0, 2.0, 5.0], block=2),
     "attention.online_softmax": dict(x=[1.0, 3.0, 2.0, 5.0], block=2),
     "attention.softmax": dict(x=[1.0, 3.0, 2.0]),

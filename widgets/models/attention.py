@@ -543,6 +543,66 @@ def largest_math_seq(batch: int, heads: int, head_dim: int, capacity_bytes: floa
     return lo
 
 
+def largest_seq_scores_only(batch: int, heads: int, head_dim: int, capacity_bytes: float, score_bytes=4,
+                            input_bytes=0) -> int:
+    """Longest sequence when only S and P (and, with ``input_bytes``, Q, K and V) are counted [tokens].
+
+    The largest ``N`` with ``B H (2 N^2 score_bytes + 3 N d input_bytes) <= capacity_bytes``: the
+    count a reader makes by hand, which leaves out what :func:`math_path_peak_bytes` adds (the
+    output and the working copies). The exercise checks name this reading when an answer matches it.
+
+    Explained in :ref:`attention` > The silent fallback.
+
+    Parameters
+    ----------
+    batch : int
+        Batch size B [-], >= 1.
+    heads : int
+        Heads H [-], >= 1.
+    head_dim : int
+        Head dimension d [-], >= 1.
+    capacity_bytes : float
+        Memory available [B], >= 0.
+    score_bytes : float or str, optional
+        Bytes per score of S and P [B] (4 for fp32), or a format name.
+    input_bytes : float or str, optional
+        Bytes per element of Q, K and V [B]; 0 leaves the inputs out.
+
+    Returns
+    -------
+    int
+        Sequence length [tokens], at most ``MAX_SEQ``.
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
+    >>> largest_seq_scores_only(1, 32, 128, 85.02e9)  # S and P in fp32 on an H100 SXM's 85.0 GB
+    18223
+    >>> largest_seq_scores_only(1, 32, 128, 85.02e9, input_bytes=2)  # and Q, K, V in bf16
+    18175
+    """
+    b, h, d = _dims(batch, heads, head_dim)
+    cap = _quantity("capacity_bytes", capacity_bytes)
+    sb = _bpe("score_bytes", score_bytes)
+    no_inputs = isinstance(input_bytes, (int, float)) and not isinstance(input_bytes, bool) and input_bytes == 0
+    ib = 0.0 if no_inputs else _bpe("input_bytes", input_bytes)
+
+    def fits(n: int) -> bool:
+        return b * h * (2 * n * n * sb + 3 * n * d * ib) <= cap
+
+    lo, hi = 0, MAX_SEQ
+    if fits(hi):
+        return hi
+    while hi - lo > 1:  # fits(lo), not fits(hi)
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo
+
+
 @dataclass(frozen=True)
 class OnlineSoftmaxStep:
     """The state after one block of the online softmax."""

@@ -454,16 +454,6 @@ def check_rescale(answer) -> bool:
     return _verdict(False, f"{a:g} is not right: the old terms were exp(x - m_old); write them relative to m_new ('Online softmax')")
 
 
-def _longest_sp(capacity_bytes: float, inputs: bool) -> int:
-    """The longest N of the exercise (batch 1, 32 heads of 128) when only S and P in fp32 (and, with
-    ``inputs``, Q, K and V in bf16) are counted: the readings ``check_longest_math_seq`` names."""
-    per_head = capacity_bytes / 32
-    n = int(math.isqrt(int(per_head // 8)))
-    while n > 0 and 8 * n * n + (6 * 128 * n if inputs else 0) > per_head:
-        n -= 1
-    return n
-
-
 def check_longest_math_seq(answer) -> bool:
     """Exercise: the longest N the math path fits by the chapter's model on an H100 SXM with the catalog's
     memory, batch 1, 32 heads, d = 128, fp32 working set."""
@@ -473,13 +463,12 @@ def check_longest_math_seq(answer) -> bool:
     if a is None:
         return _verdict(False, f"the answer must be a sequence length, got {answer!r}")
     # N grows as the square root of the capacity: the labels 80 GB and 80 GiB give answers only -3.0% and +0.5%
-    # away, so those are tested first, and the right answer is held to 0.2% (the model's own N, by the calculator)
-    # the wrong readings, each within 0.1%: another capacity label, or a count that leaves terms out (S and P
-    # with the inputs land within 0.1% of the 80 GiB answer, so every reading that matches is named)
-    sp_in = _longest_sp(g.memory_bytes, inputs=True)
+    # away, and a count that leaves terms out lands as near (S and P with the inputs: within 0.1% of the 80 GiB
+    # answer), so every wrong reading an answer matches to 0.1% is named; the right answer is held to 0.2%
     wrong = [(am.largest_math_seq(1, 32, 128, 80e9, 2, 4), "the model's count for 80 GB"),
              (am.largest_math_seq(1, 32, 128, 80 * GiB, 2, 4), "the model's count for 80 GiB"),
-             (sp_in, "S and P with the inputs only"), (_longest_sp(g.memory_bytes, inputs=False), "S and P only")]
+             (am.largest_seq_scores_only(1, 32, 128, g.memory_bytes, 4, 2), "S and P with the inputs only"),
+             (am.largest_seq_scores_only(1, 32, 128, g.memory_bytes, 4), "S and P only")]
     hits = [name for n, name in wrong if _close(a, n, 0.001)]
     if hits and not _close(a, expected, 0.0005):
         return _verdict(False, f"{a:g} matches {' or '.join(hits)}: the exercise gives the catalog's "
