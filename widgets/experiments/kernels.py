@@ -617,6 +617,73 @@ def accuracy_rows(record: dict) -> list:
     return rows
 
 
+def _ncu_count(metrics, name: str, where: str):
+    v = metrics.get(name) if isinstance(metrics, dict) else None
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+        raise ValueError(f"kernels_ncu record field {where}.metrics[{name!r}] must be a finite number >= 0 or null, got {v!r}")
+    return float(v)
+
+
+def ncu_passes(record: dict) -> list:
+    """The L1 passes Nsight Compute counted for the book's untiled rungs, beside the model's, per (rung, K).
+
+    ``record`` is ``widgets/data/h200/kernels_ncu.json`` as ``benchmarks/h200/kernels_ncu.sh`` writes it;
+    pure (no torch, no I/O). The measured passes are recomputed from the raw counters, per warp and
+    step of k (W = the warps launched): data stage = ``l1tex__data_pipe_lsu_wavefronts_mem_global_op_ld``
+    / (W K), or where ncu had no such counter ``l1tex__data_pipe_lsu_wavefronts`` less its shared-memory
+    part; tag stage = ``l1tex__t_output_wavefronts_pipe_lsu_mem_global_op_ld`` / (W K). Beside them, from
+    ``model.untiled_load_passes``, summed over the two loads: the model's data passes (banks), tag passes
+    (distinct lines / ``model.TAGS_PER_CLOCK``), the old rule (one pass per distinct line) and the model's
+    count, ``model.rung_cost(rung, K).wavefronts_per_warp`` (per load the larger of data and tag).
+
+    Returns a list of dicts: ``rung``, ``k``, ``data_passes``, ``tag_passes``, ``measured_passes`` (the
+    larger of the two: the stage that binds), ``model_passes``, ``model_data_passes``,
+    ``model_tag_passes``, ``line_passes`` (the old rule), ``sm_cycles`` (SM cycles per warp per k,
+    over all SMs; None without the SM count) and ``requests`` (L1 requests per warp per k; 2 for these
+    kernels). Raises ValueError naming the field when the record is malformed.
+    """
+    rows = record.get("rows") if isinstance(record, dict) else None
+    if not isinstance(rows, list) or not rows:
+        raise ValueError("kernels_ncu record field 'rows' must be a non-empty list")
+    out = []
+    for i, row in enumerate(rows):
+        where = f"rows[{i}]"
+        if not isinstance(row, dict) or not isinstance(row.get("launch"), dict) or not isinstance(row.get("metrics"), dict):
+            raise ValueError(f"kernels_ncu record field {where} must hold 'launch' and 'metrics' dicts")
+        rung, k, launch, metrics = row.get("rung"), row.get("k"), row["launch"], row["metrics"]
+        if rung not in ("naive", "coalesced"):
+            raise ValueError(f"kernels_ncu record field {where}.rung must be 'naive' or 'coalesced', got {rung!r}")
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= model.MAX_DIM:
+            raise ValueError(f"kernels_ncu record field {where}.k must be an integer in [1, {model.MAX_DIM}], got {k!r}")
+        warps = launch.get("warps")
+        if isinstance(warps, bool) or not isinstance(warps, int) or warps < 1:
+            raise ValueError(f"kernels_ncu record field {where}.launch.warps must be a positive integer, got {warps!r}")
+        wk = float(warps) * k
+        glob = _ncu_count(metrics, "l1tex__data_pipe_lsu_wavefronts_mem_global_op_ld.sum", where)
+        total = _ncu_count(metrics, "l1tex__data_pipe_lsu_wavefronts.sum", where)
+        shared = _ncu_count(metrics, "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", where) or 0.0
+        data = glob if glob is not None else (None if total is None else total - shared)
+        tag = _ncu_count(metrics, "l1tex__t_output_wavefronts_pipe_lsu_mem_global_op_ld.sum", where)
+        if data is None or tag is None:
+            raise ValueError(f"kernels_ncu record field {where}.metrics has no data-stage or tag-stage wavefront count")
+        cycles = _ncu_count(metrics, "sm__cycles_elapsed.avg", where)
+        requests = _ncu_count(metrics, "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", where)
+        sms = launch.get("sms")
+        loads = model.untiled_load_passes(rung, k)
+        out.append(dict(
+            rung=rung, k=k, data_passes=data / wk, tag_passes=tag / wk, measured_passes=max(data, tag) / wk,
+            model_passes=model.rung_cost(rung, k).wavefronts_per_warp,
+            model_data_passes=float(sum(d["data_passes"] for d in loads)),
+            model_tag_passes=float(sum(d["tag_passes"] for d in loads)),
+            line_passes=float(sum(d["lines"] for d in loads)),
+            sm_cycles=None if cycles is None or not isinstance(sms, int) or sms < 1 else cycles * sms / wk,
+            requests=None if requests is None else requests / wk,
+        ))
+    return out
+
+
 def _main(argv) -> int:
     """``python -m widgets.experiments.kernels ladder OUT.json M N K``: the ladder in this process, as JSON."""
     import json

@@ -37,6 +37,8 @@ from . import simt
 WARP = 32
 LINE_BYTES = mh.LINE_BYTES  # 128: a cache line [B]
 TAGS_PER_CLOCK = 4  # L1TEX tag stage: "4 sets x 4 sectors per cycle" on GV100 and later (NVIDIA developer forum, thread 273699/8)
+# a floor: the review's Nsight Compute profile (benchmarks/h200/kernels_review_ncu_2026-12-02) measured 10.5 tag passes
+# per warp and k at K = 4092 and 13.1 at K = 4064 where lines / 4 gives 8 (+1 for B); perhaps lines sharing a cache set
 FP32_BYTES = 4
 MAX_DIM = 1 << 20
 MAX_TILE = 1024
@@ -236,17 +238,65 @@ class RungCost:
         return 2.0 * WARP * self.fma_per_thread
 
 
+def _untiled_addresses(rung: str, k_dim: int) -> list:
+    """(what, byte addresses of the 32 lanes) of the naive and coalesced rungs' two global loads in one k step,
+    warp 0: A[row, k] and B[k, col], lane -> (row, col) as in the kernels."""
+    lanes = range(WARP)
+    rows = [ln if rung == "naive" else 0 for ln in lanes]
+    cols = [0 if rung == "naive" else ln for ln in lanes]
+    return [("A (global)", [FP32_BYTES * (row * k_dim) for row in rows]), ("B (global)", [FP32_BYTES * col for col in cols])]
+
+
+def untiled_load_passes(rung: str = "naive", k_dim: int = 4096) -> tuple:
+    """The L1 stages of each global load of the naive or coalesced rung, one warp and one step of k.
+
+    For each load: the data stage's passes (the 32 banks of 4 B, as for shared memory), the distinct
+    128-B lines, the tag stage's passes (``ceil(lines / TAGS_PER_CLOCK)``) and the larger of the two,
+    which is what :func:`rung_cost` counts. Summed over the loads, the first two set beside Nsight
+    Compute's data-stage and tag-stage wavefronts (``benchmarks/h200/kernels_ncu.sh``).
+
+    Explained in :ref:`kernels` > The ladder's model.
+
+    Parameters
+    ----------
+    rung : str, optional
+        ``"naive"`` or ``"coalesced"``.
+    k_dim : int, optional
+        The K dimension [elements], >= 1 (the naive rung's row stride).
+
+    Returns
+    -------
+    tuple of dict
+        Per load: ``load`` (its name), ``data_passes`` [-], ``lines`` [-], ``tag_passes`` [-], ``passes`` [-].
+
+    Raises
+    ------
+    ValueError
+        If the rung is not an untiled one or ``k_dim`` is out of range.
+
+    Examples
+    --------
+    At K = 4092 the naive rung's 32 lanes read A from 8 banks (4 words each) in 32 lines:
+
+    >>> [(d["data_passes"], d["lines"], d["tag_passes"], d["passes"]) for d in untiled_load_passes("naive", 4092)]
+    [(4, 32, 8, 8), (1, 1, 1, 1)]
+    """
+    r = _check.choice("rung", rung, ("naive", "coalesced"))
+    kd = _check.integer("k_dim", k_dim, minimum=1, maximum=MAX_DIM)
+    out = []
+    for what, addr in _untiled_addresses(r, max(kd, WARP)):
+        data, lines = _wavefronts(addr, 4), _lines(addr)
+        tag = -(-lines // TAGS_PER_CLOCK)
+        out.append(dict(load=what, data_passes=data, lines=lines, tag_passes=tag, passes=_global_passes(addr)))
+    return tuple(out)
+
+
 def _inner_loads(t: Tiling, k_dim: int) -> list:
     """(what, wavefronts) of each warp load instruction in one k step, for warp 0 (the pattern repeats)."""
     lanes = range(WARP)
     r = t.rung
     if r in ("naive", "coalesced"):
-        # global loads of A[row, k] and B[k, col]; lane -> (row, col) as in the kernels
-        rows = [ln if r == "naive" else 0 for ln in lanes]
-        cols = [0 if r == "naive" else ln for ln in lanes]
-        a = [FP32_BYTES * (row * k_dim) for row in rows]
-        b = [FP32_BYTES * col for col in cols]
-        return [("A (global)", _global_passes(a)), ("B (global)", _global_passes(b))]
+        return [(what, _global_passes(addr)) for what, addr in _untiled_addresses(r, k_dim)]
     if r == "smem":
         tr = [ln // t.bn for ln in lanes]
         tc = [ln % t.bn for ln in lanes]
