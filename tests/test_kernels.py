@@ -627,3 +627,22 @@ def test_the_model_against_the_books_ncu_record():
     rows = ke.ncu_passes(rec)
     assert {(r["rung"], r["k"]) for r in rows} == {(r, k) for r in ("naive", "coalesced") for k in (4096, 4092, 4064)}
     _check_passes_against_the_model(rows)
+
+
+def test_ladder_figure_compares_the_default_tiles_with_their_own_run():
+    """Reader check r10: the readout put the default tiles' prediction (61.2 TFLOP/s) beside the fastest of 12
+    configurations (37.3), a different kernel; the default tiles measured 22.8 TFLOP/s in the H200 record."""
+    import json
+
+    from widgets.experiments import kernels as exp
+    from widgets.experiments.harness import DATA_DIR
+    from widgets.ui import kernels as ui
+
+    rec = json.loads((DATA_DIR / "h200" / "kernels.json").read_text())
+    ladder = exp.KernelsResults.from_record(rec["results"]).ladder
+    fig = ui.ladder_figure(gpus=("H200-SXM",), sizes=(4096,), ladder=ladder)
+    dots = fig.data[1]
+    warp = ladder.rung("warptile")
+    default = next(c for c in warp.configs if c.config == (128, 128, 16, 64, 64, 4, 8, 4, 128, 0))  # Boehm's kernel 10
+    assert dots.x[-1] == pytest.approx(default.gflop_per_s) and dots.x[-1] < 0.7 * warp.best_config.gflop_per_s
+    assert f"measured {default.gflop_per_s / 1e3:.3g} TFLOP/s" in fig.layout.title.subtitle.text

@@ -585,7 +585,7 @@ def accuracy_rows(record: dict) -> list:
                             f"limiter {p.limiter}; "
                             + (f"the fastest of {len(r.configs)} configurations measured{_sweep_range(r, gpu, (m, n, k))}; "
                                if len(r.configs) > 1 else "")
-                            + "latency is not modelled: a rung with little independent work per warp falls below it"))
+                            + "latency, queues and cache misses are not modelled: a rung can fall below it (the record holds no stall reasons)"))
             est = model.rung_cost(r.name, k, **sizes).regs_per_thread_estimate
             rows.append(Row("kernels", f"registers per thread, {b.kernel}", "accumulators + fragments + 32 (a constant chosen by hand, no source)",
                             est, b.regs_per_thread, "registers", "fit", device,

@@ -1090,7 +1090,8 @@ _DAMAGE = {
     "baseline": "",
     "fused attention": "none (a fused kernel; selective recomputation: a little FLOP)",
     "ZeRO-1": "none: exact, same bytes per step as data parallelism",
-    "ZeRO-2": "none: exact, same bytes per step as data parallelism (with gradient accumulation, a reduce-scatter per micro-batch)",
+    "ZeRO-2": "exact; with gradient accumulation (micro-batch 1, as here) a reduce-scatter after every micro-batch: k/2 times "
+              "data parallelism's gradient bytes for k micro-batches, not counted in the cost",
     "full recomputation": "FLOP",
     "ZeRO-3 / FSDP": "communication (+50%)",
     "8-bit AdamW": "the optimizer's numerics",

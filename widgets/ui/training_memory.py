@@ -166,7 +166,10 @@ def _rung_readout(r: tm.Rung) -> str:
     if r.extra_comm_bytes:
         cost.append(f"+{fmt_bytes(r.extra_comm_bytes)} sent per GPU per step")
     damage = f" (damage: {r.damage})" if r.damage else ""
-    return f"{budget_readout(r.budget)}; cost: {', '.join(cost) if cost else 'none in FLOP or bytes'}{damage}"
+    # ZeRO-2's per-micro-batch reduce-scatters depend on the accumulation steps, which the ladder does not know:
+    # its damage says so, and its cost does not claim "no bytes" (reader check r10)
+    none = "none in FLOP" if r.fix == "ZeRO-2" else "none in FLOP or bytes"
+    return f"{budget_readout(r.budget)}; cost: {', '.join(cost) if cost else none}{damage}"
 
 
 def ladder_figure(choices=LADDER_CHOICES) -> go.Figure:
