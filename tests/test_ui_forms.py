@@ -181,6 +181,7 @@ def test_readouts_never_print_python_e_notation():
     assert "e+" not in mh.inflight_summary("L40S", 1200)  # was "(1.01e+03 KiB over 142 SMs)"
     assert fmt_bytes(1010 * KiB) == "0.986 MiB" and fmt_rate(999.7e3) == "1 MB/s"
     assert _with_unit(4.8e12, "B/s") == "4.8 TB/s" and _with_unit(0.00179, "s") == "1.79 ms"
+    assert _with_unit(13660.0, "GFLOP/s") == "13.66 TFLOP/s"  # the kernels rows (reader check r10: 1.366e+04 GFLOP/s)
 
 
 # --- error sentences in the form's words (reader review jupyterlab #9) ---------------------------

@@ -33,6 +33,8 @@ def _with_unit(v: float, unit: str) -> str:
             return fmt_bytes_per_s(v * 1e9, 4)
         if unit == "FLOP/s":
             return fmt_flop_per_s(v, 4)
+        if unit == "GFLOP/s":  # the kernels ladder's rows: 13.66 TFLOP/s, not 1.366e+04 GFLOP/s
+            return fmt_flop_per_s(v * 1e9, 4)
         if unit == "B":
             return fmt_bytes(v, 4)
         if unit == "1/s":
