@@ -390,3 +390,14 @@ def test_quiz_does_not_hand_out_exercise_answers():
                 assert not any(q.accepts(a) for a in answers), (topic, q.prompt)
     assert "Llama-3-8B" not in _quiz("training_memory").questions[0].prompt
 
+
+
+def test_answers_are_shown_without_e_notation():
+    """Reader check r10: the attention quiz printed its answer as '2.569e+04 tokens'."""
+    from widgets.quiz import _sig
+
+    assert _sig(25687) == "25,687" and _sig(25687.4) == "25,690" and _sig(3.14159) == "3.142" and _sig(0.00123456) == "0.001235"
+    from widgets.quizzes import attention as qa
+
+    q = next(q for q in qa.quiz().questions if getattr(q, "unit", None) == "tokens")
+    assert "e+" not in str(q.data()) and "25,687 tokens" in str(q.data())

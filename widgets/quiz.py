@@ -107,6 +107,12 @@ class Number:
 
 
 def _sig(x: float, digits: int = 4) -> str:
+    """``x`` to ``digits`` significant digits, large numbers with thousands separators and no e-notation
+    (25,687 tokens, not 2.569e+04: reader check r10)."""
+    if abs(x) < 1e15 and float(x).is_integer() and abs(x) >= 1e4:
+        return f"{int(x):,}"
+    if 1e4 <= abs(x) < 1e15:
+        return f"{float(f'{x:.{digits}g}'):,.0f}"
     return f"{x:.{digits}g}"
 
 
