@@ -531,15 +531,18 @@ def largest_math_seq(batch: int, heads: int, head_dim: int, capacity_bytes: floa
     cap = _quantity("capacity_bytes", capacity_bytes)
     sb = _bpe("bytes_per_elem", bytes_per_elem)
     cb = sb if compute_bytes_per_elem is None else _bpe("compute_bytes_per_elem", compute_bytes_per_elem)
-    lo, hi = 0, MAX_SEQ  # bisection: the peak grows with N
-    if math_path_peak_bytes(b, h, hi, d, sb, cb) <= cap:
+    return _longest_fitting(lambda n: math_path_peak_bytes(b, h, n, d, sb, cb) <= cap)
+
+
+def _longest_fitting(fits) -> int:
+    """The largest N in [0, MAX_SEQ] with ``fits(N)``, for a ``fits`` that holds up to some N and not
+    beyond (memory that grows with N), by bisection (0 when even one token does not fit)."""
+    lo, hi = 0, MAX_SEQ
+    if fits(hi):
         return hi
-    while hi - lo > 1:  # peak(lo) <= cap < peak(hi)
+    while hi - lo > 1:  # fits(lo), not fits(hi)
         mid = (lo + hi) // 2
-        if math_path_peak_bytes(b, h, mid, d, sb, cb) <= cap:
-            lo = mid
-        else:
-            hi = mid
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
     return lo
 
 
@@ -591,16 +594,7 @@ def largest_seq_scores_only(batch: int, heads: int, head_dim: int, capacity_byte
     no_inputs = isinstance(input_bytes, (int, float)) and not isinstance(input_bytes, bool) and input_bytes == 0
     ib = 0.0 if no_inputs else _bpe("input_bytes", input_bytes)
 
-    def fits(n: int) -> bool:
-        return b * h * (2 * n * n * sb + 3 * n * d * ib) <= cap
-
-    lo, hi = 0, MAX_SEQ
-    if fits(hi):
-        return hi
-    while hi - lo > 1:  # fits(lo), not fits(hi)
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
-    return lo
+    return _longest_fitting(lambda n: b * h * (2 * n * n * sb + 3 * n * d * ib) <= cap)
 
 
 @dataclass(frozen=True)
