@@ -210,8 +210,8 @@ def test_collectives_rule_follows_the_experiments_plan():
 
     src = inspect.getsource(ex.plan)
     assert "if gpus >= 2 and cap.nccl:" in src and '"nccl"' in src, "plan() changed: update doctor._collectives"
-    assert ex.CPU_RANKS == 4 and max(ex.CPU_SWEEP_SIZES) == 16 * 2**20, (
-        "the doctor's text says 4 processes, up to 16 MiB"
+    assert ex.CPU_RANKS == 4 and max(ex.CPU_SWEEP_SIZES) == 2 * 2**20, (
+        "the doctor's text says 4 processes, up to 2 MiB"
     )
 
 

@@ -539,7 +539,7 @@ def _collectives(m: Machine, cap: dict):
         return scaled, needs, caveats
     why = "one GPU" if m.n_gpus == 1 else "no GPU" if not m.gpu else f"{m.n_gpus} GPUs but no NCCL in this torch"
     scaled.append(
-        f"collectives run on the CPU with gloo, 4 processes, up to 16 MiB ({why}; NCCL across 2+ GPUs runs them fully)"
+        f"collectives run on the CPU with gloo, 4 processes, up to 2 MiB ({why}; NCCL across 2+ GPUs runs them fully)"
     )
     return scaled, needs, caveats
 
