@@ -14,10 +14,12 @@ all cells and waits for them, then checks that
   expression, not an error);
 - every live form (the ``ui.*_calculator()`` cells) reacts to its visible controls: the figure and
   the table both change after a control is moved, and come back when it is put back. By default
-  (``make test``), the first control of each kind per form (each ipywidgets class: a dropdown, an
+  (``make test``), each form's first control (each form redraws in its own Output widget) and,
+  over the chapter, the first control of each kind (each ipywidgets class: a dropdown, an
   integer, a float, a log and a selection slider, each kind of text field...; ``live_form`` marks each control
   with its class): what differs between controls on the page's side, each kind being its own
-  view, readout and parsing, and its own path from the page to the kernel. What each control
+  view, readout and parsing, and its own path from the page to the kernel; the same kind in
+  another form of the chapter runs the same page code. What each control
   computes is the kernel's side, checked for every control of every form by
   ``test_every_control_moves_the_live_figure_and_table`` without a browser. With
   ``GPUBOOK_JUPYTERLAB_EVERY_CONTROL=1`` this test moves every control in the page.
@@ -286,8 +288,10 @@ TABLE_ONLY = {
     ("parallelism_roofline_calculator", "d_model"): "the figure plots communication / computation, in which d_model cancels "
                                                     "(every term is proportional to it); the table's times change",
 }
-# Every visible control of every form, or (the default, ``make test``) the first control of each kind
-# in each form: see the module's docstring.
+# Every visible control of every form, or (the default, ``make test``) each form's first control and the
+# chapter's first control of each kind: see the module's docstring. (Per form and kind, as before,
+# moved 74 controls in the 8 chapters; this moves about 40: the forms' phase was the largest part
+# of Chromium's work per chapter, issue 13.)
 EVERY_CONTROL = os.environ.get("GPUBOOK_JUPYTERLAB_EVERY_CONTROL", "") not in ("", "0")
 RUN_ALL_S = 300  # one chapter's Run All on a busy 2-core machine (its experiments run scaled down)
 CONTROL_S = 10  # at most, for one change of one control: recomputation, figure and table
@@ -510,12 +514,21 @@ CONTROLS = (
     ".widget-dropdown, .widget-slider, .widget-text, .widget-inttext, .widget-floattext, .widget-bounded-inttext, "
     ".widget-bounded-floattext, .widget-checkbox"
 )
-JS_FORM_STATE = """(i) => {
+# The state of the form in code cell i: its drawn figures, its table, its controls (each marked for a
+# locator), its error, the kernel's idleness, and ``elements``: a mark per figure element, new when
+# live_form sent the figure again (it sends one only when its state changed: widgets/ui/_core.py).
+# Called as (i) or ([i, n]): then, after reading, figure n (mod their count) is scrolled into view
+# (plotly draws an update only when the figure is on screen), one call into the page per poll.
+JS_FORM_STATE = """(arg) => {
+  const [i, n] = Array.isArray(arg) ? arg : [arg, -1];
   const CONTROLS = '""" + CONTROLS + """';
   const cell = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell')][i];
   const out = cell.querySelector('.jp-OutputArea');
+  const all = [...out.querySelectorAll('.js-plotly-plot')];
+  window.gpubookFigures = window.gpubookFigures || 0;
+  const elements = all.map(gd => gd.dataset.gpubookFig || (gd.dataset.gpubookFig = String(++window.gpubookFigures)));
   // drawn figures only (a figure being redrawn in its Output widget has no plot yet)
-  const plots = [...out.querySelectorAll('.js-plotly-plot')].filter(gd => gd.querySelector('.main-svg'))
+  const plots = all.filter(gd => gd.querySelector('.main-svg'))
       .map(gd => JSON.stringify([gd.data || null, (gd.layout || {}).title || null,
                                                                                      (gd.layout || {}).annotations || null]));
   const html = [...out.querySelectorAll('.widget-html-content')].map(e => e.innerHTML)
@@ -524,7 +537,9 @@ JS_FORM_STATE = """(i) => {
       .filter(e => e.offsetParent !== null && !e.querySelector(':disabled'))
       .map((e, k) => { e.dataset.gpubookCtl = `${i}-${k}`;
                        return {cls: e.className, label: (e.querySelector('.widget-label') || {}).textContent || ''}; });
-  return {plots, html, controls, error: out.querySelector('.calc-error') ? out.querySelector('.calc-error').textContent : null};
+  if (n >= 0 && all.length) all[n % all.length].scrollIntoView({block: 'nearest'});
+  return {plots, html, controls, elements, idle: """ + JS_IDLE + """,
+          error: out.querySelector('.calc-error') ? out.querySelector('.calc-error').textContent : null};
 }"""
 
 
@@ -618,49 +633,31 @@ def _moves(ctl) -> tuple[list[tuple[str, object]], object]:
     return [(f"text {old} -> {v}", lambda v=v: typed(v)) for v in _text_values(old)], lambda: typed(old)
 
 
-JS_SCROLL_TO_PLOT = """([i, n]) => {
-  const cell = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell')][i];
-  const plots = cell.querySelectorAll('.jp-OutputArea .js-plotly-plot');
-  if (plots.length) plots[n % plots.length].scrollIntoView({block: 'nearest'});
-}"""
-
-
 def _settle(page, i: int, before: dict, need_figure: bool) -> tuple[dict, bool, bool]:
-    """Wait until the form has recomputed: both figure and table changed, or the kernel is idle
-    and nothing changed for a second (at most CONTROL_S). Plotly draws an update only when the
+    """Wait until the form has recomputed: both figure and table changed, or, with the kernel idle
+    and every figure element drawn, nothing in the form changed for a second (at most CONTROL_S).
+    live_form sets the table, then sends each figure whose state changed, which replaces its
+    element; a replaced element is drawn late on a busy machine, and plotly draws only when the
     figure is on screen, so each figure is brought into view in turn, as a reader would."""
-    t0, n, quiet_since, still_since, last_plots = time.monotonic(), 0, None, None, None
+    t0, n, steady_since, last = time.monotonic(), 0, None, None
+    if need_figure:
+        page.evaluate(JS_FORM_STATE, [i, n])
     while True:
-        if need_figure:
-            # in the page, not through a locator: a figure is replaced by its redraw, and a locator's
-            # element can leave the DOM between finding and scrolling
-            page.evaluate(JS_SCROLL_TO_PLOT, [i, n])
-            n += 1
         page.wait_for_timeout(250)
-        after = page.evaluate(JS_FORM_STATE, i)
+        n += 1
+        after = page.evaluate(JS_FORM_STATE, [i, n] if need_figure else i)
         # a figure counts as changed once every figure the form showed is drawn again, in a new state
         fig = after["plots"] != before["plots"] and len(after["plots"]) == len(before["plots"])
         table = after["html"] != before["html"]
-        if fig and table:
+        if (fig and table) or after["error"]:
             return after, fig, table
-        if table and not need_figure:
-            # a table-only control (or a form without a figure): judge the figure once the kernel is
-            # idle and the figure has stayed still for a second, not in the middle of an update
-            idle = page.evaluate("() => " + JS_IDLE)
-            still_since = (still_since or time.monotonic()) if (idle and after["plots"] == last_plots) else None
-            last_plots = after["plots"]
-            if still_since and time.monotonic() - still_since >= 1.0:
-                return after, fig, table
-        if after["error"]:
-            return after, fig, table
-        idle = page.evaluate("() => " + JS_IDLE)
         now = time.monotonic()
-        # Give up early only when nothing at all has changed with the kernel idle for a second (a
-        # move that changes nothing, e.g. a slider already at its end). Once the table has changed,
-        # the figure's update is on its way (same callback; Chromium draws it late on a busy
-        # machine): wait for it up to CONTROL_S.
-        quiet_since = (quiet_since or now) if idle and not (fig or table) and now - t0 > 0.75 else None
-        if (quiet_since and now - quiet_since > 1.0) or now - t0 > CONTROL_S:
+        seen = (after["plots"], after["html"], after["elements"])
+        drawn = len(after["plots"]) == len(after["elements"])
+        steady_since = (steady_since or now) if after["idle"] and drawn and seen == last else None
+        last = seen
+        # the move changed only one of them, or nothing (a slider already at its end)
+        if (steady_since and now - steady_since >= 1.0 and now - t0 > 0.75) or now - t0 > CONTROL_S:
             return after, fig, table
 
 
@@ -677,7 +674,10 @@ def _settle_back(page, i: int, want: dict) -> dict:
             return after
 
 
-def _check_form(page, i: int, name: str, failures: list[str], notes: list[str]) -> None:
+def _check_form(page, i: int, name: str, failures: list[str], notes: list[str], kinds: set[str]) -> None:
+    """Move this form's controls in the page: its first control (each form's own redraw), then each
+    control of a kind not yet moved in this chapter (``kinds``, updated: each kind's own view, readout
+    and parsing); with EVERY_CONTROL, all of them."""
     cell = page.locator(".jp-Notebook .jp-CodeCell").nth(i)
     cell.scroll_into_view_if_needed()
     state = page.evaluate(JS_FORM_STATE, i)
@@ -688,18 +688,19 @@ def _check_form(page, i: int, name: str, failures: list[str], notes: list[str]) 
         failures.append(f"{name}: no table shown")
         return
     has_figure = bool(state["plots"])  # a form without a figure (a converter) is checked on its table
-    kinds: set[str] = set()
+    moved_one = False
     for k, control in enumerate(state["controls"]):
         label = control["label"] or f"control {k}"
         kind = re.search(r"gpubook-\w+", control["cls"])  # live_form's mark: the control's ipywidgets class
         kind = kind.group(0) if kind else control["cls"]
-        if not EVERY_CONTROL and (kind in kinds or (name, label) in TABLE_ONLY):
-            continue  # this kind of control is checked in this form already (EVERY_CONTROL: all of them)
-        kinds.add(kind)
-        table_only = (name, label) in TABLE_ONLY
         ctl = page.locator(f'[data-gpubook-ctl="{i}-{k}"]')
         if kind == "gpubook-SelectionSlider" and not ctl.evaluate(JS_READOUT_READ_ONLY):
             failures.append(f"{name} / {label}: its readout can be typed into, and ipywidgets ignores what is typed")
+        if not EVERY_CONTROL and ((moved_one and kind in kinds) or (name, label) in TABLE_ONLY):
+            continue  # this form redrew, and this kind moved in this chapter already (EVERY_CONTROL: all of them)
+        kinds.add(kind)
+        moved_one = True
+        table_only = (name, label) in TABLE_ONLY
         moves, restore = _moves(ctl)
         opened = page.evaluate(JS_FORM_STATE, i)  # each control is judged from the form's opening state
         tried, ok = [], False
@@ -785,9 +786,10 @@ def _chapter_in_jupyterlab(lab_page: _LabPage, chapter: str) -> list[str]:
                 failures.append(f"markdown cell {md['i']}: {{eval}} error: {md['exprErrors'][:3]}")
 
         forms = page.evaluate(JS_FORMS)
+        kinds: set[str] = set()  # the kinds of control moved so far in this chapter
         for i in forms:
             src = page.locator(".jp-Notebook .jp-CodeCell").nth(i).locator(".cm-content").text_content()
-            _check_form(page, i, re.search(r"ui\.(\w+_calculator)\(", src).group(1), failures, notes)
+            _check_form(page, i, re.search(r"ui\.(\w+_calculator)\(", src).group(1), failures, notes, kinds)
         if outside:
             failures.append(f"requests left the machine: {sorted(outside)[:5]}")
         print(f"{chapter}: Run All {run_s:.0f} s, {len(forms)} live forms, checked in {time.monotonic() - t0:.0f} s")
