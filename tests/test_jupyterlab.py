@@ -289,9 +289,8 @@ TABLE_ONLY = {
                                                     "(every term is proportional to it); the table's times change",
 }
 # Every visible control of every form, or (the default, ``make test``) each form's first control and the
-# chapter's first control of each kind: see the module's docstring. (Per form and kind, as before,
-# moved 74 controls in the 8 chapters; this moves about 40: the forms' phase was the largest part
-# of Chromium's work per chapter, issue 13.)
+# chapter's first control of each kind: see the module's docstring. (About 40 moves in the 8 chapters;
+# each kind in each form was 74, and moving controls was a large part of Chromium's work per chapter.)
 EVERY_CONTROL = os.environ.get("GPUBOOK_JUPYTERLAB_EVERY_CONTROL", "") not in ("", "0")
 RUN_ALL_S = 300  # one chapter's Run All on a busy 2-core machine (its experiments run scaled down)
 CONTROL_S = 10  # at most, for one change of one control: recomputation, figure and table
@@ -657,7 +656,7 @@ def _settle(page, i: int, before: dict, need_figure: bool) -> tuple[dict, bool, 
         steady_since = (steady_since or now) if after["idle"] and drawn and seen == last else None
         last = seen
         # the move changed only one of them, or nothing (a slider already at its end)
-        if (steady_since and now - steady_since >= 1.0 and now - t0 > 0.75) or now - t0 > CONTROL_S:
+        if (steady_since and now - steady_since >= 1.0) or now - t0 > CONTROL_S:
             return after, fig, table
 
 

@@ -959,7 +959,7 @@ def live_form(
             c.style.description_width = "initial"  # the whole label, units included
         c.observe(refresh, names="value")
         # its kind in the page (ipywidgets gives an IntSlider, a FloatSlider, a FloatLogSlider and a SelectionSlider
-        # the same classes): tests/test_jupyterlab.py moves one control of each kind per form
+        # the same classes): tests/test_jupyterlab.py moves each kind once per chapter
         c.add_class(f"gpubook-{type(c).__name__}")
     box.controls = dict(controls)
     box.output = html_out
