@@ -22,6 +22,13 @@ install: $(STAMP) node_modules/.installed
 TORCH_INDEX ?=
 TORCH_PIN = $(shell sed -n 's/^\(torch==[^ #]*\).*/\1/p' requirements.txt)
 
+# The packages are installed by uv (pinned in requirements.txt), from the sources pip is configured
+# with here (tests/tools/uv_flags.py): a fresh requirements.txt took 12-17 s instead of pip's 36 s on
+# this 2-core machine (measured for issue 13, caches empty). Like `pip --no-compile`, uv compiles no
+# .pyc: imports compile only what they use (all of it: ~25 CPU s here).
+UV_PIN = $(shell sed -n 's/^\(uv==[^ #]*\).*/\1/p' requirements.txt)
+UV = $(VENV)/bin/uv pip install -q --python $(PY)
+
 # PYTHON: the interpreter the venv is made from (3.11 or newer: numpy 2.4 needs it), e.g. PYTHON=python3.12
 PYTHON ?= python3
 
@@ -29,10 +36,10 @@ $(STAMP): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { \
 	  echo "$(PYTHON) is Python $$($(PYTHON) -c 'import platform; print(platform.python_version())'); the book needs 3.11 or newer: make install PYTHON=python3.11" >&2; exit 1; }
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(if $(TORCH_INDEX),$(PY) -m pip install -q "$(TORCH_PIN)" --index-url $(TORCH_INDEX))
-	$(PY) -m pip install -q --no-compile -r requirements.txt  # imports compile only what they use (all: ~25 CPU s here)
-	$(PY) -m pip install -q --no-deps -e .
+	$(PY) -m pip install -q "$(UV_PIN)"
+	$(if $(TORCH_INDEX),$(UV) "$(TORCH_PIN)" --index-url $(TORCH_INDEX))
+	$(UV) $$($(PY) tests/tools/uv_flags.py) -r requirements.txt
+	$(UV) $$($(PY) tests/tools/uv_flags.py) --no-deps -e .
 	touch $@
 
 node_modules/.installed: package.json package-lock.json
@@ -79,10 +86,10 @@ DOCTESTS := --doctest-modules widgets/models widgets/units.py widgets/hardware.p
 # run starts (GPUBOOK_BUILD_EARLY=1, the root conftest.py) and executes the notebooks in parallel,
 # one per process (book/_ext/parallel_execute.py; GPUBOOK_BUILD_JOBS, default the CPU count).
 # CI (CI=true) refuses to skip the browser tests.
-# Workers: twice the cores, and at least 6: the four JupyterLab chapter queues (JUPYTERLAB_STREAMS in
-# the root conftest.py) each hold a worker from the start, and the other tests need two more; the
-# browser tests mostly wait on Chromium, a kernel or the build, so more workers than cores keep both
-# cores busy. The root conftest.py's scheduler keeps each file on one worker except the long
+# Workers: twice the cores, and at least 6: the two JupyterLab chapter queues (JUPYTERLAB_STREAMS in
+# the root conftest.py) each hold a worker until their chapters are done, and the browser tests mostly
+# wait on Chromium, a kernel or the build, so more workers than cores keep both cores busy (one run
+# each here, issue 13: 4 workers 509 s, 6 workers 445 s). The root conftest.py's scheduler keeps each file on one worker except the long
 # independent ones (SPREAD_FILES), longest first.
 TEST_WORKERS ?= $(shell n=$$(( $$(nproc 2>/dev/null || echo 2) * 2 )); [ $$n -lt 6 ] && n=6; echo $$n)
 

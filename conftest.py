@@ -35,12 +35,18 @@ FIRST = ("tests/test_book.py", "tests/test_jupyterlab.py::test_chapter_runs_read
          "chapters/")
 
 
-# The JupyterLab chapter runs go in JUPYTERLAB_STREAMS queues, each run one chapter at a time. With
-# 4 at once on 2 cores, plotly FigureWidgets stayed blank and never followed their controls (issue
-# 14: benchmarks/jupyterlab_stress/figurewidget_at_55a4032.log); live forms now redraw inside an
-# Output widget, and all 8 chapters pass 4 at once (benchmarks/jupyterlab_stress/output_widget.log).
+# The JupyterLab chapter runs go in JUPYTERLAB_STREAMS queues (GPUBOOK_JUPYTERLAB_STREAMS, default 2),
+# each run one chapter at a time in one JupyterLab and one Chromium. Two, not four: each queue has its
+# JupyterLab server, browser and worker, and four at once on 2 cores spent more CPU on the same work
+# (the 8 chapters alone: benchmarks/jupyterlab_streams/streams_4_vs_2.log; issue 13), while the other
+# workers keep both cores busy. With 4 at once on 2 cores, plotly FigureWidgets once stayed blank and
+# never followed their controls (issue 14: benchmarks/jupyterlab_stress/figurewidget_at_55a4032.log);
+# live forms now redraw inside an Output widget, and all 8 chapters pass 4 at once
+# (benchmarks/jupyterlab_stress/output_widget.log).
 JUPYTERLAB_TEST = "tests/test_jupyterlab.py::test_chapter_runs_reads_and_reacts_in_jupyterlab["
-JUPYTERLAB_STREAMS = 4
+JUPYTERLAB_STREAMS = int(os.environ.get("GPUBOOK_JUPYTERLAB_STREAMS", "2"))
+if JUPYTERLAB_STREAMS < 1:
+    raise ValueError(f"GPUBOOK_JUPYTERLAB_STREAMS={JUPYTERLAB_STREAMS}: give 1 or more queues")
 BROWSER_TESTS = "tests/test_browser.py::"
 
 

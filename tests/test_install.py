@@ -1,0 +1,40 @@
+"""`make install`'s uv gets the package sources pip is configured with (tests/tools/uv_flags.py)."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "tools"))
+import uv_flags  # noqa: E402
+
+LISTING = """:env:.cert='/etc/ssl/certs/ca-certificates.crt'
+:env:.find-links='/opt/wheels'
+global.constraint='/etc/xdg/pip/constraints.txt'
+global.extra-index-url='file:///opt/pypi/simple file:///opt/pypi-more/simple'
+global.find-links='/opt/wheels'
+global.timeout='60'
+"""
+
+
+def test_pip_sources_become_uv_flags_with_pips_index_strategy():
+    cfg = uv_flags.parse(LISTING)
+    assert cfg == {"find-links": ["/opt/wheels"], "constraint": ["/etc/xdg/pip/constraints.txt"],
+                   "extra-index-url": ["file:///opt/pypi/simple", "file:///opt/pypi-more/simple"]}
+    assert uv_flags.flags(cfg) == [
+        "--extra-index-url", "file:///opt/pypi/simple", "--extra-index-url", "file:///opt/pypi-more/simple",
+        "--find-links", "/opt/wheels", "--constraint", "/etc/xdg/pip/constraints.txt",
+        "--index-strategy", "unsafe-best-match"]
+
+
+def test_one_index_url_wins_and_nothing_configured_gives_no_flags():
+    # as pip lists them (sorted: the environment's first); PIP_INDEX_URL wins over the files
+    cfg = uv_flags.parse(":env:.index-url='https://b.example/simple'\nglobal.index-url='https://a.example/simple'\n")
+    assert uv_flags.flags(cfg) == ["--index-url", "https://b.example/simple"]  # one index: uv's default strategy is pip's
+    assert uv_flags.flags(uv_flags.parse("")) == []
+    assert uv_flags.flags(uv_flags.parse("global.cert='/x.crt'\nsomething odd\n")) == []
+
+
+def test_make_install_uses_the_pinned_uv_with_these_flags():
+    root = Path(__file__).resolve().parents[1]
+    make = (root / "Makefile").read_text()
+    assert "tests/tools/uv_flags.py" in make and "UV_PIN" in make
+    assert any(line.startswith("uv==") for line in (root / "requirements.txt").read_text().splitlines())
