@@ -183,6 +183,8 @@ def fresh_clone(args, test: bool = True) -> dict:
     env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if ".venv" not in p)
     print(f"fresh clone of {commit()} in {clone}", flush=True)
     before = machine()
+    uv_cache = Path(os.environ.get("UV_CACHE_DIR") or Path.home() / ".cache" / "uv")
+    caches_before = {"uv": str(uv_cache), "uv_cache_bytes_before": du_bytes(uv_cache) if uv_cache.exists() else 0}
     steps = {}
     steps["make_install"] = run_timed("make install", clone, env, where / "install.log")
     print(f"make install  {steps['make_install']['wall_s']:7.1f} s", flush=True)
@@ -195,7 +197,8 @@ def fresh_clone(args, test: bool = True) -> dict:
             "machine_after": machine(),
             "steps": steps,
             "disk_bytes": {name: du_bytes(clone / name) for name in (".venv", "node_modules")},
-            "note": "packages come from this machine's pip configuration (local wheels and indexes) and npm's cache",
+            "package_caches": caches_before,
+            "note": "packages come from this machine's pip configuration (local wheels and indexes), uv's and npm's caches",
         }
         if not args.keep:
             shutil.rmtree(where, ignore_errors=True)
@@ -212,6 +215,7 @@ def fresh_clone(args, test: bool = True) -> dict:
         "machine_before": before,
         "machine_after": machine(),
         "package_caches": {
+            **caches_before,
             "pip": str(Path.home() / ".cache" / "pip"),
             "pip_cache_present": (Path.home() / ".cache" / "pip").exists(),
             "npm_cache_present": (Path.home() / ".npm").exists(),
