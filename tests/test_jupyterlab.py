@@ -596,11 +596,13 @@ def _moves(ctl) -> tuple[list[tuple[str, object]], object]:
         handle = ctl.locator(".noUi-handle").first
         readout = ctl.locator(".widget-readout")
 
+        keyboard = ctl.page.keyboard  # keys go to the focused handle (a locator's press focuses it again each time)
+
         def press(*keys):
             before = readout.text_content()
             handle.focus()
             for key in keys:
-                handle.press(key)
+                keyboard.press(key)
             return f"slider {before} -> {readout.text_content()}"
 
         start = readout.text_content()
@@ -612,7 +614,7 @@ def _moves(ctl) -> tuple[list[tuple[str, object]], object]:
                     now = readout.text_content()
                     if now == start:
                         return
-                    handle.press(key)
+                    keyboard.press(key)
                     if readout.text_content() == now:  # at that end of the slider
                         break
 
