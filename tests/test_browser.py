@@ -538,15 +538,30 @@ WIDE_TABLES = """() => {
 
 STICKY_SHARE_MAX = 0.6  # of a wide table's scroll box, at 390 px (elsewhere 48% at most, review R5-1)
 
+# The prose of every admonition, the hidden answers shown for the measure and hidden again: a line
+# that runs past its box (an unbreakable kernel name in an Answer was cut off at 390 px, round 10)
+CLIPPED_PROSE = """() => {
+  const shown = [];
+  document.querySelectorAll('main .admonition.toggle-hidden').forEach(e => { e.classList.remove('toggle-hidden'); shown.push(e); });
+  const opened = Array.from(document.querySelectorAll('main details:not([open])')).filter(d => d.querySelector('.admonition p'));
+  opened.forEach(d => { d.open = true; });
+  const out = Array.from(document.querySelectorAll('main .admonition p')).filter(p => p.offsetParent && p.scrollWidth > p.clientWidth + 1)
+    .map(p => `${p.scrollWidth - p.clientWidth} px: ${p.textContent.trim().slice(0, 60)}`);
+  shown.forEach(e => e.classList.add('toggle-hidden'));
+  opened.forEach(d => { d.open = false; });
+  return out;
+}"""
+
 
 @pytest.mark.parametrize("path", [PAGES[0]] + CHAPTER_PAGES)
 def test_phone_sidebars_open_and_close(phone_dark, path):
-    """At 390 px: both sidebars open and close; and every table wider than the phone scrolls
+    """At 390 px: both sidebars open and close; no line of an admonition's prose (hidden answers
+    included) runs past its box; and every table wider than the phone scrolls
     sideways in its own box, an output's table with its first column (the row's name) kept in
     view (reader review r4, W-5) and no wider than 60% of that box (review R5-1)."""
     v = phone_dark(path)
     page, mark = v.page, _mark(v)
-    problems = []
+    problems = [f"an admonition's line runs past its box by {c}" for c in page.evaluate(CLIPPED_PROSE)]
     for t in page.evaluate(WIDE_TABLES):  # (opens the collapsed outputs that hold a table)
         if t["wide"] and not t["scrolls"]:
             problems.append(f"table {t['name'][:30]!r} is wider than the page and does not scroll in its own box")
