@@ -89,8 +89,8 @@ DOCTESTS := --doctest-modules widgets/models widgets/units.py widgets/hardware.p
 # Workers: twice the cores, and at least 6: the two JupyterLab chapter queues (JUPYTERLAB_STREAMS in
 # the root conftest.py) each hold a worker until their chapters are done, and the browser tests mostly
 # wait on Chromium, a kernel or the build, so more workers than cores keep both cores busy (one run
-# each here, issue 13: 4 workers 509 s, 6 workers 445 s). The root conftest.py's scheduler keeps each file on one worker except the long
-# independent ones (SPREAD_FILES), longest first.
+# each here, issue 13: 4 workers 509 s, 6 workers 445 s). The root conftest.py's scheduler keeps
+# each file on one worker except the long independent ones (SPREAD_FILES), longest first.
 TEST_WORKERS ?= $(shell n=$$(( $$(nproc 2>/dev/null || echo 2) * 2 )); [ $$n -lt 6 ] && n=6; echo $$n)
 
 # One CPU thread per process for torch's, OpenBLAS's and MKL's thread pools: the test workers, the

@@ -97,7 +97,7 @@ APPLY_STEP = """([gd, si]) => { const s = gd.layout.sliders.find(s => s.visible 
 # test_every_frame_and_dropdown_state_carries_ranges_that_hold_its_data; here, that plotly.js applies
 # them as each entry and each step is chosen (every state of the fusion figure, 91, cost about 16 CPU
 # s of Chromium per run on 2 cores: issue 13).
-EVERY_STATE = f"""async ([gd, nButtons, steps]) => {{
+SAMPLED_STATES = f"""async ([gd, nButtons, steps]) => {{
   const check = {CHECK}, applyButton = {APPLY_BUTTON}, applyStep = {APPLY_STEP};
   const out = [];
   for (let bi = 0; bi < Math.max(nButtons, 1); bi++) {{
@@ -138,7 +138,7 @@ def test_in_chromium_each_entry_at_three_slider_steps_keeps_the_data_inside_the_
         n_steps = len(fig.layout.sliders[0].steps)
         steps = sorted({0, n_steps // 2, n_steps - 1})
         # the states in one call into the page (two round trips per state made this test 47 s on 2 cores)
-        problems += [(tuple(state), x) for state, x in page.evaluate(EVERY_STATE, [gd, n_buttons, steps])]
+        problems += [(tuple(state), x) for state, x in page.evaluate(SAMPLED_STATES, [gd, n_buttons, steps])]
         b.close()
     assert not problems, f"{len(problems)} states with data off the plot, e.g. {problems[:3]}"
 
