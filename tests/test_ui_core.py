@@ -71,7 +71,7 @@ def test_renderer_is_the_default_outside_colab():
 
 
 # --- the figure kit -------------------------------------------------------------------------
-from widgets.ui._core import GPU_COLORS, gpu_color, grid_figure, percent, plural, style_figure  # noqa: E402
+from widgets.ui._core import GPU_COLORS, gpu_color, grid_figure, percent, plural, set_layout, style_figure  # noqa: E402
 
 
 def _grid_frame(choice, v):
@@ -128,6 +128,41 @@ def test_grid_figure_rejects_bad_grids():
     with pytest.raises(ValueError, match="traces"):
         grid_figure(slider=("v", [1, 2], str), choices=("c", [("a", 1), ("b", 2)], str),
                     frame=lambda c, v: ([go.Scatter()] * (1 if c[0] == "a" else 2), "t", "r"))
+
+
+def test_grid_figure_assembled_unvalidated_is_valid_plotly_and_validates_later_changes():
+    """grid_figure puts its figure together from parts plotly validated already (issue 13: two
+    thirds of a static calculator's build time went to validating copies again). What it makes must
+    pass plotly's full validation unchanged, and the figure must validate what is changed later."""
+    fig = _grid(active=(1, 2), layout=dict(yaxis=dict(title="y", type="log")))
+    as_json = json.loads(fig.to_json())
+    again = go.Figure(as_json)  # validated from scratch: raises on any property plotly does not know
+    assert json.loads(again.to_json()) == as_json
+    assert len(fig.frames) == 6 and fig.frames[0].data[0].type == "scatter"
+    with pytest.raises(ValueError):
+        fig.update_layout(yaxis=dict(no_such_property=1))
+    with pytest.raises(ValueError):
+        fig.layout.height = "tall"
+    with pytest.raises(ValueError):
+        fig.data[0].update(no_such_property=1)
+
+
+def test_set_layout_does_what_update_layout_does():
+    def start():
+        fig = go.Figure([go.Scatter(x=[1, 2], y=[3, 4])], layout=dict(legend=dict(traceorder="reversed"), title=dict(text="t", font=dict(size=9))))
+        fig.add_trace(go.Scatter(x=[1], y=[1], yaxis="y2"))
+        return fig
+    kw = dict(template="book_light", height=500, legend=dict(orientation="h", y=-0.2), title=dict(text="new", x=0),
+              yaxis2=dict(overlaying="y", side="right"), xaxis_title="x [s]", margin=dict(t=40))
+    a, b = start(), start()
+    a.update_layout(**kw)
+    assert set_layout(b, **kw) is b
+    assert json.loads(a.to_json()) == json.loads(b.to_json())
+    assert b.layout.legend.traceorder == "reversed" and b.layout.title.font.size == 9  # merged, not replaced
+    with pytest.raises(ValueError):
+        set_layout(b, legend=dict(no_such_property=1))
+    with pytest.raises(ValueError):
+        set_layout(b, height=-5)
 
 
 def test_style_figure_puts_the_legend_below_and_wraps_long_titles():

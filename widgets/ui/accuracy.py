@@ -6,7 +6,7 @@ import plotly.graph_objects as go
 
 from ..accuracy import LABELS, TARGET, Row
 from ..book import table  # noqa: F401  (the page uses ui.table too)
-from ._core import series_color, style_figure
+from ._core import series_color, set_layout, style_figure
 
 LABEL_COLORS = {label: series_color(i) for i, label in enumerate(LABELS)}
 LABEL_SYMBOLS = {"prediction": "circle", "calibrated": "diamond", "fit": "x"}
@@ -100,7 +100,7 @@ def ratio_figure(rows: list[Row]) -> go.Figure:
                      ticktext=[_short(r) for r in rows], tickfont=dict(size=10), showgrid=False)  # fmt: skip
     style_figure(fig, title="Measured against the model", readout=f"shaded: within {TARGET:.0%} of the model",
                  height=min(4000, max(440, 160 + 17 * len(rows))), legend=True)  # fmt: skip
-    fig.update_layout(margin=dict(l=8))
+    set_layout(fig, margin=dict(l=8))
     return fig
 
 

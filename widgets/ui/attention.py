@@ -16,7 +16,7 @@ from ..book import short_reason
 from ..hardware import get_gpu, gpu_names
 from ..models import attention as am
 from ..units import GiB, KiB, fmt_bytes, fmt_time
-from ._core import grid_figure, html_table, live_form, plural, series_color, style_figure, table_html
+from ._core import grid_figure, html_table, live_form, plural, series_color, set_layout, style_figure, table_html
 from ._core import verdict as _verdict
 
 GPUS = tuple(gpu_names())
@@ -132,7 +132,7 @@ def io_calculator():
                                  marker=dict(size=11, color="#222222", symbol="diamond"),
                                  hovertemplate="N = %{x:,}: %{y:.3s}B<extra></extra>"))
         fig = go.Figure(traces)
-        fig.update_layout(**_io_layout())
+        set_layout(fig, **_io_layout())
         return table_html(rows), style_figure(fig, title=f"{p['gpu']}, head size {d}, {kib} KiB on chip", readout=io_readout(p, seq),
                                               height=380)
 
@@ -243,7 +243,7 @@ def stepper_calculator():
     def show(r):
         traces, st = r
         fig = go.Figure(traces)
-        fig.update_layout(**_stepper_layout())
+        set_layout(fig, **_stepper_layout())
         s = st["state"]
         rows = [("blocks processed", f"{st['step']} of {st['blocks']}"), ("running max m", f"{s.running_max:.4g}"),
                 ("running sum l", f"{s.running_sum:.4g}"), ("rescale exp(m_old - m_new)", f"{s.rescale:.4g}"),
@@ -339,7 +339,7 @@ def matrix_calculator():
                                  name=f"your N = {p['seq']:,}", marker=dict(size=11, color="#222222", symbol="diamond"),
                                  hovertemplate="N = %{x:,}: %{y:.3g} GiB<extra></extra>"))
         fig = go.Figure(traces)
-        fig.update_layout(**_matrix_layout())
+        set_layout(fig, **_matrix_layout())
         table = table_html([("one S (or P) matrix", fmt_bytes(p["matrix_bytes"])), ("math path: peak", fmt_bytes(p["math_bytes"])),
                            ("math path fits?", fits), ("flash: peak", fmt_bytes(p["flash_bytes"])),
                            (f"{p['gpu']} memory", fmt_bytes(p["capacity_bytes"], 4)),

@@ -17,7 +17,7 @@ from .. import _check
 from ..hardware import get_gpu, gpu_names
 from ..models import collectives as cm
 from ..units import GiB, MiB, fmt_bytes, fmt_bytes_per_s, fmt_time
-from ._core import grid_figure, live_form, log_slider, percent, plural, style_figure, table_html
+from ._core import grid_figure, live_form, log_slider, percent, plural, set_layout, style_figure, table_html
 from ._core import verdict as _verdict
 
 
@@ -179,7 +179,7 @@ def collective_time_calculator():
             ("tree faster below", "never" if r["cross"] == 0 else ("always" if np.isinf(r["cross"]) else _size(r["cross"]))),
         ]
         fig = go.Figure(_time_traces(r["op"], r["n"], r["link"], r["lat"], mark_bytes=r["size"]))
-        fig.update_layout(**_time_layout())
+        set_layout(fig, **_time_layout())
         readout = collective_time_summary(r["op"], r["n"], r["link"], r["lat"], r["size"])
         style_figure(fig, title=f"{r['op']}, {plural(r['n'], 'rank')}", readout=readout, height=480)
         return table_html(rows), fig
@@ -360,7 +360,7 @@ def ring_allreduce_calculator():
     def show(r):
         n, step = r
         fig = go.Figure(_ring_traces(n, step))
-        fig.update_layout(**_ring_layout(n))
+        set_layout(fig, **_ring_layout(n))
         style_figure(fig, title=f"ring all-reduce, {plural(n, 'rank')}", readout=ring_step_summary(n, step), height=200 + 60 * n)
         sends = [] if step == 0 else cm.ring_allreduce_schedule(n)[step - 1]
         rows = [(f"rank {t.src} -> rank {t.dst}", f"chunk {t.chunk} ({t.phase})") for t in sends]
@@ -479,7 +479,7 @@ def dp_step_calculator():
     def show(r):
         (args, lat), p = r
         fig = go.Figure(_dp_traces(*args, **lat))
-        fig.update_layout(**_dp_layout(args[0], max(p.finish_s, args[2])))
+        set_layout(fig, **_dp_layout(args[0], max(p.finish_s, args[2])))
         capped = " (capped: the whole gradient)" if args[1] > p.bucket_bytes else ""  # reader review r6 #6
         style_figure(fig, title=f"bucket {_size(p.bucket_bytes)}{capped}", readout=dp_summary(p), height=460)
         return table_html([
@@ -602,7 +602,7 @@ def ring_vs_library_figure(series: dict) -> go.Figure:
         fig.add_trace(go.Scatter(x=sizes, y=np.asarray(lib) / 1e9, mode="lines+markers", name=f"{label}: all_reduce", line=dict(color=color)))
         fig.add_trace(go.Scatter(x=sizes, y=np.asarray(ring) / 1e9, mode="lines+markers", name=f"{label}: hand-written ring",
                                  line=dict(color=color, dash="dash")))
-    fig.update_layout(xaxis=dict(type="log", title="S [B]", exponentformat="SI"), yaxis=dict(type="log", title="busbw [GB/s]"))
+    set_layout(fig, xaxis=dict(type="log", title="S [B]", exponentformat="SI"), yaxis=dict(type="log", title="busbw [GB/s]"))
     return style_figure(fig, title="hand-written ring vs all_reduce", readout="busbw of each, against message size", height=460)
 
 
@@ -827,7 +827,7 @@ def parallelism_roofline_calculator():
     def show(r):
         # the figure draws the form's own ranks, layers per stage and tokens (each control moves it)
         fig = go.Figure(_roofline_traces(r["gpu"], r["scope"], r["d_model"], r["d_ff"], r["tp"], r["dp"], r["layers"], r["tokens"]))
-        fig.update_layout(**_roofline_layout())
+        set_layout(fig, **_roofline_layout())
         style_figure(fig, title=f"{r['gpu']} {ROOFLINE_SCOPE_LABEL[r['scope']]}",
                      readout=roofline_summary(r["gpu"], r["scope"], r["d_model"], r["d_ff"], r["tp"], r["dp"]), height=480)
         return table_html(r["rows"]), fig
@@ -920,7 +920,7 @@ def protocol_calculator():
         fig.add_trace(go.Scatter(x=[r["size"]], y=[cm.busbw_bytes_per_s(r["op"], r["n"], r["size"], c.time_s) / 1e9], mode="markers",
                                  name=f"your S: {c.algorithm}, {c.protocol}", marker=dict(color="#222", size=11, symbol="circle-open",
                                                                                           line=dict(width=2))))
-        fig.update_layout(xaxis=dict(type="log", title="message size S [B]", exponentformat="SI"),
+        set_layout(fig, xaxis=dict(type="log", title="message size S [B]", exponentformat="SI"),
                           yaxis=dict(type="log", title="bus bandwidth [GB/s]", exponentformat="SI"))
         style_figure(fig, title=f"{r['op']}, {plural(r['n'], 'rank')}", readout=protocol_summary(r["op"], r["n"], r["link"]), height=460)
         return table_html(rows), fig

@@ -21,6 +21,7 @@ from ._core import (
     percent,
     plural,
     series_color,
+    set_layout,
     slider,
     style_figure,
     table_html,
@@ -143,7 +144,7 @@ def roofline_calculator():
             ("bound", f"{p.bound} ({percent(p.fraction_of_peak)} of peak)"),
         ]
         fig = go.Figure(_roofline_traces(p))
-        fig.update_layout(**_roofline_layout())
+        set_layout(fig, **_roofline_layout())
         return table_html(rows), style_figure(fig, title=roofline_title(p), readout=roofline_summary(p), height=460)
 
     def compute(gpu, dtype, intensity):
@@ -233,7 +234,7 @@ def coalescing_calculator():
             ("efficiency", percent(c.efficiency)),
         ]
         fig = go.Figure([_coalescing_trace(s, e, o)])
-        fig.update_layout(**_coalescing_layout())
+        set_layout(fig, **_coalescing_layout())
         fig.update_xaxes(range=[-0.5, max(33.5, c.sectors + 0.5)])
         return table_html(rows), style_figure(
             fig, title=coalescing_title(s, e, o), readout=coalescing_summary(s, e, o), height=420
@@ -313,7 +314,7 @@ def bank_conflict_calculator():
             ("ideal", str(mh.ideal_wavefronts(e))),
         ]
         fig = go.Figure([_bank_trace(stride, e)])
-        fig.update_layout(**_bank_layout())
+        set_layout(fig, **_bank_layout())
         return table_html(rows), style_figure(
             fig, title=bank_title(stride, e), readout=bank_summary(stride, e), height=420
         )
@@ -544,7 +545,7 @@ def working_set_plot(series: dict, l2_bytes: int, hbm_bytes_per_s: float) -> go.
             line=dict(color="gray", dash="dot"),
         )
     )
-    fig.update_layout(
+    set_layout(fig,
         xaxis=dict(type="log", title="working set [MiB]"), yaxis=dict(title="bandwidth [TB/s]", rangemode="tozero")
     )
     return style_figure(fig, title="Re-reading a working set", readout="L2 plateau, then HBM", height=440)
@@ -558,7 +559,7 @@ def strided_plot(series: dict) -> go.Figure:
             go.Scatter(x=strides, y=ratios, mode="lines+markers", name=label, line=dict(color=series_color(i)))
         )
     fig.add_hrect(y0=0.75, y1=1.25, fillcolor=series_color(2), opacity=0.10, line_width=0)
-    fig.update_layout(
+    set_layout(fig,
         xaxis=dict(type="log", title="stride [elements of 4 B]", tickvals=[1, 2, 4, 8, 16, 32, 64]),
         yaxis=dict(title="measured / model time", rangemode="tozero"),
     )
@@ -755,7 +756,7 @@ def fusion_calculator(launch_s: float = 0.0):
                             marker=dict(size=14, symbol="circle-open", line=dict(width=3), color=COLORS[3]),
                             hovertemplate="%{x} ops: %{y:.3s}s<extra>your chain</extra>")
         fig = go.Figure([*_fusion_traces(g.name, f.n_elems, ops, launch), chosen])
-        fig.update_layout(xaxis=dict(title="ops in the chain"), yaxis=FUSION_YAXIS)
+        set_layout(fig, xaxis=dict(title="ops in the chain"), yaxis=FUSION_YAXIS)
         return table_html(rows), style_figure(fig, title=f"{g.name}: {fmt_bytes(4 * f.n_elems)} fp32", height=420)
 
     return live_form(compute, controls, show, title="Kernel fusion")
@@ -935,7 +936,7 @@ def measured_roofline_figure(gpu: str, peak_flop_per_s: float, measured_flop_per
                    marker=dict(color=[COLORS[0], COLORS[1]], size=10), hovertemplate="ridge %{x:.0f} FLOP/B<extra></extra>"),
     ]
     fig = go.Figure(traces)
-    fig.update_layout(xaxis=dict(title="arithmetic intensity [FLOP/B]", type="log"),
+    set_layout(fig, xaxis=dict(title="arithmetic intensity [FLOP/B]", type="log"),
                       yaxis=dict(title=f"{dtype} FLOP/s", type="log"), legend=dict(orientation="h", y=-0.25))
     return style_figure(fig, title=f"{gpu}, dense {dtype}: datasheet and measured rooflines",
                         readout=f"ridge: {r_ds:.0f} FLOP/B (datasheet), {r_ms:.0f} FLOP/B (measured)", height=440)
@@ -963,7 +964,7 @@ def fusion_size_plot(size_rows: list, bytes_per_s: float, launch_s: float, n_ops
                 fig.add_trace(go.Scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], mode="markers",
                                          name=f"{name}: {label}", marker=dict(color=COLORS[i], symbol=symbol, size=9),
                                          hovertemplate="%{x:.3s}B: %{y:.3s}s<extra></extra>"))
-    fig.update_layout(xaxis=dict(type="log", title="tensor size [B]"), yaxis=dict(type="log", title="time [s]"))
+    set_layout(fig, xaxis=dict(type="log", title="tensor size [B]"), yaxis=dict(type="log", title="time [s]"))
     f_big = mh.fusion_estimate(max(ns), n_ops, bytes_per_s, launch_s=launch_s)
     return style_figure(fig, title=f"A {n_ops}-op chain against the tensor's size",
                         readout=f"model at {fmt_bytes(4 * max(ns))}: {f_big.speedup:.1f}x; launch-bound below "

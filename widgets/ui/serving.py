@@ -17,7 +17,7 @@ from ..hardware import get_gpu, gpu_names
 from ..models import llms, transformer
 from ..models import serving as sv
 from ..units import GiB, fmt_bytes, fmt_bytes_per_s, fmt_flop, fmt_time
-from ._core import grid_figure, html_table, live_form, plural, series_color, style_figure, table_html
+from ._core import grid_figure, html_table, live_form, plural, series_color, set_layout, style_figure, table_html
 from ._core import verdict as _verdict
 
 MEMORY_PARTS = (("weights", "#1f77b4"), ("activations", "#9467bd"), ("runtime reserve", "#7f7f7f"), ("KV cache", "#ff7f0e"), ("free", "#d9f0d3"))
@@ -171,7 +171,7 @@ def _pin_usable_line(fig: go.Figure, caps: list) -> None:
 def _pin_x_range(fig: go.Figure, ranges: list, ci0: int) -> None:
     """Give every frame of choice ``ci`` (frames named ``"ci:si"``, or ``"si"`` with one choice)
     and its dropdown button the x range ``ranges[ci]``."""
-    fig.update_layout(xaxis=dict(range=ranges[ci0], autorange=False))
+    set_layout(fig, xaxis=dict(range=ranges[ci0], autorange=False))
     for fr in fig.frames:
         ci = int(fr.name.split(":")[0]) if ":" in fr.name else 0
         fr.layout.xaxis = dict(range=ranges[ci], autorange=False)
@@ -244,7 +244,7 @@ def memory_calculator():
             ("max concurrent sequences", _fmt_int(b.max_concurrent_seqs)),
         ]
         fig = go.Figure(_memory_traces(b))
-        fig.update_layout(**_memory_layout(b.hbm_bytes / GiB, b.used_bytes / GiB))
+        set_layout(fig, **_memory_layout(b.hbm_bytes / GiB, b.used_bytes / GiB))
         head, tail = memory_summary(b, ctx).split("<br>")
         return table_html(rows), style_figure(
             fig,
@@ -415,7 +415,7 @@ def latency_calculator():
         ]
         grid = np.unique(np.round(np.logspace(0, 3, 40))).astype(int).tolist()
         fig = go.Figure(_latency_curves(m, gpu, r.prompt_tokens, r.output_tokens, wd, kd, tp, grid) + [_latency_marker(r)])
-        fig.update_layout(xaxis=dict(type="log", title="batch [sequences]"), yaxis=dict(type="log", title="time per decode step [ms]"))
+        set_layout(fig, xaxis=dict(type="log", title="batch [sequences]"), yaxis=dict(type="log", title="time per decode step [ms]"))
         readout = _latency_readout(r)
         if not budget.fits:  # reader review r6 #12: "836 ms TTFT on one H200" for a model that cannot be loaded on it
             readout = f"does NOT fit in memory ({short}): times as if it did<br>{readout}"
@@ -601,7 +601,7 @@ def sweep_plot(x, series: dict, *, x_title: str, y_title: str = "time [ms]", log
             x=list(xs), y=[None if v is None else v * scale for v in ys], name=label, line=dict(color=color, dash="dash" if model_line else "solid"),
             mode="lines" if model_line else "lines+markers", error_y=err,
         ))
-    fig.update_layout(xaxis=dict(type="log" if log_x else "linear", title=x_title), yaxis=dict(type="log" if log_y else "linear", title=y_title))
+    set_layout(fig, xaxis=dict(type="log" if log_x else "linear", title=x_title), yaxis=dict(type="log" if log_y else "linear", title=y_title))
     return style_figure(fig, title=title or None, height=420)
 
 
@@ -612,7 +612,7 @@ def ratio_plot(x, series: dict, *, x_title: str, title: str = "") -> go.Figure:
         fig.add_trace(go.Scatter(x=list(x), y=list(ys), name=label, mode="lines+markers", line=dict(color=series_color(i))))
     fig.add_hrect(y0=0.75, y1=1.25, fillcolor="green", opacity=0.08, line_width=0)
     fig.add_hline(y=1.0, line_dash="dot")
-    fig.update_layout(xaxis=dict(type="log", title=x_title), yaxis=dict(title="measured / model", rangemode="tozero"))
+    set_layout(fig, xaxis=dict(type="log", title=x_title), yaxis=dict(title="measured / model", rangemode="tozero"))
     return style_figure(fig, title=title or None, height=380)
 
 
@@ -830,7 +830,7 @@ def speculative_calculator():
         a, c, v, (k, s) = result
         traces, title, readout = _speculative_frame(c, a, v, SPEC_MAX_K)
         fig = go.Figure(traces)
-        fig.update_layout(xaxis=dict(title="draft tokens per step k"), yaxis=dict(title="speed-up over plain decoding [x]", rangemode="tozero"))
+        set_layout(fig, xaxis=dict(title="draft tokens per step k"), yaxis=dict(title="speed-up over plain decoding [x]", rangemode="tozero"))
         rows = [("best draft length k", str(k)), ("speed-up at that k", f"{s:.2f}x"),
                 ("tokens per target pass", f"{sv.speculative_expected_tokens(a, k):.2f}")]
         return table_html(rows), style_figure(fig, title=title, readout=readout)

@@ -22,6 +22,7 @@ from ._core import (
     percent,
     plural,
     series_color,
+    set_layout,
     slider,
     style_figure,
     table_html,
@@ -174,7 +175,7 @@ def occupancy_calculator():
 
     def show(o: m.Occupancy):
         fig = go.Figure(_occupancy_traces(o.threads_per_block, o.regs_per_thread, o.smem_per_block_bytes, o.arch))
-        fig.update_layout(**_occupancy_layout(o.arch))
+        set_layout(fig, **_occupancy_layout(o.arch))
         return table_html(occupancy_rows(o)), style_figure(fig, title=occupancy_title(o), readout=occupancy_readout(o), height=740)
 
     return live_form(compute, controls, show, title="Occupancy (as cudaOccMaxActiveBlocksPerMultiprocessor computes it)")
@@ -290,7 +291,7 @@ def divergence_calculator():
             ("SIMT efficiency (active lanes / 32)", percent(d.simt_efficiency)),
         ]
         fig = go.Figure(_divergence_traces(d, False))
-        fig.update_layout(**_divergence_layout())
+        set_layout(fig, **_divergence_layout())
         fig.update_xaxes(title="time [cycles]")
         return table_html(rows), style_figure(fig, title=divergence_title(d), readout=divergence_readout(d), height=480)
 
@@ -383,7 +384,7 @@ def latency_hiding_calculator(latency_s: float = 600e-9, bytes_per_s: float = 4.
     def show(result):
         h, lat, bw, n, w_max = result
         fig = go.Figure(_latency_traces(lat, bw, n, h.bytes_per_warp_in_flight, w_max, h))
-        fig.update_layout(**_latency_layout(bw, w_max))
+        set_layout(fig, **_latency_layout(bw, w_max))
         return table_html(latency_hiding_rows(h, w_max)), style_figure(fig, title=latency_hiding_title(h), readout=latency_hiding_readout(h))
 
     return live_form(compute, controls, show, title="Latency hiding: Little's law")
@@ -479,7 +480,7 @@ def amdahl_calculator():
         fig = go.Figure(_amdahl_traces(p))
         fig.add_trace(go.Scatter(x=[n], y=[s], mode="markers", marker=dict(size=12, color=COLORS[2], line=dict(color="#444444", width=1)),
                                  name="you"))
-        fig.update_layout(**_amdahl_layout())
+        set_layout(fig, **_amdahl_layout())
         return table_html(rows), style_figure(fig, title=amdahl_title(p, n), readout=amdahl_readout(p, n))
 
     return live_form(compute, controls, show, title="Amdahl's law")
@@ -504,7 +505,7 @@ def occupancy_api_plot(rows: list, arch: str, regs=(32, 64, 128, 255), source: s
                                  line=dict(color=color, shape="hv"), name=f"model, {r} regs"))
         fig.add_trace(go.Scatter(x=[p["threads_per_block"] for p in pts], y=[p["blocks_per_sm"] or 0 for p in pts], mode="markers",
                                  marker=dict(color=color, size=9, symbol="circle-open", line=dict(width=2)), name=f"{source}, {r} regs"))
-    fig.update_layout(xaxis=dict(title="threads per block"),
+    set_layout(fig, xaxis=dict(title="threads per block"),
                       yaxis=dict(title="blocks per SM", type="log", tickvals=[1, 2, 4, 8, 16, 32], range=[-0.05, np.log10(40)]))
     return style_figure(fig, title=title or "Model (lines) and runtime (circles)", readout=readout, height=500)
 
@@ -523,7 +524,7 @@ def bandwidth_occupancy_plot(series: dict, peak_bytes_per_s: float | None = None
                                      line=dict(color=color, dash="dash")))
     if peak_bytes_per_s:
         fig.add_hline(y=peak_bytes_per_s / scale, line_dash="dot", annotation_text="HBM datasheet")
-    fig.update_layout(xaxis=dict(title="resident warps per SM"), yaxis=dict(title=f"bandwidth [{unit}]", rangemode="tozero"))
+    set_layout(fig, xaxis=dict(title="resident warps per SM"), yaxis=dict(title=f"bandwidth [{unit}]", rangemode="tozero"))
     return style_figure(fig, title=title or "Bandwidth against resident warps", readout=readout, height=500)
 
 
@@ -550,7 +551,7 @@ def ratio_plot(series: dict, x_title: str, y_title: str, *, log_x: bool = True, 
     for (label, (x, y)), color in zip(series.items(), COLORS):
         dash = "dash" if "model" in label or "predicted" in label else None
         fig.add_trace(go.Scatter(x=x, y=y, mode="lines" if dash else "lines+markers", name=label, line=dict(color=color, dash=dash)))
-    fig.update_layout(xaxis=dict(title=x_title, type="log" if log_x else "linear"), yaxis=dict(title=y_title))
+    set_layout(fig, xaxis=dict(title=x_title, type="log" if log_x else "linear"), yaxis=dict(title=y_title))
     return style_figure(fig, title=title, readout=readout, height=460)
 
 
@@ -815,7 +816,7 @@ def overlap_calculator():
                 ("bound (infinitely many chunks)", fmt_time(max(stages)))]
         engines = ["H2D engine", "SMs", "D2H engine"]
         fig = go.Figure(_gantt_traces(spans, lambda c, s: engines[s]))
-        fig.update_layout(**_gantt_layout(engines, serial * 1e3))
+        set_layout(fig, **_gantt_layout(engines, serial * 1e3))
         return table_html(rows), style_figure(fig, title=overlap_title(stages[0], stages[1], k),
                                               readout=overlap_readout(stages[0], stages[1], k))
 
@@ -846,7 +847,7 @@ def timeline_plot(run, *, title: str, readout: str | None = None, x_max_ms: floa
     stream_of = {sp.chunk: sp.stream for sp in run.spans}
     rows = [f"stream {i}" for i in range(run.streams)]
     fig = go.Figure(_gantt_traces(spans, lambda c, s: f"stream {stream_of[c]}"))
-    fig.update_layout(**_gantt_layout(rows, x_max_ms or run.total_s * 1e3))
+    set_layout(fig, **_gantt_layout(rows, x_max_ms or run.total_s * 1e3))
     return style_figure(fig, title=title, readout=readout, height=260 + 40 * run.streams)
 
 
@@ -870,7 +871,7 @@ def reduction_plot(res, *, title: str = "Reduction: bytes read per second", read
     if isinstance(res.copy, sw.CopyRate):
         fig.add_hline(y=res.copy.bytes_per_s / 1e9, line=dict(dash="dash", color="#888888"),
                       annotation_text="copy: bytes moved per s", annotation_position="top left")
-    fig.update_layout(yaxis=dict(title="GB/s read", type="log"), xaxis=dict(title=None))
+    set_layout(fig, yaxis=dict(title="GB/s read", type="log"), xaxis=dict(title=None))
     return style_figure(fig, title=title, readout=readout, height=420)
 
 
@@ -888,7 +889,7 @@ def contention_plot(res, *, title: str = "Same-address atomics: spread them", re
                                  line=dict(color=series_color(3), dash="dash")))
         fig.add_trace(go.Scatter(x=xs, y=[p.atomics_per_s for p, _ in pairs], mode="markers", name="measured",
                                  marker=dict(color=series_color(0), size=10)))
-    fig.update_layout(xaxis=dict(title="addresses the atomics are spread over", type="log"),
+    set_layout(fig, xaxis=dict(title="addresses the atomics are spread over", type="log"),
                       yaxis=dict(title="atomics per second", type="log"))
     return style_figure(fig, title=title, readout=readout, height=400)
 
@@ -947,7 +948,7 @@ def barrier_plot(res, *, title: str = "What one __syncthreads costs", readout: s
             line=dict(color=series_color(i)),
             hovertext=[f"below one cycle: within the timing noise (measured {p.barrier_cycles:.2f})" if p.barrier_cycles < 1
                        else f"{p.barrier_cycles:.1f} cycles" for p in pts], hoverinfo="x+text+name"))
-    fig.update_layout(xaxis=dict(title="threads per block", type="log", tickvals=[32, 64, 128, 256, 512, 1024]),
+    set_layout(fig, xaxis=dict(title="threads per block", type="log", tickvals=[32, 64, 128, 256, 512, 1024]),
                       yaxis=dict(title="cycles per barrier", rangemode="tozero"))
     return style_figure(fig, title=title, readout=readout, height=400)
 
@@ -978,7 +979,7 @@ def stall_plot(ncu: dict, *, top: int = 6, title: str = "Why warps wait: Nsight 
                              marker=dict(color=series_color(i) if r != "other" else "#aaaaaa"),
                              hovertemplate="%{y}: %{x:.0%} of %{customdata:.3g} stalled warps per issued instruction<extra>"
                                            + r.replace("_", " ") + "</extra>"))
-    fig.update_layout(barmode="stack", xaxis=dict(title="share of stalled warps", tickformat=".0%", range=[0, 1]),
+    set_layout(fig, barmode="stack", xaxis=dict(title="share of stalled warps", tickformat=".0%", range=[0, 1]),
                       yaxis=dict(autorange="reversed"), legend=dict(orientation="h", y=-0.3))
     return style_figure(fig, title=title, readout=readout, height=300 + 40 * len(points))
 

@@ -17,7 +17,17 @@ from .. import dtypes
 from ..hardware import get_gpu, gpu_names
 from ..models import tensor_cores as tc
 from ..units import fmt_bytes, fmt_flop, fmt_flop_per_s, fmt_time
-from ._core import gpu_color, grid_figure, html_table, live_form, plural, series_color, style_figure, table_html
+from ._core import (
+    gpu_color,
+    grid_figure,
+    html_table,
+    live_form,
+    plural,
+    series_color,
+    set_layout,
+    style_figure,
+    table_html,
+)
 from ._core import verdict as _verdict
 
 PEAK_DTYPES = dtypes.PEAK_DTYPES  # the catalog's peak-rate keys (widgets.dtypes)
@@ -242,7 +252,7 @@ def gemm_calculator():
             go.Scatter(x=[n], y=[e.flop_per_s / 1e12], mode="markers", name="this N", marker=dict(size=11, color=COLORS[3])),
             go.Scatter(x=[ns[0], ns[-1]], y=[peak, peak], mode="lines", name="dense peak", line=dict(color="gray", dash="dash")),
         ])
-        fig.update_layout(**_gemm_layout(peak))
+        set_layout(fig, **_gemm_layout(peak))
         style_figure(fig, title=f"{gpu} {dtype}, M = {m}, K = {k}", readout=gemm_summary(e))
         return table_html(gemm_rows(e)), fig
 
@@ -393,7 +403,7 @@ def precision_calculator():
             go.Scatter(x=list(PRECISION_CURVE_KS), y=accs, mode="lines", name="accumulation", line=dict(color=COLORS[2], dash="dash")),
             go.Scatter(x=[e.k], y=[total], mode="markers", name="this K", marker=dict(size=11, color=COLORS[3])),
         ])
-        fig.update_layout(**_precision_layout())
+        set_layout(fig, **_precision_layout())
         style_figure(fig, title=f"{e.dtype} inputs, sums in {path}", readout=f"K = {e.k}: typical {total:.2g}")
         return table_html(rows), fig
 
@@ -438,7 +448,7 @@ def throughput_plot(rows: list[dict], title: str = "", readout: str | None = Non
                              name="sustained (median)", marker_color=COLORS[2]))
     if any(r.get("peak_flop_per_s") for r in rows):
         fig.add_trace(go.Bar(x=labels, y=[(r.get("peak_flop_per_s") or 0) / 1e12 for r in rows], name="catalog dense peak", marker_color="#999999"))
-    fig.update_layout(barmode="group", yaxis=dict(title="TFLOP/s"))
+    set_layout(fig, barmode="group", yaxis=dict(title="TFLOP/s"))
     return style_figure(fig, title=title, readout=readout, height=420)
 
 
@@ -449,7 +459,7 @@ def sweep_plot(ns, series: dict, title: str = "", readout: str | None = None) ->
         dash = "dash" if label.startswith("predicted") else "solid"
         fig.add_trace(go.Scatter(x=list(ns), y=list(y), mode="lines+markers" if dash == "solid" else "lines", name=label,
                                  line=dict(color=color, dash=dash), marker=dict(size=5)))
-    fig.update_layout(xaxis=dict(title="N (columns of C)"), yaxis=dict(title="TFLOP/s", rangemode="tozero"))
+    set_layout(fig, xaxis=dict(title="N (columns of C)"), yaxis=dict(title="TFLOP/s", rangemode="tozero"))
     return style_figure(fig, title=title, readout=readout, height=440)
 
 
@@ -481,7 +491,7 @@ def precision_plot(records: list[dict], kind: str = "total", title: str = "", re
         fig.add_trace(go.Scatter(x=ks, y=[r[kind] for r in rs], mode="markers", name=lab, marker=dict(color=color, size=8)))
         fig.add_trace(go.Scatter(x=ks, y=precision_model(rs[0], kind, ks), mode="lines", name=f"{lab} model",
                                  line=dict(color=color, dash="dash"), showlegend=False))
-    fig.update_layout(xaxis=dict(type="log", title="K"), yaxis=dict(type="log", title="relative error (Frobenius)", exponentformat="power"))
+    set_layout(fig, xaxis=dict(type="log", title="K"), yaxis=dict(type="log", title="relative error (Frobenius)", exponentformat="power"))
     return style_figure(fig, title=title, readout=readout, height=480)
 
 
@@ -752,7 +762,7 @@ def tile_calculator(l2_bytes_per_s: dict | None = None):
     def show(result):
         gpu, h, source = result
         fig = go.Figure(_tile_traces(h, gpu))
-        fig.update_layout(**_tile_layout())
+        set_layout(fig, **_tile_layout())
         style_figure(fig, title=f"{gpu}: the rate each level allows", readout=tile_readout(h))
         return table_html(tile_rows(h, source)), fig
 

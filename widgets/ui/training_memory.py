@@ -15,7 +15,7 @@ from ..hardware import get_gpu, gpu_names
 from ..models import llms, transformer
 from ..models import training_memory as tm
 from ..units import GiB, fmt_bytes, fmt_time
-from ._core import grid_figure, html_table, live_form, plural, series_color, style_figure, table_html
+from ._core import grid_figure, html_table, live_form, plural, series_color, set_layout, style_figure, table_html
 from ._core import verdict as _verdict
 
 BUCKETS = (("weights", "#0072B2"), ("gradients", "#56B4E9"), ("optimizer state", "#E69F00"), ("activations", "#CC79A7"),
@@ -137,7 +137,7 @@ def budget_calculator():
         if b.approximation:
             rows.append(("note", b.approximation))
         fig = go.Figure(_bucket_traces(b))
-        fig.update_layout(**_capacity_layout())
+        set_layout(fig, **_capacity_layout())
         return table_html(rows), style_figure(fig, title=f"{b.model}, micro-batch {b.micro_batch} x {b.seq}", readout=budget_readout(b), height=360)
 
     box = live_form(compute, controls, show, title="Training memory budget")
