@@ -11,9 +11,16 @@ PY := $(VENV)/bin/python
 JB := $(VENV)/bin/jupyter-book
 STAMP := $(VENV)/.installed
 
+# JupyterLab's settings for this environment (book/jupyterlab/overrides.json): every cell of a notebook
+# drawn, not only those in view. jupyterlab-myst 2.7.0 evaluates a markdown cell's {eval} numbers only
+# when the cell was drawn as it ran (jupyter-book/jupyterlab-myst#289); with JupyterLab's default
+# windowing (contentVisibility) Run All left every number below the first screen as `prose.<key>`
+# (18 of the attention chapter's 20 markdown cells with numbers, measured by tests/test_jupyterlab.py).
+LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
+
 .PHONY: install book learner test unit lint bench bench-parts chromium doctor clean
 
-install: $(STAMP) node_modules/.installed
+install: $(STAMP) $(LAB_OVERRIDES) node_modules/.installed
 
 # TORCH_INDEX: take torch from another index first, e.g. the CPU-only build on a laptop without a
 # GPU (make install TORCH_INDEX=https://download.pytorch.org/whl/cpu), instead of the CUDA build the
@@ -32,6 +39,7 @@ UV = $(VENV)/bin/uv pip install -q --python $(PY)
 # PYTHON: the interpreter the venv is made from (3.11 or newer: numpy 2.4 needs it), e.g. PYTHON=python3.12
 PYTHON ?= python3
 
+
 $(STAMP): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { \
 	  echo "$(PYTHON) is Python $$($(PYTHON) -c 'import platform; print(platform.python_version())'); the book needs 3.11 or newer: make install PYTHON=python3.11" >&2; exit 1; }
@@ -41,6 +49,9 @@ $(STAMP): requirements.txt pyproject.toml
 	$(UV) $$($(PY) tests/tools/uv_flags.py) -r requirements.txt
 	$(UV) $$($(PY) tests/tools/uv_flags.py) --no-deps -e .
 	touch $@
+
+$(LAB_OVERRIDES): book/jupyterlab/overrides.json | $(STAMP)
+	mkdir -p $(dir $@) && cp $< $@
 
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --ignore-scripts

@@ -326,11 +326,15 @@ def lab(tmp_path_factory):
     shutil.copytree(ROOT / "book" / "figures", site / "book" / "figures")  # ```{figure} ../book/figures/...
     shutil.copytree(ROOT / "widgets", site / "widgets", ignore=shutil.ignore_patterns("__pycache__", "data"))  # literalinclude
     settings = tmp / "settings"
-    # every cell in the DOM (JupyterLab 4 renders only the cells in view by default); no news pop-up
-    (settings / "@jupyterlab" / "notebook-extension").mkdir(parents=True)
-    (settings / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings").write_text(
-        json.dumps({"windowingMode": "none"})
-    )
+    # Every cell in the DOM comes from the environment's JupyterLab settings that `make install` writes
+    # (book/jupyterlab/overrides.json, what a reader's JupyterLab gets): the test uses them, not a
+    # setting of its own, so that it fails if they are missing. No news pop-up.
+    overrides = Path(sys.prefix) / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
+    want = json.loads((ROOT / "book" / "jupyterlab" / "overrides.json").read_text())
+    have = json.loads(overrides.read_text()) if overrides.exists() else None
+    assert have == want, (f"{overrides} is {'missing' if have is None else 'not the book’s'}: run `make install` "
+                          "(it copies book/jupyterlab/overrides.json there: without it jupyterlab-myst leaves the "
+                          "numbers below the first screen unevaluated)")
     (settings / "@jupyterlab" / "docmanager-extension").mkdir(parents=True)
     (settings / "@jupyterlab" / "docmanager-extension" / "plugin.jupyterlab-settings").write_text(
         json.dumps({"autosave": False})
