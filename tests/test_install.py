@@ -38,3 +38,23 @@ def test_make_install_uses_the_pinned_uv_with_these_flags():
     make = (root / "Makefile").read_text()
     assert "tests/tools/uv_flags.py" in make and "UV_PIN" in make
     assert any(line.startswith("uv==") for line in (root / "requirements.txt").read_text().splitlines())
+
+
+def test_binder_postbuild_writes_the_jupyterlab_settings_make_install_writes(tmp_path):
+    """Binder runs `postBuild` after its install: it must leave the same JupyterLab settings file in
+    the environment (sys.prefix) as `make install` does in .venv (Makefile, LAB_OVERRIDES)."""
+    import os
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    prefix, shim = tmp_path / "env", tmp_path / "bin"
+    shim.mkdir()
+    (shim / "python").write_text(f"#!/bin/sh\necho {prefix}\n")  # the environment's python, as Binder has it
+    (shim / "python").chmod(0o755)
+    subprocess.run(["bash", str(root / "postBuild")], cwd=root, check=True,
+                   env={**os.environ, "PATH": f"{shim}{os.pathsep}{os.environ['PATH']}"})
+    written = prefix / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
+    assert written.read_bytes() == (root / "book" / "jupyterlab" / "overrides.json").read_bytes()
+    makefile = (root / "Makefile").read_text()
+    assert "LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json" in makefile
+    assert "cp $< $@" in makefile.split("$(LAB_OVERRIDES): book/jupyterlab/overrides.json")[1].split("\n\n")[0]
