@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -36,6 +38,7 @@ def test_each_notebooks_cells_go_back_in_order_and_together():
 
 
 def test_a_shuffling_seed_collects_cells_in_order(tmp_path):
+    pytest.importorskip("pytest_randomly", reason="pytest-randomly (requirements.txt) is not installed here")
     nb = ROOT / "book" / "accuracy.ipynb"
     out = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "randomly", "--randomly-seed=12345",

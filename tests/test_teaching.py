@@ -424,6 +424,7 @@ def test_deck_uses_the_core_sections_calculator_after_a_predict_slide():
     """No build: a fake doctree with two calculators; the deck takes the one in the taster's core section (shared
     TASTER_CORE), puts a 'Predict first' slide before it, and steps linearly (Space and arrows reach every slide)."""
     pytest.importorskip("docutils", reason="docutils is not installed (the deck is made by the book's Sphinx extension)")
+    pytest.importorskip("sphinx.util", reason="Sphinx is not installed (the deck is made by the book's Sphinx extension)")
     from types import SimpleNamespace
 
     from docutils import nodes

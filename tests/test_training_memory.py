@@ -630,7 +630,7 @@ def test_stock_model_keeps_the_flash_count_on_a_cpu():
     gpt = ex.StockGPT(**shape).to(torch.bfloat16)
     gpt.train()
     for b in (1, 2):
-        idx, tgt = ex._batch(shape, b)
+        idx, tgt = (t.cpu() for t in ex._batch(shape, b))  # on a GPU machine the batch is made on the GPU
         counter = ex.SavedBytes(gpt.parameters())
         with counter:
             gpt(idx, tgt)
