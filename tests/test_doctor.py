@@ -340,6 +340,32 @@ def test_probe_reports_a_missing_myst_front_end(monkeypatch):
     assert not any("jupyterlab-myst" in n for n in dr.probe().notes)
 
 
+def test_lab_windowing_reads_the_readers_setting_then_the_environments_then_the_default(tmp_path):
+    import shutil
+
+    app, user = tmp_path / "app", tmp_path / "user"
+    assert dr.lab_windowing(str(app), str(user)) == ("contentVisibility", "JupyterLab's default")
+    (app / "settings").mkdir(parents=True)
+    shutil.copyfile(ROOT / "book" / "jupyterlab" / "overrides.json", app / "settings" / "overrides.json")  # what make install writes
+    assert dr.lab_windowing(str(app), str(user)) == ("none", str(app / "settings" / "overrides.json"))
+    tracker = user / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
+    tracker.parent.mkdir(parents=True)
+    tracker.write_text('{\n    // Windowing mode\n    // "defer", "full", "none" or "contentVisibility"\n    "windowingMode": "full"\n}\n')
+    assert dr.lab_windowing(str(app), str(user)) == ("full", str(tracker))  # the reader's own setting wins
+    tracker.write_text("{ not json")
+    assert dr.lab_windowing(str(app), str(user))[0] == "none"  # an unreadable file is passed over
+
+
+def test_probe_says_when_jupyterlab_would_leave_the_prose_numbers_unevaluated(monkeypatch):
+    real = dr._version
+    monkeypatch.setattr(dr, "_version", lambda d: real(d) or "4.0")  # JupyterLab and jupyterlab-myst present
+    monkeypatch.setattr(dr, "lab_windowing", lambda: ("contentVisibility", "JupyterLab's default"))
+    note = [n for n in dr.probe().notes if "Windowing mode" in n]
+    assert note and "prose.<key>" in note[0] and "overrides.json" in note[0]
+    monkeypatch.setattr(dr, "lab_windowing", lambda: ("none", "overrides.json"))
+    assert not any("Windowing mode" in n for n in dr.probe().notes)
+
+
 # --------------------------------------------------------------------------------------------
 # The needs table follows the code: what a chapter's modules import is what the doctor requires
 # --------------------------------------------------------------------------------------------

@@ -7,7 +7,8 @@
 
 The table lists Python and the packages the chapters use, the notebook front end (ipywidgets,
 JupyterLab, jupyterlab-myst), torch with its CUDA and the driver, the GPU (name, compute
-capability, free memory), Triton, numba-cuda, nvcc/NVRTC, the number of GPUs and NCCL; then, for
+capability, free memory), Triton, numba-cuda, nvcc/NVRTC, the number of GPUs and NCCL, with a note
+where JupyterLab would leave the prose's numbers unevaluated (:func:`lab_windowing`); then, for
 each chapter, one verdict:
 
 - **runs fully**: every experiment runs at the sizes of the recorded H200 reference;
@@ -78,6 +79,52 @@ SERVING_MHA_TOKENS = 16 * 8192
 # A margin for activations, logits, the allocator and CUDA graphs' pools: chosen, not measured (the
 # H200 record's largest transient, the 2048-token prefill, was 0.68 GB, under 3% of the rest).
 SERVING_HEADROOM = 1.10
+
+
+# JupyterLab's notebook windowing (its "Windowing mode" setting). jupyterlab-myst 2.7.0 evaluates a
+# markdown cell's {eval} numbers only when the cell was drawn as it ran: under JupyterLab 4's default,
+# which draws the cells in view, Run All left the numbers below the first screen as `prose.<key>`
+# (the Makefile's LAB_OVERRIDES says what was measured). `make install` writes book/jupyterlab/overrides.json.
+LAB_TRACKER = "@jupyterlab/notebook-extension:tracker"
+LAB_DEFAULT_WINDOWING = "contentVisibility"  # JupyterLab 4's default (its tracker schema)
+LAB_FIX = ("Settings > Settings Editor > Notebook > Windowing mode > None, "
+           "or copy the book's book/jupyterlab/overrides.json to {where}")
+
+
+def _settings_json(path: str) -> Optional[dict]:
+    """A JupyterLab settings file (JSON with ``//`` comment lines, as JupyterLab writes them), or
+    None when it is missing or unreadable."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = "\n".join(line for line in f.read().splitlines() if not line.lstrip().startswith("//"))
+        data = json.loads(text) if text.strip() else {}
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def lab_windowing(app_dir: Optional[str] = None, user_dir: Optional[str] = None) -> tuple[str, str]:
+    """The notebook windowing mode this environment's JupyterLab starts with, and where it comes from.
+
+    A reader's own setting (``user_dir``: JupyterLab's user-settings folder) wins over the
+    environment's ``overrides.json`` (in ``app_dir``'s ``settings``), which wins over JupyterLab's
+    default. The folders default to JupyterLab's own: ``$JUPYTERLAB_SETTINGS_DIR`` or
+    ``~/.jupyter/lab/user-settings``, and ``$JUPYTERLAB_DIR`` or ``<sys.prefix>/share/jupyter/lab``.
+    """
+    if user_dir is None:
+        config = os.environ.get("JUPYTER_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".jupyter")
+        user_dir = os.environ.get("JUPYTERLAB_SETTINGS_DIR") or os.path.join(config, "lab", "user-settings")
+    if app_dir is None:
+        app_dir = os.environ.get("JUPYTERLAB_DIR") or os.path.join(sys.prefix, "share", "jupyter", "lab")
+    user = os.path.join(user_dir, "@jupyterlab", "notebook-extension", "tracker.jupyterlab-settings")
+    mode = (_settings_json(user) or {}).get("windowingMode")
+    if isinstance(mode, str):
+        return mode, user
+    overrides = os.path.join(app_dir, "settings", "overrides.json")
+    mode = ((_settings_json(overrides) or {}).get(LAB_TRACKER) or {}).get("windowingMode")
+    if isinstance(mode, str):
+        return mode, overrides
+    return LAB_DEFAULT_WINDOWING, "JupyterLab's default"
 
 
 # --------------------------------------------------------------------------------------------
@@ -247,6 +294,13 @@ def probe() -> Machine:
         notes.append(
             "JupyterLab without jupyterlab-myst shows the prose's {eval} roles and admonitions raw: pip install jupyterlab-myst"
         )
+    if packages.get("jupyterlab") and packages.get("jupyterlab-myst"):
+        mode, source = lab_windowing()
+        if mode != "none":
+            where = os.path.join(os.environ.get("JUPYTERLAB_DIR") or os.path.join(sys.prefix, "share", "jupyter", "lab"),
+                                 "settings", "overrides.json")
+            notes.append(f"JupyterLab draws only the cells in view (windowing mode {mode!r}, from {source}): after Run All "
+                         "the prose's numbers below the first screen stay prose.<key>. " + LAB_FIX.format(where=where))
     kw["nvcc"] = _nvcc_version()
     kw["nvrtc"] = importlib.util.find_spec("cuda") is not None and _find("cuda.bindings.nvrtc")
     kw["c_compiler"] = bool(shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc") or shutil.which("clang"))
