@@ -11,12 +11,13 @@ PY := $(VENV)/bin/python
 JB := $(VENV)/bin/jupyter-book
 STAMP := $(VENV)/.installed
 
-# JupyterLab's settings for this environment (book/jupyterlab/overrides.json): every cell of a notebook
-# drawn, not only those in view. jupyterlab-myst 2.7.0 evaluates a markdown cell's {eval} numbers only
+# JupyterLab's settings for this environment (book/jupyterlab/overrides.json, as a package's file in
+# overrides.d: a reader's own overrides.json and settings still win): every cell of a notebook drawn,
+# not only those in view. jupyterlab-myst 2.7.0 evaluates a markdown cell's {eval} numbers only
 # when the cell was drawn as it ran (jupyter-book/jupyterlab-myst#289); with JupyterLab's default
 # windowing (contentVisibility) Run All left every number below the first screen as `prose.<key>`
 # (18 of the attention chapter's 20 markdown cells with numbers, measured by tests/test_jupyterlab.py).
-LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
+LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.d/gpu-book.json
 
 .PHONY: install book learner test unit lint bench bench-parts chromium doctor clean
 

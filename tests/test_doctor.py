@@ -345,9 +345,14 @@ def test_lab_windowing_reads_the_readers_setting_then_the_environments_then_the_
 
     app, user = tmp_path / "app", tmp_path / "user"
     assert dr.lab_windowing(str(app), str(user)) == ("contentVisibility", "JupyterLab's default")
-    (app / "settings").mkdir(parents=True)
-    shutil.copyfile(ROOT / "book" / "jupyterlab" / "overrides.json", app / "settings" / "overrides.json")  # what make install writes
-    assert dr.lab_windowing(str(app), str(user)) == ("none", str(app / "settings" / "overrides.json"))
+    (app / "settings" / "overrides.d").mkdir(parents=True)
+    ours = app / "settings" / "overrides.d" / "gpu-book.json"
+    shutil.copyfile(ROOT / "book" / "jupyterlab" / "overrides.json", ours)  # where make install writes it
+    assert dr.lab_windowing(str(app), str(user)) == ("none", str(ours))
+    mine = app / "settings" / "overrides.json"  # the reader's environment-wide file is read after the packages'
+    mine.write_text('{"@jupyterlab/notebook-extension:tracker": {"windowingMode": "defer"}}')
+    assert dr.lab_windowing(str(app), str(user)) == ("defer", str(mine))
+    mine.unlink()
     tracker = user / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
     tracker.parent.mkdir(parents=True)
     tracker.write_text('{\n    // Windowing mode\n    // "defer", "full", "none" or "contentVisibility"\n    "windowingMode": "full"\n}\n')

@@ -53,8 +53,8 @@ def test_binder_postbuild_writes_the_jupyterlab_settings_make_install_writes(tmp
     (shim / "python").chmod(0o755)
     subprocess.run(["bash", str(root / "postBuild")], cwd=root, check=True,
                    env={**os.environ, "PATH": f"{shim}{os.pathsep}{os.environ['PATH']}"})
-    written = prefix / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
+    written = prefix / "share" / "jupyter" / "lab" / "settings" / "overrides.d" / "gpu-book.json"
     assert written.read_bytes() == (root / "book" / "jupyterlab" / "overrides.json").read_bytes()
     makefile = (root / "Makefile").read_text()
-    assert "LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json" in makefile
+    assert "LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.d/gpu-book.json" in makefile
     assert "cp $< $@" in makefile.split("$(LAB_OVERRIDES): book/jupyterlab/overrides.json")[1].split("\n\n")[0]

@@ -329,7 +329,7 @@ def lab(tmp_path_factory):
     # Every cell in the DOM comes from the environment's JupyterLab settings that `make install` writes
     # (book/jupyterlab/overrides.json, what a reader's JupyterLab gets): the test uses them, not a
     # setting of its own, so that it fails if they are missing. No news pop-up.
-    overrides = Path(sys.prefix) / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
+    overrides = Path(sys.prefix) / "share" / "jupyter" / "lab" / "settings" / "overrides.d" / "gpu-book.json"
     want = json.loads((ROOT / "book" / "jupyterlab" / "overrides.json").read_text())
     have = json.loads(overrides.read_text()) if overrides.exists() else None
     assert have == want, (f"{overrides} is {'missing' if have is None else 'not the book’s'}: run `make install` "

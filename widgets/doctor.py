@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import glob
 import importlib
 import importlib.metadata as md
 import importlib.util
@@ -103,28 +104,38 @@ def _settings_json(path: str) -> Optional[dict]:
     return data if isinstance(data, dict) else None
 
 
+def _lab_app_dir() -> str:
+    """JupyterLab's application folder for this Python, as JupyterLab finds it (its settings are in ``settings``)."""
+    return os.environ.get("JUPYTERLAB_DIR") or os.path.join(sys.prefix, "share", "jupyter", "lab")
+
+
 def lab_windowing(app_dir: Optional[str] = None, user_dir: Optional[str] = None) -> tuple[str, str]:
     """The notebook windowing mode this environment's JupyterLab starts with, and where it comes from.
 
     A reader's own setting (``user_dir``: JupyterLab's user-settings folder) wins over the
-    environment's ``overrides.json`` (in ``app_dir``'s ``settings``), which wins over JupyterLab's
-    default. The folders default to JupyterLab's own: ``$JUPYTERLAB_SETTINGS_DIR`` or
+    environment's overrides (in ``app_dir``'s ``settings``: the packages' ``overrides.d/*.json``, where
+    ``make install`` writes the book's, then ``overrides.json``, later files winning, as JupyterLab
+    reads them), which win over JupyterLab's default. (``.json5`` overrides and the
+    ``default_setting_overrides`` of Jupyter's ``labconfig`` folders, which the book does not write, are
+    not read.) The folders default to JupyterLab's own: ``$JUPYTERLAB_SETTINGS_DIR`` or
     ``~/.jupyter/lab/user-settings``, and ``$JUPYTERLAB_DIR`` or ``<sys.prefix>/share/jupyter/lab``.
     """
     if user_dir is None:
         config = os.environ.get("JUPYTER_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".jupyter")
         user_dir = os.environ.get("JUPYTERLAB_SETTINGS_DIR") or os.path.join(config, "lab", "user-settings")
     if app_dir is None:
-        app_dir = os.environ.get("JUPYTERLAB_DIR") or os.path.join(sys.prefix, "share", "jupyter", "lab")
+        app_dir = _lab_app_dir()
     user = os.path.join(user_dir, "@jupyterlab", "notebook-extension", "tracker.jupyterlab-settings")
     mode = (_settings_json(user) or {}).get("windowingMode")
     if isinstance(mode, str):
         return mode, user
-    overrides = os.path.join(app_dir, "settings", "overrides.json")
-    mode = ((_settings_json(overrides) or {}).get(LAB_TRACKER) or {}).get("windowingMode")
-    if isinstance(mode, str):
-        return mode, overrides
-    return LAB_DEFAULT_WINDOWING, "JupyterLab's default"
+    settings = os.path.join(app_dir, "settings")
+    found = (LAB_DEFAULT_WINDOWING, "JupyterLab's default")
+    for path in [*sorted(glob.glob(os.path.join(settings, "overrides.d", "*.json"))), os.path.join(settings, "overrides.json")]:
+        mode = ((_settings_json(path) or {}).get(LAB_TRACKER) or {}).get("windowingMode")
+        if isinstance(mode, str):
+            found = (mode, path)
+    return found
 
 
 # --------------------------------------------------------------------------------------------
@@ -297,8 +308,7 @@ def probe() -> Machine:
     if packages.get("jupyterlab") and packages.get("jupyterlab-myst"):
         mode, source = lab_windowing()
         if mode != "none":
-            where = os.path.join(os.environ.get("JUPYTERLAB_DIR") or os.path.join(sys.prefix, "share", "jupyter", "lab"),
-                                 "settings", "overrides.json")
+            where = os.path.join(_lab_app_dir(), "settings", "overrides.d", "gpu-book.json")
             notes.append(f"JupyterLab draws only the cells in view (windowing mode {mode!r}, from {source}): after Run All "
                          "the prose's numbers below the first screen stay prose.<key>. " + LAB_FIX.format(where=where))
     kw["nvcc"] = _nvcc_version()
