@@ -12,10 +12,10 @@ JB := $(VENV)/bin/jupyter-book
 STAMP := $(VENV)/.installed
 
 # JupyterLab's settings for this environment (book/jupyterlab/overrides.json, as a package's file in
-# overrides.d: a reader's own overrides.json and settings still win): every cell of a notebook drawn,
-# not only those in view. jupyterlab-myst 2.7.0 evaluates a markdown cell's {eval} numbers only
-# when the cell was drawn as it ran (jupyter-book/jupyterlab-myst#289); with JupyterLab's default
-# windowing (contentVisibility) Run All left every number below the first screen as `prose.<key>`
+# overrides.d: a reader's own overrides.json and settings still win): every cell of a notebook rendered,
+# not only those in view. jupyterlab-myst 2.7.0 takes a markdown cell's {eval} expressions from the cell
+# as last rendered (its src/actions.ts); with JupyterLab's default windowing (contentVisibility), which
+# renders only the cells in view, Run All left every number below the first screen as `prose.<key>`
 # (18 of the attention chapter's 20 markdown cells with numbers, measured by tests/test_jupyterlab.py).
 LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.d/gpu-book.json
 
@@ -39,7 +39,6 @@ UV = $(VENV)/bin/uv pip install -q --python $(PY)
 
 # PYTHON: the interpreter the venv is made from (3.11 or newer: numpy 2.4 needs it), e.g. PYTHON=python3.12
 PYTHON ?= python3
-
 
 $(STAMP): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { \

@@ -340,9 +340,10 @@ def test_probe_reports_a_missing_myst_front_end(monkeypatch):
     assert not any("jupyterlab-myst" in n for n in dr.probe().notes)
 
 
-def test_lab_windowing_reads_the_readers_setting_then_the_environments_then_the_default(tmp_path):
+def test_lab_windowing_reads_the_readers_setting_then_the_environments_then_the_default(tmp_path, monkeypatch):
     import shutil
 
+    monkeypatch.setattr(dr, "_labconfig_overrides", lambda: {})
     app, user = tmp_path / "app", tmp_path / "user"
     assert dr.lab_windowing(str(app), str(user)) == ("contentVisibility", "JupyterLab's default")
     (app / "settings" / "overrides.d").mkdir(parents=True)
@@ -359,6 +360,24 @@ def test_lab_windowing_reads_the_readers_setting_then_the_environments_then_the_
     assert dr.lab_windowing(str(app), str(user)) == ("full", str(tracker))  # the reader's own setting wins
     tracker.write_text("{ not json")
     assert dr.lab_windowing(str(app), str(user))[0] == "none"  # an unreadable file is passed over
+    tracker.unlink()
+    monkeypatch.setattr(dr, "_labconfig_overrides", lambda: {dr.LAB_TRACKER: {"windowingMode": "full"}})  # a hub's admin
+    assert dr.lab_windowing(str(app), str(user))[0] == "full"  # read after the environment's files
+    schema = app / "schemas" / "@jupyterlab" / "notebook-extension" / "tracker.json"
+    schema.parent.mkdir(parents=True)
+    schema.write_text('{"properties": {"windowingMode": {"default": "defer"}}}')
+    monkeypatch.setattr(dr, "_labconfig_overrides", lambda: {})
+    ours.unlink()
+    assert dr.lab_windowing(str(app), str(user)) == ("defer", "JupyterLab's default")  # the installed schema's default
+
+
+def test_lab_windowing_note_offers_the_fix_that_works_where_the_mode_comes_from(tmp_path):
+    app = str(tmp_path / "app")
+    assert dr.lab_windowing_note("none", "anywhere", app) is None
+    default = dr.lab_windowing_note("contentVisibility", "JupyterLab's default", app)
+    assert "overrides.d" in default and "Settings Editor" in default and "reopen" in default
+    mine = dr.lab_windowing_note("full", str(tmp_path / "user" / "tracker.jupyterlab-settings"), app)
+    assert "wins over the book's file" in mine and "copy" not in mine  # the book's file could not help
 
 
 def test_probe_says_when_jupyterlab_would_leave_the_prose_numbers_unevaluated(monkeypatch):

@@ -335,6 +335,10 @@ def lab(tmp_path_factory):
     assert have == want, (f"{overrides} is {'missing' if have is None else 'not the book’s'}: run `make install` "
                           "(it copies book/jupyterlab/overrides.json there: without it jupyterlab-myst leaves the "
                           "numbers below the first screen unevaluated)")
+    from widgets import doctor
+
+    mode, source = doctor.lab_windowing(user_dir=str(settings))  # what this JupyterLab will use, all layers read
+    assert mode == "none", f"JupyterLab's windowing mode here is {mode!r}, from {source}: it wins over the book's file"
     (settings / "@jupyterlab" / "docmanager-extension").mkdir(parents=True)
     (settings / "@jupyterlab" / "docmanager-extension" / "plugin.jupyterlab-settings").write_text(
         json.dumps({"autosave": False})

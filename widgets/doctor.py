@@ -82,60 +82,104 @@ SERVING_MHA_TOKENS = 16 * 8192
 SERVING_HEADROOM = 1.10
 
 
-# JupyterLab's notebook windowing (its "Windowing mode" setting). jupyterlab-myst 2.7.0 evaluates a
-# markdown cell's {eval} numbers only when the cell was drawn as it ran: under JupyterLab 4's default,
-# which draws the cells in view, Run All left the numbers below the first screen as `prose.<key>`
-# (the Makefile's LAB_OVERRIDES says what was measured). `make install` writes book/jupyterlab/overrides.json.
+# JupyterLab's notebook windowing (its "Windowing mode" setting). jupyterlab-myst 2.7.0 takes a markdown
+# cell's {eval} expressions from the cell as last rendered (src/actions.ts), and JupyterLab 4 by default
+# renders only the cells in view: Run All left the numbers below the first screen as `prose.<key>` (the
+# Makefile's LAB_OVERRIDES says what was measured). `make install` writes book/jupyterlab/overrides.json
+# into the environment's overrides.d, where JupyterLab reads a package's defaults.
 LAB_TRACKER = "@jupyterlab/notebook-extension:tracker"
-LAB_DEFAULT_WINDOWING = "contentVisibility"  # JupyterLab 4's default (its tracker schema)
-LAB_FIX = ("Settings > Settings Editor > Notebook > Windowing mode > None, "
-           "or copy the book's book/jupyterlab/overrides.json to {where}")
+LAB_DEFAULT_WINDOWING = "contentVisibility"  # JupyterLab 4.6's default, when its schema cannot be read
+LAB_BOOK_FILE = os.path.join("overrides.d", "gpu-book.json")  # under the application folder's settings
 
 
 def _settings_json(path: str) -> Optional[dict]:
-    """A JupyterLab settings file (JSON with ``//`` comment lines, as JupyterLab writes them), or
-    None when it is missing or unreadable."""
+    """A JupyterLab settings file (JSON5, as JupyterLab reads user settings: comments, trailing
+    commas), or None when it is missing or unreadable."""
     try:
         with open(path, encoding="utf-8") as f:
-            text = "\n".join(line for line in f.read().splitlines() if not line.lstrip().startswith("//"))
-        data = json.loads(text) if text.strip() else {}
-    except (OSError, ValueError):
+            text = f.read()
+    except OSError:
+        return None
+    try:
+        import json5  # jupyterlab_server's own parser, installed with JupyterLab
+
+        data = json5.loads(text) if text.strip() else {}
+    except ImportError:
+        try:
+            data = json.loads("\n".join(x for x in text.splitlines() if not x.lstrip().startswith("//")) or "{}")
+        except ValueError:
+            return None
+    except ValueError:
         return None
     return data if isinstance(data, dict) else None
 
 
-def _lab_app_dir() -> str:
-    """JupyterLab's application folder for this Python, as JupyterLab finds it (its settings are in ``settings``)."""
-    return os.environ.get("JUPYTERLAB_DIR") or os.path.join(sys.prefix, "share", "jupyter", "lab")
+def _lab_dirs() -> tuple[str, str]:
+    """(application folder, user-settings folder) of this Python's JupyterLab, found as JupyterLab
+    finds them (``jupyterlab.commands``: ``$JUPYTERLAB_DIR``, the environment, a ``--user`` or system
+    install...); without JupyterLab, the environment's and ``~/.jupyter``'s."""
+    try:
+        from jupyterlab.commands import get_app_dir, get_user_settings_dir
+
+        return get_app_dir(), get_user_settings_dir()
+    except Exception:  # noqa: BLE001  (no JupyterLab, or one that moved these: the usual places)
+        config = os.environ.get("JUPYTER_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".jupyter")
+        return (os.environ.get("JUPYTERLAB_DIR") or os.path.join(sys.prefix, "share", "jupyter", "lab"),
+                os.environ.get("JUPYTERLAB_SETTINGS_DIR") or os.path.join(config, "lab", "user-settings"))
+
+
+def _labconfig_overrides() -> dict:
+    """The ``default_setting_overrides`` of Jupyter's ``labconfig`` folders (what a JupyterHub's
+    administrator may set), read as jupyterlab_server reads them; {} without jupyter_server."""
+    try:
+        from jupyter_server.services.config.manager import ConfigManager
+
+        return ConfigManager(config_dir_name="labconfig").get("default_setting_overrides") or {}
+    except Exception:  # noqa: BLE001
+        return {}
 
 
 def lab_windowing(app_dir: Optional[str] = None, user_dir: Optional[str] = None) -> tuple[str, str]:
-    """The notebook windowing mode this environment's JupyterLab starts with, and where it comes from.
+    """The notebook windowing mode this Python's JupyterLab starts with, and where it comes from.
 
-    A reader's own setting (``user_dir``: JupyterLab's user-settings folder) wins over the
-    environment's overrides (in ``app_dir``'s ``settings``: the packages' ``overrides.d/*.json``, where
-    ``make install`` writes the book's, then ``overrides.json``, later files winning, as JupyterLab
-    reads them), which win over JupyterLab's default. (``.json5`` overrides and the
-    ``default_setting_overrides`` of Jupyter's ``labconfig`` folders, which the book does not write, are
-    not read.) The folders default to JupyterLab's own: ``$JUPYTERLAB_SETTINGS_DIR`` or
-    ``~/.jupyter/lab/user-settings``, and ``$JUPYTERLAB_DIR`` or ``<sys.prefix>/share/jupyter/lab``.
+    As jupyterlab_server combines them, later winning: JupyterLab's default (its tracker schema in
+    ``app_dir``), the environment's overrides in ``app_dir``'s ``settings`` (the packages'
+    ``overrides.d/*.json``, where ``make install`` writes the book's, then ``overrides.json``), the
+    ``labconfig`` folders' ``default_setting_overrides``, and last the reader's own setting in
+    ``user_dir``. The folders default to JupyterLab's own (:func:`_lab_dirs`). The mode applies to a
+    notebook when it is opened.
     """
-    if user_dir is None:
-        config = os.environ.get("JUPYTER_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".jupyter")
-        user_dir = os.environ.get("JUPYTERLAB_SETTINGS_DIR") or os.path.join(config, "lab", "user-settings")
-    if app_dir is None:
-        app_dir = _lab_app_dir()
-    user = os.path.join(user_dir, "@jupyterlab", "notebook-extension", "tracker.jupyterlab-settings")
-    mode = (_settings_json(user) or {}).get("windowingMode")
-    if isinstance(mode, str):
-        return mode, user
+    if app_dir is None or user_dir is None:
+        found_app, found_user = _lab_dirs()
+        app_dir, user_dir = app_dir or found_app, user_dir or found_user
+    schema = _settings_json(os.path.join(app_dir, "schemas", "@jupyterlab", "notebook-extension", "tracker.json")) or {}
+    default = ((schema.get("properties") or {}).get("windowingMode") or {}).get("default")
+    found = (default if isinstance(default, str) else LAB_DEFAULT_WINDOWING, "JupyterLab's default")
     settings = os.path.join(app_dir, "settings")
-    found = (LAB_DEFAULT_WINDOWING, "JupyterLab's default")
-    for path in [*sorted(glob.glob(os.path.join(settings, "overrides.d", "*.json"))), os.path.join(settings, "overrides.json")]:
-        mode = ((_settings_json(path) or {}).get(LAB_TRACKER) or {}).get("windowingMode")
-        if isinstance(mode, str):
-            found = (mode, path)
+    layers = [(path, ((_settings_json(path) or {}).get(LAB_TRACKER) or {}))
+              for path in [*sorted(glob.glob(os.path.join(settings, "overrides.d", "*.json"))), os.path.join(settings, "overrides.json")]]
+    layers.append(("Jupyter's labconfig default_setting_overrides", _labconfig_overrides().get(LAB_TRACKER) or {}))
+    user = os.path.join(user_dir, "@jupyterlab", "notebook-extension", "tracker.jupyterlab-settings")
+    layers.append((user, _settings_json(user) or {}))
+    for source, values in layers:
+        if isinstance(values, dict) and isinstance(values.get("windowingMode"), str):
+            found = (values["windowingMode"], source)
     return found
+
+
+def lab_windowing_note(mode: str, source: str, app_dir: Optional[str] = None) -> Optional[str]:
+    """What the doctor says when JupyterLab would leave the prose's numbers out (None when the mode is
+    ``"none"``): the fix that works where the mode comes from."""
+    if mode == "none":
+        return None
+    app_dir = app_dir or _lab_dirs()[0]
+    book_file = os.path.join(app_dir, "settings", LAB_BOOK_FILE)
+    why = (f"JupyterLab renders only the cells in view (Windowing mode {mode!r}, from {source}): after Run All the "
+           "prose's numbers below the first screen stay prose.<key>. ")
+    settings_editor = "pick Settings > Settings Editor > Notebook > Windowing mode > None, then reopen the notebook"
+    if source == "JupyterLab's default" or os.path.dirname(source) == os.path.join(app_dir, "settings", "overrides.d"):
+        return why + f"Fix: {settings_editor}, or copy the book's book/jupyterlab/overrides.json to {book_file}"
+    return why + f"That setting wins over the book's file: {settings_editor} (or edit {source})"
 
 
 # --------------------------------------------------------------------------------------------
@@ -306,11 +350,9 @@ def probe() -> Machine:
             "JupyterLab without jupyterlab-myst shows the prose's {eval} roles and admonitions raw: pip install jupyterlab-myst"
         )
     if packages.get("jupyterlab") and packages.get("jupyterlab-myst"):
-        mode, source = lab_windowing()
-        if mode != "none":
-            where = os.path.join(_lab_app_dir(), "settings", "overrides.d", "gpu-book.json")
-            notes.append(f"JupyterLab draws only the cells in view (windowing mode {mode!r}, from {source}): after Run All "
-                         "the prose's numbers below the first screen stay prose.<key>. " + LAB_FIX.format(where=where))
+        note = lab_windowing_note(*lab_windowing())
+        if note:
+            notes.append(note)
     kw["nvcc"] = _nvcc_version()
     kw["nvrtc"] = importlib.util.find_spec("cuda") is not None and _find("cuda.bindings.nvrtc")
     kw["c_compiler"] = bool(shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc") or shutil.which("clang"))
