@@ -16,7 +16,7 @@ STAMP := $(VENV)/.installed
 # not only those in view. jupyterlab-myst 2.7.0 takes a markdown cell's {eval} expressions from the cell
 # as last rendered (its src/actions.ts); with JupyterLab's default windowing (contentVisibility), which
 # renders only the cells in view, Run All left every number below the first screen as `prose.<key>`
-# (18 of the attention chapter's 20 markdown cells with numbers, measured by tests/test_jupyterlab.py).
+# (tests/test_jupyterlab.py, run on that default, fails on them).
 LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.d/gpu-book.json
 
 .PHONY: install book learner test unit lint bench bench-parts chromium doctor clean

@@ -329,14 +329,14 @@ def lab(tmp_path_factory):
     # Every cell in the DOM comes from the environment's JupyterLab settings that `make install` writes
     # (book/jupyterlab/overrides.json, what a reader's JupyterLab gets): the test uses them, not a
     # setting of its own, so that it fails if they are missing. No news pop-up.
-    overrides = Path(sys.prefix) / "share" / "jupyter" / "lab" / "settings" / "overrides.d" / "gpu-book.json"
+    from widgets import doctor
+
+    overrides = Path(sys.prefix) / "share" / "jupyter" / "lab" / "settings" / doctor.LAB_BOOK_FILE
     want = json.loads((ROOT / "book" / "jupyterlab" / "overrides.json").read_text())
     have = json.loads(overrides.read_text()) if overrides.exists() else None
     assert have == want, (f"{overrides} is {'missing' if have is None else 'not the book’s'}: run `make install` "
                           "(it copies book/jupyterlab/overrides.json there: without it jupyterlab-myst leaves the "
                           "numbers below the first screen unevaluated)")
-    from widgets import doctor
-
     mode, source = doctor.lab_windowing(user_dir=str(settings))  # what this JupyterLab will use, all layers read
     assert mode == "none", f"JupyterLab's windowing mode here is {mode!r}, from {source}: it wins over the book's file"
     (settings / "@jupyterlab" / "docmanager-extension").mkdir(parents=True)
