@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from widgets.models import collectives as cm
@@ -424,6 +424,9 @@ def test_dp_step_latency_split_and_call_latency():
 @settings(max_examples=100, deadline=None)
 @given(g=st.floats(1e6, 1e11), frac=st.floats(0.001, 2.0), bwd=st.floats(0, 1.0), n=st.integers(2, 256),
        b=st.floats(1e9, 1e12), a=st.floats(0, 1e-4))  # fmt: skip
+# found by hypothesis in a make test run: 1000 buckets whose running sum of sizes fell short of the gradient,
+# so the last bucket was ready ~2e-13 s before the backward pass ended and the exposed time came out 2e-9 short
+@example(g=7307441.0, frac=0.001, bwd=1.0, n=2, b=1e9, a=0.0)
 def test_dp_exposed_is_bounded(g, frac, bwd, n, b, a):
     p = cm.dp_step(g, g * frac, bwd, n, b, a)
     last = cm.dp_timeline(g, g * frac, bwd, n, b, a)[-1]

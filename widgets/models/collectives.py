@@ -1345,16 +1345,8 @@ def dp_step(
     """
     g, bwd, sizes = _buckets(grad_bytes, bucket_bytes, backward_s)
     cost = _bucket_cost(n, link_bytes_per_s, latency_s, algorithm, call_latency_s, nodes, inter_latency_s, protocol)
-    t_end = 0.0
-    ready = 0.0
-    comm = []
-    first_protocol = cost(sizes[0])[1]
-    for size in sizes:
-        ready += size
-        t_ready = bwd * min(1.0, ready / g)
-        c = cost(size)[0]
-        comm.append(c)
-        t_end = max(t_end, t_ready) + c
+    timeline, comm = _bucket_timeline(g, bwd, sizes, cost)
+    t_end = timeline[-1][2]
     return DataParallelStep(
         n_buckets=len(sizes),
         bucket_bytes=sizes[0],
@@ -1363,8 +1355,26 @@ def dp_step(
         backward_s=bwd,
         finish_s=t_end,
         exposed_comm_s=max(0.0, t_end - bwd),
-        protocol=first_protocol,
+        protocol=cost(sizes[0])[1],
     )
+
+
+def _bucket_timeline(g, bwd, sizes, cost) -> tuple:
+    """``(ready_s, start_s, end_s, bucket_bytes)`` per bucket, and each bucket's all-reduce time [s].
+
+    A bucket is ready when its last gradient is, at a steady rate over the backward pass; the last
+    bucket exactly when the pass ends (its ready time is not left to the rounding of a running sum
+    of sizes, which put it a few 1e-13 s early and the exposed time that much off)."""
+    out, comm, ready, t_end = [], [], 0.0, 0.0
+    for i, size in enumerate(sizes):
+        ready += size
+        t_ready = bwd if i == len(sizes) - 1 else bwd * min(1.0, ready / g)
+        c = cost(size)[0]
+        start = max(t_end, t_ready)
+        t_end = start + c
+        comm.append(c)
+        out.append((t_ready, start, t_end, size))
+    return out, comm
 
 
 def dp_timeline(
@@ -1430,14 +1440,7 @@ def dp_timeline(
     """
     g, bwd, sizes = _buckets(grad_bytes, bucket_bytes, backward_s)
     cost = _bucket_cost(n, link_bytes_per_s, latency_s, algorithm, call_latency_s, nodes, inter_latency_s, protocol)
-    out, ready, t_end = [], 0.0, 0.0
-    for size in sizes:
-        ready += size
-        t_ready = bwd * min(1.0, ready / g)
-        start = max(t_end, t_ready)
-        t_end = start + cost(size)[0]
-        out.append((t_ready, start, t_end, size))
-    return out
+    return _bucket_timeline(g, bwd, sizes, cost)[0]
 
 
 def best_bucket_bytes(
