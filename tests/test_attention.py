@@ -135,6 +135,11 @@ def test_matrix_memory_and_math_path_peak():
     assert am.math_path_peak_bytes(1, 1, n, d, 2) == 2 * (7 * n * d + 2 * n * n)
     assert am.math_path_peak_bytes(1, 1, n, d, 2, 4) == 2 * 4 * n * d + 4 * (3 * n * d + 2 * n * n)
     assert am.flash_path_peak_bytes(1, 1, n, d, 2) == 2 * 4 * n * d + 4 * n
+    # beyond the inputs: O (N d elements) and the fp32 log-sum-exp, 4 B per row
+    assert am.flash_path_peak_bytes(1, 1, n, d, 2, count_inputs=False) == 2 * n * d + 4 * n
+    assert am.flash_path_peak_bytes(2, 3, n, d, 4, count_inputs=False) == 6 * (4 * n * d + 4 * n)
+    with pytest.raises(ValueError, match="count_inputs"):
+        am.flash_path_peak_bytes(1, 1, n, d, 2, count_inputs="no")
     assert am.softmax_hbm_bytes(10, 100, 4) == 4 * 2 * 1000
     assert am.softmax_hbm_bytes(10, 100, 4, fused=False) == 4 * (8 * 1000 + 40)
 
@@ -307,7 +312,8 @@ def test_accuracy_rows_recompute_from_the_record():
 
     mem = ex.MemoryResult(1, 16, 128, "bf16", "NVIDIA H200", 150_000_000_000, (
         ex.MemoryPoint(8192, "MATH", peak_bytes=10_000_000_000, time_s=0.1),
-        ex.MemoryPoint(8192, "FLASH_ATTENTION", peak_bytes=200_000_000, time_s=0.01),
+        ex.MemoryPoint(8192, "FLASH_ATTENTION", peak_bytes=200_000_000, time_s=0.01, extra_bytes=4_000_000),
+        ex.MemoryPoint(4096, "FLASH_ATTENTION", peak_bytes=100_000_000, time_s=0.01),  # an older record: no extra_bytes
         ex.MemoryPoint(65536, "MATH", error="OutOfMemoryError: ..."),
     ), math_half_in_fp32=True)
     rec = {"topic": "attention", "provenance": {"gpu": "NVIDIA H200"},
@@ -316,9 +322,16 @@ def test_accuracy_rows_recompute_from_the_record():
     math_row = rows["peak memory of SDPA's math backend, N = 8192"]
     assert math_row.predicted == am.math_path_peak_bytes(1, 16, 8192, 128, 2, 4) and math_row.label == "prediction"
     assert math_row.measured == 10_000_000_000
-    # review r10, finding 2: the flash peak counts the harness's own Q, K and V (3 of its 4 N d terms): no prediction
+    # review r10, finding 2: the flash peak counts the harness's own Q, K and V (3 of its 4 N d terms): no prediction;
+    # what the backend allocates beyond them (measured from after the inputs exist) is one
     assert "peak memory of SDPA's flash backend, N = 8192" not in rows
     assert len([q for q in rows if q.startswith("peak memory")]) == 1  # the failed point is not a comparison
+    flash_row = rows["memory SDPA's flash backend allocates beyond Q, K, V, N = 8192"]
+    assert flash_row.predicted == 16 * (8192 * 128 * 2 + 4 * 8192) and flash_row.measured == 4_000_000
+    assert flash_row.label == "prediction"
+    assert not any(q.startswith("memory") and q.endswith("N = 4096") for q in rows)  # no extra_bytes recorded: no row
+    back = ex.AttentionResults.from_record(ex.AttentionResults(memory=mem).to_record()).memory
+    assert back.points[1].extra_bytes == 4_000_000 and back.points[2].extra_bytes is None
 
 
 def test_flash_table_tflops_use_the_papers_convention():

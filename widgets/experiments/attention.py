@@ -156,13 +156,16 @@ class FlashResult(harness.Result):
 @dataclass(frozen=True)
 class MemoryPoint(harness.Result):
     """One backend at one sequence length: bytes allocated at the peak beyond what was allocated
-    before the inputs existed (so Q, K, V and O count), its time, or the error (out of memory)."""
+    before the inputs existed (``peak_bytes``: Q, K, V and O count), beyond what was allocated once
+    they existed (``extra_bytes``: what the backend itself allocated; None in records made before
+    it was measured), its time, or the error (out of memory)."""
 
     seq: int
     backend: str
     peak_bytes: Optional[int] = None
     time_s: Optional[float] = None
     error: str = ""
+    extra_bytes: Optional[int] = None
 
 
 @dataclass(frozen=True)
@@ -414,17 +417,21 @@ def measure_flash(shapes=None, head_dim: Optional[int] = None, repeat: Optional[
 # 3. Peak memory against N: math against flash
 # --------------------------------------------------------------------------------------------
 def _memory_point(seq, backend, shape, dtype, repeat) -> MemoryPoint:
-    before = torch.cuda.memory_allocated() if harness.on_gpu() else 0
+    gpu = harness.on_gpu()
+    before = torch.cuda.memory_allocated() if gpu else 0
     try:
         q, k, v = _inputs(shape["batch"], shape["heads"], seq, shape["head_dim"], dtype)
-        if harness.on_gpu():
+        if gpu:
+            harness.synchronize()
+            with_inputs = torch.cuda.memory_allocated()
             torch.cuda.reset_peak_memory_stats()
         out = _sdpa(q, k, v, backend)
         harness.synchronize()
-        peak = int(torch.cuda.max_memory_allocated() - before) if harness.on_gpu() else None
+        top = torch.cuda.max_memory_allocated() if gpu else None
         del out
         t = harness.time_fn(lambda: _sdpa(q, k, v, backend), warmup=1, repeat=repeat)
-        return MemoryPoint(seq, backend, peak, t.median_s)
+        return MemoryPoint(seq, backend, int(top - before) if gpu else None, t.median_s,
+                           extra_bytes=int(top - with_inputs) if gpu else None)
     except Exception as exc:  # noqa: BLE001 - out of memory is the result
         return MemoryPoint(seq, backend, error=" ".join(f"{type(exc).__name__}: {exc}".split())[:300])
     finally:
@@ -645,16 +652,21 @@ def accuracy_rows(record: dict) -> list:
     if isinstance(mem, MemoryResult) and mem.capacity_bytes:
         bpe = 2 if mem.dtype in ("bf16", "fp16") else 4
         for p in mem.points:
-            # the math path only: the flash backend's peak is measured from before the harness allocates Q, K and V,
-            # three quarters of it, so its ratio to the count holds nearly by construction (not a prediction)
-            if p.peak_bytes is None or p.seq < 4096 or p.backend != "MATH":
-                continue
-            cbpe = 4 if mem.math_half_in_fp32 else bpe
-            pred = model.math_path_peak_bytes(mem.batch, mem.heads, p.seq, mem.head_dim, bpe, cbpe)
-            rows.append(Row(TOPIC, f"peak memory of SDPA's {BACKEND_SHORT[p.backend]} backend, N = {p.seq}",
-                            f"inputs and O, working copies, S and P alive together, computed in {cbpe} B elements", pred,
-                            p.peak_bytes, "B", "prediction", device,
-                            "torch.cuda.max_memory_allocated from before the inputs; fails if the backend keeps other buffers"))
+            if p.backend == "MATH" and p.peak_bytes is not None and p.seq >= 4096:
+                cbpe = 4 if mem.math_half_in_fp32 else bpe
+                pred = model.math_path_peak_bytes(mem.batch, mem.heads, p.seq, mem.head_dim, bpe, cbpe)
+                rows.append(Row(TOPIC, f"peak memory of SDPA's {BACKEND_SHORT[p.backend]} backend, N = {p.seq}",
+                                f"inputs and O, working copies, S and P alive together, computed in {cbpe} B elements", pred,
+                                p.peak_bytes, "B", "prediction", device,
+                                "torch.cuda.max_memory_allocated from before the inputs; fails if the backend keeps other buffers"))
+            # the flash backend: what it allocates beyond Q, K and V (its peak from before the inputs would be three
+            # quarters the harness's own allocations, and its ratio to the count would hold nearly by construction)
+            if p.backend == "FLASH_ATTENTION" and p.extra_bytes is not None:
+                pred = model.flash_path_peak_bytes(mem.batch, mem.heads, p.seq, mem.head_dim, bpe, count_inputs=False)
+                rows.append(Row(TOPIC, f"memory SDPA's {BACKEND_SHORT[p.backend]} backend allocates beyond Q, K, V, N = {p.seq}",
+                                "O and an fp32 log-sum-exp per row, nothing in N^2", pred, p.extra_bytes, "B", "prediction", device,
+                                "torch.cuda.max_memory_allocated from after the inputs exist; fails if the kernel allocates "
+                                "an N^2 buffer, an fp32 accumulator or a workspace"))
     ncu = load_ncu()
     if ncu and record.get("provenance", {}).get("gpu") and gpu is not None:
         for r in ncu_rows(ncu):

@@ -450,8 +450,14 @@ def math_path_peak_bytes(batch: int, heads: int, seq: int, head_dim: int, bytes_
     return float(b * h) * (4 * n * d * s + (3 * n * d + 2 * n * n) * c)
 
 
-def flash_path_peak_bytes(batch: int, heads: int, seq: int, head_dim: int, bytes_per_elem=2) -> float:
+def flash_path_peak_bytes(batch: int, heads: int, seq: int, head_dim: int, bytes_per_elem=2,
+                          count_inputs: bool = True) -> float:
     """Peak memory of a fused (flash) attention forward [B]: ``Q, K, V, O`` and an fp32 log-sum-exp per row.
+
+    A fused kernel keeps its tiles of ``S`` and ``P`` on chip, so nothing in ``N^2`` is allocated;
+    with ``count_inputs=False`` the count is what the forward itself allocates, ``O`` and the
+    log-sum-exp (which the backward pass reads), the quantity to compare with an allocator's peak
+    measured once ``Q``, ``K`` and ``V`` exist.
 
     Explained in :ref:`attention` > The silent fallback.
 
@@ -467,6 +473,9 @@ def flash_path_peak_bytes(batch: int, heads: int, seq: int, head_dim: int, bytes
         Head dimension d [-], >= 1.
     bytes_per_elem : float or str, optional
         Bytes per element [B] (2 for bf16), or a format name such as ``"bf16"``.
+    count_inputs : bool, optional
+        True: ``Q``, ``K`` and ``V`` count (``4 N d`` elements with ``O``); False: only ``O`` and
+        the log-sum-exp (``N d`` elements and ``4 N`` bytes per head).
 
     Returns
     -------
@@ -482,10 +491,15 @@ def flash_path_peak_bytes(batch: int, heads: int, seq: int, head_dim: int, bytes
     --------
     >>> flash_path_peak_bytes(1, 1, 1024, 64) / 2**20
     0.50390625
+    >>> flash_path_peak_bytes(1, 1, 1024, 64, count_inputs=False) / 2**10  # O (128 KiB) and the log-sum-exp (4 KiB)
+    132.0
     """
     b, h, d = _dims(batch, heads, head_dim)
     n = _seq("seq", seq)
-    return float(b * h * (4 * n * d * _bpe("bytes_per_elem", bytes_per_elem) + 4 * n))
+    if not isinstance(count_inputs, bool):
+        raise ValueError(f"count_inputs must be True or False, got {count_inputs!r}")
+    tensors = 4 if count_inputs else 1
+    return float(b * h * (tensors * n * d * _bpe("bytes_per_elem", bytes_per_elem) + 4 * n))
 
 
 def largest_math_seq(batch: int, heads: int, head_dim: int, capacity_bytes: float, bytes_per_elem=2,
