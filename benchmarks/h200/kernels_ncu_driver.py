@@ -62,7 +62,7 @@ TIME_SCALE = {"nsecond": 1e-9, "ns": 1e-9, "usecond": 1e-6, "us": 1e-6, "msecond
 # --------------------------------------------------------------------------------------------
 # launch (on the GPU, under ncu)
 # --------------------------------------------------------------------------------------------
-def launch(rung_name: str, m: int, n: int, k: int, info_path: str) -> int:
+def launch(rung_name: str, m: int, n: int, k: int, info_path: str, config: tuple | None = None) -> int:
     import torch
 
     if not torch.cuda.is_available():
@@ -73,7 +73,7 @@ def launch(rung_name: str, m: int, n: int, k: int, info_path: str) -> int:
     from widgets.experiments import simt_cuda as sc
 
     rung = next(r for r in kc.RUNGS if r.name == rung_name)
-    config = rung.configs[0]
+    config = rung.configs[0] if config is None else tuple(config)
     drv = sc.Driver()
     arch = drv.arch()
     cubin = sc.compile_cubin(kc.source(rung), arch)
@@ -91,6 +91,7 @@ def launch(rung_name: str, m: int, n: int, k: int, info_path: str) -> int:
     info = {
         "rung": rung.name,
         "kernel": name,
+        "config": list(config),
         "m": m, "n": n, "k": k,
         "grid_blocks": gx * gy,
         "threads_per_block": run.threads,
