@@ -14,6 +14,7 @@ import math
 import shutil
 import struct
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -646,3 +647,68 @@ def test_ladder_figure_compares_the_default_tiles_with_their_own_run():
     default = next(c for c in warp.configs if c.config == (128, 128, 16, 64, 64, 4, 8, 4, 128, 0))  # Boehm's kernel 10
     assert dots.x[-1] == pytest.approx(default.gflop_per_s) and dots.x[-1] < 0.7 * warp.best_config.gflop_per_s
     assert f"measured {default.gflop_per_s / 1e3:.3g} TFLOP/s" in fig.layout.title.subtitle.text
+
+
+# --------------------------------------------------------------------------------------------
+# Nsight Compute's warp states per rung (benchmarks/h200/kernels_stalls.sh -> widgets/data/h200/kernels_stalls.json)
+# --------------------------------------------------------------------------------------------
+def _stall_row(rung="smem", **metrics):
+    base = {
+        "smsp__average_warps_issue_stalled_selected_per_issue_active.ratio": 1.0,
+        "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio": 2.0,
+        "smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio": 5.0,
+        "smsp__average_warps_issue_stalled_wait_per_issue_active.ratio": 0.5,
+        "smsp__inst_executed_op_shared_ld.sum": 100.0,
+        "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum": 400.0,
+        "sm__cycles_elapsed.avg.per_second": 1980.0,
+        "gpu__time_duration.sum": 2.5,
+    }
+    units = {"sm__cycles_elapsed.avg.per_second": "MHz", "gpu__time_duration.sum": "ms"}
+    return {"rung": rung, "kernel": f"sgemm_{rung}", "metrics": {**base, **metrics}, "units": units}
+
+
+def test_warp_states_reads_the_counters_as_documented():
+    from widgets.experiments import kernels as ke
+
+    (w,) = ke.warp_states({"rows": [_stall_row()]})
+    assert list(w["states"]) == ["mio_throttle", "barrier", "wait"]  # largest first, the issue cycle left out
+    assert w["cycles_per_issue"] == pytest.approx(8.5)  # every state, selected included
+    assert w["shared_passes_per_load"] == 4.0  # 400 wavefronts / 100 load instructions
+    assert w["sm_clock_hz"] == pytest.approx(1.98e9) and w["time_s"] == pytest.approx(2.5e-3)
+    (g,) = ke.warp_states({"rows": [_stall_row("naive", **{"smsp__inst_executed_op_shared_ld.sum": 0.0})]})
+    assert g["shared_passes_per_load"] is None  # no shared-memory loads: no passes per load
+    assert set(ke.STALL_MEANINGS) >= {"lg_throttle", "long_scoreboard", "mio_throttle", "short_scoreboard", "not_selected"}
+
+
+@pytest.mark.parametrize("record, field", [
+    ({}, "'rows'"),
+    ({"rows": [{"rung": "smem"}]}, r"rows\[0\]"),
+    ({"rows": [_stall_row(**{"smsp__average_warps_issue_stalled_wait_per_issue_active.ratio": -1.0})]}, "wait"),
+    ({"rows": [{**_stall_row(), "metrics": {"gpu__time_duration.sum": 1.0}}]}, "no warp-state counter"),
+    ({"rows": [{**_stall_row(), "units": {"sm__cycles_elapsed.avg.per_second": "cycle/usecond"}}]}, "clock unit"),
+])
+def test_warp_states_names_what_is_wrong_with_a_record(record, field):
+    from widgets.experiments import kernels as ke
+
+    with pytest.raises(ValueError, match=field):
+        ke.warp_states(record)
+
+
+def test_the_h200_warp_states_record_adds_up_and_names_its_run():
+    """The book's record: for every rung the states add up to ncu's own warp cycles per issued instruction (a
+    check that no state is missed or double counted), each rung's kernel is the ladder record's fastest
+    configuration, and the provenance names the GPU, the commit and the command."""
+    from widgets.experiments import kernels as ke
+
+    root = Path(__file__).resolve().parents[1] / "widgets" / "data" / "h200"
+    rec = json.loads((root / "kernels_stalls.json").read_text())
+    ladder = json.loads((root / "kernels.json").read_text())["results"]["ladder"]
+    best = {r["name"]: r["configs"][r["best"]]["kernel"] for r in ladder["rungs"] if r.get("best") is not None}
+    states = ke.warp_states(rec)
+    assert [w["rung"] for w in states] == list(best)
+    for w in states:
+        assert w["kernel"] == best[w["rung"]]
+        assert w["cycles_per_issue"] == pytest.approx(w["ncu_cycles_per_issue"], rel=0.01), w["rung"]
+    assert all(r["launch"]["correct"] for r in rec["rows"])
+    p = rec["provenance"]
+    assert p["gpu"] == "NVIDIA H200" and len(p["git_commit"]) == 40 and "kernels_stalls.sh" in p["command"] and p["date"]

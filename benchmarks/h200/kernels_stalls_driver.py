@@ -10,18 +10,16 @@ compiles and launches that configuration twice (kernels_ncu_driver.launch: the c
 launcher and operands; ncu profiles the second launch) and checks the result. ``write`` reads ncu's CSV
 logs and writes the record (no GPU needed).
 
-What the record holds per rung (the raw counters stay in it, with their units):
-- the warp states: ``smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio``, the warps that
-  were in state <reason> per cycle in which the scheduler issued, summed over the four schedulers of an
-  SM; the states add up to the warp cycles spent per issued instruction (``selected`` is the cycle of
-  the issue itself). Nsight Compute's Kernel Profiling Guide, "Warp Scheduler States" and "Metrics
-  Reference", defines them;
-- shared-memory loads: the L1 data-stage wavefronts (passes) per warp-level shared load instruction
-  (``l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum / smsp__inst_executed_op_shared_ld.sum``):
-  a 32-bit load without bank conflicts takes 1, a 128-bit one (LDS.128: 512 B for 32 lanes) at least 4,
-  since the data stage moves 128 B per pass; bank conflicts add more;
+What the record holds per rung: the raw counters, with their units; widgets.experiments.kernels.warp_states
+reads them (what each means is in its docstring and in STALL_MEANINGS there):
+- the warp states, ``smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio``: per scheduler, the
+  warps in state <reason> per cycle in which it issued, that is the warp cycles spent in that state per
+  issued instruction; they add up to ncu's ``smsp__average_warp_latency_per_inst_issued.ratio``
+  (``selected`` is the cycle of the issue itself). Nsight Compute's Kernel Profiling Guide defines them;
+- shared-memory loads: L1 data-stage wavefronts (passes) and warp-level shared load instructions;
 - the SM clock ncu saw (``sm__cycles_elapsed.avg.per_second``, clocks left alone: --clock-control none),
   the duration, issue slots used, achieved occupancy and the FMA pipe's use.
+(Records written before warp_states existed also hold a "derived" block computed by this driver then.)
 """
 
 from __future__ import annotations
@@ -30,7 +28,6 @@ import argparse
 import csv
 import datetime
 import json
-import re
 import sys
 from pathlib import Path
 
@@ -38,8 +35,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import kernels_ncu_driver as base  # noqa: E402  (the chapter's compile and launch, ncu's CSV)
 
-STALL = re.compile(r"^smsp__average_warps_issue_stalled_(\w+?)_per_issue_active\.ratio$")
 METRICS = (
+    "smsp__average_warp_latency_per_inst_issued.ratio",
     "smsp__inst_executed_op_shared_ld.sum",
     "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
@@ -80,34 +77,9 @@ def read_csv(path: Path) -> tuple[dict, dict]:
     return out, unit
 
 
-def derive(m: dict, units: dict) -> dict:
-    stalls = {STALL.match(k).group(1): v for k, v in m.items() if STALL.match(k) and v is not None}
-    total = sum(stalls.values()) or None
-    waiting = {k: v for k, v in stalls.items() if k != "selected"}
-    top = sorted(waiting.items(), key=lambda kv: -kv[1])
-    shared_ld = m.get("smsp__inst_executed_op_shared_ld.sum")
-    t = m.get("gpu__time_duration.sum")
-    scale = base.TIME_SCALE.get((units.get("gpu__time_duration.sum") or "nsecond").lower(), 1e-9)
-    hz = m.get("sm__cycles_elapsed.avg.per_second")
-    hz_scale = {"hz": 1.0, "khz": 1e3, "mhz": 1e6, "ghz": 1e9, "cycle/second": 1.0, "cycle/nsecond": 1e9,
-                "cycle/usecond": 1e6}.get((units.get("sm__cycles_elapsed.avg.per_second") or "hz").lower(), 1.0)
-    return {
-        "warp_cycles_per_issue": total,
-        "stalls": dict(top),
-        "top_stalls": [k for k, _ in top[:3]],
-        "top_share": None if not total or not top else top[0][1] / total,
-        "shared_passes_per_load": None if not shared_ld else (m.get("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum") or 0) / shared_ld,
-        "shared_bank_conflicts_per_load": None if not shared_ld or m.get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum") is None
-        else m["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"] / shared_ld,
-        "sm_clock_hz": None if hz is None else hz * hz_scale,
-        "time_s": None if t is None else t * scale,
-        "issue_per_cycle": m.get("smsp__issue_active.avg.per_cycle_active"),
-        "achieved_occupancy_pct": m.get("sm__warps_active.avg.pct_of_peak_sustained_active"),
-        "fma_pipe_pct": m.get("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active"),
-    }
-
-
 def write(a) -> int:
+    from widgets.experiments.kernels import STALL_METRIC, warp_states
+
     tmp = Path(a.tmp)
     rows, problems = [], []
     for line in Path(a.plan).read_text().splitlines():
@@ -124,10 +96,9 @@ def write(a) -> int:
         except ValueError as exc:
             problems.append(f"{rung}: {exc}")
             continue
-        d = derive(metrics, units)
-        if not d["stalls"]:
+        if not any(STALL_METRIC.match(name) for name in metrics):
             problems.append(f"{rung}: ncu reported no warp states")
-        rows.append({"rung": rung, "kernel": kernel, "launch": info, "metrics": metrics, "units": units, "derived": d})
+        rows.append({"rung": rung, "kernel": kernel, "launch": info, "metrics": metrics, "units": units})
     if not rows:
         print("no row could be read:\n" + "\n".join(problems), file=sys.stderr)
         return 1
@@ -150,9 +121,8 @@ def write(a) -> int:
         "problems": problems,
     }
     Path(a.out).write_text(json.dumps(record, indent=1, allow_nan=False) + "\n")
-    for r in rows:
-        d = r["derived"]
-        print(f"{r['rung']:13s} {d['warp_cycles_per_issue']} warp cycles per issue; top {d['top_stalls']}; "
+    for d in warp_states(record):
+        print(f"{d['rung']:13s} {d['cycles_per_issue']:.2f} warp cycles per issue; top {list(d['states'])[:3]}; "
               f"shared passes per load {d['shared_passes_per_load']}; clock {d['sm_clock_hz']}")
     for p in problems:
         print("problem: " + p, file=sys.stderr)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import re
 import statistics
 import time
 from dataclasses import dataclass
@@ -680,6 +681,98 @@ def ncu_passes(record: dict) -> list:
             line_passes=float(sum(d["lines"] for d in loads)),
             sm_cycles=None if cycles is None or not isinstance(sms, int) or sms < 1 else cycles * sms / wk,
             requests=None if requests is None else requests / wk,
+        ))
+    return out
+
+
+# Nsight Compute's warp states (its Kernel Profiling Guide, "Warp Stall Reasons"): what a warp was doing in
+# the cycles between two of its instructions. ``selected`` is the cycle of the issue itself.
+STALL_MEANINGS = {
+    "lg_throttle": "the queue of global and local memory instructions to L1 was full",
+    "long_scoreboard": "waiting for the result of a global (L1TEX) load",
+    "mio_throttle": "the queue to the MIO unit (shared memory, special math) was full",
+    "short_scoreboard": "waiting for the result of a shared-memory load (or special math)",
+    "barrier": "waiting at __syncthreads for the block's other warps",
+    "not_selected": "ready, but the scheduler issued another warp's instruction",
+    "wait": "a fixed-latency wait the compiler scheduled",
+    "dispatch_stall": "chosen, but the dispatcher could not send the instruction on",
+    "math_pipe_throttle": "the math pipe it needed was busy",
+    "no_instruction": "no instruction fetched yet (instruction cache)",
+    "branch_resolving": "waiting for a branch target",
+    "drain": "waiting for its memory stores to drain at exit",
+    "membar": "waiting at a memory barrier",
+    "imc_miss": "waiting for the immediate-constant cache",
+    "misc": "other reasons",
+    "sleeping": "sleeping (nanosleep or yield)",
+    "tex_throttle": "the texture queue was full",
+    "gmma": "waiting for a warpgroup matrix multiply (wgmma)",
+}
+STALL_METRIC = re.compile(r"^smsp__average_warps_issue_stalled_(\w+?)_per_issue_active\.ratio$")
+_HZ = {"hz": 1.0, "khz": 1e3, "mhz": 1e6, "ghz": 1e9}
+
+
+def warp_states(record: dict) -> list:
+    """Where each rung's warps spent their cycles, by Nsight Compute, from the raw counters of
+    ``widgets/data/h200/kernels_stalls.json`` (``benchmarks/h200/kernels_stalls.sh``); pure.
+
+    Per rung (its fastest configuration in the ladder record, at 4096^3): ``states``, reason ->
+    warp cycles in that state per issued instruction (``smsp__average_warps_issue_stalled_<reason>_
+    per_issue_active.ratio``; every reason but ``selected``, largest first); ``cycles_per_issue``,
+    their sum with ``selected`` (the warp cycles between two instructions of a warp; ncu's own
+    ``smsp__average_warp_latency_per_inst_issued.ratio`` is kept beside it as ``ncu_cycles_per_issue``);
+    ``shared_passes_per_load``, the L1 data-stage passes (wavefronts) per warp-level shared-memory
+    load instruction (1 for a conflict-free 32-bit load, at least 4 for a 128-bit one: 512 B at
+    128 B per pass; None for a kernel without shared memory); ``sm_clock_hz`` (the SM clock during
+    the profiled launch, clocks left alone), ``time_s``, ``issue_per_cycle`` (instructions per
+    scheduler per active cycle, at most 1), ``occupancy_pct`` (achieved) and ``fma_pipe_pct``.
+
+    Raises ValueError naming the field when the record is malformed.
+    """
+    rows = record.get("rows") if isinstance(record, dict) else None
+    if not isinstance(rows, list) or not rows:
+        raise ValueError("kernels_stalls record field 'rows' must be a non-empty list")
+    out = []
+    for i, row in enumerate(rows):
+        where = f"rows[{i}]"
+        if not isinstance(row, dict) or not isinstance(row.get("metrics"), dict) or not isinstance(row.get("rung"), str):
+            raise ValueError(f"kernels_stalls record field {where} must hold 'rung' and a 'metrics' dict")
+        m, units = row["metrics"], row.get("units") or {}
+
+        def count(name, _m=m, _where=where):
+            v = _m.get(name)
+            if v is None:
+                return None
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+                raise ValueError(f"kernels_stalls record field {_where}.metrics[{name!r}] must be a finite number >= 0 or null, got {v!r}")
+            return float(v)
+
+        states = {}
+        for name in m:
+            hit = STALL_METRIC.match(name)
+            if hit and count(name) is not None:
+                states[hit.group(1)] = count(name)
+        if not states:
+            raise ValueError(f"kernels_stalls record field {where}.metrics has no warp-state counter")
+        waiting = dict(sorted(((k, v) for k, v in states.items() if k != "selected"), key=lambda kv: -kv[1]))
+        loads = count("smsp__inst_executed_op_shared_ld.sum")
+        passes = count("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum")
+        hz = count("sm__cycles_elapsed.avg.per_second")
+        hz_unit = (units.get("sm__cycles_elapsed.avg.per_second") or "hz").lower()
+        t = count("gpu__time_duration.sum")
+        t_unit = (units.get("gpu__time_duration.sum") or "ns").lower()
+        if hz is not None and hz_unit not in _HZ:
+            raise ValueError(f"kernels_stalls record field {where}.units: unknown clock unit {hz_unit!r}")
+        if t is not None and t_unit not in ("ns", "nsecond", "us", "usecond", "ms", "msecond", "s", "second"):
+            raise ValueError(f"kernels_stalls record field {where}.units: unknown time unit {t_unit!r}")
+        out.append(dict(
+            rung=row["rung"], kernel=row.get("kernel"), states=waiting, cycles_per_issue=sum(states.values()),
+            ncu_cycles_per_issue=count("smsp__average_warp_latency_per_inst_issued.ratio"),
+            shared_passes_per_load=passes / loads if loads and passes is not None else None,
+            sm_clock_hz=None if hz is None else hz * _HZ[hz_unit],
+            time_s=None if t is None else t * {"n": 1e-9, "u": 1e-6, "m": 1e-3, "s": 1.0}[t_unit[0]],
+            issue_per_cycle=count("smsp__issue_active.avg.per_cycle_active"),
+            occupancy_pct=count("sm__warps_active.avg.pct_of_peak_sustained_active"),
+            fma_pipe_pct=count("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active"),
         ))
     return out
 
