@@ -322,7 +322,7 @@ def test_accuracy_rows_recompute_from_the_record():
     math_row = rows["peak memory of SDPA's math backend, N = 8192"]
     assert math_row.predicted == am.math_path_peak_bytes(1, 16, 8192, 128, 2, 4) and math_row.label == "prediction"
     assert math_row.measured == 10_000_000_000
-    # review r10, finding 2: the flash peak counts the harness's own Q, K and V (3 of its 4 N d terms): no prediction;
+    # review r10, finding 2: the flash peak counts the harness's own Q, K and V (3 of its 4 N d terms, which dilute the test): no row;
     # what the backend allocates beyond them (measured from after the inputs exist) is one
     assert "peak memory of SDPA's flash backend, N = 8192" not in rows
     assert len([q for q in rows if q.startswith("peak memory")]) == 1  # the failed point is not a comparison

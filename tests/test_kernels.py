@@ -662,6 +662,7 @@ def _stall_row(rung="smem", **metrics):
         "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum": 400.0,
         "sm__cycles_elapsed.avg.per_second": 1980.0,
         "gpu__time_duration.sum": 2.5,
+        "smsp__warps_active.avg.per_cycle_active": 2.0,
     }
     units = {"sm__cycles_elapsed.avg.per_second": "MHz", "gpu__time_duration.sum": "ms"}
     return {"rung": rung, "kernel": f"sgemm_{rung}", "metrics": {**base, **metrics}, "units": units}
@@ -675,6 +676,7 @@ def test_warp_states_reads_the_counters_as_documented():
     assert w["cycles_per_issue"] == pytest.approx(8.5)  # every state, selected included
     assert w["shared_passes_per_load"] == 4.0  # 400 wavefronts / 100 load instructions
     assert w["sm_clock_hz"] == pytest.approx(1.98e9) and w["time_s"] == pytest.approx(2.5e-3)
+    assert w["warps_per_scheduler"] == 2.0 and w["issue_per_cycle"] is None  # a counter the record lacks reads None
     (g,) = ke.warp_states({"rows": [_stall_row("naive", **{"smsp__inst_executed_op_shared_ld.sum": 0.0})]})
     assert g["shared_passes_per_load"] is None  # no shared-memory loads: no passes per load
     assert set(ke.STALL_MEANINGS) >= {"lg_throttle", "long_scoreboard", "mio_throttle", "short_scoreboard", "not_selected"}

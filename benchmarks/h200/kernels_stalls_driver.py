@@ -47,6 +47,7 @@ METRICS = (
     "gpu__time_duration.sum",
     "smsp__issue_active.avg.per_cycle_active",
     "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "smsp__warps_active.avg.per_cycle_active",
     "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
     "launch__registers_per_thread",
 )

@@ -656,17 +656,19 @@ def accuracy_rows(record: dict) -> list:
                 cbpe = 4 if mem.math_half_in_fp32 else bpe
                 pred = model.math_path_peak_bytes(mem.batch, mem.heads, p.seq, mem.head_dim, bpe, cbpe)
                 rows.append(Row(TOPIC, f"peak memory of SDPA's {BACKEND_SHORT[p.backend]} backend, N = {p.seq}",
-                                f"inputs and O, working copies, S and P alive together, computed in {cbpe} B elements", pred,
+                                f"Q, K, V, working copies, S and P alive together (the N d terms itemised approximately), "
+                                f"computed in {cbpe} B elements", pred,
                                 p.peak_bytes, "B", "prediction", device,
                                 "torch.cuda.max_memory_allocated from before the inputs; fails if the backend keeps other buffers"))
-            # the flash backend: what it allocates beyond Q, K and V (its peak from before the inputs would be three
-            # quarters the harness's own allocations, and its ratio to the count would hold nearly by construction)
+            # the flash backend: what it allocates beyond Q, K and V (its peak from before the inputs is three quarters
+            # the harness's own allocations, so its ratio to the count would move a quarter as much for the same extra buffer)
             if p.backend == "FLASH_ATTENTION" and p.extra_bytes is not None:
                 pred = model.flash_path_peak_bytes(mem.batch, mem.heads, p.seq, mem.head_dim, bpe, count_inputs=False)
                 rows.append(Row(TOPIC, f"memory SDPA's {BACKEND_SHORT[p.backend]} backend allocates beyond Q, K, V, N = {p.seq}",
                                 "O and an fp32 log-sum-exp per row, nothing in N^2", pred, p.extra_bytes, "B", "prediction", device,
-                                "torch.cuda.max_memory_allocated from after the inputs exist; fails if the kernel allocates "
-                                "an N^2 buffer, an fp32 accumulator or a workspace"))
+                                "torch.cuda.max_memory_allocated from after the inputs exist; holds while B H ceil(N/64) >= 1.6 x SMs "
+                                "(no split-KV); fails if the kernel allocates an N^2 buffer, an fp32 accumulator (split-KV's "
+                                "out_accum) or a workspace"))
     ncu = load_ncu()
     if ncu and record.get("provenance", {}).get("gpu") and gpu is not None:
         for r in ncu_rows(ncu):

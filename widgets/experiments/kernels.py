@@ -724,7 +724,8 @@ def warp_states(record: dict) -> list:
     load instruction (1 for a conflict-free 32-bit load, at least 4 for a 128-bit one: 512 B at
     128 B per pass; None for a kernel without shared memory); ``sm_clock_hz`` (the SM clock during
     the profiled launch, clocks left alone), ``time_s``, ``issue_per_cycle`` (instructions per
-    scheduler per active cycle, at most 1), ``occupancy_pct`` (achieved) and ``fma_pipe_pct``.
+    scheduler per active cycle, at most 1), ``occupancy_pct`` (achieved), ``warps_per_scheduler`` (active
+    warps per scheduler per active cycle) and ``fma_pipe_pct``.
 
     Raises ValueError naming the field when the record is malformed.
     """
@@ -772,6 +773,7 @@ def warp_states(record: dict) -> list:
             time_s=None if t is None else t * {"n": 1e-9, "u": 1e-6, "m": 1e-3, "s": 1.0}[t_unit[0]],
             issue_per_cycle=count("smsp__issue_active.avg.per_cycle_active"),
             occupancy_pct=count("sm__warps_active.avg.pct_of_peak_sustained_active"),
+            warps_per_scheduler=count("smsp__warps_active.avg.per_cycle_active"),
             fma_pipe_pct=count("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active"),
         ))
     return out

@@ -455,9 +455,12 @@ def flash_path_peak_bytes(batch: int, heads: int, seq: int, head_dim: int, bytes
     """Peak memory of a fused (flash) attention forward [B]: ``Q, K, V, O`` and an fp32 log-sum-exp per row.
 
     A fused kernel keeps its tiles of ``S`` and ``P`` on chip, so nothing in ``N^2`` is allocated;
-    with ``count_inputs=False`` the count is what the forward itself allocates, ``O`` and the
-    log-sum-exp (which the backward pass reads), the quantity to compare with an allocator's peak
-    measured once ``Q``, ``K`` and ``V`` exist.
+    with ``count_inputs=False`` the count is ``O`` and the log-sum-exp (which the backward pass
+    reads), to compare with an allocator's peak measured once ``Q``, ``K`` and ``V`` exist. That is
+    what PyTorch's FlashAttention-2 forward allocates when it does not split the keys, less two
+    512-B allocator blocks for its random-number state; when ``B H ceil(N/64)`` is under
+    ``0.8 x 2 x`` the SM count it may split them and add an fp32 copy of ``O`` per split
+    (``set_params_splitkv`` in PyTorch's ``flash_api.cpp``), which this count leaves out.
 
     Explained in :ref:`attention` > The silent fallback.
 
