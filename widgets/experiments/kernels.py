@@ -688,23 +688,23 @@ def ncu_passes(record: dict) -> list:
 # Nsight Compute's warp states (its Kernel Profiling Guide, "Warp Stall Reasons"): what a warp was doing in
 # the cycles between two of its instructions. ``selected`` is the cycle of the issue itself.
 STALL_MEANINGS = {
-    "lg_throttle": "the queue of global and local memory instructions to L1 was full",
-    "long_scoreboard": "waiting for the result of a global (L1TEX) load",
-    "mio_throttle": "the queue to the MIO unit (shared memory, special math) was full",
-    "short_scoreboard": "waiting for the result of a shared-memory load (or special math)",
+    "lg_throttle": "waiting for room in the queue of global and local memory instructions to L1",
+    "long_scoreboard": "waiting on an L1TEX operation (here a global load's result)",
+    "mio_throttle": "waiting for room in the MIO queue (shared memory, special math, dynamic branches)",
+    "short_scoreboard": "waiting on an MIO result (shared memory, special math or a dynamic branch)",
     "barrier": "waiting at __syncthreads for the block's other warps",
-    "not_selected": "ready, but the scheduler issued another warp's instruction",
-    "wait": "a fixed-latency wait the compiler scheduled",
-    "dispatch_stall": "chosen, but the dispatcher could not send the instruction on",
-    "math_pipe_throttle": "the math pipe it needed was busy",
-    "no_instruction": "no instruction fetched yet (instruction cache)",
+    "not_selected": "ready, but passed over for another warp's instruction",
+    "wait": "in a fixed-latency wait the compiler scheduled",
+    "dispatch_stall": "ready, but the dispatcher held the instruction back (a pipeline or other conflict)",
+    "math_pipe_throttle": "waiting for the math pipe it needed",
+    "no_instruction": "waiting for an instruction fetch or on an instruction-cache miss",
     "branch_resolving": "waiting for a branch target",
     "drain": "waiting for its memory stores to drain at exit",
     "membar": "waiting at a memory barrier",
     "imc_miss": "waiting for the immediate-constant cache",
-    "misc": "other reasons",
+    "misc": "stalled for other reasons",
     "sleeping": "sleeping (nanosleep or yield)",
-    "tex_throttle": "the texture queue was full",
+    "tex_throttle": "waiting for room in the texture queue",
     "gmma": "waiting for a warpgroup matrix multiply (wgmma)",
 }
 STALL_METRIC = re.compile(r"^smsp__average_warps_issue_stalled_(\w+?)_per_issue_active\.ratio$")
@@ -721,11 +721,14 @@ def warp_states(record: dict) -> list:
     their sum with ``selected`` (the warp cycles between two instructions of a warp; ncu's own
     ``smsp__average_warp_latency_per_inst_issued.ratio`` is kept beside it as ``ncu_cycles_per_issue``);
     ``shared_passes_per_load``, the L1 data-stage passes (wavefronts) per warp-level shared-memory
-    load instruction (1 for a conflict-free 32-bit load, at least 4 for a 128-bit one: 512 B at
-    128 B per pass; None for a kernel without shared memory); ``sm_clock_hz`` (the SM clock during
+    load instruction (1 for a conflict-free 32-bit load; 4 for a conflict-free 128-bit load whose 32
+    lanes read distinct addresses, 512 B at 128 B per pass, fewer when lanes share addresses; None
+    for a kernel without shared memory); ``sm_clock_hz`` (the SM clock during
     the profiled launch, clocks left alone), ``time_s``, ``issue_per_cycle`` (instructions per
     scheduler per active cycle, at most 1), ``occupancy_pct`` (achieved), ``warps_per_scheduler`` (active
-    warps per scheduler per active cycle) and ``fma_pipe_pct``.
+    warps per scheduler per active cycle), ``eligible_per_scheduler`` (of those, ready to issue),
+    ``replay_passes`` (how many times ncu replayed the launch) and ``fma_pipe_pct`` (the FMA pipes,
+    FP32 and integer multiply-add, as a share of their peak issue rate over active cycles).
 
     Raises ValueError naming the field when the record is malformed.
     """
@@ -774,6 +777,8 @@ def warp_states(record: dict) -> list:
             issue_per_cycle=count("smsp__issue_active.avg.per_cycle_active"),
             occupancy_pct=count("sm__warps_active.avg.pct_of_peak_sustained_active"),
             warps_per_scheduler=count("smsp__warps_active.avg.per_cycle_active"),
+            eligible_per_scheduler=count("smsp__warps_eligible.avg.per_cycle_active"),
+            replay_passes=count("profiler__replayer_passes"),
             fma_pipe_pct=count("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active"),
         ))
     return out
