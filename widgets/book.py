@@ -142,12 +142,21 @@ def provenance_line(record: Mapping[str, Any]) -> str:
     return f"Measured on {', '.join(parts)}{tail}" + (f" with <code>{html.escape(cmd)}</code>." if cmd else ".")
 
 
+def _cell(c: Any) -> str:
+    """A cell's HTML: its text escaped; a list or tuple shows one item per line."""
+    if isinstance(c, (list, tuple)):
+        return "<br>".join(html.escape(str(x)) for x in c)
+    return html.escape(str(c))
+
+
 def table(rows: Iterable[Iterable[Any]], headers: Iterable[str], *, caption: str | None = None) -> str:
-    """The book's one HTML table: header row, then rows of already formatted cells."""
+    """The book's one HTML table: header row, then rows of already formatted cells (a cell given as
+    a list shows one item per line). The caption's text sits in a span that book/_static/gpubook.css
+    keeps in view while a wide table scrolls sideways in its box (a caption is as wide as its table)."""
     rows = [list(r) for r in rows]
     head = "".join(f"<th>{html.escape(str(h))}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in rows)
-    cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
+    body = "".join("<tr>" + "".join(f"<td>{_cell(c)}</td>" for c in r) + "</tr>" for r in rows)
+    cap = f'<caption><span class="book-caption">{html.escape(caption)}</span></caption>' if caption else ""
     cls = "book-table" + key_class([r[0] for r in rows if r])
     return f'<div class="book-table-wrap"><table class="{cls}">{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
