@@ -526,7 +526,16 @@ WIDE_TABLES = """() => {
   while (box && box !== document.body && !['auto', 'scroll'].includes(getComputedStyle(box).overflowX)) box = box.parentElement;
   const first = t.querySelector('tr > td:first-child');
   const firsts = Array.from(t.querySelectorAll('tr > :first-child'));
-  return {wide: t.scrollWidth > t.parentElement.clientWidth + 1, scrolls: !!box && box !== document.body,
+  // the caption's text, with the table scrolled to either end: how far it runs out of the box that scrolls
+  const cap = t.querySelector('caption .book-caption') || t.querySelector('caption');
+  let capOut = 0;
+  if (cap && box && box !== document.body) {
+    const out = () => { const b = box.getBoundingClientRect(), c = cap.getBoundingClientRect();
+                        return Math.max(0, c.right - b.right, b.left - c.left); };
+    const x0 = box.scrollLeft;
+    capOut = out(); box.scrollLeft = box.scrollWidth; capOut = Math.max(capOut, out()); box.scrollLeft = x0;
+  }
+  return {wide: t.scrollWidth > t.parentElement.clientWidth + 1, scrolls: !!box && box !== document.body, capOut,
           output: !!t.closest('.cell_output'), sticky: first ? getComputedStyle(first).position === 'sticky' : true,
           // the sticky column's width as a share of the box it scrolls in
           share: first && box && box !== document.body && box.clientWidth
@@ -558,7 +567,8 @@ def test_phone_sidebars_open_and_close(phone_dark, path):
     """At 390 px: both sidebars open and close; no line of an admonition's prose (hidden answers
     included) runs past its box; and every table wider than the phone scrolls
     sideways in its own box, an output's table with its first column (the row's name) kept in
-    view (reader review r4, W-5) and no wider than 60% of that box (review R5-1)."""
+    view (reader review r4, W-5) and no wider than 60% of that box (review R5-1), its caption in view
+    at either end of the scroll (reader review r15)."""
     v = phone_dark(path)
     page, mark = v.page, _mark(v)
     problems = [f"an admonition's line runs past its box by {c}" for c in page.evaluate(CLIPPED_PROSE)]
@@ -567,6 +577,9 @@ def test_phone_sidebars_open_and_close(phone_dark, path):
             problems.append(f"table {t['name'][:30]!r} is wider than the page and does not scroll in its own box")
         elif t["wide"] and t["output"] and not t["sticky"]:
             problems.append(f"table {t['name'][:30]!r} scrolls, but its first column scrolls out of view")
+        elif t["wide"] and t["capOut"] > 1:
+            # reader review r15: a caption is as wide as its table, so on a wide table it scrolled out of view with it
+            problems.append(f"table {t['name'][:30]!r}: its caption runs {t['capOut']:.0f} px out of its scroll box")
         elif t["wide"] and t["sticky"] and t["share"] > STICKY_SHARE_MAX:
             # review R5-1: unbreakable kernel names made kernels' rung table's sticky column 358 px
             # in a 336-px box: scrolled, it covered every number

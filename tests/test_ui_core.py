@@ -529,3 +529,20 @@ def test_notebook_figures_are_drawn_on_white_so_a_dark_jupyterlab_theme_keeps_th
     assert '"paper_bgcolor":"#ffffff"' not in bundle["text/html"].replace(" ", "")
     own = go.Figure(layout=dict(paper_bgcolor="#123456")).to_dict()
     assert _render.plotly_json(own)["layout"]["paper_bgcolor"] == "#123456"  # a figure's own colour is kept
+
+
+def test_book_table_lines_and_a_caption_that_stays_in_view():
+    """A list cell shows one item per line, each escaped; the caption's text sits in the span that
+    book/_static/gpubook.css pins to the scroll box's left edge, at most the box wide (reader review r15:
+    a wide table's caption scrolled out of view with it)."""
+    from pathlib import Path
+
+    from widgets.book import table
+
+    out = table([["naive", ["lg_throttle 295.3", "a<b 1.0"]]], ["rung", "states"], caption="Why <the> warps waited")
+    assert "<td>lg_throttle 295.3<br>a&lt;b 1.0</td>" in out
+    assert '<caption><span class="book-caption">Why &lt;the&gt; warps waited</span></caption>' in out
+    css = (Path(__file__).resolve().parents[1] / "book/_static/gpubook.css").read_text()
+    rule = css[css.index("caption .book-caption {"):]
+    assert "position: sticky" in rule.split("}")[0] and "max-width: 100cqw" in rule.split("}")[0]
+    assert "container-type: inline-size" in css
