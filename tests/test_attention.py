@@ -140,6 +140,27 @@ def test_matrix_memory_and_math_path_peak():
     assert am.flash_path_peak_bytes(2, 3, n, d, 4, count_inputs=False) == 6 * (4 * n * d + 4 * n)
     with pytest.raises(ValueError, match="count_inputs"):
         am.flash_path_peak_bytes(1, 1, n, d, 2, count_inputs="no")
+
+
+def test_flash_split_kv_follows_pytorchs_heuristic():
+    """PyTorch's flash_api.cpp (set_params_splitkv, num_splits_heuristic, from the FlashAttention-2 repository):
+    B H ceil(N_q/64) query blocks on 2 x SMs slots; keys in blocks of 128 for d = 128. Hand-derived for one sequence of
+    16 heads on 132 SMs (264 slots): N = 512 is 128 blocks (< 0.8 x 264), 4 key blocks, efficiencies 0.48 (1 part),
+    0.97 (2), ineligible (3), 0.97 (4): 2 parts; N = 768: 192 blocks, 6 key blocks, the first part count within 85% of
+    the best (6 parts, 0.87) is 6; N = 832: 208 blocks, 7 key blocks, 1 part already reaches 0.79 >= 0.85 x 0.92."""
+    assert [am.flash_split_kv_splits(1, 16, n, n, 128, 132) for n in (256, 512, 768, 832, 896, 4096)] == [2, 2, 6, 1, 1, 1]
+    # the source's own comment: batch x heads = 48 on 108 slots, 2 parts (efficiency 0.89) rather than 3 (0.67)
+    assert am.flash_split_kv_splits(48, 1, 64, 8192, 128, 54) == 2
+    # the accumulators: per part an fp32 O (head dimension rounded up to 32) and an fp32 log-sum-exp
+    base = am.flash_path_peak_bytes(1, 16, 512, 128, 2, count_inputs=False)
+    assert base == am.flash_path_peak_bytes(1, 16, 512, 128, 2, count_inputs=False, sms=None) == 16 * 512 * (128 * 2 + 4)
+    assert am.flash_path_peak_bytes(1, 16, 512, 128, 2, count_inputs=False, sms=132) == base + 2 * 16 * 512 * (128 + 1) * 4
+    assert am.flash_path_peak_bytes(1, 16, 256, 100, 2, count_inputs=False, sms=132) == \
+        16 * 256 * (100 * 2 + 4) + 2 * 16 * 256 * (128 + 1) * 4  # 100 rounds up to 128
+    assert am.flash_path_peak_bytes(1, 16, 4096, 128, 2, count_inputs=False, sms=132) == \
+        am.flash_path_peak_bytes(1, 16, 4096, 128, 2, count_inputs=False)  # enough blocks: no split
+    with pytest.raises(ValueError, match="sms"):
+        am.flash_split_kv_splits(1, 16, 512, 512, 128, 0)
     assert am.softmax_hbm_bytes(10, 100, 4) == 4 * 2 * 1000
     assert am.softmax_hbm_bytes(10, 100, 4, fused=False) == 4 * (8 * 1000 + 40)
 

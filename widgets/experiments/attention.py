@@ -63,7 +63,9 @@ GPU_SOFTMAX_ELEMS = 2**27  # 512 MiB of fp32 per tensor: far beyond the L2
 GPU_SOFTMAX_COLS = (1024, 4096, 16384)
 CPU_SOFTMAX_SHAPES = ((8, 128), (8, 512))
 
-GPU_MEMORY_SEQS = (1024, 2048, 4096, 8192, 16384, 32768, 65536)
+# 256 to 832: below the length at which PyTorch's flash forward stops splitting the keys for this shape on an H200
+# (models.attention.flash_split_kv_splits: 2, 2, 6 and 1 parts), so its split-KV accumulators are measured too
+GPU_MEMORY_SEQS = (256, 512, 768, 832, 1024, 2048, 4096, 8192, 16384, 32768, 65536)
 CPU_MEMORY_SEQS = (128, 256, 512)
 MEMORY_SHAPE = dict(batch=1, heads=16, head_dim=128)
 CPU_MEMORY_SHAPE = dict(batch=1, heads=2, head_dim=64)
@@ -663,12 +665,16 @@ def accuracy_rows(record: dict) -> list:
             # the flash backend: what it allocates beyond Q, K and V (its peak from before the inputs is three quarters
             # the harness's own allocations, so its ratio to the count would move a quarter as much for the same extra buffer)
             if p.backend == "FLASH_ATTENTION" and p.extra_bytes is not None:
-                pred = model.flash_path_peak_bytes(mem.batch, mem.heads, p.seq, mem.head_dim, bpe, count_inputs=False)
+                pred = model.flash_path_peak_bytes(mem.batch, mem.heads, p.seq, mem.head_dim, bpe, count_inputs=False,
+                                                   sms=gpu.sms if gpu is not None else None)
+                parts = model.flash_split_kv_splits(mem.batch, mem.heads, p.seq, p.seq, mem.head_dim, gpu.sms) if gpu is not None else 1
                 rows.append(Row(TOPIC, f"memory SDPA's {BACKEND_SHORT[p.backend]} backend allocates beyond Q, K, V, N = {p.seq}",
-                                "O and an fp32 log-sum-exp per row, nothing in N^2", pred, p.extra_bytes, "B", "prediction", device,
-                                "torch.cuda.max_memory_allocated from after the inputs exist; holds while B H ceil(N/64) >= 1.6 x SMs "
-                                "(no split-KV); fails if the kernel allocates an N^2 buffer, an fp32 accumulator (split-KV's "
-                                "out_accum) or a workspace"))
+                                "O and an fp32 log-sum-exp per row, nothing in N^2" + (f"; the keys split in {parts} parts (PyTorch's "
+                                "split-KV heuristic, from the SM count): an fp32 O and log-sum-exp per part" if parts > 1 else ""),
+                                pred, p.extra_bytes, "B", "prediction", device,
+                                "torch.cuda.max_memory_allocated from after the inputs exist; fails if the kernel allocates an N^2 "
+                                "buffer or a workspace the count leaves out, or splits the keys otherwise than the heuristic read "
+                                "from PyTorch's flash_api.cpp"))
     ncu = load_ncu()
     if ncu and record.get("provenance", {}).get("gpu") and gpu is not None:
         for r in ncu_rows(ncu):

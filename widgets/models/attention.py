@@ -450,17 +450,89 @@ def math_path_peak_bytes(batch: int, heads: int, seq: int, head_dim: int, bytes_
     return float(b * h) * (4 * n * d * s + (3 * n * d + 2 * n * n) * c)
 
 
+def flash_split_kv_splits(batch: int, heads: int, seq_q: int, seq_k: int, head_dim: int, sms: int) -> int:
+    """How many parts FlashAttention-2's forward splits the keys into, as PyTorch's flash backend picks it [-].
+
+    PyTorch's ``flash_api.cpp`` (``set_params_splitkv`` and ``num_splits_heuristic``, from the
+    FlashAttention-2 repository), for a forward without dropout: the work is ``B H ceil(N_q / 64)``
+    blocks of queries on ``2 x SMs`` slots (two blocks of 128 threads per SM); when that fills at
+    least 80% of the slots there is one part. Otherwise the keys, in blocks of 256, 128 or 64
+    (head size up to 64, up to 128, more), are split into as many parts as first reach 85% of the
+    best wave efficiency (``waves / ceil(waves)``) over 1 to ``min(128, 2 x SMs, key blocks)``
+    parts, skipping counts that leave the blocks per part unchanged. Each part then writes an fp32
+    copy of its ``O`` and log-sum-exp, which a second kernel combines (flash decoding).
+    The arithmetic is float32, as in the source.
+
+    Explained in :ref:`attention` > Predict, then measure.
+
+    Parameters
+    ----------
+    batch : int
+        Batch size B [-], >= 1.
+    heads : int
+        Query heads H [-], >= 1.
+    seq_q : int
+        Query length [tokens], >= 1.
+    seq_k : int
+        Key length [tokens], >= 1.
+    head_dim : int
+        Head dimension d [-], >= 1.
+    sms : int
+        SMs of the GPU [-], >= 1.
+
+    Returns
+    -------
+    int
+        Parts, 1 to 128 (1: no split).
+
+    Raises
+    ------
+    ValueError
+        If an input is out of range.
+
+    Examples
+    --------
+    One sequence of 16 heads of 128 on an H200 (132 SMs): split below 845 tokens, not above.
+
+    >>> [flash_split_kv_splits(1, 16, n, n, 128, 132) for n in (256, 512, 768, 832, 1024)]
+    [2, 2, 6, 1, 1]
+    """
+    import numpy as np
+
+    b, h, d = _dims(batch, heads, head_dim)
+    nq, nk = _seq("seq_q", seq_q), _seq("seq_k", seq_k)
+    slots = 2 * _check.integer("sms", sms, minimum=1, maximum=MAX_COUNT)
+    f32 = np.float32
+    work = b * h * -(-nq // 64)
+    if f32(work) >= f32(0.8) * f32(slots):
+        return 1
+    block_n = 256 if d <= 64 else (128 if d <= 128 else 64)
+    n_blocks = -(-nk // block_n)
+    most = min(128, slots, n_blocks)
+
+    def eligible(s):
+        return s == 1 or -(-n_blocks // s) != -(-n_blocks // (s - 1))
+
+    eff = {}
+    for s in range(1, most + 1):
+        if eligible(s):
+            waves = f32(work * s) / f32(slots)
+            eff[s] = float(waves / f32(math.ceil(waves)))
+    best = max(eff.values())
+    return next((s for s in range(1, most + 1) if s in eff and eff[s] >= 0.85 * best), 1)
+
+
 def flash_path_peak_bytes(batch: int, heads: int, seq: int, head_dim: int, bytes_per_elem=2,
-                          count_inputs: bool = True) -> float:
+                          count_inputs: bool = True, sms=None) -> float:
     """Peak memory of a fused (flash) attention forward [B]: ``Q, K, V, O`` and an fp32 log-sum-exp per row.
 
     A fused kernel keeps its tiles of ``S`` and ``P`` on chip, so nothing in ``N^2`` is allocated;
     with ``count_inputs=False`` the count is ``O`` and the log-sum-exp (which the backward pass
-    reads), to compare with an allocator's peak measured once ``Q``, ``K`` and ``V`` exist. That is
-    what PyTorch's FlashAttention-2 forward allocates when it does not split the keys, less two
-    512-B allocator blocks for its random-number state; when ``B H ceil(N/64)`` is under
-    ``0.8 x 2 x`` the SM count it may split them and add an fp32 copy of ``O`` per split
-    (``set_params_splitkv`` in PyTorch's ``flash_api.cpp``), which this count leaves out.
+    reads), to compare with an allocator's peak measured once ``Q``, ``K`` and ``V`` exist. Given
+    ``sms``, it adds what PyTorch's FlashAttention-2 forward (no dropout) allocates when it splits
+    the keys (:func:`flash_split_kv_splits`): per part an fp32 log-sum-exp and an fp32 ``O`` whose
+    head dimension is rounded up to a multiple of 32 (256 above 192). Not counted: two 512-B
+    allocator blocks for the forward's random-number state.
 
     Explained in :ref:`attention` > The silent fallback.
 
@@ -479,6 +551,8 @@ def flash_path_peak_bytes(batch: int, heads: int, seq: int, head_dim: int, bytes
     count_inputs : bool, optional
         True: ``Q``, ``K`` and ``V`` count (``4 N d`` elements with ``O``); False: only ``O`` and
         the log-sum-exp (``N d`` elements and ``4 N`` bytes per head).
+    sms : int or None, optional
+        SMs of the GPU [-]: the split-KV accumulators count; None: they do not.
 
     Returns
     -------
@@ -496,13 +570,21 @@ def flash_path_peak_bytes(batch: int, heads: int, seq: int, head_dim: int, bytes
     0.50390625
     >>> flash_path_peak_bytes(1, 1, 1024, 64, count_inputs=False) / 2**10  # O (128 KiB) and the log-sum-exp (4 KiB)
     132.0
+    >>> flash_path_peak_bytes(1, 16, 512, 128, count_inputs=False, sms=132) / 2**10  # 2 parts: + 2 x (256 KiB + 2 KiB) x 16
+    10336.0
     """
     b, h, d = _dims(batch, heads, head_dim)
     n = _seq("seq", seq)
     if not isinstance(count_inputs, bool):
         raise ValueError(f"count_inputs must be True or False, got {count_inputs!r}")
     tensors = 4 if count_inputs else 1
-    return float(b * h * (tensors * n * d * _bpe("bytes_per_elem", bytes_per_elem) + 4 * n))
+    total = b * h * (tensors * n * d * _bpe("bytes_per_elem", bytes_per_elem) + 4 * n)
+    if sms is not None:
+        parts = flash_split_kv_splits(b, h, n, n, d, sms)
+        if parts > 1:
+            rounded = -(-d // 32) * 32 if d <= 192 else 256
+            total += parts * b * h * n * (rounded + 1) * 4
+    return float(total)
 
 
 def largest_math_seq(batch: int, heads: int, head_dim: int, capacity_bytes: float, bytes_per_elem=2,
