@@ -312,6 +312,7 @@ VALID: dict[str, dict] = {
     "attention.attention_time_s": dict(flop=1e12, hbm_bytes=1e9, peak_flop_per_s=989.4e12, hbm_bytes_per_s=4.8e12),
     "attention.math_path_peak_bytes": dict(batch=1, heads=16, seq=4096, head_dim=128),
     "attention.flash_path_peak_bytes": dict(batch=1, heads=16, seq=4096, head_dim=128),
+    "attention.flash_split_kv_splits": dict(batch=1, heads=16, seq_q=512, seq_k=512, head_dim=128, sms=132),
     "attention.largest_math_seq": dict(batch=1, heads=16, head_dim=128, capacity_bytes=80e9),
     "attention.largest_seq_scores_only": dict(batch=1, heads=16, head_dim=128, capacity_bytes=80e9),
     "attention.online_softmax_steps": dict(x=[1.0, 3.0, 2.0, 5.0], block=2),

@@ -483,7 +483,7 @@ def flash_split_kv_splits(batch: int, heads: int, seq_q: int, seq_k: int, head_d
     Returns
     -------
     int
-        Parts, 1 to 128 (1: no split).
+        Parts [-], 1 to 128 (1: no split).
 
     Raises
     ------
