@@ -618,12 +618,12 @@ def accuracy_rows(record: dict) -> list:
     return rows
 
 
-def _ncu_count(metrics, name: str, where: str):
+def _ncu_count(metrics, name: str, where: str, record: str = "kernels_ncu"):
     v = metrics.get(name) if isinstance(metrics, dict) else None
     if v is None:
         return None
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-        raise ValueError(f"kernels_ncu record field {where}.metrics[{name!r}] must be a finite number >= 0 or null, got {v!r}")
+        raise ValueError(f"{record} record field {where}.metrics[{name!r}] must be a finite number >= 0 or null, got {v!r}")
     return float(v)
 
 
@@ -743,12 +743,7 @@ def warp_states(record: dict) -> list:
         m, units = row["metrics"], row.get("units") or {}
 
         def count(name, _m=m, _where=where):
-            v = _m.get(name)
-            if v is None:
-                return None
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-                raise ValueError(f"kernels_stalls record field {_where}.metrics[{name!r}] must be a finite number >= 0 or null, got {v!r}")
-            return float(v)
+            return _ncu_count(_m, name, _where, "kernels_stalls")
 
         states = {}
         for name in m:
