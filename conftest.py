@@ -252,7 +252,8 @@ def pytest_collection_modifyitems(config, items):
 
 # ---- a timeline of the run, for `make bench` (GPUBOOK_TIMELINE=<file>) ----
 # One JSON line per test from the process that ran it: the worker, the test, when it started and
-# ended (seconds since the epoch). tests/benchmark.py sets it and summarises where the workers waited.
+# ended (CLOCK_MONOTONIC, one clock for every process of the machine: this machine's wall clock was
+# seen to jump by 78 s during a run). tests/benchmark.py sets it and summarises where the workers waited.
 # The xdist controller sees every worker's tests again (relayed reports) and writes nothing.
 # "cpu_s": the CPU time of the test's process and of the child processes it waited for (a kernel, a
 # build, torchrun); not of Chromium's renderers or JupyterLab's kernels, which it does not wait for.
@@ -268,13 +269,13 @@ def _cpu_s() -> float:
 
 def pytest_runtest_logstart(nodeid, location):
     if os.environ.get("GPUBOOK_TIMELINE") and not _XDIST_CONTROLLER:
-        _TIMELINE_START[nodeid] = (time.time(), _cpu_s())
+        _TIMELINE_START[nodeid] = (time.monotonic(), _cpu_s())
 
 
 def pytest_runtest_logfinish(nodeid, location):
     if nodeid in _TIMELINE_START:
         start, cpu = _TIMELINE_START.pop(nodeid)
         row = {"worker": os.environ.get("PYTEST_XDIST_WORKER", "main"), "test": nodeid,
-               "start": start, "end": time.time(), "cpu_s": round(_cpu_s() - cpu, 3)}
+               "start": start, "end": time.monotonic(), "cpu_s": round(_cpu_s() - cpu, 3)}
         with open(os.environ["GPUBOOK_TIMELINE"], "a", encoding="utf-8") as f:
             f.write(json.dumps(row) + "\n")

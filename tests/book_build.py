@@ -42,13 +42,13 @@ def ensure_built(run_id: str, out: Path = OUT) -> tuple[int, str]:
             if done.get("run_id") == run_id:
                 return done["returncode"], (out / "build.log").read_text()
         shutil.rmtree(out, ignore_errors=True)
-        started = time.time()
+        started, t0 = time.time(), time.monotonic()
         proc = subprocess.run(build_command(out), capture_output=True, text=True, cwd=ROOT)
         log = proc.stdout + proc.stderr
         out.mkdir(parents=True, exist_ok=True)
         (out / "build.log").write_text(log)
         status.write_text(json.dumps({"run_id": run_id, "returncode": proc.returncode, "started": started,
-                                      "wall_s": round(time.time() - started, 1)}))
+                                      "wall_s": round(time.monotonic() - t0, 1)}))
         return proc.returncode, log
 
 
