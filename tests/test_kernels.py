@@ -679,7 +679,26 @@ def test_warp_states_reads_the_counters_as_documented():
     assert w["warps_per_scheduler"] == 2.0 and w["issue_per_cycle"] is None  # a counter the record lacks reads None
     (g,) = ke.warp_states({"rows": [_stall_row("naive", **{"smsp__inst_executed_op_shared_ld.sum": 0.0})]})
     assert g["shared_passes_per_load"] is None  # no shared-memory loads: no passes per load
-    assert set(ke.STALL_MEANINGS) >= {"lg_throttle", "long_scoreboard", "mio_throttle", "short_scoreboard", "not_selected"}
+
+
+def test_every_recorded_warp_state_has_one_meaning():
+    """Both chapters that profile (SIMT's reduction kernels, this chapter's ladder) read what a warp
+    state means from widgets.experiments.ncu: every state in either H200 record has a meaning there."""
+    from widgets.experiments import ncu
+    from widgets.experiments.harness import DATA_DIR
+
+    simt = json.loads((DATA_DIR / "h200" / "simt_ncu.json").read_text())
+    stalls = json.loads((DATA_DIR / "h200" / "kernels_stalls.json").read_text())
+    seen = {k for p in simt["points"] for k in p.get("stalls_per_issued_instruction") or {}}
+    seen |= {ncu.STALL_METRIC.match(n).group(1) for r in stalls["rows"] for n in r["metrics"] if ncu.STALL_METRIC.match(n)}
+    assert len(seen) >= 15 and seen <= set(ncu.STALL_MEANINGS), sorted(seen - set(ncu.STALL_MEANINGS))
+    assert ncu.stall_meaning("selected") == "issuing an instruction"
+    with pytest.raises(ValueError, match="unknown warp state 'stalled'"):
+        ncu.stall_meaning("stalled")
+    assert ncu.ncu_count({"a": 3}, "a", "rows[0]", "x") == 3.0 and ncu.ncu_count({}, "a", "rows[0]", "x") is None
+    for bad in (True, -1.0, float("nan"), "3"):
+        with pytest.raises(ValueError, match=r"x record field rows\[0\]\.metrics\['a'\]"):
+            ncu.ncu_count({"a": bad}, "a", "rows[0]", "x")
 
 
 @pytest.mark.parametrize("record, field", [

@@ -11,7 +11,7 @@ launcher and operands; ncu profiles the second launch) and checks the result. ``
 logs and writes the record (no GPU needed).
 
 What the record holds per rung: the raw counters, with their units; widgets.experiments.kernels.warp_states
-reads them (what each means is in its docstring and in STALL_MEANINGS there):
+reads them (what each means is in its docstring and in widgets.experiments.ncu.STALL_MEANINGS):
 - the warp states, ``smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio``: per scheduler, the
   warps in state <reason> per cycle in which it issued, that is the warp cycles spent in that state per
   issued instruction; they add up to ncu's ``smsp__average_warp_latency_per_inst_issued.ratio``
@@ -79,7 +79,8 @@ def read_csv(path: Path) -> tuple[dict, dict]:
 
 
 def write(a) -> int:
-    from widgets.experiments.kernels import STALL_METRIC, warp_states
+    from widgets.experiments.kernels import warp_states
+    from widgets.experiments.ncu import STALL_METRIC
 
     tmp = Path(a.tmp)
     rows, problems = [], []

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import ctypes
 import math
-import re
 import statistics
 import time
 from dataclasses import dataclass
@@ -39,6 +38,7 @@ from ..models import kernels as model
 from ..units import fmt_bytes
 from . import harness
 from . import kernels_cuda as kc
+from .ncu import STALL_METRIC, ncu_count
 
 BIG = (4096, 4096, 4096)
 RAGGED = ((127, 131, 129), (260, 132, 68))
@@ -618,15 +618,6 @@ def accuracy_rows(record: dict) -> list:
     return rows
 
 
-def _ncu_count(metrics, name: str, where: str, record: str = "kernels_ncu"):
-    v = metrics.get(name) if isinstance(metrics, dict) else None
-    if v is None:
-        return None
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-        raise ValueError(f"{record} record field {where}.metrics[{name!r}] must be a finite number >= 0 or null, got {v!r}")
-    return float(v)
-
-
 def ncu_passes(record: dict) -> list:
     """The L1 passes Nsight Compute counted for the book's untiled rungs, beside the model's, per (rung, K).
 
@@ -662,15 +653,15 @@ def ncu_passes(record: dict) -> list:
         if isinstance(warps, bool) or not isinstance(warps, int) or warps < 1:
             raise ValueError(f"kernels_ncu record field {where}.launch.warps must be a positive integer, got {warps!r}")
         wk = float(warps) * k
-        glob = _ncu_count(metrics, "l1tex__data_pipe_lsu_wavefronts_mem_global_op_ld.sum", where)
-        total = _ncu_count(metrics, "l1tex__data_pipe_lsu_wavefronts.sum", where)
-        shared = _ncu_count(metrics, "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", where) or 0.0
+        glob = ncu_count(metrics, "l1tex__data_pipe_lsu_wavefronts_mem_global_op_ld.sum", where, "kernels_ncu")
+        total = ncu_count(metrics, "l1tex__data_pipe_lsu_wavefronts.sum", where, "kernels_ncu")
+        shared = ncu_count(metrics, "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", where, "kernels_ncu") or 0.0
         data = glob if glob is not None else (None if total is None else total - shared)
-        tag = _ncu_count(metrics, "l1tex__t_output_wavefronts_pipe_lsu_mem_global_op_ld.sum", where)
+        tag = ncu_count(metrics, "l1tex__t_output_wavefronts_pipe_lsu_mem_global_op_ld.sum", where, "kernels_ncu")
         if data is None or tag is None:
             raise ValueError(f"kernels_ncu record field {where}.metrics has no data-stage or tag-stage wavefront count")
-        cycles = _ncu_count(metrics, "sm__cycles_elapsed.avg", where)
-        requests = _ncu_count(metrics, "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", where)
+        cycles = ncu_count(metrics, "sm__cycles_elapsed.avg", where, "kernels_ncu")
+        requests = ncu_count(metrics, "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", where, "kernels_ncu")
         sms = launch.get("sms")
         loads = model.untiled_load_passes(rung, k)
         out.append(dict(
@@ -685,29 +676,6 @@ def ncu_passes(record: dict) -> list:
     return out
 
 
-# Nsight Compute's warp states (its Kernel Profiling Guide, "Warp Stall Reasons"): what a warp was doing in
-# the cycles between two of its instructions. ``selected`` is the cycle of the issue itself.
-STALL_MEANINGS = {
-    "lg_throttle": "waiting for room in the queue of global and local memory instructions to L1",
-    "long_scoreboard": "waiting on an L1TEX operation (here a global load's result)",
-    "mio_throttle": "waiting for room in the MIO queue (shared memory, special math, dynamic branches)",
-    "short_scoreboard": "waiting on an MIO result (shared memory, special math or a dynamic branch)",
-    "barrier": "waiting at __syncthreads for the block's other warps",
-    "not_selected": "ready, but passed over for another warp's instruction",
-    "wait": "in a fixed-latency wait the compiler scheduled",
-    "dispatch_stall": "ready, but the dispatcher held the instruction back (a pipeline or other conflict)",
-    "math_pipe_throttle": "waiting for the math pipe it needed",
-    "no_instruction": "waiting for an instruction fetch or on an instruction-cache miss",
-    "branch_resolving": "waiting for a branch target",
-    "drain": "waiting for its memory stores to drain at exit",
-    "membar": "waiting at a memory barrier",
-    "imc_miss": "waiting for the immediate-constant cache",
-    "misc": "stalled for other reasons",
-    "sleeping": "sleeping (nanosleep or yield)",
-    "tex_throttle": "waiting for room in the texture queue",
-    "gmma": "waiting for a warpgroup matrix multiply (wgmma)",
-}
-STALL_METRIC = re.compile(r"^smsp__average_warps_issue_stalled_(\w+?)_per_issue_active\.ratio$")
 _HZ = {"hz": 1.0, "khz": 1e3, "mhz": 1e6, "ghz": 1e9}
 
 
@@ -743,7 +711,7 @@ def warp_states(record: dict) -> list:
         m, units = row["metrics"], row.get("units") or {}
 
         def count(name, _m=m, _where=where):
-            return _ncu_count(_m, name, _where, "kernels_stalls")
+            return ncu_count(_m, name, _where, "kernels_stalls")
 
         states = {}
         for name in m:
