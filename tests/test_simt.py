@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import math
 import random
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -698,15 +699,41 @@ def test_amdahl_experiment(exp):
 
 
 def test_launch_prediction_is_independent_of_the_loop_it_predicts(exp):
-    """The host time per launch comes from a separate loop of another length, not from the
+    """The host time per launch comes from two separate loops of other lengths, not from the
     eager loop whose time is predicted (issue 10: the old 'prediction' had ratio 1 by construction)."""
-    res = exp.measure_launch_overhead(n_kernels=30, calibration_kernels=10, repeat=2)
-    assert res["calibration_n_kernels"] == 10 != res["n_kernels"]
+    res = exp.measure_launch_overhead(n_kernels=30, calibration_kernels=100, repeat=2)
+    assert res["calibration_n_kernels"] == 100 != res["n_kernels"] and res["calibration_short_n_kernels"] == 10
     assert res["host_per_launch_s"] > 0 and res["eager_min_s"] <= res["eager_s"] <= res["eager_max_s"]
+    # the slope and the intercept are the two loops' times, read back
+    assert res["host_per_launch_s"] == pytest.approx((res["calibration_long_s"] - res["calibration_short_s"]) / 90)
+    assert res["host_fixed_s"] + 10 * res["host_per_launch_s"] == pytest.approx(res["calibration_short_s"])
     fake = dict(res, graph_per_kernel_s=1e-6, host_per_launch_s=5e-6)
     assert exp.launch_prediction(fake) == {"predicted_eager_s": pytest.approx(30 * 5e-6), "label": "calibrated"}
-    with pytest.raises(ValueError, match="calibration_kernels"):
-        exp.measure_launch_overhead(n_kernels=10, calibration_kernels=0)
+    for bad in (0, 9):
+        with pytest.raises(ValueError, match="calibration_kernels"):
+            exp.measure_launch_overhead(n_kernels=10, calibration_kernels=bad)
+
+
+def test_launch_calibration_is_the_slope_of_two_loops(exp, monkeypatch):
+    """Hand-derived: a loop of k launches that costs 50 us once plus 8 us per launch gives 8 us per
+    launch and a 50 us intercept, where one loop's time over its launches would give 8 + 50/k us."""
+    loops = []
+
+    def fake_loop_s(fn, repeat=5):  # counts the launches of one loop instead of timing it
+        calls = []
+        with mock.patch.object(exp.torch.Tensor, "add_", lambda self, v: calls.append(v) or self):
+            fn()
+        loops.append(len(calls))
+        return 50e-6 + 8e-6 * len(calls)
+
+    monkeypatch.setattr(exp, "_host_time", fake_loop_s)
+    monkeypatch.setattr(exp, "_enqueue_time", fake_loop_s)
+    res = exp.measure_launch_overhead(n_kernels=20, calibration_kernels=200, repeat=2)
+    assert loops == [20, 200]
+    assert res["host_per_launch_s"] == pytest.approx(8e-6) and res["host_fixed_s"] == pytest.approx(50e-6)
+    assert exp.calibration_source(res) == "host time per launch from two separate loops of 20 and 200 launches (the slope)"
+    old = {k: v for k, v in res.to_record().items() if not k.startswith(("calibration_short", "calibration_long", "host_fixed"))}
+    assert exp.calibration_source(old) == "host time per launch from a separate 200-launch loop"  # the records made before
 
 
 def test_divergence_model_with_a_fixed_part(exp):
@@ -784,7 +811,7 @@ def test_kernel_bound_launch_loop(exp):
     CUDA graph gives the per-kernel time and the prediction is the model's max() of it."""
     import torch
 
-    res = exp.measure_launch_overhead(n_kernels=20, calibration_kernels=10, repeat=2)
+    res = exp.measure_launch_overhead(n_kernels=20, calibration_kernels=100, repeat=2)
     kb = res["kernel_bound"]
     if torch.cuda.is_available():
         assert kb.error_reason is None, kb.error_reason

@@ -198,6 +198,10 @@ class LaunchOverhead(harness.Result):
     calibration_n_kernels: int
     host_per_launch_s: float
     device: str
+    calibration_short_n_kernels: Optional[int] = None
+    calibration_short_s: Optional[float] = None
+    calibration_long_s: Optional[float] = None
+    host_fixed_s: Optional[float] = None
     graph_s: Optional[float] = None
     graph_min_s: Optional[float] = None
     graph_max_s: Optional[float] = None
@@ -751,13 +755,20 @@ def measure_launch_overhead(n_kernels: Optional[int] = None, *, calibration_kern
     and replayed from a CUDA graph that captured the same launches.
 
     The eager time is predicted from two constants, each measured by its own micro-benchmark
-    (so the comparison is labelled *calibrated*): the host time per launch, from the host clock
-    around a separate, shorter loop of ``calibration_kernels`` launches started with the GPU
-    idle; and the GPU time per kernel, from the graph replay. Neither is taken from the eager
-    loop it predicts.
+    (so the comparison is labelled *calibrated*): the host time per launch, and the GPU time per
+    kernel, from the graph replay. Neither is taken from the eager loop it predicts. The host
+    time per launch is the slope between two separate loops of launches, each started with the
+    GPU idle and timed on the host clock: ``calibration_kernels`` launches and a tenth as many,
+    (long - short) / (launches long - launches short). What a loop pays once, at its start, is the
+    intercept, ``host_fixed_s``; a single loop's time divided by its launches would spread it over
+    them (the book's first H200 records took the host time from one 200-launch loop, and it came
+    out above the eager loop's own time per launch).
     """
     n = _int_arg("n_kernels", (1000 if harness.on_gpu() else 200) if n_kernels is None else n_kernels)
-    c = _int_arg("calibration_kernels", (200 if harness.on_gpu() else 50) if calibration_kernels is None else calibration_kernels)
+    c = _int_arg("calibration_kernels", (2000 if harness.on_gpu() else 200) if calibration_kernels is None else calibration_kernels)
+    if c < 10:
+        raise ValueError(f"calibration_kernels must be 10 or more (its short loop is a tenth as long), got {c}")
+    short = c // 10
     dev = harness.device()
     x = torch.zeros(1, device=dev)
 
@@ -767,11 +778,18 @@ def measure_launch_overhead(n_kernels: Optional[int] = None, *, calibration_kern
 
     launches(c)  # warm-up: allocator, dispatcher caches
     harness.synchronize()
-    host_c = _enqueue_time(lambda: launches(c)) if harness.on_gpu() else _host_time(lambda: launches(c), repeat=5)
+    loop_s = _enqueue_time if harness.on_gpu() else _host_time
+    host_short, host_long = loop_s(lambda: launches(short)), loop_s(lambda: launches(c))
+    if host_long <= host_short:
+        raise RuntimeError(f"the {c}-launch loop took {host_long:.3g} s, no longer than the {short}-launch loop's "
+                           f"{host_short:.3g} s: the host's time per launch cannot be read from them")
+    per_launch = (host_long - host_short) / (c - short)
     eager_t = harness.time_fn(lambda: launches(n), warmup=2, repeat=repeat)
     harness.synchronize()
     result = {"n_kernels": n, "eager_s": eager_t.median_s, "eager_min_s": eager_t.min_s, "eager_max_s": eager_t.max_s,
-              "eager_per_kernel_s": eager_t.median_s / n, "calibration_n_kernels": c, "host_per_launch_s": host_c / c,
+              "eager_per_kernel_s": eager_t.median_s / n, "calibration_n_kernels": c, "host_per_launch_s": per_launch,
+              "calibration_short_n_kernels": short, "calibration_short_s": host_short, "calibration_long_s": host_long,
+              "host_fixed_s": host_short - short * per_launch,
               "graph_s": None, "graph_per_kernel_s": None, "speedup": None, "predicted_eager_s": None, "device": harness.device_name()}
     if harness.on_gpu():
         side = torch.cuda.Stream()
@@ -838,6 +856,15 @@ def _kernel_bound_loop(host_per_launch_s: float, *, n_kernels: Optional[int] = N
     except Exception as exc:  # optional reading: null and why
         out["error_reason"] = repr(exc)
     return out
+
+
+def calibration_source(res: dict) -> str:
+    """Where a ``measure_launch_overhead`` record's host time per launch came from, in words: the
+    slope between two separate loops, or (records made before it) one separate loop."""
+    if res.get("calibration_short_n_kernels"):
+        return (f"host time per launch from two separate loops of {res['calibration_short_n_kernels']:,} and "
+                f"{res['calibration_n_kernels']:,} launches (the slope)")
+    return f"host time per launch from a separate {res['calibration_n_kernels']:,}-launch loop"
 
 
 def launch_prediction(res: dict) -> dict:
@@ -1113,7 +1140,7 @@ def accuracy_rows(record: dict) -> list:
             rows.append(Row("simt", f"{lo['n_kernels']} tiny kernels launched eagerly",
                             "n x max(GPU time per kernel from the graph replay, host time per launch)",
                             lp["predicted_eager_s"], lo["eager_s"], "s", lp["label"], device,
-                            f"host time per launch from a separate {lo['calibration_n_kernels']}-launch loop"))
+                            calibration_source(lo)))
 
         kb = lo.get("kernel_bound") or {}
         if kb.get("eager_s") is not None and kb.get("graph_per_kernel_s") is not None:
