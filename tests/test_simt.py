@@ -731,7 +731,7 @@ def test_launch_calibration_is_the_slope_of_two_loops(exp, monkeypatch):
     res = exp.measure_launch_overhead(n_kernels=20, calibration_kernels=200, repeat=2)
     assert loops == [20, 200]
     assert res["host_per_launch_s"] == pytest.approx(8e-6) and res["host_fixed_s"] == pytest.approx(50e-6)
-    assert exp.calibration_source(res) == "host time per launch from two separate loops of 20 and 200 launches (the slope)"
+    assert exp.calibration_source(res) == "host time per launch from the slope between two separate loops of 20 and 200 launches"
     old = {k: v for k, v in res.to_record().items() if not k.startswith(("calibration_short", "calibration_long", "host_fixed"))}
     assert exp.calibration_source(old) == "host time per launch from a separate 200-launch loop"  # the records made before
 

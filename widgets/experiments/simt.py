@@ -862,8 +862,8 @@ def calibration_source(res: dict) -> str:
     """Where a ``measure_launch_overhead`` record's host time per launch came from, in words: the
     slope between two separate loops, or (records made before it) one separate loop."""
     if res.get("calibration_short_n_kernels"):
-        return (f"host time per launch from two separate loops of {res['calibration_short_n_kernels']:,} and "
-                f"{res['calibration_n_kernels']:,} launches (the slope)")
+        return (f"host time per launch from the slope between two separate loops of {res['calibration_short_n_kernels']:,} and "
+                f"{res['calibration_n_kernels']:,} launches")
     return f"host time per launch from a separate {res['calibration_n_kernels']:,}-launch loop"
 
 
