@@ -71,3 +71,24 @@ def test_rank_agreement_hand_derived():
     for bad in (([1, 2], [1, 2]), ([1, 2, 3], [1, 2]), ([1, 2, float("nan")], [1, 2, 3])):
         with pytest.raises(ValueError):
             rank_agreement(*bad)
+
+
+def test_ratio_figure_draws_one_band_per_chapter_with_every_comparison_in_it():
+    """The page's figure: a band per chapter (its tick names it with its count), every row one point
+    in its chapter's band and its label's lane; a chapter's many rows do not make the figure tall."""
+    from widgets.ui import accuracy as ui
+
+    rows = [_row(topic="simt", label="prediction", measured=1.0 + k / 100) for k in range(40)]
+    rows += [_row(topic="serving", label="fit"), _row(topic="simt", label="calibrated"), _row(topic="serving", label="prediction")]
+    fig = ui.ratio_figure(rows)
+    assert list(fig.layout.yaxis.ticktext) == ["simt (41)", "serving (2)"]
+    points = [(t.name, x, y) for t in fig.data for x, y in zip(t.x, t.y)]
+    assert len(points) == len(rows) and sorted(x for _, x, _ in points) == sorted(r.ratio for r in rows)
+    for name, _, y in points:
+        band = round(y)  # 0: simt, 1: serving
+        assert abs(y - band - ui.LABEL_LANES[name]) <= ui.SUB_LANE * (ui.SUB_LANES - 1) / 2 + 1e-12
+    assert {round(y) for name, _, y in points if name == "fit"} == {1}  # the serving fit sits in serving's band
+    assert len({y for name, _, y in points if name == "prediction" and round(y) == 0}) == ui.SUB_LANES  # spread, not stacked
+    assert fig.layout.height == ui.ratio_figure(rows[:1] + rows[-3:]).layout.height  # 41 rows of simt: no taller
+    with pytest.raises(ValueError, match="at least one"):
+        ui.ratio_figure([])

@@ -10,6 +10,10 @@ from ._core import series_color, set_layout, style_figure
 
 LABEL_COLORS = {label: series_color(i) for i, label in enumerate(LABELS)}
 LABEL_SYMBOLS = {"prediction": "circle", "calibrated": "diamond", "fit": "x"}
+# each label's lane in a chapter's band of the ratio figure (y grows downwards: the axis is reversed), and
+# the sub-lanes that keep a lane's points at nearly the same ratio apart
+LABEL_LANES = {"prediction": -0.24, "calibrated": 0.0, "fit": 0.24}
+SUB_LANES, SUB_LANE = 3, 0.06
 
 
 def _fmt(v: float) -> str:
@@ -50,56 +54,56 @@ def _with_unit(v: float, unit: str) -> str:
     return f"{v:,.4g} {unit}" if abs(v) < 1e6 else f"{v:.4g} {unit}"
 
 
-TOPIC_SHORT = {"memory_hierarchy": "mem", "simt": "simt", "tensor_cores": "tc", "kernels": "kern", "collectives": "coll",
-               "training_memory": "train", "serving": "serve", "attention": "attn"}
-LABEL_CHARS = 26  # a tick label that leaves a phone-wide plot room for its data
-
-
-def _short(row: Row) -> str:
-    text = f"{TOPIC_SHORT.get(row.topic, row.topic)}: {row.quantity}"
-    if len(text) <= LABEL_CHARS:
-        return text
-    head = LABEL_CHARS // 2 - 2
-    return text[:head] + "…" + text[-(LABEL_CHARS - head - 1):]  # keep the end: it names the case
-
-
 def ratio_figure(rows: list[Row]) -> go.Figure:
-    """measured / model for every row, one colour and symbol per label, the target band shaded.
+    """measured / model for every row: one band per chapter (topic, in the ledger's order, with its
+    count of comparisons), one colour, symbol and lane per label, the target band shaded.
 
-    Rows sit at integer positions with short tick labels (the full name is in the hover and in
-    the table below the figure), so the data keep most of a phone's width.
+    Within a chapter's band the labels keep their own lanes (prediction above, calibrated in the
+    middle, fit below) and a lane's points are spread over a few sub-lanes, so that points at
+    nearly the same ratio stay apart. Each point's full name, model and measured values are in
+    its hover and in the table below the figure: the figure stays a chapter per line, readable on a
+    phone, however many comparisons the book makes.
     """
     if not rows:
         raise ValueError("rows must hold at least one comparison")
+    topics = list(dict.fromkeys(r.topic for r in rows))
     fig = go.Figure()
     for label in LABELS:
-        sel = [(i, r) for i, r in enumerate(rows) if r.label == label]
+        sel = [r for r in rows if r.label == label]
         if not sel:
             continue
+        ys, seen = [], {}
+        for r in sel:
+            j = seen[r.topic] = seen.get(r.topic, -1) + 1  # this point's place among its chapter's rows of this label
+            ys.append(topics.index(r.topic) + LABEL_LANES[label] + SUB_LANE * ((j % SUB_LANES) - (SUB_LANES - 1) / 2))
         fig.add_trace(
             go.Scatter(
-                x=[r.ratio for _, r in sel],
-                y=[i for i, _ in sel],
+                x=[r.ratio for r in sel],
+                y=ys,
                 mode="markers",
                 name=label,
-                marker=dict(color=LABEL_COLORS[label], symbol=LABEL_SYMBOLS[label], size=9),
-                customdata=[[f"{r.topic}: {r.quantity} ({r.device})", _with_unit(r.predicted, r.unit), _with_unit(r.measured, r.unit), ""]
-                            for _, r in sel],  # fmt: skip
-                hovertemplate="%{customdata[0]}<br>model %{customdata[1]} %{customdata[3]}, measured %{customdata[2]}"
-                " %{customdata[3]}<br>ratio %{x:.3f}<extra></extra>",
+                marker=dict(color=LABEL_COLORS[label], symbol=LABEL_SYMBOLS[label], size=8, opacity=0.85),
+                customdata=[[f"{r.topic}: {r.quantity} ({r.device})", _with_unit(r.predicted, r.unit), _with_unit(r.measured, r.unit)]
+                            for r in sel],  # fmt: skip
+                hovertemplate="%{customdata[0]}<br>model %{customdata[1]}, measured %{customdata[2]}<br>ratio %{x:.3f}<extra></extra>",
             )
         )
     fig.add_vrect(x0=1 - TARGET, x1=1 + TARGET, fillcolor="#009E73", opacity=0.12, line_width=0)
     fig.add_vline(x=1, line=dict(color="#888", dash="dot"))
+    for k in range(1, len(topics)):  # a thin rule between two chapters' bands
+        fig.add_hline(y=k - 0.5, line=dict(color="rgba(128,128,128,0.25)", width=1))
     import math
 
     lo = min(min(r.ratio for r in rows), 1 - TARGET) / 1.3
     hi = max(max(r.ratio for r in rows), 1 + TARGET) * 1.3
-    fig.update_xaxes(type="log", title_text="measured / model", dtick=1, range=[math.log10(lo), math.log10(hi)])
-    fig.update_yaxes(range=[len(rows) - 0.5, -0.5], tickmode="array", tickvals=list(range(len(rows))),
-                     ticktext=[_short(r) for r in rows], tickfont=dict(size=10), showgrid=False)  # fmt: skip
-    style_figure(fig, title="Measured against the model", readout=f"shaded: within {TARGET:.0%} of the model",
-                 height=min(4000, max(440, 160 + 17 * len(rows))), legend=True)  # fmt: skip
+    count = {t: sum(r.topic == t for r in rows) for t in topics}
+    ticks = [v for v in (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100) if lo <= v <= hi]
+    fig.update_xaxes(type="log", title_text="measured / model", tickvals=ticks, ticktext=[f"{v:g}" for v in ticks],
+                     range=[math.log10(lo), math.log10(hi)])
+    fig.update_yaxes(range=[len(topics) - 0.5, -0.5], tickmode="array", tickvals=list(range(len(topics))),
+                     ticktext=[f"{t.replace('_', ' ')} ({count[t]})" for t in topics], showgrid=False, zeroline=False)  # fmt: skip
+    style_figure(fig, title="Measured against the model, by chapter", readout=f"shaded: within {TARGET:.0%} of the model",
+                 height=max(440, 160 + 64 * len(topics)), legend=True)  # fmt: skip
     set_layout(fig, margin=dict(l=8))
     return fig
 
