@@ -716,7 +716,8 @@ def test_launch_prediction_is_independent_of_the_loop_it_predicts(exp):
 
 def test_launch_calibration_is_the_slope_of_two_loops(exp, monkeypatch):
     """Hand-derived: a loop of k launches that costs 50 us once plus 8 us per launch gives 8 us per
-    launch and a 50 us intercept, where one loop's time over its launches would give 8 + 50/k us."""
+    launch and a 50 us intercept, where one loop's time over its launches would give 8 + 50/k us.
+    The two calibration loops run in turns, one of each per round."""
     loops = []
 
     def fake_loop_s(fn, repeat=5):  # counts the launches of one loop instead of timing it
@@ -726,10 +727,18 @@ def test_launch_calibration_is_the_slope_of_two_loops(exp, monkeypatch):
         loops.append(len(calls))
         return 50e-6 + 8e-6 * len(calls)
 
+    real_time_fn = exp.harness.time_fn
+
+    def timed(fn, **kw):  # marks where the eager loop ran
+        loops.append("eager")
+        return real_time_fn(fn, **kw)
+
     monkeypatch.setattr(exp, "_host_time", fake_loop_s)
     monkeypatch.setattr(exp, "_enqueue_time", fake_loop_s)
-    res = exp.measure_launch_overhead(n_kernels=20, calibration_kernels=200, repeat=2)
-    assert loops == [20, 200]
+    monkeypatch.setattr(exp.harness, "time_fn", timed)
+    res = exp.measure_launch_overhead(n_kernels=20, calibration_kernels=200, repeat=3)
+    assert loops[:9] == [20, 200, "eager"] * 3  # in turns, one of each per round
+    assert res["rounds"] == 3 and res["calibration_long_min_s"] == res["calibration_long_max_s"] == pytest.approx(50e-6 + 8e-6 * 200)
     assert res["host_per_launch_s"] == pytest.approx(8e-6) and res["host_fixed_s"] == pytest.approx(50e-6)
     assert exp.calibration_source(res) == "host time per launch from the slope between two separate loops of 20 and 200 launches"
     old = {k: v for k, v in res.to_record().items() if not k.startswith(("calibration_short", "calibration_long", "host_fixed"))}

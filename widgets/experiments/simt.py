@@ -202,6 +202,11 @@ class LaunchOverhead(harness.Result):
     calibration_short_s: Optional[float] = None
     calibration_long_s: Optional[float] = None
     host_fixed_s: Optional[float] = None
+    rounds: Optional[int] = None
+    calibration_short_min_s: Optional[float] = None
+    calibration_short_max_s: Optional[float] = None
+    calibration_long_min_s: Optional[float] = None
+    calibration_long_max_s: Optional[float] = None
     graph_s: Optional[float] = None
     graph_min_s: Optional[float] = None
     graph_max_s: Optional[float] = None
@@ -759,10 +764,12 @@ def measure_launch_overhead(n_kernels: Optional[int] = None, *, calibration_kern
     kernel, from the graph replay. Neither is taken from the eager loop it predicts. The host
     time per launch is the slope between two separate loops of launches, each started with the
     GPU idle and timed on the host clock: ``calibration_kernels`` launches and a tenth as many,
-    (long - short) / (launches long - launches short). What a loop pays once, at its start, is the
-    intercept, ``host_fixed_s``; a single loop's time divided by its launches would spread it over
-    them (the book's first H200 records took the host time from one 200-launch loop, and it came
-    out above the eager loop's own time per launch).
+    (long - short) / (launches long - launches short), so that what a loop pays once at its start
+    (the intercept, ``host_fixed_s``) is not spread over its launches. The host's own speed drifts
+    over time, so the two loops and the eager loop run in turns, one of each per round over
+    ``repeat`` rounds, and each is the median of its rounds, with its range recorded: a drift then
+    reaches all three alike (the book's first records timed one 200-launch loop before the eager
+    loop, and it came out well above the eager loop's time per launch).
     """
     n = _int_arg("n_kernels", (1000 if harness.on_gpu() else 200) if n_kernels is None else n_kernels)
     c = _int_arg("calibration_kernels", (2000 if harness.on_gpu() else 200) if calibration_kernels is None else calibration_kernels)
@@ -779,17 +786,24 @@ def measure_launch_overhead(n_kernels: Optional[int] = None, *, calibration_kern
     launches(c)  # warm-up: allocator, dispatcher caches
     harness.synchronize()
     loop_s = _enqueue_time if harness.on_gpu() else _host_time
-    host_short, host_long = loop_s(lambda: launches(short)), loop_s(lambda: launches(c))
+    rounds = _int_arg("repeat", repeat)
+    shorts, longs, eagers = [], [], []
+    for _ in range(rounds):  # in turns: a drift of the host's speed reaches the three loops alike
+        shorts.append(loop_s(lambda: launches(short), repeat=1))
+        longs.append(loop_s(lambda: launches(c), repeat=1))
+        eagers.append(harness.time_fn(lambda: launches(n), warmup=0, repeat=1).median_s)
+    harness.synchronize()
+    host_short, host_long, eager_s = (float(np.median(v)) for v in (shorts, longs, eagers))
     if host_long <= host_short:
         raise RuntimeError(f"the {c}-launch loop took {host_long:.3g} s, no longer than the {short}-launch loop's "
                            f"{host_short:.3g} s: the host's time per launch cannot be read from them")
     per_launch = (host_long - host_short) / (c - short)
-    eager_t = harness.time_fn(lambda: launches(n), warmup=2, repeat=repeat)
-    harness.synchronize()
-    result = {"n_kernels": n, "eager_s": eager_t.median_s, "eager_min_s": eager_t.min_s, "eager_max_s": eager_t.max_s,
-              "eager_per_kernel_s": eager_t.median_s / n, "calibration_n_kernels": c, "host_per_launch_s": per_launch,
+    result = {"n_kernels": n, "eager_s": eager_s, "eager_min_s": min(eagers), "eager_max_s": max(eagers),
+              "eager_per_kernel_s": eager_s / n, "calibration_n_kernels": c, "host_per_launch_s": per_launch,
               "calibration_short_n_kernels": short, "calibration_short_s": host_short, "calibration_long_s": host_long,
-              "host_fixed_s": host_short - short * per_launch,
+              "host_fixed_s": host_short - short * per_launch, "rounds": rounds,
+              "calibration_short_min_s": min(shorts), "calibration_short_max_s": max(shorts),
+              "calibration_long_min_s": min(longs), "calibration_long_max_s": max(longs),
               "graph_s": None, "graph_per_kernel_s": None, "speedup": None, "predicted_eager_s": None, "device": harness.device_name()}
     if harness.on_gpu():
         side = torch.cuda.Stream()
@@ -808,7 +822,7 @@ def measure_launch_overhead(n_kernels: Optional[int] = None, *, calibration_kern
         graph_t = harness.time_fn(graph.replay, warmup=2, repeat=repeat)
         per_kernel = graph_t.median_s / n
         result.update(graph_s=graph_t.median_s, graph_min_s=graph_t.min_s, graph_max_s=graph_t.max_s, graph_per_kernel_s=per_kernel,
-                      speedup=eager_t.median_s / graph_t.median_s)
+                      speedup=eager_s / graph_t.median_s)
     result["kernel_bound"] = _kernel_bound_loop(result["host_per_launch_s"], repeat=repeat)
     result.update(launch_prediction(result))
     return LaunchOverhead.from_record(result, strict=True)
@@ -1079,7 +1093,7 @@ def accuracy_rows(record: dict) -> list:
     Labels: the occupancy counts are a *prediction* (counting rules only, nothing measured goes
     in); bandwidth against occupancy is *calibrated* (the latency comes from the pointer chase);
     divergence is *calibrated* on the one-path and no-work runs; launch overhead is *calibrated*
-    on a separate launch loop and the graph replay, in both regimes (host-bound tiny kernels,
+    on two separate launch loops (their slope) and the graph replay, in both regimes (host-bound tiny kernels,
     kernel-bound large ones); Amdahl is *calibrated* on the one-worker steps' serial and parallel
     parts (the rows compare 2 and more workers only).
     """
