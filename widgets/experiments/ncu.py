@@ -13,7 +13,10 @@ import re
 
 # Nsight Compute's warp states (the Kernel Profiling Guide, "Warp Stall Reasons"; cited in the book as
 # simt_nsight_compute): what a warp was doing in a cycle of the cycles between two of its instructions,
-# keyed as in the counter names (STALL_METRIC). ``selected`` is the cycle of the issue itself.
+# keyed as in the counter names (STALL_METRIC). ``selected`` is the cycle of the issue itself. Two keys
+# differ from the Guide's list: ``no_instruction`` (the Guide's PC-sampling name is no_instructions) and
+# Hopper's ``gmma``, which the Guide describes as the warpgroup-arrive state (WARPGROUP.ARRIVES or
+# WARPGROUP.WAIT; a pairing inferred from Nsight Compute's own Warpgroup Arrive rule, which reads this counter).
 # Ordered from the states the book's kernels show most to the rare ones (the kernels chapter's legend
 # lists them in this order).
 STALL_MEANINGS = {
@@ -28,14 +31,15 @@ STALL_MEANINGS = {
     "dispatch_stall": "ready, but the dispatcher held the instruction back (a pipeline or other conflict)",
     "math_pipe_throttle": "waiting for the math pipe it needs to be free",
     "no_instruction": "waiting for an instruction fetch or on an instruction-cache miss",
-    "branch_resolving": "waiting for a branch target to be computed",
-    "drain": "waiting at its exit for its outstanding memory writes (stores, atomics) to complete",
+    "branch_resolving": "waiting for a branch target to be computed and the program counter updated",
+    "drain": "waiting at its exit for its outstanding memory operations (in practice stores and atomics) to complete",
     "membar": "waiting at a memory barrier (fence)",
-    "imc_miss": "waiting for the immediate-constant cache",
+    "imc_miss": "waiting on a miss in the immediate-constant cache (the constant-bank operands of an instruction)",
     "misc": "stalled for other reasons",
     "sleeping": "asleep (nanosleep, or every thread yielded or blocked)",
     "tex_throttle": "waiting for room in the texture queue",
-    "gmma": "waiting for a warpgroup matrix multiply (wgmma)",
+    "gmma": ("waiting at a warpgroup arrive or wait (wgmma.fence, wgmma.wait_group): for the warpgroup's other warps, "
+             "or for its asynchronous wgmma to finish"),
 }
 
 STALL_METRIC = re.compile(r"^smsp__average_warps_issue_stalled_(\w+?)_per_issue_active\.ratio$")
