@@ -92,3 +92,8 @@ def test_ratio_figure_draws_one_band_per_chapter_with_every_comparison_in_it():
     assert fig.layout.height == ui.ratio_figure(rows[:1] + rows[-3:]).layout.height  # 41 rows of simt: no taller
     with pytest.raises(ValueError, match="at least one"):
         ui.ratio_figure([])
+    # the hover: the comparison's name in lines that fit a phone, its label, both values
+    long = ui.ratio_figure([_row(topic="tensor_cores", quantity="a long name " * 6, label="fit")])
+    name = long.data[0].customdata[0][0]
+    assert name.startswith("tensor cores: a long") and all(len(line) <= ui.HOVER_CHARS for line in name.split("<br>"))
+    assert "fit: model %{customdata[1]}, measured %{customdata[2]}" in long.data[0].hovertemplate

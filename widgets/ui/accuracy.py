@@ -54,6 +54,21 @@ def _with_unit(v: float, unit: str) -> str:
     return f"{v:,.4g} {unit}" if abs(v) < 1e6 else f"{v:.4g} {unit}"
 
 
+HOVER_CHARS = 40  # a hover line that fits a phone's width
+
+
+def _wrap(text: str, width: int = HOVER_CHARS) -> str:
+    """``text`` broken into lines of at most ``width`` characters at spaces (plotly's ``<br>``), so
+    that a point's hover box fits a phone; a word longer than a line keeps its own line."""
+    lines: list[str] = []
+    for word in text.split():
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return "<br>".join(lines)
+
+
 def ratio_figure(rows: list[Row]) -> go.Figure:
     """measured / model for every row: one band per chapter (topic, in the ledger's order, with its
     count of comparisons), one colour, symbol and lane per label, the target band shaded.
@@ -83,9 +98,10 @@ def ratio_figure(rows: list[Row]) -> go.Figure:
                 mode="markers",
                 name=label,
                 marker=dict(color=LABEL_COLORS[label], symbol=LABEL_SYMBOLS[label], size=8, opacity=0.85),
-                customdata=[[f"{r.topic}: {r.quantity} ({r.device})", _with_unit(r.predicted, r.unit), _with_unit(r.measured, r.unit)]
-                            for r in sel],  # fmt: skip
-                hovertemplate="%{customdata[0]}<br>model %{customdata[1]}, measured %{customdata[2]}<br>ratio %{x:.3f}<extra></extra>",
+                customdata=[[_wrap(f"{r.topic.replace('_', ' ')}: {r.quantity} ({r.device})"), _with_unit(r.predicted, r.unit),
+                             _with_unit(r.measured, r.unit)] for r in sel],  # fmt: skip
+                hovertemplate=f"%{{customdata[0]}}<br>{label}: model %{{customdata[1]}}, measured %{{customdata[2]}}"
+                              "<br>ratio %{x:.3f}<extra></extra>",
             )
         )
     fig.add_vrect(x0=1 - TARGET, x1=1 + TARGET, fillcolor="#009E73", opacity=0.12, line_width=0)
