@@ -27,7 +27,7 @@ STALL_MEANINGS = {
     "barrier": "waiting at a block-wide barrier (__syncthreads) for the block's other warps",
     "not_selected": "ready, but passed over for another warp's instruction",
     "selected": "issuing an instruction",
-    "wait": "in a fixed-latency wait the compiler scheduled",
+    "wait": "waiting on a fixed-latency dependency (an arithmetic result whose latency the compiler knows and waits out)",
     "dispatch_stall": "ready, but the dispatcher held the instruction back (a pipeline or other conflict)",
     "math_pipe_throttle": "waiting for the math pipe it needs to be free",
     "no_instruction": "waiting for an instruction fetch or on an instruction-cache miss",
