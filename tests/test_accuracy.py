@@ -97,3 +97,10 @@ def test_ratio_figure_draws_one_band_per_chapter_with_every_comparison_in_it():
     name = long.data[0].customdata[0][0]
     assert name.startswith("tensor cores: a long") and all(len(line) <= ui.HOVER_CHARS for line in name.split("<br>"))
     assert "fit: model %{customdata[1]}, measured %{customdata[2]}" in long.data[0].hovertemplate
+
+
+def test_the_ledger_runs_in_the_books_chapter_order():
+    from widgets.experiments import TOPICS
+
+    topics = list(dict.fromkeys(r.topic for r in accuracy.all_rows()))
+    assert topics == [t for t in TOPICS if t in topics] and len(topics) >= 6

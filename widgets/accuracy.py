@@ -80,11 +80,13 @@ def reference_records() -> list[tuple[str, dict]]:
 
 
 def all_rows() -> list[Row]:
-    """The rows of every committed reference record, topic by topic."""
+    """The rows of every committed reference record, topic by topic in the book's chapter order
+    (``widgets.experiments.TOPICS``; a topic not there after them, in the records' order)."""
+    topics = importlib.import_module("widgets.experiments").TOPICS  # as rows_for reaches them: at run time
     rows: list[Row] = []
     for _name, rec in reference_records():
         rows.extend(rows_for(rec["topic"], rec))
-    return rows
+    return sorted(rows, key=lambda r: topics.index(r.topic) if r.topic in topics else len(topics))
 
 
 def summary(rows: list[Row], tolerance: float = TARGET) -> dict:
