@@ -767,7 +767,7 @@ def measure_launch_overhead(n_kernels: Optional[int] = None, *, calibration_kern
     (long - short) / (launches long - launches short), so that what a loop pays once at its start
     (the intercept, ``host_fixed_s``) is not spread over its launches. The host's own speed drifts
     over time, so the two loops and the eager loop run in turns, one of each per round over
-    ``repeat`` rounds, and each is the median of its rounds, with its range recorded: a drift then
+    ``repeat`` rounds (5 at least), and each is the median of its rounds, with its range recorded: a drift then
     reaches all three alike (the book's first records timed one 200-launch loop before the eager
     loop, and it came out well above the eager loop's time per launch).
     """
@@ -786,7 +786,7 @@ def measure_launch_overhead(n_kernels: Optional[int] = None, *, calibration_kern
     launches(c)  # warm-up: allocator, dispatcher caches
     harness.synchronize()
     loop_s = _enqueue_time if harness.on_gpu() else _host_time
-    rounds = _int_arg("repeat", repeat)
+    rounds = max(_int_arg("repeat", repeat), 5)  # medians of 5 or more: one hiccup of a busy host cannot decide them
     shorts, longs, eagers = [], [], []
     for _ in range(rounds):  # in turns: a drift of the host's speed reaches the three loops alike
         shorts.append(loop_s(lambda: launches(short), repeat=1))
