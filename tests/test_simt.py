@@ -745,6 +745,23 @@ def test_launch_calibration_is_the_slope_of_two_loops(exp, monkeypatch):
     assert exp.calibration_source(old) == "host time per launch from a separate 200-launch loop"  # the records made before
 
 
+def test_launch_calibration_on_a_host_too_noisy_for_a_slope_fails_soft(exp, monkeypatch):
+    """Hand-made: every loop takes 1 ms whatever its length (a host whose noise drowns the launches).
+    The slope cannot be read, so the host time per launch is None with the reason, nothing is
+    predicted, and the reading still returns (a reader's Run All goes on) with the eager loop's time."""
+    monkeypatch.setattr(exp, "_host_time", lambda fn, repeat=5: 1e-3)
+    monkeypatch.setattr(exp, "_enqueue_time", lambda fn, repeat=5: 1e-3)
+    res = exp.measure_launch_overhead(n_kernels=20, calibration_kernels=200, repeat=3)
+    assert res["host_per_launch_s"] is None and res["host_fixed_s"] is None
+    assert "no longer than the 20-launch loop" in res["calibration_error"] and "medians of 5 rounds" in res["calibration_error"]
+    assert res["eager_s"] > 0 and res["predicted_eager_s"] is None and exp.launch_prediction(res)["predicted_eager_s"] is None
+    assert exp.LaunchOverhead.from_record(res.to_record(), strict=True) == res
+    from widgets.ui import simt as ui
+
+    host_row = ui.launch_compare_rows(None, res)[1]
+    assert host_row["here"] == "n/a: the two loops gave no slope (too noisy)"
+
+
 def test_divergence_model_with_a_fixed_part(exp):
     """The experiment times the kernel with no work on its path; the model multiplies only the
     per-path part: t(n) = fixed + n (t(1) - fixed)."""

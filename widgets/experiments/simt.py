@@ -175,7 +175,7 @@ class Divergence(harness.Result):
 class KernelBoundLoop(harness.Result):
     n_kernels: int
     nbytes: int
-    host_per_launch_s: float
+    host_per_launch_s: Optional[float]
     eager_s: Optional[float] = None
     graph_s: Optional[float] = None
     graph_per_kernel_s: Optional[float] = None
@@ -196,8 +196,9 @@ class LaunchOverhead(harness.Result):
     eager_max_s: float
     eager_per_kernel_s: float
     calibration_n_kernels: int
-    host_per_launch_s: float
+    host_per_launch_s: Optional[float]  # None when the two loops could not give a slope (calibration_error says why)
     device: str
+    calibration_error: Optional[str] = None
     calibration_short_n_kernels: Optional[int] = None
     calibration_short_s: Optional[float] = None
     calibration_long_s: Optional[float] = None
@@ -769,7 +770,9 @@ def measure_launch_overhead(n_kernels: Optional[int] = None, *, calibration_kern
     over time, so the two loops and the eager loop run in turns, one of each per round over
     ``repeat`` rounds (5 at least), and each is the median of its rounds, with its range recorded: a drift then
     reaches all three alike (the book's first records timed one 200-launch loop before the eager
-    loop, and it came out well above the eager loop's time per launch).
+    loop, and it came out well above the eager loop's time per launch). Where the long loop's
+    median is not longer than the short one's (a very noisy host), the host time per launch is
+    ``None``, ``calibration_error`` says why and nothing is predicted; the rest still stands.
     """
     n = _int_arg("n_kernels", (1000 if harness.on_gpu() else 200) if n_kernels is None else n_kernels)
     c = _int_arg("calibration_kernels", (2000 if harness.on_gpu() else 200) if calibration_kernels is None else calibration_kernels)
@@ -794,14 +797,17 @@ def measure_launch_overhead(n_kernels: Optional[int] = None, *, calibration_kern
         eagers.append(harness.time_fn(lambda: launches(n), warmup=0, repeat=1).median_s)
     harness.synchronize()
     host_short, host_long, eager_s = (float(np.median(v)) for v in (shorts, longs, eagers))
-    if host_long <= host_short:
-        raise RuntimeError(f"the {c}-launch loop took {host_long:.3g} s, no longer than the {short}-launch loop's "
-                           f"{host_short:.3g} s: the host's time per launch cannot be read from them")
-    per_launch = (host_long - host_short) / (c - short)
+    # A host too noisy for the slope (the long loop no faster per launch... or not slower at all) is a
+    # reading that failed, said why, not an exception: the eager loop and the graph still stand.
+    unreadable = (None if host_long > host_short else
+                  f"the {c}-launch loop took {host_long:.3g} s, no longer than the {short}-launch loop's {host_short:.3g} s "
+                  f"(medians of {rounds} rounds): this host's time per launch cannot be read from them")
+    per_launch = None if unreadable else (host_long - host_short) / (c - short)
     result = {"n_kernels": n, "eager_s": eager_s, "eager_min_s": min(eagers), "eager_max_s": max(eagers),
               "eager_per_kernel_s": eager_s / n, "calibration_n_kernels": c, "host_per_launch_s": per_launch,
               "calibration_short_n_kernels": short, "calibration_short_s": host_short, "calibration_long_s": host_long,
-              "host_fixed_s": host_short - short * per_launch, "rounds": rounds,
+              "host_fixed_s": None if unreadable else host_short - short * per_launch, "rounds": rounds,
+              "calibration_error": unreadable,
               "calibration_short_min_s": min(shorts), "calibration_short_max_s": max(shorts),
               "calibration_long_min_s": min(longs), "calibration_long_max_s": max(longs),
               "graph_s": None, "graph_per_kernel_s": None, "speedup": None, "predicted_eager_s": None, "device": harness.device_name()}
@@ -864,9 +870,10 @@ def _kernel_bound_loop(host_per_launch_s: float, *, n_kernels: Optional[int] = N
                 launches(n)
             graph_t = harness.time_fn(graph.replay, warmup=1, repeat=repeat)
             per_kernel = graph_t.median_s / n
-            out.update(graph_s=graph_t.median_s, graph_per_kernel_s=per_kernel,
-                       predicted_eager_s=model.launch_bound_time_s(n, per_kernel, host_per_launch_s),
-                       bound="kernel" if per_kernel >= host_per_launch_s else "host")
+            out.update(graph_s=graph_t.median_s, graph_per_kernel_s=per_kernel)
+            if host_per_launch_s is not None:  # no prediction without the tiny-kernel loop's host time
+                out.update(predicted_eager_s=model.launch_bound_time_s(n, per_kernel, host_per_launch_s),
+                           bound="kernel" if per_kernel >= host_per_launch_s else "host")
     except Exception as exc:  # optional reading: null and why
         out["error_reason"] = repr(exc)
     return out
@@ -885,7 +892,7 @@ def launch_prediction(res: dict) -> dict:
     """The eager time the launch model predicts from a ``measure_launch_overhead`` result (or
     record): ``n x max(GPU time per kernel, host time per launch)``; None without a graph run.
     *Calibrated*: the host time comes from a separate launch loop, the kernel time from the graph."""
-    if res.get("graph_per_kernel_s") is None:
+    if res.get("graph_per_kernel_s") is None or res.get("host_per_launch_s") is None:
         return {"predicted_eager_s": None, "label": None}
     pred = model.launch_bound_time_s(res["n_kernels"], res["graph_per_kernel_s"], res["host_per_launch_s"])
     return {"predicted_eager_s": pred, "label": "calibrated"}
@@ -1157,7 +1164,7 @@ def accuracy_rows(record: dict) -> list:
                             calibration_source(lo)))
 
         kb = lo.get("kernel_bound") or {}
-        if kb.get("eager_s") is not None and kb.get("graph_per_kernel_s") is not None:
+        if kb.get("eager_s") is not None and kb.get("graph_per_kernel_s") is not None and kb.get("host_per_launch_s") is not None:
             pred = model.launch_bound_time_s(kb["n_kernels"], kb["graph_per_kernel_s"], kb["host_per_launch_s"])
             rows.append(Row("simt", f"{kb['n_kernels']} add_ kernels on {kb['nbytes'] / MiB:.0f} MiB launched eagerly",
                             "n x max(GPU time per kernel from the graph replay, host time per launch from the tiny-kernel loop)",

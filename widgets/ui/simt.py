@@ -670,8 +670,11 @@ def launch_compare_rows(ref: dict | None, here: dict | None) -> list:
     rows.append(dict(quantity=f"{n:,} kernels, eager", model=t(lp["predicted_eager_s"]) if lp["predicted_eager_s"] else None,
                      label=lp["label"], reference=t(ref["eager_s"]) if ref else "not recorded",
                      ratio=_ratio(ref["eager_s"], lp["predicted_eager_s"]) if ref else None, here=t(here["eager_s"]) if here else None))
-    rows.append(dict(quantity="host time per launch", reference=t(ref["host_per_launch_s"]) if ref else "not recorded",
-                     here=t(here["host_per_launch_s"]) if here else None))
+    def host(r):  # a host too noisy for the two loops' slope gives none, and the record says why
+        return t(r["host_per_launch_s"]) if r.get("host_per_launch_s") else "n/a: the two loops gave no slope (too noisy)"
+
+    rows.append(dict(quantity="host time per launch", reference=host(ref) if ref else "not recorded",
+                     here=host(here) if here else None))
     rows.append(dict(quantity="same kernels from a CUDA graph, per kernel", reference=t(ref.get("graph_per_kernel_s")) if ref else "not recorded",
                      here=t(here.get("graph_per_kernel_s")) if here else None))
     rows.append(dict(quantity="graph speed-up", reference=f"{ref['speedup']:.1f}x" if ref and ref.get("speedup") else "n/a",
@@ -680,7 +683,8 @@ def launch_compare_rows(ref: dict | None, here: dict | None) -> list:
     if kb_ref.get("eager_s") is not None or kb_here.get("eager_s") is not None:
         kb = kb_ref if kb_ref.get("eager_s") is not None else kb_here
         pred = (m.launch_bound_time_s(kb_ref["n_kernels"], kb_ref["graph_per_kernel_s"], kb_ref["host_per_launch_s"])
-                if kb_ref.get("eager_s") is not None and kb_ref.get("graph_per_kernel_s") is not None else None)
+                if kb_ref.get("eager_s") is not None and kb_ref.get("graph_per_kernel_s") is not None
+                and kb_ref.get("host_per_launch_s") is not None else None)
         rows.append(dict(quantity=f"{kb['n_kernels']:,} kernels on {kb['nbytes'] / 2**20:.0f} MiB, eager (kernel-bound)",
                          model=t(pred) if pred else None, label="calibrated" if pred else None,
                          reference=t(kb_ref.get("eager_s")) if kb_ref else "not recorded",
