@@ -673,12 +673,13 @@ def launch_compare_rows(ref: dict | None, here: dict | None) -> list:
     def host(r):  # a host too noisy for the two loops' slope gives none, and the record says why
         return t(r["host_per_launch_s"]) if r.get("host_per_launch_s") else "n/a: the two loops gave no slope (too noisy)"
 
-    rows.append(dict(quantity="host time per launch", reference=host(ref) if ref else "not recorded",
+    rows.append(dict(quantity="host time per launch (an input of the model)", reference=host(ref) if ref else "not recorded",
                      here=host(here) if here else None))
-    rows.append(dict(quantity="same kernels from a CUDA graph, per kernel", reference=t(ref.get("graph_per_kernel_s")) if ref else "not recorded",
+    rows.append(dict(quantity="same kernels from a CUDA graph, per kernel (an input of the model)", reference=t(ref.get("graph_per_kernel_s")) if ref else "not recorded",
                      here=t(here.get("graph_per_kernel_s")) if here else None))
-    rows.append(dict(quantity="graph speed-up", reference=f"{ref['speedup']:.1f}x" if ref and ref.get("speedup") else "n/a",
-                     here=(f"{here['speedup']:.1f}x" if here.get("speedup") else "n/a (no GPU)") if here else None))
+    rows.append(dict(quantity="graph speed-up (eager time over graph time)",
+                     reference=f"{ref['speedup']:.1f}×" if ref and ref.get("speedup") else "n/a",
+                     here=(f"{here['speedup']:.1f}×" if here.get("speedup") else "n/a (no GPU)") if here else None))
     kb_ref, kb_here = ((r or {}).get("kernel_bound") or {} for r in (ref, here))
     if kb_ref.get("eager_s") is not None or kb_here.get("eager_s") is not None:
         kb = kb_ref if kb_ref.get("eager_s") is not None else kb_here
@@ -690,7 +691,7 @@ def launch_compare_rows(ref: dict | None, here: dict | None) -> list:
                          reference=t(kb_ref.get("eager_s")) if kb_ref else "not recorded",
                          ratio=_ratio(kb_ref.get("eager_s"), pred) if pred else None,
                          here=t(kb_here.get("eager_s")) if kb_here else None))
-        rows.append(dict(quantity="those kernels from a CUDA graph, per kernel",
+        rows.append(dict(quantity="those kernels from a CUDA graph, per kernel (an input of the model)",
                          reference=t(kb_ref.get("graph_per_kernel_s")) if kb_ref else "not recorded",
                          here=t(kb_here.get("graph_per_kernel_s")) if kb_here else None))
     return rows
