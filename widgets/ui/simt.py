@@ -675,7 +675,8 @@ def launch_compare_rows(ref: dict | None, here: dict | None) -> list:
 
     rows.append(dict(quantity="host time per launch (an input of the model)", reference=host(ref) if ref else "not recorded",
                      here=host(here) if here else None))
-    rows.append(dict(quantity="same kernels from a CUDA graph, per kernel (an input of the model)", reference=t(ref.get("graph_per_kernel_s")) if ref else "not recorded",
+    rows.append(dict(quantity="same kernels from a CUDA graph, per kernel (an input of the model)",
+                     reference=t(ref.get("graph_per_kernel_s")) if ref else "not recorded",
                      here=t(here.get("graph_per_kernel_s")) if here else None))
     rows.append(dict(quantity="graph speed-up (eager time over graph time)",
                      reference=f"{ref['speedup']:.1f}×" if ref and ref.get("speedup") else "n/a",
