@@ -515,6 +515,41 @@ def test_every_guess_is_answered_behind_a_click(desktop, chapter):
     assert not problems, f"{chapter}: " + "; ".join(problems)
 
 
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_every_solution_opens_where_its_title_is_clicked(desktop, chapter):
+    """A hidden solution's title is its toggle, and most of it is sphinx-exercise's link back to the
+    exercise ("Solution to Exercise 1 (...)"): a click on that text must open the solution, not jump
+    to the exercise (book/_static/gpubook.css)."""
+    v = desktop(f"chapters/{chapter}")
+    page, mark = v.page, _mark(v)
+    url, problems = page.url, []
+    sols = page.locator("div.solution.dropdown")
+    for i in range(sols.count()):
+        sol = sols.nth(i)
+        body = sol.locator(":scope > :not(.admonition-title)")
+        link = sol.locator(":scope > .admonition-title a.reference")
+        if body.count() == 0 or link.count() == 0:
+            problems.append(f"solution {i}: {'no body' if body.count() == 0 else 'no exercise link in its title'}")
+            continue
+        sol.scroll_into_view_if_needed()
+        if body.first.is_visible():
+            problems.append(f"solution {i}: visible before it is clicked")
+            continue
+        box = link.first.bounding_box()  # where a reader clicks: on the link's text (the title may take the click)
+        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        page.wait_for_timeout(300)
+        if page.url != url:
+            problems.append(f"solution {i}: a click on its title went to {page.url.rsplit('/', 1)[-1]}")
+            page.goto(url)
+        elif not body.first.is_visible():
+            problems.append(f"solution {i}: still hidden after a click on its title's text")
+    messages = _messages_since(v, mark)
+    if messages:
+        problems.append(f"console while opening the solutions: {messages[:5]}")
+    assert sols.count(), f"{chapter}: no hidden solution found"
+    assert not problems, f"{chapter}: " + "; ".join(problems)
+
+
 # ---------------------------------------------------------------------------------------------
 # phone and dark mode
 
