@@ -81,12 +81,18 @@ def test_ratio_figure_draws_one_band_per_chapter_with_every_comparison_in_it():
     rows = [_row(topic="simt", label="prediction", measured=1.0 + k / 100) for k in range(40)]
     rows += [_row(topic="serving", label="fit"), _row(topic="simt", label="calibrated"), _row(topic="serving", label="prediction")]
     fig = ui.ratio_figure(rows)
-    assert list(fig.layout.yaxis.ticktext) == ["simt (41)", "serving (2)"]
+    assert [a.text for a in fig.layout.annotations] == ["<b>SIMT execution</b> (41)", "<b>Serving</b> (2)"]
+    for k, a in enumerate(fig.layout.annotations):  # each name on its own line at its band's top, left of the points
+        assert (a.xref, a.x, a.xanchor, a.yref, a.y, a.yanchor) == ("paper", 0, "left", "y", k - 0.5, "top")
+        assert a.font.color is None  # the theme's text colour, light or dark
+    # the names are not the y axis's tick labels: on a phone those took ~45% of the width from the points
+    assert fig.layout.yaxis.showticklabels is False and fig.layout.margin.l <= 16
     points = [(t.name, x, y) for t in fig.data for x, y in zip(t.x, t.y)]
     assert len(points) == len(rows) and sorted(x for _, x, _ in points) == sorted(r.ratio for r in rows)
     for name, _, y in points:
         band = round(y)  # 0: simt, 1: serving
         assert abs(y - band - ui.LABEL_LANES[name]) <= ui.SUB_LANE * (ui.SUB_LANES - 1) / 2 + 1e-12
+        assert ui.HEADER + 0.05 <= y - band <= 0.45  # below the band's name strip, above the next band (marker radius ~0.05)
     assert {round(y) for name, _, y in points if name == "fit"} == {1}  # the serving fit sits in serving's band
     assert len({y for name, _, y in points if name == "prediction" and round(y) == 0}) == ui.SUB_LANES  # spread, not stacked
     assert fig.layout.height == ui.ratio_figure(rows[:1] + rows[-3:]).layout.height  # 41 rows of simt: no taller
@@ -95,7 +101,7 @@ def test_ratio_figure_draws_one_band_per_chapter_with_every_comparison_in_it():
     # the hover: the comparison's name in lines that fit a phone, its label, both values
     long = ui.ratio_figure([_row(topic="tensor_cores", quantity="a long name " * 6, label="fit")])
     name = long.data[0].customdata[0][0]
-    assert name.startswith("tensor cores: a long") and all(len(line) <= ui.HOVER_CHARS for line in name.split("<br>"))
+    assert name.startswith("Tensor cores: a long") and all(len(line) <= ui.HOVER_CHARS for line in name.split("<br>"))
     assert "fit: model %{customdata[1]}, measured %{customdata[2]}" in long.data[0].hovertemplate
 
 
@@ -104,3 +110,79 @@ def test_the_ledger_runs_in_the_books_chapter_order():
 
     topics = list(dict.fromkeys(r.topic for r in accuracy.all_rows()))
     assert topics == [t for t in TOPICS if t in topics] and len(topics) >= 6
+
+
+def _chapter_title(topic: str) -> str:
+    import json
+    from pathlib import Path
+
+    nb = json.loads((Path(__file__).resolve().parents[1] / "chapters" / f"{topic}.ipynb").read_text())
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "markdown":
+            for line in "".join(cell["source"]).splitlines():
+                if line.startswith("# "):
+                    return line[2:].strip()
+    raise AssertionError(f"chapters/{topic}.ipynb has no title")
+
+
+def test_topic_names_are_the_chapters_own_titles():
+    """One display name per chapter (figure bands, hovers, tables): its title as the book gives it, up to
+    the colon, read from the chapter itself so the two cannot drift (reader check A4: "simt",
+    "tensor_cores:")."""
+    from widgets.experiments import TOPICS
+
+    assert set(accuracy.TOPIC_NAMES) == set(TOPICS)
+    for topic in TOPICS:
+        title = _chapter_title(topic)
+        assert title.split(":")[0] == accuracy.topic_name(topic), (topic, title)
+    assert accuracy.topic_name("simt").startswith("SIMT ") and accuracy.topic_name("a_new_topic") == "a new topic"
+
+
+def _cells(html: str, column: int) -> list[str]:
+    import re
+
+    return [re.findall(r"<td>(.*?)</td>", tr)[column] for tr in re.findall(r"<tr>(.*?)</tr>", html) if "<td>" in tr]
+
+
+def test_the_page_names_chapters_one_way_and_writes_powers_as_powers():
+    """Over the committed ledger: every band, hover and table row names its chapter by its display name,
+    and no label, input or note shows a caret ("bf16 GEMM 8191^3" reads 8191³; reader check A4, A5)."""
+    from widgets.ui import accuracy as ui
+
+    rows = accuracy.all_rows()
+    names = set(accuracy.TOPIC_NAMES.values())
+    assert any("^" in r.quantity for r in rows)  # the records' labels do carry carets: the page converts them
+    fig = ui.ratio_figure(rows)
+    for a in fig.layout.annotations:
+        assert a.text.split("</b>")[0].removeprefix("<b>") in names
+    for trace in fig.data:
+        for hover in trace.customdata:
+            assert hover[0].split(":")[0] in names and "^" not in hover[0] and "_" not in hover[0].split(":")[0]
+    assert "8191³" in "".join(t.customdata[i][0].replace("<br>", " ") for t in fig.data for i in range(len(t.customdata)))
+    table = ui.rows_table(rows)
+    assert "^" not in table and "8191³" in table
+    assert set(_cells(table, 0)) <= names and len(_cells(table, 0)) == len(rows)
+    outside = accuracy.summary(rows)["outside"]
+    assert outside and set(_cells(ui.outside_table(outside), 0)) <= names and "^" not in ui.outside_table(outside)
+    assert ui.display_text("4 N d + 4 N^2; 8192^3; 2^-10") == "4 N d + 4 N²; 8192³; 2⁻¹⁰"
+
+
+def test_every_value_shows_its_unit_and_fractions_read_as_percentages():
+    """A dimensionless fraction ("-": the training chapter's recomputation overhead, the extra time over the
+    step's) reads as a percentage, not "model 0.04508, measured 0.241" (reader check A5); no value is in
+    Python's e-notation."""
+    from widgets.ui import accuracy as ui
+
+    assert ui._with_unit(0.04508, "-") == "4.508%" and ui._with_unit(0.241, "fraction") == "24.1%"
+    assert ui._with_unit(0.045, "fraction of the step") == "4.5% of the step"
+    assert ui._with_unit(2.864e-7, "relative error") == "2.864 × 10⁻⁷" and ui._with_unit(0.002346, "relative error") == "0.002346"
+    assert ui._with_unit(35, "registers") == "35 registers" and ui._with_unit(8388608, "count") == "8,388,608"
+    rows = accuracy.all_rows()
+    fractions = [r for r in rows if r.unit in ui.FRACTION_UNITS]
+    assert fractions  # the training chapter's recomputation rows
+    table = ui.rows_table(rows)
+    for r in rows:
+        for v in (ui._with_unit(r.predicted, r.unit), ui._with_unit(r.measured, r.unit)):
+            assert "e-" not in v and "e+" not in v, (r.quantity, v)
+            if r.unit in ui.FRACTION_UNITS:
+                assert v.endswith("%") and v in table, (r.quantity, v)

@@ -20,6 +20,30 @@ from dataclasses import dataclass
 
 LABELS = ("prediction", "calibrated", "fit")
 
+# Each topic's name where the ledger shows it (the figure's bands, the hovers, the tables): the short
+# title of its chapter, the first heading of chapters/<topic>.ipynb up to its colon (a test holds
+# them together), never the key with its underscores.
+TOPIC_NAMES = {
+    "memory_hierarchy": "The memory hierarchy",
+    "simt": "SIMT execution",
+    "tensor_cores": "Tensor cores",
+    "kernels": "Kernels",
+    "collectives": "Collective communication",
+    "training_memory": "Training memory",
+    "serving": "Serving",
+    "attention": "Attention and FlashAttention",
+}
+
+
+def topic_name(topic: str) -> str:
+    """The name a reader sees for ``topic``: its chapter's short title (``TOPIC_NAMES``); a topic
+    without a chapter, its key in words.
+
+    >>> topic_name("simt"), topic_name("new_topic")
+    ('SIMT execution', 'new topic')
+    """
+    return TOPIC_NAMES.get(topic, topic.replace("_", " "))
+
 
 @dataclass(frozen=True)
 class Row:

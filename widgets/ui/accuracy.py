@@ -2,22 +2,48 @@
 
 from __future__ import annotations
 
+import re
+
 import plotly.graph_objects as go
 
-from ..accuracy import LABELS, TARGET, Row
+from ..accuracy import LABELS, TARGET, Row, topic_name
 from ..book import table  # noqa: F401  (the page uses ui.table too)
 from ._core import series_color, set_layout, style_figure
 
 LABEL_COLORS = {label: series_color(i) for i, label in enumerate(LABELS)}
 LABEL_SYMBOLS = {"prediction": "circle", "calibrated": "diamond", "fit": "x"}
-# each label's lane in a chapter's band of the ratio figure (y grows downwards: the axis is reversed), and
-# the sub-lanes that keep a lane's points at nearly the same ratio apart
-LABEL_LANES = {"prediction": -0.24, "calibrated": 0.0, "fit": 0.24}
-SUB_LANES, SUB_LANE = 3, 0.06
+# each label's lane in a chapter's band of the ratio figure (y grows downwards: the axis is reversed; a
+# band spans its index +- 0.5, its top strip down to HEADER holds the chapter's name), and the sub-lanes
+# that keep a lane's points at nearly the same ratio apart
+LABEL_LANES = {"prediction": -0.12, "calibrated": 0.1, "fit": 0.32}
+SUB_LANES, SUB_LANE = 3, 0.055
+HEADER = -0.28  # the name strip of a band: from its top (-0.5) to here, above every lane's points
+BAND_PX = 76  # a band's height in the figure: its name's line and three lanes
+
+_SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
 
 
-def _fmt(v: float) -> str:
-    return f"{v:.4g}"
+def display_text(text: str) -> str:
+    """A row's words as a reader sees them: powers written as powers ("8192^3" -> "8192³",
+    "N^2" -> "N²"), wherever the row's label was made.
+
+    >>> display_text("bf16 GEMM 8191^3, 4 N d + 4 N^2, 2^-10")
+    'bf16 GEMM 8191³, 4 N d + 4 N², 2⁻¹⁰'
+    """
+    return re.sub(r"\^(-?\d+)", lambda m: m.group(1).translate(_SUPERSCRIPT), str(text))
+
+
+def _plain(v: float) -> str:
+    """A number without a unit, never in Python's e-notation: 0.002346, 12,345, 2.864 × 10⁻⁷."""
+    if v == 0 or 1e-4 <= abs(v) < 1e6:  # where Python's 4-digit "g" format does too
+        return f"{v:,.4g}"
+    mantissa, exponent = f"{v:.3e}".split("e")
+    return f"{float(mantissa):.4g} × 10{str(int(exponent)).translate(_SUPERSCRIPT)}"
+
+
+# units of a dimensionless fraction (the training chapter's recomputation overhead is "-": the extra time
+# over the step's): shown as a percentage, "fraction of the step" as "4.5% of the step"
+FRACTION_UNITS = ("-", "fraction", "")
 
 
 def _with_unit(v: float, unit: str) -> str:
@@ -49,9 +75,13 @@ def _with_unit(v: float, unit: str) -> str:
         return f"{v:,.0f}"
     if unit == "x":
         return f"{v:.4g}x"
-    if unit in ("-", "count", "relative error", ""):
-        return f"{v:,.4g}" if abs(v) < 1e6 else f"{v:.4g}"
-    return f"{v:,.4g} {unit}" if abs(v) < 1e6 else f"{v:.4g} {unit}"
+    if unit in FRACTION_UNITS:
+        return f"{100 * v:.4g}%"
+    if unit.startswith("fraction of "):
+        return f"{100 * v:.4g}% {unit.removeprefix('fraction ')}"
+    if unit in ("count", "relative error"):  # the quantity names what is counted, or the error
+        return _plain(v)
+    return f"{_plain(v)} {unit}"
 
 
 HOVER_CHARS = 40  # a hover line that fits a phone's width
@@ -70,14 +100,16 @@ def _wrap(text: str, width: int = HOVER_CHARS) -> str:
 
 
 def ratio_figure(rows: list[Row]) -> go.Figure:
-    """measured / model for every row: one band per chapter (topic, in the ledger's order, with its
-    count of comparisons), one colour, symbol and lane per label, the target band shaded.
+    """measured / model for every row: one band per chapter (topic, in the ledger's order, its
+    chapter's name and count of comparisons on a line at the band's top), one colour, symbol and
+    lane per label, the target band shaded.
 
     Within a chapter's band the labels keep their own lanes (prediction above, calibrated in the
     middle, fit below) and a lane's points are spread over a few sub-lanes, so that points at
     nearly the same ratio stay apart. Each point's full name, model and measured values are in
-    its hover and in the table below the figure: the figure stays a chapter per line, readable on a
-    phone, however many comparisons the book makes.
+    its hover and in the table below the figure: the figure stays a chapter per band, readable on a
+    phone, however many comparisons the book makes. The chapters' names sit inside the plot, not as
+    the y axis's tick labels, so that the points get the figure's whole width on a phone.
     """
     if not rows:
         raise ValueError("rows must hold at least one comparison")
@@ -98,7 +130,7 @@ def ratio_figure(rows: list[Row]) -> go.Figure:
                 mode="markers",
                 name=label,
                 marker=dict(color=LABEL_COLORS[label], symbol=LABEL_SYMBOLS[label], size=8, opacity=0.85),
-                customdata=[[_wrap(f"{r.topic.replace('_', ' ')}: {r.quantity} ({r.device})"), _with_unit(r.predicted, r.unit),
+                customdata=[[_wrap(f"{topic_name(r.topic)}: {display_text(r.quantity)} ({r.device})"), _with_unit(r.predicted, r.unit),
                              _with_unit(r.measured, r.unit)] for r in sel],  # fmt: skip
                 hovertemplate=f"%{{customdata[0]}}<br>{label}: model %{{customdata[1]}}, measured %{{customdata[2]}}"
                               "<br>ratio %{x:.3f}<extra></extra>",
@@ -116,10 +148,12 @@ def ratio_figure(rows: list[Row]) -> go.Figure:
     ticks = [v for v in (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100) if lo <= v <= hi]
     fig.update_xaxes(type="log", title_text="measured / model", tickvals=ticks, ticktext=[f"{v:g}" for v in ticks],
                      range=[math.log10(lo), math.log10(hi)])
-    fig.update_yaxes(range=[len(topics) - 0.5, -0.5], tickmode="array", tickvals=list(range(len(topics))),
-                     ticktext=[f"{t.replace('_', ' ')} ({count[t]})" for t in topics], showgrid=False, zeroline=False)  # fmt: skip
+    fig.update_yaxes(range=[len(topics) - 0.5, -0.5], showticklabels=False, ticks="", showgrid=False, zeroline=False)
+    for k, t in enumerate(topics):  # the band's name on its own line at its top left, in the theme's text colour
+        fig.add_annotation(x=0, xref="paper", xanchor="left", y=k - 0.5, yref="y", yanchor="top", yshift=-2,
+                           text=f"<b>{topic_name(t)}</b> ({count[t]})", showarrow=False, font=dict(size=12))  # fmt: skip
     style_figure(fig, title="Measured against the model, by chapter", readout=f"shaded: within {TARGET:.0%} of the model",
-                 height=max(440, 160 + 64 * len(topics)), legend=True)  # fmt: skip
+                 height=max(440, 170 + BAND_PX * len(topics)), legend=True)  # fmt: skip
     set_layout(fig, margin=dict(l=8))
     return fig
 
@@ -127,8 +161,15 @@ def ratio_figure(rows: list[Row]) -> go.Figure:
 def rows_table(rows: list[Row]) -> str:
     """Every comparison, in the book's table style."""
     body = [
-        (r.topic, r.quantity, r.inputs, _with_unit(r.predicted, r.unit), _with_unit(r.measured, r.unit),
-         f"{r.ratio:.2f}", r.label, r.device)  # fmt: skip
+        (topic_name(r.topic), display_text(r.quantity), display_text(r.inputs), _with_unit(r.predicted, r.unit),
+         _with_unit(r.measured, r.unit), f"{r.ratio:.2f}", r.label, r.device)  # fmt: skip
         for r in rows
     ]
-    return table(body, ["topic", "quantity", "inputs", "model", "measured", "ratio", "label", "device"])
+    return table(body, ["chapter", "quantity", "inputs", "model", "measured", "ratio", "label", "device"])
+
+
+def outside_table(rows: list[Row]) -> str:
+    """The predictions outside the target (``summary(rows)["outside"]``), each with its chapter's reason."""
+    body = [(topic_name(r.topic), display_text(r.quantity), f"{r.ratio:.2f}", display_text(r.note) or "see the chapter")
+            for r in rows]  # fmt: skip
+    return table(body, ["chapter", "quantity", "ratio", "why"])
