@@ -328,6 +328,22 @@ def _label(text: str) -> str:
 
 
 @pytest.mark.build
+def test_every_id_on_a_page_is_unique(built_book):
+    """An id names one element of its page (HTML): sphinx-exercise gave every exercise's and
+    solution's body the same one (book/_ext/teaching.py makes them unique)."""
+    import collections
+
+    dupes = {}
+    for page in sorted(built_book.rglob("*.html")):
+        if "_static" in page.parts or "jupyter_execute" in page.parts:
+            continue
+        ids = collections.Counter(re.findall(r'\sid="([^"]+)"', page.read_text(encoding="utf-8", errors="replace")))
+        same = sorted(k for k, v in ids.items() if v > 1)
+        if same:
+            dupes[str(page.relative_to(built_book))] = same[:5]
+    assert not dupes, f"ids used more than once on a page: {dupes}"
+
+
 def test_citation_labels_are_distinct(built_book):
     """Every label a reader sees names one bibliography entry, and the entry carries the same label
     (four NVIDIA guides of 2025 used to cite as the same "[NVIDIA, 2025]")."""

@@ -1,5 +1,5 @@
-"""The workshop kit's part of the build: quiz assets on the pages that hold a quiz, and the
-taster's slide deck.
+"""The workshop kit's part of the build: quiz assets on the pages that hold a quiz, the taster's
+slide deck, and ids of their own for the exercises' and solutions' bodies.
 
 - Quizzes (``widgets/quiz.py``): ``quiz.js`` and ``quiz.css`` (``book/_static``) are added only to
   pages whose body holds a quiz.
@@ -12,6 +12,9 @@ taster's slide deck.
   the readout does not answer the question before it is asked. No prose is copied into this file, so the deck
   cannot drift from the chapters. reveal.js (npm, ``package.json``), MathJax and plotly.js are
   served by the book: the deck loads nothing from the network.
+- Exercises and solutions (sphinx-exercise 1.2.1) give every body the same id
+  (``exercise-content``, ``solution-content``): eleven of each on a page, where an id must be
+  unique. Each body's id is its exercise's or solution's own id with ``-content``.
 """
 
 from __future__ import annotations
@@ -240,10 +243,26 @@ def _merge(app, env, docnames, other) -> None:  # parallel reads: keep what each
     env.gpubook_slides = {**getattr(env, "gpubook_slides", {}), **getattr(other, "gpubook_slides", {})}
 
 
+CONTENT_IDS = ("exercise-content", "solution-content")  # what sphinx-exercise calls every body
+
+
+def _unique_content_ids(app, doctree, docname):
+    """Each exercise's and solution's body gets an id of its own (see the module docstring)."""
+    n = 0
+    for section in doctree.findall(nodes.section):
+        for same in CONTENT_IDS:
+            if same in section["ids"]:
+                n += 1
+                owner = (section.parent.get("ids") or [None])[0] if section.parent is not None else None
+                new = f"{owner}-content" if owner else f"{same}-{n}"
+                section["ids"] = [new if i == same else i for i in section["ids"]]
+
+
 def setup(app):
     # before offline_assets (900), which replaces the page's script list: a file added after it is lost
     app.connect("html-page-context", _page_assets, priority=800)
     app.connect("doctree-resolved", _collect)
+    app.connect("doctree-resolved", _unique_content_ids)
     app.connect("env-merge-info", _merge)
     app.connect("build-finished", _write_deck)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": False}
