@@ -980,7 +980,8 @@ def accuracy_rows(record: dict) -> list:
             if base and rc and base.fwd_bwd_s and rc.fwd_bwd_s and step.peak_flop_per_s:
                 rows.append(Row("training_memory", f"extra forward + backward time of {mode} recomputation, micro-batch {b}",
                                 "extra FLOP of recomputation over the step's (layers only; same FLOP/s)",
-                                predicted_step_ratio(step, mode) - 1.0, rc.fwd_bwd_s / base.fwd_bwd_s - 1.0, "-", "prediction", device,
+                                predicted_step_ratio(step, mode) - 1.0, rc.fwd_bwd_s / base.fwd_bwd_s - 1.0,
+                                "fraction of the forward + backward time", "prediction", device,
                                 f"the overhead itself, not 1 + overhead; optimizer step excluded from both times; {why[mode]}"))
     oom = res.oom
     predicted_batch = predicted_largest_batch(step.shape, step.params, oom.capacity_bytes) if isinstance(oom, OomResult) else 0
