@@ -24,13 +24,19 @@ _SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
 
 
 def display_text(text: str) -> str:
-    """A row's words as a reader sees them: powers written as powers ("8192^3" -> "8192³",
-    "N^2" -> "N²"), wherever the row's label was made.
+    """A row's words as a reader sees them, wherever the row's label was made: powers written as
+    powers ("8192^3" -> "8192³", "N^2" -> "N²"), sizes and factors with a times sign ("2048x2048",
+    "1.94x"), and ">=" / "<=" as "≥" / "≤".
 
     >>> display_text("bf16 GEMM 8191^3, 4 N d + 4 N^2, 2^-10")
     'bf16 GEMM 8191³, 4 N d + 4 N², 2⁻¹⁰'
+    >>> display_text("2048x2048 tiles, 1.941x faster, sustained >= 2 s; max(x, y) x4 exp; cutlass_sgemm_256x128_8x4")
+    '2048×2048 tiles, 1.941× faster, sustained ≥ 2 s; max(x, y) x4 exp; cutlass_sgemm_256x128_8x4'
     """
-    return re.sub(r"\^(-?\d+)", lambda m: m.group(1).translate(_SUPERSCRIPT), str(text))
+    text = re.sub(r"\^(-?\d+)", lambda m: m.group(1).translate(_SUPERSCRIPT), str(text))
+    # a times sign after a number ("2048x2048", "1.94x"), but not inside a name (a kernel's: "sgemm_256x128_8x4")
+    text = re.sub(r"\S+", lambda w: w.group(0) if "_" in w.group(0) else re.sub(r"(?<=\d)x(?=\d|\b)", "×", w.group(0)), text)
+    return text.replace(">=", "≥").replace("<=", "≤")
 
 
 def _plain(v: float) -> str:
