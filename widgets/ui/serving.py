@@ -264,15 +264,6 @@ def memory_calculator():
 LATENCY_BATCHES = (1, 8, 32, 128, 1024)  # few slider values: the dropdown holds every catalog GPU
 
 
-def latency_summary(r: sv.Latency) -> str:
-    s = r.step
-    ridge = "never turns compute-bound" if math.isinf(s.ridge_batch) else f"compute-bound from batch {s.ridge_batch:.0f}"
-    return (
-        f"batch {r.batch:g}: TTFT {fmt_time(r.ttft_s)}, TPOT {fmt_time(r.tpot_s)}, {_fmt_int(r.tokens_per_s)} tokens/s"
-        f"<br>weight matmuls {s.bound}-bound ({ridge})"
-    )
-
-
 def _latency_readout(r: sv.Latency) -> str:
     s = r.step
     line = (f"TTFT {fmt_time(r.ttft_s)}, TPOT {fmt_time(r.tpot_s)}, {_fmt_int(r.tokens_per_s)} tokens/s; "

@@ -17,7 +17,6 @@ from ._core import (
     PHONE_FIGURE_PX,
     gpu_color,
     grid_figure,
-    html_table,
     live_form,
     percent,
     plural,
@@ -62,11 +61,6 @@ def occupancy_rows(o: m.Occupancy) -> list:
         ("registers per warp (allocated)", f"{o.regs_per_warp_allocated}"),
         ("shared memory per block (allocated)", fmt_bytes(o.smem_per_block_allocated_bytes)),
     ]
-
-
-def occupancy_summary(o: m.Occupancy) -> str:
-    """Short title and readout in one string (``"<title> | <readout>"``), for tests and logs."""
-    return f"{occupancy_title(o)} | {occupancy_readout(o)}"
 
 
 def occupancy_title(o: m.Occupancy) -> str:
@@ -223,10 +217,6 @@ def divergence_readout(d: m.Divergence) -> str:
             f"SIMT efficiency {percent(d.simt_efficiency)}")
 
 
-def divergence_summary(d: m.Divergence) -> str:
-    return f"{divergence_title(d)} | {divergence_readout(d)}"
-
-
 def _divergence_layout() -> dict:
     return dict(xaxis=dict(title="time (path lengths)", rangemode="tozero"), yaxis=dict(
         title="lane", range=[-0.5, m.WARP_SIZE - 0.5], tickvals=[m.WARP_SIZE - 1 - lane for lane in (0, 8, 16, 24, 31)],
@@ -339,10 +329,6 @@ def latency_hiding_readout(h: m.LatencyHiding) -> str:
             f"a full SM reaches {percent(h.achievable_fraction)} of the bandwidth")
 
 
-def latency_hiding_summary(h: m.LatencyHiding) -> str:
-    return f"{latency_hiding_title(h)} | {latency_hiding_readout(h)}"
-
-
 LOAD_WIDTHS = (4, 8, 16)
 
 
@@ -422,10 +408,6 @@ def amdahl_title(p: float, workers: int = 132) -> str:
 
 def amdahl_readout(p: float, workers: int = 132) -> str:
     return f"p = {p:g}: {_ceiling_text(p)}; efficiency {percent(m.amdahl_speedup(p, workers) / workers)}"
-
-
-def amdahl_summary(p: float, workers: int = 132) -> str:
-    return f"{amdahl_title(p, workers)} | {amdahl_readout(p, workers)}"
 
 
 def _amdahl_layout() -> dict:
@@ -553,20 +535,6 @@ def ratio_plot(series: dict, x_title: str, y_title: str, *, log_x: bool = True, 
         fig.add_trace(go.Scatter(x=x, y=y, mode="lines" if dash else "lines+markers", name=label, line=dict(color=color, dash=dash)))
     set_layout(fig, xaxis=dict(title=x_title, type="log" if log_x else "linear"), yaxis=dict(title=y_title))
     return style_figure(fig, title=title, readout=readout, height=460)
-
-
-def launch_table(rows: dict) -> str:
-    """Launch-overhead results; ``rows`` maps a device label to a ``measure_launch_overhead`` dict."""
-    def t(v):
-        return fmt_time(v) if v else "n/a"
-
-    head = ["", "eager, per kernel", "host time per launch", "CUDA graph, per kernel", "graph speed-up"]
-    cells = [
-        [label, t(r["eager_per_kernel_s"]), t(r["host_per_launch_s"]), t(r.get("graph_per_kernel_s")),
-         f"{r['speedup']:.1f}x" if r.get("speedup") else "n/a"]
-        for label, r in rows.items()
-    ]
-    return html_table(head, cells)
 
 
 # --------------------------------------------------------------------------------------------

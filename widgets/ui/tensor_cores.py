@@ -278,14 +278,6 @@ def precision_rows(e: tc.DotError) -> list[tuple[str, str]]:
     ]
 
 
-def precision_summary(dtype: str, accumulate: str = "fp32") -> str:
-    f = tc.number_format(dtype)
-    return (
-        f"{f.name} inputs, sums in {accumulate}: {f.exp_bits} exponent + {f.man_bits} fraction bits, u = 2^-{f.man_bits + 1}<br>"
-        f"max {f.max_normal:.4g}, min normal {f.min_normal:.3g}, min subnormal {f.min_subnormal:.3g}"
-    )
-
-
 def _precision_traces(dtype: str, accumulate: str = "fp32", ks=KS) -> list:
     errs = [tc.dot_error(int(k), dtype, accumulate) for k in ks]
     names = (("deterministic bound", "deterministic_bound", "dash"), ("probabilistic bound (99%)", "probabilistic_bound", "dot"),
