@@ -102,7 +102,11 @@ def test_ratio_figure_draws_one_band_per_chapter_with_every_comparison_in_it():
     long = ui.ratio_figure([_row(topic="tensor_cores", quantity="a long name " * 6, label="fit")])
     name = long.data[0].customdata[0][0]
     assert name.startswith("Tensor cores: a long") and all(len(line) <= ui.HOVER_CHARS for line in name.split("<br>"))
-    assert "fit: model %{customdata[1]}, measured %{customdata[2]}" in long.data[0].hovertemplate
+    assert "<br>fit<br>%{customdata[1]}<br>%{customdata[2]}<br>" in long.data[0].hovertemplate
+    # every hover line fits a phone, the values' lines too ("model 4.508% of the forward + backward time")
+    for r in accuracy.all_rows():
+        for cell in ui.ratio_figure([r]).data[0].customdata[0]:
+            assert all(len(line) <= ui.HOVER_CHARS for line in cell.split("<br>") if " " in line), (r.quantity, cell)
 
 
 def test_the_ledger_runs_in_the_books_chapter_order():

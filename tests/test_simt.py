@@ -762,6 +762,24 @@ def test_launch_calibration_on_a_host_too_noisy_for_a_slope_fails_soft(exp, monk
     assert host_row["here"] == "n/a: the two loops gave no slope (too noisy)"
 
 
+def test_launch_table_gives_the_readers_loop_size_where_it_differs():
+    """The rows are named after the H200's loops (1,000 launches; 200 kernels on 64 MiB); a CPU runs
+    200 launches and 20 kernels on 4 MiB, and its column says so (reader check r17: 494 µs under
+    "1,000 kernels" read as 0.49 µs a launch)."""
+    from widgets import book
+    from widgets.ui import simt as ui
+
+    ref = book.reference("simt")["results"]["launch_overhead"]
+    here = {"n_kernels": 200, "eager_s": 494e-6, "host_per_launch_s": 2.44e-6, "graph_per_kernel_s": None, "speedup": None,
+            "kernel_bound": {"n_kernels": 20, "nbytes": 4 * 2**20, "eager_s": 1e-3, "graph_per_kernel_s": None}}
+    rows = {r["quantity"]: r["here"] for r in ui.launch_compare_rows(ref, here)}
+    assert rows[f"{ref['n_kernels']:,} kernels, eager"] == "494 µs (200 kernels)"
+    kb = ref["kernel_bound"]
+    assert rows[f"{kb['n_kernels']:,} kernels on 64 MiB, eager (kernel-bound)"] == "1 ms (20 kernels on 4 MiB)"
+    same = {r["quantity"]: r["here"] for r in ui.launch_compare_rows(ref, dict(here, n_kernels=ref["n_kernels"]))}
+    assert same[f"{ref['n_kernels']:,} kernels, eager"] == "494 µs"  # the same loop: no size repeated
+
+
 def test_divergence_model_with_a_fixed_part(exp):
     """The experiment times the kernel with no work on its path; the model multiplies only the
     per-path part: t(n) = fixed + n (t(1) - fixed)."""

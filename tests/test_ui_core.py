@@ -531,6 +531,27 @@ def test_notebook_figures_are_drawn_on_white_so_a_dark_jupyterlab_theme_keeps_th
     assert _render.plotly_json(own)["layout"]["paper_bgcolor"] == "#123456"  # a figure's own colour is kept
 
 
+def test_book_table_prose_columns_wrap_and_a_live_table_carries_its_style(monkeypatch):
+    """A column of sentences wraps (td.book-prose, 16 to 28 em in book/_static/gpubook.css: the accuracy
+    ledger was 2,648 px wide); a live notebook, which has no gpubook.css, gets the table's few rules
+    with it (JupyterLab right-aligned every cell and broke "9.22 ms" over two lines); the built book
+    does not."""
+    from pathlib import Path
+
+    from widgets import book
+
+    monkeypatch.delenv("GPUBOOK_BUILD", raising=False)
+    live = book.table([["a", "a long sentence", "9.22 ms"]], ["k", "why", "t"], prose_columns=(1,))
+    assert '<td class="book-prose">a long sentence</td><td>9.22 ms</td>' in live
+    assert live.count("<style>") == 1 and "td.book-prose {white-space: normal" in live and "text-align: left" in live
+    monkeypatch.setenv("GPUBOOK_BUILD", "1")
+    built = book.table([["a", "a long sentence", "9.22 ms"]], ["k", "why", "t"], prose_columns=(1,))
+    assert "<style>" not in built and '<td class="book-prose">' in built
+    css = (Path(__file__).resolve().parents[1] / "book/_static/gpubook.css").read_text()
+    rule = css[css.index("table.book-table td.book-prose {"):].split("}")[0]
+    assert "white-space: normal" in rule and "max-width: 28em" in rule
+
+
 def test_book_table_lines_and_a_caption_that_stays_in_view():
     """A list cell shows one item per line, each escaped; the caption's text sits in the span that
     book/_static/gpubook.css pins to the scroll box's left edge, at most the box wide (reader review r15:

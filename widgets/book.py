@@ -149,16 +149,33 @@ def _cell(c: Any) -> str:
     return html.escape(str(c))
 
 
-def table(rows: Iterable[Iterable[Any]], headers: Iterable[str], *, caption: str | None = None) -> str:
+# A live notebook has no book/_static/gpubook.css: JupyterLab right-aligns every cell and broke "9.22 ms"
+# over two lines (reader check r17). Each table then carries the few rules that keep it readable (Colab
+# shows each output in a frame of its own, so one style per table, not one per notebook).
+LIVE_TABLE_STYLE = (
+    "<style>.book-table-wrap table.book-table th, .book-table-wrap table.book-table td {text-align: left; vertical-align: top}"
+    " .book-table-wrap table.book-table td:not(:first-child) {white-space: nowrap}"
+    " .book-table-wrap table.book-table td.book-prose {white-space: normal; min-width: 16em; max-width: 28em}</style>"
+)
+
+
+def table(rows: Iterable[Iterable[Any]], headers: Iterable[str], *, caption: str | None = None,
+          prose_columns: Iterable[int] = ()) -> str:
     """The book's one HTML table: header row, then rows of already formatted cells (a cell given as
     a list shows one item per line). The caption's text sits in a span that book/_static/gpubook.css
-    keeps in view while a wide table scrolls sideways in its box (a caption is as wide as its table)."""
+    keeps in view while a wide table scrolls sideways in its box (a caption is as wide as its table).
+    The columns numbered in ``prose_columns`` hold sentences: they wrap in a column of 16 to 28 em
+    (``td.book-prose``), where numbers stay on one line."""
     rows = [list(r) for r in rows]
+    wrap = set(prose_columns)
     head = "".join(f"<th>{html.escape(str(h))}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{_cell(c)}</td>" for c in r) + "</tr>" for r in rows)
+    body = "".join("<tr>" + "".join(f'<td class="book-prose">{_cell(c)}</td>' if j in wrap else f"<td>{_cell(c)}</td>"
+                                    for j, c in enumerate(r)) + "</tr>" for r in rows)
     cap = f'<caption><span class="book-caption">{html.escape(caption)}</span></caption>' if caption else ""
     cls = "book-table" + key_class([r[0] for r in rows if r])
-    return f'<div class="book-table-wrap"><table class="{cls}">{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
+    style = "" if _build() else LIVE_TABLE_STYLE
+    return (f'<div class="book-table-wrap">{style}<table class="{cls}">{cap}<thead><tr>{head}</tr></thead>'
+            f"<tbody>{body}</tbody></table></div>")
 
 
 KEY_NOWRAP_CHARS = 22  # a first column of names this short stays on one line (book/_static/gpubook.css)

@@ -32,10 +32,14 @@ def display_text(text: str) -> str:
     'bf16 GEMM 8191³, 4 N d + 4 N², 2⁻¹⁰'
     >>> display_text("2048x2048 tiles, 1.941x faster, sustained >= 2 s; max(x, y) x4 exp; cutlass_sgemm_256x128_8x4")
     '2048×2048 tiles, 1.941× faster, sustained ≥ 2 s; max(x, y) x4 exp; cutlass_sgemm_256x128_8x4'
+    >>> display_text("64 x (256x1536), 2 x NVIDIA H200, 6.6 us; peak x wave")
+    '64 × (256×1536), 2 × NVIDIA H200, 6.6 µs; peak x wave'
     """
     text = re.sub(r"\^(-?\d+)", lambda m: m.group(1).translate(_SUPERSCRIPT), str(text))
     # a times sign after a number ("2048x2048", "1.94x"), but not inside a name (a kernel's: "sgemm_256x128_8x4")
     text = re.sub(r"\S+", lambda w: w.group(0) if "_" in w.group(0) else re.sub(r"(?<=\d)x(?=\d|\b)", "×", w.group(0)), text)
+    text = re.sub(r"(?<=[\d)]) x (?=[\d(A-Z])", " × ", text)  # "64 x (256×1536)", "2 x NVIDIA H200"
+    text = re.sub(r"(?<=\d) us\b", " µs", text)
     return text.replace(">=", "≥").replace("<=", "≤")
 
 
@@ -80,7 +84,7 @@ def _with_unit(v: float, unit: str) -> str:
     if unit == "count" and float(v).is_integer():
         return f"{v:,.0f}"
     if unit == "x":
-        return f"{v:.4g}x"
+        return f"{v:.4g}×"
     if unit in FRACTION_UNITS:
         return f"{100 * v:.4g}%"
     if unit.startswith("fraction of "):
@@ -91,6 +95,21 @@ def _with_unit(v: float, unit: str) -> str:
 
 
 HOVER_CHARS = 40  # a hover line that fits a phone's width
+
+
+def ratio_text(ratio: float) -> str:
+    """measured / model as the tables show it: two decimals, or as many more as it takes not to read
+    as the target band's edge (a ratio of 0.7496 is outside the band; "0.75" looked like its edge).
+
+    >>> ratio_text(1.234), ratio_text(0.7496), ratio_text(1.2504), ratio_text(0.75)
+    ('1.23', '0.7496', '1.2504', '0.75')
+    """
+    edges = (1 - TARGET, 1 + TARGET)
+    for digits in range(2, 7):
+        text = f"{ratio:.{digits}f}"
+        if float(text) not in edges or ratio in edges:
+            return text
+    return text
 
 
 def _wrap(text: str, width: int = HOVER_CHARS) -> str:
@@ -136,9 +155,10 @@ def ratio_figure(rows: list[Row]) -> go.Figure:
                 mode="markers",
                 name=label,
                 marker=dict(color=LABEL_COLORS[label], symbol=LABEL_SYMBOLS[label], size=8, opacity=0.85),
-                customdata=[[_wrap(f"{topic_name(r.topic)}: {display_text(r.quantity)} ({r.device})"), _with_unit(r.predicted, r.unit),
-                             _with_unit(r.measured, r.unit)] for r in sel],  # fmt: skip
-                hovertemplate=f"%{{customdata[0]}}<br>{label}: model %{{customdata[1]}}, measured %{{customdata[2]}}"
+                customdata=[[_wrap(f"{topic_name(r.topic)}: {display_text(r.quantity)} ({r.device})"),
+                             _wrap(f"model {_with_unit(r.predicted, r.unit)}"), _wrap(f"measured {_with_unit(r.measured, r.unit)}")]
+                            for r in sel],  # fmt: skip
+                hovertemplate=f"%{{customdata[0]}}<br>{label}<br>%{{customdata[1]}}<br>%{{customdata[2]}}"
                               "<br>ratio %{x:.3f}<extra></extra>",
             )
         )
@@ -168,14 +188,14 @@ def rows_table(rows: list[Row]) -> str:
     """Every comparison, in the book's table style."""
     body = [
         (topic_name(r.topic), display_text(r.quantity), display_text(r.inputs), _with_unit(r.predicted, r.unit),
-         _with_unit(r.measured, r.unit), f"{r.ratio:.2f}", r.label, r.device)  # fmt: skip
+         _with_unit(r.measured, r.unit), ratio_text(r.ratio), r.label, r.device)  # fmt: skip
         for r in rows
     ]
-    return table(body, ["chapter", "quantity", "inputs", "model", "measured", "ratio", "label", "device"])
+    return table(body, ["chapter", "quantity", "inputs", "model", "measured", "ratio", "label", "device"], prose_columns=(1, 2))
 
 
 def outside_table(rows: list[Row]) -> str:
     """The predictions outside the target (``summary(rows)["outside"]``), each with its chapter's reason."""
-    body = [(topic_name(r.topic), display_text(r.quantity), f"{r.ratio:.2f}", display_text(r.note) or "see the chapter")
+    body = [(topic_name(r.topic), display_text(r.quantity), ratio_text(r.ratio), display_text(r.note) or "see the chapter")
             for r in rows]  # fmt: skip
-    return table(body, ["chapter", "quantity", "ratio", "why"])
+    return table(body, ["chapter", "quantity", "ratio", "why"], prose_columns=(1, 3))

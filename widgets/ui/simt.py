@@ -635,9 +635,21 @@ def launch_compare_rows(ref: dict | None, here: dict | None) -> list:
     rows = []
     lp = launch_prediction(ref) if ref else {"predicted_eager_s": None, "label": None}
     n = (ref or here or {}).get("n_kernels", 1000)
+
+    def here_of(res, key, n_ref, nbytes_ref=None):
+        """The reader's value, with its own loop's size where it differs from the row's (a CPU runs
+        200 launches, not the H200's 1,000: 494 µs over 1,000 would read as 0.49 µs a launch)."""
+        if not res:
+            return None
+        size = [f"{res['n_kernels']:,} kernels"] if res.get("n_kernels") not in (None, n_ref) else []
+        if nbytes_ref is not None and res.get("nbytes") not in (None, nbytes_ref):
+            size.append(f"on {res['nbytes'] / 2**20:.0f} MiB")
+        return t(res.get(key)) + (f" ({' '.join(size)})" if size else "")
+
     rows.append(dict(quantity=f"{n:,} kernels, eager", model=t(lp["predicted_eager_s"]) if lp["predicted_eager_s"] else None,
                      label=lp["label"], reference=t(ref["eager_s"]) if ref else "not recorded",
-                     ratio=_ratio(ref["eager_s"], lp["predicted_eager_s"]) if ref else None, here=t(here["eager_s"]) if here else None))
+                     ratio=_ratio(ref["eager_s"], lp["predicted_eager_s"]) if ref else None, here=here_of(here, "eager_s", n)))
+
     def host(r):  # a host too noisy for the two loops' slope gives none, and the record says why
         return t(r["host_per_launch_s"]) if r.get("host_per_launch_s") else "n/a: the two loops gave no slope (too noisy)"
 
@@ -659,7 +671,7 @@ def launch_compare_rows(ref: dict | None, here: dict | None) -> list:
                          model=t(pred) if pred else None, label="calibrated" if pred else None,
                          reference=t(kb_ref.get("eager_s")) if kb_ref else "not recorded",
                          ratio=_ratio(kb_ref.get("eager_s"), pred) if pred else None,
-                         here=t(kb_here.get("eager_s")) if kb_here else None))
+                         here=here_of(kb_here, "eager_s", kb["n_kernels"], kb["nbytes"])))
         rows.append(dict(quantity="those kernels from a CUDA graph, per kernel (an input of the model)",
                          reference=t(kb_ref.get("graph_per_kernel_s")) if kb_ref else "not recorded",
                          here=t(kb_here.get("graph_per_kernel_s")) if kb_here else None))
