@@ -580,7 +580,7 @@ def accuracy_rows(record: dict) -> list:
                 continue
             sizes = model.sizes_from_config(r.name, b.config)
             p = model.predict_on(gpu, r.name, m, n, k, regs_per_thread=b.regs_per_thread, **sizes)
-            rows.append(Row("kernels", f"{r.title} ({b.kernel}) at {m}x{n}x{k}, fp32",
+            rows.append(Row("kernels", f"{r.title} ({b.kernel}) at {m}×{n}×{k}, fp32",
                             f"tiling counts + {gpu} datasheet (SMs, clock, lanes) + the compiled registers of this run",
                             p.predicted_flop_per_s / 1e9, b.gflop_per_s, "GFLOP/s", "prediction", device,
                             f"limiter {p.limiter}; "
