@@ -58,6 +58,10 @@ SLOW_TESTS = {
 }
 # Fixtures that launch real work: every test using one is slow (torchrun with gloo, ~10 s).
 SLOW_FIXTURES = {"cpu_run"}
+# The book build (~2 minutes): every test that needs it, directly or through another fixture, is a
+# `build` test, marked or not (a test inserted between a `build` mark and its test took the mark away
+# from it, and `make unit` built the whole book: 161 s instead of 45).
+BUILD_FIXTURES = {"built_book"}
 
 
 def browser_unavailable() -> str | None:
@@ -77,6 +81,8 @@ def pytest_collection_modifyitems(config, items):
         slow_fixture = SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ()))
         if slow_fixture or (item.path.name, getattr(item, "originalname", item.name)) in SLOW_TESTS:
             item.add_marker(pytest.mark.slow)
+        if BUILD_FIXTURES.intersection(getattr(item, "fixturenames", ())) and item.get_closest_marker("build") is None:
+            item.add_marker(pytest.mark.build)
         if why and item.get_closest_marker("browser") is not None:
             if required:
                 raise pytest.UsageError(f"GPUBOOK_REQUIRE_BROWSER is set (CI) but {why}")

@@ -344,6 +344,7 @@ def test_every_id_on_a_page_is_unique(built_book):
     assert not dupes, f"ids used more than once on a page: {dupes}"
 
 
+@pytest.mark.build
 def test_citation_labels_are_distinct(built_book):
     """Every label a reader sees names one bibliography entry, and the entry carries the same label
     (four NVIDIA guides of 2025 used to cite as the same "[NVIDIA, 2025]")."""
