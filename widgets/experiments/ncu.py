@@ -23,7 +23,8 @@ STALL_MEANINGS = {
     "lg_throttle": "waiting for room in the queue of local and global memory instructions to L1",
     "long_scoreboard": "waiting for the result of an L1TEX operation (a global, local, surface or texture access)",
     "mio_throttle": "waiting for room in the MIO queue (shared memory, special math, dynamic branches)",
-    "short_scoreboard": "waiting for the result of an MIO operation (shared memory, special math or a dynamic branch)",
+    "short_scoreboard": ("waiting for the result of an MIO operation (shared memory, special math, a dynamic branch, a shuffle "
+                         "or special-register read) or of an indexed constant load"),
     "barrier": "waiting at a block-wide barrier (__syncthreads) for the block's other warps",
     "not_selected": "ready, but passed over for another warp's instruction",
     "selected": "issuing an instruction",
@@ -41,6 +42,12 @@ STALL_MEANINGS = {
     "gmma": ("waiting at a warpgroup arrive or wait (wgmma.fence, wgmma.wait_group): for the warpgroup's other warps, "
              "or for its asynchronous wgmma to finish"),
 }
+
+# The two units the states name (the Guide's L1TEX and MIO Throttle entries and its units table), one gloss for both chapters.
+UNIT_GLOSS = ("L1TEX is the SM's L1 data cache, which also holds shared memory: every global, local, surface and texture "
+              "access goes through it, and a warp waiting for such a result is on the long scoreboard. MIO (memory "
+              "input/output) is the instruction queue in front of the shared-memory, special-math and dynamic-branch "
+              "(BRX, JMX) pipelines: a warp waiting for an MIO result, shared memory included, is on the short scoreboard.")
 
 STALL_METRIC = re.compile(r"^smsp__average_warps_issue_stalled_(\w+?)_per_issue_active\.ratio$")
 """The counter of one warp state: warps in that state per issued instruction; group 1 is the state."""

@@ -797,12 +797,21 @@ def measure_launch_overhead(n_kernels: Optional[int] = None, *, calibration_kern
         eagers.append(harness.time_fn(lambda: launches(n), warmup=0, repeat=1).median_s)
     harness.synchronize()
     host_short, host_long, eager_s = (float(np.median(v)) for v in (shorts, longs, eagers))
-    # A host too noisy for the slope (the long loop no faster per launch... or not slower at all) is a
-    # reading that failed, said why, not an exception: the eager loop and the graph still stand.
-    unreadable = (None if host_long > host_short else
-                  f"the {c}-launch loop took {host_long:.3g} s, no longer than the {short}-launch loop's {host_short:.3g} s "
-                  f"(medians of {rounds} rounds): this host's time per launch cannot be read from them")
-    per_launch = None if unreadable else (host_long - host_short) / (c - short)
+    # A host too noisy for a slope is a reading that failed, said why, not an exception (the eager loop
+    # and the graph still stand): a long loop no slower than the short one, or a slope outside half to
+    # twice the long loop's own time per launch (the slope only removes a cost paid once per loop, which
+    # cannot exceed the short loop's time; a slope far from the long loop's rate is noise, not launches).
+    slope = (host_long - host_short) / (c - short)
+    if host_long <= host_short:
+        unreadable = (f"the {c}-launch loop took {host_long:.3g} s, no longer than the {short}-launch loop's {host_short:.3g} s "
+                      f"(medians of {rounds} rounds): this host's time per launch cannot be read from them")
+    elif not 0.5 <= slope / (host_long / c) <= 2.0:
+        unreadable = (f"the slope between the {short}- and {c}-launch loops, {slope:.3g} s per launch, is "
+                      f"{slope / (host_long / c):.2f} times the {c}-launch loop's own time per launch (medians of {rounds} "
+                      "rounds): too far from it to be the launches' cost, so the host's time per launch is not read from them")
+    else:
+        unreadable = None
+    per_launch = None if unreadable else slope
     result = {"n_kernels": n, "eager_s": eager_s, "eager_min_s": min(eagers), "eager_max_s": max(eagers),
               "eager_per_kernel_s": eager_s / n, "calibration_n_kernels": c, "host_per_launch_s": per_launch,
               "calibration_short_n_kernels": short, "calibration_short_s": host_short, "calibration_long_s": host_long,
