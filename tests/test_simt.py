@@ -762,7 +762,8 @@ def test_launch_calibration_on_a_host_too_noisy_for_a_slope_fails_soft(exp, monk
     assert host_row["here"] == "n/a: the two loops gave no slope (too noisy)"
     # a positive slope far from the long loop's own rate is noise too: 20 launches 1.002 ms, 200 launches 1.02 ms
     # give 0.1 us per launch against the long loop's 5.1 us
-    monkeypatch.setattr(exp, "_host_time", lambda fn, repeat=5: 1e-3 + 1e-7 * _count_launches(exp, fn))
+    for loop in ("_host_time", "_enqueue_time"):  # the CPU's loop clock and the GPU's
+        monkeypatch.setattr(exp, loop, lambda fn, repeat=5: 1e-3 + 1e-7 * _count_launches(exp, fn))
     res = exp.measure_launch_overhead(n_kernels=20, calibration_kernels=200, repeat=3)
     assert res["host_per_launch_s"] is None and "0.02 times the 200-launch loop's own time per launch" in res["calibration_error"]
 
