@@ -704,8 +704,9 @@ def test_launch_prediction_is_independent_of_the_loop_it_predicts(exp):
     res = exp.measure_launch_overhead(n_kernels=30, calibration_kernels=100, repeat=2)
     assert res["calibration_n_kernels"] == 100 != res["n_kernels"] and res["calibration_short_n_kernels"] == 10
     assert res["host_per_launch_s"] > 0 and res["eager_min_s"] <= res["eager_s"] <= res["eager_max_s"]
-    # the slope and the intercept are the two loops' times, read back
-    assert res["host_per_launch_s"] == pytest.approx((res["calibration_long_s"] - res["calibration_short_s"]) / 90)
+    # the slope is the median of the rounds' own slopes, the intercept the short loop's time less its launches
+    assert res["calibration_in_turns"] == "paired"
+    assert res["host_per_launch_min_s"] <= res["host_per_launch_s"] <= res["host_per_launch_max_s"]
     assert res["host_fixed_s"] + 10 * res["host_per_launch_s"] == pytest.approx(res["calibration_short_s"])
     fake = dict(res, graph_per_kernel_s=1e-6, host_per_launch_s=5e-6)
     assert exp.launch_prediction(fake) == {"predicted_eager_s": pytest.approx(30 * 5e-6), "label": "calibrated"}
@@ -717,7 +718,8 @@ def test_launch_prediction_is_independent_of_the_loop_it_predicts(exp):
 def test_launch_calibration_is_the_slope_of_two_loops(exp, monkeypatch):
     """Hand-derived: a loop of k launches that costs 50 us once plus 8 us per launch gives 8 us per
     launch and a 50 us intercept, where one loop's time over its launches would give 8 + 50/k us.
-    The two calibration loops run in turns, one of each per round."""
+    The two calibration loops and the eager loop run in turns, one of each per round, the order flipped
+    every other round; each round's slope is its own long loop against its own short one."""
     loops = []
 
     def fake_loop_s(fn, repeat=5):  # counts the launches of one loop instead of timing it
@@ -737,7 +739,9 @@ def test_launch_calibration_is_the_slope_of_two_loops(exp, monkeypatch):
     monkeypatch.setattr(exp, "_enqueue_time", fake_loop_s)
     monkeypatch.setattr(exp.harness, "time_fn", timed)
     res = exp.measure_launch_overhead(n_kernels=20, calibration_kernels=200, repeat=3)
-    assert loops[:15] == [20, 200, "eager"] * 5  # in turns, one of each per round, 5 rounds at least
+    # in turns, one of each per round, the order flipped every other round, 5 rounds at least
+    assert loops[:15] == [20, 200, "eager", "eager", 200, 20] * 2 + [20, 200, "eager"]
+    assert res["host_per_launch_min_s"] == res["host_per_launch_max_s"] == pytest.approx(8e-6)  # every round's own slope
     assert res["rounds"] == 5 and res["calibration_long_min_s"] == res["calibration_long_max_s"] == pytest.approx(50e-6 + 8e-6 * 200)
     assert res["host_per_launch_s"] == pytest.approx(8e-6) and res["host_fixed_s"] == pytest.approx(50e-6)
     assert exp.calibration_source(res) == "host time per launch from the slope between two separate loops of 20 and 200 launches"

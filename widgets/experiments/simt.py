@@ -186,6 +186,7 @@ class KernelBoundLoop(harness.Result):
     sm_clock_mhz: Optional[float] = None
     power_w: Optional[float] = None
     error_reason: Optional[str] = None
+    in_turns: Optional[bool] = None  # the eager loop and the graph replay timed in turns (older records: one after the other)
 
 
 @dataclass(frozen=True)
@@ -199,6 +200,9 @@ class LaunchOverhead(harness.Result):
     host_per_launch_s: Optional[float]  # None when the two loops could not give a slope (calibration_error says why)
     device: str
     calibration_error: Optional[str] = None
+    calibration_in_turns: Optional[str] = None  # "paired": the slope is the median of the rounds' own (older records: of two medians)
+    host_per_launch_min_s: Optional[float] = None
+    host_per_launch_max_s: Optional[float] = None
     calibration_short_n_kernels: Optional[int] = None
     calibration_short_s: Optional[float] = None
     calibration_long_s: Optional[float] = None
@@ -768,11 +772,14 @@ def measure_launch_overhead(n_kernels: Optional[int] = None, *, calibration_kern
     (long - short) / (launches long - launches short), so that what a loop pays once at its start
     (the intercept, ``host_fixed_s``) is not spread over its launches. The host's own speed drifts
     over time, so the two loops and the eager loop run in turns, one of each per round over
-    ``repeat`` rounds (5 at least), and each is the median of its rounds, with its range recorded: a drift then
-    reaches all three alike (the book's first records timed one 200-launch loop before the eager
-    loop, and it came out well above the eager loop's time per launch). Where the long loop's
-    median is not longer than the short one's (a very noisy host), the host time per launch is
-    ``None``, ``calibration_error`` says why and nothing is predicted; the rest still stands.
+    ``repeat`` rounds (5 at least), in the order short, long, eager and back in the next round: a
+    drift then reaches all three alike (the book's first records timed one 200-launch loop before
+    the eager loop, and it came out well above the eager loop's time per launch). The slope is the
+    median of the rounds' own slopes (each round's long loop against its short one), with their
+    range (``host_per_launch_min_s``, ``..._max_s``); each loop's median and range are recorded too.
+    Where the long loops are not longer than the short ones, or the slope is outside half to twice
+    the long loop's own time per launch (a very noisy host), the host time per launch is ``None``,
+    ``calibration_error`` says why and nothing is predicted; the rest still stands.
     """
     n = _int_arg("n_kernels", (1000 if harness.on_gpu() else 200) if n_kernels is None else n_kernels)
     c = _int_arg("calibration_kernels", (2000 if harness.on_gpu() else 200) if calibration_kernels is None else calibration_kernels)
@@ -791,18 +798,21 @@ def measure_launch_overhead(n_kernels: Optional[int] = None, *, calibration_kern
     loop_s = _enqueue_time if harness.on_gpu() else _host_time
     rounds = max(_int_arg("repeat", repeat), 5)  # medians of 5 or more: one hiccup of a busy host cannot decide them
     shorts, longs, eagers = [], [], []
-    for _ in range(rounds):  # in turns: a drift of the host's speed reaches the three loops alike
-        shorts.append(loop_s(lambda: launches(short), repeat=1))
-        longs.append(loop_s(lambda: launches(c), repeat=1))
-        eagers.append(harness.time_fn(lambda: launches(n), warmup=0, repeat=1).median_s)
+    steps = {"short": lambda: shorts.append(loop_s(lambda: launches(short), repeat=1)),
+             "long": lambda: longs.append(loop_s(lambda: launches(c), repeat=1)),
+             "eager": lambda: eagers.append(harness.time_fn(lambda: launches(n), warmup=0, repeat=1).median_s)}
+    for i in range(rounds):  # in turns: a drift of the host's speed reaches the three loops alike
+        for name in CALIBRATION_ORDER[i % 2]:
+            steps[name]()
     harness.synchronize()
     host_short, host_long, eager_s = (float(np.median(v)) for v in (shorts, longs, eagers))
+    slopes = [(lo - sh) / (c - short) for sh, lo in zip(shorts, longs)]  # each round's own slope
     # A host too noisy for a slope is a reading that failed, said why, not an exception (the eager loop
     # and the graph still stand): a long loop no slower than the short one, or a slope outside half to
     # twice the long loop's own time per launch (the slope only removes a cost paid once per loop, which
     # cannot exceed the short loop's time; a slope far from the long loop's rate is noise, not launches).
-    slope = (host_long - host_short) / (c - short)
-    if host_long <= host_short:
+    slope = float(np.median(slopes))
+    if host_long <= host_short or slope <= 0:
         unreadable = (f"the {c}-launch loop took {host_long:.3g} s, no longer than the {short}-launch loop's {host_short:.3g} s "
                       f"(medians of {rounds} rounds): this host's time per launch cannot be read from them")
     elif not 0.5 <= slope / (host_long / c) <= 2.0:
@@ -816,7 +826,9 @@ def measure_launch_overhead(n_kernels: Optional[int] = None, *, calibration_kern
               "eager_per_kernel_s": eager_s / n, "calibration_n_kernels": c, "host_per_launch_s": per_launch,
               "calibration_short_n_kernels": short, "calibration_short_s": host_short, "calibration_long_s": host_long,
               "host_fixed_s": None if unreadable else host_short - short * per_launch, "rounds": rounds,
+              "calibration_in_turns": "paired",
               "calibration_error": unreadable,
+              "host_per_launch_min_s": None if unreadable else min(slopes), "host_per_launch_max_s": None if unreadable else max(slopes),
               "calibration_short_min_s": min(shorts), "calibration_short_max_s": max(shorts),
               "calibration_long_min_s": min(longs), "calibration_long_max_s": max(longs),
               "graph_s": None, "graph_per_kernel_s": None, "speedup": None, "predicted_eager_s": None, "device": harness.device_name()}
@@ -843,6 +855,9 @@ def measure_launch_overhead(n_kernels: Optional[int] = None, *, calibration_kern
     return LaunchOverhead.from_record(result, strict=True)
 
 
+# The loops of a calibration round, and of the next: the order flips, so no loop always runs first
+CALIBRATION_ORDER = (("short", "long", "eager"), ("eager", "long", "short"))
+
 KERNEL_BOUND_BYTES = 64 * MiB  # x.add_(1) reads and writes it: ~30 us per kernel on an H200, longer than a launch
 
 
@@ -866,8 +881,9 @@ def _kernel_bound_loop(host_per_launch_s: float, *, n_kernels: Optional[int] = N
 
         launches(2)
         harness.synchronize()
-        eager_t = harness.time_fn(lambda: launches(n), warmup=1, repeat=repeat)
-        out.update(eager_s=eager_t.median_s, eager_min_s=eager_t.min_s, eager_max_s=eager_t.max_s, **gpu_clock_power())
+        if not gpu:
+            eager_t = harness.time_fn(lambda: launches(n), warmup=1, repeat=repeat)
+            out.update(eager_s=eager_t.median_s, eager_min_s=eager_t.min_s, eager_max_s=eager_t.max_s, **gpu_clock_power())
         if gpu:
             side = torch.cuda.Stream()
             side.wait_stream(torch.cuda.current_stream())
@@ -877,9 +893,17 @@ def _kernel_bound_loop(host_per_launch_s: float, *, n_kernels: Optional[int] = N
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph):
                 launches(n)
-            graph_t = harness.time_fn(graph.replay, warmup=1, repeat=repeat)
-            per_kernel = graph_t.median_s / n
-            out.update(graph_s=graph_t.median_s, graph_per_kernel_s=per_kernel)
+            launches(n)  # warm-up of both, then the eager loop and the replay in turns (the order flips each round):
+            graph.replay()  # a drift of the clock or the memory between them reaches both alike
+            eagers, replays = [], []
+            for i in range(repeat):
+                pair = ((eagers, lambda: launches(n)), (replays, graph.replay))
+                for times, fn in pair if i % 2 == 0 else pair[::-1]:
+                    times.append(harness.time_fn(fn, warmup=0, repeat=1).median_s)
+            out.update(eager_s=float(np.median(eagers)), eager_min_s=min(eagers), eager_max_s=max(eagers), in_turns=True,
+                       **gpu_clock_power())
+            per_kernel = float(np.median(replays)) / n
+            out.update(graph_s=float(np.median(replays)), graph_per_kernel_s=per_kernel)
             if host_per_launch_s is not None:  # no prediction without the tiny-kernel loop's host time
                 out.update(predicted_eager_s=model.launch_bound_time_s(n, per_kernel, host_per_launch_s),
                            bound="kernel" if per_kernel >= host_per_launch_s else "host")
