@@ -759,6 +759,10 @@ def divergence_predictions(res: dict) -> dict:
 # --------------------------------------------------------------------------------------------
 # 5. Launch overhead and CUDA graphs
 # --------------------------------------------------------------------------------------------
+# The loops of a calibration round, and of the next: the order flips, so no loop always runs first
+CALIBRATION_ORDER = (("short", "long", "eager"), ("eager", "long", "short"))
+
+
 def measure_launch_overhead(n_kernels: Optional[int] = None, *, calibration_kernels: Optional[int] = None,
                             repeat: int = 10) -> LaunchOverhead:
     """``n_kernels`` tiny kernels (``x.add_(1)`` on one element): launched one by one from Python,
@@ -812,9 +816,12 @@ def measure_launch_overhead(n_kernels: Optional[int] = None, *, calibration_kern
     # twice the long loop's own time per launch (the slope only removes a cost paid once per loop, which
     # cannot exceed the short loop's time; a slope far from the long loop's rate is noise, not launches).
     slope = float(np.median(slopes))
-    if host_long <= host_short or slope <= 0:
+    if host_long <= host_short:
         unreadable = (f"the {c}-launch loop took {host_long:.3g} s, no longer than the {short}-launch loop's {host_short:.3g} s "
                       f"(medians of {rounds} rounds): this host's time per launch cannot be read from them")
+    elif slope <= 0:
+        unreadable = (f"the rounds' own slopes between the {short}- and {c}-launch loops have a median of {slope:.3g} s per launch "
+                      f"({rounds} rounds): this host's time per launch cannot be read from them")
     elif not 0.5 <= slope / (host_long / c) <= 2.0:
         unreadable = (f"the slope between the {short}- and {c}-launch loops, {slope:.3g} s per launch, is "
                       f"{slope / (host_long / c):.2f} times the {c}-launch loop's own time per launch (medians of {rounds} "
@@ -855,9 +862,6 @@ def measure_launch_overhead(n_kernels: Optional[int] = None, *, calibration_kern
     return LaunchOverhead.from_record(result, strict=True)
 
 
-# The loops of a calibration round, and of the next: the order flips, so no loop always runs first
-CALIBRATION_ORDER = (("short", "long", "eager"), ("eager", "long", "short"))
-
 KERNEL_BOUND_BYTES = 64 * MiB  # x.add_(1) reads and writes it: ~30 us per kernel on an H200, longer than a launch
 
 
@@ -865,7 +869,8 @@ def _kernel_bound_loop(host_per_launch_s: float, *, n_kernels: Optional[int] = N
     """The launch model's other regime: an eager loop whose kernels (``add_`` on a 64 MiB
     tensor) outlast the host's launch time. Predicted as ``n x max(GPU time per kernel from a
     graph replay of the same launches, host time per launch from the tiny-kernel loop)``. On the
-    CPU (no graph, no asynchrony) only the eager loop runs, on a small tensor. An optional
+    CPU (no graph, no asynchrony) only the eager loop runs, on a small tensor; on a GPU the eager
+    loop and the graph replay are timed in turns, the order flipped every round. An optional
     reading: a failure records null eager and prediction and why, never an exception."""
     gpu = harness.on_gpu()
     n = n_kernels or (200 if gpu else 20)

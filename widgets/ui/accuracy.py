@@ -51,8 +51,8 @@ def _plain(v: float) -> str:
     return f"{float(mantissa):.4g} × 10{str(int(exponent)).translate(_SUPERSCRIPT)}"
 
 
-# units of a dimensionless fraction (the training chapter's recomputation overhead is "-": the extra time
-# over the step's): shown as a percentage, "fraction of the step" as "4.5% of the step"
+# units of a dimensionless fraction: shown as a percentage; "fraction of X" as "4.5% of X" (the training
+# chapter's recomputation overhead: "fraction of the forward + backward time")
 FRACTION_UNITS = ("-", "fraction", "")
 
 
