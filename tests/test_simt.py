@@ -880,13 +880,36 @@ def test_kernel_bound_launch_loop(exp):
         assert kb["predicted_eager_s"] == pytest.approx(
             m.launch_bound_time_s(kb["n_kernels"], kb["graph_per_kernel_s"], kb["host_per_launch_s"]))
         assert kb["bound"] == ("kernel" if kb["graph_per_kernel_s"] >= kb["host_per_launch_s"] else "host")
+        assert kb.timeline_error is None, kb.timeline_error  # the profiler's split of eager and graph runs
+        for run in ("eager", "graph"):
+            tl = kb.timeline[run]
+            assert tl["n"] == kb["n_kernels"] and 0 < tl["kernel_s"] and 0 <= tl["gap_s"]
+            assert tl["per_kernel_s"] >= tl["kernel_min_s"]
     else:
         assert kb["eager_s"] > 0 and kb["graph_per_kernel_s"] is None and kb["predicted_eager_s"] is None
+        assert kb.timeline is None  # no GPU, no kernel timeline
     assert kb["host_per_launch_s"] == res["host_per_launch_s"]
     rec = {"results": {"launch_overhead": dict(res, graph_per_kernel_s=1e-6, kernel_bound=dict(
         kb, n_kernels=200, nbytes=64 * 2**20, eager_s=6.1e-3, graph_per_kernel_s=30e-6, host_per_launch_s=10e-6))}}
     row = next(r for r in exp.accuracy_rows(rec) if r.quantity.startswith("200 add_"))
     assert row.predicted == pytest.approx(200 * 30e-6) and row.label == "calibrated"
+
+
+def test_timeline_split_by_hand(exp):
+    """Hand-made timelines: three 3 us kernels with gaps of 1 and 2 us (median 1.5 us, the span
+    12 us over 3 kernels = 4 us each); a stray kernel of another name is left out; bad spans,
+    overlapping kernels and too few kernels are ValueErrors, not numbers."""
+    us = 1e-6
+    spans = [("add", 0.0, 3 * us), ("fill", 3.2 * us, 3.4 * us), ("add", 4 * us, 7 * us), ("add", 9 * us, 12 * us)]
+    tl = exp.timeline_split(spans)
+    assert tl["name"] == "add" and tl["n"] == 3
+    assert tl["kernel_s"] == pytest.approx(3 * us) and tl["gap_s"] == pytest.approx(1.5 * us)
+    assert (tl["gap_min_s"], tl["gap_max_s"]) == pytest.approx((1 * us, 2 * us))
+    assert tl["per_kernel_s"] == pytest.approx(4 * us)
+    for bad in ([], [("add", 0.0, 1 * us)], [("add", 0.0, 3 * us), ("add", 2 * us, 5 * us)],
+                [("add", 1 * us, 0.0), ("add", 2 * us, 3 * us)], [("add", 0.0)], "add", [("add", 0.0, float("nan"))]):
+        with pytest.raises(ValueError):
+            exp.timeline_split(bad)
 
 
 # --------------------------------------------------------------------------------------------

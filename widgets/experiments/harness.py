@@ -131,6 +131,28 @@ def time_fn(
     return Timing(statistics.median(times), min(times), max(times), repeat, device_name())
 
 
+def gpu_kernel_spans(fn: Callable[[], Any]) -> list[tuple[str, float, float]]:
+    """The GPU kernels ``fn()`` runs, as ``(name, start_s, end_s)`` in order of start, from a
+    torch.profiler trace (CUPTI's kernel records, graph replays' kernels included; copies and
+    memsets left out; times in seconds from the trace's start). Raises ``RuntimeError`` without a
+    GPU; the profiler's own errors pass through, for the caller to record."""
+    if not on_gpu():
+        raise RuntimeError("no GPU: a kernel timeline needs CUDA")
+    from torch.profiler import ProfilerActivity, profile
+
+    synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        synchronize()
+    spans = []
+    for e in prof.events():
+        name = str(getattr(e, "name", ""))
+        if not str(getattr(e, "device_type", "")).endswith("CUDA") or not name or name.startswith(("Memcpy", "Memset")):
+            continue
+        spans.append((name, e.time_range.start * 1e-6, e.time_range.end * 1e-6))  # the profiler's times are in us
+    return sorted(spans, key=lambda s: s[1])
+
+
 def capabilities() -> Capabilities:
     """What this device can do: name, vendor, arch (``sm_90``), free and total memory of GPU 0,
     number of GPUs and whether torch has NCCL. Experiments choose what to run from it (never from

@@ -187,6 +187,8 @@ class KernelBoundLoop(harness.Result):
     power_w: Optional[float] = None
     error_reason: Optional[str] = None
     in_turns: Optional[bool] = None  # the eager loop and the graph replay timed in turns (older records: one after the other)
+    timeline: Optional[dict] = None  # {"eager": timeline_split(...), "graph": ..., "tool": ...} (older records: none)
+    timeline_error: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -912,9 +914,49 @@ def _kernel_bound_loop(host_per_launch_s: float, *, n_kernels: Optional[int] = N
             if host_per_launch_s is not None:  # no prediction without the tiny-kernel loop's host time
                 out.update(predicted_eager_s=model.launch_bound_time_s(n, per_kernel, host_per_launch_s),
                            bound="kernel" if per_kernel >= host_per_launch_s else "host")
+            try:  # after the timings, so the profiler cannot slow them: where the eager loop's extra time per kernel goes
+                out["timeline"] = {"eager": timeline_split(harness.gpu_kernel_spans(lambda: launches(n))),
+                                   "graph": timeline_split(harness.gpu_kernel_spans(graph.replay)),
+                                   "tool": f"torch.profiler {torch.__version__} (CUPTI kernel records)"}
+            except Exception as exc:  # optional: the timings above stand without it
+                out["timeline_error"] = repr(exc)[:300]
     except Exception as exc:  # optional reading: null and why
         out["error_reason"] = repr(exc)
     return out
+
+
+def timeline_split(spans: Sequence[tuple]) -> dict:
+    """Split a run of back-to-back kernels into the time each kernel ran and the gaps between
+    them, from a timeline's ``(name, start_s, end_s)`` spans (``harness.gpu_kernel_spans``). Only
+    the most frequent kernel name counts (the loop's own kernel, not a stray one). Returns its
+    ``name``, ``n`` kernels, the median ``kernel_s`` (with ``kernel_min_s``/``kernel_max_s``), the
+    median ``gap_s`` from one kernel's end to the next one's start (with ``gap_min_s``/
+    ``gap_max_s``) and ``per_kernel_s``, the first start to the last end over ``n``.
+
+    >>> timeline_split([("k", 0.0, 3e-6), ("k", 4e-6, 7e-6), ("k", 9e-6, 12e-6)])["gap_s"] * 1e6
+    1.5
+    """
+    if not isinstance(spans, (list, tuple)):
+        raise ValueError(f"spans must be a list of (name, start_s, end_s), got {type(spans).__name__}")
+    for sp in spans:
+        if not (isinstance(sp, (list, tuple)) and len(sp) == 3):
+            raise ValueError(f"each span must be (name, start_s, end_s), got {sp!r:.80}")
+        if not (np.isfinite(sp[1]) and np.isfinite(sp[2]) and sp[2] >= sp[1]):
+            raise ValueError(f"a span must end at or after its start (finite seconds), got {sp!r:.80}")
+    names = [sp[0] for sp in spans]
+    if not names:
+        raise ValueError("spans is empty: the timeline recorded no kernel")
+    name = max(set(names), key=names.count)
+    own = sorted((sp[1], sp[2]) for sp in spans if sp[0] == name)
+    if len(own) < 2:
+        raise ValueError(f"need at least two {name!r} kernels for a gap, got {len(own)}")
+    runs = [end - start for start, end in own]
+    gaps = [b[0] - a[1] for a, b in zip(own, own[1:])]
+    if min(gaps) < -1e-9:
+        raise ValueError("two kernels of the run overlap: not one stream's back-to-back kernels")
+    return {"name": str(name)[:120], "n": len(own), "kernel_s": float(np.median(runs)), "kernel_min_s": min(runs),
+            "kernel_max_s": max(runs), "gap_s": float(np.median(gaps)), "gap_min_s": min(gaps), "gap_max_s": max(gaps),
+            "per_kernel_s": (own[-1][1] - own[0][0]) / len(own)}
 
 
 def calibration_source(res: dict) -> str:

@@ -802,18 +802,9 @@ def _gpu_kernel_names(fn) -> tuple[list[str] | None, str]:
     if not harness.on_gpu():
         return None, "no GPU"
     try:
-        from torch.profiler import ProfilerActivity, profile
-
-        harness.synchronize()
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            fn()
-            harness.synchronize()
         names = []
-        for e in prof.events():
-            name = str(getattr(e, "name", ""))
-            if not str(getattr(e, "device_type", "")).endswith("CUDA") or not name:
-                continue
-            if "at::native" in name or name.startswith(("Memcpy", "Memset")):
+        for name, _, _ in harness.gpu_kernel_spans(fn):
+            if "at::native" in name:
                 continue
             if name[:200] not in names:
                 names.append(name[:200])
