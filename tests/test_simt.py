@@ -883,7 +883,7 @@ def test_kernel_bound_launch_loop(exp):
         assert kb.timeline_error is None, kb.timeline_error  # the profiler's split of eager and graph runs
         for run in ("eager", "graph"):
             tl = kb.timeline[run]
-            assert tl["n"] == kb["n_kernels"] and 0 < tl["kernel_s"] and 0 <= tl["gap_s"]
+            assert tl["n"] == kb["n_kernels"] and 0 < tl["kernel_s"] and -0.5 * tl["kernel_s"] <= tl["gap_min_s"] <= tl["gap_s"]
             assert tl["per_kernel_s"] >= tl["kernel_min_s"]
     else:
         assert kb["eager_s"] > 0 and kb["graph_per_kernel_s"] is None and kb["predicted_eager_s"] is None
@@ -906,7 +906,9 @@ def test_timeline_split_by_hand(exp):
     assert tl["kernel_s"] == pytest.approx(3 * us) and tl["gap_s"] == pytest.approx(1.5 * us)
     assert (tl["gap_min_s"], tl["gap_max_s"]) == pytest.approx((1 * us, 2 * us))
     assert tl["per_kernel_s"] == pytest.approx(4 * us)
-    for bad in ([], [("add", 0.0, 1 * us)], [("add", 0.0, 3 * us), ("add", 2 * us, 5 * us)],
+    nudged = exp.timeline_split([("add", 0.0, 3 * us), ("add", 2.99 * us, 6 * us), ("add", 7 * us, 10 * us)])
+    assert nudged["gap_min_s"] == pytest.approx(-0.01 * us)  # a timestamp's few ns below 0: read as it is
+    for bad in ([], [("add", 0.0, 1 * us)], [("add", 0.0, 3 * us), ("add", 1 * us, 4 * us)],
                 [("add", 1 * us, 0.0), ("add", 2 * us, 3 * us)], [("add", 0.0)], "add", [("add", 0.0, float("nan"))]):
         with pytest.raises(ValueError):
             exp.timeline_split(bad)
@@ -967,16 +969,39 @@ def test_amdahl_record_never_beats_its_own_ceiling():
 
 def test_amdahl_record_follows_the_law():
     """'Every point stays below its ceiling' cannot fail (a step is never shorter than its serial
-    part); the test of Amdahl's law is measured over predicted speed-up, p from the one-worker
-    steps' serial and parallel parts only (so the points at n >= 2 are predicted, not fitted).
-    The reviewer's H200 run: 0.975 to 1.0."""
+    part); the test of Amdahl's law is the measured speed-up against the law's, p from the
+    one-worker steps' serial and parallel parts only (so the points at n >= 2 are predicted, not
+    fitted). The host's serial part is not one number: in the record measured at a644d42 the
+    one-worker steps' serial parts fell in two groups, 6.4 to 7.3 ms and 10.7 to 11.5 ms, and their
+    median in the upper one, so the law's point prediction missed by up to 12 % (1.12 at 32
+    workers; the record before had its median in the lower group and 0.93 to 1.0). So each point
+    must lie in the law's range with the serial part anywhere the one-worker steps saw it, in both
+    steps compared: (s_lo + P) / (s_hi + P / n) to (s_hi + P) / (s_lo + P / n). At 2 workers
+    that range is narrow (1.84 to 1.99 in that record); a parallel part that did not shrink as P / n
+    falls below it, and a super-linear one above."""
     from widgets.experiments import simt as exp
 
     am = _h200_record()["results"]["amdahl"]
     a = copy.deepcopy(am)
     exp.amdahl_predictions(a)
     for p in a["points"]:
-        assert 0.9 <= p["measured_over_predicted"] <= 1.05, p
+        assert p["speedup_low"] <= p["speedup"] <= p["speedup_high"], p
+    two = next(p for p in a["points"] if p["workers"] == 2)
+    assert two["speedup_high"] / two["speedup_low"] < 1.15  # narrow where the parallel part dominates
+    for p in a["points"]:  # and the point prediction within 15 % either way, whichever group the median fell in
+        assert 0.85 <= p["measured_over_predicted"] <= 1.15, p
+
+
+def test_amdahl_range_by_hand(exp):
+    """Hand-derived: one-worker serial samples 1 and 3 ms, parallel part 96 ms. At 4 workers the
+    law's range is (1 + 96) / (3 + 24) = 3.593 to (3 + 96) / (1 + 24) = 3.96; the median 2 ms
+    gives p = 96 / 98 and S(4) = 1 / (2/98 + 24/98) = 98 / 26 = 3.769."""
+    one = {"workers": 1, "time_s": 0.098, "serial_s": 0.002, "parallel_s": 0.096, "serial_samples_s": [0.001, 0.002, 0.003]}
+    four = {"workers": 4, "time_s": 0.026, "serial_s": 0.002, "parallel_s": 0.024}
+    res = {"points": [one, four]}
+    exp.amdahl_predictions(res)
+    assert four["speedup_low"] == pytest.approx(97 / 27) and four["speedup_high"] == pytest.approx(99 / 25)
+    assert four["predicted_speedup"] == pytest.approx(98 / 26)
 
 
 def test_models_import_without_torch_or_widgets():
