@@ -885,10 +885,13 @@ def test_kernel_bound_launch_loop(exp):
             tl = kb.timeline[run]
             assert tl["n"] == kb["n_kernels"] and 0 < tl["kernel_s"] and -0.5 * tl["kernel_s"] <= tl["gap_min_s"] <= tl["gap_s"]
             assert tl["per_kernel_s"] >= tl["kernel_min_s"]
+            assert tl["kernel_sum_s"] + tl["gap_sum_s"] == pytest.approx(tl["per_kernel_s"] * tl["n"], rel=1e-6)
     else:
         assert kb["eager_s"] > 0 and kb["graph_per_kernel_s"] is None and kb["predicted_eager_s"] is None
         assert kb.timeline is None  # no GPU, no kernel timeline
     assert kb["host_per_launch_s"] == res["host_per_launch_s"]
+    assert len(res["round_slopes_s"]) == len(res["round_eager_s"]) == res["rounds"]  # each round's own, for the paired test
+    assert float(np.median(res["round_eager_s"])) == pytest.approx(res["eager_s"])
     rec = {"results": {"launch_overhead": dict(res, graph_per_kernel_s=1e-6, kernel_bound=dict(
         kb, n_kernels=200, nbytes=64 * 2**20, eager_s=6.1e-3, graph_per_kernel_s=30e-6, host_per_launch_s=10e-6))}}
     row = next(r for r in exp.accuracy_rows(rec) if r.quantity.startswith("200 add_"))
@@ -906,8 +909,15 @@ def test_timeline_split_by_hand(exp):
     assert tl["kernel_s"] == pytest.approx(3 * us) and tl["gap_s"] == pytest.approx(1.5 * us)
     assert (tl["gap_min_s"], tl["gap_max_s"]) == pytest.approx((1 * us, 2 * us))
     assert tl["per_kernel_s"] == pytest.approx(4 * us)
+    # the sums add up to first start to last end: 3 kernels of 3 us and gaps of 1 + 2 us = 12 us
+    assert (tl["kernel_sum_s"], tl["gap_sum_s"]) == pytest.approx((9 * us, 3 * us))
+    assert (tl["long_gaps"], tl["longest_gap_index"], tl["negative_gaps"]) == (0, 1, 0)
+    # one stall: gaps 1, 1 and 20 us, median 1 us, so one gap over ten times it, after the third kernel
+    stall = exp.timeline_split([("k", 0.0, 1 * us), ("k", 2 * us, 3 * us), ("k", 4 * us, 5 * us), ("k", 25 * us, 26 * us)])
+    assert (stall["long_gaps"], stall["longest_gap_index"]) == (1, 2) and stall["long_gap_sum_s"] == pytest.approx(20 * us)
     nudged = exp.timeline_split([("add", 0.0, 3 * us), ("add", 2.99 * us, 6 * us), ("add", 7 * us, 10 * us)])
-    assert nudged["gap_min_s"] == pytest.approx(-0.01 * us)  # a timestamp's few ns below 0: read as it is
+    assert nudged["gap_min_s"] == pytest.approx(-0.01 * us)  # a timestamp's few ns below 0: read as it is, and counted
+    assert nudged["negative_gaps"] == 1
     for bad in ([], [("add", 0.0, 1 * us)], [("add", 0.0, 3 * us), ("add", 1 * us, 4 * us)],
                 [("add", 1 * us, 0.0), ("add", 2 * us, 3 * us)], [("add", 0.0)], "add", [("add", 0.0, float("nan"))]):
         with pytest.raises(ValueError):
@@ -997,11 +1007,24 @@ def test_amdahl_range_by_hand(exp):
     law's range is (1 + 96) / (3 + 24) = 3.593 to (3 + 96) / (1 + 24) = 3.96; the median 2 ms
     gives p = 96 / 98 and S(4) = 1 / (2/98 + 24/98) = 98 / 26 = 3.769."""
     one = {"workers": 1, "time_s": 0.098, "serial_s": 0.002, "parallel_s": 0.096, "serial_samples_s": [0.001, 0.002, 0.003]}
-    four = {"workers": 4, "time_s": 0.026, "serial_s": 0.002, "parallel_s": 0.024}
+    four = {"workers": 4, "time_s": 0.027, "serial_s": 0.002, "parallel_s": 0.025}
     res = {"points": [one, four]}
     exp.amdahl_predictions(res)
     assert four["speedup_low"] == pytest.approx(97 / 27) and four["speedup_high"] == pytest.approx(99 / 25)
     assert four["predicted_speedup"] == pytest.approx(98 / 26)
+    # the parallel part against the law's P / n = 24 ms: 25 ms is 1.0417 times it, 1 ms over
+    assert four["parallel_over_law"] == pytest.approx(25 / 24) and four["parallel_excess_s"] == pytest.approx(1e-3)
+
+
+def test_launch_round_ratios_by_hand(exp):
+    """Each round's eager loop over n x that round's own slope (the graph's 1 us per kernel is
+    shorter, so the host's time decides): 110 us / (10 x 10 us) = 1.1 and 190 / (10 x 20) = 0.95;
+    the graph's time decides where it is longer; records without the rounds' lists give None."""
+    rec = {"n_kernels": 10, "graph_per_kernel_s": 1e-6, "round_slopes_s": [1e-5, 2e-5], "round_eager_s": [1.1e-4, 1.9e-4]}
+    assert exp.launch_round_ratios(rec) == pytest.approx([1.1, 0.95])
+    assert exp.launch_round_ratios(dict(rec, graph_per_kernel_s=3e-5)) == pytest.approx([1.1e-4 / 3e-4, 1.9e-4 / 3e-4])
+    assert exp.launch_round_ratios(dict(rec, round_slopes_s=[])) is None
+    assert exp.launch_round_ratios(dict(rec, graph_per_kernel_s=None)) is None
 
 
 def test_models_import_without_torch_or_widgets():
