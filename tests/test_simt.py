@@ -979,27 +979,33 @@ def test_amdahl_record_never_beats_its_own_ceiling():
 
 def test_amdahl_record_follows_the_law():
     """'Every point stays below its ceiling' cannot fail (a step is never shorter than its serial
-    part); the test of Amdahl's law is the measured speed-up against the law's, p from the
-    one-worker steps' serial and parallel parts only (so the points at n >= 2 are predicted, not
-    fitted). The host's serial part is not one number: in the record measured at a644d42 the
-    one-worker steps' serial parts fell in two groups, 6.4 to 7.3 ms and 10.7 to 11.5 ms, and their
-    median in the upper one, so the law's point prediction missed by up to 12 % (1.12 at 32
-    workers; the record before had its median in the lower group and 0.93 to 1.0). So each point
-    must lie in the law's range with the serial part anywhere the one-worker steps saw it, in both
-    steps compared: (s_lo + P) / (s_hi + P / n) to (s_hi + P) / (s_lo + P / n). At 2 workers
-    that range is narrow (1.84 to 1.99 in that record); a parallel part that did not shrink as P / n
-    falls below it, and a super-linear one above."""
+    part); the tests of Amdahl's law, p from the one-worker steps' parts only (so the points at
+    n >= 2 are predicted, not fitted):
+
+    - measured over predicted speed-up within 0.9 to 1.05 (the band set in round 10, before the
+      records it now checks; the reviewer's H200 run then gave 0.975 to 1.0). A run of round 18
+      (batch_r18) missed it, 1.013 to 1.122: the worker counts ran in one order every round and the
+      serial part was faster after the longest step, so the one-worker steps, which followed the
+      shortest, drew the slow group. The order now rotates every round (``worker_order``);
+    - each point within the law's range with the serial part anywhere the one-worker steps saw it,
+      chosen independently for the two steps compared: tight at few workers (it fails a parallel
+      part off P / 2 by a few %), loose where the curve bends toward its ceiling;
+    - the law's one assumption about the parallel part, with no serial noise in it: at n workers it
+      takes P / n, plus whatever each step pays once (the kernel's launch, the synchronization),
+      which the law divides by n. So over P / n it is never below 1 (2 % for timing) and it grows
+      with n (within 0.5 % from one count to the next)."""
     from widgets.experiments import simt as exp
 
     am = _h200_record()["results"]["amdahl"]
+    assert am.get("worker_order") == "rotated"
     a = copy.deepcopy(am)
     exp.amdahl_predictions(a)
     for p in a["points"]:
+        assert 0.9 <= p["measured_over_predicted"] <= 1.05, p
         assert p["speedup_low"] <= p["speedup"] <= p["speedup_high"], p
-    two = next(p for p in a["points"] if p["workers"] == 2)
-    assert two["speedup_high"] / two["speedup_low"] < 1.15  # narrow where the parallel part dominates
-    for p in a["points"]:  # and the point prediction within 15 % either way, whichever group the median fell in
-        assert 0.85 <= p["measured_over_predicted"] <= 1.15, p
+        assert p["parallel_over_law"] >= 0.98, p
+    over = [p["parallel_over_law"] for p in a["points"]]
+    assert all(b >= a_ - 0.005 for a_, b in zip(over, over[1:])), over
 
 
 def test_amdahl_range_by_hand(exp):

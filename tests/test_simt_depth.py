@@ -194,18 +194,18 @@ def test_reduction_predictions_pick_the_larger_term():
 
 def test_reduction_predictions_cross_the_calibrations_on_the_h200_record():
     """Review r10 simt #7: on the H200 record one atomic per thread is predicted from the one-lane
-    rate (0.554 G/s: 16,777,216 atomics -> 30.27 ms, measured 29.66 ms) and the tree from the
-    every-lane rate (0.563 G/s: 1,048,576 atomics -> 1.86 ms, measured 2.08 ms); the two rates
+    rate (0.557 G/s: 16,777,216 atomics -> 30.13 ms, measured 29.47 ms) and the tree from the
+    every-lane rate (0.566 G/s: 1,048,576 atomics -> 1.85 ms, measured 2.06 ms); the two rates
     differ by 1.6 %, so the crossed ratios stay near 1 and now test 'one rate whichever lanes add'
-    (record re-measured at a644d42)."""
+    (record re-measured at 6de6442)."""
     res = w.Reductions.from_record(_h200()["results"]["reductions"])
     every, one = res.atomic_rate.atomics_per_s, res.atomic_rate_one_lane.atomics_per_s
     p = w.reduction_predictions(res)
     at = res.variants["atomic_thread"]
     assert p["atomic_thread"].predicted_time_s == pytest.approx(at.atomics / one)
-    assert p["atomic_thread"].predicted_time_s == pytest.approx(30.27e-3, rel=0.005)
+    assert p["atomic_thread"].predicted_time_s == pytest.approx(30.13e-3, rel=0.005)
     assert p["smem_tree"].predicted_time_s == pytest.approx(res.variants["smem_tree"].atomics / every)
-    assert p["smem_tree"].predicted_time_s == pytest.approx(1.86e-3, rel=0.005)
+    assert p["smem_tree"].predicted_time_s == pytest.approx(1.85e-3, rel=0.005)
     assert 0.9 < p["atomic_thread"].ratio < 1.1 and 0.9 < p["smem_tree"].ratio < 1.15
 
 
@@ -218,19 +218,19 @@ def _h200():
 def test_spill_speed_is_per_block_of_work():
     """Review r10 simt #1: measure_spills launches full waves, so the grid grows with the blocks per
     SM (1,584 / 2,112 / 4,224 blocks for spill_kernel, 792 / 1,056 / 2,112 for gather_kernel) and the
-    plain time ratio compares different work. Per block, from the H200 record (re-measured at a644d42) by hand:
-    gather (256, 8): (199.0 us / 792) / (256.3 us / 2,112) = 2.07 (the cap paid; the time ratio says 0.78);
-    gather (256, 4): (199.0 / 792) / (208.0 / 1,056) = 1.28; spill (256, 4): (1.703 ms / 1,584) / (9.233 ms / 2,112)
-    = 0.246, the FP32-rate ratio 14.99 / 60.97 TFLOP/s; spill (256, 8): (1.703 / 1,584) / (103.5 / 4,224) = 0.044."""
+    plain time ratio compares different work. Per block, from the H200 record (re-measured at 6de6442) by hand:
+    gather (256, 8): (173.3 us / 792) / (256.6 us / 2,112) = 1.80 (the cap paid; the time ratio says 0.68);
+    gather (256, 4): (173.3 / 792) / (209.6 / 1,056) = 1.10; spill (256, 4): (1.674 ms / 1,584) / (8.951 ms / 2,112)
+    = 0.249, the FP32-rate ratio 15.46 / 62.03 TFLOP/s; spill (256, 8): (1.674 / 1,584) / (103.4 / 4,224) = 0.043."""
     sp = w.Spills.from_record(_h200()["results"]["spills"])
     g0, g4, g8 = sp.gather
-    assert w.speed_same_work(g8, g0) == pytest.approx(2.07, abs=0.01)
-    assert w.speed_same_work(g4, g0) == pytest.approx(1.28, abs=0.01)
+    assert w.speed_same_work(g8, g0) == pytest.approx(1.80, abs=0.01)
+    assert w.speed_same_work(g4, g0) == pytest.approx(1.10, abs=0.01)
     assert w.speed_same_work(g0, g0) == 1.0
     s0, s4, s8 = sp.configs
-    assert w.speed_same_work(s4, s0) == pytest.approx(0.246, abs=0.002)
+    assert w.speed_same_work(s4, s0) == pytest.approx(0.249, abs=0.002)
     assert w.speed_same_work(s4, s0) == pytest.approx(s4.flop_per_s / s0.flop_per_s)  # the same work-normalized speed
-    assert w.speed_same_work(s8, s0) == pytest.approx(0.044, abs=0.001)
+    assert w.speed_same_work(s8, s0) == pytest.approx(0.043, abs=0.001)
     assert w.speed_same_work(w.SpillConfig("x", None, 256, 64), s0) is None  # no time: no speed
 
 
