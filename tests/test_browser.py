@@ -620,6 +620,13 @@ def test_phone_sidebars_open_and_close(phone_dark, path):
             # in a 336-px box: scrolled, it covered every number
             problems.append(f"table {t['name'][:30]!r}: its sticky first column takes {t['share']:.0%} of its "
                             f"scroll box (at most {STICKY_SHARE_MAX:.0%}: the rest is where the numbers scroll)")
+    # reader check r18: the theme's "Back to top" pill, centred at the foot of the screen, covered figures' axes
+    btt = page.evaluate("""() => { const b = document.getElementById('pst-back-to-top'); if (!b) return null;
+      const was = b.style.display; b.style.display = 'block'; const r = b.getBoundingClientRect(); b.style.display = was;
+      return {left: r.left, right: r.right, width: r.width, vw: window.innerWidth}; }""")
+    if btt and not (btt["left"] >= 0.75 * btt["vw"] and btt["width"] <= 60 and btt["right"] <= btt["vw"]):
+        problems.append(f"the 'Back to top' button spans {btt['left']:.0f}-{btt['right']:.0f} px of {btt['vw']} "
+                        "(a small button in the right corner keeps figures' axes clear)")
     page.evaluate("() => window.scrollTo(0, 0)")
     for which, toggle_sel, dialog_sel in [
         ("table of contents", ".primary-toggle", "#pst-primary-sidebar-modal, .bd-sidebar-primary"),

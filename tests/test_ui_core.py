@@ -567,3 +567,20 @@ def test_book_table_lines_and_a_caption_that_stays_in_view():
     rule = css[css.index("caption .book-caption {"):]
     assert "position: sticky" in rule.split("}")[0] and "max-width: 100cqw" in rule.split("}")[0]
     assert "container-type: inline-size" in css
+
+
+def test_compare_table_puts_the_measured_value_first(monkeypatch):
+    """Reader check r18: on a phone only the first two columns show before the table scrolls, and
+    the measured value and its ratio were fourth and fifth. The order is quantity, reference, the
+    reader's device (live notebooks only), model, measured / model, kind."""
+    import re
+
+    import widgets.book as book
+
+    row = dict(quantity="q", reference="2 ms", here="3 ms", model="1 ms", ratio="2.00", label="calibrated")
+    heads = lambda html: re.findall(r"<th(?:\s[^>]*)?>(.*?)</th>", html)  # noqa: E731
+    monkeypatch.setattr(book, "_build", lambda: False)
+    assert heads(book.compare_table([row], here_label="here")) == ["quantity", "H200 (reference)", "here", "model",
+                                                                   "measured / model", "kind"]
+    monkeypatch.setattr(book, "_build", lambda: True)  # the published book: no reader's column
+    assert heads(book.compare_table([row])) == ["quantity", "H200 (reference)", "model", "measured / model", "kind"]

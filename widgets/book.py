@@ -236,7 +236,8 @@ def compare_table(
     here_label: str | None = None,
     caption: str | None = None,
 ) -> str:
-    """Model against the recorded reference, and the reader's device when it ran.
+    """Model against the recorded reference, and the reader's device when it ran. Columns: the
+    quantity, the reference, the reader's device, the model, measured / model, the kind.
 
     Each row is a mapping with ``quantity`` and ``reference`` (formatted strings) and optional
     ``model``, ``label`` (prediction / calibrated / fit), ``ratio`` and ``here``. The column for
@@ -248,16 +249,17 @@ def compare_table(
             raise ValueError(f"rows[{i}] must have 'quantity' and 'reference', got keys {sorted(r)}")
         if r.get("label") is not None and r["label"] not in LABELS:
             raise ValueError(f"rows[{i}]['label'] must be one of {LABELS}, got {r['label']!r}")
-    cols = [("quantity", "quantity")]
-    if any(r.get("model") is not None for r in rows):
-        cols.append(("model", "model"))
-    if any(r.get("label") is not None for r in rows):
-        cols.append(("label", "kind"))
-    cols.append(("reference", reference_label))
-    if any(r.get("ratio") is not None for r in rows):
-        cols.append(("ratio", "measured / model"))
+    # the measured value right after the row's name, the reader's own beside it, then the model and
+    # the ratio: on a phone the first columns are what shows before scrolling (reader check r18)
+    cols = [("quantity", "quantity"), ("reference", reference_label)]
     if not _build() and any(r.get("here") is not None for r in rows):
         cols.append(("here", here_label or _here_label()))
+    if any(r.get("model") is not None for r in rows):
+        cols.append(("model", "model"))
+    if any(r.get("ratio") is not None for r in rows):
+        cols.append(("ratio", "measured / model"))
+    if any(r.get("label") is not None for r in rows):
+        cols.append(("label", "kind"))
     body = [[("" if r.get(k) is None else r[k]) for k, _ in cols] for r in rows]
     return table(body, [h for _, h in cols], caption=caption)
 
