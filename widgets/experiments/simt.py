@@ -264,7 +264,8 @@ class Amdahl(harness.Result):
     parallel_fraction: Optional[float] = None
     ceiling: Optional[float] = None
     ceiling_reason: Optional[str] = None
-    worker_order: Optional[str] = None  # "rotated" each round (older records: the same order every round)
+    worker_order: Optional[str] = None  # "balanced" (round_orders), "rotated" by one; older records: one order every round
+    round_orders: tuple[tuple[int, ...], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -923,9 +924,11 @@ def _kernel_bound_loop(host_per_launch_s: float, *, n_kernels: Optional[int] = N
                 out.update(predicted_eager_s=model.launch_bound_time_s(n, per_kernel, host_per_launch_s),
                            bound="kernel" if per_kernel >= host_per_launch_s else "host")
             try:  # after the timings, so the profiler cannot slow them: where the eager loop's extra time per kernel goes
-                harness.gpu_kernel_spans(lambda: launches(10))  # discarded: the profiler's own first-use costs land here
-                out["timeline"] = {"eager": timeline_split(harness.gpu_kernel_spans(lambda: launches(n))),
-                                   "graph": timeline_split(harness.gpu_kernel_spans(graph.replay)),
+                def then(first, fn):  # one profiler session: a warm-up run, then the run kept (its last n kernels)
+                    return lambda: (first(), harness.synchronize(), fn())
+
+                out["timeline"] = {"eager": timeline_split(harness.gpu_kernel_spans(then(lambda: launches(n), lambda: launches(n)))[-n:]),
+                                   "graph": timeline_split(harness.gpu_kernel_spans(then(graph.replay, graph.replay))[-n:]),
                                    "tool": f"torch.profiler {torch.__version__} (CUPTI kernel records)"}
             except Exception as exc:  # optional: the timings above stand without it
                 out["timeline_error"] = repr(exc)[:300]
@@ -943,9 +946,10 @@ def timeline_split(spans: Sequence[tuple]) -> dict:
     ``gap_max_s``), ``per_kernel_s``, the first start to the last end over ``n``, and the sums that
     add up to it: ``kernel_sum_s`` + ``gap_sum_s`` = first start to last end; ``long_gaps`` counts the
     gaps over ten times the median (``long_gap_sum_s`` their sum, ``longest_gap_index`` where the
-    longest one lies, 0 = after the first kernel). A gap may read below 0 (seen under four pytest
-    workers sharing the GPU; the cause was not established): ``negative_gaps`` counts them, and an
-    overlap of more than half a kernel is refused as not one stream's back-to-back kernels.
+    longest one lies, 0 = after the first kernel). A gap may read below 0: one timestamp step
+    (-32 ns on an H200) in a run alone on the GPU, more under four pytest workers sharing it (the
+    cause not established); ``negative_gaps`` counts them, and an overlap of more than half a
+    kernel is refused as not one stream's back-to-back kernels.
 
     >>> timeline_split([("k", 0.0, 3e-6), ("k", 4e-6, 7e-6), ("k", 9e-6, 12e-6)])["gap_s"] * 1e6
     1.5
@@ -1050,9 +1054,10 @@ def measure_amdahl(workers: Optional[Sequence[int]] = None, *, serial_iters: Opt
 
     Every step is timed in its parts on one clock (the host's): the serial part, the parallel
     part (up to the device's synchronization) and the whole, in the same runs, the worker counts
-    interleaved, the order rotated by one each round (a record of round 18, in a fixed order, had
-    its serial part faster after the longest step: a bias by position, not by worker count; the
-    record says ``worker_order``). The serial part is the same work at every worker count, and the host's time
+    interleaved, in orders balanced for what comes before (``balanced_orders``: over a cycle of
+    rounds every count follows every other equally often; a record of round 18, in one order every
+    round, had its serial part faster right after the longest step, the mechanism not established;
+    the record says ``worker_order`` and ``round_orders``). The serial part is the same work at every worker count, and the host's time
     for it swings between runs (6.5 to 14 ms in the first in-run H200 record), so its estimate
     is the median over the one-worker steps' serial parts (``serial_samples_s``); the parallel
     part is the one-worker steps' too. The law then predicts the speed-ups of the whole steps at
@@ -1118,9 +1123,10 @@ def measure_amdahl(workers: Optional[Sequence[int]] = None, *, serial_iters: Opt
     for w in workers:
         step_parts(w)  # warm-up
     runs = {w: [] for w in workers}
-    for r in range(repeat):  # interleaved: every worker count sees the same drift of clocks and load, and the order
-        for w in workers[r % len(workers):] + workers[:r % len(workers)]:  # rotates, so no count always follows the same step
-            runs[w].append(step_parts(w))
+    orders = balanced_orders(len(workers), repeat)  # interleaved, and every count follows every other equally often
+    for order in orders:
+        for i in order:
+            runs[workers[i]].append(step_parts(workers[i]))
     points = []
     for w in workers:
         serial, par, whole, events = (list(v) for v in zip(*runs[w]))
@@ -1135,9 +1141,38 @@ def measure_amdahl(workers: Optional[Sequence[int]] = None, *, serial_iters: Opt
               "spin_iters": iters if harness.on_gpu() else None,
               "spin_sass_inner_loop": _sass_inner_loop_of(k.spin_kernel) if harness.on_gpu() else None,
               "serial_iters": serial_iters, "timing": "host clock around each part of every step (in-run parts)",
-              "worker_order": "rotated", "points": points, "device": harness.device_name()}
+              "worker_order": "balanced", "round_orders": [[int(workers[i]) for i in o] for o in orders],
+              "points": points, "device": harness.device_name()}
     result.update(amdahl_predictions(result))
     return Amdahl.from_record(result, strict=True)
+
+
+AMDAHL_LAW_BAND = (0.9, 1.05)  # measured over predicted speed-up, set in round 10 before the records it checks
+
+
+def balanced_orders(k: int, rounds: int) -> list[list[int]]:
+    """``rounds`` orders of the indices ``0..k-1``, from a Williams design: the base order
+    0, 1, k-1, 2, k-2, ... shifted by one each round (mod k), and for odd k each order followed by
+    its reverse. Within a cycle of k rounds (2k for odd k) every index comes right after every
+    other equally often (once; twice for odd k) and takes every place equally often, so a cost
+    that depends on the step before (a host that is faster after a long wait) reaches every count
+    alike.
+
+    >>> balanced_orders(4, 4)
+    [[0, 1, 3, 2], [1, 2, 0, 3], [2, 3, 1, 0], [3, 0, 2, 1]]
+    """
+    k, rounds = _int_arg("k", k), _int_arg("rounds", rounds)
+    base, lo, hi = [0], 1, k - 1
+    while len(base) < k:
+        base.append(lo)
+        lo += 1
+        if len(base) < k:
+            base.append(hi)
+            hi -= 1
+    cycle = [[(b + r) % k for b in base] for r in range(k)]
+    if k % 2:
+        cycle = [o for pair in zip(cycle, [o[::-1] for o in cycle]) for o in pair]
+    return [list(cycle[r % len(cycle)]) for r in range(rounds)]
 
 
 def amdahl_predictions(res: dict) -> dict:
