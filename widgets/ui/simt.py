@@ -35,6 +35,24 @@ REGS = list(range(16, 256))
 REGS_COARSE = list(range(8, 256, 8)) + [255]  # the static figure's register panel (page weight)
 
 
+def fmt_speedup(v: float) -> str:
+    """A speed-up (or slowdown) to 3 significant figures with the multiplication sign:
+    ``1.894`` -> ``"1.89×"``, ``2.0`` -> ``"2.00×"``, ``33.02`` -> ``"33.0×"``, ``126.4`` -> ``"126×"``."""
+    v = float(v)
+    if not np.isfinite(v) or v == 0:
+        return f"{v:g}×"
+    rounded = f"{v:.2e}"  # 3 significant figures, rounded first: 9.996 -> "1.00e+01" (10.0, not 10.00)
+    return f"{float(rounded):.{max(0, 2 - int(rounded.split('e')[1]))}f}×"
+
+
+def multiprocessors(gpu: str) -> str:
+    """What a catalog GPU's multiprocessors are called, plural: AMD's are compute units ("CUs"),
+    NVIDIA's streaming multiprocessors ("SMs"); from the catalog's ``vendor``."""
+    from ..hardware import get_gpu
+
+    return "CUs" if get_gpu(gpu).vendor == "AMD" else "SMs"
+
+
 def _smem_kib(arch: str) -> list:
     return list(range(0, m.arch_limits(arch).smem_per_block_optin_bytes // KiB + 1))
 
@@ -209,7 +227,8 @@ def _divergence_trace(d: m.Divergence, round_robin: bool) -> go.Heatmap:
 
 
 def divergence_title(d: m.Divergence) -> str:
-    return f"{plural(d.paths_taken, 'path')}: {d.slowdown:.3g}x slower"
+    slower = "no slowdown" if f"{d.slowdown:.3g}" == "1" else f"{d.slowdown:.3g}× slower"
+    return f"{plural(d.paths_taken, 'path')}: {slower}"
 
 
 def divergence_readout(d: m.Divergence) -> str:
@@ -227,7 +246,7 @@ def _divergence_layout() -> dict:
 DIVERGENCE_CHOICES = (
     ("round-robin lanes, equal paths", True, lambda k, n: 1.0),
     ("lanes in groups, equal paths", False, lambda k, n: 1.0),
-    ("round-robin, path 0 8x longer", True, lambda k, n: 8.0 if k == 0 else 1.0),
+    ("round-robin, path 0 8× longer", True, lambda k, n: 8.0 if k == 0 else 1.0),
 )
 DIVERGENCE_PATHS = (1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32)
 
@@ -277,7 +296,7 @@ def divergence_calculator():
             ("paths taken", str(d.paths_taken)),
             ("warp time", f"{d.warp_time:g} cycles"),
             ("if lanes were independent", f"{d.ideal_time:g} cycles"),
-            ("slowdown", f"{d.slowdown:.3g}x"),
+            ("slowdown", "none (1×)" if f"{d.slowdown:.3g}" == "1" else f"{d.slowdown:.3g}×"),
             ("SIMT efficiency (active lanes / 32)", percent(d.simt_efficiency)),
         ]
         fig = go.Figure(_divergence_traces(d, False))
@@ -391,7 +410,7 @@ def _amdahl_traces(p: float) -> list:
                    line=dict(color="#999999", dash="dot")),
         go.Scatter(x=WORKERS, y=s, mode="lines", name=f"p = {p:g}", line=dict(color=COLORS[0])),
         go.Scatter(x=[WORKERS[0], WORKERS[-1]], y=[ceiling, ceiling] if ceiling is not None else [None, None], mode="lines",
-                   name="ceiling 1/(1-p)", line=dict(color=COLORS[3], dash="dash")),
+                   name="ceiling 1/(1 − p)", line=dict(color=COLORS[3], dash="dash")),
     ]
     return traces
 
@@ -399,11 +418,11 @@ def _amdahl_traces(p: float) -> list:
 def _ceiling_text(p: float) -> str:
     if p >= 1:
         return "no limit: the speed-up grows with the workers"
-    return f"never more than {m.amdahl_ceiling(p):.4g}x"
+    return f"never more than {m.amdahl_ceiling(p):.4g}×"
 
 
 def amdahl_title(p: float, workers: int = 132) -> str:
-    return f"{m.amdahl_speedup(p, workers):.3g}x on {plural(int(workers), 'worker')}"
+    return f"{m.amdahl_speedup(p, workers):.3g}× on {plural(int(workers), 'worker')}"
 
 
 def amdahl_readout(p: float, workers: int = 132) -> str:
@@ -428,12 +447,12 @@ def amdahl_figure(fractions=(0.5, 0.9, 0.95, 0.99, 0.999), gpus=AMDAHL_GPUS) -> 
 
     def frame(c, p):
         name, n = c
-        marker = go.Scatter(x=[n], y=[m.amdahl_speedup(p, n)], mode="markers", name=f"{name}: {n} SMs",
+        marker = go.Scatter(x=[n], y=[m.amdahl_speedup(p, n)], mode="markers", name=f"{name}: {n} {multiprocessors(name)}",
                             marker=dict(size=12, color=gpu_color(name), line=dict(color="#444444", width=1)))
         return _amdahl_traces(p) + [marker], amdahl_title(p, n), amdahl_readout(p, n)
 
     return grid_figure(slider=("parallel fraction p", values, lambda v: f"{v:g}"),
-                       choices=("GPU", choices, lambda c: f"{c[0]} ({c[1]} {'CUs' if c[0] == 'MI300X' else 'SMs'})"),
+                       choices=("GPU", choices, lambda c: f"{c[0]} ({c[1]} {multiprocessors(c[0])})"),
                        frame=frame, layout=_amdahl_layout(), active=(0, values.index(0.95) if 0.95 in values else 0), height=500)
 
 
@@ -456,7 +475,7 @@ def amdahl_calculator():
     def show(result):
         p, n, s, c = result
         rows = [("speed-up", f"{s:.3g}x"), ("efficiency (speed-up / workers)", percent(s / n)),
-                ("ceiling (infinite workers)", f"{c:.4g}x" if c is not None
+                ("ceiling (infinite workers)", f"{c:.4g}×" if c is not None
                  else "no limit: with p = 1 (no serial part) the speed-up grows with the workers"),
                 ("serial fraction", f"{1 - p:.3g}")]
         fig = go.Figure(_amdahl_traces(p))
@@ -520,18 +539,33 @@ def bandwidth_series(result: dict, label: str) -> dict:
 
 
 def amdahl_series(result: dict, label: str) -> dict:
-    """``ratio_plot`` series (measured and predicted speed-up) from a ``measure_amdahl`` result."""
+    """``ratio_plot`` series (measured and predicted speed-up) from a ``measure_amdahl`` result,
+    and the law's ceiling 1/(1 − p) as a flat series over the same workers (``ratio_plot`` draws a
+    label with "ceiling" in it dotted), with p as ``amdahl_predictions`` takes it from the
+    one-worker steps; no ceiling where the result lacks those steps' parts or p = 1."""
+    import copy
+
+    from ..experiments.simt import amdahl_predictions
+
     workers = [p["workers"] for p in result["points"]]
-    return {f"{label}: measured": (workers, [p["speedup"] for p in result["points"]]),
-            f"{label}: predicted": (workers, [p["predicted_speedup"] for p in result["points"]])}
+    out = {f"{label}: measured": (workers, [p["speedup"] for p in result["points"]]),
+           f"{label}: predicted": (workers, [p["predicted_speedup"] for p in result["points"]])}
+    one = next((p for p in result["points"] if p["workers"] == 1), None)
+    if one is not None and all(one.get(k) is not None for k in ("serial_s", "parallel_s", "time_s")):
+        ceiling = amdahl_predictions(copy.deepcopy(result))["ceiling"]
+        if ceiling is not None:
+            out[f"{label}: ceiling 1/(1 − p)"] = ([min(workers), max(workers)], [ceiling, ceiling])
+    return out
 
 
 def ratio_plot(series: dict, x_title: str, y_title: str, *, log_x: bool = True, ideal: bool = True, title: str | None = None,
                readout: str | None = None) -> go.Figure:
-    """Measured against predicted quantities; ``series`` maps a label to ``(x, y)``."""
+    """Measured against predicted quantities; ``series`` maps a label to ``(x, y)``. A label with
+    "model" or "predicted" in it is drawn dashed, one with "ceiling" (a bound) dotted, both without
+    markers; the rest (measurements) as lines with markers."""
     fig = go.Figure()
     for (label, (x, y)), color in zip(series.items(), COLORS):
-        dash = "dash" if "model" in label or "predicted" in label else None
+        dash = "dot" if "ceiling" in label else "dash" if "model" in label or "predicted" in label else None
         fig.add_trace(go.Scatter(x=x, y=y, mode="lines" if dash else "lines+markers", name=label, line=dict(color=color, dash=dash)))
     set_layout(fig, xaxis=dict(title=x_title, type="log" if log_x else "linear"), yaxis=dict(title=y_title))
     return style_figure(fig, title=title, readout=readout, height=460)
@@ -698,14 +732,14 @@ def amdahl_compare_rows(ref: dict | None, here: dict | None, workers=(2, 8, 32, 
         p, q = a.get(w), h.get(w)
         if not p and not q:
             continue
-        rows.append(dict(quantity=f"speed-up on {plural(w, 'worker')}", model=f"{p['predicted_speedup']:.1f}x" if p else None,
-                         label="calibrated" if p else None, reference=f"{p['speedup']:.1f}x" if p else "not recorded",
-                         ratio=_ratio(p["speedup"], p["predicted_speedup"]) if p else None, here=f"{q['speedup']:.2f}x" if q else None))
+        rows.append(dict(quantity=f"speed-up on {plural(w, 'worker')}", model=fmt_speedup(p["predicted_speedup"]) if p else None,
+                         label="calibrated" if p else None, reference=fmt_speedup(p["speedup"]) if p else "not recorded",
+                         ratio=_ratio(p["speedup"], p["predicted_speedup"]) if p else None, here=fmt_speedup(q["speedup"]) if q else None))
     how = "p from the one-worker steps' parts"
     def ceiling(info):
-        return None if not info else ("none (no serial part measured)" if info["ceiling"] is None else f"{info['ceiling']:.1f}x")
+        return None if not info else ("none (no serial part measured)" if info["ceiling"] is None else fmt_speedup(info["ceiling"]))
 
-    rows.append(dict(quantity=f"ceiling 1/(1-p), {how}", reference=ceiling(ia) or "not recorded", here=ceiling(ih)))
+    rows.append(dict(quantity=f"ceiling 1/(1 − p), {how}", reference=ceiling(ia) or "not recorded", here=ceiling(ih)))
     return rows
 
 
@@ -751,7 +785,7 @@ def overlap_title(copy_s: float, kernel_s: float, chunks: int) -> str:
 def overlap_readout(copy_s: float, kernel_s: float, chunks: int) -> str:
     stages = [copy_s, kernel_s, copy_s]
     serial, over = sum(stages), m.pipeline_time_s(stages, chunks)
-    return f"serial {fmt_time(serial)}, overlapped {fmt_time(over)}: {serial / over:.2f}x (at most {serial / max(stages):.2f}x)"
+    return f"serial {fmt_time(serial)}, overlapped {fmt_time(over)}: {fmt_speedup(serial / over)} (at most {fmt_speedup(serial / max(stages))})"
 
 
 def overlap_figure(chunks=OVERLAP_CHUNKS, choices=OVERLAP_CHOICES, *, active=(1, 5)) -> go.Figure:
@@ -798,7 +832,7 @@ def overlap_calculator():
         stages, k, over, spans = result
         serial = sum(stages)
         rows = [("copy each way", fmt_time(stages[0])), ("kernel", fmt_time(stages[1])), ("serial (one stream)", fmt_time(serial)),
-                (f"overlapped ({plural(k, 'chunk')})", fmt_time(over)), ("speed-up", f"{serial / over:.2f}x"),
+                (f"overlapped ({plural(k, 'chunk')})", fmt_time(over)), ("speed-up", fmt_speedup(serial / over)),
                 ("bound (infinitely many chunks)", fmt_time(max(stages)))]
         engines = ["H2D engine", "SMs", "D2H engine"]
         fig = go.Figure(_gantt_traces(spans, lambda c, s: engines[s]))
@@ -837,9 +871,13 @@ def timeline_plot(run, *, title: str, readout: str | None = None, x_max_ms: floa
     return style_figure(fig, title=title, readout=readout, height=260 + 40 * run.streams)
 
 
-def reduction_plot(res, *, title: str = "Reduction: bytes read per second", readout: str | None = None) -> go.Figure:
+REDUCTION_READOUT = "bars: measured; ticks: the model (calibrated on the copy and atomic rates); dotted line: the copy's rate"
+
+
+def reduction_plot(res, *, title: str = "Reduction: bytes read per second", readout: str | None = REDUCTION_READOUT) -> go.Figure:
     """Bandwidth of each reduction variant (``simt_warp.Reductions``) against the bytes a copy
-    moves per second (read + written); the model's bandwidth as a marker."""
+    moves per second (read + written): measured bars, the model's bandwidth as a short tick on each
+    bar, the copy's rate as a dotted line labelled at its left end (``REDUCTION_READOUT`` says so)."""
     from ..experiments import simt_warp as sw
 
     preds = sw.reduction_predictions(res)
@@ -855,8 +893,12 @@ def reduction_plot(res, *, title: str = "Reduction: bytes read per second", read
                      go.Scatter(x=names, y=model_bw, mode="markers", name="model (calibrated)",
                                 marker=dict(symbol="line-ew-open", size=28, line=dict(width=3, color=series_color(3))))])
     if isinstance(res.copy, sw.CopyRate):
-        fig.add_hline(y=res.copy.bytes_per_s / 1e9, line=dict(dash="dash", color="#888888"),
-                      annotation_text="copy: bytes moved per s", annotation_position="top left")
+        copy_gb_s = res.copy.bytes_per_s / 1e9
+        # a shape's y is a data value, an annotation's y on a log axis is its log10 (plotly's rule): the
+        # raw value put the label at 10^4123, off the plot, and plotly.js dropped it
+        fig.add_hline(y=copy_gb_s, line=dict(dash="dot", color="#888888"))
+        fig.add_annotation(text="copy: bytes moved per s", x=0, xref="x domain", xanchor="left", y=float(np.log10(copy_gb_s)),
+                           yref="y", yanchor="bottom", showarrow=False)
     set_layout(fig, yaxis=dict(title="GB/s read", type="log"), xaxis=dict(title=None))
     return style_figure(fig, title=title, readout=readout, height=420)
 
@@ -864,18 +906,27 @@ def reduction_plot(res, *, title: str = "Reduction: bytes read per second", read
 def contention_plot(res, *, title: str = "Same-address atomics: spread them", readout: str | None = None) -> go.Figure:
     """Atomics per second against the number of addresses they are spread over (``simt_warp``
     contention sweep): measured markers, and the model fitted to the sweep's two ends (a fit: both
-    constants come from the sweep it is drawn against)."""
+    constants come from the sweep it is drawn against), drawn on a dense grid of address counts so
+    that it bends where the model does."""
     from ..experiments import simt_warp as sw
 
     pairs = sw.contention_predictions(res)
     fig = go.Figure()
     if pairs:
         xs = [p.addresses for p, _ in pairs]
-        fig.add_trace(go.Scatter(x=xs, y=[pred for _, pred in pairs], mode="lines", name="model (fit to the ends)",
-                                 line=dict(color=series_color(3), dash="dash")))
+        # The model on a dense log grid (256 points), not only at the measured counts: its
+        # bend (where addresses x the one-address rate reaches the cap) falls between them. Its two
+        # constants as contention_predictions fits them: its value at one address, the highest rate.
+        one = next((pred for p, pred in pairs if p.addresses == 1), None)
+        cap = max(p.atomics_per_s for p, _ in pairs)
+        dense = np.round(np.geomspace(1, max(xs), 256)).astype(int)
+        grid = sorted({int(k) for k in dense} | set(xs)) if one else []  # through every measured count too
+        fig.add_trace(go.Scatter(x=grid, y=[m.atomic_throughput_per_s(k, one, cap) for k in grid], mode="lines",
+                                 name="model (fit to the ends)", line=dict(color=series_color(3), dash="dash"),
+                                 hovertemplate="%{x:,} addresses: %{y:.3s} per s<extra>model</extra>"))
         fig.add_trace(go.Scatter(x=xs, y=[p.atomics_per_s for p, _ in pairs], mode="markers", name="measured",
                                  marker=dict(color=series_color(0), size=10)))
-    set_layout(fig, xaxis=dict(title="addresses the atomics are spread over", type="log"),
+    set_layout(fig, xaxis=dict(title="distinct addresses", type="log"),  # short: a longer title was clipped on a phone
                       yaxis=dict(title="atomics per second", type="log"))
     return style_figure(fig, title=title, readout=readout, height=400)
 
