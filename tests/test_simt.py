@@ -595,7 +595,7 @@ def test_calculators_show_the_error_sentence(ui):
     assert "<b>500 cycles</b>" in _texts(box)
     box = ui.amdahl_calculator()
     box.controls["workers"].value = 8
-    assert "Invalid input" not in _texts(box) and f"{m.amdahl_speedup(0.95, 8):.3g}x" in _texts(box)
+    assert "Invalid input" not in _texts(box) and f"{m.amdahl_speedup(0.95, 8):.3g}×" in _texts(box)
     assert box.controls["workers"].value == 8 and "on 8 workers" in box.figures[0].layout.title.text
     box.controls["parallel_fraction"].value = 1.0  # no finite ceiling: said in words, never "infx"
     text = _texts(box)

@@ -194,19 +194,28 @@ def test_reduction_predictions_pick_the_larger_term():
 
 def test_reduction_predictions_cross_the_calibrations_on_the_h200_record():
     """Review r10 simt #7: on the H200 record one atomic per thread is predicted from the one-lane
-    rate (0.557 G/s: 16,777,216 atomics -> 30.13 ms, measured 29.47 ms) and the tree from the
-    every-lane rate (0.566 G/s: 1,048,576 atomics -> 1.85 ms, measured 2.06 ms); the two rates
-    differ by 1.6 %, so the crossed ratios stay near 1 and now test 'one rate whichever lanes add'
-    (record re-measured at 6de6442)."""
+    rate (0.551 G/s: 16,777,216 atomics -> 30.46 ms, measured 29.67 ms) and the tree from the
+    every-lane rate (0.562 G/s: 1,048,576 atomics -> 1.87 ms, measured 2.15 ms); the two rates
+    differ by 2.0 %, so the crossed ratios test 'one rate whichever lanes add' (record
+    re-measured at f8824b7).
+
+    The tree is not bound by its atomics alone, as the model's max() says: it reads 1 GiB too
+    (0.264 ms at the copy's rate) and took about the sum, 2.15 ms against 1.87 + 0.26 = 2.13 ms
+    (measured over the sum 0.97 to 1.01 in the three records of round 18; measured over the max()
+    1.11 to 1.15, over the 1.15 this test allowed before, set before those records). So the tree's
+    time must lie between the max() and the sum of the two parts, 5 % either side for timing."""
     res = w.Reductions.from_record(_h200()["results"]["reductions"])
     every, one = res.atomic_rate.atomics_per_s, res.atomic_rate_one_lane.atomics_per_s
     p = w.reduction_predictions(res)
     at = res.variants["atomic_thread"]
     assert p["atomic_thread"].predicted_time_s == pytest.approx(at.atomics / one)
-    assert p["atomic_thread"].predicted_time_s == pytest.approx(30.13e-3, rel=0.005)
+    assert p["atomic_thread"].predicted_time_s == pytest.approx(30.46e-3, rel=0.005)
     assert p["smem_tree"].predicted_time_s == pytest.approx(res.variants["smem_tree"].atomics / every)
-    assert p["smem_tree"].predicted_time_s == pytest.approx(1.85e-3, rel=0.005)
-    assert 0.9 < p["atomic_thread"].ratio < 1.1 and 0.9 < p["smem_tree"].ratio < 1.15
+    assert p["smem_tree"].predicted_time_s == pytest.approx(1.87e-3, rel=0.005)
+    assert 0.9 < p["atomic_thread"].ratio < 1.1
+    tree = res.variants["smem_tree"]
+    parts = (tree.atomics / every, tree.bytes_read / res.copy.bytes_per_s)
+    assert 0.95 * max(parts) <= tree.time_s <= 1.05 * sum(parts)
 
 
 def _h200():
@@ -218,17 +227,17 @@ def _h200():
 def test_spill_speed_is_per_block_of_work():
     """Review r10 simt #1: measure_spills launches full waves, so the grid grows with the blocks per
     SM (1,584 / 2,112 / 4,224 blocks for spill_kernel, 792 / 1,056 / 2,112 for gather_kernel) and the
-    plain time ratio compares different work. Per block, from the H200 record (re-measured at 6de6442) by hand:
-    gather (256, 8): (173.3 us / 792) / (256.6 us / 2,112) = 1.80 (the cap paid; the time ratio says 0.68);
-    gather (256, 4): (173.3 / 792) / (209.6 / 1,056) = 1.10; spill (256, 4): (1.674 ms / 1,584) / (8.951 ms / 2,112)
-    = 0.249, the FP32-rate ratio 15.46 / 62.03 TFLOP/s; spill (256, 8): (1.674 / 1,584) / (103.4 / 4,224) = 0.043."""
+    plain time ratio compares different work. Per block, from the H200 record (re-measured at f8824b7) by hand:
+    gather (256, 8): (175.1 us / 792) / (239.7 us / 2,112) = 1.95 (the cap paid; the time ratio says 0.73);
+    gather (256, 4): (175.1 / 792) / (197.1 / 1,056) = 1.18; spill (256, 4): (1.664 ms / 1,584) / (9.035 ms / 2,112)
+    = 0.246, the FP32-rate ratio 15.32 / 62.40 TFLOP/s; spill (256, 8): (1.664 / 1,584) / (103.4 / 4,224) = 0.043."""
     sp = w.Spills.from_record(_h200()["results"]["spills"])
     g0, g4, g8 = sp.gather
-    assert w.speed_same_work(g8, g0) == pytest.approx(1.80, abs=0.01)
-    assert w.speed_same_work(g4, g0) == pytest.approx(1.10, abs=0.01)
+    assert w.speed_same_work(g8, g0) == pytest.approx(1.95, abs=0.01)
+    assert w.speed_same_work(g4, g0) == pytest.approx(1.18, abs=0.01)
     assert w.speed_same_work(g0, g0) == 1.0
     s0, s4, s8 = sp.configs
-    assert w.speed_same_work(s4, s0) == pytest.approx(0.249, abs=0.002)
+    assert w.speed_same_work(s4, s0) == pytest.approx(0.246, abs=0.002)
     assert w.speed_same_work(s4, s0) == pytest.approx(s4.flop_per_s / s0.flop_per_s)  # the same work-normalized speed
     assert w.speed_same_work(s8, s0) == pytest.approx(0.043, abs=0.001)
     assert w.speed_same_work(w.SpillConfig("x", None, 256, 64), s0) is None  # no time: no speed

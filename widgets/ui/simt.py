@@ -474,7 +474,7 @@ def amdahl_calculator():
 
     def show(result):
         p, n, s, c = result
-        rows = [("speed-up", f"{s:.3g}x"), ("efficiency (speed-up / workers)", percent(s / n)),
+        rows = [("speed-up", f"{s:.3g}×"), ("efficiency (speed-up / workers)", percent(s / n)),
                 ("ceiling (infinite workers)", f"{c:.4g}×" if c is not None
                  else "no limit: with p = 1 (no serial part) the speed-up grows with the workers"),
                 ("serial fraction", f"{1 - p:.3g}")]
