@@ -1,6 +1,8 @@
 """The accuracy ledger (book/accuracy.ipynb): rows, labels, and the committed records."""
 
+import html
 import math
+import re
 
 import pytest
 
@@ -143,8 +145,6 @@ def test_topic_names_are_the_chapters_own_titles():
 
 
 def _cells(html: str, column: int) -> list[str]:
-    import re
-
     return [re.findall(r"<td>(.*?)</td>", tr)[column] for tr in re.findall(r"<tr>(.*?)</tr>", html) if "<td>" in tr]
 
 
@@ -163,11 +163,11 @@ def test_the_page_names_chapters_one_way_and_writes_powers_as_powers():
         for hover in trace.customdata:
             assert hover[0].split(":")[0] in names and "^" not in hover[0] and "_" not in hover[0].split(":")[0]
     assert "8191³" in "".join(t.customdata[i][0].replace("<br>", " ") for t in fig.data for i in range(len(t.customdata)))
-    table = ui.rows_table(rows)
+    table = ui.rows_tables(rows)
     assert "^" not in table and "8191³" in table
-    assert set(_cells(table, 0)) <= names and len(_cells(table, 0)) == len(rows)
+    assert set(re.findall(r"<h3[^>]*>(.*?)</h3>", table)) <= names and len(_cells(table, 0)) == len(rows)
     outside = accuracy.summary(rows)["outside"]
-    assert outside and set(_cells(ui.outside_table(outside), 0)) <= names and "^" not in ui.outside_table(outside)
+    assert outside and set(_cells(ui.outside_table(outside), 2)) <= names and "^" not in ui.outside_table(outside)
     assert ui.display_text("4 N d + 4 N^2; 8192^3; 2^-10") == "4 N d + 4 N²; 8192³; 2⁻¹⁰"
 
 
@@ -187,9 +187,119 @@ def test_every_value_shows_its_unit_and_fractions_read_as_percentages():
 
     fractions = [r for r in rows if fraction(r.unit)]
     assert any("recomputation" in r.quantity and r.unit == "fraction of the forward + backward time" for r in fractions)
-    table = ui.rows_table(rows)
+    table = ui.rows_tables(rows)
     for r in rows:
         for v in (ui._with_unit(r.predicted, r.unit), ui._with_unit(r.measured, r.unit)):
             assert "e-" not in v and "e+" not in v, (r.quantity, v)
-            if fraction(r.unit):
-                assert "%" in v and v in table, (r.quantity, v)
+            if fraction(r.unit):  # the table shows it over lines: "4.508% of the<br>forward +<br>backward time"
+                assert "%" in v and "<br>".join(ui.value_cell(v)) in table, (r.quantity, v)
+
+
+def _tables(page: str) -> list[tuple[str, str]]:
+    """(heading, table) pairs of the ledger's HTML, in order."""
+    return re.findall(r"<h3[^>]*>(.*?)</h3><div class=\"book-table-wrap\">(.*?)</table></div>", page, re.S)
+
+
+def test_the_ledger_is_one_table_per_chapter_ratio_first_and_every_row_kept():
+    """Reader check (1366 px): one table of every row was 1,609 px wide with the ratio at 1,295 px and the
+    chapter's name on every row. Now one table per chapter under its name (an anchor to link to), the
+    columns quantity | ratio | label | model | measured | inputs, the device in the caption, every row's
+    values as before, in the ledger's order."""
+    from widgets.ui import accuracy as ui
+
+    rows = accuracy.all_rows()
+    page = ui.rows_tables(rows)
+    tables = _tables(page)
+    topics = list(dict.fromkeys(r.topic for r in rows))
+    assert [h for h, _ in tables] == [html.escape(accuracy.topic_name(t)) for t in topics]
+    assert re.findall(r'<h3 id="([^"]+)"', page) == [ui.ledger_anchor(t) for t in topics] and ui.ledger_anchor("simt") == "ledger-simt"
+    for topic, (_, t) in zip(topics, tables):
+        sel = [r for r in rows if r.topic == topic]
+        devices = {ui.display_text(r.device) for r in sel}
+        heads = re.findall(r"<th>(.*?)</th>", t)
+        assert heads == list(ui.LEDGER_COLUMNS) + (["device"] if len(devices) > 1 else []), (topic, heads)
+        assert heads[:3] == ["quantity", "ratio", "label"] and "chapter" not in heads
+        caption = re.search(r'<span class="book-caption">(.*?)</span>', t).group(1)
+        assert caption.startswith(f"{len(sel)} comparison"), caption
+        assert (len(devices) == 1) == all(f"measured on {html.escape(d)}" in caption for d in devices), caption
+        body = [re.findall(r"<td[^>]*>(.*?)</td>", tr) for tr in re.findall(r"<tr>(.*?)</tr>", t) if "<td" in tr]
+        assert len(body) == len(sel)
+        for r, cells in zip(sel, body):  # every row's data, as it was, in its new place
+            assert cells[0] == html.escape(ui.display_text(r.quantity)) and cells[1] == ui.ratio_text(r.ratio) and cells[2] == r.label
+            assert cells[3].replace("<br>", " ") == html.escape(ui._with_unit(r.predicted, r.unit))
+            assert cells[4].replace("<br>", " ") == html.escape(ui._with_unit(r.measured, r.unit))
+            assert cells[5] == html.escape(ui.display_text(r.inputs))
+        assert f'<td class="book-prose">{body[0][5]}</td>' in t  # the inputs wrap (td.book-prose)
+    # a chapter measured on two devices keeps a device column; a long value breaks into short lines
+    two = ui.chapter_table([_row(topic="simt", device="NVIDIA H200"), _row(topic="simt", device="2 x NVIDIA H200")])
+    assert re.findall(r"<th>(.*?)</th>", two)[-1] == "device" and "<td>2 × NVIDIA H200</td>" in two and "measured on" not in two
+    long = ui.value_cell("4.508% of the forward + backward time")
+    assert " ".join(long) == "4.508% of the forward + backward time" and max(map(len, long)) <= ui.VALUE_LINE_CHARS < 37
+    assert ui.value_cell("1.919 PFLOP/s") == "1.919 PFLOP/s"
+    for bad in ([], [_row(topic="a"), _row(topic="b")]):
+        with pytest.raises(ValueError):
+            ui.chapter_table(bad)
+    with pytest.raises(ValueError):
+        ui.rows_tables([])
+
+
+def test_the_outside_list_puts_the_quantity_and_its_ratio_first():
+    from widgets.ui import accuracy as ui
+
+    outside = accuracy.summary(accuracy.all_rows())["outside"]
+    t = ui.outside_table(outside)
+    assert re.findall(r"<th>(.*?)</th>", t) == ["quantity", "ratio", "chapter", "why"]
+    assert _cells(t, 1) == [ui.ratio_text(r.ratio) for r in outside]
+    # a reason counts in words that agree with their count: "1 wave", never "1 waves" (reader check)
+    assert not any(re.search(r"(?<![\d.,])1 waves\b", r.note) for r in accuracy.all_rows())
+    assert any(r.note == "1 wave" for r in outside if r.topic == "tensor_cores")
+
+
+def test_the_labels_have_one_home_and_the_page_shows_it():
+    """The labels' definitions live in widgets.accuracy.LABEL_RULES and the page shows those sentences
+    (prose, never typed), with the line between them explicit: a prediction takes no measured speed, time or
+    behaviour (datasheet, counting rules, the run's conditions); a calibrated comparison takes one from another,
+    named benchmark; a fit takes the data compared (reader check: "measurements of something else" and "one
+    constant measured on a different micro-benchmark" overlapped)."""
+    import json
+    from pathlib import Path
+
+    assert tuple(accuracy.LABEL_RULES) == accuracy.LABELS
+    rules = accuracy.LABEL_RULES
+    assert "datasheet" in rules["prediction"] and "counting rules" in rules["prediction"] and "conditions of the run" in rules["prediction"]
+    assert "never a measured speed, time or behaviour" in rules["prediction"]
+    assert "measured speed, time or behaviour" in rules["calibrated"] and "another, named" in rules["calibrated"]
+    assert "never from the data compared" in rules["calibrated"] and "very data compared" in rules["fit"]
+    nb = json.loads((Path(__file__).resolve().parents[1] / "book" / "accuracy.ipynb").read_text())
+    text = "".join("".join(c["source"]) for c in nb["cells"])
+    for label in accuracy.LABELS:
+        assert f"\n{label}\n: {{eval}}`prose.acc_rule_{label}`." in text, label
+    assert "accuracy.LABEL_RULES" in text and "something else*" not in text
+
+
+def test_the_simt_launch_and_reduction_rows_say_where_their_inputs_come_from():
+    """Reader check: the launch rows' host time per launch read as circular ("from the tiny-kernel loop",
+    or nothing); they now name the slope's two loops, the rounds and the turns, from the record's own fields.
+    Sizes read as the book writes them elsewhere (fmt_bytes: "1 GiB", not "1024 MiB")."""
+    from widgets.experiments import harness
+    from widgets.experiments import simt as exp
+    from widgets.units import fmt_bytes
+
+    rec = harness.load_reference("simt")
+    lo = rec["results"]["launch_overhead"]
+    rows = exp.accuracy_rows(rec)
+    launch = [r for r in rows if "launched eagerly" in r.quantity]
+    assert len(launch) == 2
+    source = (f"host time per launch: slope between separate loops of {lo['calibration_short_n_kernels']:,} and "
+              f"{lo['calibration_n_kernels']:,} launches ({lo['rounds']} rounds, in turns)")
+    for r in launch:
+        assert source in r.inputs and "tiny-kernel loop" not in r.inputs, r.inputs
+    assert launch[1].quantity == f"{lo['kernel_bound']['n_kernels']:,} add_ kernels on {fmt_bytes(lo['kernel_bound']['nbytes'])} launched eagerly"
+    older = {k: v for k, v in lo.items() if k not in ("calibration_short_n_kernels", "rounds", "calibration_in_turns")}
+    assert exp._host_per_launch_source(older) == f"host time per launch: a separate loop of {lo['calibration_n_kernels']:,} launches"
+    reductions = [r for r in rows if r.quantity.startswith("reduction, ")]
+    sizes = {v["bytes_read"] for v in rec["results"]["reductions"]["variants"].values() if isinstance(v, dict) and "bytes_read" in v}
+    assert reductions and sizes
+    for r in reductions:
+        assert any(f": {fmt_bytes(b)}" in r.quantity for b in sizes), r.quantity
+    assert any(": 1 GiB" in r.quantity for r in reductions) and not any("1024 MiB" in r.quantity for r in reductions)

@@ -4,12 +4,11 @@ Each topic's experiment module exposes ``accuracy_rows(record) -> list[Row]``: i
 the raw measurements in a record and today's models, each quantity the chapter compares. The page
 ``book/accuracy.ipynb`` gathers them for the reference records, so it changes when a record does.
 
-Labels (the book's rule, see the Model accuracy page):
-
-- ``prediction``: the model's inputs are datasheet figures or measurements independent of the
-  quantity predicted. Only these count toward accuracy targets.
-- ``calibrated``: a constant was measured on a different, named micro-benchmark.
-- ``fit``: parameters were fitted to the very data compared.
+Labels: ``LABEL_RULES`` (the one home of their definitions; the Model accuracy page shows them). What
+separates a prediction from a calibrated comparison is whether a measurement goes in: a prediction takes
+none (datasheet figures, counting rules and the conditions of the run only), a calibrated comparison
+takes one from another, named benchmark, a fit takes its parameters from the data it is compared with.
+Only predictions count toward the accuracy target.
 """
 
 from __future__ import annotations
@@ -19,6 +18,20 @@ import math
 from dataclasses import dataclass
 
 LABELS = ("prediction", "calibrated", "fit")
+
+# What each label means: the rule a row's inputs must follow to carry it (book/accuracy.ipynb shows these
+# sentences; a row's ``inputs`` name what went in, so a reader can check it against them). The line between a
+# prediction and a calibrated comparison: a measured speed, time or behaviour among the inputs.
+LABEL_RULES = {
+    "prediction": ("the model's inputs are datasheet figures, counting rules (instructions, bytes, sectors, the "
+                   "occupancy rules) or the conditions of the run (the SM clock it ran at, the registers the compiler "
+                   "gave a kernel), never a measured speed, time or behaviour"),
+    "calibrated": ("at least one input is a measured speed, time or behaviour (a copy's bandwidth, a pointer chase's "
+                   "latency, how an accumulator rounds), taken from another, named micro-benchmark, run or publication, "
+                   "never from the data compared"),
+    "fit": ("the model's parameters come from the very data compared, or the code measured was written to match "
+            "the model, so the comparison cannot fail"),
+}
 
 # Each topic's name where the ledger shows it (the figure's bands, the hovers, the tables): the short
 # title of its chapter, the first heading of chapters/<topic>.ipynb up to its colon (a test holds

@@ -29,7 +29,7 @@ import torch
 
 from ..hardware import describe_local_gpu
 from ..models import simt as model
-from ..units import GiB, KiB, MiB
+from ..units import GiB, KiB, MiB, fmt_bytes
 from . import harness, simt_cluster, simt_streams, simt_warp
 from . import simt_cuda as sc
 from . import simt_kernels as k
@@ -1258,6 +1258,23 @@ def run_all() -> SimtResults:
 BANDWIDTH_LEDGER_WARPS = (4, 16, 64)
 
 
+def _host_per_launch_source(res: dict) -> str:
+    """Where a ``measure_launch_overhead`` record's host time per launch comes from, as the ledger's
+    inputs say it (from the record's fields): the slope between the two separate loops, over how many
+    rounds, run in turns with the eager loop; records before the slope, one separate loop.
+
+    >>> _host_per_launch_source({"calibration_short_n_kernels": 200, "calibration_n_kernels": 2000, "rounds": 10,
+    ...                          "calibration_in_turns": "paired"})
+    'host time per launch: slope between separate loops of 200 and 2,000 launches (10 rounds, in turns)'
+    """
+    if not res.get("calibration_short_n_kernels"):
+        return f"host time per launch: a separate loop of {res['calibration_n_kernels']:,} launches"
+    rounds = [f"{res['rounds']} rounds"] if res.get("rounds") else []
+    detail = ", ".join(rounds + (["in turns"] if res.get("calibration_in_turns") else []))
+    return (f"host time per launch: slope between separate loops of {res['calibration_short_n_kernels']:,} and "
+            f"{res['calibration_n_kernels']:,} launches" + (f" ({detail})" if detail else ""))
+
+
 def accuracy_rows(record: dict) -> list:
     """Every comparison the SIMT chapter makes, recomputed from the raw measurements of
     ``record`` (a ``python -m widgets.measure --topic simt`` record) with today's models.
@@ -1323,16 +1340,17 @@ def accuracy_rows(record: dict) -> list:
     if lo:
         lp = launch_prediction(lo)
         if lp["predicted_eager_s"] is not None:
-            rows.append(Row("simt", f"{lo['n_kernels']} tiny kernels launched eagerly",
-                            "n x max(GPU time per kernel from the graph replay, host time per launch)",
+            rows.append(Row("simt", f"{lo['n_kernels']:,} tiny kernels launched eagerly",
+                            f"n x max(GPU time per kernel from the graph replay, host time per launch); {_host_per_launch_source(lo)}",
                             lp["predicted_eager_s"], lo["eager_s"], "s", lp["label"], device,
                             calibration_source(lo)))
 
         kb = lo.get("kernel_bound") or {}
         if kb.get("eager_s") is not None and kb.get("graph_per_kernel_s") is not None and kb.get("host_per_launch_s") is not None:
             pred = model.launch_bound_time_s(kb["n_kernels"], kb["graph_per_kernel_s"], kb["host_per_launch_s"])
-            rows.append(Row("simt", f"{kb['n_kernels']} add_ kernels on {kb['nbytes'] / MiB:.0f} MiB launched eagerly",
-                            "n x max(GPU time per kernel from the graph replay, host time per launch from the tiny-kernel loop)",
+            rows.append(Row("simt", f"{kb['n_kernels']:,} add_ kernels on {fmt_bytes(kb['nbytes'])} launched eagerly",
+                            "n x max(GPU time per kernel from the graph replay, host time per launch); "
+                            f"{_host_per_launch_source(lo)}, the tiny kernels' calibration",
                             pred, kb["eager_s"], "s", "calibrated", device,
                             "kernel-bound regime: each kernel outlasts the host's launch"))
 

@@ -27,7 +27,7 @@ import torch
 
 from ..hardware import describe_local_gpu
 from ..models import simt as model
-from ..units import MiB
+from ..units import MiB, fmt_bytes
 from . import harness
 from . import simt_cuda as sc
 
@@ -955,7 +955,7 @@ def accuracy_rows(results, device: str) -> list:
         v = res.variants.get(name)
         if p.predicted_time_s is None or not isinstance(v, ReductionRun):
             continue
-        rows.append(Row("simt", f"reduction, {name.replace('_', ' ')}: {v.bytes_read / MiB:.0f} MiB, {v.atomics:,} atomics",
+        rows.append(Row("simt", f"reduction, {name.replace('_', ' ')}: {fmt_bytes(v.bytes_read)}, {v.atomics:,} atomics",
                         "max(bytes / copy's bytes moved per s, same-address atomics / the other pattern's calibration rate), same run",
                         p.predicted_time_s, v.time_s, "s", "calibrated", device,
                         f"{p.bound}-bound in the model; memory rate from a device-to-device copy (read + written), atomic rate from a kernel "
@@ -973,7 +973,7 @@ def accuracy_rows(results, device: str) -> list:
                         "come from the same sweep"))
     gs = res.variants.get("grid_stride")
     if isinstance(gs, ReductionRun) and res.hbm_bytes_per_s:
-        rows.append(Row("simt", f"reduction, grid stride: {gs.bytes_read / MiB:.0f} MiB at the datasheet's memory bandwidth",
+        rows.append(Row("simt", f"reduction, grid stride: {fmt_bytes(gs.bytes_read)} at the datasheet's memory bandwidth",
                         "bytes / datasheet HBM bandwidth (catalog)", gs.bytes_read / res.hbm_bytes_per_s, gs.time_s, "s",
                         "prediction", device,
                         f"a floor (no kernel reads faster than the memory's peak): the prediction fails if measured / floor > "

@@ -1142,7 +1142,7 @@ def accuracy_rows(record: dict) -> list:
                     e = _estimate(s["m"], n, s["k"], sd, gpu, bm, bn)
                     rows.append(Row(topic, f"Triton {sd} GEMM {s['m']}x{n}x{s['k']}, {bm}x{bn} tiles",
                                     "catalog dense peak x wave efficiency of that tile", e.flop_per_s, tri[n]["flop_per_s"],
-                                    "FLOP/s", "prediction", device, f"{e.waves} waves"))
+                                    "FLOP/s", "prediction", device, f"{e.waves:,} wave{'' if e.waves == 1 else 's'}"))
     for r in R["precision"]:
         d, k, fast = r["dtype"], r["k"], bool(r.get("fast_accum"))
         if r.get("accumulation") is None or r.get("total") is None:

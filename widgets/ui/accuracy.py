@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import html
 import re
 
 import plotly.graph_objects as go
 
 from ..accuracy import LABELS, TARGET, Row, topic_name
 from ..book import table  # noqa: F401  (the page uses ui.table too)
-from ._core import series_color, set_layout, style_figure
+from ._core import plural, series_color, set_layout, style_figure
 
 LABEL_COLORS = {label: series_color(i) for i, label in enumerate(LABELS)}
 LABEL_SYMBOLS = {"prediction": "circle", "calibrated": "diamond", "fit": "x"}
@@ -112,16 +113,22 @@ def ratio_text(ratio: float) -> str:
     return text
 
 
-def _wrap(text: str, width: int = HOVER_CHARS) -> str:
-    """``text`` broken into lines of at most ``width`` characters at spaces (plotly's ``<br>``), so
-    that a point's hover box fits a phone; a word longer than a line keeps its own line."""
+def _lines(text: str, width: int) -> list[str]:
+    """``text`` broken at spaces into lines of at most ``width`` characters; a word longer than a line
+    keeps its own line."""
     lines: list[str] = []
     for word in text.split():
         if lines and len(lines[-1]) + 1 + len(word) <= width:
             lines[-1] += " " + word
         else:
             lines.append(word)
-    return "<br>".join(lines)
+    return lines
+
+
+def _wrap(text: str, width: int = HOVER_CHARS) -> str:
+    """``text`` broken into lines of at most ``width`` characters at spaces (plotly's ``<br>``), so
+    that a point's hover box fits a phone; a word longer than a line keeps its own line."""
+    return "<br>".join(_lines(text, width))
 
 
 def ratio_figure(rows: list[Row]) -> go.Figure:
@@ -184,18 +191,65 @@ def ratio_figure(rows: list[Row]) -> go.Figure:
     return fig
 
 
-def rows_table(rows: list[Row]) -> str:
-    """Every comparison, in the book's table style."""
-    body = [
-        (topic_name(r.topic), display_text(r.quantity), display_text(r.inputs), _with_unit(r.predicted, r.unit),
-         _with_unit(r.measured, r.unit), ratio_text(r.ratio), r.label, r.device)  # fmt: skip
-        for r in rows
-    ]
-    return table(body, ["chapter", "quantity", "inputs", "model", "measured", "ratio", "label", "device"], prose_columns=(1, 2))
+# A model or measured value longer than this breaks over lines of at most as many characters (a list cell:
+# one line each), so that "4.508% of the forward + backward time" (the training chapter's fractions) wraps in
+# a column as narrow as "1.919 PFLOP/s" needs, and numbers keep their lines (reader check: they did not wrap)
+VALUE_LINE_CHARS = 16
+# The ledger's columns: what a reader came for first (the ratio and its label beside the quantity, in view
+# on a 1366 px screen), then both values, then the model's inputs. A chapter measured on more than one
+# device adds a device column; one device is named in its table's caption.
+LEDGER_COLUMNS = ("quantity", "ratio", "label", "model", "measured", "inputs")
+
+
+def ledger_anchor(topic: str) -> str:
+    """The id of a chapter's heading in the ledger (``accuracy.html#ledger-simt``)."""
+    return "ledger-" + re.sub(r"[^a-z0-9]+", "-", topic.lower()).strip("-")
+
+
+def value_cell(text: str) -> str | list[str]:
+    """A model or measured value as its table cell: the text, or where it is longer than
+    ``VALUE_LINE_CHARS`` its lines (a list cell shows one per line).
+
+    >>> value_cell("479.7 TFLOP/s"), value_cell("4.508% of the forward + backward time")
+    ('479.7 TFLOP/s', ['4.508% of the', 'forward +', 'backward time'])
+    """
+    return text if len(text) <= VALUE_LINE_CHARS else _lines(text, VALUE_LINE_CHARS)
+
+
+def chapter_table(rows: list[Row]) -> str:
+    """One chapter's comparisons (``rows``, one topic) as a table: ``LEDGER_COLUMNS``, a long value over
+    lines (:func:`value_cell`), the inputs wrapping; the caption counts them by label and names the
+    device, or the table gets a device column where they were measured on several."""
+    if not rows or len({r.topic for r in rows}) != 1:
+        raise ValueError("rows must hold the comparisons of one chapter, at least one")
+    devices = list(dict.fromkeys(display_text(r.device) for r in rows))
+    body = [[display_text(r.quantity), ratio_text(r.ratio), r.label, value_cell(_with_unit(r.predicted, r.unit)),
+             value_cell(_with_unit(r.measured, r.unit)), display_text(r.inputs)] + ([display_text(r.device)] if len(devices) > 1 else [])
+            for r in rows]  # fmt: skip
+    headers = list(LEDGER_COLUMNS) + (["device"] if len(devices) > 1 else [])
+    counts = {label: sum(r.label == label for r in rows) for label in LABELS}
+    kinds = ", ".join(plural(n, label, label) if label == "calibrated" else plural(n, label) for label, n in counts.items() if n)
+    caption = f"{plural(len(rows), 'comparison')} ({kinds})" + (f", measured on {devices[0]}" if len(devices) == 1 else "")
+    return table(body, headers, caption=caption, prose_columns=(LEDGER_COLUMNS.index("inputs"),))
+
+
+def rows_tables(rows: list[Row]) -> str:
+    """Every comparison, one table per chapter (:func:`chapter_table`) under a heading with the
+    chapter's name, in the ledger's order (reader check: one table of every row, with a chapter column,
+    was 1,609 px wide and 22,848 px tall, its ratio out of view on a 1366 px screen)."""
+    if not rows:
+        raise ValueError("rows must hold at least one comparison")
+    out = []
+    for topic in dict.fromkeys(r.topic for r in rows):
+        out.append(f'<h3 id="{ledger_anchor(topic)}">{html.escape(topic_name(topic))}</h3>'
+                   + chapter_table([r for r in rows if r.topic == topic]))
+    return "\n".join(out)
 
 
 def outside_table(rows: list[Row]) -> str:
-    """The predictions outside the target (``summary(rows)["outside"]``), each with its chapter's reason."""
-    body = [(topic_name(r.topic), display_text(r.quantity), ratio_text(r.ratio), display_text(r.note) or "see the chapter")
+    """The predictions outside the target (``summary(rows)["outside"]``), each with its chapter's reason:
+    the quantity first (the scroll box's sticky column, where a long kernel name may break), its ratio
+    and chapter, then the reason, which wraps."""
+    body = [(display_text(r.quantity), ratio_text(r.ratio), topic_name(r.topic), display_text(r.note) or "see the chapter")
             for r in rows]  # fmt: skip
-    return table(body, ["chapter", "quantity", "ratio", "why"], prose_columns=(1, 3))
+    return table(body, ["quantity", "ratio", "chapter", "why"], prose_columns=(3,))
