@@ -1350,7 +1350,7 @@ def accuracy_rows(record: dict) -> list:
             pred = model.launch_bound_time_s(kb["n_kernels"], kb["graph_per_kernel_s"], kb["host_per_launch_s"])
             rows.append(Row("simt", f"{kb['n_kernels']:,} add_ kernels on {fmt_bytes(kb['nbytes'])} launched eagerly",
                             "n x max(GPU time per kernel from the graph replay, host time per launch); "
-                            f"{_host_per_launch_source(lo)}, the tiny kernels' calibration",
+                            f"{_host_per_launch_source(lo)}, as for the tiny kernels",
                             pred, kb["eager_s"], "s", "calibrated", device,
                             "kernel-bound regime: each kernel outlasts the host's launch"))
 
