@@ -1,5 +1,6 @@
 """The accuracy ledger (book/accuracy.ipynb): rows, labels, and the committed records."""
 
+import copy
 import html
 import math
 import re
@@ -303,3 +304,68 @@ def test_the_simt_launch_and_reduction_rows_say_where_their_inputs_come_from():
     for r in reductions:
         assert any(f": {fmt_bytes(b)}" in r.quantity for b in sizes), r.quantity
     assert any(": 1 GiB" in r.quantity for r in reductions) and not any("1024 MiB" in r.quantity for r in reductions)
+
+
+def _simt_record():
+    import json
+    from pathlib import Path
+
+    return json.loads((Path(__file__).resolve().parents[1] / "widgets" / "data" / "h200" / "simt.json").read_text())
+
+
+def test_the_simt_issue_predictions_are_in_the_ledger_as_the_chapter_makes_them():
+    """Reader check: two comparisons the SIMT chapter labels prediction were missing. Recomputed here from
+    the committed H200 record with the chapter's own formulas (chapters/simt.ipynb, sections 2 and 5):
+
+    - the divergent kernel's time per path, t(1) - fixed, against its SASS inner loop's instructions per
+      iteration x iterations x warps / (SMs x 4 schedulers x the SM clock NVML read in the run);
+    - Amdahl's parallel part on one SM (the one-worker step's), against the spin kernel's SASS count x
+      spin_iters x units x 32 warps (one 1,024-thread block) / (4 schedulers x the catalog's boost clock).
+
+    A changed clock must move the prediction (the clock is an input), and a record without the SASS
+    count gives no row. Outside the target, a row carries its reason for the page."""
+    from widgets.experiments import simt as exp
+    from widgets.hardware import catalog_name_for, get_gpu
+    from widgets.models import simt as m
+
+    rec = _simt_record()
+    h200 = get_gpu(catalog_name_for(rec["provenance"]["gpu"]))
+    rows = {r.quantity: r for r in exp.accuracy_rows(rec)}
+    # section 2: "The prediction from that count and the clock alone: 157 µs per path, against 214 µs measured"
+    d = rec["results"]["divergence"]
+    lp, one = d["sass_inner_loop"], next(p for p in d["points"] if p["paths_taken"] == 1)
+    mhz = d.get("one_path_double_iters_sm_clock_mhz") or d["points"][0].get("sm_clock_mhz")
+    clock = mhz * 1e6 if mhz else h200.boost_clock_hz
+    sms, warps = d.get("sms") or h200.sms, d["threads"] // 32
+    pred = m.issue_time_s(lp["instructions_per_iteration"], d["iters"], sms, warps, clock)
+    assert pred == pytest.approx(lp["instructions_per_iteration"] * d["iters"] * warps / (sms * 4 * clock))  # by hand
+    div = rows["time per path of the divergent kernel (one-path run less the no-work run)"]
+    assert div.label == "prediction" and div.unit == "s"
+    assert div.predicted == pytest.approx(pred, rel=1e-12) and div.measured == pytest.approx(one["time_s"] - d["fixed_time_s"], rel=1e-12)
+    assert f"{lp['instructions_per_iteration']:g} instructions per iteration" in div.inputs and f"{clock / 1e6:,.0f} MHz" in div.inputs
+    # section 5: "its inner loop holds N instructions per iteration, which predicts 161 ms (... measured over predicted 1.12)"
+    a = rec["results"]["amdahl"]
+    spin, one_worker = a["spin_sass_inner_loop"], a["points"][0]
+    assert one_worker["workers"] == 1 and "1024-thread block" in a["worker"]
+    pred_a = m.issue_time_s(spin["instructions_per_iteration"], a["spin_iters"] * a["units"], 1, 1024 // 32, h200.boost_clock_hz)
+    am = rows["Amdahl's parallel part on one SM (median of the one-worker steps)"]
+    assert am.label == "prediction" and am.predicted == pytest.approx(pred_a, rel=1e-12)
+    assert am.measured == one_worker["parallel_s"] and am.ratio == pytest.approx(one_worker["parallel_s"] / pred_a)
+    assert "boost clock" in am.inputs and "SASS" in am.inputs
+    # the clock is an input: the run's clock read lower, the prediction grows with it
+    slow = copy.deepcopy(rec)
+    slow["results"]["divergence"]["one_path_double_iters_sm_clock_mhz"] = clock / 2e6
+    slow_row = next(r for r in exp.accuracy_rows(slow) if r.quantity == div.quantity)
+    assert slow_row.predicted == pytest.approx(2 * div.predicted)
+    # no SASS count recorded (no nvdisasm on the measuring machine): no row, nothing guessed
+    bare = copy.deepcopy(rec)
+    bare["results"]["divergence"]["sass_inner_loop"] = None
+    bare["results"]["amdahl"]["spin_sass_inner_loop"] = None
+    quantities = {r.quantity for r in exp.accuracy_rows(bare)}
+    assert div.quantity not in quantities and am.quantity not in quantities
+    # a prediction outside the target gives its reason on the page, as every such row does
+    for r in (div, am):
+        assert r.note.startswith("an issue floor"), r.note
+    rows_all = accuracy.all_rows()
+    outside = {r.quantity for r in accuracy.summary(rows_all)["outside"]}
+    assert (div.quantity in outside) == (not accuracy.within(div)) and (am.quantity in outside) == (not accuracy.within(am))

@@ -1258,6 +1258,63 @@ def run_all() -> SimtResults:
 BANDWIDTH_LEDGER_WARPS = (4, 16, 64)
 
 
+def _divergence_issue_row(d: dict, path_s, gpu, device: str):
+    """The divergent kernel's time per path (one-path run less the no-work run) predicted from its SASS
+    inner loop's instructions per iteration and the SM clock NVML read during the run (the catalog's boost
+    clock where none was read), one warp-instruction per scheduler per clock: a *prediction* (a count and
+    a condition of the run). The chapter's section 2 says it (``m.issue_time_s``, same inputs); None
+    where the record lacks the SASS count."""
+    from ..accuracy import Row
+
+    lp = d.get("sass_inner_loop")
+    mhz = d.get("one_path_double_iters_sm_clock_mhz") or d["points"][0].get("sm_clock_mhz")
+    clock_hz = mhz * 1e6 if mhz else (gpu.boost_clock_hz if gpu else None)
+    sms = d.get("sms") or (gpu.sms if gpu else None)
+    if not lp or not path_s or not clock_hz or not sms:
+        return None
+    warps, per_iter = d["threads"] // 32, lp["instructions_per_iteration"]
+    pred = model.issue_time_s(per_iter, d["iters"], sms, warps, clock_hz)
+    clock = (f"the {clock_hz / 1e6:,.0f} MHz SM clock NVML read during the run" if mhz else
+             f"the catalog's {clock_hz / 1e6:,.0f} MHz boost clock")
+    note = "an issue floor (one warp-instruction per scheduler per clock, no stall)"
+    if d.get("one_path_double_iters_time_s"):  # the slope over iterations: the slots the kernel did spend
+        one = next(p for p in d["points"] if p["paths_taken"] == 1)
+        slots = model.issue_slots_per_iteration(max(d["one_path_double_iters_time_s"] - one["time_s"], 0.0) / d["iters"],
+                                                clock_hz, sms, warps)
+        note += (f": the one-path kernel run with twice the iterations spent {slots:.1f} issue slots per warp per iteration, "
+                 f"{per_iter / slots:.0%} of them the count's instructions")
+    note += ("; in the rest no warp had an instruction ready (a dependency, the uniform datapath that runs the counter, a "
+             "pipeline), which only a profiler's warp states (Nsight Compute) can tell apart")
+    return Row("simt", "time per path of the divergent kernel (one-path run less the no-work run)",
+               f"issue: SASS inner loop of {per_iter:g} instructions per iteration x {d['iters']:,} iterations x {warps:,} warps "
+               f"over {sms} SMs, one warp-instruction per scheduler per clock at {clock}",
+               pred, path_s, "s", "prediction", device, note)
+
+
+def _amdahl_issue_row(a: dict, gpu, device: str):
+    """Amdahl's parallel part on one SM (the one-worker steps' median) predicted from the spin kernel's
+    SASS inner loop and the catalog's boost clock (its SM clock is not recorded), one warp-instruction per
+    scheduler per clock: a *prediction*. The chapter's section 5 says it (``m.issue_time_s``, same
+    inputs); None where the record lacks the SASS count or the block size in ``worker``."""
+    from ..accuracy import Row
+
+    spin = a.get("spin_sass_inner_loop")
+    block = re.search(r"(\d+)-thread block", a.get("worker") or "")
+    one = next((p for p in a["points"] if p["workers"] == 1), None)
+    if not spin or not a.get("spin_iters") or not block or gpu is None or one is None:
+        return None
+    threads = int(block.group(1))
+    iters, per_iter = a["spin_iters"] * a["units"], spin["instructions_per_iteration"]
+    pred = model.issue_time_s(per_iter, iters, 1, threads // 32, gpu.boost_clock_hz)
+    return Row("simt", "Amdahl's parallel part on one SM (median of the one-worker steps)",
+               f"issue: SASS inner loop of {per_iter:g} instructions per iteration x {iters:,} iterations x {threads // 32} warps "
+               f"(one {threads:,}-thread block) on 1 SM, one warp-instruction per scheduler per clock at the catalog's "
+               f"{gpu.boost_clock_hz / 1e6:,.0f} MHz boost clock",
+               pred, one["parallel_s"], "s", "prediction", device,
+               "an issue floor at the boost clock (the SM clock of these steps is not recorded): stalls in which no warp has an "
+               "instruction ready add to it")
+
+
 def _host_per_launch_source(res: dict) -> str:
     """Where a ``measure_launch_overhead`` record's host time per launch comes from, as the ledger's
     inputs say it (from the record's fields): the slope between the two separate loops, over how many
@@ -1281,7 +1338,9 @@ def accuracy_rows(record: dict) -> list:
 
     Labels: the occupancy counts are a *prediction* (counting rules only, nothing measured goes
     in); bandwidth against occupancy is *calibrated* (the latency comes from the pointer chase);
-    divergence is *calibrated* on the one-path and no-work runs; launch overhead is *calibrated*
+    divergence is *calibrated* on the one-path and no-work runs, and its time per path, like Amdahl's
+    parallel part on one SM, a *prediction* from the SASS inner loop's instruction count and the clock
+    (:func:`_divergence_issue_row`, :func:`_amdahl_issue_row`); launch overhead is *calibrated*
     on two separate launch loops (their slope) and the graph replay, in both regimes (host-bound tiny kernels,
     kernel-bound large ones); Amdahl is *calibrated* on the one-worker steps' serial and parallel
     parts (the rows compare 2 and more workers only).
@@ -1293,6 +1352,10 @@ def accuracy_rows(record: dict) -> list:
     res = record["results"]
     prov = record.get("provenance", {})
     device = prov.get("gpu") or prov.get("device") or "unknown"
+    from ..hardware import catalog_name_for, get_gpu
+
+    name = catalog_name_for(device) if device != "unknown" else None
+    gpu = get_gpu(name) if name else None  # the catalog's figures for the issue predictions (boost clock, SMs)
     rows = []
 
     def ok(name):
@@ -1326,7 +1389,7 @@ def accuracy_rows(record: dict) -> list:
     div = ok("divergence")
     if div and div.get("points"):
         d = copy.deepcopy(div)
-        divergence_predictions(d)
+        path_s = divergence_predictions(d)["path_s"]
         for p in d["points"]:
             if p["paths_taken"] < 2:
                 continue
@@ -1335,6 +1398,9 @@ def accuracy_rows(record: dict) -> list:
                             p["predicted_time_s"], p["time_s"], "s", "calibrated", device,
                             "calibrated on the one-path and no-work runs" + (", launch hidden behind a GPU sleep"
                                                                             if d.get("launch_hidden") else "")))
+        issue = _divergence_issue_row(d, path_s, gpu, device)
+        if issue:
+            rows.append(issue)
 
     lo = ok("launch_overhead")
     if lo:
@@ -1365,6 +1431,9 @@ def accuracy_rows(record: dict) -> list:
                             f"p = {info['parallel_fraction']:.4f} from the one-worker steps' serial and parallel parts",
                             p["predicted_speedup"], p["speedup"], "x", "calibrated", device,
                             "parts timed inside the one-worker steps, which are not among the rows compared"))
+        issue = _amdahl_issue_row(a, gpu, device)
+        if issue:
+            rows.append(issue)
     rows += simt_warp.accuracy_rows(res, device) + simt_streams.accuracy_rows(res, device)  # the depth pass
     rows += simt_cluster.accuracy_rows(res, device)
     return rows
