@@ -1287,3 +1287,19 @@ def test_occupancy_figure_stacks_its_panels_for_a_phone(ui):
     assert [lay[f"xaxis{s}"].title.text for s in ("", "2", "3")] == ["threads per block", "registers per thread",
                                                                         "shared memory per block [KiB]"]
     assert list(lay.yaxis.tickvals) == [0, 50, 100]
+
+
+def test_grid_stride_ledger_row_says_why_it_fails():
+    """Reader check r18: the ledger listed the grid-stride prediction under 'outside the target'
+    with only its threshold. Where the floor is missed, the note gives the copy's share of the
+    datasheet rate and the kernel's share of the copy's, from the same record."""
+    from widgets.experiments import simt as exp
+
+    rec = _h200_record()
+    row = next(r for r in exp.accuracy_rows(rec) if r.quantity.startswith("reduction, grid stride:"))
+    red = rec["results"]["reductions"]
+    copy_share = red["copy"]["bytes_per_s"] / red["hbm_bytes_per_s"]
+    if row.measured / row.predicted > 1.25:
+        assert "It fails here" in row.note and f"{copy_share:.0%} of the datasheet rate" in row.note
+    else:
+        assert "It fails here" not in row.note
