@@ -1203,8 +1203,8 @@ def amdahl_predictions(res: dict) -> dict:
         pt["predicted_speedup"] = model.amdahl_speedup(p, pt["workers"])
         pt["measured_over_predicted"] = pt["speedup"] / pt["predicted_speedup"]
         pt["ceiling_same_run"] = one["time_s"] / pt["serial_s"] if pt["serial_s"] > 0 else None
-        # the law's range when the serial part may take any time the one-worker steps saw, in the
-        # one-worker step and in the step compared alike (the parallel part the law's P / n)
+        # the law's range when the serial part may take any time the one-worker steps saw, chosen
+        # independently for the one-worker step and for the step compared (the parallel part the law's P / n)
         pt["speedup_low"] = (s_lo + parallel_s) / (s_hi + parallel_s / pt["workers"])
         pt["speedup_high"] = (s_hi + parallel_s) / (s_lo + parallel_s / pt["workers"])
         # the law's one assumption about the parallel part, with no serial noise in it: it takes P / n
