@@ -1,4 +1,4 @@
-"""The chapters' quizzes (widgets/quiz.py, widgets/quizzes/, book/_static/quiz.js).
+"""The chapters' quizzes (widgets/quiz.py, widgets/quizzes/, widgets/static/quiz.js).
 
 Python side: every accepted answer is the model's (recomputed here from the models, not read back
 from the quiz), the page embeds data and no formula, and the rule accepts the right answer and
@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from pathlib import Path
 
 import headless
@@ -25,7 +26,7 @@ from widgets.models import simt as sm
 from widgets.models import tensor_cores as tc
 
 ROOT = Path(__file__).resolve().parents[1]
-STATIC = ROOT / "book" / "_static"
+STATIC = qz.STATIC  # quiz.js and quiz.css: package data, served by the book from there
 
 
 def _quiz(topic):
@@ -106,11 +107,19 @@ def test_live_notebook_form_carries_its_script():
 
 
 def test_package_ships_the_quiz_script_for_colab():
-    """A pip install (Colab) has no book/_static: the package carries identical copies as package data."""
+    """A pip install (Colab) has no book/: the package carries the script and style as package data,
+    and the book serves those same files (book/_ext/offline_assets.py), so there is no copy to drift."""
     import tomllib
 
     for name in ("quiz.js", "quiz.css"):
-        assert (qz.STATIC / name).read_bytes() == (STATIC / name).read_bytes(), f"widgets/static/{name} drifted from book/_static"
+        assert (qz.STATIC / name).is_file()
+        assert not (ROOT / "book" / "_static" / name).exists(), f"a second copy of {name} in book/_static"
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    try:
+        import offline_assets
+    finally:
+        sys.path.pop(0)
+    assert offline_assets.QUIZ_STATIC == qz.STATIC, "the book serves the package's own copy"
     assert qz.STATIC.parent == Path(qz.__file__).resolve().parent, "the copies live inside the package"
     data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["widgets"]
     assert "static/quiz.js" in data and "static/quiz.css" in data

@@ -3,7 +3,7 @@
 A quiz is a list of questions, each a multiple choice (:class:`Choice`) or a number with a
 tolerance (:class:`Number`). Every accepted answer is computed here, in Python, by the models and
 the catalog when the page is built (``widgets/quizzes/<topic>.py``), and embedded in the page as
-data: the browser script ``book/_static/quiz.js`` only compares what the reader typed or picked
+data: the browser script ``widgets/static/quiz.js`` only compares what the reader typed or picked
 with that data (a number against ``[low, high]``, a choice against its index). There is no formula
 in JavaScript, so the quiz cannot drift from the models.
 
@@ -30,7 +30,7 @@ from pathlib import Path
 from . import _check
 
 TOPICS = ("memory_hierarchy", "simt", "tensor_cores", "kernels", "collectives", "training_memory", "serving", "attention")
-STATIC = Path(__file__).resolve().parent / "static"  # package data: a copy of book/_static/quiz.{js,css}
+STATIC = Path(__file__).resolve().parent / "static"  # package data, the one home of quiz.{js,css} (the book serves them from here)
 CSS_CLASS = "gpubook-quiz"
 
 

@@ -17,6 +17,7 @@
 - ``book/_static``: the book's own CSS (tables in light and dark mode) on every page, and the
   script that gives plots the dark template when the reader picks dark mode, on figure pages only.
   The dark and light templates are written at build time from ``widgets.ui._core`` (one source).
+- ``widgets/static``: the quizzes' ``quiz.js`` and ``quiz.css`` (package data, their one home).
 
 The copied files go to a folder under the build directory that is added to ``html_static_path``.
 """
@@ -38,6 +39,9 @@ logger = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parents[2]
 NODE = ROOT / "node_modules"
 BOOK_STATIC = ROOT / "book" / "_static"
+# the quiz's script and style: package data of widgets (a pip install, e.g. on Colab, has them too),
+# served from there so that they have one home
+QUIZ_STATIC = ROOT / "widgets" / "static"
 
 # destination (relative to _static) -> source (relative to node_modules); folders copied whole
 NODE_ASSETS = {
@@ -110,7 +114,7 @@ def _on_config_inited(app: Sphinx, config) -> None:
     os.environ["GPUBOOK_BUILD"] = "1"
     static = Path(app.outdir).parent / "offline_static"
     _populate(static)
-    config.html_static_path = list(config.html_static_path) + [str(static), str(BOOK_STATIC)]
+    config.html_static_path = list(config.html_static_path) + [str(static), str(BOOK_STATIC), str(QUIZ_STATIC)]
 
 
 def setup(app: Sphinx):

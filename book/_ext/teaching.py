@@ -1,7 +1,7 @@
 """The workshop kit's part of the build: quiz assets on the pages that hold a quiz, the taster's
 slide deck, and ids of their own for the exercises' and solutions' bodies.
 
-- Quizzes (``widgets/quiz.py``): ``quiz.js`` and ``quiz.css`` (``book/_static``) are added only to
+- Quizzes (``widgets/quiz.py``): ``quiz.js`` and ``quiz.css`` (``widgets/static``) are added only to
   pages whose body holds a quiz.
 - Slides: one reveal.js deck, ``slides/taster.html`` in the built site, made from the chapters
   themselves when the book is built: per chapter (in ``_toc.yml`` order) its title, each
