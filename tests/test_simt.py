@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import math
 import random
+import re
 from unittest import mock
 
 import numpy as np
@@ -1303,3 +1304,30 @@ def test_grid_stride_ledger_row_says_why_it_fails():
         assert "It fails here" in row.note and f"{copy_share:.0%} of the datasheet rate" in row.note
     else:
         assert "It fails here" not in row.note
+
+
+A_MULTIPLICATION_X = re.compile(r"(?<![\w-])x(?![\w-])")  # "n x max(...)", "per iteration x 1,024": the book writes ×
+AN_ASCII_MINUS = re.compile(r"\(\w+\) - |\s-\s")  # "t(1) - fixed": the book writes −
+
+
+def test_ledger_inputs_write_times_and_minus_signs():
+    """Reader check r18, finding 10: the accuracy page showed "n x max(GPU time per kernel ...)", "fixed + n x
+    (t(1) - fixed)" and "... per iteration x 1,024 iterations x 16,896 warps". Every string the page shows of the
+    rows this module makes (the depth modules' rows aside: simt_warp, simt_streams, simt_cluster) writes × and −."""
+    from widgets.experiments import simt as exp
+    from widgets.experiments import simt_cluster, simt_streams, simt_warp
+
+    rec = _h200_record()
+    res, device = rec["results"], rec["provenance"]["gpu"]
+    depth = {r.quantity for r in simt_warp.accuracy_rows(res, device) + simt_streams.accuracy_rows(res, device)
+             + simt_cluster.accuracy_rows(res, device)}
+    own = [r for r in exp.accuracy_rows(rec) if r.quantity not in depth]
+    formulas = [r for r in own if "×" in r.inputs]
+    # the divergence rows (fixed + n × ...), the two launch rows (n × max(...)) and the two issue predictions
+    assert len(formulas) >= 6, [r.inputs for r in own]
+    assert any("fixed + n × (t(1) − fixed)" in r.inputs for r in own)
+    assert sum(r.inputs.startswith("n × max(GPU time per kernel") for r in own) == 2
+    assert sum("instructions per iteration × " in r.inputs for r in own) == 2
+    for r in own:
+        for text in (r.quantity, r.inputs, r.note):
+            assert not A_MULTIPLICATION_X.search(text) and not AN_ASCII_MINUS.search(text), text

@@ -1286,7 +1286,7 @@ def _divergence_issue_row(d: dict, path_s, gpu, device: str):
     note += ("; in the rest no warp had an instruction ready (a dependency, the uniform datapath that runs the counter, a "
              "pipeline), which only a profiler's warp states (Nsight Compute) can tell apart")
     return Row("simt", "time per path of the divergent kernel (one-path run less the no-work run)",
-               f"issue: SASS inner loop of {per_iter:g} instructions per iteration x {d['iters']:,} iterations x {warps:,} warps "
+               f"issue: SASS inner loop of {per_iter:g} instructions per iteration × {d['iters']:,} iterations × {warps:,} warps "
                f"over {sms} SMs, one warp-instruction per scheduler per clock at {clock}",
                pred, path_s, "s", "prediction", device, note)
 
@@ -1307,7 +1307,7 @@ def _amdahl_issue_row(a: dict, gpu, device: str):
     iters, per_iter = a["spin_iters"] * a["units"], spin["instructions_per_iteration"]
     pred = model.issue_time_s(per_iter, iters, 1, threads // 32, gpu.boost_clock_hz)
     return Row("simt", "Amdahl's parallel part on one SM (median of the one-worker steps)",
-               f"issue: SASS inner loop of {per_iter:g} instructions per iteration x {iters:,} iterations x {threads // 32} warps "
+               f"issue: SASS inner loop of {per_iter:g} instructions per iteration × {iters:,} iterations × {threads // 32} warps "
                f"(one {threads:,}-thread block) on 1 SM, one warp-instruction per scheduler per clock at the catalog's "
                f"{gpu.boost_clock_hz / 1e6:,.0f} MHz boost clock",
                pred, one["parallel_s"], "s", "prediction", device,
@@ -1394,7 +1394,7 @@ def accuracy_rows(record: dict) -> list:
             if p["paths_taken"] < 2:
                 continue
             rows.append(Row("simt", f"divergent kernel time, {p['paths_taken']} paths",
-                            "fixed + n x (t(1) - fixed), fixed part from the no-work run",
+                            "fixed + n × (t(1) − fixed), fixed part from the no-work run",
                             p["predicted_time_s"], p["time_s"], "s", "calibrated", device,
                             "calibrated on the one-path and no-work runs" + (", launch hidden behind a GPU sleep"
                                                                             if d.get("launch_hidden") else "")))
@@ -1407,7 +1407,7 @@ def accuracy_rows(record: dict) -> list:
         lp = launch_prediction(lo)
         if lp["predicted_eager_s"] is not None:
             rows.append(Row("simt", f"{lo['n_kernels']:,} tiny kernels launched eagerly",
-                            f"n x max(GPU time per kernel from the graph replay, host time per launch); {_host_per_launch_source(lo)}",
+                            f"n × max(GPU time per kernel from the graph replay, host time per launch); {_host_per_launch_source(lo)}",
                             lp["predicted_eager_s"], lo["eager_s"], "s", lp["label"], device,
                             calibration_source(lo)))
 
@@ -1415,7 +1415,7 @@ def accuracy_rows(record: dict) -> list:
         if kb.get("eager_s") is not None and kb.get("graph_per_kernel_s") is not None and kb.get("host_per_launch_s") is not None:
             pred = model.launch_bound_time_s(kb["n_kernels"], kb["graph_per_kernel_s"], kb["host_per_launch_s"])
             rows.append(Row("simt", f"{kb['n_kernels']:,} add_ kernels on {fmt_bytes(kb['nbytes'])} launched eagerly",
-                            "n x max(GPU time per kernel from the graph replay, host time per launch); "
+                            "n × max(GPU time per kernel from the graph replay, host time per launch); "
                             f"{_host_per_launch_source(lo)}, as for the tiny kernels",
                             pred, kb["eager_s"], "s", "calibrated", device,
                             "kernel-bound regime: each kernel outlasts the host's launch"))
