@@ -763,7 +763,7 @@ def test_launch_calibration_on_a_host_too_noisy_for_a_slope_fails_soft(exp, monk
     assert exp.LaunchOverhead.from_record(res.to_record(), strict=True) == res
     from widgets.ui import simt as ui
 
-    host_row = ui.launch_compare_rows(None, res)[1]
+    (host_row,) = [r for r in ui.launch_compare_rows(None, res) if r["quantity"].startswith("host time per launch")]
     assert host_row["here"] == "n/a: the two loops gave no slope (too noisy)"
     # a positive slope far from the long loop's own rate is noise too: 20 launches 1.002 ms, 200 launches 1.02 ms
     # give 0.1 us per launch against the long loop's 5.1 us
@@ -796,6 +796,35 @@ def test_launch_table_gives_the_readers_loop_size_where_it_differs():
     assert rows[f"{kb['n_kernels']:,} kernels on 64 MiB, eager (kernel-bound)"] == "1 ms (20 kernels on 4 MiB)"
     same = {r["quantity"]: r["here"] for r in ui.launch_compare_rows(ref, dict(here, n_kernels=ref["n_kernels"]))}
     assert same[f"{ref['n_kernels']:,} kernels, eager"] == "494 µs"  # the same loop: no size repeated
+
+
+def test_launch_table_has_the_eager_loops_own_time_per_launch():
+    """Reader check r18, findings 11 and 16(c): the table had the host time per launch (the slope, 10.2 µs)
+    but not the eager loop's own time per launch (8.39 µs), which only the prose gave. The row comes right
+    after the eager loop's, measured from the record, with the model per launch (max(host time per launch,
+    GPU time per kernel), the eager row's prediction over its launches) and the same ratio."""
+    from widgets import book
+    from widgets.experiments import simt as exp
+    from widgets.ui import simt as ui
+    from widgets.units import fmt_time
+
+    ref = book.reference("simt")["results"]["launch_overhead"]
+    rows = ui.launch_compare_rows(ref, None)
+    eager, per = rows[0], rows[1]
+    assert per["quantity"] == "the same, per launch (eager time over its launches)"
+    assert per["reference"] == fmt_time(ref["eager_per_kernel_s"]) == fmt_time(ref["eager_s"] / ref["n_kernels"])
+    pred = exp.launch_prediction(ref)["predicted_eager_s"] / ref["n_kernels"]
+    assert pred == pytest.approx(max(ref["host_per_launch_s"], ref["graph_per_kernel_s"]))
+    assert per["model"] == fmt_time(pred) and per["label"] == "calibrated" and per["ratio"] == eager["ratio"]
+    assert rows[2]["quantity"].startswith("host time per launch")  # beside the slope it is compared with
+    # a CPU run of 200 launches: its own size is named, as for the eager row
+    here = {"n_kernels": 200, "eager_s": 494e-6, "eager_per_kernel_s": 2.47e-6, "host_per_launch_s": 2.44e-6,
+            "graph_per_kernel_s": None, "speedup": None}
+    assert ui.launch_compare_rows(ref, here)[1]["here"] == "2.47 µs (200 kernels)"
+    # no graph (no model): the measured value alone
+    bare = dict(ref, graph_per_kernel_s=None)
+    row = ui.launch_compare_rows(bare, None)[1]
+    assert row["reference"] == fmt_time(ref["eager_per_kernel_s"]) and row["model"] is None and row["ratio"] is None
 
 
 def test_divergence_model_with_a_fixed_part(exp):

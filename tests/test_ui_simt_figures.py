@@ -200,3 +200,73 @@ def test_divergence_calculator_slowdown_row():
     box.controls["lanes"].value = "8, 24"
     box.controls["cycles"].value = "400, 100"
     assert "1.25×" in " ".join(item for item in box.shown if isinstance(item, str))
+
+
+# --------------------------------------------------------------------------------------------
+# 7. Same-address atomics: ticks a reader can read the cap against
+# --------------------------------------------------------------------------------------------
+def test_contention_y_axis_has_a_tick_per_decade_and_the_cap_labelled(reductions):
+    """Reader check r18, finding 9: the y axis showed only "1G" and "10G" under a range that reached about
+    97G, so the model's cap (62.4G per s) and the top two points had no tick to be read against. A tick
+    at every decade the data reaches, the axis up to the next decade, and the cap labelled at its level."""
+    fig = ui.contention_plot(reductions)
+    model, measured = fig.data
+    ys = [p.atomics_per_s for p in reductions.contention.points]
+    cap = max(ys)
+    lo, hi = fig.layout.yaxis.range
+    assert lo <= np.log10(min(ys)) and np.log10(cap) <= hi  # every measurement on the plot
+    assert all(lo <= np.log10(v) <= hi for v in model.y)  # and the model
+    shown = [t for t in fig.layout.yaxis.tickvals if lo <= np.log10(t) <= hi]
+    assert shown == [10.0 ** k for k in range(int(np.ceil(lo)), int(np.floor(hi)) + 1)] and len(shown) >= 3
+    assert shown[-1] > cap  # a tick above the cap: 100G, not only 1G and 10G under it
+    (label,) = [a for a in fig.layout.annotations if a.text.startswith("cap ")]
+    assert label.text == f"cap {cap / 1e9:.3g}G/s" and label.yref == "y" and label.y == pytest.approx(np.log10(cap))
+    assert len(label.text) <= 12  # it ends before the model's bend on a 358-px phone plot
+
+
+# --------------------------------------------------------------------------------------------
+# 8. Launch overhead: ten kernels, eager and from a graph, drawn from the timeline's means
+# --------------------------------------------------------------------------------------------
+def test_launch_timeline_is_drawn_from_the_records_means_inside_the_axes(record):
+    """Reader check r18, finding 5: a two-row timeline, eager against graph, ten kernels each with the gaps
+    between them. The record keeps the timeline's sums (not each kernel's span), so every kernel is drawn
+    at the mean kernel time and every gap at the mean gap, and the subtitle says it is not a trace."""
+    tl = record["launch_overhead"]["kernel_bound"]["timeline"]
+    fig = ui.launch_timeline_plot(tl)
+    kernels, gaps = fig.data
+    assert (kernels.name, gaps.name) == ("kernel", "gap between kernels") and fig.layout.showlegend
+    assert kernels.orientation == gaps.orientation == "h"
+    assert set(kernels.y) == set(gaps.y) == {"eager", "graph"}
+    n = ui.LAUNCH_TIMELINE_KERNELS
+    for row in ("eager", "graph"):
+        part = tl[row]
+        k = [x for x, y in zip(kernels.x, kernels.y) if y == row]
+        g = [x for x, y in zip(gaps.x, gaps.y) if y == row]
+        assert len(k) == n and len(g) == n - 1
+        assert k == pytest.approx([part["kernel_sum_s"] / part["n"] * 1e6] * n)  # µs, the mean kernel
+        assert g == pytest.approx([part["gap_sum_s"] / (part["n"] - 1) * 1e6] * (n - 1))  # the mean gap
+        # kernel, gap, kernel...: each gap starts where its kernel ends, the next kernel where the gap ends
+        kb = [b for b, y in zip(kernels.base, kernels.y) if y == row]
+        gb = [b for b, y in zip(gaps.base, gaps.y) if y == row]
+        assert gb == pytest.approx([a + x for a, x in zip(kb, k)][:-1])
+        assert kb[1:] == pytest.approx([a + x for a, x in zip(gb, g)])
+    # the eager row is longer by the gaps' difference, the graph's gaps are the shorter
+    ends = {row: max(b + x for b, x, y in zip(kernels.base, kernels.x, kernels.y) if y == row) for row in ("eager", "graph")}
+    assert ends["eager"] > ends["graph"]
+    lo, hi = fig.layout.xaxis.range
+    assert lo <= 0 and max(ends.values()) <= hi <= 1.1 * max(ends.values())  # every bar inside the axis, little room wasted
+    assert fig.layout.xaxis.title.text and "µs" in fig.layout.xaxis.title.text
+    sub = fig.layout.title.subtitle.text.replace("<br>", " ")
+    assert "means, not a trace" in sub and sub == ui.launch_timeline_readout(tl)
+    assert "33.3 µs" in sub and "2.05 µs" in sub and "268 ns" in sub  # the record's means, as the chapter prints them
+
+
+def test_launch_timeline_refuses_what_is_not_a_timeline():
+    good = {"n": 3, "kernel_sum_s": 3e-5, "gap_sum_s": 2e-6}
+    fig = ui.launch_timeline_plot({"eager": good, "graph": dict(good, gap_sum_s=2e-7)}, n_kernels=3)
+    assert len(fig.data[0].x) == 6 and len(fig.data[1].x) == 4
+    for bad in (None, {}, {"eager": good}, {"eager": good, "graph": dict(good, n=1)}, {"eager": good, "graph": {"n": 3}}):
+        with pytest.raises(ValueError, match="timeline"):
+            ui.launch_timeline_plot(bad)
+    with pytest.raises(ValueError, match="n_kernels"):
+        ui.launch_timeline_plot({"eager": good, "graph": good}, n_kernels=0)

@@ -683,6 +683,14 @@ def launch_compare_rows(ref: dict | None, here: dict | None) -> list:
     rows.append(dict(quantity=f"{n:,} kernels, eager", model=t(lp["predicted_eager_s"]) if lp["predicted_eager_s"] else None,
                      label=lp["label"], reference=t(ref["eager_s"]) if ref else "not recorded",
                      ratio=_ratio(ref["eager_s"], lp["predicted_eager_s"]) if ref else None, here=here_of(here, "eager_s", n)))
+    # the eager loop's own time per launch, beside the host time per launch below it (the model per launch:
+    # max(host time per launch, GPU time per kernel), the row above over its launches)
+    per_pred = lp["predicted_eager_s"] / ref["n_kernels"] if ref and lp["predicted_eager_s"] else None
+    rows.append(dict(quantity="the same, per launch (eager time over its launches)", model=t(per_pred) if per_pred else None,
+                     label=lp["label"] if per_pred else None,
+                     reference=t(ref.get("eager_per_kernel_s")) if ref else "not recorded",
+                     ratio=_ratio(ref.get("eager_per_kernel_s"), per_pred) if per_pred else None,
+                     here=here_of(here, "eager_per_kernel_s", n)))
 
     def host(r):  # a host too noisy for the two loops' slope gives none, and the record says why
         return t(r["host_per_launch_s"]) if r.get("host_per_launch_s") else "n/a: the two loops gave no slope (too noisy)"
@@ -871,6 +879,56 @@ def timeline_plot(run, *, title: str, readout: str | None = None, x_max_ms: floa
     return style_figure(fig, title=title, readout=readout, height=260 + 40 * run.streams)
 
 
+LAUNCH_TIMELINE_KERNELS = 10  # kernels drawn per row: enough to see the gaps repeat, few enough to see each one
+
+
+def launch_timeline_readout(timeline: dict) -> str:
+    """The subtitle of :func:`launch_timeline_plot`: what it is drawn from (the timeline's means, not a
+    trace) and the means themselves."""
+    e, g = timeline["eager"], timeline["graph"]
+    ke, kg = e["kernel_sum_s"] / e["n"], g["kernel_sum_s"] / g["n"]
+    kernels = (f"kernels {fmt_time(ke)}" if fmt_time(ke) == fmt_time(kg) else f"kernels {fmt_time(ke)} eagerly, {fmt_time(kg)} in the graph")
+    return (f"drawn from the kernel timeline's means, not a trace: {kernels}; gaps {fmt_time(e['gap_sum_s'] / (e['n'] - 1))} "
+            f"eagerly, {fmt_time(g['gap_sum_s'] / (g['n'] - 1))} in the graph")
+
+
+def launch_timeline_plot(timeline: dict, *, n_kernels: int = LAUNCH_TIMELINE_KERNELS,
+                         title: str = "Ten kernels: eager and from a graph", readout: str | None = None) -> go.Figure:
+    """Two rows of ``n_kernels`` kernels, launched one by one ("eager") and replayed from a CUDA graph,
+    as bars with the gaps between them, drawn from a recorded kernel timeline's *means*
+    (``measure_launch_overhead``'s ``kernel_bound["timeline"]``: each mode's kernel time summed over
+    its ``n`` kernels, and its gaps summed over the ``n - 1`` gaps), not from single kernels: the
+    record keeps sums, medians and extremes, not each kernel's start and end. Every kernel of a row
+    is drawn at the mean length, every gap at the mean gap, so each row ends where ``n_kernels``
+    such kernels would. The default subtitle (:func:`launch_timeline_readout`) says so."""
+    if not isinstance(timeline, dict) or not all(isinstance(timeline.get(k), dict) for k in ("eager", "graph")):
+        raise ValueError(f"timeline must be a recorded kernel timeline with 'eager' and 'graph' parts, got {timeline!r}")
+    if isinstance(n_kernels, bool) or not isinstance(n_kernels, int) or not 1 <= n_kernels <= 200:
+        raise ValueError(f"n_kernels must be an integer in [1, 200], got {n_kernels!r}")
+    rows = (("eager", timeline["eager"]), ("graph", timeline["graph"]))
+    kernels, gaps = {}, {}
+    for name, part in rows:
+        if part.get("n", 0) < 2 or part.get("kernel_sum_s") is None or part.get("gap_sum_s") is None:
+            raise ValueError(f"timeline[{name!r}] must hold n >= 2 kernels with kernel_sum_s and gap_sum_s, got {part!r}")
+        k, g = part["kernel_sum_s"] / part["n"], max(part["gap_sum_s"] / (part["n"] - 1), 0.0)
+        starts = [i * (k + g) for i in range(n_kernels)]
+        kernels[name] = [(s, s + k) for s in starts]
+        gaps[name] = [(s + k, s + k + g) for s in starts[:-1]]
+    us = 1e6
+    fig = go.Figure()
+    for label, spans, color, what in (("kernel", kernels, series_color(0), "kernel"), ("gap between kernels", gaps, series_color(3), "gap")):
+        ys = [name for name, _ in rows for _ in spans[name]]
+        flat = [sp for name, _ in rows for sp in spans[name]]
+        fig.add_trace(go.Bar(x=[(b - a) * us for a, b in flat], base=[a * us for a, _ in flat], y=ys, orientation="h", name=label,
+                             marker=dict(color=color, line=dict(width=0)),
+                             hovertemplate="%{y}: " + what + " from %{base:.2f} µs, %{x:.3g} µs long (the mean)<extra></extra>"))
+    end = max(sp[1] for v in kernels.values() for sp in v) * us
+    set_layout(fig, barmode="overlay", bargap=0.35,
+               xaxis=dict(title="time from the first kernel's start [µs]", range=[0, end * 1.02]),
+               yaxis=dict(categoryorder="array", categoryarray=["graph", "eager"], title=None))
+    return style_figure(fig, title=title, readout=launch_timeline_readout(timeline) if readout is None else readout, height=300)
+
+
 REDUCTION_READOUT = "bars: measured; ticks: the model (calibrated on the copy and atomic rates); dotted line: the copy's rate"
 
 
@@ -926,8 +984,20 @@ def contention_plot(res, *, title: str = "Same-address atomics: spread them", re
                                  hovertemplate="%{x:,} addresses: %{y:.3s} per s<extra>model</extra>"))
         fig.add_trace(go.Scatter(x=xs, y=[p.atomics_per_s for p, _ in pairs], mode="markers", name="measured",
                                  marker=dict(color=series_color(0), size=10)))
+    yaxis = dict(title="atomics per second", type="log")
+    if pairs:
+        # A tick at every decade the data reaches, the axis up to the next one (plotly's own ticks showed only
+        # 1G and 10G under a 62.4G cap), and the cap labelled at its level (an annotation's y on a log axis is
+        # its log10).
+        ys = [p.atomics_per_s for p, _ in pairs]
+        lo, hi = np.floor(np.log10(min(ys))), np.ceil(np.log10(max(ys)))
+        hi = hi + 1 if hi - np.log10(max(ys)) < 0.02 else hi  # a measurement on a decade keeps room above it
+        yaxis.update(tickvals=[10.0 ** k for k in range(int(lo), int(hi) + 1)], range=[float(np.log10(min(ys)) - 0.15), float(hi)])
+        fig.add_annotation(text=f"cap {cap / 1e9:.3g}G/s", x=0,  # short: it ends before the model reaches the cap on a phone
+                           xref="x domain", xanchor="left",
+                           y=float(np.log10(cap)), yref="y", yanchor="bottom", showarrow=False)
     set_layout(fig, xaxis=dict(title="distinct addresses", type="log"),  # short: a longer title was clipped on a phone
-                      yaxis=dict(title="atomics per second", type="log"))
+                      yaxis=yaxis)
     return style_figure(fig, title=title, readout=readout, height=400)
 
 
