@@ -1360,3 +1360,28 @@ def test_ledger_inputs_write_times_and_minus_signs():
     for r in own:
         for text in (r.quantity, r.inputs, r.note):
             assert not A_MULTIPLICATION_X.search(text) and not AN_ASCII_MINUS.search(text), text
+
+
+def test_the_kernel_timelines_means_add_up_as_the_chapter_says():
+    """Reader check r18, finding 6: the chapter's section 4 says that mean kernel plus mean gap make each run's time
+    per kernel (33.3 µs + 2.05 µs ≈ 35.4 µs eagerly; 33.3 µs + 268 ns ≈ 33.6 µs from the graph) and that the 1.77 µs
+    between the two is the difference of the mean gaps. Exactly, with n kernels and n - 1 gaps:
+    per kernel = mean kernel + mean gap × (n - 1) / n, and the difference of the two runs' times per kernel is the
+    gaps' difference per kernel plus the kernels'. Checked on the committed record, to the rounding the prose prints."""
+    from widgets.units import fmt_time
+
+    tl = _h200_record()["results"]["launch_overhead"]["kernel_bound"]["timeline"]
+    e, g = tl["eager"], tl["graph"]
+    for part in (e, g):
+        n, k, gap = part["n"], part["kernel_sum_s"] / part["n"], part["gap_sum_s"] / (part["n"] - 1)
+        assert part["per_kernel_s"] == pytest.approx(k + gap * (n - 1) / n, rel=1e-9)
+        assert abs(k + gap - part["per_kernel_s"]) < 0.005 * part["per_kernel_s"]  # "≈" at the 3 figures printed
+    span = e["per_kernel_s"] - g["per_kernel_s"]
+    between = (e["gap_sum_s"] - g["gap_sum_s"]) / e["n"]
+    within = (e["kernel_sum_s"] - g["kernel_sum_s"]) / e["n"]
+    assert span == pytest.approx(between + within, rel=1e-9)
+    # the prose's branch: the kernels' own difference is small beside the span, so the span is the gaps' difference
+    assert between >= 0.8 * span > 0 and abs(within) < 0.1 * span
+    mean_gap_diff = e["gap_sum_s"] / (e["n"] - 1) - g["gap_sum_s"] / (g["n"] - 1)
+    assert abs(mean_gap_diff - span) < 0.02 * span  # 2.05 µs - 268 ns against 1.77 µs: equal to 2 figures
+    assert fmt_time(e["kernel_sum_s"] / e["n"]) == fmt_time(g["kernel_sum_s"] / g["n"])  # "the same time in both"

@@ -270,3 +270,9 @@ def test_launch_timeline_refuses_what_is_not_a_timeline():
             ui.launch_timeline_plot(bad)
     with pytest.raises(ValueError, match="n_kernels"):
         ui.launch_timeline_plot({"eager": good, "graph": good}, n_kernels=0)
+
+
+def test_occupancy_readout_writes_times():
+    """The occupancy calculator's subtitle said "128 threads x 37 regs": the book writes ×."""
+    text = ui.occupancy_readout(m.occupancy(128, 37, 0, "sm_90"))
+    assert text.startswith("sm_90: 128 threads × 37 regs, ") and " x " not in text

@@ -86,7 +86,7 @@ def occupancy_title(o: m.Occupancy) -> str:
 
 
 def occupancy_readout(o: m.Occupancy) -> str:
-    return (f"{o.arch}: {o.threads_per_block} threads x {o.regs_per_thread} regs, {fmt_bytes(o.smem_per_block_bytes)} shared: "
+    return (f"{o.arch}: {o.threads_per_block} threads × {o.regs_per_thread} regs, {fmt_bytes(o.smem_per_block_bytes)} shared: "
             f"{o.warps_per_sm}/{o.max_warps_per_sm} warps, limited by {' and '.join(o.limiters).replace('_', ' ')}")
 
 
@@ -893,7 +893,7 @@ def launch_timeline_readout(timeline: dict) -> str:
 
 
 def launch_timeline_plot(timeline: dict, *, n_kernels: int = LAUNCH_TIMELINE_KERNELS,
-                         title: str = "Ten kernels: eager and from a graph", readout: str | None = None) -> go.Figure:
+                         title: str | None = None, readout: str | None = None) -> go.Figure:
     """Two rows of ``n_kernels`` kernels, launched one by one ("eager") and replayed from a CUDA graph,
     as bars with the gaps between them, drawn from a recorded kernel timeline's *means*
     (``measure_launch_overhead``'s ``kernel_bound["timeline"]``: each mode's kernel time summed over
@@ -926,7 +926,8 @@ def launch_timeline_plot(timeline: dict, *, n_kernels: int = LAUNCH_TIMELINE_KER
     set_layout(fig, barmode="overlay", bargap=0.35,
                xaxis=dict(title="time from the first kernel's start [µs]", range=[0, end * 1.02]),
                yaxis=dict(categoryorder="array", categoryarray=["graph", "eager"], title=None))
-    return style_figure(fig, title=title, readout=launch_timeline_readout(timeline) if readout is None else readout, height=300)
+    return style_figure(fig, title=f"{n_kernels} kernels: eager and from a graph" if title is None else title,
+                        readout=launch_timeline_readout(timeline) if readout is None else readout, height=300)
 
 
 REDUCTION_READOUT = "bars: measured; ticks: the model (calibrated on the copy and atomic rates); dotted line: the copy's rate"
