@@ -364,6 +364,33 @@ def test_the_h200_record_is_correct_and_its_rows_are_labelled():
     assert all(r.label == "fit" for r in rows if r.unit == "registers")
 
 
+def test_the_spread_of_the_mean_row_is_a_fit_its_model_is_the_data_compared():
+    """Round 19 (labels against widgets.accuracy.LABEL_RULES): the spread-of-the-mean row was labelled a
+    prediction, but its model (the pooled spread within the groups over the square root of the group size) is
+    computed from the very repeats whose group means it is compared with. Widen every group's spread about its
+    mean (the group means stay where they were) and the model moves while the measured spread does not: a fit,
+    which does not count toward the book's predictions. The host-clock rows take the add's event-timed median and
+    the idle synchronize, both measured on their own repeats: calibrated."""
+    import copy
+
+    from widgets.experiments import kernels as ke
+
+    rec = _reference()
+    row = next(r for r in ke.accuracy_rows(rec) if "spread of the mean" in r.quantity)
+    assert row.label == "fit" and "same repeats" in row.inputs
+    wide = copy.deepcopy(rec)
+    xs = wide["results"]["timing"]["samples_s"]
+    for i in range(0, len(xs) - ke.GROUP + 1, ke.GROUP):
+        g = xs[i:i + ke.GROUP]
+        mu = sum(g) / len(g)
+        xs[i:i + ke.GROUP] = [mu + 2 * (x - mu) for x in g]
+    row2 = next(r for r in ke.accuracy_rows(wide) if "spread of the mean" in r.quantity)
+    assert row2.predicted == pytest.approx(2 * row.predicted) and row2.measured == pytest.approx(row.measured)
+    host = [r for r in ke.accuracy_rows(rec) if "host-clock" in r.quantity]
+    assert host and all(r.label == "calibrated" and "event-timed" in r.inputs for r in host)
+    assert not any(r.label == "prediction" for r in ke.accuracy_rows(rec) if r.unit == "s")
+
+
 def test_the_ladder_model_against_the_h200_record():
     """The book's H200 record (widgets/data/h200/kernels.json, measured at 442b4b06): measured / model per rung was
     naive 1.00, coalesced 0.70, shared-memory tiles 1.07, 1D 0.86, 2D 1.18, vectorized 0.73, warp tiling 0.52.

@@ -306,15 +306,26 @@ def test_depth_accuracy_rows_recomputed_and_labelled():
 
     rows = d.accuracy_rows(_fake_record())
     by = {r.quantity: r for r in rows}
-    cat = by["Triton bf16 GEMM 4096^3, 128x256x64 tile, 3 stages, 8 warps, catalog levels"]
+    cat = by["Triton bf16 GEMM 4096^3, 128×256×64 tile, 3 stages, 8 warps, catalog levels"]
     assert cat.measured == 600e12 and cat.label == "prediction"
     assert cat.predicted == pytest.approx(tc.tile_hierarchy("H200-SXM", "bf16", 128, 256, 64, 64, 256, 3, 8).attainable_flop_per_s)
-    l2 = [r for q, r in by.items() if "128x256x64 tile" in q and "catalog" not in q]
+    l2 = [r for q, r in by.items() if "128×256×64 tile" in q and "catalog" not in q]
     if d.calibration()["l2_bytes_per_s"]:  # the L2 plateau binds this tile: a calibrated row beside it
         assert len(l2) == 1 and l2[0].label == "calibrated" and l2[0].predicted < cat.predicted
-    assert not any("64x64x64" in q for q in by)  # the failed config has no row
+    assert not any("64×64×64" in q for q in by)  # the failed config has no row
     zeros = next(r for q, r in by.items() if "on zeros" in q)
-    assert zeros.label == "fit" and zeros.predicted == pytest.approx(700e12 * 1755 / 1500)
+    assert zeros.predicted == pytest.approx(700e12 * 1755 / 1500)
+    # Round 19 (labels against LABEL_RULES): a measured speed goes in, the random-data run's, from another run
+    # than the one compared (whose own throughput does not move the model): calibrated, not fit, not prediction.
+    assert zeros.label == "calibrated" and "measured" in zeros.inputs
+    rec = _fake_record()
+    runs = {r.get("data"): r for r in rec["results"]["depth"]["data"]["runs"]}
+    runs["zeros"]["flop_per_s"] *= 0.5
+    z2 = next(r for r in d.accuracy_rows(rec) if "on zeros" in r.quantity)
+    assert z2.predicted == zeros.predicted and z2.measured == pytest.approx(0.5 * zeros.measured)
+    runs["randn"]["flop_per_s"] *= 0.5
+    z3 = next(r for r in d.accuracy_rows(rec) if "on zeros" in r.quantity)
+    assert z3.predicted == pytest.approx(0.5 * zeros.predicted)
     saved = next(r for q, r in by.items() if "fusion saves" in q)
     assert saved.measured == pytest.approx(1.5e-4) and saved.label == "prediction"
     assert saved.predicted == pytest.approx(4 * 8192 * 8192 * 2 / H200_HBM)

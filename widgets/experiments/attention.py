@@ -642,7 +642,7 @@ def accuracy_rows(record: dict) -> list:
         for p in sm.points:
             for way, t in (("naive", p.naive), ("torch_fused", p.torch_fused), ("triton", p.triton)):
                 if isinstance(t, Timed):
-                    what = f"softmax of {p.rows} rows x {p.cols} fp32, {way.replace('_', ' ')}: time"
+                    what = f"softmax of {p.rows} rows × {p.cols} fp32, {way.replace('_', ' ')}: time"
                     pred = softmax_bytes(p, way) / gpu.hbm_bytes_per_s
                     rows.append(Row(TOPIC, what, "model bytes / datasheet HBM bandwidth", pred, t.median_s, "s", "prediction", device,
                                     "fails if the kernel is not bandwidth-bound or moves other bytes than counted"))

@@ -407,7 +407,7 @@ def accuracy_rows(record: dict) -> list:
     sweep, ring = from_record(res)
     n = sweep.n
     gpu_name = prov.get("gpu") or sweep.device
-    device = f"{n} x {gpu_name} ({sweep.backend})"
+    device = f"{n} × {gpu_name} ({sweep.backend})"
     rows = []
     by_op = {op: sorted(sweep.rows(op), key=lambda p: p.size_bytes) for op in model.OPS if sweep.rows(op)}
     if "all_reduce" not in by_op:
@@ -444,7 +444,7 @@ def accuracy_rows(record: dict) -> list:
                 continue
             c = model.nccl_model_choice("all_reduce", p.size_bytes, n, nccl_bw)
             add(f"all_reduce time, {fmt_bytes(p.size_bytes)}, NCCL's tuner model",
-                f"{n} ranks; {g.interconnect_links} NVLink links x {per_link / 1e9:.1f} GB/s (NCCL topo.h) = {nccl_bw / 1e9:.1f} GB/s; "
+                f"{n} ranks; {g.interconnect_links} NVLink links × {per_link / 1e9:.1f} GB/s (NCCL topo.h) = {nccl_bw / 1e9:.1f} GB/s; "
                 f"tuning.cc latencies and protocol factors; chosen: {c.algorithm} {c.protocol}",
                 c.time_s * 1e6, p.time_s * 1e6, "us", "prediction",
                 "NCCL's own estimate of its time; it leaves out how well the channels fill the links, protocol overheads "

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import re
 import statistics
 import time
 from dataclasses import dataclass
@@ -580,7 +581,8 @@ def accuracy_rows(record: dict) -> list:
                 continue
             sizes = model.sizes_from_config(r.name, b.config)
             p = model.predict_on(gpu, r.name, m, n, k, regs_per_thread=b.regs_per_thread, **sizes)
-            rows.append(Row("kernels", f"{r.title} ({b.kernel}) at {m}×{n}×{k}, fp32",
+            title = re.sub(r"(?<=\d) x (?=\d)", " × ", r.title)  # the record's "tiles 32 x 32", with a times sign
+            rows.append(Row("kernels", f"{title} ({b.kernel}) at {m}×{n}×{k}, fp32",
                             f"tiling counts + {gpu} datasheet (SMs, clock, lanes) + the compiled registers of this run",
                             p.predicted_flop_per_s / 1e9, b.gflop_per_s, "GFLOP/s", "prediction", device,
                             f"limiter {p.limiter}; "
@@ -602,7 +604,8 @@ def accuracy_rows(record: dict) -> list:
                 continue
             pred = p.event_median_s * (1 + model.host_timing_error(p.event_median_s, timing.sync_idle_median_s))
             rows.append(Row("kernels", f"host-clock time of an add moving {fmt_bytes(p.bytes_moved)} (launch + synchronize)",
-                            "event time + the idle cost of torch.cuda.synchronize", pred, p.wall_median_s, "s", "calibrated", device,
+                            "the add's event-timed median (its own repeats) + the idle cost of torch.cuda.synchronize",
+                            pred, p.wall_median_s, "s", "calibrated", device,
                             "the overhead constant is measured on the idle-synchronize micro-benchmark; launch cost is not in it"))
         check = ci_check(timing.samples_s)
         if check:
@@ -610,11 +613,16 @@ def accuracy_rows(record: dict) -> list:
             lo, hi = model.spread_of_means_band(ng)
             what = (f"spread of the mean of {GROUP} repeats ({len(timing.samples_s)} repeats of an add moving "
                     f"{fmt_bytes(timing.samples_n_elems * 8)})")  # fp32 in and out: 8 B per element
+            # A fit (LABEL_RULES): the model's one parameter, the spread within the groups, comes from the very
+            # repeats whose group means it is compared with. It tests whether the repeats are independent (the
+            # band below), not a model of the GPU, so it cannot count as a prediction.
             rows.append(Row("kernels", what,
-                            f"pooled within-group s / sqrt({GROUP})", check[0], check[1], "s", "prediction", device,
-                            f"for independent repeats measured / model lies in {lo:.2f} to {hi:.2f} (95%, {ng - 1} degrees of freedom), "
-                            "wider than the book's ±25% target; outside it the repeats drift or are correlated; each repeat is one "
-                            "launch on an idle GPU, so the spread is mostly the launch path's jitter, not the kernel's"))
+                            f"spread within the groups of the same repeats (pooled s) / √{GROUP}", check[0], check[1], "s", "fit",
+                            device,
+                            f"a check of independence on the data compared, not a prediction: for independent repeats measured / "
+                            f"model lies in {lo:.2f} to {hi:.2f} (95%, {ng - 1} degrees of freedom); outside it the repeats drift or "
+                            "are correlated; each repeat is one launch on an idle GPU, so the spread is mostly the launch path's "
+                            "jitter, not the kernel's"))
     return rows
 
 

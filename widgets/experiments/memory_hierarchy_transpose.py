@@ -334,8 +334,9 @@ def accuracy_rows(record: Mapping) -> list[Row]:
     for r in transpose_rows(record, *constants):
         if r["time_s"] is None:
             continue
-        out.append(Row(TOPIC, f"Transpose {r['n']}x{r['n']} fp32, {r['kind']}: time",
-                       f"max(HBM at the Triton copy's rate, L2 sectors, shared wavefronts); bound: {r['model_bound']}",
+        out.append(Row(TOPIC, f"Transpose {r['n']}×{r['n']} fp32, {r['kind']}: time",
+                       f"max(HBM bytes at the Triton copy's rate (experiment 1), L2 sectors at the L2 plateau (experiment 2), "
+                       f"shared wavefronts at NVML's SM clock); bound: {r['model_bound']}",
                        r["model_s"], r["time_s"], "s", "calibrated", device_of(record)))
     return out
 

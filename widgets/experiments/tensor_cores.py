@@ -1088,8 +1088,10 @@ def accuracy_rows(record: dict) -> list:
     recorded; so is the fp32 (no tensor core) accumulation error. The accumulation errors of the
     tensor-core paths are **calibrated**: the truncating fp32 adder (Fasi et al. 2021, Khattak and
     Mikaitis 2025) and the ~14-bit fp8 accumulator (DeepSeek, on an H800) were measured by others.
-    The throughput rescaled by the SM clock seen during the same run is a **fit** (the clock comes
-    from the run it predicts).
+    The throughput rescaled by the SM clock NVML read during the same run is a **prediction** too: the
+    clock a run ran at is a condition of the run (``widgets.accuracy.LABEL_RULES``), no measured speed
+    or time goes in, and the code measured (cuBLAS) was not written to match the model; it fails if the
+    throughput does not follow the clock.
     """
     from ..accuracy import Row
 
@@ -1111,27 +1113,29 @@ def accuracy_rows(record: dict) -> list:
                 d_label = "fp8 (fast accum)" if "True" in r.get("note", "") else "fp8 (precise)"
             else:
                 d_label = d
-            rows.append(Row(topic, f"{d_label} GEMM {n}^3, burst", f"catalog dense peak x wave efficiency (128x256 tiles){how}",
+            rows.append(Row(topic, f"{d_label} GEMM {n}^3, burst", f"catalog dense peak × wave efficiency (128×256 tiles){how}",
                             e.flop_per_s, r["flop_per_s"], "FLOP/s", "prediction", device,
                             "median of short back-to-back calls (~ms each)"))
             sus = r.get("sustained")
             if sus and sus.get("flop_per_s"):
-                rows.append(Row(topic, f"{d_label} GEMM {n}^3, sustained >= {sus['seconds_per_window']:g} s",
-                                f"catalog dense peak x wave efficiency{how}", e.flop_per_s, sus["flop_per_s"], "FLOP/s",
+                rows.append(Row(topic, f"{d_label} GEMM {n}^3, sustained ≥ {sus['seconds_per_window']:g} s",
+                                f"catalog dense peak × wave efficiency{how}", e.flop_per_s, sus["flop_per_s"], "FLOP/s",
                                 "prediction", device, "median of the windows; random data"))
                 clk_s = sus.get("sm_clock_mhz") or {}
                 clk = clk_s.get("median") if clk_s.get("samples", 0) >= 10 else None  # fewer samples resolve nothing
                 if clk and d in clock0:
                     rows.append(Row(topic, f"{d_label} GEMM {n}^3, sustained, at the clock seen",
-                                    f"peak x wave efficiency x (median SM clock {clk:.0f} MHz / {clock0[d] / 1e6:.0f} MHz)",
-                                    e.flop_per_s * clk * 1e6 / clock0[d], sus["flop_per_s"], "FLOP/s", "fit", device,
-                                    "clock sampled by NVML during the same run: a constant from the measured run itself"))
+                                    f"catalog dense peak × wave efficiency × (median SM clock NVML read during the run "
+                                    f"{clk:.0f} MHz / datasheet {clock0[d] / 1e6:.0f} MHz)",
+                                    e.flop_per_s * clk * 1e6 / clock0[d], sus["flop_per_s"], "FLOP/s", "prediction", device,
+                                    "the clock the run ran at is a condition of the run, not a measured speed: fails if the "
+                                    "throughput does not follow the clock"))
         sd = R["shape_sweep"].get("dtype", "bf16")
         for p in R["shape_sweep"]["alignment"]:
             if p["n"] in (4096, 8192, 8191):
                 e = _estimate(p["n"], p["n"], p["n"], sd, gpu)
                 note = "" if e.aligned else "row not a multiple of 16 B: the model flags it, it does not model the slower kernel"
-                rows.append(Row(topic, f"{sd} GEMM {p['n']}^3 (cuBLAS)", "catalog dense peak x wave efficiency",
+                rows.append(Row(topic, f"{sd} GEMM {p['n']}^3 (cuBLAS)", "catalog dense peak × wave efficiency",
                                 e.flop_per_s, p["flop_per_s"], "FLOP/s", "prediction", device, note))
         s = R["shape_sweep"]["n_sweep"]
         if s.get("triton") and s.get("triton_config"):
@@ -1140,14 +1144,14 @@ def accuracy_rows(record: dict) -> list:
             for n in (2048, 2304, 8192):
                 if n in tri:
                     e = _estimate(s["m"], n, s["k"], sd, gpu, bm, bn)
-                    rows.append(Row(topic, f"Triton {sd} GEMM {s['m']}x{n}x{s['k']}, {bm}x{bn} tiles",
-                                    "catalog dense peak x wave efficiency of that tile", e.flop_per_s, tri[n]["flop_per_s"],
+                    rows.append(Row(topic, f"Triton {sd} GEMM {s['m']}×{n}×{s['k']}, {bm}×{bn} tiles",
+                                    "catalog dense peak × wave efficiency of that tile", e.flop_per_s, tri[n]["flop_per_s"],
                                     "FLOP/s", "prediction", device, f"{e.waves:,} wave{'' if e.waves == 1 else 's'}"))
     for r in R["precision"]:
         d, k, fast = r["dtype"], r["k"], bool(r.get("fast_accum"))
         if r.get("accumulation") is None or r.get("total") is None:
             continue
-        shape = f"{r.get('m', '?')}x{r.get('n', r.get('m', '?'))}, K = {k}"
+        shape = f"{r.get('m', '?')}×{r.get('n', r.get('m', '?'))}, K = {k}"
         note = r["method"] + (f"; kernels: {', '.join(n[:60] for n in r['kernels'])}" if r.get("kernels") else "")
         if d in ("bf16", "fp16", "tf32"):
             out = None if r["out_dtype"] == "fp32" else r["out_dtype"]
@@ -1166,7 +1170,7 @@ def accuracy_rows(record: dict) -> list:
     if isinstance(pt, dict) and pt.get("rows") and not pt.get("interpreted", True):
         acc = model.accumulator(pt["dtype"])
         for r in pt["rows"]:
-            rows.append(Row(topic, f"Triton {pt['dtype']} GEMM accumulation error, {pt['m']}x{pt['n']}, K = {r['k']}",
+            rows.append(Row(topic, f"Triton {pt['dtype']} GEMM accumulation error, {pt['m']}×{pt['n']}, K = {r['k']}",
                             "fp32 accumulator, truncating, one accumulator per output",
                             model.tensor_core_accumulation_error(r["k"], pt["dtype"]).typical_error, r["accumulation"],
                             "relative error", acc.label, device, f"{pt['method']}; {acc.source}"))

@@ -572,9 +572,12 @@ def accuracy_rows(record: dict) -> list:
     **prediction**; with the L2 level added, where it binds, **calibrated** (the L2 bandwidth is
     the memory_hierarchy chapter's measured plateau). The eager epilogue's time and what fusion saves
     are **predictions** (HBM bandwidth from the catalog). Throughput on zeros, ones and sparse data
-    scaled from the random-data run by the SM clocks seen is a **fit** (the clocks come from the
-    runs predicted). The 2:4 speed-up is a **prediction**; the grouped GEMM's loop time is
-    **calibrated** (simt's measured launch cost), its grouped time a **prediction**.
+    scaled from the random-data run by the SM clocks seen is **calibrated**: the random-data run's
+    throughput is a measured speed from another run of the experiment (not the run compared), the
+    clocks are conditions of the runs (``widgets.accuracy.LABEL_RULES``). The 2:4 speed-up is a
+    **prediction**; the grouped GEMM's loop time is a **prediction** where simt's measured launch cost
+    is below each GEMM's time (it then does not enter), else **calibrated**; its grouped time, which
+    adds one launch at that cost, **calibrated** (a **prediction** without simt's record).
     """
     from ..accuracy import Row
     from ..dtypes import bytes_per_element
@@ -601,7 +604,7 @@ def accuracy_rows(record: dict) -> list:
             bm, bn, bk, gm, st, w = p["config"]
             wm, wn = model.smem_read_tile(bm, bn, w, wgmma=g.arch == "sm_90")
             h0 = model.tile_hierarchy(g, d, bm, bn, bk, wm, wn, st, w, m=T["n"], n=T["n"], k=T["n"], group_m=gm)
-            rows.append(Row(topic, f"Triton {d} GEMM {T['n']}^3, {bm}x{bn}x{bk} tile, {st} stages, {w} warps, catalog levels",
+            rows.append(Row(topic, f"Triton {d} GEMM {T['n']}^3, {bm}×{bn}×{bk} tile, {st} stages, {w} warps, catalog levels",
                             f"min over HBM, shared memory, compute: {h0.bound}-bound", h0.attainable_flop_per_s,
                             p["flop_per_s"], "FLOP/s", "prediction", device,
                             "catalog peak, HBM bandwidth and 128 B/clk/SM of shared memory; no L2 level"))
@@ -610,7 +613,7 @@ def accuracy_rows(record: dict) -> list:
             if h.bound == h0.bound:
                 continue  # the L2 level does not bind: the row above says it all
             label = "calibrated" if h.bound == "L2" else "prediction"
-            rows.append(Row(topic, f"Triton {d} GEMM {T['n']}^3, {bm}x{bn}x{bk} tile, {st} stages, {w} warps",
+            rows.append(Row(topic, f"Triton {d} GEMM {T['n']}^3, {bm}×{bn}×{bk} tile, {st} stages, {w} warps",
                             f"min over levels: {h.bound}-bound (block {h.block_intensity:.0f}, wgmma tile "
                             f"{h.smem_intensity:.0f}, wave {h.wave_intensity:.0f} FLOP/B)",
                             h.attainable_flop_per_s, p["flop_per_s"], "FLOP/s", label, device,
@@ -622,13 +625,13 @@ def accuracy_rows(record: dict) -> list:
         chain = model.epilogue_fusion_estimate(E["m"], E["n"], E["k"], g.peak("bf16"), g.hbm_bytes_per_s, g.sms,
                                                out_bytes=out_b)
         if _ok(E.get("epilogue_only")):
-            rows.append(Row(topic, f"eager bias + GELU on a {E['m']}x{E['n']} {E['dtype']} C", "2 passes over C at the catalog HBM bandwidth",
+            rows.append(Row(topic, f"eager bias + GELU on a {E['m']}×{E['n']} {E['dtype']} C", "2 passes over C at the catalog HBM bandwidth",
                             chain.epilogue_s, E["epilogue_only"]["median_s"], "s", "prediction", device,
                             f"{chain.epilogue_bytes / 2**20:.0f} MiB read and written"))
         if _ok(E.get("triton_unfused")) and _ok(E.get("triton_fused")):
             saved = E["triton_unfused"]["median_s"] - E["triton_fused"]["median_s"]
             if saved > 0:
-                rows.append(Row(topic, f"time epilogue fusion saves, {E['m']}x{E['n']}x{E['k']} (Triton unfused - fused)",
+                rows.append(Row(topic, f"time epilogue fusion saves, {E['m']}×{E['n']}×{E['k']} (Triton unfused − fused)",
                                 "the eager passes' bytes at the catalog HBM bandwidth", chain.epilogue_s, saved, "s",
                                 "prediction", device, "same GEMM tile in both; the fused one applies bias+GELU in registers"))
     DD = D.get("data")
@@ -641,16 +644,18 @@ def accuracy_rows(record: dict) -> list:
                 r = runs.get(kind)
                 if r and clk(r):
                     rows.append(Row(topic, f"{DD['dtype']} GEMM {DD['n']}^3 on {kind}, sustained",
-                                    f"random-data throughput x clock ratio ({clk(r):.0f} / {clk(base):.0f} MHz)",
-                                    base["flop_per_s"] * clk(r) / clk(base), r["flop_per_s"], "FLOP/s", "fit", device,
-                                    "clocks sampled by NVML during the runs predicted"))
+                                    f"the random-data run's measured throughput × clock ratio ({clk(r):.0f} / "
+                                    f"{clk(base):.0f} MHz, NVML's medians during the two runs)",
+                                    base["flop_per_s"] * clk(r) / clk(base), r["flop_per_s"], "FLOP/s", "calibrated", device,
+                                    "calibrated on another run of the experiment (random data); fails if the data changes "
+                                    "the work per clock, not only the clock"))
     S = D.get("sparse")
     if isinstance(S, dict) and "error" not in S and _ok(S.get("dense")) and _ok(S.get("sparse")):
         d = dt.get(S["dtype"])
         if d in g.peak_flop_per_s:
             e = int(bytes_per_element(d))
             pred = model.sparse_2_4_speedup(S["n"], S["n"], S["n"], g.peak(d), g.hbm_bytes_per_s, g.sms, in_bytes=e)
-            rows.append(Row(topic, f"2:4 sparse {d} GEMM {S['n']}^3, speed-up over dense", "2x the dense peak, same tiles and waves",
+            rows.append(Row(topic, f"2:4 sparse {d} GEMM {S['n']}^3, speed-up over dense", "2 × the dense peak, same tiles and waves",
                             pred, S["dense"]["median_s"] / S["sparse"]["median_s"], "x", "prediction", device,
                             f"torch.sparse.to_sparse_semi_structured ({S.get('backend')})"))
     G = D.get("grouped")
@@ -659,17 +664,19 @@ def accuracy_rows(record: dict) -> list:
         if d in g.peak_flop_per_s:
             est = model.grouped_gemm_estimate(G["experts"], G["tokens"], G["n"], G["k"], g.peak(d), g.hbm_bytes_per_s, g.sms,
                                               launch_s=cal["launch_s"] or 0.0)
-            shape = f"{G['experts']} x ({G['tokens']}x{G['n']}x{G['k']})"
+            shape = f"{G['experts']} × ({G['tokens']}×{G['n']}×{G['k']})"
             if _ok(G.get("loop")) and cal["launch_s"]:
                 # the calibrated launch cost enters only where it exceeds one GEMM's time (max(per group, launch))
                 hidden = cal["launch_s"] <= est.per_group_s
-                rows.append(Row(topic, f"{d} GEMMs {shape}, one launch each", "per-GEMM waves of 128x256 tiles, >= one launch each",
+                rows.append(Row(topic, f"{d} GEMMs {shape}, one launch each", "per-GEMM waves of 128×256 tiles, ≥ one launch each",
                                 est.loop_s, G["loop"]["median_s"], "s", "prediction" if hidden else "calibrated", device,
                                 "simt's measured launch cost is below each GEMM's time, so it does not enter" if hidden
                                 else "launch cost: simt's measured eager launch"))
             if _ok(G.get("grouped")):
                 rows.append(Row(topic, f"{d} GEMMs {shape}, one grouped launch (torch._grouped_mm)",
-                                "waves over every group's 128x256 tiles", est.grouped_s, G["grouped"]["median_s"], "s",
+                                "waves over every group's 128×256 tiles" + (" + one launch (simt's measured eager launch)"
+                                                                             if cal["launch_s"] else ""),
+                                est.grouped_s, G["grouped"]["median_s"], "s",
                                 "prediction" if not cal["launch_s"] else "calibrated", device, ""))
     return rows
 
@@ -715,7 +722,7 @@ def compare_rows(record: dict, keyword: str) -> list[dict]:
     from ..units import fmt_flop_per_s, fmt_time
 
     def fmt(v, unit):
-        return fmt_flop_per_s(v) if unit == "FLOP/s" else fmt_time(v) if unit == "s" else f"{v:.2f}{unit if unit != 'x' else 'x'}"
+        return fmt_flop_per_s(v) if unit == "FLOP/s" else fmt_time(v) if unit == "s" else f"{v:.2f}{'×' if unit == 'x' else ' ' + unit}"
 
     out = []
     for r in accuracy_rows(record):

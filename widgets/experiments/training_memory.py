@@ -971,7 +971,7 @@ def accuracy_rows(record: dict) -> list:
     if isinstance(stock, StockResult):
         rows += _stock_rows(stock, device, stock_activations_label(record))
     by = {(p.recompute, p.micro_batch): p for p in step.points}
-    why = {"selective": "the recomputed attention core is mostly memory-bound work on the s x s scores (scale, mask fill, "
+    why = {"selective": "the recomputed attention core is mostly memory-bound work on the s × s scores (scale, mask fill, "
                         "softmax, dropout), which a FLOP count prices at matmul speed",
            "full": "fails if the recomputed work runs at another FLOP/s than the step's"}
     for mode in ("selective", "full"):
@@ -1007,8 +1007,8 @@ def _stock_rows(stock: StockResult, device: str, activations_label: str = "predi
     rows: list = []
     st = model.state_bytes(stock.params, "adamw", "bf16")
     for what, pred, meas, label, note in (
-            ("weights", st.weights, stock.weights_bytes, "fit", "by construction (2 B x parameters): not counted"),
-            ("gradients", st.gradients, stock.gradients_bytes, "fit", "by construction (2 B x parameters): not counted"),
+            ("weights", st.weights, stock.weights_bytes, "fit", "by construction (2 B × parameters): not counted"),
+            ("gradients", st.gradients, stock.gradients_bytes, "fit", "by construction (2 B × parameters): not counted"),
             ("AdamW state (torch.optim.AdamW, foreach)", st.optimizer, stock.optimizer_bytes, "prediction",
              "pure-16-bit layout: two moments in the weights' dtype, no master copy; fails if torch keeps fp32 state")):
         if meas is not None:
