@@ -233,6 +233,13 @@ def phone_dark(held):
     return lambda path: held.get("phone_dark", path, width=390, height=844, dark=True)
 
 
+
+@pytest.fixture
+def desktop_1280(held):
+    """``desktop_1280(path)``: the page at 1280x900 in light mode (the accuracy page's ledger tables
+    overflowed their column there by a few pixels: reader check r19), every figure drawn."""
+    return lambda path: held.get("desktop_1280", path, width=1280, height=900)
+
 def _draw_all(page):
     """Open every collapsed output that holds a figure, scroll to every figure (the page draws each
     one when it comes near the viewport) and wait until all are drawn."""
@@ -666,6 +673,99 @@ def test_phone_sidebars_open_and_close(phone_dark, path):
     if messages:
         problems.append(f"console: {messages[:5]}")
     assert not problems, f"{path} at 390 px: " + "; ".join(problems)
+
+
+
+# The comparison tables (widgets.book.compare_table) of a page: found by their class (book-stack) or by
+# their header (quantity | ... (reference) | ...), so that a page built before they stacked is judged too.
+# For each: how far its box scrolls sideways, each cell whose text runs past the box or is cut off in its
+# cell, whether its header row is in view, and each cell of a stacked card (header row out of view)
+# that does not say which column it is.
+COMPARE_TABLES = """() => {
+  document.querySelectorAll('main details:not([open])').forEach(d => { if (d.querySelector('table')) d.open = true; });
+  const heads = t => Array.from(t.querySelectorAll('thead th')).map(h => h.textContent.trim());
+  const isCompare = t => t.classList.contains('book-stack') || (heads(t)[0] === 'quantity' && (heads(t)[1] || '').includes('(reference)'));
+  return Array.from(document.querySelectorAll('main table.book-table')).filter(t => t.offsetParent && isCompare(t)).map(t => {
+    let box = t.parentElement;
+    while (box && box !== document.body && !['auto', 'scroll'].includes(getComputedStyle(box).overflowX)) box = box.parentElement;
+    if (!box || box === document.body) box = t.parentElement;
+    const b = box.getBoundingClientRect();
+    const thead = t.querySelector('thead');
+    const headShown = !!thead && thead.getBoundingClientRect().height > 2;
+    const clipped = [], unlabelled = [];
+    t.querySelectorAll('tbody tr').forEach(tr => Array.from(tr.children).forEach((td, j) => {
+      const text = td.textContent.trim();
+      if (!text || getComputedStyle(td).display === 'none') return;
+      const range = document.createRange(); range.selectNodeContents(td);
+      const c = range.getBoundingClientRect();
+      const out = Math.max(0, c.right - b.right, b.left - c.left);
+      if (out > 1 || td.scrollWidth > td.clientWidth + 1)
+        clipped.push(`${text.slice(0, 25)} (${Math.round(Math.max(out, td.scrollWidth - td.clientWidth))} px)`);
+      const label = getComputedStyle(td, '::before').content;
+      if (!headShown && j > 0 && (!label || label === 'none' || label === 'normal' || label === '""')) unlabelled.push(text.slice(0, 25));
+    }));
+    return {name: ((t.querySelector('caption') || {}).textContent || heads(t).join(' | ')).trim().slice(0, 50),
+            over: box.scrollWidth - box.clientWidth, boxWidth: box.clientWidth, headShown, clipped, unlabelled};
+  });
+}"""
+
+
+@pytest.mark.parametrize("path", CHAPTER_PAGES)
+def test_comparison_tables_show_every_column_on_a_phone(phone_dark, path):
+    """At 390 px every comparison table shows all its columns without scrolling sideways: the ratio
+    whole and the kind in view (reader check r19: the tables were 495-650 px wide in a 336-358 px box,
+    so a reader saw "0.8" of "0.83" and never the kind). On a phone each row is a card (widgets.book.table's
+    stack=True; book/_static/gpubook.css): every line but the title must say which column it is."""
+    v = phone_dark(path)
+    tables = v.page.evaluate(COMPARE_TABLES)
+    problems = [] if tables else ["no comparison table found (widgets.book.compare_table)"]
+    for t in tables:
+        if t["over"] > 1:
+            problems.append(f"table {t['name']!r} scrolls sideways by {t['over']} px in its {t['boxWidth']}-px box")
+        if t["clipped"]:
+            problems.append(f"table {t['name']!r}: {len(t['clipped'])} cells run out of view, e.g. {t['clipped'][:3]}")
+        if t["unlabelled"]:
+            problems.append(f"table {t['name']!r}: header row hidden and {len(t['unlabelled'])} cells do not say their "
+                            f"column, e.g. {t['unlabelled'][:3]}")
+    assert not problems, f"{path} at 390 px: " + "; ".join(problems)
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_comparison_tables_stay_tables_on_a_desktop(desktop, chapter):
+    """At 1400 px the comparison tables keep their desktop layout, a plain table with its header row
+    (they stack only in a box narrower than widgets.book.STACK_BELOW), and none scrolls sideways."""
+    tables = desktop(f"chapters/{chapter}").page.evaluate(COMPARE_TABLES)
+    problems = [] if tables else ["no comparison table found (widgets.book.compare_table)"]
+    for t in tables:
+        if not t["headShown"]:
+            problems.append(f"table {t['name']!r} is stacked into cards in a {t['boxWidth']}-px box")
+        if t["over"] > 1 or t["clipped"]:
+            problems.append(f"table {t['name']!r} scrolls sideways by {t['over']} px ({t['clipped'][:2]})")
+    assert not problems, f"{chapter} at 1400 px: " + "; ".join(problems)
+
+
+# Every result table of the page: its caption (or first header) and how far its box scrolls sideways
+TABLE_OVERFLOW = """() => Array.from(document.querySelectorAll('main table.book-table')).filter(t => t.offsetParent).map(t => {
+  let box = t.parentElement;
+  while (box && box !== document.body && !['auto', 'scroll'].includes(getComputedStyle(box).overflowX)) box = box.parentElement;
+  if (!box || box === document.body) box = t.parentElement;
+  return {name: ((t.querySelector('caption') || t.querySelector('th') || {}).textContent || '').trim().slice(0, 50),
+          prose: !!t.querySelector('td.book-prose'), over: box.scrollWidth - box.clientWidth, boxWidth: box.clientWidth,
+          width: Math.round(t.getBoundingClientRect().width)};
+})"""
+
+
+@pytest.mark.parametrize("path", ["book/accuracy"])
+def test_accuracy_ledgers_fit_a_desktop_column(desktop_1280, path):
+    """At 1280 px every table of the accuracy page fits its column: the ledgers (quantity | ratio | label |
+    model | measured | inputs) were 705-773 px wide, their numbers kept on one line beside a column of
+    sentences at least 16 em wide, and scrolled sideways by a few to 85 px (reader check r19). The
+    sentences may break a long token and narrow to 11 em in a narrow column (book/_static/gpubook.css)."""
+    tables = desktop_1280(path).page.evaluate(TABLE_OVERFLOW)
+    ledgers = [t for t in tables if t["prose"]]
+    assert len(ledgers) >= 4, f"{path}: {len(ledgers)} tables with a column of sentences (the ledgers), expected 4 or more"
+    over = [f"{t['name']!r} {t['width']} px in {t['boxWidth']} px" for t in tables if t["over"] > 1]
+    assert not over, f"{path} at 1280 px: tables scroll sideways: {over}"
 
 
 PLOT_COLOURS = """() => Array.from(document.querySelectorAll('.plotly-graph-div'))

@@ -414,9 +414,9 @@ def test_tables_keep_short_row_names_on_one_line():
     from widgets.book import KEY_NOWRAP_CHARS, compare_table
     from widgets.ui._core import html_table
 
-    assert 'class="book-table key-nowrap"' in compare_table([dict(quantity="math, N = 16,384", reference="1 GiB")])
+    assert 'class="book-table key-nowrap book-stack"' in compare_table([dict(quantity="math, N = 16,384", reference="1 GiB")])
     long = "x" * (KEY_NOWRAP_CHARS + 1)
-    assert 'class="book-table"' in compare_table([dict(quantity="a", reference="1"), dict(quantity=long, reference="2")])
+    assert 'class="book-table book-stack"' in compare_table([dict(quantity="a", reference="1"), dict(quantity=long, reference="2")])
     assert 'class="calc-result key-nowrap"' in html_table(["shape", "t"], [["<b>4 x 16 x 4,096</b>", "1 ms"]])
     assert 'class="calc-result"' in html_table(["shape", "t"], [[long, "1 ms"]])
     css = (Path(__file__).resolve().parents[1] / "book/_static/gpubook.css").read_text()
@@ -568,6 +568,45 @@ def test_book_table_lines_and_a_caption_that_stays_in_view():
     assert "position: sticky" in rule.split("}")[0] and "max-width: 100cqw" in rule.split("}")[0]
     assert "container-type: inline-size" in css
 
+
+
+def test_a_stacking_table_labels_every_cell_and_keeps_its_table_roles(monkeypatch):
+    """Reader check r19: on a 390-px phone the comparison tables scrolled sideways and a reader saw "0.8"
+    of a ratio "0.83" and never the kind. A stacking table (every compare_table; book.table's stack=True)
+    becomes a card per row in a narrow box: each cell carries its column's header in data-label (printed
+    by the CSS) and the table keeps explicit ARIA roles, so a screen reader still gets a table with its
+    column headers once the CSS lays it out as blocks. A plain table's markup is unchanged."""
+    import re
+    from pathlib import Path
+
+    from widgets import book
+
+    monkeypatch.setattr(book, "_build", lambda: True)
+    row = dict(quantity="q <1>", reference=["2 ms", "3 ms"], model="1 ms", ratio="2.00", label="calibrated")
+    out = book.compare_table([row, dict(quantity="r", reference="5 ms")], caption="c", reference_label='H200 "ref" <a>')
+    assert '<table class="book-table key-nowrap book-stack" role="table">' in out
+    assert '<thead role="rowgroup"><tr role="row"><th role="columnheader" scope="col">quantity</th>' in out
+    assert '<th role="columnheader" scope="col">H200 &quot;ref&quot; &lt;a&gt;</th>' in out and '<tbody role="rowgroup">' in out
+    cells = re.findall(r'<td role="cell" data-label="([^"]*)">(.*?)</td>', out)
+    assert cells[:5] == [("quantity", "q &lt;1&gt;"), ("H200 &quot;ref&quot; &lt;a&gt;", "2 ms<br>3 ms"), ("model", "1 ms"),
+                         ("measured / model", "2.00"), ("kind", "calibrated")]
+    assert cells[5:] == [("quantity", "r"), ("H200 &quot;ref&quot; &lt;a&gt;", "5 ms"), ("model", ""),
+                         ("measured / model", ""), ("kind", "")]  # empty: left out of the card (td:empty)
+    assert out.count('<tr role="row">') == 3 and "<td>" not in out
+    prose = book.table([["a", "why", "1 ms"]], ["k", "note", "t"], prose_columns=(1,), stack=True)
+    assert '<td role="cell" data-label="note" class="book-prose">why</td>' in prose
+    plain = book.table([["a", "why", "1 ms"]], ["k", "note", "t"], prose_columns=(1,))
+    assert "role=" not in plain and "data-label" not in plain and "book-stack" not in plain
+    assert "<tr><th>k</th><th>note</th><th>t</th></tr>" in plain and '<tr><td>a</td><td class="book-prose">why</td>' in plain
+    with pytest.raises(ValueError, match="at most 2 cells"):
+        book.table([["a", "b", "c"]], ["k", "v"], stack=True)
+    # the cards: below STACK_BELOW of the table's own box, in the book's CSS and in a live notebook's copy
+    css = (Path(__file__).resolve().parents[1] / "book/_static/gpubook.css").read_text()
+    assert f"@container (max-width: {book.STACK_BELOW})" in css and f"@container (max-width: {book.STACK_BELOW})" in book.LIVE_TABLE_STYLE
+    cards = css[css.index(f"@container (max-width: {book.STACK_BELOW})"):]
+    for rule in ("content: attr(data-label) / \"\"", "td:empty", "clip-path: inset(50%)", "display: grid"):
+        assert rule in cards and rule in book.LIVE_TABLE_STYLE, rule
+    assert ".book-table-wrap {container-type: inline-size" in book.LIVE_TABLE_STYLE and "container-type: inline-size" in css
 
 def test_compare_table_puts_the_measured_value_first(monkeypatch):
     """Reader check r18: on a phone only the first two columns show before the table scrolls, and

@@ -151,31 +151,85 @@ def _cell(c: Any) -> str:
 
 # A live notebook has no book/_static/gpubook.css: JupyterLab right-aligns every cell and broke "9.22 ms"
 # over two lines (reader check r17). Each table then carries the few rules that keep it readable (Colab
-# shows each output in a frame of its own, so one style per table, not one per notebook).
+# shows each output in a frame of its own, so one style per table, not one per notebook), the stacked
+# cards of STACK_BELOW included: JupyterLab's output area is wide, so a stacking table stays a table
+# there unless the output area itself is narrower than that.
+STACK_BELOW = "40rem"
+"""A stacking table (``table(..., stack=True)``, every :func:`compare_table`) becomes one card per row
+when the box it sits in is narrower than this (a CSS container query on ``.book-table-wrap``, in
+book/_static/gpubook.css and :data:`LIVE_TABLE_STYLE`): 640 px, under the desktop column (666 to 688
+px at 1280 px) and over every comparison table's narrowest width (495 to 650 px)."""
+
 LIVE_TABLE_STYLE = (
     "<style>.book-table-wrap table.book-table th, .book-table-wrap table.book-table td {text-align: left; vertical-align: top}"
     " .book-table-wrap table.book-table td:not(:first-child) {white-space: nowrap}"
-    " .book-table-wrap table.book-table td.book-prose {white-space: normal; min-width: 16em; max-width: 28em}</style>"
+    " .book-table-wrap table.book-table td.book-prose {white-space: normal; min-width: 16em; max-width: 28em;"
+    " overflow-wrap: anywhere}"
+    " .book-table-wrap {container-type: inline-size; overflow-x: auto}"
+    f" @container (max-width: {STACK_BELOW}) {{"
+    " .book-table-wrap table.book-stack, .book-table-wrap table.book-stack > caption,"
+    " .book-table-wrap table.book-stack > tbody, .book-table-wrap table.book-stack > tbody > tr {display: block}"
+    " .book-table-wrap table.book-stack {position: relative; width: 100%}"
+    " .book-table-wrap table.book-stack > caption {text-align: left}"
+    " .book-table-wrap table.book-stack > thead {position: absolute; width: 1px; height: 1px; overflow: hidden;"
+    " clip-path: inset(50%); white-space: nowrap}"
+    " .book-table-wrap table.book-stack > tbody > tr {padding: 0.3em 0; border-bottom: 1px solid rgba(128, 128, 128, 0.4)}"
+    " .book-table-wrap table.book-stack > tbody > tr > td {display: grid; grid-template-columns: minmax(0, 2fr) minmax(0, 3fr);"
+    " column-gap: 0.75em; white-space: normal; overflow-wrap: anywhere; min-width: 0; max-width: none; border: none;"
+    " padding: 0.1em 0.5em; text-align: left}"
+    " .book-table-wrap table.book-stack > tbody > tr > td::before {content: attr(data-label); content: attr(data-label) / \"\";"
+    " opacity: 0.75}"
+    " .book-table-wrap table.book-stack > tbody > tr > td:first-child {display: block; font-weight: 600}"
+    " .book-table-wrap table.book-stack > tbody > tr > td:first-child::before {content: none}"
+    " .book-table-wrap table.book-stack > tbody > tr > td:empty {display: none}}</style>"
 )
 
 
 def table(rows: Iterable[Iterable[Any]], headers: Iterable[str], *, caption: str | None = None,
-          prose_columns: Iterable[int] = ()) -> str:
+          prose_columns: Iterable[int] = (), stack: bool = False) -> str:
     """The book's one HTML table: header row, then rows of already formatted cells (a cell given as
     a list shows one item per line). The caption's text sits in a span that book/_static/gpubook.css
     keeps in view while a wide table scrolls sideways in its box (a caption is as wide as its table).
     The columns numbered in ``prose_columns`` hold sentences: they wrap in a column of 16 to 28 em
-    (``td.book-prose``), where numbers stay on one line."""
+    (``td.book-prose``), where numbers stay on one line.
+
+    ``stack=True`` is for a table whose rows are read one at a time (each a record: a quantity, its
+    values, what kind of comparison it is), as :func:`compare_table`'s are. In a box narrower than
+    :data:`STACK_BELOW` (a phone) each row becomes a card: the first cell its title, every other cell
+    on a line of its own after its column's header, so every column shows without scrolling
+    sideways. Every cell then carries its header in ``data-label`` (the CSS prints it); the table
+    keeps explicit ARIA roles (table, rowgroup, row, columnheader, cell) because a browser may drop a
+    table's semantics once CSS lays it out as blocks, so a screen reader still reads a table with
+    its column headers (the visible labels are left out of its reading: ``content: ... / ""``).
+
+    The default (no stacking) suits a grid read down its columns: a sweep, a catalog, counters per
+    kernel. Cards would put each column's values a card apart, so such a table keeps its layout and
+    scrolls sideways in its own box, its first column (the row's name) kept in view."""
     rows = [list(r) for r in rows]
+    headers = [str(h) for h in headers]
     wrap = set(prose_columns)
-    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f'<td class="book-prose">{_cell(c)}</td>' if j in wrap else f"<td>{_cell(c)}</td>"
-                                    for j, c in enumerate(r)) + "</tr>" for r in rows)
-    cap = f'<caption><span class="book-caption">{html.escape(caption)}</span></caption>' if caption else ""
     cls = "book-table" + key_class([r[0] for r in rows if r])
+    cap = f'<caption><span class="book-caption">{html.escape(caption)}</span></caption>' if caption else ""
     style = "" if _build() else LIVE_TABLE_STYLE
-    return (f'<div class="book-table-wrap">{style}<table class="{cls}">{cap}<thead><tr>{head}</tr></thead>'
-            f"<tbody>{body}</tbody></table></div>")
+    if not stack:
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+        body = "".join("<tr>" + "".join(f'<td class="book-prose">{_cell(c)}</td>' if j in wrap else f"<td>{_cell(c)}</td>"
+                                        for j, c in enumerate(r)) + "</tr>" for r in rows)
+        return (f'<div class="book-table-wrap">{style}<table class="{cls}">{cap}<thead><tr>{head}</tr></thead>'
+                f"<tbody>{body}</tbody></table></div>")
+    labels = [html.escape(h, quote=True) for h in headers]
+    if any(len(r) > len(labels) for r in rows):
+        raise ValueError(f"a stacking table's rows must have at most {len(labels)} cells (one per header), "
+                         f"got {max(len(r) for r in rows)}")
+    head = "".join(f'<th role="columnheader" scope="col">{html.escape(h)}</th>' for h in headers)
+
+    def td(j: int, c: Any) -> str:
+        prose = ' class="book-prose"' if j in wrap else ""
+        return f'<td role="cell" data-label="{labels[j]}"{prose}>{_cell(c)}</td>'
+
+    body = "".join('<tr role="row">' + "".join(td(j, c) for j, c in enumerate(r)) + "</tr>" for r in rows)
+    return (f'<div class="book-table-wrap">{style}<table class="{cls} book-stack" role="table">{cap}'
+            f'<thead role="rowgroup"><tr role="row">{head}</tr></thead><tbody role="rowgroup">{body}</tbody></table></div>')
 
 
 KEY_NOWRAP_CHARS = 22  # a first column of names this short stays on one line (book/_static/gpubook.css)
@@ -261,7 +315,10 @@ def compare_table(
     if any(r.get("label") is not None for r in rows):
         cols.append(("label", "kind"))
     body = [[("" if r.get(k) is None else r[k]) for k, _ in cols] for r in rows]
-    return table(body, [h for _, h in cols], caption=caption)
+    # a row is read on its own (the quantity, its values, the ratio and what kind of comparison it is):
+    # on a phone it stacks into a card, so the ratio shows whole and the kind shows at all (reader check
+    # r19: the tables were 495-650 px wide in a 336-358 px box, "0.8" of "0.83" and no kind in view)
+    return table(body, [h for _, h in cols], caption=caption, stack=True)
 
 
 def _here_label() -> str:
