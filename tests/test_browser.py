@@ -604,7 +604,8 @@ CLIPPED_PROSE = """() => {
 }"""
 
 
-@pytest.mark.parametrize("path", [PAGES[0]] + CHAPTER_PAGES)
+# the accuracy page too: its ledgers are wide tables on a phone (round 19 checks their captions there)
+@pytest.mark.parametrize("path", [PAGES[0]] + CHAPTER_PAGES + ["book/accuracy"])
 def test_phone_sidebars_open_and_close(phone_dark, path):
     """At 390 px: both sidebars open and close; no line of an admonition's prose (hidden answers
     included) runs past its box; and every table wider than the phone scrolls
