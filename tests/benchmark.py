@@ -9,7 +9,8 @@ its load to ``benchmarks/``.
 
 - ``fresh-clone``: clones this repository's committed HEAD into a temporary folder and runs, as CI
   does (``CI=true``), ``make install`` then ``make test`` there, each timed; the book build inside
-  ``make test`` is timed from pytest's durations (``PYTEST_ADDOPTS``); then the disk taken by
+  ``make test`` is timed from pytest's durations (``PYTEST_ADDOPTS``), and ``make test``'s CPU is
+  split by kind of process (Chromium, kernels, the build...: ``CpuByKind``); then the disk taken by
   ``.venv``, ``node_modules`` and ``_build``. -> ``benchmarks/fresh_clone_make_test.json``. The
   issue's target is under 7 minutes for install + test on a 2-core machine. Packages come from
   pip's and npm's caches when this machine has them (as they do for CI here): the record says so.
@@ -92,17 +93,122 @@ def machine_busy_s() -> float | None:
     return busy / os.sysconf("SC_CLK_TCK")
 
 
-def run_timed(cmd, cwd: Path, env: dict | None = None, log: Path | None = None, check: bool = True) -> dict:
+# What kind of process a CPU second went to (``process_kind``), first match wins: (kind, what the
+# process's own command line holds, what one of its ancestors' holds, or None). The kinds that a fresh
+# clone's ``make test`` spends its CPU on (round 19, a sampler beside a run, helpers busy on the machine:
+# Chromium 602 CPU s of 1,420, the pytest workers 393, the book build 195 with its kernels, JupyterLab's
+# kernels 92, Playwright's driver 61, JupyterLab's server 19).
+PROCESS_KINDS = (
+    ("chromium", ("chrome", "chromium", "headless_shell"), None),
+    ("kernel, JupyterLab (chapters run live)", ("ipykernel",), "jupyter-lab"),
+    ("kernel, book build", ("ipykernel",), "jupyter-book"),
+    ("kernel, learner edition", ("ipykernel",), "learner.py"),
+    ("kernel, other (nbval, tests)", ("ipykernel",), None),
+    ("jupyterlab server", ("jupyter-lab",), None),
+    ("book build (Sphinx)", ("jupyter-book", "book_build.py"), None),
+    ("learner edition (Sphinx)", ("learner.py",), None),
+    ("playwright driver", ("playwright",), None),
+    ("pytest workers", ("pytest", "execnet", "exec(eval(sys.stdin"), None),
+    ("compilers (nvcc, numba, gcc)", ("cicc", "ptxas", "nvcc", "cc1", "gcc", "ld "), None),
+)
+
+
+def process_kind(cmdline: str, ancestors: list[str]) -> str:
+    """The kind (``PROCESS_KINDS``) of a process with this command line, whose ancestors (parent
+    first) have these; "other" if none matches.
+
+    >>> process_kind("python -m ipykernel_launcher -f k.json", ["python -m jupyter-lab --no-browser", "make test"])
+    'kernel, JupyterLab (chapters run live)'
+    >>> process_kind("/usr/lib/chromium/headless_shell --type=renderer", ["node .../playwright/driver"])
+    'chromium'
+    >>> process_kind("sleep 1", [])
+    'other'
+    """
+    for kind, own, ancestor in PROCESS_KINDS:
+        if any(word in cmdline for word in own) and (ancestor is None or any(ancestor in a for a in ancestors)):
+            return kind
+    return "other"
+
+
+class CpuByKind:
+    """CPU seconds of a process tree by kind of process (``process_kind``), sampled from /proc every
+    ``every_s`` while a command runs: each process's own user and system time, counted from when it
+    was first seen (all of it if it started after the sampling did). Not its reaped children's: those
+    were counted as themselves, and counting them again in the parent would count them twice. What a
+    process spends after the last sample before it ends, and a process that lives less than
+    ``every_s``, are missed: ``run_timed``'s machine_cpu_s is what the machine used in all, so the
+    record gives both."""
+
+    def __init__(self, root_pid: int, every_s: float = 0.25):
+        import threading
+
+        self.root, self.every_s, self.seen, self.cpu = root_pid, every_s, {}, {}
+        self.hz = os.sysconf("SC_CLK_TCK")
+        with open("/proc/uptime") as f:
+            self.t0_ticks = int(float(f.read().split()[0]) * self.hz)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _procs(self) -> dict:
+        procs = {}
+        for d in os.listdir("/proc"):
+            if not d.isdigit():
+                continue
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    stat = f.read()
+                with open(f"/proc/{d}/cmdline", "rb") as f:
+                    cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+            except OSError:
+                continue
+            fields = stat[stat.rfind(")") + 2:].split()
+            procs[int(d)] = (int(fields[1]), int(fields[11]) + int(fields[12]), int(fields[19]), cmd)
+        return procs
+
+    def sample(self) -> None:
+        procs = self._procs()
+        for pid, (_, ticks, start, cmd) in procs.items():
+            chain, p = [], procs[pid][0]
+            while p in procs and p != self.root and len(chain) < 40:
+                chain.append(procs[p][3])
+                p = procs[p][0]
+            if p != self.root and pid != self.root:
+                continue  # not in the tree
+            key = (pid, start)
+            if key not in self.seen:
+                self.seen[key] = [ticks if start < self.t0_ticks else 0, process_kind(cmd, chain)]
+            last, kind = self.seen[key]
+            self.cpu[kind] = self.cpu.get(kind, 0) + (ticks - last) / self.hz
+            self.seen[key][0] = ticks
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.every_s):
+            self.sample()
+
+    def start(self) -> CpuByKind:
+        self._thread.start()
+        return self
+
+    def stop(self) -> dict:
+        self._stop.set()
+        self._thread.join()
+        return {k: round(v, 1) for k, v in sorted(self.cpu.items(), key=lambda kv: -kv[1])}
+
+
+def run_timed(cmd, cwd: Path, env: dict | None = None, log: Path | None = None, check: bool = True,
+              by_kind: bool = False) -> dict:
     """Run ``cmd``; wall and CPU seconds (the children's, and the whole machine's), exit status and
-    the output's tail."""
+    the output's tail; with ``by_kind``, the CPU seconds of its process tree by kind (``CpuByKind``)."""
     busy0 = machine_busy_s()
     cpu0, t0 = children_cpu_s(), time.perf_counter()
-    proc = subprocess.run(
+    proc = subprocess.Popen(
         cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, shell=isinstance(cmd, str)
     )
+    sampler = CpuByKind(proc.pid).start() if by_kind else None
+    out, _ = proc.communicate()
+    kinds = sampler.stop() if sampler else None
     wall, cpu = time.perf_counter() - t0, children_cpu_s() - cpu0
     busy1 = machine_busy_s()
-    out = proc.stdout
     if log:
         log.write_text(out)
     if check and proc.returncode != 0:
@@ -117,6 +223,7 @@ def run_timed(cmd, cwd: Path, env: dict | None = None, log: Path | None = None, 
         "tail": out.strip().splitlines()[-3:],
         "failed": [line for line in out.splitlines() if line.startswith(("FAILED ", "ERROR "))][:50],
         "pytest_summary": pytest_summary(out.splitlines()),
+        **({"cpu_s_by_process_kind": kinds} if kinds is not None else {}),
     }
 
 
@@ -204,7 +311,7 @@ def fresh_clone(args, test: bool = True) -> dict:
             shutil.rmtree(where, ignore_errors=True)
         return record
     env["GPUBOOK_TIMELINE"] = str(where / "timeline.jsonl")  # conftest.py: one line per test
-    steps["make_test"] = run_timed("make test", clone, env, where / "test.log", check=False)
+    steps["make_test"] = run_timed("make test", clone, env, where / "test.log", check=False, by_kind=True)
     print(f"make test     {steps['make_test']['wall_s']:7.1f} s  (exit {steps['make_test']['returncode']})", flush=True)
     log = (where / "test.log").read_text()
     total = steps["make_install"]["wall_s"] + steps["make_test"]["wall_s"]
