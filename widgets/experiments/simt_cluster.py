@@ -151,6 +151,6 @@ def accuracy_rows(results, device: str) -> list:
     if own is None or not res.sms or not res.sm_clock_hz:
         return []
     return [Row("simt", "shared-memory read bandwidth, every SM reading its own",
-                "SMs x 128 B per clock (32 banks x 4 B) x the SM clock NVML reported",
+                "SMs × 128 B per clock (32 banks × 4 B) × the SM clock NVML reported",
                 smem_peak_bytes_per_s(res.sms, res.sm_clock_hz), own.bytes_per_s, "B/s", "prediction", device,
                 "a ceiling: loop overhead and the cluster barriers keep the kernel below it")]

@@ -199,7 +199,7 @@ def accuracy_rows(results, device: str) -> list:
     if p.predicted_s is not None:
         rows.append(Row("simt", f"copy in, compute, copy out of {res.nbytes / MiB:.0f} MiB in {res.overlapped.chunks} chunks "
                                 f"on {res.overlapped.streams} streams",
-                        "(sum + (chunks - 1) x max) / chunks of the serial run's three stage times",
+                        "(sum + (chunks − 1) × max) / chunks of the serial run's three stage times",
                         p.predicted_s, p.measured_s, "s", "calibrated", device,
                         "stage times from the one-stream run; pinned host memory"))
     if p.h2d_predicted_s is not None and p.h2d_measured_s:

@@ -967,7 +967,7 @@ def accuracy_rows(results, device: str) -> list:
         if pred is None or p.addresses == 1 or p.atomics_per_s == top:
             continue  # the two calibration points compare with themselves
         rows.append(Row("simt", f"atomics spread over {p.addresses:,} addresses, per second",
-                        "min(addresses x the one-address rate, the highest rate of the sweep), same sweep",
+                        "min(addresses × the one-address rate, the highest rate of the sweep), same sweep",
                         pred, p.atomics_per_s, "1/s", "fit", device,
                         "atomic_spread: each address on its own 128-B line; a fit: both constants (one-address rate, cap) "
                         "come from the same sweep"))
