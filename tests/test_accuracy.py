@@ -419,3 +419,48 @@ def test_the_ledger_writes_times_and_minus_signs():
             if re.search(r"\dx(\d|\b)|(?<=[\w)]) x (?=[\w(])|(?<=[\w)]) - (?=[\w(])", words):
                 bad.add((r.topic, text))
     assert bad == _X_LEFT, sorted(bad - _X_LEFT)
+
+
+# Places a chapter may still type a label's name: not a ledger row's label, each with the reason.
+_TYPED_LABELS_OK = {
+    ("memory_hierarchy", "58a6ee5f"): "the measured roofline's ridge (a GEMM's and a copy's rates): no ledger row",
+    ("memory_hierarchy", "73c253bd"): "the labels' names, defined by LABEL_RULES' sentences beside them",
+    ("memory_hierarchy", "e4e90beb"): "the size sweep's model lines with simt's launch cost: no ledger row",
+    ("collectives", "779ba219"): "the critical batch with the tensor-cores chapter's measured GEMM rate: no ledger row",
+    ("collectives", "e8ae0d31"): "the table's three labels, defined for this chapter's rows",
+    ("serving", "ea8c85e9"): "the speculative speed-ups from measured costs: projections, no ledger row",
+    ("serving", "a30faec5"): "the same projections' table header: no ledger row",
+    ("training_memory", "ee2e188d"): "the table's rows without a record (not measured yet): no ledger row to ask",
+}
+_TYPED_LABEL = re.compile(
+    r"\*\*(prediction|calibrated|fit|Calibrated)\*\*"  # a label in bold
+    r"|\blabell?ed \*?(prediction|calibrated|fit)\b"  # "labelled fit"
+    r"|\b[Tt]he (prediction|calibrated|fit) rows?\b"  # "the calibrated rows add ..."
+    r"|\bis a (fit|prediction), not\b"  # "that row is a fit, not a prediction"
+    r"|label=\"(prediction|calibrated|fit)\""  # a comparison table's label
+    r"|\((a )?(fit|prediction|calibrated)\)\""  # a caption's "(a fit)"
+)
+
+
+def test_chapters_quote_the_ledgers_labels_never_type_them():
+    """Round 19: where a chapter (all but simt, another helper's) says which label a ledger row carries, in its
+    prose or a comparison table, the label comes from the row (a prose key, widgets.accuracy.label_of), so a
+    relabelled row changes the text too (the tensor-cores chapter still called the clock-rescaled rows a fit, the
+    kernels chapter its spread-of-the-mean row a prediction). The few typed label names left are listed, each with
+    why it is no ledger row's label."""
+    import json
+    from pathlib import Path
+
+    found = []
+    for topic in accuracy.TOPIC_NAMES:
+        if topic == "simt":
+            continue
+        nb = json.loads((Path(__file__).resolve().parents[1] / "chapters" / f"{topic}.ipynb").read_text())
+        for cell in nb["cells"]:
+            for m in _TYPED_LABEL.finditer("".join(cell["source"])):
+                found.append((topic, cell.get("id"), m.group(0)))
+    allowed = {(t, i): [m for tt, ii, m in found if (tt, ii) == (t, i)] for t, i in _TYPED_LABELS_OK}
+    assert all(allowed.values()), [k for k, v in allowed.items() if not v]  # an entry left over: remove it
+    assert len(allowed[("serving", "a30faec5")]) == 1  # the header only: the verification plot's label is the ledger's
+    typed = [f for f in found if (f[0], f[1]) not in _TYPED_LABELS_OK]
+    assert not typed, typed

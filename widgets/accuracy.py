@@ -86,6 +86,26 @@ class Row:
         return self.measured / self.predicted if self.predicted else math.inf
 
 
+def label_of(rows, pick) -> str:
+    """The one label of the rows ``pick`` selects, for a chapter's prose to quote (a label typed into the
+    text would not follow when a row is relabelled). Several rows may be picked if they share it.
+
+    >>> rows = [Row("t", "copy time", "datasheet", 1.0, 1.1, "s", "prediction", "d"),
+    ...         Row("t", "copy time", "the Triton copy's measured bandwidth", 1.0, 1.0, "s", "calibrated", "d")]
+    >>> label_of(rows, lambda r: "datasheet" in r.inputs)
+    'prediction'
+
+    Raises
+    ------
+    ValueError
+        If ``pick`` selects no row, or rows of more than one label.
+    """
+    got = {r.label for r in rows if pick(r)}
+    if len(got) != 1:
+        raise ValueError(f"pick must select rows of exactly one label, got {sorted(got) or 'no rows'}")
+    return got.pop()
+
+
 def rows_for(topic: str, record: dict) -> list[Row]:
     """The rows of one topic's record (``accuracy_rows`` of ``widgets.experiments.<topic>``)."""
     module = importlib.import_module(f"widgets.experiments.{topic}")
