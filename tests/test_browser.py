@@ -7,7 +7,9 @@ and close on a phone; no build-machine output ("No GPU here", a "this device" co
 "on this machine:") and
 no Python repr; every static calculator has two or more controls and each one changes the figure;
 every "Guess first" is followed by an answer hidden until clicked; plots follow dark mode; the
-weight budget; zero console errors and warnings; no request leaves the machine.
+weight budget; zero console errors and warnings; no request leaves the machine; comparison tables
+show every column on a phone (cards) and stay tables on a desktop; the accuracy page's tables fit
+their column at 1280x900.
 
 Each check is parametrized by page, so a failure names the page and says why. Every page is
 opened at 1400x900 in light mode (fixture ``desktop``), the intro and the chapters also on the
