@@ -503,11 +503,12 @@ def ladder_table(rungs: list) -> str:
             r["level"],
             fmt_bytes_per_s(r["bytes_per_s"]),
             r["source"],
-            "" if r["times_next"] is None else f"{r['times_next']:.1f}x",
+            "" if r["times_next"] is None else f"{r['times_next']:.1f}×",
         ]
         for r in rungs
     ]
-    return table(rows, ["level", "bandwidth", "where the number comes from", "times the next rung"])
+    # the sources are sentences: they wrap in their column instead of widening the table to 911 px
+    return table(rows, ["level", "bandwidth", "where the number comes from", "times the next rung"], prose_columns=[2])
 
 
 def working_set_plot(series: dict, l2_bytes: int, hbm_bytes_per_s: float) -> go.Figure:

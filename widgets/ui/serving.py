@@ -655,7 +655,8 @@ def paged_kv_table(paged: dict) -> str:
             f"{paged['dense_max_bytes'] / paged['exact_bytes']:.4f}",
         ),
     ]
-    return book.table(rows, ["quantity", "model", "measured", "ratio"], caption=paged["method"])
+    # read a row at a time, like a comparison table: cards on a phone (widgets.book.table)
+    return book.table(rows, ["quantity", "model", "measured", "ratio"], caption=paged["method"], stack=True)
 
 
 def nvml_phrase(n) -> str:
