@@ -564,7 +564,13 @@ def _sweep_range(rung_result, gpu: str, size) -> str:
 
 
 def accuracy_rows(record: dict) -> list:
-    """Every comparison of the kernels chapter, recomputed from ``record``'s raw measurements."""
+    """Every comparison of the kernels chapter, recomputed from ``record``'s raw measurements.
+
+    Labels (``widgets.accuracy.LABEL_RULES``): each rung's rate is a **prediction** (tiling counts, the
+    datasheet, and the registers ptxas gave the build: a condition of the run); the register estimate
+    a **fit** (its constant of 32 was chosen by hand); the host-clock times **calibrated** (the add's
+    event-timed median and the idle synchronize, each from its own repeats); the spread of the mean a
+    **fit** (its model is the spread of the very repeats compared)."""
     from ..hardware import catalog_name_for
 
     res = KernelsResults.from_record(record["results"])
