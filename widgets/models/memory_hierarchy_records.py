@@ -652,7 +652,7 @@ def accuracy_rows(record: Mapping) -> list[Row]:
         rows.append(
             Row(
                 TOPIC,
-                "HBM bandwidth: re-read kernel, working set >= 8x L2",
+                "HBM bandwidth: re-read kernel, working set ≥ 8× L2",
                 ds,
                 datasheet,
                 hbm_level,
