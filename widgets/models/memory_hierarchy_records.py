@@ -480,7 +480,7 @@ def ladder(record: Mapping, gpu) -> list[dict]:
             "peak, derived: 32 banks x 4 B per clock at boost clock",
         ),
         ("L2", plateau, "measured: one kernel re-reading 16 MiB to 0.95x the L2"),
-        ("HBM", hbm, "measured: the same kernel, working set >= 8x the L2"),
+        ("HBM", hbm, "measured: the same kernel, working set ≥ 8× the L2"),
         (
             "host link (each way)",
             gpu.host_bytes_per_s,
