@@ -713,7 +713,7 @@ COMPARE_TABLES = """() => {
 }"""
 
 
-@pytest.mark.parametrize("path", CHAPTER_PAGES)
+@pytest.mark.parametrize("path", [*CHAPTER_PAGES, "book/accuracy"])  # the ledger's tables stack too
 def test_comparison_tables_show_every_column_on_a_phone(phone_dark, path):
     """At 390 px every comparison table shows all its columns without scrolling sideways: the ratio
     whole and the kind in view (reader check r19: the tables were 495-650 px wide in a 336-358 px box,

@@ -230,7 +230,8 @@ def chapter_table(rows: list[Row]) -> str:
     counts = {label: sum(r.label == label for r in rows) for label in LABELS}
     kinds = ", ".join(plural(n, label, label) if label == "calibrated" else plural(n, label) for label, n in counts.items() if n)
     caption = f"{plural(len(rows), 'comparison')} ({kinds})" + (f", measured on {devices[0]}" if len(devices) == 1 else "")
-    return table(body, headers, caption=caption, prose_columns=(LEDGER_COLUMNS.index("inputs"),))
+    # a row is read on its own (quantity, ratio, label, then what went in): on a phone each row is a card
+    return table(body, headers, caption=caption, prose_columns=(LEDGER_COLUMNS.index("inputs"),), stack=True)
 
 
 def rows_tables(rows: list[Row]) -> str:
@@ -252,4 +253,4 @@ def outside_table(rows: list[Row]) -> str:
     and chapter, then the reason, which wraps."""
     body = [(display_text(r.quantity), ratio_text(r.ratio), topic_name(r.topic), display_text(r.note) or "see the chapter")
             for r in rows]  # fmt: skip
-    return table(body, ["quantity", "ratio", "chapter", "why"], prose_columns=(3,))
+    return table(body, ["quantity", "ratio", "chapter", "why"], prose_columns=(3,), stack=True)
