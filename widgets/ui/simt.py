@@ -991,9 +991,9 @@ def contention_plot(res, *, title: str = "Same-address atomics: spread them", re
         # 1G and 10G under a 62.4G cap), and the cap labelled at its level (an annotation's y on a log axis is
         # its log10).
         ys = [p.atomics_per_s for p, _ in pairs]
-        lo, hi = np.floor(np.log10(min(ys))), np.ceil(np.log10(max(ys)))
+        lo, hi = int(np.log10(min(ys)) // 1), -int(-np.log10(max(ys)) // 1)  # the decades below and above the data
         hi = hi + 1 if hi - np.log10(max(ys)) < 0.02 else hi  # a measurement on a decade keeps room above it
-        yaxis.update(tickvals=[10.0 ** k for k in range(int(lo), int(hi) + 1)], range=[float(np.log10(min(ys)) - 0.15), float(hi)])
+        yaxis.update(tickvals=[10.0 ** k for k in range(lo, hi + 1)], range=[float(np.log10(min(ys)) - 0.15), float(hi)])
         fig.add_annotation(text=f"cap {cap / 1e9:.3g}G/s", x=0,  # short: it ends before the model reaches the cap on a phone
                            xref="x domain", xanchor="left",
                            y=float(np.log10(cap)), yref="y", yanchor="bottom", showarrow=False)
