@@ -623,3 +623,26 @@ def test_compare_table_puts_the_measured_value_first(monkeypatch):
                                                                    "measured / model", "kind"]
     monkeypatch.setattr(book, "_build", lambda: True)  # the published book: no reader's column
     assert heads(book.compare_table([row])) == ["quantity", "H200 (reference)", "model", "measured / model", "kind"]
+
+
+def test_exercise_answers_have_one_reading_rule():
+    """Every exercise check reads a reader's number the same way (widgets.ui._core.answer_number and
+    answer_close): a bool is not 1, a string is not a number, NaN and infinities are refused; before
+    round 19 four modules had their own rule, and training_memory's and serving's read True as 1.0 and
+    "3" as 3."""
+    import inspect
+
+    import numpy as np
+    import torch
+
+    from widgets import ui
+    from widgets.ui import _core
+
+    assert _core.answer_number(torch.tensor(2.5)) == 2.5 and _core.answer_number(np.int64(7)) == 7.0
+    for bad in (True, np.bool_(True), "3", b"3", None, float("nan"), float("inf"), [1.0], 1j):
+        assert _core.answer_number(bad) is None, bad
+        assert not _core.answer_close(bad, 1.0)
+    assert _core.answer_close(1.019, 1.0) and not _core.answer_close(1.021, 1.0) and _core.answer_close(-0.99, -1.0)
+    for name in ("attention", "kernels", "serving", "training_memory"):
+        src = inspect.getsource(getattr(ui, name))
+        assert "def _close(" not in src and "def _number(" not in src, f"widgets/ui/{name}.py reads answers its own way"

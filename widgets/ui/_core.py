@@ -789,6 +789,34 @@ def verdict(ok: bool, message: str) -> bool:
     return ok
 
 
+def answer_number(answer) -> float | None:
+    """A reader's answer to an exercise as a finite float: a real number (int, float, a NumPy scalar, a
+    0-d tensor); None for anything else (a string, a bool, None, NaN, an infinity), so that the check
+    can say what it wanted instead of reading ``True`` as 1 or ``"3"`` as 3.
+
+    >>> answer_number(3), answer_number(np.float32(0.5)), answer_number("3"), answer_number(True), answer_number(float("nan"))
+    (3.0, 0.5, None, None, None)
+    """
+    if isinstance(answer, (bool, np.bool_, str, bytes)) or not hasattr(answer, "__float__"):
+        return None
+    try:
+        a = float(answer)
+    except (TypeError, ValueError):
+        return None
+    return a if math.isfinite(a) else None
+
+
+def answer_close(answer, expected: float, rel: float = 0.02) -> bool:
+    """Whether a reader's answer (:func:`answer_number`) lies within ``rel`` of ``expected``: the
+    exercise checks' one tolerance rule.
+
+    >>> answer_close(101, 100), answer_close(103, 100), answer_close("100", 100)
+    (True, False, False)
+    """
+    a = answer_number(answer)
+    return a is not None and abs(a - expected) <= rel * abs(expected)
+
+
 def table_html(rows: Iterable[tuple[str, str]]) -> str:
     """A two-column result table: (quantity, formatted value with unit)."""
     body = "".join(f"<tr><td>{html.escape(k)}</td><td><b>{html.escape(v)}</b></td></tr>" for k, v in rows)

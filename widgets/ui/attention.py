@@ -7,8 +7,6 @@ checks live here too.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import plotly.graph_objects as go
 
@@ -16,6 +14,8 @@ from ..book import short_reason
 from ..hardware import get_gpu, gpu_names
 from ..models import attention as am
 from ..units import GiB, KiB, fmt_bytes, fmt_time
+from ._core import answer_close as _close
+from ._core import answer_number as _number
 from ._core import grid_figure, html_table, live_form, plural, series_color, set_layout, style_figure, table_html
 from ._core import verdict as _verdict
 
@@ -395,17 +395,6 @@ def backend_html(backends, short: dict) -> str:
 # --------------------------------------------------------------------------------------------
 # Exercise checks
 # --------------------------------------------------------------------------------------------
-def _number(answer) -> float | None:
-    if isinstance(answer, bool) or not isinstance(answer, (int, float, np.integer, np.floating)):
-        return None
-    a = float(answer)
-    return a if math.isfinite(a) else None
-
-
-def _close(a: float, expected: float, rel: float = 0.02) -> bool:
-    return abs(a - expected) <= rel * abs(expected)
-
-
 def check_flop(answer) -> bool:
     """Exercise: forward FLOP of causal attention, batch 4, 32 heads, N = 8192, d = 128, in TFLOP."""
     expected = am.attention_flop(4, 32, 8192, 8192, 128, causal=True) / 1e12

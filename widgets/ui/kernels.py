@@ -11,7 +11,6 @@ or ``None``): this module imports no experiment.
 from __future__ import annotations
 
 import html
-import math
 
 import numpy as np
 import plotly.graph_objects as go
@@ -19,6 +18,8 @@ import plotly.graph_objects as go
 from ..hardware import ARCHS, gpu_names
 from ..models import kernels as km
 from ..units import fmt_time
+from ._core import answer_close as _close
+from ._core import answer_number as _number
 from ._core import grid_figure, html_table, live_form, percent, plural, series_color, table_html
 from ._core import verdict as _verdict
 
@@ -339,17 +340,6 @@ def sweep_table(ladder, rung: str = "warptile", gpu: str | None = "H200-SXM") ->
 # --------------------------------------------------------------------------------------------
 # Exercise checks (the FAIL lines point to the method and the section, never to the number)
 # --------------------------------------------------------------------------------------------
-def _number(answer) -> float | None:
-    if isinstance(answer, bool) or not isinstance(answer, (int, float, np.integer, np.floating)):
-        return None
-    a = float(answer)
-    return a if math.isfinite(a) else None
-
-
-def _close(a: float, expected: float, rel: float = 0.02) -> bool:
-    return abs(a - expected) <= rel * abs(expected)
-
-
 def check_naive_wavefronts(answer) -> bool:
     """Exercise: L1 passes per warp per k of the naive kernel at K = 4096 (A's and B's loads together)."""
     expected = km.rung_cost("naive").wavefronts_per_warp

@@ -17,6 +17,7 @@ from ..hardware import get_gpu, gpu_names
 from ..models import llms, transformer
 from ..models import serving as sv
 from ..units import GiB, fmt_bytes, fmt_bytes_per_s, fmt_flop, fmt_time
+from ._core import answer_close as _close
 from ._core import grid_figure, html_table, live_form, plural, series_color, set_layout, style_figure, table_html
 from ._core import verdict as _verdict
 
@@ -681,14 +682,6 @@ def ceilings_line(c: dict) -> str:
 # --------------------------------------------------------------------------------------------
 # Exercise checks
 # --------------------------------------------------------------------------------------------
-def _close(got, want: float, rel: float) -> bool:
-    try:
-        g = float(got)
-    except (TypeError, ValueError):
-        return False
-    return math.isfinite(g) and abs(g - want) <= rel * abs(want)
-
-
 def check_kv_cache_gib(answer) -> bool:
     """Exercise: the KV cache of ONE Llama-3-70B sequence of 32768 tokens with an fp8 cache, in GiB."""
     want = llms.LLAMA_3_70B.kv_bytes_per_sequence(32768, "fp8") / GiB

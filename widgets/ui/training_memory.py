@@ -6,15 +6,14 @@ the chapter's measurements and the exercise checks live here too.
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
 import plotly.graph_objects as go
 
 from ..hardware import get_gpu, gpu_names
 from ..models import llms, transformer
 from ..models import training_memory as tm
 from ..units import GiB, fmt_bytes, fmt_time
+from ._core import answer_close as _close
+from ._core import answer_number as _number
 from ._core import grid_figure, html_table, live_form, plural, series_color, set_layout, style_figure, table_html
 from ._core import verdict as _verdict
 
@@ -293,22 +292,6 @@ def time_calculator():
 # --------------------------------------------------------------------------------------------
 # Exercise checks
 # --------------------------------------------------------------------------------------------
-def _close(answer, expected, rel=0.02) -> bool:
-    try:
-        a = float(answer)
-    except (TypeError, ValueError):
-        return False
-    return abs(a - expected) <= rel * abs(expected)
-
-
-def _number(answer) -> float | None:
-    """The reader's answer as a finite float, or None (a string, a bool, None, nan)."""
-    if isinstance(answer, bool) or not isinstance(answer, (int, float, np.integer, np.floating)):
-        return None
-    a = float(answer)
-    return a if math.isfinite(a) else None
-
-
 def _whole(answer) -> int | None:
     """The reader's answer as an int if it is a whole number (``3`` or ``3.0``), else None."""
     a = _number(answer)
