@@ -412,8 +412,11 @@ def test_cluster_experiment_plumbing():
     d = sc9.Dsmem(device="t", simulated=False, sms=132, sm_clock_hz=1.98e9,
                   points=(sc9.DsmemPoint(sc9.MODES[0], 1e-3, 25e12), sc9.DsmemPoint(sc9.MODES[1], error="boom")))
     assert sc9.Dsmem.from_record(d.to_record()) == d
-    (row,) = sc9.accuracy_rows({"dsmem": d.to_record()}, "t")
+    assert sc9.accuracy_rows({"dsmem": d.to_record()}, "t") == []  # no catalog clock, no prediction
+    (row,) = sc9.accuracy_rows({"dsmem": d.to_record()}, "t", 1.755e9)
     assert row.label == "prediction" and row.measured == 25e12
+    # the datasheet clock goes in, not the one NVML read during the run (a measured behaviour): the note says it
+    assert row.predicted == pytest.approx(132 * 128 * 1.755e9) and "1,980 MHz during the run" in row.note
     assert sc9.accuracy_rows({"dsmem": {"error": "x"}}, "t") == []
 
 

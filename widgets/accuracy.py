@@ -24,13 +24,15 @@ LABELS = ("prediction", "calibrated", "fit")
 # prediction and a calibrated comparison: a measured speed, time or behaviour among the inputs.
 LABEL_RULES = {
     "prediction": ("the model's inputs are datasheet figures, counting rules (instructions, bytes, sectors, the "
-                   "occupancy rules) or the conditions of the run (the SM clock it ran at, the registers the compiler "
-                   "gave a kernel), never a measured speed, time or behaviour"),
+                   "occupancy rules) or the conditions set for the run (a locked clock or the datasheet's, the registers "
+                   "the compiler gave a kernel), never a measured speed, time or behaviour, and never a clock the GPU "
+                   "chose under the load compared"),
     "calibrated": ("at least one input is a measured speed, time or behaviour (a copy's bandwidth, a pointer chase's "
                    "latency, how an accumulator rounds), taken from another, named micro-benchmark, run or publication, "
                    "never from the data compared"),
-    "fit": ("the model's parameters come from the very data compared, or the code measured was written to match "
-            "the model, so the comparison cannot fail"),
+    "fit": ("the model's parameters come from the very data compared (a clock the power governor chose during the "
+            "run compared is one), or the code measured was written to match the model: the comparison explains or "
+            "checks the data's own consistency, it does not predict"),
 }
 
 # Each topic's name where the ledger shows it (the figure's bands, the hovers, the tables): the short

@@ -572,9 +572,10 @@ def accuracy_rows(record: dict) -> list:
     **prediction**; with the L2 level added, where it binds, **calibrated** (the L2 bandwidth is
     the memory_hierarchy chapter's measured plateau). The eager epilogue's time and what fusion saves
     are **predictions** (HBM bandwidth from the catalog). Throughput on zeros, ones and sparse data
-    scaled from the random-data run by the SM clocks seen is **calibrated**: the random-data run's
-    throughput is a measured speed from another run of the experiment (not the run compared), the
-    clocks are conditions of the runs (``widgets.accuracy.LABEL_RULES``). The 2:4 speed-up is a
+    scaled from the random-data run by the SM clocks seen is a **fit**: the random-data run's
+    throughput is measured on another run, but the clock of the run compared is the one the power
+    governor chose under that very load, a measured behaviour of the data compared
+    (``widgets.accuracy.LABEL_RULES``). The 2:4 speed-up is a
     **prediction**; the grouped GEMM's loop time is a **prediction** where simt's measured launch cost
     is below each GEMM's time (it then does not enter), else **calibrated**; its grouped time, which
     adds one launch at that cost, **calibrated** (a **prediction** without simt's record).
@@ -646,9 +647,9 @@ def accuracy_rows(record: dict) -> list:
                     rows.append(Row(topic, f"{DD['dtype']} GEMM {DD['n']}^3 on {kind}, sustained",
                                     f"the random-data run's measured throughput × clock ratio ({clk(r):.0f} / "
                                     f"{clk(base):.0f} MHz, NVML's medians during the two runs)",
-                                    base["flop_per_s"] * clk(r) / clk(base), r["flop_per_s"], "FLOP/s", "calibrated", device,
-                                    "calibrated on another run of the experiment (random data); fails if the data changes "
-                                    "the work per clock, not only the clock"))
+                                    base["flop_per_s"] * clk(r) / clk(base), r["flop_per_s"], "FLOP/s", "fit", device,
+                                    "fitted: the clock of the run compared is the one the power governor chose under that "
+                                    "load; the random-data throughput is measured on another run"))
     S = D.get("sparse")
     if isinstance(S, dict) and "error" not in S and _ok(S.get("dense")) and _ok(S.get("sparse")):
         d = dt.get(S["dtype"])

@@ -631,7 +631,8 @@ def occupancy_api_compare_rows(ref: dict | None, here: dict | None) -> list:
         return n, len(res["configs"])
 
     a, h = agree(ref), agree(here)
-    return [dict(quantity="launches whose blocks per SM the model gets exactly", model="all", label="prediction",
+    # the ledger's label for the same comparison (widgets.experiments.simt.accuracy_rows: a check of the port)
+    return [dict(quantity="launches whose blocks per SM the model gets exactly", model="all", label="fit",
                  reference=f"{a[0]:,} of {a[1]:,}" if a else "not recorded", here=f"{h[0]:,} of {h[1]:,}" if h else None)]
 
 
