@@ -979,10 +979,10 @@ def accuracy_rows(results, device: str) -> list:
                         f"a floor (no kernel reads faster than the memory's peak): the prediction fails if measured / floor > "
                         f"{GRID_STRIDE_FAIL_RATIO:g}, i.e. below {1 / GRID_STRIDE_FAIL_RATIO:.0%} of the datasheet peak "
                         "(a threshold stated after the first H200 record)"
-                        + (f". It fails here, and not for the kernel's sake: the device-to-device copy in the same run moved "
+                        + (f". It fails here for two reasons together: the device-to-device copy in the same run moved "
                            f"{res.copy.bytes_per_s / res.hbm_bytes_per_s:.0%} of the datasheet rate (read + written) and the kernel "
                            f"read at {gs.bytes_per_s / res.copy.bytes_per_s:.1%} of the copy's, {gs.bytes_per_s / res.hbm_bytes_per_s:.0%} "
-                           "of the datasheet's. No kernel here, a plain copy included, came near the datasheet's peak"
+                           "of the datasheet's"
                            if isinstance(res.copy, CopyRate) and gs.time_s > GRID_STRIDE_FAIL_RATIO * gs.bytes_read / res.hbm_bytes_per_s
                            else "")))
     return rows

@@ -927,7 +927,7 @@ def launch_timeline_plot(timeline: dict, *, n_kernels: int = LAUNCH_TIMELINE_KER
     set_layout(fig, barmode="overlay", bargap=0.35,
                xaxis=dict(title="time from the first kernel's start [µs]", range=[0, end * 1.02]),
                yaxis=dict(categoryorder="array", categoryarray=["graph", "eager"], title=None))
-    return style_figure(fig, title=f"{n_kernels} kernels: eager and from a graph" if title is None else title,
+    return style_figure(fig, title=f"{n_kernels} consecutive kernels of the kernel-bound loop: eager and from a graph" if title is None else title,
                         readout=launch_timeline_readout(timeline) if readout is None else readout, height=300)
 
 
