@@ -626,7 +626,8 @@ def accuracy_rows(record: dict) -> list:
                             f"spread within the groups of the same repeats (pooled s) / √{GROUP}", check[0], check[1], "s", "fit",
                             device,
                             f"a check of independence on the data compared, not a prediction: for independent repeats measured / "
-                            f"model lies in {lo:.2f} to {hi:.2f} (95%, {ng - 1} degrees of freedom); outside it the repeats drift or "
+                            f"model lies in {lo:.3f} to {hi:.3f} (95%, {ng - 1} degrees of freedom), here {check[1] / check[0]:.3f}, "
+                            f"{'inside' if lo <= check[1] / check[0] <= hi else 'outside'}; outside it the repeats drift or "
                             "are correlated; each repeat is one launch on an idle GPU, so the spread is mostly the launch path's "
                             "jitter, not the kernel's"))
     return rows
