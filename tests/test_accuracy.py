@@ -424,6 +424,7 @@ def test_the_ledger_writes_times_and_minus_signs():
 _TYPED_LABELS_OK = {
     ("memory_hierarchy", "58a6ee5f"): "the measured roofline's ridge (a GEMM's and a copy's rates): no ledger row",
     ("memory_hierarchy", "73c253bd"): "the labels' names, defined by LABEL_RULES' sentences beside them",
+    ("simt", "03c82df4"): "the labels' names, each defined where the chapter opens",
     ("memory_hierarchy", "e4e90beb"): "the size sweep's model lines with simt's launch cost: no ledger row",
     ("collectives", "779ba219"): "the critical batch with the tensor-cores chapter's measured GEMM rate: no ledger row",
     ("collectives", "e8ae0d31"): "the table's three labels, defined for this chapter's rows",
@@ -442,7 +443,7 @@ _TYPED_LABEL = re.compile(
 
 
 def test_chapters_quote_the_ledgers_labels_never_type_them():
-    """Round 19: where a chapter (all but simt, another helper's) says which label a ledger row carries, in its
+    """Round 19: where a chapter says which label a ledger row carries, in its
     prose or a comparison table, the label comes from the row (a prose key, widgets.accuracy.label_of), so a
     relabelled row changes the text too (the tensor-cores chapter still called the clock-rescaled rows a fit, the
     kernels chapter its spread-of-the-mean row a prediction). The few typed label names left are listed, each with
@@ -452,8 +453,6 @@ def test_chapters_quote_the_ledgers_labels_never_type_them():
 
     found = []
     for topic in accuracy.TOPIC_NAMES:
-        if topic == "simt":
-            continue
         nb = json.loads((Path(__file__).resolve().parents[1] / "chapters" / f"{topic}.ipynb").read_text())
         for cell in nb["cells"]:
             for m in _TYPED_LABEL.finditer("".join(cell["source"])):
