@@ -1152,7 +1152,7 @@ def test_experiment_series_helpers(ui):
     fig = ui.bandwidth_occupancy_plot(ui.bandwidth_series(bw, "X"), 4.8e12)
     assert fig.layout.yaxis.title.text == "bandwidth [TB/s]" and len(fig.data) == 2
     am = {"points": [dict(workers=1, speedup=1.0, predicted_speedup=1.0), dict(workers=2, speedup=1.8, predicted_speedup=1.9)]}
-    assert ui.amdahl_series(am, "Y") == {"Y: measured": ([1, 2], [1.0, 1.8]), "Y: predicted": ([1, 2], [1.0, 1.9])}
+    assert ui.amdahl_series(am, "Y") == {"Y: measured": ([1, 2], [1.0, 1.8]), "Y: model (calibrated)": ([1, 2], [1.0, 1.9])}
 
 
 # --------------------------------------------------------------------------------------------

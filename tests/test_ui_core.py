@@ -589,9 +589,9 @@ def test_a_stacking_table_labels_every_cell_and_keeps_its_table_roles(monkeypatc
     assert '<th role="columnheader" scope="col">H200 &quot;ref&quot; &lt;a&gt;</th>' in out and '<tbody role="rowgroup">' in out
     cells = re.findall(r'<td role="cell" data-label="([^"]*)">(.*?)</td>', out)
     assert cells[:5] == [("quantity", "q &lt;1&gt;"), ("H200 &quot;ref&quot; &lt;a&gt;", "2 ms<br>3 ms"), ("model", "1 ms"),
-                         ("measured / model", "2.00"), ("kind", "calibrated")]
+                         ("measured / model", "2.00"), ("label", "calibrated")]
     assert cells[5:] == [("quantity", "r"), ("H200 &quot;ref&quot; &lt;a&gt;", "5 ms"), ("model", ""),
-                         ("measured / model", ""), ("kind", "")]  # empty: left out of the card (td:empty)
+                         ("measured / model", ""), ("label", "")]  # empty: left out of the card (td:empty)
     assert out.count('<tr role="row">') == 3 and "<td>" not in out
     prose = book.table([["a", "why", "1 ms"]], ["k", "note", "t"], prose_columns=(1,), stack=True)
     assert '<td role="cell" data-label="note" class="book-prose">why</td>' in prose
@@ -611,7 +611,8 @@ def test_a_stacking_table_labels_every_cell_and_keeps_its_table_roles(monkeypatc
 def test_compare_table_puts_the_measured_value_first(monkeypatch):
     """Reader check r18: on a phone only the first two columns show before the table scrolls, and
     the measured value and its ratio were fourth and fifth. The order is quantity, reference, the
-    reader's device (live notebooks only), model, measured / model, kind."""
+    reader's device (live notebooks only), model, measured / model, label. Beside the reader's column the
+    model and the ratio name the reference they belong to (reader check r19)."""
     import re
 
     import widgets.book as book
@@ -619,10 +620,10 @@ def test_compare_table_puts_the_measured_value_first(monkeypatch):
     row = dict(quantity="q", reference="2 ms", here="3 ms", model="1 ms", ratio="2.00", label="calibrated")
     heads = lambda html: re.findall(r"<th(?:\s[^>]*)?>(.*?)</th>", html)  # noqa: E731
     monkeypatch.setattr(book, "_build", lambda: False)
-    assert heads(book.compare_table([row], here_label="here")) == ["quantity", "H200 (reference)", "here", "model",
-                                                                   "measured / model", "kind"]
+    assert heads(book.compare_table([row], here_label="here")) == ["quantity", "H200 (reference)", "here", "model (H200)",
+                                                                   "H200 / model", "label"]
     monkeypatch.setattr(book, "_build", lambda: True)  # the published book: no reader's column
-    assert heads(book.compare_table([row])) == ["quantity", "H200 (reference)", "model", "measured / model", "kind"]
+    assert heads(book.compare_table([row])) == ["quantity", "H200 (reference)", "model", "measured / model", "label"]
 
 
 def test_exercise_answers_have_one_reading_rule():

@@ -84,17 +84,17 @@ def test_amdahl_plot_draws_the_ceiling_dotted(record):
     assert all(max(t.y) < ceiling for t in fig.data if t is not line)
     # measured and predicted drawn as before
     styles = {t.name: (t.mode, t.line.dash) for t in fig.data}
-    assert styles["H200 (SMs): measured"] == ("lines+markers", None) and styles["H200 (SMs): predicted"] == ("lines", "dash")
+    assert styles["H200 (SMs): measured"] == ("lines+markers", None) and styles["H200 (SMs): model (calibrated)"] == ("lines", "dash")
 
 
 def test_amdahl_series_without_a_ceiling():
     """A result without the one-worker steps' parts (or with no serial part: p = 1) has no ceiling
     series: the series stay the measured and predicted ones."""
     bare = {"points": [dict(workers=1, speedup=1.0, predicted_speedup=1.0), dict(workers=2, speedup=1.8, predicted_speedup=1.9)]}
-    assert list(ui.amdahl_series(bare, "Y")) == ["Y: measured", "Y: predicted"]
+    assert list(ui.amdahl_series(bare, "Y")) == ["Y: measured", "Y: model (calibrated)"]
     no_serial = {"points": [dict(workers=1, time_s=1.0, serial_s=0.0, parallel_s=1.0, speedup=1.0, predicted_speedup=1.0),
                             dict(workers=2, time_s=0.5, serial_s=0.0, parallel_s=0.5, speedup=2.0, predicted_speedup=2.0)]}
-    assert list(ui.amdahl_series(no_serial, "Y")) == ["Y: measured", "Y: predicted"]
+    assert list(ui.amdahl_series(no_serial, "Y")) == ["Y: measured", "Y: model (calibrated)"]
 
 
 # --------------------------------------------------------------------------------------------

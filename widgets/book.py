@@ -291,7 +291,7 @@ def compare_table(
     caption: str | None = None,
 ) -> str:
     """Model against the recorded reference, and the reader's device when it ran. Columns: the
-    quantity, the reference, the reader's device, the model, measured / model, the kind.
+    quantity, the reference, the reader's device, the model, measured / model, the label.
 
     Each row is a mapping with ``quantity`` and ``reference`` (formatted strings) and optional
     ``model``, ``label`` (prediction / calibrated / fit), ``ratio`` and ``here``. The column for
@@ -306,14 +306,18 @@ def compare_table(
     # the measured value right after the row's name, the reader's own beside it, then the model and
     # the ratio: on a phone the first columns are what shows before scrolling (reader check r18)
     cols = [("quantity", "quantity"), ("reference", reference_label)]
-    if not _build() and any(r.get("here") is not None for r in rows):
+    here = not _build() and any(r.get("here") is not None for r in rows)
+    if here:
         cols.append(("here", here_label or _here_label()))
+    # beside the reader's own column, the model and the ratio say whose they are: the reference's (a reader
+    # in JupyterLab read the H200's 0.83 as their own, reader check r19)
+    ref_name = reference_label.split(" (")[0]
     if any(r.get("model") is not None for r in rows):
-        cols.append(("model", "model"))
+        cols.append(("model", f"model ({ref_name})" if here else "model"))
     if any(r.get("ratio") is not None for r in rows):
-        cols.append(("ratio", "measured / model"))
+        cols.append(("ratio", f"{ref_name} / model" if here else "measured / model"))
     if any(r.get("label") is not None for r in rows):
-        cols.append(("label", "kind"))
+        cols.append(("label", "label"))  # the ledger's word (widgets.accuracy.LABELS), one name everywhere
     body = [[("" if r.get(k) is None else r[k]) for k, _ in cols] for r in rows]
     # a row is read on its own (the quantity, its values, the ratio and what kind of comparison it is):
     # on a phone it stacks into a card, so the ratio shows whole and the kind shows at all (reader check

@@ -549,7 +549,7 @@ def amdahl_series(result: dict, label: str) -> dict:
 
     workers = [p["workers"] for p in result["points"]]
     out = {f"{label}: measured": (workers, [p["speedup"] for p in result["points"]]),
-           f"{label}: predicted": (workers, [p["predicted_speedup"] for p in result["points"]])}
+           f"{label}: model (calibrated)": (workers, [p["predicted_speedup"] for p in result["points"]])}
     one = next((p for p in result["points"] if p["workers"] == 1), None)
     if one is not None and all(one.get(k) is not None for k in ("serial_s", "parallel_s", "time_s")):
         ceiling = amdahl_predictions(copy.deepcopy(result))["ceiling"]
