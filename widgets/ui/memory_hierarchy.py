@@ -507,8 +507,9 @@ def ladder_table(rungs: list) -> str:
         ]
         for r in rungs
     ]
-    # the sources are sentences: they wrap in their column instead of widening the table to 911 px
-    return table(rows, ["level", "bandwidth", "where the number comes from", "times the next rung"], prose_columns=[2])
+    # the sources are sentences: they wrap in their column instead of widening the table to 911 px; a rung per
+    # row, read on its own: cards on a phone
+    return table(rows, ["level", "bandwidth", "where the number comes from", "times the next rung"], prose_columns=[2], stack=True)
 
 
 def working_set_plot(series: dict, l2_bytes: int, hbm_bytes_per_s: float) -> go.Figure:
