@@ -93,18 +93,18 @@ def machine_busy_s() -> float | None:
     return busy / os.sysconf("SC_CLK_TCK")
 
 
-# What kind of process a CPU second went to (``process_kind``), first match wins: (kind, what the
-# process's own command line holds, what one of its ancestors' holds, or None). The kinds that a fresh
+# What kind of process a CPU second went to (``process_kind``), first match wins: (kind, words one of which the
+# process's own command line holds, words one of which an ancestor's holds, or None). The kinds that a fresh
 # clone's ``make test`` spends its CPU on (round 19, a sampler beside a run, helpers busy on the machine:
 # Chromium 602 CPU s of 1,420, the pytest workers 393, the book build 195 with its kernels, JupyterLab's
 # kernels 92, Playwright's driver 61, JupyterLab's server 19).
 PROCESS_KINDS = (
     ("chromium", ("chrome", "chromium", "headless_shell"), None),
-    ("kernel, JupyterLab (chapters run live)", ("ipykernel",), "jupyter-lab"),
-    ("kernel, book build", ("ipykernel",), "jupyter-book"),
-    ("kernel, learner edition", ("ipykernel",), "learner.py"),
+    ("kernel, JupyterLab (chapters run live)", ("ipykernel",), ("-m jupyterlab", "jupyter-lab")),
+    ("kernel, book build", ("ipykernel",), ("jupyter-book",)),
+    ("kernel, learner edition", ("ipykernel",), ("learner.py",)),
     ("kernel, other (nbval, tests)", ("ipykernel",), None),
-    ("jupyterlab server", ("jupyter-lab",), None),
+    ("jupyterlab server", ("-m jupyterlab", "jupyter-lab"), None),
     ("book build (Sphinx)", ("jupyter-book", "book_build.py"), None),
     ("learner edition (Sphinx)", ("learner.py",), None),
     ("playwright driver", ("playwright",), None),
@@ -117,7 +117,7 @@ def process_kind(cmdline: str, ancestors: list[str]) -> str:
     """The kind (``PROCESS_KINDS``) of a process with this command line, whose ancestors (parent
     first) have these; "other" if none matches.
 
-    >>> process_kind("python -m ipykernel_launcher -f k.json", ["python -m jupyter-lab --no-browser", "make test"])
+    >>> process_kind("python -m ipykernel_launcher -f k.json", ["python -m jupyterlab --no-browser", "make test"])
     'kernel, JupyterLab (chapters run live)'
     >>> process_kind("/usr/lib/chromium/headless_shell --type=renderer", ["node .../playwright/driver"])
     'chromium'
@@ -125,7 +125,7 @@ def process_kind(cmdline: str, ancestors: list[str]) -> str:
     'other'
     """
     for kind, own, ancestor in PROCESS_KINDS:
-        if any(word in cmdline for word in own) and (ancestor is None or any(ancestor in a for a in ancestors)):
+        if any(word in cmdline for word in own) and (ancestor is None or any(w in a for w in ancestor for a in ancestors)):
             return kind
     return "other"
 

@@ -27,6 +27,10 @@ def test_process_kind_examples():
         ),
         ("python -m ipykernel_launcher -f a.json", ["python -m pytest -n 6"], "kernel, other (nbval, tests)"),
         ("python .venv/bin/jupyter-lab --no-browser", ["python -m pytest"], "jupyterlab server"),
+        # how tests/test_jupyterlab.py starts it (round 19's first record counted its kernels as "other")
+        ("/x/.venv/bin/python -m jupyterlab --no-browser --port 1", ["python -m pytest"], "jupyterlab server"),
+        ("python -m ipykernel_launcher -f a.json", ["/x/.venv/bin/python -m jupyterlab --no-browser"],
+         "kernel, JupyterLab (chapters run live)"),
         (
             "node .venv/lib/python3.11/site-packages/playwright/driver/package/cli.js run-driver",
             [],
