@@ -229,8 +229,9 @@ def test_serving_refuses_a_gpu_too_small_for_one_layer(monkeypatch):
     from widgets.experiments import serving
 
     small = replace(doctor.simulate("T4").capabilities, free_bytes=4 * 2**30)
-    with pytest.raises(ValueError, match="one decoder layer"):
+    with pytest.raises(serving.NotEnoughGpuMemory, match="one decoder layer"):
         serving.decoder_layers(small)
+    assert issubclass(serving.NotEnoughGpuMemory, ValueError)
 
 
 @pytest.mark.parametrize("gpus, nccl, backend", [(2, True, "nccl"), (2, False, "gloo"), (1, True, "gloo")])

@@ -80,17 +80,22 @@ def _dtype() -> torch.dtype:
     return torch.float16 if cap.nvidia and not cap.tensor_cores("bf16") else torch.bfloat16
 
 
+class NotEnoughGpuMemory(ValueError):
+    """The GPU has too little free memory for even one decoder layer (another process may hold it):
+    a set-up condition a notebook reports and goes on past, not a bug (a ``ValueError``)."""
+
+
 def decoder_layers(cap=None) -> int:
     """Layers of the GPU decoder (``gpu_config``): all 4 where they fit in free memory with their
     largest KV cache, else the most that fit (a 15 GiB T4: 1), by the doctor's rule
-    (``widgets.doctor.serving_layers``: the same numbers decide its verdict). ``ValueError`` where
-    not even one layer fits."""
+    (``widgets.doctor.serving_layers``: the same numbers decide its verdict). ``NotEnoughGpuMemory``
+    (a ``ValueError``) where not even one layer fits."""
     from .. import doctor
 
     cap = cap or harness.capabilities()
     n = doctor.serving_layers(cap.free_bytes)
     if n < 1:
-        raise ValueError(f"the serving experiment needs about {doctor.serving_gpu_bytes(1) / GiB:.1f} GiB of free GPU memory "
+        raise NotEnoughGpuMemory(f"the serving experiment needs about {doctor.serving_gpu_bytes(1) / GiB:.1f} GiB of free GPU memory "
                          f"for one decoder layer and its KV caches; {cap.device} has {cap.free_bytes / GiB:.1f} GiB free")
     return n
 
