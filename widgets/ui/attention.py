@@ -123,7 +123,7 @@ def io_calculator():
         rows = [("FLOP (4 B H N^2 d)", f"{p['flop']:.3g}"), ("standard: HBM bytes", fmt_bytes(p["standard_bytes"])),
                 ("Theorem 2's count: HBM bytes (Algorithm 1, no cache)", fmt_bytes(p["flash_bytes"])),
                 ("floor: Q, K, V, O once", fmt_bytes(p["floor_bytes"])),
-                ("Algorithm 1's blocks B_r x B_c", f"{p['blocks'].block_q} x {p['blocks'].block_kv}"),
+                ("Algorithm 1's blocks B_r × B_c", f"{p['blocks'].block_q} × {p['blocks'].block_kv}"),
                 (f"standard: time ({p['dtype']} roofline)", fmt_time(p["standard_s"])),
                 ("Theorem 2's count: time", fmt_time(p["flash_s"])),
                 ("the matmuls alone", fmt_time(p["compute_s"]))]
@@ -306,7 +306,7 @@ def matrix_figure(gpus=GPUS, batches=MATRIX_BATCHES) -> go.Figure:
 
     def frame(gpu, b):
         traces, p = _matrix_traces(gpu, b)
-        return traces, f"{p['gpu']}, batch {b} x {MATRIX_HEADS} heads", matrix_readout(p)
+        return traces, f"{p['gpu']}, batch {b} × {MATRIX_HEADS} heads", matrix_readout(p)
 
     return grid_figure(slider=("batch", list(batches), str), choices=("GPU", gpus, str), frame=frame, layout=_matrix_layout(),
                        active=(gpus.index("H200-SXM") if "H200-SXM" in gpus else 0, 0), height=440)
@@ -344,7 +344,7 @@ def matrix_calculator():
                            ("math path fits?", fits), ("flash: peak", fmt_bytes(p["flash_bytes"])),
                            (f"{p['gpu']} memory", fmt_bytes(p["capacity_bytes"], 4)),
                            ("longest N for the math path", f"{p['longest']:,}")])
-        return table, style_figure(fig, title=f"{p['gpu']}, batch {p['batch']} x {p['heads']} heads of {p['head_dim']}",
+        return table, style_figure(fig, title=f"{p['gpu']}, batch {p['batch']} × {p['heads']} heads of {p['head_dim']}",
                                    readout=matrix_readout(p), height=380)
 
     return live_form(compute, controls, show, title="The attention matrix's memory")
@@ -364,14 +364,14 @@ def flash_html(flash, short: dict) -> str:
     rows = []
     for r in ex.flash_table(flash):
         key = f"{short.get(r['name'], r['name'])} ({'causal' if r['causal'] else 'full'}, N = {r['seq']:,})"
-        shape = f"{r['batch']} x {r['heads']}"
+        shape = f"{r['batch']} × {r['heads']}"
         if r["error"]:
             rows.append([key, shape, "refused", "-", "-", short_reason(r["error"], 80)])
             continue
         rows.append([key, shape, fmt_time(r["time_s"]), f"{r['tflop_per_s']:.3g}" if r["tflop_per_s"] else "-",
                      fmt_bytes(r["peak_extra_bytes"]) if r["peak_extra_bytes"] is not None else "-",
                      f"{r['max_abs_error']:.2g}" if r["max_abs_error"] is not None else "-"])
-    return html_table(["kernel (mask, N)", "batch x heads", "time", "TFLOP/s", "memory beyond Q, K, V", "max |error| / why refused"],
+    return html_table(["kernel (mask, N)", "batch × heads", "time", "TFLOP/s", "memory beyond Q, K, V", "max |error| / why refused"],
                       rows)
 
 

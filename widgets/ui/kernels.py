@@ -164,21 +164,21 @@ def _tile_frame(block, thread, arch="sm_90"):
         t = km.tile_summary("vectorized", arch, bm=bm, bn=bn, bk=bk, tm=tm, tn=tn)
     except ValueError as exc:
         bar = go.Bar(x=[0, 0], y=levels, orientation="h", marker_color=series_color(1), name="FLOP per byte", showlegend=False)
-        return [bar], f"{bm} x {bn} x {bk}, thread {tm} x {tn}", str(exc)
+        return [bar], f"{bm} × {bn} × {bk}, thread {tm} × {tn}", str(exc)
     bar = go.Bar(x=[t.global_flop_per_byte, t.smem_flop_per_byte], y=levels, orientation="h", marker_color=series_color(1),
                  name="FLOP per byte", showlegend=False, customdata=["L2/HBM -> shared", "shared -> registers"],
                  hovertemplate="%{y} (%{customdata}): %{x:.3g} FLOP/B<extra></extra>")
     o = t.occupancy
     readout = (f"{t.tiling.threads} threads, {t.smem_bytes_per_block / 1024:.3g} KiB shared, ~{t.regs_per_thread} registers: "
                f"{plural(o.blocks_per_sm, 'block')}/SM, occupancy {percent(o.occupancy)} ({o.limiter})")
-    return [bar], f"block {bm} x {bn} x {bk}, thread {tm} x {tn}", readout
+    return [bar], f"block {bm} × {bn} × {bk}, thread {tm} × {tn}", readout
 
 
 def tile_figure(blocks=BLOCK_TILES, threads=THREAD_TILES, arch: str = "sm_90") -> go.Figure:
     """Static tiles (vectorized rung, on ``arch``): the dropdown picks the block tile, the slider the thread tile."""
     return grid_figure(
         slider=("thread tile", list(threads), lambda t: f"{t[0]}x{t[1]}"),
-        choices=("block tile", list(blocks), lambda b: f"{b[0]} x {b[1]}, BK {b[2]}"),
+        choices=("block tile", list(blocks), lambda b: f"{b[0]} × {b[1]}, BK {b[2]}"),
         frame=lambda b, t: _tile_frame(b, t, arch),
         layout=dict(xaxis=dict(title="FLOP per byte moved", rangemode="tozero"),
                     yaxis=dict(categoryorder="array", categoryarray=list(TILE_LEVELS), autorange="reversed")),

@@ -858,7 +858,7 @@ def _inflight_traces(gpu: str, latency_ns: float, stage_bytes: int = 16 * 1024) 
         labels.append(label)
         values.append(b.register_path_bytes / 1024)
     for stages in (2, 3, 4):
-        labels.append(f"async copy: {stages} x {stage_bytes // 1024} KiB")
+        labels.append(f"async copy: {stages} × {stage_bytes // 1024} KiB")
         values.append(stages * stage_bytes / 1024)
     colors = [COLORS[3]] + [COLORS[0]] * len(INFLIGHT_WAYS) + [COLORS[1]] * 3
     return [go.Bar(y=labels, x=values, orientation="h", marker_color=colors, showlegend=False,

@@ -79,7 +79,7 @@ def _show_custom_only_when_chosen(controls: dict) -> None:
 def memory_summary(b: sv.MemoryBudget, context_tokens: int) -> str:
     verdict = "fits" if b.fits else f"does NOT fit ({fmt_bytes(-b.free_bytes)} short)"
     return (
-        f"{b.model} on {b.tp} x {b.gpu}, {b.batch} x {context_tokens} tokens: KV cache {fmt_bytes(b.kv_bytes)}, {verdict}"
+        f"{b.model} on {b.tp} × {b.gpu}, {b.batch} × {context_tokens} tokens: KV cache {fmt_bytes(b.kv_bytes)}, {verdict}"
         f"<br>at most {b.max_concurrent_seqs} sequences of that length"
     )
 
