@@ -11,12 +11,13 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..book import short_reason
+from ..book import table as book_table
 from ..hardware import get_gpu, gpu_names
 from ..models import attention as am
 from ..units import GiB, KiB, fmt_bytes, fmt_time
 from ._core import answer_close as _close
 from ._core import answer_number as _number
-from ._core import grid_figure, html_table, live_form, plural, series_color, set_layout, style_figure, table_html
+from ._core import grid_figure, live_form, plural, series_color, set_layout, style_figure, table_html
 from ._core import verdict as _verdict
 
 GPUS = tuple(gpu_names())
@@ -371,8 +372,9 @@ def flash_html(flash, short: dict) -> str:
         rows.append([key, shape, fmt_time(r["time_s"]), f"{r['tflop_per_s']:.3g}" if r["tflop_per_s"] else "-",
                      fmt_bytes(r["peak_extra_bytes"]) if r["peak_extra_bytes"] is not None else "-",
                      f"{r['max_abs_error']:.2g}" if r["max_abs_error"] is not None else "-"])
-    return html_table(["kernel (mask, N)", "batch × heads", "time", "TFLOP/s", "memory beyond Q, K, V", "max |error| / why refused"],
-                      rows)
+    # a row per kernel and shape, read on its own: cards on a phone (the book's table, reader check r19)
+    return book_table(rows, ["kernel (mask, N)", "batch × heads", "time", "TFLOP/s", "memory beyond Q, K, V",
+                             "max |error| / why refused"], stack=True)
 
 
 def backend_html(backends, short: dict) -> str:
@@ -385,11 +387,11 @@ def backend_html(backends, short: dict) -> str:
         choice = short.get(c.dispatcher_choice, c.dispatcher_choice) if c.dispatcher_choice else "?"
         t = c.times_s.get(c.dispatcher_choice) if c.dispatcher_choice else None
         fastest = min(c.times_s.values()) if c.times_s else None
-        cost = f"{t / fastest:.2g} x the fastest" if t and fastest else "-"
+        cost = f"{t / fastest:.2g} × the fastest" if t and fastest else "-"
         mask = "no mask" if c.mask == "none" else f"{c.mask} mask"
         rows.append([f"{c.dtype}, d {c.head_dim}, {mask}, dropout {c.dropout:g}", ran, choice,
                      fmt_time(t) if t else "-", cost])
-    return html_table(["dtype, head size, mask, dropout", "ran alone", "default choice", "its time", "cost"], rows)
+    return book_table(rows, ["dtype, head size, mask, dropout", "ran alone", "default choice", "its time", "cost"], stack=True)
 
 
 # --------------------------------------------------------------------------------------------

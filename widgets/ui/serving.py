@@ -620,7 +620,9 @@ def kv_memory_table(kv: dict) -> str:
         ]
         for v in kv["variants"]
     ]
-    return html_table(head, rows)
+    from .. import book
+
+    return book.table(rows, head, stack=True)  # a row per layout, read on its own: cards on a phone
 
 
 def paged_kv_table(paged: dict) -> str:
